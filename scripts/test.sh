@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Set up and run every test: virtual environment, the package with its dev extras, (as root)
+# the Debian packages the integration tests drive, then ruff, mypy, import-linter and pytest.
+# Extra arguments go to pytest. CI (.ci/run) calls exactly this.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debs=(chromium chromium-driver)
+if [ "$(id -u)" = 0 ]; then
+  missing=()
+  for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing Debian packages: ${missing[*]}" >&2
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+else
+  echo "not root: integration tests need ${debs[*]} installed already" >&2
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+.venv/bin/ruff check src tests bench
+.venv/bin/mypy
+.venv/bin/lint-imports
+.venv/bin/pytest "$@"

@@ -1,0 +1,26 @@
+"""Load the packaged catalog once; callers may pass their own for tests."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+import yaml
+
+from aiplat.catalog.models import Catalog
+
+
+@cache
+def load_catalog() -> Catalog:
+    data = resources.files("aiplat.catalog") / "data"
+
+    def read(name: str) -> object:
+        return yaml.safe_load((data / name).read_text(encoding="utf-8"))
+
+    return Catalog.model_validate(
+        {
+            "gpus": read("gpus.yaml"),
+            "models": read("models.yaml"),
+            "node_types": read("node_types.yaml"),
+        }
+    )

@@ -1,0 +1,125 @@
+"""Typed catalog entries. Field names carry their unit so no figure is ambiguous.
+
+Memory sizes of accelerators are the marketed capacity in GiB-like "GB" as vendors print them
+(an "80GB" H100 exposes 80 GiB of HBM3); bandwidths are decimal (TB/s, GB/s); compute is
+dense (no structured sparsity) TFLOP/s, as the vendors' datasheets list next to the sparse
+figure.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+
+class CatalogEntry(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class MigProfile(CatalogEntry):
+    """One MIG GPU-instance profile, e.g. ``1g.10gb`` on an H100-80GB."""
+
+    name: str = Field(pattern=r"^[1-7]g\.\d+gb(\+me)?$")
+    max_instances: int = Field(ge=1, le=7)
+    compute_slices: int = Field(ge=1, le=7, description="g count: sevenths of the SMs")
+    memory_slices: int = Field(ge=1, le=8, description="eighths of the memory")
+    memory_gb: float = Field(gt=0)
+    placements: list[int] = Field(description="allowed start memory slices (of 8)")
+
+
+class GpuModel(CatalogEntry):
+    name: str
+    aliases: list[str] = []
+    vendor: str
+    architecture: str
+    form_factor: str = Field(description="sxm, pcie, oam, nvl")
+    memory_gb: float = Field(gt=0)
+    memory_bandwidth_tbps: float = Field(gt=0)
+    bf16_tflops: float = Field(gt=0, description="dense BF16 tensor TFLOP/s")
+    fp8_tflops: float | None = Field(default=None, gt=0, description="dense FP8 TFLOP/s")
+    int8_tops: float | None = Field(default=None, gt=0)
+    fp32_tflops: float = Field(gt=0, description="non-tensor FP32 TFLOP/s")
+    tdp_w: float = Field(gt=0)
+    interconnect: str = Field(description="e.g. NVLink 4, Infinity Fabric, PCIe 5")
+    interconnect_gbps: float = Field(gt=0, description="GB/s per GPU, both directions")
+    pcie_gen: int = Field(ge=3, le=6)
+    mig_profiles: list[MigProfile] = []
+    source: str
+
+    @field_validator("aliases")
+    @classmethod
+    def _lower(cls, v: list[str]) -> list[str]:
+        return [a.lower() for a in v]
+
+
+class ModelArchitecture(CatalogEntry):
+    """A transformer's shape. ``params`` is the total parameter count; for a mixture of
+    experts ``active_params`` is what one token touches."""
+
+    name: str
+    aliases: list[str] = []
+    family: str
+    params: float = Field(gt=0)
+    active_params: float | None = Field(default=None, gt=0)
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    ffn_hidden: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    max_context: int = Field(gt=0)
+    experts: int = Field(default=1, ge=1)
+    experts_per_token: int = Field(default=1, ge=1)
+    embedding_dim: int | None = Field(
+        default=None, gt=0, description="output size of an embedding model"
+    )
+    source: str
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+class NodeType(CatalogEntry):
+    """A server model as bought: GPUs, host resources and typical system power under load."""
+
+    name: str
+    gpu: str | None
+    gpus: int = Field(ge=0)
+    cpu_cores: int = Field(gt=0)
+    memory_gib: int = Field(gt=0)
+    system_power_kw: float = Field(gt=0, description="typical max system power under AI load")
+    rack_units: int = Field(gt=0)
+    source: str
+
+
+class Catalog(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    gpus: list[GpuModel]
+    models: list[ModelArchitecture]
+    node_types: list[NodeType]
+
+    def gpu(self, name: str) -> GpuModel | None:
+        return _find(self.gpus, name)
+
+    def model(self, name: str) -> ModelArchitecture | None:
+        return _find(self.models, name)
+
+    def node_type(self, name: str) -> NodeType | None:
+        return _find(self.node_types, name)
+
+
+_E = TypeVar("_E", GpuModel, ModelArchitecture, NodeType)
+
+
+def _find(entries: list[_E], name: str) -> _E | None:
+    key = name.lower()
+    for e in entries:
+        if e.name.lower() == key or key in getattr(e, "aliases", []):
+            return e
+    return None

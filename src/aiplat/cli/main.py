@@ -1,0 +1,43 @@
+"""The ``aiplat`` command group and its error handling."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from aiplat import __version__
+from aiplat.cli.plan import plan
+from aiplat.cli.spec import spec
+from aiplat.errors import AiplatError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="aiplat")
+def cli() -> None:
+    """aiplat: size, build, check and hand over an AI platform from one spec."""
+
+
+cli.add_command(plan)
+cli.add_command(spec)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        cli.main(args=argv, prog_name="aiplat", standalone_mode=False)
+    except AiplatError as e:
+        click.echo(f"error: {e}" if "\n" not in str(e) else f"error:\n{e}", err=True)
+        return e.exit_code
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        return 130
+    except click.ClickException as e:
+        e.show()
+        return e.exit_code
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""``aiplat plan [SPEC] [-o DIR]``: size the platform and write plan.json and the reports."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from aiplat.catalog import load_catalog
+from aiplat.fsutil import write_tree
+from aiplat.plan import Plan, build_plan
+from aiplat.report import render_html, render_markdown
+from aiplat.report.plan_doc import plan_document
+from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
+
+
+@click.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out_dir", default="out", show_default=True,
+              type=click.Path(file_okay=False), help="directory for plan.json and reports")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True, help="what to print on stdout")
+def plan(spec: str | None, out_dir: str, fmt: str) -> None:
+    """Size the platform in SPEC (default: the built-in example) and write the plan.
+
+    Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md and a
+    self-contained DIR/report.html. Exit 1 when the plan has error findings.
+    """
+    t0 = time.perf_counter()
+    catalog = load_catalog()
+    platform = (load_platform(spec, catalog) if spec
+                else parse_platform(example_text(), EXAMPLE, catalog))
+    result = build_plan(platform, catalog)
+    doc = plan_document(result)
+    # Render everything before writing anything: a failure leaves DIR untouched.
+    files = {
+        "plan.json": result.model_dump_json(indent=2, by_alias=True) + "\n",
+        "report.md": render_markdown(doc),
+        "report.html": render_html(doc),
+    }
+    written = write_tree(out_dir, files)
+    if fmt == "json":
+        click.echo(json.dumps(_summary_data(result), indent=2))
+    else:
+        _print_table(result)
+    elapsed = time.perf_counter() - t0
+    click.echo(f"wrote {', '.join(str(p) for p in written)} in {elapsed:.2f} s", err=True)
+    if any(f.severity == "error" for f in result.all_findings):
+        sys.exit(1)
+
+
+def _duration(hours: float | None) -> str:
+    if hours is None:
+        return "always on"
+    return f"{hours / 24:,.1f} days" if hours >= 48 else f"{hours:,.1f} h"
+
+
+def _summary_data(p: Plan) -> dict[str, object]:
+    return {
+        "platform": p.platform,
+        "workloads": [{"name": w.name, "kind": w.kind, "pool": w.pool, "gpus": w.gpus,
+                       "gpu_hours_per_month": round(w.gpu_hours_per_month, 1)}
+                      for w in p.workloads],
+        "pools": [{"name": q.name, "nodes": q.nodes, "gpus": q.gpus, "spares": q.spare_nodes,
+                   "peak_demand_gpus": q.peak_demand_gpus, "power_kw": round(q.pool_power_kw, 2),
+                   "racks": q.racks} for q in p.pools],
+        "it_power_kw": round(p.facility.it_power_kw, 2),
+        "facility_power_kw": round(p.facility.facility_power_kw, 2),
+        "deployment": p.deployment["recommendation"],
+        "findings": [f.model_dump() for f in p.all_findings],
+    }
+
+
+def _print_table(p: Plan) -> None:
+    # Piped output keeps full names: rich would wrap to 80 columns off a terminal.
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    wt = Table(title=f"Workloads — {p.platform}", title_justify="left")
+    for col in ("workload", "kind", "pool", "model", "GPUs", "run", "GPU-h/month"):
+        wt.add_column(col, justify="right" if col in ("GPUs", "GPU-h/month") else "left")
+    for w in p.workloads:
+        run = _duration(w.run_hours)
+        wt.add_row(w.name, w.kind, w.pool, w.model, str(w.gpus), run,
+                   f"{w.gpu_hours_per_month:,.0f}")
+    console.print(wt)
+    pt = Table(title="Pools", title_justify="left")
+    for col in ("pool", "GPU", "nodes", "GPUs", "peak", "avg", "spares", "kW", "racks"):
+        pt.add_column(col, justify="left" if col in ("pool", "GPU") else "right")
+    for q in p.pools:
+        pt.add_row(q.name, q.gpu_model or "CPU", str(q.nodes), str(q.gpus),
+                   str(q.peak_demand_gpus), f"{q.average_demand_gpus:.1f}",
+                   str(q.spare_nodes), f"{q.pool_power_kw:.1f}", str(q.racks))
+    console.print(pt)
+    f = p.facility
+    console.print(
+        f"IT power {f.it_power_kw:,.1f} kW of {f.power_budget_kw:g} kW budget · facility "
+        f"{f.facility_power_kw:,.1f} kW · cooling {f.cooling_btu_per_hour:,.0f} BTU/h · "
+        f"{f.racks} racks · deployment: {p.deployment['recommendation']}"
+    )
+    for x in p.all_findings:
+        console.print(f"{x.severity}: {x.subject}: {x.message} (fix: {x.fix})")
+    if not p.all_findings:
+        console.print("no findings")

@@ -1,0 +1,41 @@
+"""``aiplat spec validate|schema|example``."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from aiplat.spec import Platform, example_text, load_platform
+
+
+@click.group()
+def spec() -> None:
+    """Validate the platform spec, print its JSON Schema or the built-in example."""
+
+
+@spec.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+def validate(file: str) -> None:
+    """Check FILE: syntax, types, ranges, references and catalog names (exit 2 on error)."""
+    p = load_platform(file)
+    gpus = sum(pool.gpus for pool in p.pools)
+    click.echo(
+        f"{file}: valid ({len(p.pools)} pools, {gpus} GPUs, {len(p.tenants)} tenants, "
+        f"{len(p.workloads)} workloads)"
+    )
+
+
+@spec.command()
+def schema() -> None:
+    """Print the spec's JSON Schema (for editors: yaml-language-server)."""
+    doc = Platform.model_json_schema(by_alias=True)
+    doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    doc["title"] = "aiplat Platform (aiplat/v1alpha1)"
+    click.echo(json.dumps(doc, indent=2, sort_keys=False))
+
+
+@spec.command()
+def example() -> None:
+    """Print the built-in example platform, a starting point for your own."""
+    click.echo(example_text(), nl=False)

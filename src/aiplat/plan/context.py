@@ -1,0 +1,105 @@
+"""Resolve a workload's spec against the catalog into the plain numbers sizing needs.
+
+The spec allows a catalog model, a full architecture, or a catalog model with overrides (a
+longer context, say); ``Arch`` is the merged result. GPU figures are looked up once per pool.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aiplat.catalog import Catalog, GpuModel, NodeType
+from aiplat.spec.models import ModelRef, Platform, PoolSpec, Precision, WorkloadSpec
+
+GB = 1e9
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    params: float
+    active_params: float
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    max_context: int
+    embedding_dim: int | None = None
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden // self.heads
+
+
+def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
+    base = catalog.model(ref.name) if ref.name else None
+    layers = ref.layers or (base.layers if base else None)
+    hidden = ref.hidden or (base.hidden if base else None)
+    heads = ref.heads or (base.heads if base else None)
+    vocab = ref.vocab or (base.vocab if base else None)
+    # The spec's validators and the reference check guarantee a complete shape here.
+    assert layers and hidden and heads and vocab, "unresolved model shape"
+    ffn = ref.ffn_hidden or (base.ffn_hidden if base else 4 * hidden)
+    kv_heads = ref.kv_heads or (base.kv_heads if base else heads)
+    # Without a published count, a dense decoder has about 12·l·h² + 2·V·h parameters
+    # (attention 4h², MLP 8h² at ffn = 4h; input and output embeddings).
+    params = ref.params or (base.params if base else 12 * layers * hidden**2 + 2 * vocab * hidden)
+    active = base.active_params if base and base.active_params and not ref.params else params
+    return Arch(
+        name=base.name if base else (ref.name or f"custom-{params / 1e9:.1f}b"),
+        params=params,
+        active_params=active or params,
+        layers=layers,
+        hidden=hidden,
+        ffn_hidden=ffn,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        max_context=ref.max_context or (base.max_context if base else 4096),
+        embedding_dim=base.embedding_dim if base else None,
+    )
+
+
+@dataclass(frozen=True)
+class PoolHardware:
+    pool: PoolSpec
+    gpu: GpuModel
+    node_type: NodeType | None
+
+    @property
+    def gpus_per_node(self) -> int:
+        assert self.pool.node.gpu is not None
+        return self.pool.node.gpu.count
+
+    @property
+    def gpu_memory_bytes(self) -> float:
+        # Vendors' "80 GB" is at least 80e9 usable bytes; decimal keeps the estimate safe.
+        return self.gpu.memory_gb * GB
+
+    def peak_tflops(self, precision: Precision) -> float:
+        if precision is Precision.FP8 and self.gpu.fp8_tflops:
+            return self.gpu.fp8_tflops
+        if precision is Precision.FP32:
+            return self.gpu.fp32_tflops
+        if precision in (Precision.INT8, Precision.INT4) and self.gpu.int8_tops:
+            return self.gpu.int8_tops
+        return self.gpu.bf16_tflops
+
+    def hpc_bytes_per_second_per_gpu(self) -> float:
+        nics = [n for n in self.pool.node.nics if n.segment.value == "hpc"]
+        total_gbps = sum(n.rate_gbps * n.count for n in nics)
+        return total_gbps * 1e9 / 8 / self.gpus_per_node
+
+
+def pool_hardware(platform: Platform, catalog: Catalog, workload: WorkloadSpec) -> PoolHardware:
+    pool = platform.pool(workload.pool) if workload.pool else next(
+        p for p in platform.pools if p.node.gpu
+    )
+    assert pool is not None and pool.node.gpu is not None
+    gpu = catalog.gpu(pool.node.gpu.model)
+    assert gpu is not None
+    node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
+    return PoolHardware(pool, gpu, node_type)

@@ -1,0 +1,97 @@
+"""The plan: every figure ``aiplat plan`` computes, machine-readable (``plan.json``).
+
+The plan keeps the sizing results whole (figures, formula, inputs) under ``results`` so an
+administrator can trace any number back to its inputs; the flat ``gpus``, ``*_bytes`` and
+``*_kw`` fields are what reports, charts and later capabilities (Kubernetes quotas, the
+simulator) read. Findings are what a reviewer must act on; their severity decides the exit
+code of ``aiplat plan --strict``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+PLAN_SCHEMA = "aiplat.plan/v1alpha1"
+
+
+class PlanModel(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Finding(PlanModel):
+    severity: Literal["info", "warning", "error"]
+    subject: str = Field(description="what the finding is about, e.g. 'pool h100'")
+    message: str
+    fix: str = ""
+
+
+class WorkloadPlan(PlanModel):
+    name: str
+    kind: str
+    tenant: str
+    pool: str
+    gpu_model: str
+    model: str
+    params: float
+    precision: str
+    gpus: int = Field(description="GPUs the workload holds while it runs")
+    nodes: float = Field(description="gpus / GPUs per node of its pool")
+    run_hours: float | None = Field(description="wall time of one run; None = always on")
+    gpu_hours_per_month: float
+    memory_per_gpu_bytes: dict[str, float] = Field(description="breakdown of one GPU's memory")
+    gpu_memory_bytes: float
+    key_figures: dict[str, str] = Field(description="human-readable headline figures")
+    results: dict[str, dict[str, Any]] = Field(description="sizing results: figures + inputs")
+    findings: list[Finding] = []
+
+
+class PoolPlan(PlanModel):
+    name: str
+    zone: str | None
+    gpu_model: str | None
+    gpus_per_node: int
+    nodes: int
+    gpus: int
+    autoscaling: bool
+    peak_demand_gpus: int = Field(description="sum of the GPUs of workloads on this pool")
+    average_demand_gpus: float = Field(description="GPU-hours per month / 730 h")
+    quota_gpus: float = Field(description="sum of tenants' nominal quotas on this pool")
+    spare_nodes: int
+    node_power_kw: float
+    pool_power_kw: float
+    nodes_per_rack: int
+    racks: int
+    results: dict[str, dict[str, Any]]
+
+
+class FacilityPlan(PlanModel):
+    it_power_kw: float
+    facility_power_kw: float
+    power_budget_kw: float
+    fits_budget: bool
+    cooling_kw: float
+    cooling_btu_per_hour: float
+    racks: int
+    energy_cost_per_month: float
+    currency: str
+    results: dict[str, dict[str, Any]]
+
+
+class Plan(PlanModel):
+    schema_: str = Field(default=PLAN_SCHEMA, alias="schema")
+    platform: str
+    description: str
+    aiplat_version: str
+    kubernetes_version: str
+    workloads: list[WorkloadPlan]
+    pools: list[PoolPlan]
+    facility: FacilityPlan
+    roles: dict[str, Any]
+    deployment: dict[str, Any]
+    findings: list[Finding]
+
+    @property
+    def all_findings(self) -> list[Finding]:
+        return self.findings + [f for w in self.workloads for f in w.findings]

@@ -1,0 +1,214 @@
+"""The document model every aiplat report is built from.
+
+A report (the plan today; acceptance reports and runbooks later) is first built as plain
+data — a :class:`Document` of sections holding paragraphs, tables, charts and notes — and only
+then rendered, to Markdown (:mod:`aiplat.report.markdown`) or to one self-contained HTML file
+(:mod:`aiplat.report.html`). Keeping the content format-neutral means the layer that knows
+the subject (sizing, acceptance) never writes markup, every renderer shows the same facts,
+and tests can assert on the data rather than on HTML.
+
+All text is plain text, never markup: renderers escape it for their format. Numbers arrive
+already formatted as strings in tables and key figures (the producer knows the unit and the
+precision worth showing); charts carry floats, shown with :func:`format_value`.
+
+The models are frozen pydantic models and validate what would otherwise fail late or render
+wrong: a series whose length differs from the categories, a negative value in a stacked
+chart (stacking cannot show it), a row narrower than its header, and ids that would collide
+once they become HTML anchors.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=64)]
+"""Lower-case letters, digits and single hyphens: safe as an HTML id and a URL fragment.
+
+No underscore on purpose: :func:`aiplat.report.charts.render_svg` namespaces the ids inside a
+chart as ``<chart id>_<inner id>``, which therefore can never collide with a slug.
+"""
+
+ChartKind = Literal["bar", "stacked-bar", "hbar", "stacked-hbar"]
+Align = Literal["left", "right"]
+
+STACKED_KINDS: frozenset[str] = frozenset({"stacked-bar", "stacked-hbar"})
+HORIZONTAL_KINDS: frozenset[str] = frozenset({"hbar", "stacked-hbar"})
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class KeyFigure(_Model):
+    """One headline number shown in the summary, e.g. ``GPUs needed: 64 (8 nodes)``."""
+
+    label: str = Field(min_length=1)
+    value: str = Field(min_length=1, description="already formatted, with its unit")
+    detail: str = Field(default="", description="one short line of context")
+
+
+class Table(_Model):
+    """A table of already formatted cells; ``align`` defaults to left for every column."""
+
+    title: str = ""
+    columns: list[str] = Field(min_length=1)
+    rows: list[list[str]] = Field(default_factory=list)
+    align: list[Align] | None = None
+
+    @model_validator(mode="after")
+    def _check_shape(self) -> Table:
+        width = len(self.columns)
+        for index, row in enumerate(self.rows):
+            if len(row) != width:
+                raise ValueError(
+                    f"table {self.title!r}: row {index} has {len(row)} cells but there are "
+                    f"{width} columns {self.columns}; pad it with '' or fix the columns"
+                )
+        if self.align is not None and len(self.align) != width:
+            raise ValueError(
+                f"table {self.title!r}: align has {len(self.align)} entries for {width} columns;"
+                " give one 'left'/'right' per column or leave align out"
+            )
+        return self
+
+    @property
+    def alignment(self) -> list[Align]:
+        """The alignment of each column, with the default applied."""
+        return list(self.align) if self.align is not None else ["left"] * len(self.columns)
+
+
+class Series(_Model):
+    """One named list of values, one per category of its chart."""
+
+    name: str = Field(min_length=1)
+    values: list[float]
+
+    @model_validator(mode="after")
+    def _check_finite(self) -> Series:
+        bad = [v for v in self.values if not math.isfinite(v)]
+        if bad:
+            raise ValueError(f"series {self.name!r} has non-finite values {bad}; use numbers")
+        return self
+
+
+class Chart(_Model):
+    """A bar chart: grouped or stacked, vertical or horizontal.
+
+    ``unit`` labels the value axis (e.g. ``GiB``); categories are the bars' labels in order
+    (top to bottom for horizontal kinds).
+    """
+
+    id: Slug
+    title: str = Field(min_length=1)
+    unit: str = ""
+    categories: list[str] = Field(min_length=1)
+    series: list[Series] = Field(min_length=1)
+    kind: ChartKind = "bar"
+
+    @model_validator(mode="after")
+    def _check_data(self) -> Chart:
+        if len(set(self.categories)) != len(self.categories):
+            raise ValueError(f"chart {self.id!r}: categories repeat: {self.categories}")
+        names = [s.name for s in self.series]
+        if len(set(names)) != len(names):
+            raise ValueError(f"chart {self.id!r}: series names repeat: {names}")
+        for s in self.series:
+            if len(s.values) != len(self.categories):
+                raise ValueError(
+                    f"chart {self.id!r}: series {s.name!r} has {len(s.values)} values for "
+                    f"{len(self.categories)} categories; give exactly one value per category"
+                )
+            if self.stacked and any(v < 0 for v in s.values):
+                raise ValueError(
+                    f"chart {self.id!r}: series {s.name!r} has negative values, which a "
+                    f"{self.kind!r} chart cannot show; use kind 'bar' or 'hbar'"
+                )
+        return self
+
+    @property
+    def stacked(self) -> bool:
+        return self.kind in STACKED_KINDS
+
+    @property
+    def horizontal(self) -> bool:
+        return self.kind in HORIZONTAL_KINDS
+
+    def totals(self) -> list[float]:
+        """The sum over series for each category (the bar's length when stacked)."""
+        return [math.fsum(column) for column in zip(*(s.values for s in self.series), strict=True)]
+
+    def as_table(self) -> Table:
+        """The chart's data as a table: what Markdown shows, and HTML's accessible fallback."""
+        unit = f" ({self.unit})" if self.unit else ""
+        columns = ["", *(f"{s.name}{unit}" for s in self.series)]
+        rows = [
+            [category, *(format_value(s.values[i]) for s in self.series)]
+            for i, category in enumerate(self.categories)
+        ]
+        if self.stacked and len(self.series) > 1:
+            columns.append(f"Total{unit}")
+            for row, total in zip(rows, self.totals(), strict=True):
+                row.append(format_value(total))
+        return Table(
+            title=self.title,
+            columns=columns,
+            rows=rows,
+            align=["left", *(["right"] * (len(columns) - 1))],
+        )
+
+
+class Section(_Model):
+    """A titled part of the report; its ``id`` is the anchor the table of contents links to."""
+
+    id: Slug
+    title: str = Field(min_length=1)
+    paragraphs: list[str] = Field(default_factory=list)
+    tables: list[Table] = Field(default_factory=list)
+    charts: list[Chart] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+class Document(_Model):
+    """A whole report: title, optional subtitle, headline figures, then sections in order."""
+
+    title: str = Field(min_length=1)
+    subtitle: str = ""
+    summary: list[KeyFigure] = Field(default_factory=list)
+    sections: list[Section] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _check_ids(self) -> Document:
+        # Section and chart ids share one HTML document, so they must be unique together.
+        seen: set[str] = set()
+        for section in self.sections:
+            for ident in (section.id, *(c.id for c in section.charts)):
+                if ident in seen:
+                    raise ValueError(
+                        f"id {ident!r} is used twice (section and chart ids become HTML "
+                        "anchors and must be unique in a document); rename one"
+                    )
+                seen.add(ident)
+        return self
+
+    def all_charts(self) -> list[Chart]:
+        """Every chart of the document, in reading order."""
+        return [chart for section in self.sections for chart in section.charts]
+
+
+def format_value(value: float) -> str:
+    """Format a chart value for labels and data tables, the same way everywhere.
+
+    Whole numbers get thousands separators; others keep three significant digits, which is
+    what a bar label can usefully show.
+
+    >>> format_value(12800), format_value(1234.5), format_value(80.25), format_value(0.125)
+    ('12,800', '1,234', '80.2', '0.125')
+    """
+    if float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value):,}"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"

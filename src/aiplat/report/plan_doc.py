@@ -1,0 +1,225 @@
+"""The plan as a report document: summary, findings, workloads, pools, facility, reserve,
+roles and zones, deployment model, assumptions.
+
+Only capabilities that exist get a section; later capabilities (Kubernetes manifests,
+simulation, acceptance) add theirs here when they land, never as placeholders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from aiplat.plan.format import bytes_h, count_h, kw_h
+from aiplat.plan.models import Plan
+from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Table
+
+MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv cache", "overhead")
+
+
+def plan_document(plan: Plan) -> Document:
+    return Document(
+        title=f"Platform plan: {plan.platform}",
+        subtitle=f"{plan.description} — aiplat {plan.aiplat_version}, "
+                 f"Kubernetes {plan.kubernetes_version}",
+        summary=_summary(plan),
+        sections=[
+            _findings(plan),
+            _workloads(plan),
+            _pools(plan),
+            _facility(plan),
+            _reserve(plan),
+            _roles(plan),
+            _deployment(plan),
+            _assumptions(plan),
+        ],
+    )
+
+
+def _summary(plan: Plan) -> list[KeyFigure]:
+    f = plan.facility
+    gpus = sum(p.gpus for p in plan.pools)
+    findings = plan.all_findings
+    errors = sum(x.severity == "error" for x in findings)
+    warnings = sum(x.severity == "warning" for x in findings)
+    return [
+        KeyFigure(label="GPUs", value=str(gpus),
+                  detail=", ".join(f"{p.gpus} × {p.gpu_model}" for p in plan.pools if p.gpus)),
+        KeyFigure(label="Nodes", value=str(sum(p.nodes for p in plan.pools)),
+                  detail=f"+ {sum(p.spare_nodes for p in plan.pools)} spare, "
+                         f"+ {plan.roles['non_compute_nodes']} non-compute"),
+        KeyFigure(label="IT power", value=f"{f.it_power_kw:,.1f} kW",
+                  detail=f"budget {f.power_budget_kw:g} kW"),
+        KeyFigure(label="Facility power", value=f"{f.facility_power_kw:,.1f} kW",
+                  detail=f"cooling {f.cooling_btu_per_hour:,.0f} BTU/h"),
+        KeyFigure(label="Racks", value=str(f.racks)),
+        KeyFigure(label="Energy at full load", value=f"{f.energy_cost_per_month:,.0f} {f.currency}",
+                  detail="per month"),
+        KeyFigure(label="Deployment model", value=str(plan.deployment["recommendation"])),
+        KeyFigure(label="Findings", value=f"{errors} errors, {warnings} warnings"),
+    ]
+
+
+def _findings(plan: Plan) -> Section:
+    rows = [[f.severity, f.subject, f.message, f.fix] for f in plan.all_findings]
+    order = {"error": 0, "warning": 1, "info": 2}
+    rows.sort(key=lambda r: order[r[0]])
+    return Section(
+        id="findings", title="Findings",
+        paragraphs=["Nothing to act on."] if not rows else
+        ["Errors make the plan infeasible as specified; warnings need a decision."],
+        tables=[Table(columns=["severity", "subject", "finding", "fix"], rows=rows)] if rows
+        else [],
+    )
+
+
+def _workloads(plan: Plan) -> Section:
+    ws = plan.workloads
+    rows = [[w.name, w.kind, w.tenant, w.pool, w.model, str(w.gpus),
+             f"{w.run_hours:,.1f} h" if w.run_hours is not None else "always on",
+             f"{w.gpu_hours_per_month:,.0f}",
+             f"{bytes_h(sum(w.memory_per_gpu_bytes.values()))} / {bytes_h(w.gpu_memory_bytes)}"]
+            for w in ws]
+    charts = []
+    tables = [Table(columns=["workload", "kind", "tenant", "pool", "model", "GPUs", "run",
+                             "GPU-h / month", "memory per GPU"], rows=rows,
+                    align=["left"] * 5 + ["right"] * 4)]
+    if ws:
+        names = [w.name for w in ws]
+        charts.append(Chart(
+            id="gpu-demand", title="GPU demand by workload", unit="GPUs", categories=names,
+            series=[Series(name="GPUs while running", values=[float(w.gpus) for w in ws]),
+                    Series(name="average over a month",
+                           values=[w.gpu_hours_per_month / 730 for w in ws])]))
+        parts = [p for p in MEMORY_PARTS if any(p in w.memory_per_gpu_bytes for w in ws)]
+        charts.append(Chart(
+            id="memory-breakdown", title="Memory per GPU by workload", unit="GB",
+            categories=names, kind="stacked-hbar",
+            series=[Series(name=p, values=[w.memory_per_gpu_bytes.get(p, 0.0) / 1e9
+                                           for w in ws]) for p in parts]))
+        for w in ws:
+            tables.append(Table(title=f"{w.name}: {w.kind}, {w.model} on {w.gpu_model}",
+                                columns=["figure", "value"],
+                                rows=[[k, v] for k, v in w.key_figures.items()]))
+    return Section(
+        id="workloads", title="Workloads",
+        paragraphs=["Each workload is sized on its pool: GPUs from its target time or latency "
+                    "SLO, memory per GPU at the chosen parallelism, and its monthly GPU-hours. "
+                    "Every figure's formula and inputs are in plan.json under results."],
+        tables=tables, charts=charts,
+    )
+
+
+def _pools(plan: Plan) -> Section:
+    rows = [[p.name, p.gpu_model or "CPU", str(p.nodes) + (" (max)" if p.autoscaling else ""),
+             str(p.gpus), str(p.peak_demand_gpus), f"{p.average_demand_gpus:.1f}",
+             f"{p.quota_gpus:g}", str(p.spare_nodes), f"{p.node_power_kw:.1f}",
+             f"{p.pool_power_kw:.1f}", str(p.nodes_per_rack), str(p.racks)] for p in plan.pools]
+    mgmt_kw = plan.facility.results["management_power_w"]["value"] / 1000
+    return Section(
+        id="pools", title="Pools",
+        paragraphs=["Peak demand assumes every workload of the pool runs at once; average "
+                    "demand spreads the monthly GPU-hours over 730 h. Quota is the sum of the "
+                    "tenants' nominal quotas (Kueue ClusterQueues)."],
+        tables=[Table(columns=["pool", "GPU", "nodes", "GPUs", "peak demand", "avg demand",
+                               "quota", "spares", "kW/node", "kW", "nodes/rack", "racks"],
+                      rows=rows, align=["left", "left"] + ["right"] * 10)],
+        charts=[Chart(id="power-by-pool", title="IT power by pool", unit="kW",
+                      categories=[p.name for p in plan.pools] + ["non-compute"],
+                      series=[Series(name="IT power",
+                                     values=[p.pool_power_kw for p in plan.pools] + [mgmt_kw])])],
+    )
+
+
+def _facility(plan: Plan) -> Section:
+    f = plan.facility
+    fac = f.results["facility"]
+    cool = f.results["cooling"]
+    rows = [
+        ["IT power", kw_h(f.it_power_kw * 1000)],
+        ["facility power (PUE)", f"{kw_h(f.facility_power_kw * 1000)} "
+                                 f"(PUE {fac['inputs']['pue']})"],
+        ["power budget", f"{f.power_budget_kw:g} kW — {'fits' if f.fits_budget else 'EXCEEDED'}"],
+        ["cooling load", f"{f.cooling_kw:,.1f} kW = {f.cooling_btu_per_hour:,.0f} BTU/h = "
+                         f"{cool['cooling_tons']:.1f} tons"],
+        ["racks", str(f.racks)],
+        ["energy cost at full load", f"{f.energy_cost_per_month:,.0f} {f.currency} / month"],
+    ]
+    return Section(id="facility", title="Power, cooling and racks",
+                   tables=[Table(columns=["figure", "value"], rows=rows)],
+                   notes=_notes([f.results]))
+
+
+def _reserve(plan: Plan) -> Section:
+    rows = []
+    for p in plan.pools:
+        r = p.results["reserve"]
+        rows.append([p.name, str(p.nodes), f"{r['expected_failures_per_year']:.2f}",
+                     f"{r['expected_failures_in_lead_time']:.3f}", str(r["spare_nodes"]),
+                     f"{r['probability_enough_spares']:.4f}", f"{r['reserve_share']:.1%}"])
+    return Section(
+        id="reserve", title="Reserve",
+        paragraphs=["Spares cover the failures expected during the replacement lead time "
+                    "(Poisson) with the target probability."],
+        tables=[Table(columns=["pool", "nodes", "failures / year", "failures in lead time",
+                               "spares", "P(enough spares)", "reserve share"], rows=rows,
+                      align=["left"] + ["right"] * 6)],
+    )
+
+
+def _roles(plan: Plan) -> Section:
+    roles: list[dict[str, Any]] = plan.roles["roles"]
+    zones: list[dict[str, Any]] = plan.roles["zones"]
+    return Section(
+        id="roles", title="Node roles and network zones",
+        tables=[
+            Table(columns=["role", "nodes", "CPU cores", "memory GiB", "disk", "zones", "why"],
+                  rows=[[r["role"], str(r["nodes"]), _opt(r["cpu_cores"]),
+                         _opt(r["memory_gib"]),
+                         bytes_h(r["disk_bytes"]) if r["disk_bytes"] else "—",
+                         ", ".join(r["zones"]), r["reason"]] for r in roles]),
+            Table(columns=["zone", "MTU", "RDMA", "roles", "guidance"],
+                  rows=[[z["zone"], str(z["mtu_bytes"]), "yes" if z["rdma"] else "no",
+                         ", ".join(z["roles"]), z["guidance"]] for z in zones]),
+        ],
+        notes=list(plan.roles.get("notes", [])),
+    )
+
+
+def _deployment(plan: Plan) -> Section:
+    d = plan.deployment
+    criteria = [c["criterion"] for c in d["criteria"]]
+    rows = []
+    for opt in d["options"]:
+        scores = {s["criterion"]: s for s in opt["scores"]}
+        total = "ruled out" if opt["disqualified"] else f"{opt['weighted_score']:.2f}"
+        rows.append([opt["option"], *(f"{scores[c]['score']:g}" for c in criteria), total])
+    reasons = [[c["criterion"], f"{c['effective_weight']:.3f}", c["reason"]] for c in d["criteria"]]
+    return Section(
+        id="deployment", title=f"Deployment model: {d['recommendation']}",
+        paragraphs=list(d["reasons"]),
+        tables=[Table(title="Scores (0-5)", columns=["option", *criteria, "weighted"], rows=rows),
+                Table(title="Weights", columns=["criterion", "weight", "why"], rows=reasons)],
+    )
+
+
+def _assumptions(plan: Plan) -> Section:
+    sources: list[dict[str, Any]] = [w.results for w in plan.workloads]
+    sources += [p.results for p in plan.pools]
+    return Section(id="assumptions", title="Assumptions",
+                   paragraphs=["Stated by the sizing formulas; override them in the spec or "
+                               "measure them."],
+                   notes=_notes(sources))
+
+
+def _notes(results: Iterable[dict[str, Any]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for group in results:
+        for r in group.values():
+            for n in r.get("notes", []) if isinstance(r, dict) else []:
+                seen.setdefault(n, None)
+    return list(seen)
+
+
+def _opt(v: object) -> str:
+    return "—" if v is None else count_h(float(v))  # type: ignore[arg-type]

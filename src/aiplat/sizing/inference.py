@@ -1,0 +1,1186 @@
+"""Inference sizing: KV cache, weights, GPUs per replica, decode and prefill speed, replicas.
+
+Design. A serving replica meets two physical ceilings, and every figure here derives from one
+of them (a roofline):
+
+- Memory capacity. Weights (all experts of a mixture of experts are resident), the KV cache of
+  every sequence in flight and a runtime overhead must fit in ``gpu_memory_utilization`` of
+  each GPU, the rule vLLM uses when it pre-allocates its KV cache.
+- Decode is memory-bandwidth bound: each step streams the weights once for the whole batch
+  (for a mixture of experts, the experts the batch's tokens touch) plus every sequence's KV
+  cache. Prefill is compute bound: 2·P FLOPs per prompt token plus the causal-attention term.
+
+How close a stack gets to those ceilings is a property of the software, not of the GPU, so the
+efficiencies are inputs with stated defaults (bandwidth utilisation, MFU-like compute
+efficiency, a tensor-parallel factor) that a measurement on the target stack should replace.
+Functions take plain numbers so each formula can be checked against its source in isolation.
+
+Sources:
+- KV cache per token = 2 · layers · kv_heads · head_dim · bytes: NVIDIA, "Mastering LLM
+  Techniques: Inference Optimization" (developer.nvidia.com/blog/mastering-llm-techniques-
+  inference-optimization/): Llama 2 7B, batch 1, 4096 tokens, 16-bit, "~2 GB"; Kwon et al.,
+  "Efficient Memory Management for LLM Serving with PagedAttention" (SOSP 2023,
+  arXiv:2309.06180) §3: OPT-13B "800 KB" per token, "1.6 GB" for 2048 tokens.
+- Tensor-parallel rules: vLLM ``QKVParallelLinear`` divides the query heads by the TP size and,
+  when TP exceeds the KV heads, replicates each KV head over TP / kv_heads ranks.
+- Memory budget and runtime overhead: vLLM memory profiling (vllm-project/vllm PR #10511):
+  Llama-3-8B on an H100-80GB sees 79.22 GiB, may use 0.90 × that = 71.29 GiB, weights take
+  14.96 GiB, non-torch memory 1.79 GiB (3.58 GiB at TP=2: NCCL), activation peak 1.26 GiB.
+- Bandwidth utilisation (MBU = (weights + KV bytes) / TPOT / peak bandwidth) as defined by
+  Databricks, "LLM Inference Performance Engineering: Best Practices"; 0.6–0.85 for tuned
+  stacks is a rule of thumb, not a published constant, hence the 0.75 default.
+- Time to first token under load: Pollaczek–Khinchine mean wait of an M/D/1 queue,
+  W = ρ·S / (2(1 − ρ)), with Poisson arrivals and a deterministic prefill time S.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from aiplat.sizing.result import BYTES_PER_PARAM, InputValue, Result
+
+GIB = float(2**30)
+
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
+"""vLLM's default ``gpu_memory_utilization``."""
+
+DEFAULT_OVERHEAD_BYTES_PER_GPU = 3 * GIB
+"""Activation peak + CUDA context/NCCL + CUDA graphs; vLLM measured ~3.05 GiB for Llama-3-8B."""
+
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.75
+"""Fraction of peak HBM bandwidth a tuned decode loop sustains (MBU 0.6–0.85)."""
+
+DEFAULT_COMPUTE_EFFICIENCY = 0.5
+"""MFU-like fraction of dense peak FLOP/s reached by prefill GEMMs."""
+
+DEFAULT_TP_EFFICIENCY = 0.9
+"""Throughput factor for tensor parallelism > 1: two all-reduces per layer per step."""
+
+
+def bytes_per_value(precision: str) -> float:
+    """Storage bytes of one value in ``precision`` (``bf16`` → 2.0)."""
+    try:
+        return BYTES_PER_PARAM[precision.lower()]
+    except KeyError:
+        known = ", ".join(sorted(BYTES_PER_PARAM))
+        raise ValueError(f"unknown precision {precision!r}. To fix: use one of {known}") from None
+
+
+def _require_positive(**values: float) -> None:
+    for name, value in values.items():
+        if not value > 0:  # also rejects NaN
+            raise ValueError(f"{name} must be > 0, got {value!r}")
+
+
+def _require_non_negative(**values: float) -> None:
+    for name, value in values.items():
+        if not value >= 0:
+            raise ValueError(f"{name} must be >= 0, got {value!r}")
+
+
+def _require_fraction(**values: float) -> None:
+    for name, value in values.items():
+        if not 0 < value <= 1:
+            raise ValueError(f"{name} must be in (0, 1], got {value!r}")
+
+
+def _resolve_head_dim(hidden: int, heads: int, kv_heads: int, head_dim: int | None) -> int:
+    _require_positive(hidden=hidden, heads=heads, kv_heads=kv_heads)
+    if kv_heads > heads or heads % kv_heads:
+        raise ValueError(
+            f"kv_heads {kv_heads} must divide heads {heads} (grouped-query attention). "
+            "To fix: take num_key_value_heads from the model's config.json"
+        )
+    if head_dim is not None:
+        _require_positive(head_dim=head_dim)
+        return head_dim
+    if hidden % heads:
+        raise ValueError(
+            f"hidden {hidden} is not divisible by heads {heads}. "
+            "To fix: pass head_dim from the model's config.json"
+        )
+    return hidden // heads
+
+
+# --- KV cache and weights ---------------------------------------------------------------
+
+
+class KvCachePerToken(Result):
+    head_dim: int
+    kv_bytes_per_token: float
+
+
+def kv_cache_per_token(
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    kv_precision: str = "bf16",
+    *,
+    head_dim: int | None = None,
+) -> KvCachePerToken:
+    """Bytes the KV cache grows by per token of one sequence.
+
+    ``head_dim`` defaults to hidden / heads; pass the config's own value where it differs
+    (some model families publish a head_dim that is not hidden / heads).
+    """
+    _require_positive(layers=layers)
+    hd = _resolve_head_dim(hidden, heads, kv_heads, head_dim)
+    per_token = 2 * layers * kv_heads * hd * bytes_per_value(kv_precision)
+    return KvCachePerToken(
+        head_dim=hd,
+        kv_bytes_per_token=per_token,
+        formula=(
+            "2 (K and V) · layers · kv_heads · head_dim · bytes per value "
+            "(NVIDIA 'Mastering LLM Techniques: Inference Optimization'; vLLM paper §3)"
+        ),
+        inputs={
+            "layers": layers,
+            "hidden": hidden,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "kv_precision": kv_precision,
+            "head_dim": head_dim,
+        },
+    )
+
+
+class KvCache(Result):
+    kv_bytes_per_token: float
+    kv_bytes_per_sequence: float
+    tokens: int
+    kv_cache_bytes: float
+
+
+def kv_cache(
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    *,
+    context_tokens: int,
+    concurrency: int,
+    kv_precision: str = "bf16",
+    head_dim: int | None = None,
+) -> KvCache:
+    """KV cache of ``concurrency`` sequences each holding ``context_tokens`` tokens."""
+    _require_positive(context_tokens=context_tokens, concurrency=concurrency)
+    per_token = kv_cache_per_token(
+        layers, hidden, heads, kv_heads, kv_precision, head_dim=head_dim
+    ).kv_bytes_per_token
+    tokens = context_tokens * concurrency
+    return KvCache(
+        kv_bytes_per_token=per_token,
+        kv_bytes_per_sequence=per_token * context_tokens,
+        tokens=tokens,
+        kv_cache_bytes=per_token * tokens,
+        formula="kv_bytes_per_token · context_tokens · concurrency",
+        inputs={
+            "layers": layers,
+            "hidden": hidden,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "context_tokens": context_tokens,
+            "concurrency": concurrency,
+            "kv_precision": kv_precision,
+            "head_dim": head_dim,
+        },
+        notes=["a reservation for full contexts; paged allocation only holds tokens in use"],
+    )
+
+
+class Weights(Result):
+    weights_bytes: float
+
+
+def weights_memory(params: float, precision: str = "bf16") -> Weights:
+    """Resident weight bytes; for a mixture of experts pass the total, not the active, count."""
+    _require_positive(params=params)
+    return Weights(
+        weights_bytes=params * bytes_per_value(precision),
+        formula="params · bytes per parameter (mixture of experts: every expert resident)",
+        inputs={"params": params, "precision": precision},
+    )
+
+
+# --- GPUs per replica -------------------------------------------------------------------
+
+
+def _tp_compatible(tp: int, heads: int, kv_heads: int) -> bool:
+    # vLLM: query heads split evenly; KV heads split evenly or replicated a whole number of times
+    if heads % tp:
+        return False
+    return kv_heads % tp == 0 if tp <= kv_heads else tp % kv_heads == 0
+
+
+def _kv_heads_per_gpu(tp: int, kv_heads: int) -> tuple[int, int]:
+    """(KV heads held by each GPU, replicas of each KV head)."""
+    if tp <= kv_heads:
+        return kv_heads // tp, 1
+    return 1, tp // kv_heads
+
+
+@dataclass(frozen=True)
+class _PerGpu:
+    weights: float
+    kv: float
+    needed: float
+    kv_per_token: float
+
+
+class ReplicaLayout(Result):
+    tensor_parallel: int
+    pipeline_parallel: int
+    gpus: int
+    nodes: int
+    fits: bool
+    weights_bytes: float
+    kv_cache_bytes: float
+    weights_bytes_per_gpu: float
+    kv_cache_bytes_per_gpu: float
+    overhead_bytes_per_gpu: float
+    needed_bytes_per_gpu: float
+    usable_bytes_per_gpu: float
+    kv_heads_per_gpu: int
+    kv_head_replicas: int
+    kv_budget_bytes_per_gpu: float
+    kv_token_capacity: int
+    max_concurrency: int
+
+
+def gpus_per_replica(
+    *,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    context_tokens: int,
+    concurrency: int,
+    gpu_memory_bytes: float,
+    gpus_per_node: int = 8,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    head_dim: int | None = None,
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
+    overhead_bytes_per_gpu: float = DEFAULT_OVERHEAD_BYTES_PER_GPU,
+    overhead_fraction: float = 0.0,
+) -> ReplicaLayout:
+    """Smallest tensor-parallel layout whose GPUs hold weights, KV cache and overhead.
+
+    Rule: per GPU, (weights/TP + KV cache/TP) · (1 + overhead_fraction) + overhead_bytes_per_gpu
+    must be ≤ gpu_memory_utilization · gpu_memory_bytes. TP is tried as 1, 2, 4, … up to
+    ``gpus_per_node`` (tensor parallelism stays on NVLink inside a node), skipping degrees that
+    do not divide the attention heads or cannot split/replicate the KV heads evenly. The
+    smallest fitting TP wins (fewer GPUs per replica means more replicas for the same GPUs). If
+    none fits, the largest valid TP is kept and layers are split into the fewest pipeline
+    stages that fit, across nodes. ``gpu_memory_bytes`` is what the runtime sees (vLLM reports
+    79.22 GiB on an "80GB" H100).
+    """
+    _require_positive(
+        params=params,
+        layers=layers,
+        context_tokens=context_tokens,
+        concurrency=concurrency,
+        gpu_memory_bytes=gpu_memory_bytes,
+        gpus_per_node=gpus_per_node,
+    )
+    _require_fraction(gpu_memory_utilization=gpu_memory_utilization)
+    _require_non_negative(
+        overhead_bytes_per_gpu=overhead_bytes_per_gpu, overhead_fraction=overhead_fraction
+    )
+    hd = _resolve_head_dim(hidden, heads, kv_heads, head_dim)
+    weights = params * bytes_per_value(weight_precision)
+    kv_value_bytes = bytes_per_value(kv_precision)
+    tokens = context_tokens * concurrency
+    kv_total = 2 * layers * kv_heads * hd * kv_value_bytes * tokens
+    usable = gpu_memory_utilization * gpu_memory_bytes
+
+    def per_gpu(tp: int, pp: int) -> _PerGpu:
+        stage_layers = math.ceil(layers / pp)
+        kv_heads_gpu, _ = _kv_heads_per_gpu(tp, kv_heads)
+        kv_per_token = 2 * stage_layers * kv_heads_gpu * hd * kv_value_bytes
+        w = weights * stage_layers / layers / tp
+        kv = kv_per_token * tokens
+        needed = (w + kv) * (1 + overhead_fraction) + overhead_bytes_per_gpu
+        return _PerGpu(weights=w, kv=kv, needed=needed, kv_per_token=kv_per_token)
+
+    notes: list[str] = []
+    candidates: list[int] = []
+    tp = 1
+    while tp <= gpus_per_node:
+        if _tp_compatible(tp, heads, kv_heads):
+            candidates.append(tp)
+        else:
+            notes.append(
+                f"tensor parallel {tp} skipped: {heads} attention heads / {kv_heads} KV heads "
+                "cannot be split evenly"
+            )
+        tp *= 2
+
+    chosen: tuple[int, int] | None = None
+    for tp in candidates:
+        if per_gpu(tp, 1).needed <= usable:
+            chosen = (tp, 1)
+            break
+    fits = True
+    if chosen is None:
+        tp = candidates[-1]  # TP=1 always qualifies, so the list is never empty
+        for pp in range(2, layers + 1):
+            if per_gpu(tp, pp).needed <= usable:
+                chosen = (tp, pp)
+                break
+        if chosen is None:
+            chosen = (tp, layers)
+            fits = False
+            notes.append(
+                "does not fit even with one layer per pipeline stage. To fix: lower the "
+                "context or concurrency, quantise weights or KV cache, or use larger GPUs"
+            )
+        else:
+            notes.append(
+                f"no tensor-parallel degree up to {gpus_per_node} GPUs per node fits; "
+                f"pipeline parallel over {chosen[1]} stages (across nodes), each holding "
+                f"≤ {math.ceil(layers / chosen[1])} layers"
+            )
+    tp, pp = chosen
+    kv_heads_gpu, replicas = _kv_heads_per_gpu(tp, kv_heads)
+    if replicas > 1:
+        notes.append(
+            f"tensor parallel {tp} > {kv_heads} KV heads: each KV head is replicated on "
+            f"{replicas} GPUs, so the replica stores {replicas}× the model's KV cache"
+        )
+    if tp > 1 and overhead_bytes_per_gpu < DEFAULT_OVERHEAD_BYTES_PER_GPU + 1.5 * GIB:
+        notes.append(
+            "at TP > 1 NCCL buffers add non-torch memory (vLLM measured 1.79 → 3.58 GiB for "
+            "TP 1 → 2); consider a larger overhead_bytes_per_gpu"
+        )
+    g = per_gpu(tp, pp)
+    budget = max(0.0, (usable - overhead_bytes_per_gpu) / (1 + overhead_fraction) - g.weights)
+    capacity = int(budget // g.kv_per_token)
+    gpus = tp * pp
+    return ReplicaLayout(
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
+        gpus=gpus,
+        nodes=math.ceil(gpus / gpus_per_node),
+        fits=fits,
+        weights_bytes=weights,
+        kv_cache_bytes=kv_total,
+        weights_bytes_per_gpu=g.weights,
+        kv_cache_bytes_per_gpu=g.kv,
+        overhead_bytes_per_gpu=g.needed - g.weights - g.kv,
+        needed_bytes_per_gpu=g.needed,
+        usable_bytes_per_gpu=usable,
+        kv_heads_per_gpu=kv_heads_gpu,
+        kv_head_replicas=replicas,
+        kv_budget_bytes_per_gpu=budget,
+        kv_token_capacity=capacity,
+        max_concurrency=capacity // context_tokens,
+        formula=(
+            "smallest power-of-two TP ≤ gpus_per_node (dividing heads; KV heads split or "
+            "replicated) with (weights/TP + KV/TP)·(1 + overhead_fraction) + "
+            "overhead_bytes_per_gpu ≤ gpu_memory_utilization · gpu_memory_bytes; else "
+            "pipeline stages (vLLM QKVParallelLinear, gpu_memory_utilization)"
+        ),
+        inputs={
+            "params": params,
+            "layers": layers,
+            "hidden": hidden,
+            "heads": heads,
+            "kv_heads": kv_heads,
+            "context_tokens": context_tokens,
+            "concurrency": concurrency,
+            "gpu_memory_bytes": gpu_memory_bytes,
+            "gpus_per_node": gpus_per_node,
+            "weight_precision": weight_precision,
+            "kv_precision": kv_precision,
+            "head_dim": head_dim,
+            "gpu_memory_utilization": gpu_memory_utilization,
+            "overhead_bytes_per_gpu": overhead_bytes_per_gpu,
+            "overhead_fraction": overhead_fraction,
+        },
+        notes=notes,
+    )
+
+
+# --- Decode and prefill -----------------------------------------------------------------
+
+
+def _moe_params_read(
+    params: float, active_params: float | None, experts: int, experts_per_token: int, tokens: int
+) -> float:
+    """Parameters streamed from memory for one forward pass over ``tokens`` tokens.
+
+    A mixture of experts reads its shared (dense) part plus every expert that at least one of
+    the tokens routes to: with uniform routing that is E·(1 − (1 − k/E)^tokens) per layer,
+    k experts (the active parameters) at one token, all experts for large batches.
+    """
+    if experts <= 1:
+        return params if active_params is None else active_params
+    if active_params is None:
+        raise ValueError("experts > 1 needs active_params (parameters one token touches)")
+    if not experts_per_token < experts:
+        raise ValueError(f"experts_per_token {experts_per_token} must be < experts {experts}")
+    per_expert = (params - active_params) / (experts - experts_per_token)
+    dense = params - experts * per_expert
+    if per_expert < 0 or dense < 0:
+        raise ValueError(
+            "params, active_params, experts and experts_per_token are inconsistent: "
+            "active = dense + k·expert and total = dense + E·expert need 0 ≤ dense"
+        )
+    touched = experts * (1 - (1 - experts_per_token / experts) ** tokens)
+    return dense + per_expert * touched
+
+
+@dataclass(frozen=True)
+class _Step:
+    weights_read_per_gpu: float
+    kv_read_per_gpu: float
+    memory_seconds: float
+    compute_seconds: float
+    stage_seconds: float
+    step_seconds: float
+    flops_per_token: float
+
+
+@dataclass(frozen=True)
+class _Model:
+    """Model and hardware figures shared by the decode/prefill helpers (floats only)."""
+
+    params: float
+    active_params: float | None
+    experts: int
+    experts_per_token: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    weight_bytes: float
+    kv_bytes: float
+    bandwidth_bps: float
+    peak_flops: float
+    tp: int
+    pp: int
+    bandwidth_efficiency: float
+    compute_efficiency: float
+    tp_factor: float
+
+    @property
+    def flops_params(self) -> float:
+        if self.active_params is not None:
+            return self.active_params
+        return self.params
+
+
+def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
+    # With pipeline stages the batch is split into pp micro-batches so every stage stays busy;
+    # one sequence's token passes all pp stages in turn.
+    micro = math.ceil(batch / m.pp)
+    stage_layers = math.ceil(m.layers / m.pp)
+    layer_share = stage_layers / m.layers
+    kv_heads_gpu, _ = _kv_heads_per_gpu(m.tp, m.kv_heads)
+    params_read = _moe_params_read(m.params, m.active_params, m.experts, m.experts_per_token, micro)
+    weights_read = params_read * m.weight_bytes * layer_share / m.tp
+    kv_read = micro * context_tokens * 2 * stage_layers * kv_heads_gpu * m.head_dim * m.kv_bytes
+    memory_s = (weights_read + kv_read) / (m.bandwidth_bps * m.bandwidth_efficiency)
+    # 2 FLOPs per active parameter, plus QK^T and AV over the cached context: 4·layers·ctx·d
+    flops_per_token = 2 * m.flops_params + 4 * m.layers * context_tokens * m.heads * m.head_dim
+    compute_s = (micro * flops_per_token * layer_share / m.tp) / (
+        m.peak_flops * m.compute_efficiency
+    )
+    stage_s = max(memory_s, compute_s) / m.tp_factor
+    return _Step(
+        weights_read_per_gpu=weights_read,
+        kv_read_per_gpu=kv_read,
+        memory_seconds=memory_s,
+        compute_seconds=compute_s,
+        stage_seconds=stage_s,
+        step_seconds=stage_s * m.pp,
+        flops_per_token=flops_per_token,
+    )
+
+
+def _prefill(m: _Model, prompt_tokens: int) -> tuple[float, float, float]:
+    """(FLOPs, compute seconds, memory seconds) of one prompt on one replica.
+
+    Pipeline stages run one after another for a single prompt, so TTFT sees only TP GPUs.
+    """
+    # Causal attention: QK^T and AV over the lower triangle, 2·layers·s²·(heads·head_dim)
+    flops = 2 * m.flops_params * prompt_tokens + (
+        2 * m.layers * prompt_tokens**2 * m.heads * m.head_dim
+    )
+    compute_s = flops / (m.tp * m.peak_flops * m.compute_efficiency * m.tp_factor)
+    params_read = _moe_params_read(
+        m.params, m.active_params, m.experts, m.experts_per_token, prompt_tokens
+    )
+    memory_s = (
+        params_read
+        * m.weight_bytes
+        / m.tp
+        / (m.bandwidth_bps * m.bandwidth_efficiency * m.tp_factor)
+    )
+    return flops, compute_s, memory_s
+
+
+def _model(
+    *,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    memory_bandwidth_bps: float,
+    dense_tflops: float,
+    weight_precision: str,
+    kv_precision: str,
+    tensor_parallel: int,
+    pipeline_parallel: int,
+    active_params: float | None,
+    experts: int,
+    experts_per_token: int,
+    head_dim: int | None,
+    bandwidth_efficiency: float,
+    compute_efficiency: float,
+    tp_efficiency: float,
+) -> _Model:
+    _require_positive(
+        params=params,
+        layers=layers,
+        memory_bandwidth_bps=memory_bandwidth_bps,
+        dense_tflops=dense_tflops,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        experts=experts,
+        experts_per_token=experts_per_token,
+    )
+    _require_fraction(
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        tp_efficiency=tp_efficiency,
+    )
+    if active_params is not None:
+        _require_positive(active_params=active_params)
+        if active_params > params:
+            raise ValueError(f"active_params {active_params} exceeds params {params}")
+    hd = _resolve_head_dim(hidden, heads, kv_heads, head_dim)
+    if not _tp_compatible(tensor_parallel, heads, kv_heads):
+        raise ValueError(
+            f"tensor_parallel {tensor_parallel} cannot split {heads} heads / {kv_heads} KV "
+            "heads. To fix: use a TP that divides the heads (see gpus_per_replica)"
+        )
+    if pipeline_parallel > layers:
+        raise ValueError(f"pipeline_parallel {pipeline_parallel} exceeds layers {layers}")
+    return _Model(
+        params=params,
+        active_params=active_params,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        layers=layers,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=hd,
+        weight_bytes=bytes_per_value(weight_precision),
+        kv_bytes=bytes_per_value(kv_precision),
+        bandwidth_bps=memory_bandwidth_bps,
+        peak_flops=dense_tflops * 1e12,
+        tp=tensor_parallel,
+        pp=pipeline_parallel,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        tp_factor=tp_efficiency if tensor_parallel > 1 else 1.0,
+    )
+
+
+def _model_inputs(m: _Model, weight_precision: str, kv_precision: str) -> dict[str, InputValue]:
+    return {
+        "params": m.params,
+        "active_params": m.active_params,
+        "experts": m.experts,
+        "experts_per_token": m.experts_per_token,
+        "layers": m.layers,
+        "heads": m.heads,
+        "kv_heads": m.kv_heads,
+        "head_dim": m.head_dim,
+        "weight_precision": weight_precision,
+        "kv_precision": kv_precision,
+        "memory_bandwidth_bps": m.bandwidth_bps,
+        "dense_tflops": m.peak_flops / 1e12,
+        "tensor_parallel": m.tp,
+        "pipeline_parallel": m.pp,
+        "bandwidth_efficiency": m.bandwidth_efficiency,
+        "compute_efficiency": m.compute_efficiency,
+        "tp_efficiency": m.tp_factor,
+    }
+
+
+class Decode(Result):
+    batch: int
+    context_tokens: float
+    weights_read_bytes_per_gpu: float
+    kv_read_bytes_per_gpu: float
+    flops_per_token: float
+    memory_seconds: float
+    compute_seconds: float
+    bound: Literal["memory", "compute"]
+    time_per_output_token_seconds: float
+    tokens_per_second_per_sequence: float
+    tokens_per_second: float
+
+
+def decode_throughput(
+    *,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    batch: int,
+    context_tokens: float,
+    memory_bandwidth_bps: float,
+    dense_tflops: float,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    active_params: float | None = None,
+    experts: int = 1,
+    experts_per_token: int = 1,
+    head_dim: int | None = None,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+) -> Decode:
+    """Decode speed at ``batch`` sequences of ``context_tokens`` cached tokens each.
+
+    Per step and GPU: read weights/TP once (mixture of experts: the experts the batch touches)
+    plus batch · context · KV bytes per token / TP; the step takes the longer of that over
+    bandwidth · efficiency and the step's FLOPs over peak · compute efficiency, divided by
+    the TP factor. ``memory_bandwidth_bps`` and ``dense_tflops`` are per GPU; ``context_tokens``
+    is the mean cached length over the generation (prompt + output / 2), for which the mean
+    step time is exact because step time is affine in the context.
+    """
+    _require_positive(batch=batch)
+    _require_non_negative(context_tokens=context_tokens)
+    m = _model(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        memory_bandwidth_bps=memory_bandwidth_bps,
+        dense_tflops=dense_tflops,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        active_params=active_params,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        head_dim=head_dim,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        tp_efficiency=tp_efficiency,
+    )
+    s = _decode_step(m, batch, context_tokens)
+    notes = []
+    if pipeline_parallel > 1:
+        notes.append(
+            "pipeline stages: one token crosses every stage in turn, so per-sequence speed "
+            "does not gain from them; the batch is split into micro-batches, one per stage"
+        )
+    inputs = _model_inputs(m, weight_precision, kv_precision)
+    inputs.update({"batch": batch, "context_tokens": context_tokens})
+    return Decode(
+        batch=batch,
+        context_tokens=context_tokens,
+        weights_read_bytes_per_gpu=s.weights_read_per_gpu,
+        kv_read_bytes_per_gpu=s.kv_read_per_gpu,
+        flops_per_token=s.flops_per_token,
+        memory_seconds=s.memory_seconds,
+        compute_seconds=s.compute_seconds,
+        bound="memory" if s.memory_seconds >= s.compute_seconds else "compute",
+        time_per_output_token_seconds=s.step_seconds,
+        tokens_per_second_per_sequence=1 / s.step_seconds,
+        tokens_per_second=batch / s.step_seconds,
+        formula=(
+            "step = pp · max((weights_read/TP + batch·context·kv_bytes_per_token/TP) / "
+            "(bandwidth · bandwidth_efficiency), batch·(2·active_params + "
+            "4·layers·context·heads·head_dim)/TP / (peak · compute_efficiency)) / tp_efficiency;"
+            " tokens/s per sequence = 1/step, aggregate = batch/step (roofline; MBU as in "
+            "Databricks 'LLM Inference Performance Engineering')"
+        ),
+        inputs=inputs,
+        notes=notes,
+    )
+
+
+class Prefill(Result):
+    prompt_tokens: int
+    flops: float
+    compute_seconds: float
+    memory_seconds: float
+    bound: Literal["memory", "compute"]
+    ttft_seconds: float
+
+
+def prefill_time(
+    *,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    prompt_tokens: int,
+    memory_bandwidth_bps: float,
+    dense_tflops: float,
+    weight_precision: str = "bf16",
+    tensor_parallel: int = 1,
+    active_params: float | None = None,
+    experts: int = 1,
+    experts_per_token: int = 1,
+    head_dim: int | None = None,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+) -> Prefill:
+    """Time to first token of one prompt on an idle replica (no queueing).
+
+    FLOPs = 2 · active_params · prompt_tokens + 2 · layers · prompt_tokens² · heads · head_dim
+    (causal attention), over TP GPUs at compute_efficiency · peak · tp_efficiency; a short
+    prompt is bound instead by streaming the weights once.
+    """
+    _require_positive(prompt_tokens=prompt_tokens)
+    m = _model(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        memory_bandwidth_bps=memory_bandwidth_bps,
+        dense_tflops=dense_tflops,
+        weight_precision=weight_precision,
+        kv_precision=weight_precision,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=1,
+        active_params=active_params,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        head_dim=head_dim,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        tp_efficiency=tp_efficiency,
+    )
+    flops, compute_s, memory_s = _prefill(m, prompt_tokens)
+    inputs = _model_inputs(m, weight_precision, weight_precision)
+    del inputs["kv_precision"], inputs["pipeline_parallel"]
+    inputs["prompt_tokens"] = prompt_tokens
+    return Prefill(
+        prompt_tokens=prompt_tokens,
+        flops=flops,
+        compute_seconds=compute_s,
+        memory_seconds=memory_s,
+        bound="compute" if compute_s >= memory_s else "memory",
+        ttft_seconds=max(compute_s, memory_s),
+        formula=(
+            "max((2·active_params·s + 2·layers·s²·heads·head_dim) / (TP · peak · "
+            "compute_efficiency · tp_efficiency), weights/TP / (bandwidth · "
+            "bandwidth_efficiency · tp_efficiency))"
+        ),
+        inputs=inputs,
+        notes=["excludes queueing, tokenisation and network time"],
+    )
+
+
+# --- Replicas for a latency SLO ---------------------------------------------------------
+
+
+class SloSizing(Result):
+    feasible: bool
+    reasons: list[str]
+    prefill_seconds: float
+    ttft_seconds: float
+    max_decode_tokens_per_second_per_user: float
+    batch_per_replica: int
+    decode_tokens_per_second_per_user: float
+    request_seconds: float
+    concurrency: float
+    prefill_utilization: float
+    replicas: int
+    gpus: int
+
+
+@dataclass(frozen=True)
+class _SloPoint:
+    replicas: int
+    batch: int
+    rho: float
+    ttft: float
+    rate: float
+    request_seconds: float
+    concurrency: float
+
+
+def _replicas_at_batch(
+    *,
+    qps: float,
+    prefill_s: float,
+    output_tokens: int,
+    rate: float,
+    target_rate: float,
+    rho_ttft_max: float,
+    batch: int,
+) -> _SloPoint:
+    """Fewest replicas that keep ``batch`` sequences per replica within the SLO.
+
+    Prefill work of λ/r requests per second takes ρ = λ·t_p/r of each replica's time and
+    stretches decode to rate·(1 − ρ). Three floors on r: the per-user rate
+    (r ≥ λ·t_p / (1 − target/rate)), the TTFT with M/D/1 queueing (ρ ≤ rho_ttft_max) and
+    Little's law r·b ≥ λ·(ttft + out / (rate·(1 − ρ))). Every condition only gets easier as r
+    grows, so the answer is bracketed in closed form and found by bisection.
+    """
+    lam, t_p, b = qps, prefill_s, batch
+
+    def point(r: int) -> _SloPoint:
+        rho = lam * t_p / r
+        ttft = t_p * (1 + rho / (2 * (1 - rho)))
+        eff_rate = rate * (1 - rho)
+        request_s = ttft + output_tokens / eff_rate
+        return _SloPoint(
+            replicas=r,
+            batch=b,
+            rho=rho,
+            ttft=ttft,
+            rate=eff_rate,
+            request_seconds=request_s,
+            concurrency=lam * request_s,
+        )
+
+    def ok(r: int) -> bool:
+        rho = lam * t_p / r
+        if rho > rho_ttft_max or rate * (1 - rho) < target_rate:
+            return False
+        return r * b >= point(r).concurrency
+
+    def little_root(ttft: float) -> float:
+        # r·b ≥ λ·(ttft + out·r / (rate·(r − λ·t_p))) rearranged: b·r² − B·r + λ²·ttft·t_p ≥ 0
+        big_b = b * lam * t_p + lam * ttft + lam * output_tokens / rate
+        return (big_b + math.sqrt(big_b**2 - 4 * b * lam**2 * ttft * t_p)) / (2 * b)
+
+    floors = (lam * t_p / (1 - target_rate / rate), lam * t_p / rho_ttft_max)
+    # TTFT ≥ t_p, so Little's law with t_p gives a lower bound; the TTFT at that bound is the
+    # worst any larger r sees, so Little's law with it gives an upper bound.
+    lo = max(1, math.ceil(max(little_root(t_p), *floors) - 1e-9))
+    hi = max(lo, math.ceil(little_root(point(lo).ttft)))
+    while not ok(hi):  # float rounding only
+        hi += 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return point(hi)
+
+
+def replicas_for_slo(
+    *,
+    qps: float,
+    prompt_tokens: int,
+    output_tokens: int,
+    target_ttft_seconds: float,
+    max_batch_per_replica: int,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    memory_bandwidth_bps: float,
+    dense_tflops: float,
+    target_decode_tokens_per_second: float | None = None,
+    target_tpot_seconds: float | None = None,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    active_params: float | None = None,
+    experts: int = 1,
+    experts_per_token: int = 1,
+    head_dim: int | None = None,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+) -> SloSizing:
+    """Replicas of a given layout that serve ``qps`` within a TTFT and per-user decode SLO.
+
+    Give the decode target as tokens/s per user or as time per output token. Steps: the
+    largest batch whose per-user decode rate (at the mean context prompt + output/2) still
+    meets the target bounds the search; for each batch up to it, the fewest replicas meeting
+    the per-user rate with prefill interference, the TTFT with queueing and Little's law
+    (concurrency = qps × request duration); the batch needing the fewest replicas wins (ties:
+    the smaller batch, more headroom). ``max_batch_per_replica`` is the memory limit, e.g.
+    ``gpus_per_replica(...).max_concurrency``. Infeasible when the prompt alone takes longer
+    than the TTFT target or batch 1 decodes slower than the target on this hardware; then
+    replicas and gpus are 0 and ``reasons`` says why.
+    """
+    _require_positive(
+        qps=qps,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        target_ttft_seconds=target_ttft_seconds,
+        max_batch_per_replica=max_batch_per_replica,
+    )
+    if (target_decode_tokens_per_second is None) == (target_tpot_seconds is None):
+        raise ValueError("give exactly one of target_decode_tokens_per_second, target_tpot_seconds")
+    if target_tpot_seconds is not None:
+        _require_positive(target_tpot_seconds=target_tpot_seconds)
+        target_rate = 1 / target_tpot_seconds
+    else:
+        assert target_decode_tokens_per_second is not None
+        _require_positive(target_decode_tokens_per_second=target_decode_tokens_per_second)
+        target_rate = target_decode_tokens_per_second
+    m = _model(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        memory_bandwidth_bps=memory_bandwidth_bps,
+        dense_tflops=dense_tflops,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        active_params=active_params,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        head_dim=head_dim,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        tp_efficiency=tp_efficiency,
+    )
+    context = prompt_tokens + output_tokens / 2
+    _, prefill_compute, prefill_memory = _prefill(m, prompt_tokens)
+    prefill_s = max(prefill_compute, prefill_memory)
+    best_rate = 1 / _decode_step(m, 1, context).step_seconds
+
+    reasons: list[str] = []
+    if prefill_s >= target_ttft_seconds:
+        reasons.append(
+            f"prefill of {prompt_tokens} tokens alone takes {prefill_s:.3g} s on {m.tp} GPU(s), "
+            f"not under the TTFT target {target_ttft_seconds:.3g} s. To fix: a larger "
+            "tensor-parallel degree, a faster GPU or FP8, or shorter prompts"
+        )
+    if best_rate <= target_rate:
+        step = _decode_step(m, 1, context)
+        reasons.append(
+            f"even at batch 1 a decode step reads "
+            f"{(step.weights_read_per_gpu + step.kv_read_per_gpu) / 1e9:.3g} GB per GPU: "
+            f"at most {best_rate:.3g} tokens/s per user, not above the target "
+            f"{target_rate:.3g}. To fix: more tensor parallelism, lower-precision weights, "
+            "or a GPU with more memory bandwidth"
+        )
+    inputs = _model_inputs(m, weight_precision, kv_precision)
+    inputs.update(
+        {
+            "qps": qps,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "target_ttft_seconds": target_ttft_seconds,
+            "target_decode_tokens_per_second": target_decode_tokens_per_second,
+            "target_tpot_seconds": target_tpot_seconds,
+            "max_batch_per_replica": max_batch_per_replica,
+        }
+    )
+    formula = (
+        "per batch b ≤ largest meeting the per-user rate: fewest replicas r with "
+        "rate(b)·(1 − ρ) ≥ target, ρ = qps·t_prefill/r, TTFT = t_prefill·(1 + ρ/(2(1 − ρ))) "
+        "≤ target (M/D/1), r·b ≥ qps·(TTFT + output/(rate(b)·(1 − ρ))) (Little's law)"
+    )
+    notes = [
+        "Poisson arrivals, prefill served one prompt at a time between decode steps; "
+        "mean, not tail, latencies"
+    ]
+    if reasons:
+        return SloSizing(
+            feasible=False,
+            reasons=reasons,
+            prefill_seconds=prefill_s,
+            ttft_seconds=prefill_s,
+            max_decode_tokens_per_second_per_user=best_rate,
+            batch_per_replica=0,
+            decode_tokens_per_second_per_user=0.0,
+            request_seconds=0.0,
+            concurrency=0.0,
+            prefill_utilization=0.0,
+            replicas=0,
+            gpus=0,
+            formula=formula,
+            inputs=inputs,
+            notes=notes,
+        )
+
+    a = target_ttft_seconds / prefill_s - 1
+    rho_ttft_max = 2 * a / (1 + 2 * a)
+    best: _SloPoint | None = None
+    for b in range(1, max_batch_per_replica + 1):
+        rate = 1 / _decode_step(m, b, context).step_seconds
+        if rate <= target_rate:
+            break  # per-user rate only falls as the batch grows
+        point = _replicas_at_batch(
+            qps=qps,
+            prefill_s=prefill_s,
+            output_tokens=output_tokens,
+            rate=rate,
+            target_rate=target_rate,
+            rho_ttft_max=rho_ttft_max,
+            batch=b,
+        )
+        if best is None or point.replicas < best.replicas:
+            best = point
+    assert best is not None  # batch 1 passed the feasibility check above
+    if best.batch == max_batch_per_replica:
+        notes.append("batch limited by max_batch_per_replica (memory), not by the decode SLO")
+    return SloSizing(
+        feasible=True,
+        reasons=[],
+        prefill_seconds=prefill_s,
+        ttft_seconds=best.ttft,
+        max_decode_tokens_per_second_per_user=best_rate,
+        batch_per_replica=best.batch,
+        decode_tokens_per_second_per_user=best.rate,
+        request_seconds=best.request_seconds,
+        concurrency=best.concurrency,
+        prefill_utilization=best.rho,
+        replicas=best.replicas,
+        gpus=best.replicas * m.tp * m.pp,
+        formula=formula,
+        inputs=inputs,
+        notes=notes,
+    )
+
+
+# --- Batch (offline) inference ----------------------------------------------------------
+
+
+class BatchInference(Result):
+    replicas: int
+    tokens: float
+    prefill_seconds: float
+    decode_seconds: float
+    seconds: float
+    tokens_per_second: float
+    output_tokens_per_second: float
+
+
+def batch_inference_duration(
+    *,
+    requests: int,
+    prompt_tokens: int,
+    output_tokens: int,
+    gpus: int,
+    batch: int,
+    params: float,
+    layers: int,
+    hidden: int,
+    heads: int,
+    kv_heads: int,
+    memory_bandwidth_bps: float,
+    dense_tflops: float,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    active_params: float | None = None,
+    experts: int = 1,
+    experts_per_token: int = 1,
+    head_dim: int | None = None,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+) -> BatchInference:
+    """Wall time to run ``requests`` prompts through ``gpus`` GPUs kept at full ``batch``.
+
+    Replicas = gpus // (TP · PP). Prefill FLOPs of all prompts run at compute efficiency on
+    every GPU (pipeline stages overlap across prompts); decode produces output tokens at the
+    aggregate rate of ``batch`` sequences of mean context prompt + output/2. Phases share the
+    GPUs, so their times add. ``batch`` is the memory limit per replica
+    (``gpus_per_replica(...).max_concurrency``); the tail where fewer than ``batch`` requests
+    remain is ignored.
+    """
+    _require_positive(
+        requests=requests,
+        prompt_tokens=prompt_tokens,
+        output_tokens=output_tokens,
+        gpus=gpus,
+        batch=batch,
+    )
+    m = _model(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        memory_bandwidth_bps=memory_bandwidth_bps,
+        dense_tflops=dense_tflops,
+        weight_precision=weight_precision,
+        kv_precision=kv_precision,
+        tensor_parallel=tensor_parallel,
+        pipeline_parallel=pipeline_parallel,
+        active_params=active_params,
+        experts=experts,
+        experts_per_token=experts_per_token,
+        head_dim=head_dim,
+        bandwidth_efficiency=bandwidth_efficiency,
+        compute_efficiency=compute_efficiency,
+        tp_efficiency=tp_efficiency,
+    )
+    per_replica = m.tp * m.pp
+    replicas = gpus // per_replica
+    if replicas == 0:
+        raise ValueError(
+            f"{gpus} GPU(s) cannot hold one replica of {per_replica} GPUs (TP {m.tp} × PP "
+            f"{m.pp}). To fix: give at least {per_replica} GPUs"
+        )
+    flops_per_prompt, _, _ = _prefill(m, prompt_tokens)
+    replica_gpus = replicas * per_replica
+    prefill_s = (
+        requests
+        * flops_per_prompt
+        / (replica_gpus * m.peak_flops * m.compute_efficiency * m.tp_factor)
+    )
+    step = _decode_step(m, batch, prompt_tokens + output_tokens / 2)
+    aggregate = replicas * batch / step.step_seconds
+    decode_s = requests * output_tokens / aggregate
+    total = prefill_s + decode_s
+    tokens = float(requests * (prompt_tokens + output_tokens))
+    notes = []
+    if gpus % per_replica:
+        notes.append(f"{gpus % per_replica} GPU(s) left idle: not enough for another replica")
+    inputs = _model_inputs(m, weight_precision, kv_precision)
+    inputs.update(
+        {
+            "requests": requests,
+            "prompt_tokens": prompt_tokens,
+            "output_tokens": output_tokens,
+            "gpus": gpus,
+            "batch": batch,
+        }
+    )
+    return BatchInference(
+        replicas=replicas,
+        tokens=tokens,
+        prefill_seconds=prefill_s,
+        decode_seconds=decode_s,
+        seconds=total,
+        tokens_per_second=tokens / total,
+        output_tokens_per_second=requests * output_tokens / total,
+        formula=(
+            "requests · prefill FLOPs / (GPUs · peak · compute_efficiency) + "
+            "requests · output_tokens / (replicas · batch / decode step at full batch)"
+        ),
+        inputs=inputs,
+        notes=notes,
+    )

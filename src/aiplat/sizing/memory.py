@@ -1,0 +1,579 @@
+"""GPU memory for training and fine-tuning: model states, activations, adapters.
+
+Design. Memory per GPU is the sum of four parts, each from its published source and each a
+separate function so it can be checked against that source on its own:
+
+* model states (weights, gradients, optimizer states) in bytes per parameter, divided by
+  tensor x pipeline parallelism and then, stage by stage, by ZeRO over data-parallel ranks
+  (Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+  Models", arXiv:1910.02054, section 5 and Figure 1: mixed-precision Adam holds 2 + 2 + K
+  bytes per parameter with K = 12);
+* activations per transformer layer after Korthikanti et al. 2022, "Reducing Activation
+  Recomputation in Large Transformer Models", arXiv:2205.05198, Table 2, times the layers a
+  pipeline stage holds and the micro-batches in flight on the first stage (1F1B schedule);
+* an allowance for what no formula covers (CUDA context, NCCL buffers, allocator
+  fragmentation): a fixed amount plus a share of the rest, stated in the result;
+* for LoRA/QLoRA, frozen base weights (QLoRA: 4-bit NF4 plus quantization constants,
+  Dettmers et al. 2023, arXiv:2305.14314, section 3) and trainable adapters of
+  r x (d_in + d_out) parameters per adapted matrix (Hu et al. 2021, arXiv:2106.09685).
+
+Why plain numbers and not a model config: each formula stays checkable against the paper in
+isolation; ``aiplat.plan`` maps a spec onto these calls.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from aiplat.errors import InputError
+from aiplat.sizing.result import BYTES_PER_PARAM, Result
+
+Recompute = Literal["none", "selective", "full"]
+
+OPTIMIZER_STATE_BYTES: dict[str, float] = {
+    "adam": 8.0,
+    "adamw": 8.0,
+    "adam8bit": 2.0,
+    "sgd_momentum": 4.0,
+    "sgd": 0.0,
+}
+"""Optimizer state bytes per trainable parameter, without any fp32 master copy.
+
+Adam/AdamW: fp32 momentum + fp32 variance (ZeRO's K = 12 is these 8 plus the 4-byte master
+copy). 8-bit Adam (Dettmers et al. 2021, arXiv:2110.02861): both states in 8 bits; its
+block-wise fp32 scales (one per 2,048 values) add under 0.2 % and are left out. SGD with
+momentum: one fp32 buffer. Plain SGD: none.
+"""
+
+MASTER_WEIGHT_BYTES = 4.0
+"""fp32 master copy the optimizer keeps when weights are held in 16 bits or fewer."""
+
+DEFAULT_OVERHEAD_FIXED_BYTES = 1 << 30
+"""Allowance for the CUDA context, NCCL buffers and library workspaces (1 GiB); an
+assumption to revisit against a measured baseline, not a published figure."""
+
+DEFAULT_OVERHEAD_FRACTION = 0.10
+"""Share added on top of states and activations for allocator fragmentation and temporary
+buffers (10 %); an assumption, stated in every result that uses it."""
+
+NF4_BLOCK = 64
+"""QLoRA quantizes base weights in blocks of 64 with one absmax constant per block."""
+NF4_DQ_BLOCK = 256
+"""Double quantization groups 256 first-level constants under one fp32 constant."""
+
+
+def precision_bytes(precision: str) -> float:
+    """Bytes per value for a precision name, with an actionable error for unknown names."""
+    try:
+        return BYTES_PER_PARAM[precision]
+    except KeyError:
+        names = ", ".join(sorted(BYTES_PER_PARAM))
+        raise InputError(f"unknown precision {precision!r}; use one of: {names}") from None
+
+
+def optimizer_state_bytes(optimizer: str) -> float:
+    try:
+        return OPTIMIZER_STATE_BYTES[optimizer]
+    except KeyError:
+        names = ", ".join(sorted(OPTIMIZER_STATE_BYTES))
+        raise InputError(f"unknown optimizer {optimizer!r}; use one of: {names}") from None
+
+
+def needs_master_weights(precision: str, master_weights: bool | None) -> bool:
+    """Whether the optimizer keeps an fp32 master copy (default: for sub-32-bit weights)."""
+    # Mixed precision keeps an fp32 master copy; fp32 training updates the weights in place.
+    if master_weights is not None:
+        return master_weights
+    return precision_bytes(precision) < 4.0
+
+
+def require_positive(**values: float) -> None:
+    """Raise ``InputError`` naming the first argument that is not > 0."""
+    for name, value in values.items():
+        if not value > 0:
+            raise InputError(f"{name} must be positive, got {value!r}")
+
+
+class ModelStateMemory(Result):
+    """Weights, gradients and optimizer states held by one GPU."""
+
+    weight_bytes_per_param: float
+    gradient_bytes_per_param: float
+    optimizer_bytes_per_param: float
+    params_per_model_shard: float
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    total_bytes: float
+
+
+def model_state_memory(
+    params: float,
+    *,
+    precision: str = "bf16",
+    optimizer: str = "adam",
+    master_weights: bool | None = None,
+    zero_stage: int = 0,
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+) -> ModelStateMemory:
+    """Model states per GPU: split over tp x pp, then partitioned by ZeRO over dp ranks.
+
+    Bytes per parameter: weights and gradients in ``precision``; optimizer states from
+    ``OPTIMIZER_STATE_BYTES`` plus a 4-byte fp32 master copy when ``master_weights`` (by
+    default: when ``precision`` is narrower than 32 bits). Mixed-precision Adam is then
+    2 + 2 + 12 = 16 bytes; fp32 Adam 4 + 4 + 8 = 16; 8-bit Adam 2 + 2 + 6 = 10; SGD with
+    momentum 2 + 2 + 8 = 12. ZeRO stage 1 partitions the optimizer states, stage 2 also the
+    gradients, stage 3 also the weights (ZeRO section 5.1-5.3). Megatron's distributed
+    optimizer corresponds to stage 1. Pipeline stages are taken as equal; in practice the
+    first and last stages also hold the embeddings.
+    """
+    require_positive(params=params, dp=dp, tp=tp, pp=pp)
+    if zero_stage not in (0, 1, 2, 3):
+        raise InputError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    w = precision_bytes(precision)
+    master = needs_master_weights(precision, master_weights)
+    k = optimizer_state_bytes(optimizer) + (MASTER_WEIGHT_BYTES if master else 0.0)
+    shard = params / (tp * pp)
+    weights = shard * w / (dp if zero_stage >= 3 else 1)
+    grads = shard * w / (dp if zero_stage >= 2 else 1)
+    opt = shard * k / (dp if zero_stage >= 1 else 1)
+    return ModelStateMemory(
+        formula=(
+            "per GPU: P/(tp*pp) * [w/(dp if ZeRO>=3) + g/(dp if ZeRO>=2) + K/(dp if ZeRO>=1)] "
+            "bytes (Rajbhandari et al. 2020, ZeRO, section 5 and Figure 1)"
+        ),
+        inputs={
+            "params": params,
+            "precision": precision,
+            "optimizer": optimizer,
+            "master_weights": master,
+            "zero_stage": zero_stage,
+            "dp": dp,
+            "tp": tp,
+            "pp": pp,
+        },
+        weight_bytes_per_param=w,
+        gradient_bytes_per_param=w,
+        optimizer_bytes_per_param=k,
+        params_per_model_shard=shard,
+        weights_bytes=weights,
+        gradients_bytes=grads,
+        optimizer_bytes=opt,
+        total_bytes=weights + grads + opt,
+    )
+
+
+class ActivationMemory(Result):
+    """Activations held by the GPU of the first pipeline stage (the most loaded one)."""
+
+    per_layer_bytes: float
+    layers_per_stage: int
+    microbatches_in_flight: int
+    stored_bytes: float
+    recompute_working_bytes: float
+    total_bytes: float
+
+
+def activation_memory(
+    *,
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    layers: int,
+    tp: int = 1,
+    pp: int = 1,
+    sequence_parallel: bool = True,
+    recompute: Recompute = "none",
+    microbatches: int | None = None,
+) -> ActivationMemory:
+    """Activation bytes per GPU after Korthikanti et al. 2022 (arXiv:2205.05198), Table 2.
+
+    Per layer, with s = seq_len, b = micro_batch, h = hidden, a = heads, t = tp:
+
+    * no parallelism:              s*b*h*(34 + 5*a*s/h)
+    * tensor parallel only:        s*b*h*(10 + 24/t + 5*a*s/(h*t))
+    * tensor + sequence parallel:  s*b*h/t*(34 + 5*a*s/h)
+    * selective recompute:         the same without the 5*a*s/h attention-score term
+    * full recompute:              s*b*h*2 (only the layer input is kept)
+
+    The counts assume 16-bit activations, 1-byte dropout masks and a 4h MLP, as the paper
+    does; FlashAttention never stores the score matrices, so model it as "selective".
+    With pipeline parallelism under 1F1B the first stage holds its L/p layers for
+    min(p, microbatches) micro-batches (the paper's pipeline section: L layers' worth when there are
+    at least p). Full recompute also needs one layer's activations while that layer is
+    recomputed; that working set is reported separately and counted in the total, though
+    the paper's table leaves it out. Embedding and output-layer activations are left out
+    (the paper finds them small next to the transformer layers).
+    """
+    require_positive(seq_len=seq_len, micro_batch=micro_batch, hidden=hidden, heads=heads)
+    require_positive(layers=layers, tp=tp, pp=pp)
+    if recompute not in ("none", "selective", "full"):
+        raise InputError(f"recompute must be 'none', 'selective' or 'full', got {recompute!r}")
+    if microbatches is not None:
+        require_positive(microbatches=microbatches)
+    s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
+    sbh = s * b * h
+    scores = 5 * a * s / h
+
+    def stored(mode: str) -> float:
+        if mode == "full":
+            return 2.0 * sbh
+        keep_scores = 0.0 if mode == "selective" else scores
+        if sequence_parallel or t == 1:
+            return sbh / t * (34 + keep_scores)
+        return sbh * (10 + 24 / t + keep_scores / t)
+
+    per_layer = stored(recompute)
+    layers_per_stage = math.ceil(layers / pp)
+    in_flight = pp if microbatches is None else min(pp, microbatches)
+    stored_total = per_layer * layers_per_stage * in_flight
+    working = stored("none") if recompute == "full" else 0.0
+    return ActivationMemory(
+        formula=(
+            "per layer s*b*h*(34 + 5*a*s/h) bytes, divided by t with sequence parallelism, "
+            "5as/h dropped by selective and only 2*s*b*h kept by full recompute "
+            "(Korthikanti et al. 2022, Table 2); times ceil(L/p) layers x min(p, m) "
+            "micro-batches on the first pipeline stage"
+        ),
+        inputs={
+            "seq_len": seq_len,
+            "micro_batch": micro_batch,
+            "hidden": hidden,
+            "heads": heads,
+            "layers": layers,
+            "tp": tp,
+            "pp": pp,
+            "sequence_parallel": sequence_parallel,
+            "recompute": recompute,
+            "microbatches": microbatches,
+        },
+        per_layer_bytes=per_layer,
+        layers_per_stage=layers_per_stage,
+        microbatches_in_flight=in_flight,
+        stored_bytes=stored_total,
+        recompute_working_bytes=working,
+        total_bytes=stored_total + working,
+    )
+
+
+class TrainingMemory(Result):
+    """Everything one GPU holds during training, against the memory it has."""
+
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float
+    activations_bytes: float
+    overhead_bytes: float
+    total_bytes: float
+    gpu_memory_bytes: float
+    headroom_bytes: float
+    fits: bool
+
+
+def _overhead(subtotal: float, fixed: float, fraction: float) -> float:
+    if fixed < 0 or fraction < 0:
+        raise InputError("overhead allowances must be zero or positive")
+    return fixed + fraction * subtotal
+
+
+def training_memory(
+    params: float,
+    *,
+    layers: int,
+    hidden: int,
+    heads: int,
+    seq_len: int,
+    micro_batch: int,
+    gpu_memory_bytes: float,
+    precision: str = "bf16",
+    optimizer: str = "adam",
+    master_weights: bool | None = None,
+    zero_stage: int = 0,
+    dp: int = 1,
+    tp: int = 1,
+    pp: int = 1,
+    sequence_parallel: bool = True,
+    recompute: Recompute = "none",
+    microbatches: int | None = None,
+    overhead_fixed_bytes: float = DEFAULT_OVERHEAD_FIXED_BYTES,
+    overhead_fraction: float = DEFAULT_OVERHEAD_FRACTION,
+) -> TrainingMemory:
+    """Memory per GPU for (pre-)training: model states + activations + allowance, vs capacity."""
+    require_positive(gpu_memory_bytes=gpu_memory_bytes)
+    states = model_state_memory(
+        params,
+        precision=precision,
+        optimizer=optimizer,
+        master_weights=master_weights,
+        zero_stage=zero_stage,
+        dp=dp,
+        tp=tp,
+        pp=pp,
+    )
+    acts = activation_memory(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        hidden=hidden,
+        heads=heads,
+        layers=layers,
+        tp=tp,
+        pp=pp,
+        sequence_parallel=sequence_parallel,
+        recompute=recompute,
+        microbatches=microbatches,
+    )
+    subtotal = states.total_bytes + acts.total_bytes
+    overhead = _overhead(subtotal, overhead_fixed_bytes, overhead_fraction)
+    total = subtotal + overhead
+    return TrainingMemory(
+        formula=(
+            "model states (ZeRO) + activations (Korthikanti 2022) + fixed allowance "
+            "+ fraction x (states + activations); fits when total <= GPU memory"
+        ),
+        inputs={
+            **states.inputs,
+            **acts.inputs,
+            "gpu_memory_bytes": gpu_memory_bytes,
+            "overhead_fixed_bytes": overhead_fixed_bytes,
+            "overhead_fraction": overhead_fraction,
+        },
+        notes=[
+            f"allowance: {overhead_fixed_bytes / 2**30:.2f} GiB fixed + "
+            f"{overhead_fraction:.0%} of states and activations (an assumption)",
+        ],
+        weights_bytes=states.weights_bytes,
+        gradients_bytes=states.gradients_bytes,
+        optimizer_bytes=states.optimizer_bytes,
+        activations_bytes=acts.total_bytes,
+        overhead_bytes=overhead,
+        total_bytes=total,
+        gpu_memory_bytes=gpu_memory_bytes,
+        headroom_bytes=gpu_memory_bytes - total,
+        fits=total <= gpu_memory_bytes,
+    )
+
+
+LORA_TARGETS: tuple[str, ...] = ("q", "k", "v", "o", "gate", "up", "down")
+"""Matrices LoRA can adapt: attention q/k/v/o and the MLP's gate/up/down projections."""
+
+
+def _matrix_shapes(
+    hidden: int, ffn_hidden: int, heads: int, kv_heads: int, gated_mlp: bool
+) -> dict[str, tuple[int, int]]:
+    # (d_in, d_out) per matrix; k and v shrink with grouped-query attention.
+    kv = hidden * kv_heads // heads
+    shapes = {
+        "q": (hidden, hidden),
+        "k": (hidden, kv),
+        "v": (hidden, kv),
+        "o": (hidden, hidden),
+        "up": (hidden, ffn_hidden),
+        "down": (ffn_hidden, hidden),
+    }
+    if gated_mlp:
+        shapes["gate"] = (hidden, ffn_hidden)
+    return shapes
+
+
+class LoraParams(Result):
+    """Trainable adapter parameters and the base linear weights they sit on."""
+
+    adapter_params_per_layer: int
+    adapter_params: int
+    adapted_linear_params: int
+    block_linear_params: int
+
+
+def lora_params(
+    *,
+    layers: int,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int | None = None,
+    rank: int,
+    targets: tuple[str, ...] = ("q", "v"),
+    gated_mlp: bool = True,
+) -> LoraParams:
+    """LoRA adapter count: r x (d_in + d_out) per adapted matrix per layer.
+
+    Hu et al. 2021 (arXiv:2106.09685, section 4.1) write the update as B A with
+    B in R^{d x r} and A in R^{r x k}. ``targets`` defaults to q and v, the paper's choice;
+    QLoRA adapts every linear layer (``LORA_TARGETS``). ``block_linear_params`` counts all
+    linear weights inside the transformer blocks (what QLoRA quantizes to NF4).
+    """
+    require_positive(layers=layers, hidden=hidden, ffn_hidden=ffn_hidden, heads=heads, rank=rank)
+    kvh = heads if kv_heads is None else kv_heads
+    require_positive(kv_heads=kvh)
+    if heads % kvh:
+        raise InputError(f"heads ({heads}) must be a multiple of kv_heads ({kvh})")
+    shapes = _matrix_shapes(hidden, ffn_hidden, heads, kvh, gated_mlp)
+    unknown = [t for t in targets if t not in shapes]
+    if unknown or not targets:
+        raise InputError(
+            f"LoRA targets {unknown or list(targets)!r} not in {sorted(shapes)}; "
+            "'gate' needs gated_mlp=True"
+        )
+    per_layer = sum(rank * (shapes[t][0] + shapes[t][1]) for t in set(targets))
+    adapted = sum(shapes[t][0] * shapes[t][1] for t in set(targets))
+    block = sum(d_in * d_out for d_in, d_out in shapes.values())
+    return LoraParams(
+        formula="layers x sum over targets of r*(d_in + d_out) (Hu et al. 2021, LoRA, 4.1)",
+        inputs={
+            "layers": layers,
+            "hidden": hidden,
+            "ffn_hidden": ffn_hidden,
+            "heads": heads,
+            "kv_heads": kvh,
+            "rank": rank,
+            "targets": ",".join(sorted(set(targets))),
+            "gated_mlp": gated_mlp,
+        },
+        adapter_params_per_layer=per_layer,
+        adapter_params=per_layer * layers,
+        adapted_linear_params=adapted * layers,
+        block_linear_params=block * layers,
+    )
+
+
+def nf4_bytes_per_param(*, double_quant: bool = True) -> float:
+    """Bytes per NF4-quantized weight, quantization constants included.
+
+    QLoRA (Dettmers et al. 2023, section 3): 4 bits per weight plus one fp32 constant per
+    64 weights (32/64 = 0.5 bit), or with double quantization one 8-bit constant per 64
+    plus one fp32 per 64 x 256 (8/64 + 32/(64*256) = 0.127 bit).
+    """
+    first_level = 8 if double_quant else 32
+    const_bits = first_level / NF4_BLOCK
+    if double_quant:
+        const_bits += 32 / (NF4_BLOCK * NF4_DQ_BLOCK)
+    return (4 + const_bits) / 8
+
+
+class FinetuneMemory(Result):
+    """Memory per GPU for LoRA or QLoRA fine-tuning."""
+
+    base_weights_bytes: float
+    adapter_params: int
+    adapter_weights_bytes: float
+    adapter_gradients_bytes: float
+    adapter_optimizer_bytes: float
+    activations_bytes: float
+    overhead_bytes: float
+    total_bytes: float
+    gpu_memory_bytes: float
+    headroom_bytes: float
+    fits: bool
+
+
+def finetune_memory(
+    params: float,
+    *,
+    layers: int,
+    hidden: int,
+    ffn_hidden: int,
+    heads: int,
+    kv_heads: int | None = None,
+    rank: int,
+    seq_len: int,
+    micro_batch: int,
+    gpu_memory_bytes: float,
+    method: Literal["lora", "qlora"] = "lora",
+    targets: tuple[str, ...] = ("q", "v"),
+    gated_mlp: bool = True,
+    base_precision: str = "bf16",
+    double_quant: bool = True,
+    adapter_precision: str = "bf16",
+    optimizer: str = "adamw",
+    adapter_master_weights: bool = False,
+    recompute: Recompute = "full",
+    overhead_fixed_bytes: float = DEFAULT_OVERHEAD_FIXED_BYTES,
+    overhead_fraction: float = DEFAULT_OVERHEAD_FRACTION,
+) -> FinetuneMemory:
+    """Frozen base + trainable adapters (weights, gradients, optimizer states) + activations.
+
+    LoRA keeps the whole base in ``base_precision``. QLoRA stores the linear weights of the
+    transformer blocks in NF4 (``nf4_bytes_per_param``) and the rest (embeddings, norms,
+    output layer) in ``base_precision``, as bitsandbytes leaves them. The base gets no
+    gradients or optimizer states. Adapters default to bf16 with fp32 AdamW states and no
+    master copy (QLoRA's set-up); pass ``adapter_precision="fp32"`` for PEFT's default.
+    Activations use the Korthikanti formula on one GPU; the adapters' own rank-r
+    intermediates are left out (r << h). QLoRA's paged optimizer can move states to CPU
+    memory on spikes; that relief is not counted here.
+    """
+    require_positive(params=params, gpu_memory_bytes=gpu_memory_bytes)
+    if method not in ("lora", "qlora"):
+        raise InputError(f"method must be 'lora' or 'qlora', got {method!r}")
+    lora = lora_params(
+        layers=layers,
+        hidden=hidden,
+        ffn_hidden=ffn_hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        rank=rank,
+        targets=targets,
+        gated_mlp=gated_mlp,
+    )
+    base_w = precision_bytes(base_precision)
+    if method == "qlora":
+        quantized = min(float(lora.block_linear_params), params)
+        base = quantized * nf4_bytes_per_param(double_quant=double_quant)
+        base += (params - quantized) * base_w
+    else:
+        base = params * base_w
+    n = lora.adapter_params
+    aw = precision_bytes(adapter_precision)
+    k = optimizer_state_bytes(optimizer) + (MASTER_WEIGHT_BYTES if adapter_master_weights else 0)
+    acts = activation_memory(
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        hidden=hidden,
+        heads=heads,
+        layers=layers,
+        recompute=recompute,
+    )
+    subtotal = base + n * (2 * aw + k) + acts.total_bytes
+    overhead = _overhead(subtotal, overhead_fixed_bytes, overhead_fraction)
+    total = subtotal + overhead
+    return FinetuneMemory(
+        formula=(
+            "base (LoRA: P*bytes; QLoRA: block linears in NF4 + constants, rest 16-bit) "
+            "+ adapters*(2*adapter bytes + optimizer K) + activations + allowance "
+            "(Hu et al. 2021; Dettmers et al. 2023; Korthikanti et al. 2022)"
+        ),
+        inputs={
+            **lora.inputs,
+            "params": params,
+            "seq_len": seq_len,
+            "micro_batch": micro_batch,
+            "gpu_memory_bytes": gpu_memory_bytes,
+            "method": method,
+            "base_precision": base_precision,
+            "double_quant": double_quant,
+            "adapter_precision": adapter_precision,
+            "optimizer": optimizer,
+            "adapter_master_weights": adapter_master_weights,
+            "recompute": recompute,
+            "overhead_fixed_bytes": overhead_fixed_bytes,
+            "overhead_fraction": overhead_fraction,
+        },
+        notes=[
+            f"allowance: {overhead_fixed_bytes / 2**30:.2f} GiB fixed + "
+            f"{overhead_fraction:.0%} of the rest (an assumption)",
+        ],
+        base_weights_bytes=base,
+        adapter_params=n,
+        adapter_weights_bytes=n * aw,
+        adapter_gradients_bytes=n * aw,
+        adapter_optimizer_bytes=n * k,
+        activations_bytes=acts.total_bytes,
+        overhead_bytes=overhead,
+        total_bytes=total,
+        gpu_memory_bytes=gpu_memory_bytes,
+        headroom_bytes=gpu_memory_bytes - total,
+        fits=total <= gpu_memory_bytes,
+    )

@@ -1,0 +1,509 @@
+"""Training compute, time, GPU count, checkpoint, dataset and gradient-traffic sizing.
+
+Design. Compute follows Narayanan et al. 2021, "Efficient Large-Scale Language Model Training
+on GPU Clusters Using Megatron-LM" (SC21, arXiv:2104.04473), section 5.1:
+
+* parameters  P = 12*l*h^2 * (1 + 13/(12h) + (V + s)/(12*l*h));
+* FLOPs per iteration (eq. 3, with activation recomputation)
+  F = 96*B*s*l*h^2 * (1 + s/(6h) + V/(16*l*h)); without recomputation the transformer part
+  is three forward passes instead of four, F = 72*B*s*l*h^2 * (1 + s/(6h) + V/(12*l*h))
+  (the logit layer's 6*B*s*h*V is the same in both);
+* end-to-end time  ~ 8*T*P/(n*X) with recomputation, 6*T*P/(n*X) without (eq. 4).
+
+X, the achieved FLOP/s per GPU, comes either as measured TFLOP/s or as MFU x peak. The
+two count different FLOPs: Narayanan's X counts the recomputed forward pass (8 FLOPs per
+parameter and token with full recomputation), while MFU counts model FLOPs only (6 per
+parameter and token, as PaLM (Chowdhery et al. 2022) defines it; Korthikanti et al. 2022
+report both, as MFU and HFU). ``flops_per_param_token`` therefore defaults to 8 for
+TFLOP/s and to 6 for MFU; pass it to override.
+
+The storage and network figures are plain dimensional arithmetic, with their assumptions
+written in the results: a checkpoint holds weights plus optimizer states (with the fp32
+master copy); the blocking write must fit in a share of the checkpoint interval; a
+data-parallel ring all-reduce sends 2*(n-1)/n of the gradient bytes from each GPU, the
+quantity nccl-tests reports as bus bandwidth (nccl-tests doc/PERFORMANCE.md); ZeRO-3 adds
+a parameter all-gather, 1.5x the traffic (ZeRO paper, section 7).
+"""
+
+from __future__ import annotations
+
+import math
+
+from aiplat.errors import InputError
+from aiplat.sizing.memory import (
+    MASTER_WEIGHT_BYTES,
+    needs_master_weights,
+    optimizer_state_bytes,
+    precision_bytes,
+    require_positive,
+)
+from aiplat.sizing.result import Result
+
+SECONDS_PER_DAY = 86_400.0
+TERA = 1e12
+
+BYTES_PER_TOKEN: dict[str, float] = {
+    "uint16": 2.0,
+    "uint32": 4.0,
+    "raw_text": 4.0,
+}
+"""Dataset bytes per token. Tokenized: token ids as uint16 (vocabularies up to 65,536) or
+uint32. Raw English text: about 4 characters per token (OpenAI's rule of thumb for its
+tokenizers), about 1 byte per character in UTF-8; other scripts take more bytes."""
+
+DEFAULT_BYTES_PER_TOKEN = BYTES_PER_TOKEN["uint32"]
+
+
+class ParamCount(Result):
+    params: float
+
+
+def transformer_params(*, layers: int, hidden: int, vocab: int, seq_len: int) -> ParamCount:
+    """GPT parameter count, Narayanan et al. 2021 section 5.1 (4h MLP, learned positions)."""
+    require_positive(layers=layers, hidden=hidden, vocab=vocab, seq_len=seq_len)
+    n, h = layers, hidden
+    p = 12 * n * h**2 * (1 + 13 / (12 * h) + (vocab + seq_len) / (12 * n * h))
+    return ParamCount(
+        formula="P = 12*l*h^2*(1 + 13/(12h) + (V+s)/(12*l*h)) (Narayanan et al. 2021, 5.1)",
+        inputs={"layers": layers, "hidden": hidden, "vocab": vocab, "seq_len": seq_len},
+        params=p,
+    )
+
+
+class IterationFlops(Result):
+    flops: float
+
+
+def iteration_flops(
+    *,
+    global_batch: int,
+    seq_len: int,
+    layers: int,
+    hidden: int,
+    vocab: int,
+    full_recompute: bool = True,
+) -> IterationFlops:
+    """FLOPs of one training iteration (Narayanan et al. 2021, eq. 3; 72-variant without)."""
+    require_positive(global_batch=global_batch, seq_len=seq_len, layers=layers, hidden=hidden)
+    require_positive(vocab=vocab)
+    b, s, n, h, v = global_batch, seq_len, layers, hidden, vocab
+    if full_recompute:
+        f = 96 * b * s * n * h**2 * (1 + s / (6 * h) + v / (16 * n * h))
+        formula = "F = 96*B*s*l*h^2*(1 + s/(6h) + V/(16*l*h)) (Narayanan et al. 2021, eq. 3)"
+    else:
+        f = 72 * b * s * n * h**2 * (1 + s / (6 * h) + v / (12 * n * h))
+        formula = "F = 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) (eq. 3 without recomputation)"
+    return IterationFlops(
+        formula=formula,
+        inputs={
+            "global_batch": global_batch,
+            "seq_len": seq_len,
+            "layers": layers,
+            "hidden": hidden,
+            "vocab": vocab,
+            "full_recompute": full_recompute,
+        },
+        flops=f,
+    )
+
+
+def _per_gpu_flops(
+    achieved_tflops_per_gpu: float | None, mfu: float | None, peak_tflops_per_gpu: float | None
+) -> tuple[float, bool]:
+    """X in FLOP/s, and whether it came from MFU (model FLOPs only)."""
+    if achieved_tflops_per_gpu is not None:
+        if mfu is not None:
+            raise InputError("give either achieved_tflops_per_gpu or mfu with peak, not both")
+        require_positive(achieved_tflops_per_gpu=achieved_tflops_per_gpu)
+        return achieved_tflops_per_gpu * TERA, False
+    if mfu is None or peak_tflops_per_gpu is None:
+        raise InputError(
+            "throughput missing: give achieved_tflops_per_gpu (measured), "
+            "or mfu (0-1) together with peak_tflops_per_gpu (the GPU's dense peak)"
+        )
+    if not 0 < mfu <= 1:
+        raise InputError(f"mfu is a fraction in (0, 1], got {mfu!r}")
+    require_positive(peak_tflops_per_gpu=peak_tflops_per_gpu)
+    return mfu * peak_tflops_per_gpu * TERA, True
+
+
+class Throughput(Result):
+    per_gpu_flops_per_second: float
+    aggregate_flops_per_second: float
+
+
+def aggregate_throughput(
+    *,
+    gpus: int,
+    achieved_tflops_per_gpu: float | None = None,
+    mfu: float | None = None,
+    peak_tflops_per_gpu: float | None = None,
+) -> Throughput:
+    """Aggregate FLOP/s = n x X (Narayanan et al. 2021, Table 1's last column)."""
+    require_positive(gpus=gpus)
+    x, _ = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
+    return Throughput(
+        formula="aggregate = n x X",
+        inputs={
+            "gpus": gpus,
+            "achieved_tflops_per_gpu": achieved_tflops_per_gpu,
+            "mfu": mfu,
+            "peak_tflops_per_gpu": peak_tflops_per_gpu,
+        },
+        per_gpu_flops_per_second=x,
+        aggregate_flops_per_second=gpus * x,
+    )
+
+
+class IterationTime(Result):
+    flops: float
+    aggregate_flops_per_second: float
+    seconds: float
+
+
+def iteration_time(
+    *,
+    global_batch: int,
+    seq_len: int,
+    layers: int,
+    hidden: int,
+    vocab: int,
+    gpus: int,
+    achieved_tflops_per_gpu: float | None = None,
+    mfu: float | None = None,
+    peak_tflops_per_gpu: float | None = None,
+    full_recompute: bool | None = None,
+) -> IterationTime:
+    """Seconds per iteration = F / (n x X).
+
+    ``full_recompute`` picks the 96 or 72 form of F; by default 96 for measured TFLOP/s (which
+    count the recomputation) and 72 for MFU (which does not).
+    """
+    x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
+    rc = (not from_mfu) if full_recompute is None else full_recompute
+    f = iteration_flops(
+        global_batch=global_batch,
+        seq_len=seq_len,
+        layers=layers,
+        hidden=hidden,
+        vocab=vocab,
+        full_recompute=rc,
+    )
+    require_positive(gpus=gpus)
+    agg = gpus * x
+    return IterationTime(
+        formula=f"t = F / (n*X), {f.formula}",
+        inputs={
+            **f.inputs,
+            "gpus": gpus,
+            "achieved_tflops_per_gpu": achieved_tflops_per_gpu,
+            "mfu": mfu,
+            "peak_tflops_per_gpu": peak_tflops_per_gpu,
+        },
+        flops=f.flops,
+        aggregate_flops_per_second=agg,
+        seconds=f.flops / agg,
+    )
+
+
+class TrainingTime(Result):
+    flops_per_param_token: float
+    total_flops: float
+    aggregate_flops_per_second: float
+    tokens_per_second: float
+    seconds: float
+    days: float
+
+
+def _k(flops_per_param_token: float | None, from_mfu: bool) -> float:
+    k = (6.0 if from_mfu else 8.0) if flops_per_param_token is None else flops_per_param_token
+    require_positive(flops_per_param_token=k)
+    return k
+
+
+def training_time(
+    *,
+    tokens: float,
+    params: float,
+    gpus: int,
+    achieved_tflops_per_gpu: float | None = None,
+    mfu: float | None = None,
+    peak_tflops_per_gpu: float | None = None,
+    flops_per_param_token: float | None = None,
+) -> TrainingTime:
+    """End-to-end time ~ k*T*P / (n*X), Narayanan et al. 2021 eq. 4.
+
+    k = 8 with activation recomputation (the default for measured TFLOP/s), 6 without
+    (the default for MFU, which counts model FLOPs only).
+    """
+    require_positive(tokens=tokens, params=params, gpus=gpus)
+    x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
+    k = _k(flops_per_param_token, from_mfu)
+    total = k * tokens * params
+    agg = gpus * x
+    seconds = total / agg
+    return TrainingTime(
+        formula="t = k*T*P/(n*X), k = 8 with recomputation, 6 without (Narayanan 2021, eq. 4)",
+        inputs={
+            "tokens": tokens,
+            "params": params,
+            "gpus": gpus,
+            "achieved_tflops_per_gpu": achieved_tflops_per_gpu,
+            "mfu": mfu,
+            "peak_tflops_per_gpu": peak_tflops_per_gpu,
+            "flops_per_param_token": k,
+        },
+        flops_per_param_token=k,
+        total_flops=total,
+        aggregate_flops_per_second=agg,
+        tokens_per_second=agg / (k * params),
+        seconds=seconds,
+        days=seconds / SECONDS_PER_DAY,
+    )
+
+
+class GpusNeeded(Result):
+    exact_gpus: float
+    model_parallel_gpus: int
+    gpus: int
+    data_parallel: int
+    seconds: float
+    days: float
+
+
+def gpus_for_target_time(
+    *,
+    tokens: float,
+    params: float,
+    target_seconds: float,
+    achieved_tflops_per_gpu: float | None = None,
+    mfu: float | None = None,
+    peak_tflops_per_gpu: float | None = None,
+    flops_per_param_token: float | None = None,
+    tp: int = 1,
+    pp: int = 1,
+    gpus_per_node: int = 1,
+) -> GpusNeeded:
+    """GPUs to train T tokens within ``target_seconds``: n = k*T*P/(t*X), rounded up.
+
+    The count is rounded up to a multiple of tp x pp (one model replica) and of
+    ``gpus_per_node`` (whole nodes); the data-parallel degree is what that leaves,
+    n / (tp x pp). ``seconds`` is the time the rounded count takes.
+    """
+    require_positive(tokens=tokens, params=params, target_seconds=target_seconds)
+    require_positive(tp=tp, pp=pp, gpus_per_node=gpus_per_node)
+    x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
+    k = _k(flops_per_param_token, from_mfu)
+    exact = k * tokens * params / (target_seconds * x)
+    replica = tp * pp
+    unit = math.lcm(replica, gpus_per_node)
+    gpus = max(unit, math.ceil(exact / unit - 1e-9) * unit)
+    seconds = k * tokens * params / (gpus * x)
+    return GpusNeeded(
+        formula=(
+            "n = k*T*P/(t_target*X) rounded up to a multiple of lcm(tp*pp, GPUs per node); "
+            "dp = n/(tp*pp)"
+        ),
+        inputs={
+            "tokens": tokens,
+            "params": params,
+            "target_seconds": target_seconds,
+            "achieved_tflops_per_gpu": achieved_tflops_per_gpu,
+            "mfu": mfu,
+            "peak_tflops_per_gpu": peak_tflops_per_gpu,
+            "flops_per_param_token": k,
+            "tp": tp,
+            "pp": pp,
+            "gpus_per_node": gpus_per_node,
+        },
+        exact_gpus=exact,
+        model_parallel_gpus=replica,
+        gpus=gpus,
+        data_parallel=gpus // replica,
+        seconds=seconds,
+        days=seconds / SECONDS_PER_DAY,
+    )
+
+
+class CheckpointSize(Result):
+    weights_bytes: float
+    optimizer_bytes: float
+    total_bytes: float
+
+
+def checkpoint_size(
+    params: float,
+    *,
+    precision: str = "bf16",
+    optimizer: str = "adam",
+    master_weights: bool | None = None,
+    include_optimizer: bool = True,
+) -> CheckpointSize:
+    """Checkpoint bytes: weights in ``precision`` plus optimizer states with the master copy.
+
+    Mixed-precision Adam: 2 + 12 = 14 bytes per parameter (BLOOM-176B: 329 GB of bf16
+    weights, 2.3 TB with optimizer states, both in binary units; BigScience model page).
+    Gradients are not saved. A weights-only export sets ``include_optimizer=False``.
+    """
+    require_positive(params=params)
+    w = precision_bytes(precision)
+    k = optimizer_state_bytes(optimizer)
+    if needs_master_weights(precision, master_weights):
+        k += MASTER_WEIGHT_BYTES
+    opt = params * k if include_optimizer else 0.0
+    return CheckpointSize(
+        formula="P x weight bytes + P x optimizer bytes (incl. fp32 master copy)",
+        inputs={
+            "params": params,
+            "precision": precision,
+            "optimizer": optimizer,
+            "master_weights": master_weights,
+            "include_optimizer": include_optimizer,
+        },
+        weights_bytes=params * w,
+        optimizer_bytes=opt,
+        total_bytes=params * w + opt,
+    )
+
+
+class CheckpointBandwidth(Result):
+    write_seconds: float
+    write_bps: float
+    per_writer_bps: float
+
+
+def checkpoint_write_bandwidth(
+    *,
+    checkpoint_bytes: float,
+    interval_seconds: float,
+    blocking_share: float = 0.05,
+    writers: int = 1,
+) -> CheckpointBandwidth:
+    """Write bandwidth that keeps a blocking checkpoint under a share of the interval.
+
+    bw = size / (share x interval). With sharded checkpoints every data-parallel rank 0 of
+    a model shard writes its part, so ``writers`` splits the aggregate evenly.
+    """
+    require_positive(checkpoint_bytes=checkpoint_bytes, interval_seconds=interval_seconds)
+    require_positive(writers=writers)
+    if not 0 < blocking_share <= 1:
+        raise InputError(f"blocking_share is a fraction in (0, 1], got {blocking_share!r}")
+    budget = blocking_share * interval_seconds
+    bw = checkpoint_bytes / budget
+    return CheckpointBandwidth(
+        formula="bw = checkpoint bytes / (share x interval)",
+        inputs={
+            "checkpoint_bytes": checkpoint_bytes,
+            "interval_seconds": interval_seconds,
+            "blocking_share": blocking_share,
+            "writers": writers,
+        },
+        write_seconds=budget,
+        write_bps=bw,
+        per_writer_bps=bw / writers,
+    )
+
+
+class DatasetStorage(Result):
+    dataset_bytes: float
+    stored_bytes: float
+
+
+def dataset_storage(
+    *, tokens: float, bytes_per_token: float = DEFAULT_BYTES_PER_TOKEN, copies: int = 1
+) -> DatasetStorage:
+    """Dataset capacity = tokens x bytes per token (x copies, e.g. raw + tokenized)."""
+    require_positive(tokens=tokens, bytes_per_token=bytes_per_token, copies=copies)
+    size = tokens * bytes_per_token
+    return DatasetStorage(
+        formula="bytes = tokens x bytes/token x copies",
+        inputs={"tokens": tokens, "bytes_per_token": bytes_per_token, "copies": copies},
+        notes=["bytes/token: uint16 ids 2, uint32 ids 4, raw English text ~4 (4 chars/token)"],
+        dataset_bytes=size,
+        stored_bytes=size * copies,
+    )
+
+
+class ReadThroughput(Result):
+    tokens_per_second: float
+    read_bps: float
+
+
+def data_read_throughput(
+    *,
+    tokens_per_second: float,
+    bytes_per_token: float = DEFAULT_BYTES_PER_TOKEN,
+    headroom: float = 2.0,
+) -> ReadThroughput:
+    """Sustained read rate = tokens/s x bytes/token x headroom.
+
+    Headroom (default 2x, an assumption) covers shuffled reads, restarts that re-read from a
+    checkpoint, and evaluation passes. Take tokens/s from ``TrainingTime.tokens_per_second``.
+    """
+    require_positive(tokens_per_second=tokens_per_second, bytes_per_token=bytes_per_token)
+    if headroom < 1:
+        raise InputError(f"headroom is a multiplier >= 1, got {headroom!r}")
+    return ReadThroughput(
+        formula="read = tokens/s x bytes/token x headroom",
+        inputs={
+            "tokens_per_second": tokens_per_second,
+            "bytes_per_token": bytes_per_token,
+            "headroom": headroom,
+        },
+        tokens_per_second=tokens_per_second,
+        read_bps=tokens_per_second * bytes_per_token * headroom,
+    )
+
+
+class AllReduceBandwidth(Result):
+    gradient_bytes: float
+    bytes_sent_per_gpu: float
+    comm_seconds: float
+    bandwidth_bps: float
+
+
+def gradient_allreduce_bandwidth(
+    *,
+    params: float,
+    dp: int,
+    step_seconds: float,
+    comm_share: float = 0.25,
+    tp: int = 1,
+    pp: int = 1,
+    grad_precision: str = "bf16",
+    zero_stage: int = 0,
+) -> AllReduceBandwidth:
+    """Per-GPU bandwidth to all-reduce the gradients in ``comm_share`` of a step.
+
+    A ring all-reduce over n ranks sends 2*(n-1)/n x the gradient bytes from each GPU
+    (reduce-scatter + all-gather); the gradient bytes are those of one model shard,
+    P/(tp*pp) x bytes per value. ZeRO stages 1-2 move the same volume; stage 3 adds a
+    parameter all-gather, 1.5x in all (ZeRO, section 7). The result compares with the
+    bus bandwidth nccl-tests reports for all_reduce_perf. The share is how much of the
+    step the traffic may take where it does not overlap with the backward pass.
+    """
+    require_positive(params=params, dp=dp, step_seconds=step_seconds, tp=tp, pp=pp)
+    if not 0 < comm_share <= 1:
+        raise InputError(f"comm_share is a fraction in (0, 1], got {comm_share!r}")
+    if zero_stage not in (0, 1, 2, 3):
+        raise InputError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
+    grad = params / (tp * pp) * precision_bytes(grad_precision)
+    sent = 2 * (dp - 1) / dp * grad * (1.5 if zero_stage == 3 else 1.0)
+    budget = comm_share * step_seconds
+    return AllReduceBandwidth(
+        formula="bw = 2*(n-1)/n x gradient bytes (x1.5 for ZeRO-3) / (share x step time)",
+        inputs={
+            "params": params,
+            "dp": dp,
+            "step_seconds": step_seconds,
+            "comm_share": comm_share,
+            "tp": tp,
+            "pp": pp,
+            "grad_precision": grad_precision,
+            "zero_stage": zero_stage,
+        },
+        gradient_bytes=grad,
+        bytes_sent_per_gpu=sent,
+        comm_seconds=budget,
+        bandwidth_bps=sent / budget,
+    )

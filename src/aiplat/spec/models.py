@@ -1,0 +1,640 @@
+"""The platform spec: ``apiVersion: aiplat/v1alpha1``, ``kind: Platform``.
+
+One YAML document describes the whole platform; every other capability reads it. Design:
+- Keys are camelCase like Kubernetes objects; units are in the key (``memoryGiB``,
+  ``rateGbps``, ``powerBudgetKW``) so no figure is ambiguous.
+- Every model forbids unknown keys (the loader turns that into a "did you mean").
+- Checks that need only the document itself (one-of rules, ranges, unique names, references
+  between sections) live here; checks against the catalog (GPU and model names, MIG profiles)
+  live in ``aiplat.spec.refs`` so the models stay free of data files.
+- Later capabilities (storage, network, versions, operations) already have typed homes, so a
+  spec written today keeps loading tomorrow.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from ipaddress import IPv4Network
+from typing import Annotated, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+API_VERSION = "aiplat/v1alpha1"
+
+# Pool, tenant and workload names become node labels, namespaces and queue names:
+# a DNS-1123 label is the one format that is valid in all of those places.
+Name = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$", max_length=63),
+]
+LabelKey = Annotated[
+    str,
+    StringConstraints(
+        pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$",
+        max_length=316,
+    ),
+]
+Fraction = Annotated[float, Field(gt=0, le=1)]
+
+
+class SpecModel(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
+        str_strip_whitespace=True,
+        # .inf/.nan are valid YAML floats but no figure in a spec may be infinite or undefined.
+        allow_inf_nan=False,
+    )
+
+
+class SpecValueError(ValueError):
+    """A rule inside the document is broken. ``hint`` says how to fix it; ``at`` is the
+    location of the offending key relative to the model that raised (aliases, as written),
+    so the loader can point at that line instead of the start of the model."""
+
+    def __init__(self, message: str, hint: str = "", at: tuple[str | int, ...] = ()) -> None:
+        super().__init__(message)
+        self.hint = hint
+        self.at = at
+
+
+class Metadata(SpecModel):
+    name: Name
+    description: str = ""
+
+
+# ---------------------------------------------------------------------------- cluster, site
+
+
+class KubernetesSpec(SpecModel):
+    version: Annotated[str, StringConstraints(pattern=r"^1\.\d{2}$")] = Field(
+        default="1.34", description="target Kubernetes minor version, e.g. '1.34'"
+    )
+    kueue_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "0.19.2"
+    managed_control_plane: bool = Field(
+        default=False, description="control plane run by a provider: no control-plane nodes"
+    )
+
+
+class Cooling(StrEnum):
+    AIR = "air"
+    REAR_DOOR = "rear-door"
+    DIRECT_LIQUID = "direct-liquid"
+    IMMERSION = "immersion"
+
+
+class SiteSpec(SpecModel):
+    power_budget_kw: float = Field(gt=0, alias="powerBudgetKW", description="IT power available")
+    rack_power_limit_kw: float = Field(gt=0, alias="rackPowerLimitKW")
+    rack_units: int = Field(default=42, ge=10, le=60, description="usable height of a rack")
+    cooling: Cooling = Cooling.AIR
+    pue: float = Field(default=1.3, ge=1.0, le=3.0)
+    electricity_price_per_kwh: float = Field(default=0.20, ge=0, alias="electricityPricePerKWh")
+    currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] = "EUR"
+
+
+class ReserveSpec(SpecModel):
+    node_failures_per_year: float = Field(
+        default=0.25,
+        ge=0,
+        le=20,
+        description="hardware failures per node per year that need a part or node replaced",
+    )
+    replacement_lead_time_days: float = Field(default=14, gt=0, le=365)
+    target_availability: float = Field(default=0.99, gt=0, lt=1)
+    support_contract: Literal["4h", "next-business-day", "5x9", "best-effort"] = (
+        "next-business-day"
+    )
+
+
+# ---------------------------------------------------------------------------- pools
+
+
+class GpuSpec(SpecModel):
+    model: str = Field(min_length=1, description="catalog GPU name or alias, e.g. H100-SXM-80GB")
+    count: int = Field(ge=1, le=16)
+
+
+class NicType(StrEnum):
+    ETHERNET = "ethernet"
+    ROCE = "roce"
+    INFINIBAND = "infiniband"
+
+
+class SegmentPurpose(StrEnum):
+    MANAGEMENT = "management"
+    STORAGE = "storage"
+    SERVICE = "service"
+    HPC = "hpc"
+
+
+class NicSpec(SpecModel):
+    type: NicType
+    rate_gbps: float = Field(gt=0, le=1600, alias="rateGbps")
+    count: int = Field(default=1, ge=1, le=32)
+    segment: SegmentPurpose
+
+
+class NvmeSpec(SpecModel):
+    count: int = Field(ge=0, le=64)
+    size_tb: float = Field(gt=0, alias="sizeTB")
+
+
+class NodeSpec(SpecModel):
+    node_type: str | None = Field(
+        default=None, description="catalog node type; supplies system power when set"
+    )
+    gpu: GpuSpec | None = None
+    cpu_cores: int = Field(ge=1, le=1024)
+    memory_gib: int = Field(ge=1, le=65536, alias="memoryGiB")
+    nics: list[NicSpec] = []
+    nvme: NvmeSpec | None = None
+    power_kw: float | None = Field(
+        default=None, gt=0, le=200, alias="powerKW", description="measured or rated system power"
+    )
+
+
+class Autoscaling(SpecModel):
+    min: int = Field(ge=0)
+    max: int = Field(ge=1, le=10000)
+    startup_seconds: int = Field(default=600, ge=0, le=7200)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Self:
+        if self.min > self.max:
+            raise SpecValueError(
+                f"autoscaling min ({self.min}) is above max ({self.max})",
+                "make min at most max",
+                ("min",),
+            )
+        return self
+
+
+class SharingStrategy(StrEnum):
+    EXCLUSIVE = "exclusive"
+    MIG = "mig"
+    TIME_SLICING = "time-slicing"
+    MPS = "mps"
+
+
+class SharingSpec(SpecModel):
+    strategy: SharingStrategy = SharingStrategy.EXCLUSIVE
+    mig_layout: list[str] | None = Field(
+        default=None, description="MIG profiles on every GPU, e.g. ['3g.40gb', '2g.20gb', ...]"
+    )
+    replicas: int | None = Field(default=None, ge=2, le=48)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        s = self.strategy
+        if s is SharingStrategy.MIG and not self.mig_layout:
+            raise SpecValueError(
+                "strategy 'mig' needs migLayout (the profiles on each GPU)",
+                "add migLayout, e.g. [3g.40gb, 3g.40gb]",
+                ("strategy",),
+            )
+        if s is not SharingStrategy.MIG and self.mig_layout:
+            raise SpecValueError(
+                f"migLayout is only used with strategy 'mig', not '{s.value}'",
+                "set strategy: mig, or remove migLayout",
+                ("migLayout",),
+            )
+        if s in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) and self.replicas is None:
+            raise SpecValueError(
+                f"strategy '{s.value}' needs replicas (2..48 per GPU)",
+                "add replicas, e.g. replicas: 4",
+                ("strategy",),
+            )
+        if s in (SharingStrategy.EXCLUSIVE, SharingStrategy.MIG) and self.replicas is not None:
+            raise SpecValueError(
+                f"replicas is only used with time-slicing or mps, not '{s.value}'",
+                "remove replicas, or set strategy: time-slicing or mps",
+                ("replicas",),
+            )
+        return self
+
+
+class TopologySpec(SpecModel):
+    block_label: LabelKey = "topology.aiplat.io/block"
+    rack_label: LabelKey = "topology.aiplat.io/rack"
+    nodes_per_rack: int | None = Field(
+        default=None, ge=1, le=64, description="default: as many as rack power allows"
+    )
+    racks_per_block: int = Field(default=4, ge=1, le=256)
+
+
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class Taint(SpecModel):
+    key: LabelKey
+    value: Annotated[str, StringConstraints(max_length=63)] = ""
+    effect: TaintEffect = TaintEffect.NO_SCHEDULE
+
+
+class PoolSpec(SpecModel):
+    name: Name
+    zone: Name | None = None
+    node: NodeSpec
+    count: int | None = Field(default=None, ge=0, le=100000)
+    autoscaling: Autoscaling | None = None
+    sharing: SharingSpec = SharingSpec()
+    topology: TopologySpec = TopologySpec()
+    taints: list[Taint] = []
+    labels: dict[LabelKey, Annotated[str, StringConstraints(max_length=63)]] = {}
+
+    @model_validator(mode="after")
+    def _sized(self) -> Self:
+        if self.count is not None and self.autoscaling is not None:
+            raise SpecValueError(
+                "count and autoscaling are both given",
+                "keep count for a fixed size or autoscaling (min/max), not both",
+                ("autoscaling",),
+            )
+        if self.count is None and self.autoscaling is None:
+            raise SpecValueError(
+                "the pool has no size",
+                "add count (fixed size) or autoscaling: {min: ..., max: ...}",
+            )
+        if self.sharing.strategy is not SharingStrategy.EXCLUSIVE and self.node.gpu is None:
+            raise SpecValueError(
+                "GPU sharing is set but the node has no gpu",
+                "add node.gpu, or remove sharing",
+                ("sharing",),
+            )
+        return self
+
+    @property
+    def nodes(self) -> int:
+        """Nodes the plan sizes for: the fixed count, or the autoscaling maximum."""
+        if self.count is not None:
+            return self.count
+        assert self.autoscaling is not None
+        return self.autoscaling.max
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * (self.node.gpu.count if self.node.gpu else 0)
+
+
+# ---------------------------------------------------------------------------- tenants
+
+
+class PoolQuota(SpecModel):
+    gpus: float = Field(ge=0, description="nominal quota in GPUs (whole or MIG/replica units)")
+    borrowing_limit: float | None = Field(default=None, ge=0, description="unset: whole cohort")
+    lending_limit: float | None = Field(default=None, ge=0, description="unset: lend all")
+
+    @model_validator(mode="after")
+    def _lend_within_quota(self) -> Self:
+        if self.lending_limit is not None and self.lending_limit > self.gpus:
+            raise SpecValueError(
+                f"lendingLimit {self.lending_limit:g} exceeds the nominal quota {self.gpus:g}",
+                f"use a lendingLimit of at most {self.gpus:g}, or raise gpus",
+                ("lendingLimit",),
+            )
+        return self
+
+
+class TenantSpec(SpecModel):
+    name: Name
+    description: str = ""
+    weight: float = Field(default=1.0, ge=0, le=1000, description="fair-sharing weight")
+    quota: dict[Name, PoolQuota] = Field(default_factory=dict, description="per pool name")
+    admins: list[str] = []
+    users: list[str] = []
+
+
+# ---------------------------------------------------------------------------- workloads
+
+
+class WorkloadKind(StrEnum):
+    PRETRAIN = "pretrain"
+    FINETUNE = "finetune"
+    LORA = "lora"
+    RAG = "rag"
+    BATCH_INFERENCE = "batch-inference"
+    ONLINE_INFERENCE = "online-inference"
+
+    @property
+    def trains(self) -> bool:
+        return self in (WorkloadKind.PRETRAIN, WorkloadKind.FINETUNE, WorkloadKind.LORA)
+
+
+class Precision(StrEnum):
+    FP32 = "fp32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+    INT8 = "int8"
+    INT4 = "int4"
+
+
+class ModelRef(SpecModel):
+    """A catalog model by ``name``, or an architecture given in full (``params`` and shape)."""
+
+    name: str | None = Field(default=None, description="catalog model name or alias")
+    params: float | None = Field(default=None, gt=0, description="total parameters, e.g. 7.2e9")
+    layers: int | None = Field(default=None, ge=1, le=1000)
+    hidden: int | None = Field(default=None, ge=64, le=131072)
+    ffn_hidden: int | None = Field(default=None, ge=64, le=1048576)
+    heads: int | None = Field(default=None, ge=1, le=1024)
+    kv_heads: int | None = Field(default=None, ge=1, le=1024)
+    vocab: int | None = Field(default=None, ge=1, le=10_000_000)
+    max_context: int | None = Field(default=None, ge=128)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: object) -> object:
+        # `model: llama-3-70b` is the common case; expand it to `{name: ...}`.
+        return {"name": data} if isinstance(data, str) else data
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        # The schema must accept the shorthand too, or editors flag `model: llama-3-70b`.
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        shorthand = {"type": "string", "minLength": 1, "description": "catalog model name or alias"}
+        return {"anyOf": [shorthand, schema]}
+
+    @model_validator(mode="after")
+    def _sized(self) -> Self:
+        shape = ("layers", "hidden", "heads", "vocab")
+        if self.name is None:
+            missing = [f for f in shape if getattr(self, f) is None]
+            if missing:
+                raise SpecValueError(
+                    f"the model has no size: missing {', '.join(to_camel(m) for m in missing)}",
+                    "give a catalog name (model: llama-3-70b) or the architecture: "
+                    "params, layers, hidden, heads, vocab",
+                )
+        if self.heads and self.kv_heads and self.heads % self.kv_heads:
+            raise SpecValueError(
+                f"heads ({self.heads}) must be a multiple of kvHeads ({self.kv_heads})",
+                "use a kvHeads that divides heads",
+                ("kvHeads",),
+            )
+        if self.hidden and self.heads and self.hidden % self.heads:
+            raise SpecValueError(
+                f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})",
+                "use a number of heads that divides hidden",
+                ("heads",),
+            )
+        return self
+
+
+class Recompute(StrEnum):
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+
+class ParallelismSpec(SpecModel):
+    tensor: int = Field(default=1, ge=1, le=64)
+    pipeline: int = Field(default=1, ge=1, le=512)
+    data: int | None = Field(default=None, ge=1, description="unset: derived from the SLO")
+    zero_stage: Literal[0, 1, 2, 3] = 1
+    recompute: Recompute = Recompute.SELECTIVE
+    micro_batch: int = Field(default=1, ge=1, le=1024)
+    global_batch: int | None = Field(default=None, ge=1, description="sequences per step")
+    sequence_length: int = Field(default=4096, ge=128, le=1048576)
+
+
+class DataSpec(SpecModel):
+    tokens: float | None = Field(default=None, gt=0, description="training tokens per run")
+    dataset_size_gb: float | None = Field(default=None, gt=0, alias="datasetSizeGB")
+    epochs: float = Field(default=1.0, gt=0, le=1000)
+
+
+class SloSpec(SpecModel):
+    target_days: float | None = Field(default=None, gt=0, le=3650, description="training run")
+    queries_per_second: float | None = Field(default=None, gt=0)
+    concurrency: int | None = Field(default=None, ge=1, description="concurrent sequences")
+    context_length: int | None = Field(default=None, ge=128)
+    prompt_tokens: int = Field(default=1024, ge=1)
+    output_tokens: int = Field(default=256, ge=1)
+    time_to_first_token_ms: float | None = Field(default=None, gt=0, alias="timeToFirstTokenMs")
+    tokens_per_second: float | None = Field(
+        default=None, gt=0, description="decode rate each user sees"
+    )
+    completion_hours: float | None = Field(default=None, gt=0, description="batch inference")
+
+
+class LoraSpec(SpecModel):
+    rank: int = Field(default=16, ge=1, le=4096)
+    quantized_base: bool = Field(default=False, description="QLoRA: 4-bit NF4 base weights")
+    target: Literal["attention", "all-linear"] = "all-linear"
+
+
+class RagSpec(SpecModel):
+    embedding_model: str = "bge-large-en-v1.5"
+    documents: int = Field(ge=1)
+    tokens_per_document: int = Field(default=800, ge=1)
+    chunk_tokens: int = Field(default=512, ge=16)
+    top_k: int = Field(default=5, ge=1, le=1000)
+    index: Literal["flat", "hnsw", "ivf-pq"] = "hnsw"
+    vector_precision: Literal["fp32", "fp16", "int8"] = "fp32"
+
+
+class CheckpointSpec(SpecModel):
+    interval_minutes: float = Field(default=60, gt=0)
+    max_overhead: Fraction = Field(default=0.05, description="share of time spent writing")
+
+
+class WorkloadSpec(SpecModel):
+    name: Name
+    kind: WorkloadKind
+    tenant: Name
+    pool: Name | None = Field(default=None, description="unset: the first pool with GPUs")
+    model: ModelRef
+    precision: Precision = Precision.BF16
+    optimizer: Literal["adamw", "adamw-8bit", "sgd"] = "adamw"
+    parallelism: ParallelismSpec = ParallelismSpec()
+    data: DataSpec = DataSpec()
+    slo: SloSpec = SloSpec()
+    lora: LoraSpec | None = None
+    rag: RagSpec | None = None
+    checkpoint: CheckpointSpec = CheckpointSpec()
+    mfu: Fraction = Field(default=0.4, description="model FLOPs utilisation assumed for training")
+    runs_per_month: float = Field(default=1.0, gt=0, le=1000)
+
+    @model_validator(mode="after")
+    def _kind_needs(self) -> Self:
+        k = self.kind
+        if k.trains and self.data.tokens is None:
+            raise SpecValueError(
+                f"a {k.value} workload needs data.tokens (training tokens per run)",
+                "add data: {tokens: ...}",
+                ("data",),
+            )
+        if k.trains and self.slo.target_days is None and self.parallelism.data is None:
+            raise SpecValueError(
+                f"a {k.value} workload needs slo.targetDays or parallelism.data to size its GPUs",
+                "add slo: {targetDays: ...}",
+                ("slo",),
+            )
+        if k is not WorkloadKind.LORA and self.lora is not None:
+            raise SpecValueError(
+                f"lora settings are only used by kind 'lora', not '{k.value}'",
+                "remove lora, or set kind: lora",
+                ("lora",),
+            )
+        if k is WorkloadKind.RAG and self.rag is None:
+            raise SpecValueError(
+                "a rag workload needs rag.documents (the corpus to index)",
+                "add rag: {documents: ...}",
+                ("kind",),
+            )
+        if k in (WorkloadKind.ONLINE_INFERENCE, WorkloadKind.RAG) and not (
+            self.slo.queries_per_second or self.slo.concurrency
+        ):
+            raise SpecValueError(
+                f"a {k.value} workload needs slo.queriesPerSecond or slo.concurrency",
+                "add slo: {queriesPerSecond: ...}",
+                ("slo",),
+            )
+        if k is WorkloadKind.BATCH_INFERENCE and self.data.tokens is None:
+            raise SpecValueError(
+                "a batch-inference workload needs data.tokens (tokens to process)",
+                "add data: {tokens: ...}",
+                ("data",),
+            )
+        return self
+
+
+# ---------------------------------------------------------------------------- later sections
+
+
+class StorageClassSpec(SpecModel):
+    name: Name
+    tier: Literal["object", "file", "block", "local-nvme"]
+    capacity_tb: float = Field(gt=0, alias="capacityTB")
+    read_gbps: float | None = Field(default=None, gt=0, alias="readGBps")
+    write_gbps: float | None = Field(default=None, gt=0, alias="writeGBps")
+    provisioner: str | None = None
+
+
+class StorageSpec(SpecModel):
+    classes: list[StorageClassSpec] = []
+
+
+class SegmentSpec(SpecModel):
+    name: Name
+    purpose: SegmentPurpose
+    mtu: int = Field(default=1500, ge=1280, le=9216)
+    cidr: IPv4Network | None = None
+    vlan: int | None = Field(default=None, ge=1, le=4094)
+    rdma: Literal["none", "roce", "infiniband"] = "none"
+    rate_gbps: float | None = Field(default=None, gt=0, alias="rateGbps")
+
+
+class NetworkSpec(SpecModel):
+    segments: list[SegmentSpec] = []
+
+
+class VersionEntry(SpecModel):
+    """One approved combination; each value is a version or a range like '>=6.1,<6.9'."""
+
+    name: Name
+    kernel: str | None = None
+    firmware: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    container_toolkit: str | None = None
+    container_runtime: str | None = None
+    kubernetes: str | None = None
+    gpu_operator: str | None = None
+    dra_driver: str | None = None
+    kueue: str | None = None
+
+
+class VersionsSpec(SpecModel):
+    approved: list[VersionEntry] = []
+
+
+class MaintenanceWindow(SpecModel):
+    name: Name
+    schedule: str = Field(description="cron expression, e.g. '0 2 * * 6'")
+    duration_hours: float = Field(gt=0, le=168)
+
+
+class Responsibility(SpecModel):
+    area: str
+    responsible: str
+    accountable: str
+    consulted: list[str] = []
+    informed: list[str] = []
+
+
+class EscalationStep(SpecModel):
+    level: int = Field(ge=1, le=10)
+    contact: str
+    after_minutes: int = Field(ge=0)
+
+
+class OperationsSpec(SpecModel):
+    kubernetes_experience: bool = Field(
+        default=True, description="the operating team runs Kubernetes today"
+    )
+    strict_tenant_isolation: bool = Field(
+        default=False, description="tenants must not share a kernel or cluster (legal/regulatory)"
+    )
+    maintenance_windows: list[MaintenanceWindow] = []
+    responsibilities: list[Responsibility] = []
+    escalation: list[EscalationStep] = []
+
+
+# ---------------------------------------------------------------------------- the platform
+
+
+class Platform(SpecModel):
+    api_version: Literal["aiplat/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["Platform"]
+    metadata: Metadata
+    kubernetes: KubernetesSpec = KubernetesSpec()
+    site: SiteSpec
+    reserve: ReserveSpec = ReserveSpec()
+    pools: list[PoolSpec] = Field(min_length=1)
+    tenants: list[TenantSpec] = Field(min_length=1)
+    workloads: list[WorkloadSpec] = []
+    storage: StorageSpec = StorageSpec()
+    network: NetworkSpec = NetworkSpec()
+    versions: VersionsSpec = VersionsSpec()
+    operations: OperationsSpec = OperationsSpec()
+
+    @field_validator("pools", "tenants", "workloads")
+    @classmethod
+    def _unique_names(cls, items: list[PoolSpec] | list[TenantSpec] | list[WorkloadSpec]) -> object:
+        seen: dict[str, int] = {}
+        for i, name in enumerate([item.name for item in items]):
+            if name in seen:
+                raise SpecValueError(
+                    f"name '{name}' is already used by entry {seen[name]}",
+                    "give every entry a unique name",
+                    (i, "name"),
+                )
+            seen[name] = i
+        return items
+
+    def pool(self, name: str) -> PoolSpec | None:
+        return next((p for p in self.pools if p.name == name), None)
+
+    def tenant(self, name: str) -> TenantSpec | None:
+        return next((t for t in self.tenants if t.name == name), None)

@@ -1,0 +1,146 @@
+"""References the models cannot check alone: names of other sections and of the catalog.
+
+Returns ``(loc, message, hint)`` triples rather than raising, so the loader can report all of
+them with file positions in one run. Pure: the catalog is passed in.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from aiplat.catalog import Catalog, GpuModel, MigProfile
+from aiplat.spec.models import Platform, SharingStrategy
+
+Problem = tuple[tuple[str | int, ...], str, str]
+
+
+def check_references(platform: Platform, catalog: Catalog) -> list[Problem]:
+    out: list[Problem] = []
+    pool_names = [p.name for p in platform.pools]
+    gpu_pools = [p.name for p in platform.pools if p.node.gpu]
+
+    for i, pool in enumerate(platform.pools):
+        at = ("pools", i, "node")
+        node_type = None
+        if pool.node.node_type is not None:
+            node_type = catalog.node_type(pool.node.node_type)
+            if node_type is None:
+                out.append(((*at, "nodeType"), f"unknown node type '{pool.node.node_type}'",
+                            _suggest(pool.node.node_type, (n.name for n in catalog.node_types))))
+        if pool.node.gpu is None:
+            continue
+        gpu = catalog.gpu(pool.node.gpu.model)
+        if gpu is None:
+            out.append(((*at, "gpu", "model"), f"unknown GPU model '{pool.node.gpu.model}'",
+                        _suggest(pool.node.gpu.model, _names(catalog.gpus))))
+            continue
+        if node_type is not None and node_type.gpu and catalog.gpu(node_type.gpu) != gpu:
+            out.append(((*at, "gpu", "model"),
+                        f"node type '{node_type.name}' carries {node_type.gpu}, not {gpu.name}",
+                        "make nodeType and gpu.model agree, or drop nodeType"))
+        if pool.sharing.strategy is SharingStrategy.MIG and pool.sharing.mig_layout:
+            out.extend(_check_mig(("pools", i, "sharing", "migLayout"), gpu,
+                                  pool.sharing.mig_layout))
+
+    for i, tenant in enumerate(platform.tenants):
+        for pool_name in tenant.quota:
+            if pool_name not in pool_names:
+                out.append((("tenants", i, "quota", pool_name),
+                            f"quota on pool '{pool_name}', which is not defined",
+                            _suggest(pool_name, pool_names)))
+
+    tenant_names = [t.name for t in platform.tenants]
+    for i, w in enumerate(platform.workloads):
+        wat: tuple[str | int, ...] = ("workloads", i)
+        if platform.tenant(w.tenant) is None:
+            out.append(((*wat, "tenant"), f"unknown tenant '{w.tenant}'",
+                        _suggest(w.tenant, tenant_names)))
+        if w.pool is not None:
+            target = platform.pool(w.pool)
+            if target is None:
+                out.append(((*wat, "pool"), f"unknown pool '{w.pool}'",
+                            _suggest(w.pool, pool_names)))
+            elif target.node.gpu is None:
+                out.append(((*wat, "pool"), f"pool '{w.pool}' has no GPUs",
+                            "choose one of the GPU pools: " + ", ".join(gpu_pools)
+                            if gpu_pools else "add node.gpu to that pool"))
+        elif not gpu_pools:
+            out.append(((*wat, "pool"), "no pool has GPUs for this workload",
+                        "add node.gpu to a pool"))
+        if w.model.name is not None and catalog.model(w.model.name) is None:
+            out.append(((*wat, "model"), f"unknown model '{w.model.name}'",
+                        _suggest(w.model.name, _names(catalog.models))
+                        + "; or give the architecture: params, layers, hidden, heads, vocab"))
+        if w.rag is not None:
+            emb = catalog.model(w.rag.embedding_model)
+            if emb is None or emb.embedding_dim is None:
+                embedders = [m.name for m in catalog.models if m.embedding_dim]
+                out.append(((*wat, "rag", "embeddingModel"),
+                            f"'{w.rag.embedding_model}' is not an embedding model in the catalog",
+                            _suggest(w.rag.embedding_model, embedders)))
+    return out
+
+
+def _names(entries: Iterable[GpuModel] | Iterable[object]) -> list[str]:
+    names: list[str] = []
+    for e in entries:
+        names.append(getattr(e, "name"))  # noqa: B009 - GpuModel and ModelArchitecture alike
+        names.extend(getattr(e, "aliases", []))
+    return names
+
+
+def _suggest(value: str, choices: Iterable[str]) -> str:
+    choices = list(choices)
+    close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
+    if close:
+        match = next(c for c in choices if c.lower() == close[0])
+        return f"did you mean '{match}'?"
+    return "use one of: " + ", ".join(choices[:12]) + (" ..." if len(choices) > 12 else "")
+
+
+def _check_mig(loc: tuple[str | int, ...], gpu: GpuModel, layout: list[str]) -> list[Problem]:
+    if not gpu.mig_profiles:
+        return [(loc, f"{gpu.name} does not support MIG", "use time-slicing or mps, or exclusive")]
+    by_name = {p.name: p for p in gpu.mig_profiles}
+    profiles: list[MigProfile] = []
+    out: list[Problem] = []
+    for j, name in enumerate(layout):
+        prof = by_name.get(name)
+        if prof is None:
+            out.append(((*loc, j), f"{gpu.name} has no MIG profile '{name}'",
+                        "use one of: " + ", ".join(by_name)))
+        else:
+            profiles.append(prof)
+    if out:
+        return out
+    for prof in by_name.values():
+        n = sum(p is prof for p in profiles)
+        if n > prof.max_instances:
+            out.append((loc, f"{n} × {prof.name} exceeds the {prof.max_instances} that "
+                        f"{gpu.name} allows", "use fewer instances of that profile"))
+    compute = sum(p.compute_slices for p in profiles)
+    if compute > 7:
+        out.append((loc, f"the layout needs {compute} compute slices; a GPU has 7",
+                    "drop or shrink instances"))
+    if not out and not _placeable(profiles):
+        out.append((loc, "the profiles cannot all be placed in the GPU's 8 memory slices",
+                    "use `aiplat sharing plan` layouts, or fewer/smaller instances"))
+    return out
+
+
+def _placeable(profiles: list[MigProfile]) -> bool:
+    """Exact check by backtracking over the allowed start slices (at most 7 instances)."""
+    order = sorted(profiles, key=lambda p: -p.memory_slices)
+
+    def place(k: int, used: int) -> bool:
+        if k == len(order):
+            return True
+        p = order[k]
+        for start in p.placements:
+            mask = ((1 << p.memory_slices) - 1) << start
+            if start + p.memory_slices <= 8 and not used & mask and place(k + 1, used | mask):
+                return True
+        return False
+
+    return place(0, 0)

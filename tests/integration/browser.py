@@ -1,0 +1,228 @@
+"""A real browser for tests: open a local HTML file in headless Debian Chromium and report
+what a reader would get.
+
+Why a real browser: string checks on HTML cannot tell whether an inline SVG actually lays
+out at a visible size, whether its internal references (clip paths, tick markers) resolve
+once several charts share one page, or whether the page logs errors. Chromium can, and
+Debian ships it with a matching chromedriver, so this runs offline.
+
+Design:
+
+- Binaries are explicit (``/usr/bin/chromium``, ``/usr/bin/chromedriver``; override with
+  ``AIPLAT_CHROMIUM`` / ``AIPLAT_CHROMEDRIVER``). Because the ``Service`` gets a driver path,
+  Selenium never runs Selenium Manager, so it never tries to download a driver or browser.
+- The browser runs with a throw-away profile and every background network feature off, so a
+  run neither reads the user's profile nor reaches out anywhere.
+- :meth:`Browser.inspect` returns plain, frozen data (:class:`PageReport`): console entries,
+  one :class:`SvgInfo` per ``<svg>``, references that point at no element, and the title,
+  so tests assert on values and failures print readably.
+- :func:`missing` says why the browser cannot run (or ``None``); the conftest fixture turns
+  that into a skip locally and a failure in CI, where integration tests must run.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+
+DEFAULT_CHROMIUM = "/usr/bin/chromium"
+DEFAULT_CHROMEDRIVER = "/usr/bin/chromedriver"
+PROBLEM_LEVELS = frozenset({"SEVERE", "WARNING"})
+
+ColorScheme = Literal["light", "dark"]
+
+_INSPECT_JS = """
+const svgs = [];
+for (const svg of document.querySelectorAll('svg')) {
+  const box = svg.getBoundingClientRect();
+  svgs.push({
+    id: svg.id || '',
+    width: box.width,
+    height: box.height,
+    paths: svg.querySelectorAll('path').length,
+    rects: svg.querySelectorAll('rect').length,
+    visible: svg.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}),
+    background: getComputedStyle(svg).backgroundColor,
+  });
+}
+const dangling = [];
+for (const el of document.querySelectorAll('svg *')) {
+  for (const attr of el.attributes) {
+    let target = null;
+    if (attr.localName === 'href' && attr.value.startsWith('#')) {
+      target = attr.value.slice(1);
+    } else {
+      const ref = /url\\(#([^)]+)\\)/.exec(attr.value);
+      if (ref) target = ref[1];
+    }
+    if (target !== null && document.getElementById(target) === null) dangling.push(target);
+  }
+}
+const background = getComputedStyle(document.body).backgroundColor;
+return {svgs: svgs, dangling: dangling, background: background};
+"""
+
+
+@dataclass(frozen=True)
+class ConsoleEntry:
+    """One browser console entry: level is SEVERE, WARNING, INFO or DEBUG."""
+
+    level: str
+    message: str
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class SvgInfo:
+    """Layout and content of one ``<svg>`` element as rendered."""
+
+    id: str
+    width: float
+    height: float
+    paths: int
+    rects: int
+    visible: bool
+    background: str
+
+    @property
+    def shapes(self) -> int:
+        return self.paths + self.rects
+
+
+@dataclass(frozen=True)
+class PageReport:
+    """What a page produced once loaded."""
+
+    url: str
+    title: str
+    console: tuple[ConsoleEntry, ...]
+    svgs: tuple[SvgInfo, ...]
+    dangling_refs: tuple[str, ...]
+    background: str
+
+    @property
+    def problems(self) -> list[ConsoleEntry]:
+        """Console entries at SEVERE or WARNING level."""
+        return [e for e in self.console if e.level in PROBLEM_LEVELS]
+
+
+def binaries() -> tuple[Path, Path]:
+    """The Chromium binary and its chromedriver, honouring the environment overrides."""
+    return (
+        Path(os.environ.get("AIPLAT_CHROMIUM", DEFAULT_CHROMIUM)),
+        Path(os.environ.get("AIPLAT_CHROMEDRIVER", DEFAULT_CHROMEDRIVER)),
+    )
+
+
+def missing() -> str | None:
+    """Why headless Chromium cannot run here, or ``None`` when it can."""
+    absent = [str(p) for p in binaries() if not (p.is_file() and os.access(p, os.X_OK))]
+    if not absent:
+        return None
+    return (
+        f"headless Chromium is not available ({', '.join(absent)} missing or not executable)."
+        " To fix: apt-get install chromium chromium-driver, or point AIPLAT_CHROMIUM and"
+        " AIPLAT_CHROMEDRIVER at the binaries"
+    )
+
+
+class Browser:
+    """One headless Chromium session; use it as a context manager and reuse it across pages."""
+
+    def __init__(self, *, width: int = 1280, height: int = 1024, timeout_s: float = 30.0) -> None:
+        chromium, chromedriver = binaries()
+        self._profile = tempfile.mkdtemp(prefix="aiplat-chromium-")
+        options = webdriver.ChromeOptions()
+        options.binary_location = str(chromium)
+        for argument in (
+            "--headless=new",
+            "--no-sandbox",  # root in containers has no usable sandbox
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={self._profile}",
+            f"--window-size={width},{height}",
+        ):
+            options.add_argument(argument)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        # An explicit driver path: Selenium skips Selenium Manager, so nothing is downloaded.
+        service = Service(executable_path=str(chromedriver))
+        try:
+            self._driver = webdriver.Chrome(service=service, options=options)
+        except BaseException:
+            shutil.rmtree(self._profile, ignore_errors=True)
+            raise
+        self._driver.set_page_load_timeout(timeout_s)
+
+    def __enter__(self) -> Browser:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self._driver.quit()
+        finally:
+            shutil.rmtree(self._profile, ignore_errors=True)
+
+    def inspect(self, path: Path, *, color_scheme: ColorScheme = "light") -> PageReport:
+        """Load ``path`` (a local file) and report its console, SVGs and title."""
+        # Drop entries left over from the previous page.
+        self._driver.get_log("browser")  # type: ignore[no-untyped-call]
+        self._driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": color_scheme}]},
+        )
+        url = path.resolve().as_uri()
+        self._driver.get(url)  # returns once the load event fired
+        found: dict[str, Any] = self._driver.execute_script(_INSPECT_JS)
+        console = tuple(
+            ConsoleEntry(
+                level=str(e.get("level", "")),
+                message=str(e.get("message", "")),
+                source=str(e.get("source", "")),
+            )
+            for e in self._driver.get_log("browser")  # type: ignore[no-untyped-call]
+        )
+        return PageReport(
+            url=url,
+            title=str(self._driver.title),
+            console=console,
+            svgs=tuple(
+                SvgInfo(
+                    id=str(s["id"]),
+                    width=float(s["width"]),
+                    height=float(s["height"]),
+                    paths=int(s["paths"]),
+                    rects=int(s["rects"]),
+                    visible=bool(s["visible"]),
+                    background=str(s["background"]),
+                )
+                for s in found["svgs"]
+            ),
+            dangling_refs=tuple(str(d) for d in found["dangling"]),
+            background=str(found["background"]),
+        )
+
+    def print_pdf(self, path: Path) -> bytes:
+        """Load ``path`` and print it to PDF as a reader's "Print" would (print CSS applies)."""
+        self._driver.get(path.resolve().as_uri())
+        return base64.b64decode(self._driver.print_page())
