@@ -5,7 +5,7 @@ source. This package only loads and indexes them (no network, no host access), s
 layers may depend on it.
 """
 
-from aiplat.catalog.models import Catalog, GpuModel, MigProfile, ModelArchitecture, NodeType
 from aiplat.catalog.load import load_catalog
+from aiplat.catalog.models import Catalog, GpuModel, MigProfile, ModelArchitecture, NodeType
 
 __all__ = ["Catalog", "GpuModel", "MigProfile", "ModelArchitecture", "NodeType", "load_catalog"]

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+from typing import TypedDict
 
 from aiplat.catalog import Catalog
 from aiplat.plan.context import Arch, PoolHardware
@@ -24,6 +25,31 @@ from aiplat.plan.training import dump_results
 from aiplat.sizing import inference, rag
 from aiplat.sizing.result import Result
 from aiplat.spec.models import Platform, WorkloadKind, WorkloadSpec
+
+
+class _Shape(TypedDict):
+    params: float
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+
+
+class _Precisions(TypedDict):
+    weight_precision: str
+    kv_precision: str
+
+
+class _Speed(TypedDict):
+    memory_bandwidth_bps: float
+    dense_tflops: float
+    active_params: float | None
+
+
+class _Layout(TypedDict):
+    tensor_parallel: int
+    pipeline_parallel: int
+
 
 MAX_BATCH = 256
 """vLLM's default max_num_seqs: the scheduler never runs more sequences at once."""
@@ -40,13 +66,14 @@ def plan_inference(
     findings: list[Finding] = []
     results: dict[str, Result] = {}
     key: dict[str, str] = {}
-    shape = {"params": arch.params, "layers": arch.layers, "hidden": arch.hidden,
-             "heads": arch.heads, "kv_heads": arch.kv_heads}
-    moe = {"active_params": arch.active_params if arch.active_params != arch.params else None}
-    prec = {"weight_precision": w.precision.value, "kv_precision": "fp8"
-            if w.precision.value == "fp8" else "bf16"}
-    speed = {"memory_bandwidth_bps": hw.gpu.memory_bandwidth_tbps * 1e12,
-             "dense_tflops": hw.peak_tflops(w.precision)}
+    shape = _Shape(params=arch.params, layers=arch.layers, hidden=arch.hidden,
+                   heads=arch.heads, kv_heads=arch.kv_heads)
+    prec = _Precisions(weight_precision=w.precision.value,
+                       kv_precision="fp8" if w.precision.value == "fp8" else "bf16")
+    speed = _Speed(memory_bandwidth_bps=hw.gpu.memory_bandwidth_tbps * 1e12,
+                   dense_tflops=hw.peak_tflops(w.precision),
+                   active_params=arch.active_params if arch.active_params != arch.params
+                   else None)
 
     prompt = slo.prompt_tokens
     if w.kind is WorkloadKind.RAG:
@@ -80,19 +107,23 @@ def plan_inference(
                     f"{hw.gpus_per_node} × {hw.gpu.name}",
             fix="use fp8 or int4 weights, a shorter contextLength, or a larger GPU"))
     batch = max(1, min(MAX_BATCH, layout.kv_token_capacity // max(seq_tokens, 1)))
-    par = {"tensor_parallel": layout.tensor_parallel,
-           "pipeline_parallel": layout.pipeline_parallel}
+    par = _Layout(tensor_parallel=layout.tensor_parallel,
+                  pipeline_parallel=layout.pipeline_parallel)
     run_hours: float | None = None
 
     if w.kind is WorkloadKind.BATCH_INFERENCE:
         requests = max(1, math.ceil((w.data.tokens or 0) / seq_tokens))
-        common = {**shape, **moe, **prec, **speed, **par, "requests": requests,
-                  "prompt_tokens": prompt, "output_tokens": slo.output_tokens, "batch": batch}
-        one = inference.batch_inference_duration(gpus=layout.gpus, **common)
+
+        def run_on(gpus: int) -> inference.BatchInference:
+            return inference.batch_inference_duration(
+                **shape, **prec, **speed, **par, requests=requests, prompt_tokens=prompt,
+                output_tokens=slo.output_tokens, batch=batch, gpus=gpus)
+
         replicas = 1
         if slo.completion_hours:
+            one = run_on(layout.gpus)
             replicas = max(1, math.ceil(one.seconds / 3600 / slo.completion_hours))
-        run = inference.batch_inference_duration(gpus=layout.gpus * replicas, **common)
+        run = run_on(layout.gpus * replicas)
         results["batch"] = run
         gpus = layout.gpus * replicas
         run_hours = run.seconds / 3600
@@ -106,7 +137,7 @@ def plan_inference(
             tps = slo.tokens_per_second or DEFAULT_DECODE_TPS
             qps = (slo.concurrency or 1) / (slo.output_tokens / tps)
         sized = inference.replicas_for_slo(
-            **shape, **moe, **prec, **speed, **par, qps=qps, prompt_tokens=prompt,
+            **shape, **prec, **speed, **par, qps=qps, prompt_tokens=prompt,
             output_tokens=slo.output_tokens,
             target_ttft_seconds=(slo.time_to_first_token_ms or DEFAULT_TTFT_S * 1000) / 1000,
             target_decode_tokens_per_second=slo.tokens_per_second or DEFAULT_DECODE_TPS,

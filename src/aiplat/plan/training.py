@@ -17,12 +17,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from aiplat.catalog import NodeType
 from aiplat.plan.context import Arch, PoolHardware
 from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.sizing import memory, power, training
 from aiplat.sizing.result import Result
-from aiplat.catalog import NodeType
 from aiplat.spec.models import Platform, PoolSpec, WorkloadKind, WorkloadSpec
 
 OPTIMIZER = {"adamw": "adam", "adamw-8bit": "adam8bit", "sgd": "sgd_momentum"}

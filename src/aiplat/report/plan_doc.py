@@ -26,6 +26,7 @@ def plan_document(plan: Plan) -> Document:
         sections=[
             _findings(plan),
             _workloads(plan),
+            _workload_details(plan),
             _pools(plan),
             _facility(plan),
             _reserve(plan),
@@ -97,16 +98,21 @@ def _workloads(plan: Plan) -> Section:
             categories=names, kind="stacked-hbar",
             series=[Series(name=p, values=[w.memory_per_gpu_bytes.get(p, 0.0) / 1e9
                                            for w in ws]) for p in parts]))
-        for w in ws:
-            tables.append(Table(title=f"{w.name}: {w.kind}, {w.model} on {w.gpu_model}",
-                                columns=["figure", "value"],
-                                rows=[[k, v] for k, v in w.key_figures.items()]))
     return Section(
         id="workloads", title="Workloads",
         paragraphs=["Each workload is sized on its pool: GPUs from its target time or latency "
                     "SLO, memory per GPU at the chosen parallelism, and its monthly GPU-hours. "
                     "Every figure's formula and inputs are in plan.json under results."],
         tables=tables, charts=charts,
+    )
+
+
+def _workload_details(plan: Plan) -> Section:
+    return Section(
+        id="workload-details", title="Workload details",
+        tables=[Table(title=f"{w.name}: {w.kind}, {w.model} on {w.gpu_model}",
+                      columns=["figure", "value"],
+                      rows=[[k, v] for k, v in w.key_figures.items()]) for w in plan.workloads],
     )
 
 

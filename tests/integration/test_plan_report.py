@@ -1,0 +1,29 @@
+"""The real `aiplat plan` report, opened in headless Chromium (Debian's chromium)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from browser import Browser
+
+pytestmark = pytest.mark.integration
+
+
+def test_report_html_renders_its_charts_without_console_errors(
+    tmp_path: Path, browser: Browser
+) -> None:
+    out = tmp_path / "out"
+    subprocess.run([sys.executable, "-m", "aiplat.cli.main", "plan", "-o", str(out)],
+                   check=True, capture_output=True)
+    page = browser.inspect(out / "report.html")
+    assert page.problems == []
+    assert page.title == "Platform plan: example"
+    ids = {s.id for s in page.svgs}
+    assert {"gpu-demand", "memory-breakdown", "power-by-pool"} <= ids
+    for svg in page.svgs:
+        assert svg.visible and svg.width > 50 and svg.height > 50, svg
+        assert svg.shapes > 0, svg
+    assert page.dangling_refs == ()

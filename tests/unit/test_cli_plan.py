@@ -1,0 +1,69 @@
+"""`aiplat plan` as a user runs it: files written, exit codes, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from aiplat.cli.main import main
+from aiplat.plan import Plan
+from aiplat.spec import example_text
+
+
+def test_plan_writes_json_markdown_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["plan", "-o", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["plan.json", "report.html", "report.md"]
+    plan = Plan.model_validate_json((out / "plan.json").read_text())
+    assert plan.platform == "example"
+    stdout, stderr = capsys.readouterr()
+    assert "domain-pretrain" in stdout and "h100" in stdout
+    assert "wrote" in stderr and "wrote" not in stdout
+    md = (out / "report.md").read_text()
+    for heading in ("## Findings", "## Workloads", "## Pools", "## Power, cooling and racks",
+                    "## Reserve", "## Node roles and network zones", "## Deployment model"):
+        assert heading in md
+    html = (out / "report.html").read_text()
+    assert html.count("<svg") == 3
+
+
+def test_plan_json_format_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "-o", str(tmp_path), "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {p["name"] for p in data["pools"]} == {"h100", "l40s"}
+    assert data["deployment"] == "kubernetes"
+
+
+def test_bad_spec_exits_2_and_writes_nothing(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    spec = tmp_path / "bad.yaml"
+    spec.write_text(example_text().replace("tenant: batch", "tenant: bacth"))
+    out = tmp_path / "out"
+    assert main(["plan", str(spec), "-o", str(out)]) == 2
+    _, err = capsys.readouterr()
+    assert f"{spec}:" in err and "unknown tenant 'bacth'" in err and "did you mean 'batch'" in err
+    assert not out.exists()
+
+
+def test_error_findings_exit_1_but_the_plan_is_written(tmp_path: Path) -> None:
+    spec = tmp_path / "tight.yaml"
+    spec.write_text(example_text().replace("powerBudgetKW: 160", "powerBudgetKW: 40"))
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        main(["plan", str(spec), "-o", str(out)])
+    assert exc.value.code == 1
+    plan = Plan.model_validate_json((out / "plan.json").read_text())
+    assert not plan.facility.fits_budget
+
+
+def test_existing_files_beside_the_outputs_survive(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    (out / "plan.json").write_text("old")
+    assert main(["plan", "-o", str(out)]) == 0
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "plan.json").read_text().startswith("{")
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
