@@ -15,7 +15,9 @@ def load_catalog() -> Catalog:
     data = resources.files("aiplat.catalog") / "data"
 
     def read(name: str) -> object:
-        return yaml.safe_load((data / name).read_text(encoding="utf-8"))
+        # libyaml's parser is ~10x faster than PyYAML's pure-Python one; same safe schema.
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        return yaml.load((data / name).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
 
     return Catalog.model_validate(
         {
