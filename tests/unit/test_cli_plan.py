@@ -12,7 +12,9 @@ from aiplat.plan import Plan
 from aiplat.spec import example_text
 
 
-def test_plan_writes_json_markdown_and_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_plan_writes_json_markdown_and_html(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "out"
     assert main(["plan", "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["plan.json", "report.html", "report.md"]

@@ -17,7 +17,7 @@ def load_catalog() -> Catalog:
     def read(name: str) -> object:
         # libyaml's parser is ~10x faster than PyYAML's pure-Python one; same safe schema.
         loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-        return yaml.load((data / name).read_text(encoding="utf-8"), Loader=loader)  # noqa: S506
+        return yaml.load((data / name).read_text(encoding="utf-8"), Loader=loader)
 
     return Catalog.model_validate(
         {
