@@ -17,15 +17,19 @@ def test_plan_writes_json_markdown_and_html(
 ) -> None:
     out = tmp_path / "out"
     assert main(["plan", "-o", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["plan.json", "report.html", "report.md"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "kube", "kube-check.json", "plan.json", "report.html", "report.md"]
+    assert (out / "kube" / "kustomization.yaml").exists()
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     assert plan.platform == "example"
     stdout, stderr = capsys.readouterr()
     assert "domain-pretrain" in stdout and "h100" in stdout
     assert "wrote" in stderr and "wrote" not in stdout
+    assert "lint 0 errors" in stderr
     md = (out / "report.md").read_text()
     for heading in ("## Findings", "## Workloads", "## Pools", "## Power, cooling and racks",
-                    "## Reserve", "## Node roles and network zones", "## Deployment model"):
+                    "## Reserve", "## Node roles and network zones", "## Deployment model",
+                    "## Kubernetes"):
         assert heading in md
     html = (out / "report.html").read_text()
     assert html.count("<svg") == 3

@@ -7,6 +7,9 @@ import sys
 import click
 
 from aiplat import __version__
+from aiplat.cli.devices import accounting_group, cdi_group, runtime_group, sharing_group
+from aiplat.cli.kube import kube
+from aiplat.cli.ops import monitoring, runbook
 from aiplat.cli.plan import plan
 from aiplat.cli.spec import spec
 from aiplat.errors import AiplatError
@@ -18,8 +21,9 @@ def cli() -> None:
     """aiplat: size, build, check and hand over an AI platform from one spec."""
 
 
-cli.add_command(plan)
-cli.add_command(spec)
+for command in (plan, spec, kube, cdi_group, runtime_group, sharing_group, accounting_group,
+                monitoring, runbook):
+    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> int:

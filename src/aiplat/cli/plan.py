@@ -12,6 +12,8 @@ from rich.table import Table
 
 from aiplat.catalog import load_catalog
 from aiplat.fsutil import write_tree
+from aiplat.kube.crds import load_crds
+from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_platform, plan_files
 from aiplat.plan import Plan, build_plan
 from aiplat.report import render_html, render_markdown
 from aiplat.report.plan_doc import plan_document
@@ -24,33 +26,53 @@ from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
               type=click.Path(file_okay=False), help="directory for plan.json and reports")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="what to print on stdout")
-def plan(spec: str | None, out_dir: str, fmt: str) -> None:
+@click.option("--crd-dir", type=click.Path(exists=True, file_okay=False),
+              help="CRDs of your cluster (Kueue, JobSet, Gateway API...) to validate against")
+@click.option("--k8s-version", "k8s_versions", multiple=True, default=DEFAULT_VERSIONS,
+              show_default=True, help="Kubernetes versions to validate the manifests for")
+def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
+         k8s_versions: tuple[str, ...]) -> None:
     """Size the platform in SPEC (default: the built-in example) and write the plan.
 
-    Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md and a
-    self-contained DIR/report.html. Exit 1 when the plan has error findings.
+    Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md, a
+    self-contained DIR/report.html, the rendered Kubernetes tree DIR/kube/ and its validation
+    and lint result DIR/kube-check.json. Exit 1 when the plan has error findings or the
+    manifests fail validation or lint.
     """
     t0 = time.perf_counter()
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
                 else parse_platform(example_text(), EXAMPLE, catalog))
     result = build_plan(platform, catalog)
-    doc = plan_document(result)
+    kube = check_platform(platform, catalog, load_crds(crd_dir) if crd_dir else None,
+                          versions=k8s_versions,
+                          gpus={w.name: w.gpus for w in result.workloads})
+    doc = plan_document(result, kube)
     # Render everything before writing anything: a failure leaves DIR untouched.
     files = {
         "plan.json": result.model_dump_json(indent=2, by_alias=True) + "\n",
         "report.md": render_markdown(doc),
         "report.html": render_html(doc),
+        **plan_files(kube),
     }
-    written = write_tree(out_dir, files)
+    write_tree(out_dir, files)
     if fmt == "json":
         click.echo(json.dumps(_summary_data(result), indent=2))
     else:
         _print_table(result)
+    click.echo(_kube_line(kube), err=True)
     elapsed = time.perf_counter() - t0
-    click.echo(f"wrote {', '.join(str(p) for p in written)} in {elapsed:.2f} s", err=True)
-    if any(f.severity == "error" for f in result.all_findings):
+    click.echo(f"wrote plan.json, report.md, report.html, kube/ ({len(files)} files) to "
+               f"{out_dir} in {elapsed:.2f} s", err=True)
+    if any(f.severity == "error" for f in result.all_findings) or not kube.ok:
         sys.exit(1)
+
+
+def _kube_line(kube: KubeCheck) -> str:
+    errors = sum(f.severity == "error" for f in kube.findings)
+    validation = ", ".join(f"{v.version}: {len(v.errors)} errors" for v in kube.validations)
+    return (f"kubernetes: {len(kube.rendered.objects())} objects; validation {validation}; "
+            f"lint {errors} errors, {len(kube.findings) - errors} warnings")
 
 
 def _duration(hours: float | None) -> str:

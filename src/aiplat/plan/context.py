@@ -47,11 +47,13 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
     # Without a published count, a dense decoder has about 12·l·h² + 2·V·h parameters
     # (attention 4h², MLP 8h² at ffn = 4h; input and output embeddings).
     params = ref.params or (base.params if base else 12 * layers * hidden**2 + 2 * vocab * hidden)
+    # A mixture of experts touches only its active parameters per token; an override of
+    # params means a different model, so the catalog's active count no longer applies.
     active = base.active_params if base and base.active_params and not ref.params else params
     return Arch(
         name=base.name if base else (ref.name or f"custom-{params / 1e9:.1f}b"),
         params=params,
-        active_params=active or params,
+        active_params=active,
         layers=layers,
         hidden=hidden,
         ffn_hidden=ffn,

@@ -10,30 +10,35 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from aiplat.kube.pipeline import KubeCheck
 from aiplat.plan.format import bytes_h, count_h, kw_h
 from aiplat.plan.models import Plan
 from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Table
+from aiplat.report.kube_doc import kube_section
 
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv cache", "overhead")
 
 
-def plan_document(plan: Plan) -> Document:
+def plan_document(plan: Plan, kube: KubeCheck | None = None) -> Document:
+    sections = [
+        _findings(plan),
+        _workloads(plan),
+        _workload_details(plan),
+        _pools(plan),
+        _facility(plan),
+        _reserve(plan),
+        _roles(plan),
+        _deployment(plan),
+    ]
+    if kube is not None:
+        sections.append(kube_section(kube))
+    sections.append(_assumptions(plan))
     return Document(
         title=f"Platform plan: {plan.platform}",
         subtitle=f"{plan.description} — aiplat {plan.aiplat_version}, "
                  f"Kubernetes {plan.kubernetes_version}",
         summary=_summary(plan),
-        sections=[
-            _findings(plan),
-            _workloads(plan),
-            _workload_details(plan),
-            _pools(plan),
-            _facility(plan),
-            _reserve(plan),
-            _roles(plan),
-            _deployment(plan),
-            _assumptions(plan),
-        ],
+        sections=sections,
     )
 
 

@@ -79,6 +79,11 @@ class Metadata(SpecModel):
 # ---------------------------------------------------------------------------- cluster, site
 
 
+class CohortSpec(SpecModel):
+    name: Name
+    parent: Name | None = Field(default=None, description="unset: the platform's root cohort")
+
+
 class KubernetesSpec(SpecModel):
     version: Annotated[str, StringConstraints(pattern=r"^1\.\d{2}$")] = Field(
         default="1.34", description="target Kubernetes minor version, e.g. '1.34'"
@@ -86,6 +91,15 @@ class KubernetesSpec(SpecModel):
     kueue_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "0.19.2"
     managed_control_plane: bool = Field(
         default=False, description="control plane run by a provider: no control-plane nodes"
+    )
+    gpu_resources: Literal["device-plugin", "dra"] = Field(
+        default="device-plugin",
+        description="how pods ask for GPUs: device-plugin resources (nvidia.com/gpu) or DRA "
+        "claims on DeviceClasses (Kueue counts them via deviceClassMappings)",
+    )
+    kueue_api: Literal["v1beta2", "v1beta1"] = "v1beta2"
+    cohorts: list[CohortSpec] = Field(
+        default_factory=list, description="nested Kueue cohorts; tenants join one by name"
     )
 
 
@@ -153,6 +167,43 @@ class NvmeSpec(SpecModel):
     size_tb: float = Field(gt=0, alias="sizeTB")
 
 
+class NodeChecksSpec(SpecModel):
+    """Thresholds for ``aiplat node check`` and ``baseline compare`` on this pool's nodes."""
+
+    max_gpu_temp_c: float = Field(default=85, gt=0, le=120, alias="maxGpuTempC")
+    max_ecc_uncorrected: int = Field(default=0, ge=0, description="volatile, per GPU")
+    max_remapped_rows_uncorrectable: int | None = Field(
+        default=None, ge=0, description="unset: only pending/failed remapping is flagged"
+    )
+    xid_window_hours: float = Field(default=24, gt=0, le=8760)
+    min_free_disk_percent: float = Field(default=10, ge=0, le=100)
+    required_modules: list[str] = []
+    secure_boot: Literal["required", "forbidden", "any"] = "any"
+    iommu: Literal["required", "off", "any"] = "any"
+    acs: Literal["disabled", "enabled", "any"] = Field(
+        default="any", description="PCIe ACS redirect on bridges above GPUs and RDMA NICs: "
+        "'disabled' for GPUDirect peer traffic, 'enabled' for device passthrough isolation"
+    )
+    device_owner: str = "root"
+    device_group: str | None = Field(default=None, description="unset: any group")
+    mtu: int | None = Field(default=None, ge=576, le=65536, description="unset: from segments")
+    baseline_tolerance: Fraction = Field(
+        default=0.10, description="slowdown of a baseline median that counts as a regression"
+    )
+
+
+class CharDeviceSpec(SpecModel):
+    """A generic character device that containers get through CDI (``aiplat cdi generate``):
+    ``kind`` ``vendor.com/class`` and device ``name`` follow the CDI naming rules."""
+
+    kind: Annotated[str, StringConstraints(
+        pattern=r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?/[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")]
+    name: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")]
+    paths: list[Annotated[str, StringConstraints(pattern=r"^/dev/")]] = Field(
+        min_length=1, description="device nodes on the host, e.g. /dev/fpga0"
+    )
+
+
 class NodeSpec(SpecModel):
     node_type: str | None = Field(
         default=None, description="catalog node type; supplies system power when set"
@@ -164,6 +215,10 @@ class NodeSpec(SpecModel):
     nvme: NvmeSpec | None = None
     power_kw: float | None = Field(
         default=None, gt=0, le=200, alias="powerKW", description="measured or rated system power"
+    )
+    checks: NodeChecksSpec = NodeChecksSpec()
+    char_devices: list[CharDeviceSpec] = Field(
+        default=[], description="generic character devices exposed through CDI"
     )
 
 
@@ -312,6 +367,16 @@ class PoolQuota(SpecModel):
         return self
 
 
+class PreemptionSpec(SpecModel):
+    """Kueue ClusterQueue preemption policies, with Kueue's names."""
+
+    reclaim_within_cohort: Literal["Never", "LowerPriority", "Any"] = "Any"
+    within_cluster_queue: Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"] = (
+        "LowerPriority"
+    )
+    borrow_within_cohort: Literal["Never", "LowerPriority"] = "Never"
+
+
 class TenantSpec(SpecModel):
     name: Name
     description: str = ""
@@ -319,6 +384,11 @@ class TenantSpec(SpecModel):
     quota: dict[Name, PoolQuota] = Field(default_factory=dict, description="per pool name")
     admins: list[str] = []
     users: list[str] = []
+    cohort: Name | None = Field(default=None, description="unset: the platform's root cohort")
+    queueing_strategy: Literal["BestEffortFIFO", "StrictFIFO"] = "BestEffortFIFO"
+    preemption: PreemptionSpec = PreemptionSpec()
+    pod_security: Literal["privileged", "baseline", "restricted"] = "restricted"
+    secrets_access: bool = Field(default=False, description="team roles may read Secrets")
 
 
 # ---------------------------------------------------------------------------- workloads
@@ -544,9 +614,26 @@ class SegmentSpec(SpecModel):
     rdma: Literal["none", "roce", "infiniband"] = "none"
     rate_gbps: float | None = Field(default=None, gt=0, alias="rateGbps")
 
+    @field_validator("cidr", mode="before")
+    @classmethod
+    def _cidr_is_text(cls, value: object) -> object:
+        # ipaddress reads an int (or a bool) as an address: `cidr: 5` would be 0.0.0.5/32.
+        if value is not None and not isinstance(value, str):
+            raise SpecValueError(f"{value!r} is not a network", "write it like 10.0.0.0/24")
+        return value
+
+
+class LabSpec(SpecModel):
+    """``aiplat lab up``: the lab built from this network on one Linux host."""
+
+    nodes: int = Field(default=3, ge=1, le=8, description="compute nodes (plus one storage node)")
+    segments: list[Name] = Field(default_factory=list, description="empty: every segment")
+    link_mbit: int = Field(default=1000, ge=10, le=10000, description="emulated NIC rate")
+
 
 class NetworkSpec(SpecModel):
     segments: list[SegmentSpec] = []
+    lab: LabSpec = LabSpec()
 
 
 class VersionEntry(SpecModel):
@@ -589,6 +676,24 @@ class EscalationStep(SpecModel):
     after_minutes: int = Field(ge=0)
 
 
+class MonitoringSpec(SpecModel):
+    """Alert thresholds for ``aiplat monitoring render`` that no node check already holds
+    (GPU temperature, ECC, remapped rows, XID window and free disk come from each pool's
+    ``node.checks``)."""
+
+    idle_gpu_utilization: Fraction = Field(
+        default=0.05, description="an allocated GPU busier than this is not idle"
+    )
+    idle_gpu_minutes: int = Field(default=60, ge=5, le=1440)
+    pending_minutes: int = Field(
+        default=60, ge=5, le=10080, description="pending with no admission in the queue for"
+    )
+    quota_usage_warning: Fraction = Field(default=0.95, description="usage / nominal quota")
+    preemptions_per_hour: int = Field(default=10, ge=1, le=100000)
+    model_pull_error_ratio: Fraction = Field(default=0.05, description="failed / all pulls")
+    min_cache_hit_ratio: Fraction = Field(default=0.8, description="node model cache hits")
+
+
 class OperationsSpec(SpecModel):
     kubernetes_experience: bool = Field(
         default=True, description="the operating team runs Kubernetes today"
@@ -599,6 +704,7 @@ class OperationsSpec(SpecModel):
     maintenance_windows: list[MaintenanceWindow] = []
     responsibilities: list[Responsibility] = []
     escalation: list[EscalationStep] = []
+    monitoring: MonitoringSpec = MonitoringSpec()
 
 
 # ---------------------------------------------------------------------------- the platform

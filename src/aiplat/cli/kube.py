@@ -1,0 +1,179 @@
+"""``aiplat kube render|validate|lint|why-pending``: thin commands over ``aiplat.kube``.
+
+Data goes to stdout (``-o table|json|yaml``), progress and errors to stderr. Exit codes:
+0 ok, 1 validation errors / lint errors, 2 bad input (``InputError``).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from aiplat.catalog import load_catalog
+from aiplat.errors import InputError
+from aiplat.fsutil import write_tree
+from aiplat.kube import (
+    CrdIndex,
+    check_platform,
+    lint,
+    load_crds,
+    load_snapshot,
+    read_tree,
+    render,
+    validate_objects,
+    why_pending,
+)
+from aiplat.kube.facts import pool_facts
+from aiplat.kube.inventory import Inventory, from_facts
+from aiplat.kube.yamlout import dump_value
+from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
+from aiplat.spec.models import Platform
+
+OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+                      default="table", show_default=True, help="format of stdout")
+
+
+def _platform(spec: str | None) -> Platform:
+    catalog = load_catalog()
+    return load_platform(spec, catalog) if spec else parse_platform(example_text(), EXAMPLE,
+                                                                    catalog)
+
+
+def _emit(fmt: str, data: Any, table: list[str]) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    elif fmt == "yaml":
+        click.echo(dump_value(data), nl=False)
+    else:
+        for line in table:
+            click.echo(line)
+
+
+@click.group()
+def kube() -> None:
+    """Kubernetes manifests for the platform: render, validate, lint, explain pending work."""
+
+
+@kube.command("render")
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("-o", "--out", "out_dir", default="out/kube", show_default=True,
+              type=click.Path(file_okay=False), help="directory for the kustomize tree")
+@click.option("--format", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table",
+              show_default=True, help="format of the summary on stdout")
+def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
+    """Render cluster/, kueue/, tenants/, storage/, serving/ and workloads/ from SPEC
+    (default: the built-in example) into a kustomize-ready tree."""
+    t0 = time.perf_counter()
+    platform = _platform(spec)
+    rendered = render(platform, load_catalog())
+    files = rendered.files()
+    write_tree(out_dir, files)
+    per_layer: dict[str, int] = {}
+    for path, objs in rendered.manifests.items():
+        layer = path.split("/")[0]
+        per_layer[layer] = per_layer.get(layer, 0) + len(objs)
+    data = {"out": out_dir, "files": len(files), "objects": per_layer}
+    _emit(fmt, data, [f"{'layer':<10} objects"]
+          + [f"{k:<10} {v:>7}" for k, v in per_layer.items()]
+          + [f"{'total':<10} {sum(per_layer.values()):>7}"])
+    click.echo(f"wrote {len(files)} files under {out_dir} in {time.perf_counter() - t0:.2f} s",
+               err=True)
+
+
+@kube.command("validate")
+@click.argument("directory", type=click.Path(file_okay=False))
+@click.option("--k8s-version", "versions", multiple=True, default=("1.34",), show_default=True,
+              help="target Kubernetes minor version; repeat for several")
+@click.option("--crd-dir", type=click.Path(file_okay=False),
+              help="CRDs of the target cluster (e.g. `kubectl get crd -o yaml`)")
+@OUTPUT
+def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
+                 fmt: str) -> None:
+    """Validate DIR: built-in kinds with the official schemas (strict), custom resources with
+    their CRDs, then names, quantities, DRA rules and CEL selectors."""
+    items, _inv = read_tree(directory)
+    crds = load_crds(crd_dir) if crd_dir else CrdIndex()
+    results = []
+    for v in versions:
+        try:
+            results.append(validate_objects(items, v, crds))
+        except ValueError as e:
+            raise InputError(f"--k8s-version {v}: {e}") from e
+    data = [{"version": r.version, "objects": r.objects, "errors": len(r.errors),
+             "issues": [i.__dict__ for i in r.issues]} for r in results]
+    lines = []
+    for r in results:
+        lines += [str(i) for i in r.issues]
+        lines.append(f"Kubernetes {r.version}: {r.objects} objects, {len(r.errors)} errors, "
+                     f"{len(r.issues) - len(r.errors)} warnings")
+    _emit(fmt, data, lines)
+    if any(not r.ok for r in results):
+        sys.exit(1)
+
+
+@kube.command("lint")
+@click.argument("target", type=click.Path(exists=True))
+@click.option("--inventory", type=click.Path(dir_okay=False),
+              help="pool inventory YAML (default: DIR/cluster/nodes/inventory.yaml)")
+@OUTPUT
+def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
+    """Cross-check the layers of a rendered DIR (or of a SPEC, rendered in memory)."""
+    path = Path(target)
+    inv: Inventory | None
+    if path.is_file():
+        platform = _platform(target)
+        catalog = load_catalog()
+        rendered = render(platform, catalog)
+        objects = rendered.objects()
+        inv = from_facts(platform, pool_facts(platform, catalog))
+    else:
+        items, inv = read_tree(path)
+        objects = [o for _f, o in items]
+    if inventory:
+        import yaml
+
+        inv = Inventory.from_dict(yaml.safe_load(Path(inventory).read_text()) or {})
+    if inv is None:
+        raise InputError(f"{target}: no cluster/nodes/inventory.yaml (fix: pass --inventory "
+                         "FILE, or lint the SPEC)")
+    findings = lint(objects, inv)
+    errors = sum(f.severity == "error" for f in findings)
+    lines = [f"{f.severity}: [{f.rule}] {f.object}: {f.why} (fix: {f.fix})" for f in findings]
+    lines.append(f"{len(objects)} objects, {errors} errors, {len(findings) - errors} warnings")
+    _emit(fmt, [f.as_dict() for f in findings], lines)
+    if errors:
+        sys.exit(1)
+
+
+@kube.command("why-pending")
+@click.argument("name")
+@click.option("-n", "--namespace", help="namespace of the Job, Workload or Pod")
+@click.option("--snapshot", type=click.Path(file_okay=False),
+              help="folder of `kubectl get -o json` lists")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="read the live cluster (read-only) with this kubeconfig")
+@OUTPUT
+def why_pending_cmd(name: str, namespace: str | None, snapshot: str | None,
+                    kubeconfig: str | None, fmt: str) -> None:
+    """Explain why the Job, Workload or Pod NAME is not running: one line, then evidence."""
+    if bool(snapshot) == bool(kubeconfig):
+        raise InputError("give exactly one of --snapshot DIR and --kubeconfig FILE")
+    if snapshot:
+        snap = load_snapshot(snapshot)
+    else:
+        from aiplat.kube.live import read_live
+
+        snap = read_live(str(kubeconfig))
+    e = why_pending(snap, name, namespace)
+    _emit(fmt, e.as_dict(), [f"{e.object}: {e.reason} [{e.code}]",
+                             *(f"  - {x}" for x in e.evidence)])
+    if e.code == "NotFound":
+        sys.exit(2)
+
+
+__all__ = ["check_platform", "kube"]

@@ -1,0 +1,400 @@
+"""Host edges for CDI: stat of device nodes, the linker cache, GPU identities, spec files.
+
+Everything here reads the machine (under a ``root`` so tests use temporary trees) and hands
+plain facts to the pure ``aiplat.devices.cdi``. GPU identities come through one small
+interface, ``GpuIdentity``, fed by either source:
+
+- ``nvidia-smi -q -x`` (``parse_nvidia_smi_xml``) plus ``/proc/driver/nvidia-caps/mig-minors``
+  for the MIG capability nodes;
+- the node inventory's JSON (``--inventory FILE``, ``gpus_from_inventory``): a document with a
+  ``gpus`` list whose entries carry ``index``, ``uuid``, ``minor``, ``vendor`` and optionally
+  ``renderNode`` (AMD) and ``mig`` (``index``, ``uuid``, ``gi``, ``ci``, ``profile``). The
+  node inventory (``aiplat.node``) maps its own model onto this shape; nothing here re-reads
+  sysfs or PCI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiplat.devices import cdi
+from aiplat.devices.cdi import DeviceEntry, Edits, Mount, NodeFact
+from aiplat.errors import InputError
+
+
+class DeviceError(InputError):
+    """A device, spec file or option that cannot be used (exit 2)."""
+
+
+# ---------------------------------------------------------------------------- device nodes
+
+
+def _under(root: str, path: str) -> str:
+    return path if root in ("", "/") else os.path.join(root, path.lstrip("/"))
+
+
+def stat_node(path: str, root: str = "/", host_path: str | None = None) -> NodeFact | None:
+    """The device node at ``host_path`` (default ``path``) under ``root``; None if missing
+    or not a character/block device. The fact's ``host_path`` includes ``root``: like
+    nvidia-ctk's driver root, ``--root`` is where the host's files are visible (a
+    containerised driver under /run/nvidia/driver, or a test tree), so the spec points there."""
+    hp = host_path or path
+    try:
+        st = os.stat(_under(root, hp))
+    except OSError:
+        return None
+    if stat.S_ISCHR(st.st_mode):
+        typ = "c"
+    elif stat.S_ISBLK(st.st_mode):
+        typ = "b"
+    else:
+        return None
+    return NodeFact(path, _under(root, hp), typ, os.major(st.st_rdev), os.minor(st.st_rdev),
+                    stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+
+
+@dataclass(frozen=True)
+class RealHost:
+    """``cdi.Host`` on this machine (or a tree under ``root``)."""
+
+    root: str = "/"
+
+    def node(self, path: str) -> NodeFact | None:
+        return stat_node(path, self.root)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(_under(self.root, path))
+
+    def executable(self, path: str) -> bool:
+        p = _under(self.root, path)
+        return os.path.isfile(p) and os.access(p, os.X_OK)
+
+
+def need_node(path: str, root: str, host_path: str | None = None) -> NodeFact:
+    n = stat_node(path, root, host_path)
+    if n is None:
+        hp = _under(root, host_path or path)
+        what = "is not a device node" if os.path.lexists(hp) else "does not exist"
+        raise DeviceError(f"{hp} {what}; fix: check the path, load the driver, or drop it")
+    return n
+
+
+# ---------------------------------------------------------------------------- linker cache
+
+NVIDIA_LIBS = ("libcuda.so", "libcudadebugger.so", "libnvidia-ml.so", "libnvidia-ptxjitcompiler.so",
+               "libnvidia-nvvm.so", "libnvidia-opencl.so", "libnvidia-cfg.so",
+               "libnvidia-gpucomp.so", "libnvidia-allocator.so")
+NVIDIA_BINS = ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
+               "nvidia-cuda-mps-server")
+
+_LDCACHE_LINE = re.compile(r"^\s+(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
+
+
+def parse_ldconfig(text: str, arch: str = "x86-64") -> dict[str, str]:
+    """``ldconfig -p`` output → soname → path, for libraries of ``arch`` (first wins)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        m = _LDCACHE_LINE.match(line)
+        if m and (arch in m.group(2) or "," not in m.group(2)):
+            out.setdefault(m.group(1), m.group(3))
+    return out
+
+
+def linker_cache(root: str = "/") -> dict[str, str]:
+    ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
+    cache = _under(root, "/etc/ld.so.cache")
+    if not os.path.exists(cache):
+        return {}
+    try:
+        res = subprocess.run([ldconfig, "-p", "-C", cache], capture_output=True, text=True,
+                             check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    return parse_ldconfig(res.stdout)
+
+
+def library_mounts(cache: Mapping[str, str], prefixes: Iterable[str],
+                   root: str = "/") -> list[Mount]:
+    pre = tuple(prefixes)
+    paths = sorted({p for so, p in cache.items() if so.startswith(pre)})
+    return [Mount(_under(root, p), p) for p in paths]
+
+
+# ---------------------------------------------------------------------------- GPU identities
+
+
+@dataclass(frozen=True)
+class MigIdentity:
+    index: int  # MIG device index on its parent (nvidia-ctk's "<gpu>:<index>")
+    gi: int
+    ci: int
+    uuid: str = ""
+    profile: str = ""
+
+
+@dataclass(frozen=True)
+class GpuIdentity:
+    index: int
+    uuid: str
+    minor: int
+    vendor: str = "nvidia"
+    render_node: str = ""  # AMD: renderD128
+    mig: tuple[MigIdentity, ...] = field(default=())
+
+
+def parse_nvidia_smi_xml(text: str) -> list[GpuIdentity]:
+    """``nvidia-smi -q -x``: GPUs in index order with minor number, UUID and MIG devices."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as e:
+        raise DeviceError(f"nvidia-smi XML does not parse: {e}") from e
+    gpus = []
+    for i, g in enumerate(root.findall("gpu")):
+        migs = []
+        for m in g.findall("./mig_devices/mig_device"):
+            migs.append(MigIdentity(
+                index=int(m.findtext("index", "0")),
+                gi=int(m.findtext("gpu_instance_id", "0")),
+                ci=int(m.findtext("compute_instance_id", "0")),
+                uuid=(m.findtext("uuid") or "").strip(),
+                profile=(m.findtext("profile_name") or "").strip()))
+        gpus.append(GpuIdentity(index=i, uuid=(g.findtext("uuid") or "").strip(),
+                                minor=int(g.findtext("minor_number", str(i))),
+                                mig=tuple(migs)))
+    return gpus
+
+
+def gpus_from_nvidia_smi() -> list[GpuIdentity]:
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return []
+    res = subprocess.run([exe, "-q", "-x"], capture_output=True, text=True, check=False,
+                         timeout=60)
+    if res.returncode != 0:
+        raise DeviceError(f"nvidia-smi -q -x failed: {res.stderr.strip()[:300]}")
+    return parse_nvidia_smi_xml(res.stdout)
+
+
+def gpus_from_inventory(doc: object, file: str = "inventory") -> list[GpuIdentity]:
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("gpus"), list):
+        raise DeviceError(f"{file}: expected an object with a 'gpus' list; fix: pass the "
+                          "node inventory's JSON (aiplat node inventory -o json)")
+    out = []
+    for i, g in enumerate(doc["gpus"]):
+        try:
+            migs = tuple(MigIdentity(index=int(m["index"]), gi=int(m["gi"]), ci=int(m["ci"]),
+                                     uuid=str(m.get("uuid", "")),
+                                     profile=str(m.get("profile", "")))
+                         for m in g.get("mig", []))
+            out.append(GpuIdentity(index=int(g.get("index", i)), uuid=str(g.get("uuid", "")),
+                                   minor=int(g.get("minor", i)),
+                                   vendor=str(g.get("vendor", "nvidia")).lower(),
+                                   render_node=str(g.get("renderNode", "")), mig=migs))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise DeviceError(f"{file}: gpus[{i}]: {e!r} — each GPU needs index, uuid, minor; "
+                              "each MIG device index, gi, ci") from e
+    return out
+
+
+def parse_mig_minors(text: str) -> dict[tuple[int, int, int | None], int]:
+    """``/proc/driver/nvidia-caps/mig-minors``: (gpu, gi, ci|None) → capability minor."""
+    out: dict[tuple[int, int, int | None], int] = {}
+    for line in text.splitlines():
+        m = re.match(r"^gpu(\d+)/gi(\d+)(?:/ci(\d+))?/access\s+(\d+)$", line.strip())
+        if m:
+            ci = int(m.group(3)) if m.group(3) is not None else None
+            out[(int(m.group(1)), int(m.group(2)), ci)] = int(m.group(4))
+    return out
+
+
+# ---------------------------------------------------------------------------- generation
+
+
+@dataclass(frozen=True)
+class CharDevice:
+    """A generic device: ``kind``/``name`` with nodes ``path`` (container) ← ``host_path``."""
+
+    kind: str
+    name: str
+    paths: tuple[tuple[str, str], ...]
+
+
+def parse_char_option(text: str) -> CharDevice:
+    """``vendor.com/class=name:/dev/x[=/host/x][,/dev/y...]`` from ``--char``."""
+    kind, sep, rest = text.partition("=")
+    name, sep2, paths = rest.partition(":")
+    if not sep or not sep2 or not name or not paths:
+        raise DeviceError(f"--char '{text}': expected vendor.com/class=name:/dev/path"
+                          "[=/host/path][,...]")
+    problems = cdi.kind_problems(kind)
+    if problems:
+        raise DeviceError(f"--char '{text}': {'; '.join(problems)}")
+    if not cdi.device_name_ok(name):
+        raise DeviceError(f"--char '{text}': device name '{name}' must start and end with a "
+                          "letter or digit")
+    pairs = []
+    for p in paths.split(","):
+        c, _, h = p.partition("=")
+        pairs.append((c, h or c))
+    return CharDevice(kind, name, tuple(pairs))
+
+
+def parse_mount_option(text: str) -> Mount:
+    """``/host/path[:/container/path]`` from ``--mount`` (always ro,nosuid,nodev,bind)."""
+    host, _, container = text.partition(":")
+    if not host.startswith("/") or (container and not container.startswith("/")):
+        raise DeviceError(f"--mount '{text}': expected /host/path[:/container/path]")
+    return Mount(host, container or host)
+
+
+def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
+             chars: Iterable[CharDevice] = (), env: Iterable[str] = (),
+             mounts: Iterable[Mount] = (),
+             mig_minors: Mapping[tuple[int, int, int | None], int] | None = None,
+             ldcache: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
+    """Specs (file name → document) for everything found: NVIDIA GPUs and MIG devices, AMD
+    GPUs, RDMA verbs devices and the generic devices given. ``env`` and ``mounts`` (read-only
+    binds) go to the common edits of the generic devices' specs."""
+    specs: dict[str, dict[str, Any]] = {}
+    common_env = tuple(env)
+    extra_mounts = tuple(Mount(_under(root, m.host_path), m.container_path, m.options)
+                         for m in mounts)
+    for m in extra_mounts:
+        if not os.path.exists(m.host_path):
+            raise DeviceError(f"--mount {m.host_path}: no such file or directory")
+
+    def add(kind: str, devices: list[DeviceEntry], common: Edits) -> None:
+        try:
+            doc = cdi.build_spec(kind, devices, common)
+        except ValueError as e:
+            raise DeviceError(f"{e}; fix: check --char names and paths") from e
+        specs[cdi.spec_filename(kind)] = doc
+
+    gpus = gpus if gpus is not None else []
+    nv = [g for g in gpus if g.vendor == "nvidia"]
+    if nv:
+        if mig_minors is None:
+            p = Path(_under(root, "/proc/driver/nvidia-caps/mig-minors"))
+            mig_minors = parse_mig_minors(p.read_text()) if p.exists() else {}
+        if ldcache is None:
+            ldcache = linker_cache(root)
+        add("nvidia.com/gpu", _nvidia_devices(nv, root, mig_minors), _nvidia_common(root, ldcache,
+                                                                                    common_env))
+    amd = [g for g in gpus if g.vendor == "amd"]
+    if amd:
+        devs = []
+        for g in amd:
+            render = g.render_node or f"renderD{128 + g.index}"
+            devs.append(DeviceEntry(str(g.index), Edits((need_node(f"/dev/dri/{render}", root),))))
+        add("amd.com/gpu", devs, Edits((need_node("/dev/kfd", root),), common_env))
+    verbs = sorted(Path(_under(root, "/dev/infiniband")).glob("uverbs*"),
+                   key=lambda p: int(p.name[6:] or 0) if p.name[6:].isdigit() else 0)
+    if verbs:
+        devs = [DeviceEntry(p.name, Edits((need_node(f"/dev/infiniband/{p.name}", root),)))
+                for p in verbs]
+        cm = stat_node("/dev/infiniband/rdma_cm", root)
+        add("rdma.aiplat.io/hca", devs, Edits((cm,) if cm else (), common_env))
+    by_kind: dict[str, list[DeviceEntry]] = {}
+    for ch in chars:
+        nodes = tuple(need_node(c, root, h) for c, h in ch.paths)
+        by_kind.setdefault(ch.kind, []).append(DeviceEntry(ch.name, Edits(nodes)))
+    for kind, devs in by_kind.items():
+        add(kind, devs, Edits((), common_env, extra_mounts))
+    return specs
+
+
+def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) -> Edits:
+    nodes = [n for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+                         "/dev/nvidia-modeset")
+             if (n := stat_node(p, root)) is not None]
+    if not nodes:
+        raise DeviceError(f"{_under(root, '/dev/nvidiactl')} does not exist; fix: load the "
+                          "NVIDIA driver (modprobe nvidia; nvidia-modprobe -c 0 -u)")
+    mounts = library_mounts(ldcache, NVIDIA_LIBS, root)
+    for b in NVIDIA_BINS:
+        for d in ("/usr/bin", "/usr/sbin"):
+            if os.path.isfile(_under(root, f"{d}/{b}")):
+                mounts.append(Mount(_under(root, f"{d}/{b}"), f"{d}/{b}"))
+                break
+    return Edits(tuple(nodes), env, tuple(mounts))
+
+
+def _nvidia_devices(gpus: list[GpuIdentity], root: str,
+                    mig_minors: Mapping[tuple[int, int, int | None], int]) -> list[DeviceEntry]:
+    out = []
+    for g in gpus:
+        gpu = Edits((need_node(f"/dev/nvidia{g.minor}", root),))
+        out.append(DeviceEntry(str(g.index), gpu))
+        if g.uuid:
+            out.append(DeviceEntry(g.uuid, gpu))
+        for m in g.mig:
+            caps = []
+            for key in ((g.minor, m.gi, None), (g.minor, m.gi, m.ci)):
+                if key not in mig_minors:
+                    raise DeviceError(f"no capability minor for gpu{key[0]}/gi{key[1]}"
+                                      + (f"/ci{key[2]}" if key[2] is not None else "")
+                                      + " in /proc/driver/nvidia-caps/mig-minors; fix: "
+                                      "check the MIG layout (nvidia-smi mig -lgi)")
+                caps.append(need_node(f"/dev/nvidia-caps/nvidia-cap{mig_minors[key]}", root))
+            edits = Edits(gpu.nodes + tuple(caps))
+            out.append(DeviceEntry(f"{g.index}:{m.index}", edits))
+            if m.uuid:
+                out.append(DeviceEntry(m.uuid, edits))
+    return out
+
+
+# ---------------------------------------------------------------------------- spec files
+
+
+def spec_files(paths: Iterable[str]) -> list[str]:
+    """Files to load, in the loader's order: a directory's ``.json``/``.yaml`` files sorted."""
+    out: list[str] = []
+    for p in paths:
+        if os.path.isdir(p):
+            out.extend(sorted(str(f) for f in Path(p).iterdir()
+                              if f.suffix in (".json", ".yaml") and f.is_file()))
+        elif os.path.isfile(p):
+            out.append(p)
+        else:
+            raise DeviceError(f"{p}: no such file or directory")
+    return out
+
+
+def read_spec(file: str) -> Any:
+    try:
+        return cdi.loads(Path(file).read_text(encoding="utf-8"), file)
+    except (OSError, ValueError) as e:  # json.JSONDecodeError and yaml errors
+        raise DeviceError(f"{file}: cannot read CDI spec: {e}") from e
+    except Exception as e:  # yaml.YAMLError is not a ValueError
+        raise DeviceError(f"{file}: cannot parse CDI spec: {e}") from e
+
+
+def read_json(file: str) -> Any:
+    try:
+        return json.loads(Path(file).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise DeviceError(f"{file}: cannot read JSON: {e}") from e
+
+
+def runtime_version(command: list[str]) -> str | None:
+    """``containerd --version`` / ``crio --version`` / ``podman --version`` → its version."""
+    exe = shutil.which(command[0])
+    if exe is None:
+        return None
+    try:
+        res = subprocess.run([exe, *command[1:]], capture_output=True, text=True, check=False,
+                             timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"\bv?(\d+\.\d+\.\d+)", res.stdout + res.stderr)
+    return m.group(1) if m else None

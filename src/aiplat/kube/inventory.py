@@ -1,0 +1,81 @@
+"""The physical side lint checks the manifests against: pools with their node labels, taints,
+GPU units per resource and the DRA devices one node publishes.
+
+From a spec it is derived (``from_facts``); ``aiplat kube render`` writes it to
+``cluster/nodes/inventory.yaml`` so ``aiplat kube lint DIR`` can check a tree on its own, and
+an administrator can replace it with what the nodes really report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiplat.kube.facts import HOSTNAME_LABEL, NVIDIA_DRIVER, PoolFacts
+from aiplat.spec.models import Platform, SegmentPurpose
+
+
+@dataclass(frozen=True)
+class PoolInventory:
+    name: str
+    nodes: int
+    labels: dict[str, str]
+    taints: list[dict[str, str]]
+    topology_labels: list[str]
+    capacity: dict[str, int]
+    cpu: int
+    memory_gib: int
+    driver: str = NVIDIA_DRIVER
+    devices: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def all_label_keys(self) -> set[str]:
+        return set(self.labels) | set(self.topology_labels) | {HOSTNAME_LABEL}
+
+
+@dataclass(frozen=True)
+class Inventory:
+    pools: list[PoolInventory]
+    model_store_cidrs: list[str] = field(default_factory=list)
+    secrets_allowed: list[str] = field(default_factory=list)  # tenants granted Secrets
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "modelStoreCIDRs": self.model_store_cidrs,
+            "secretsAllowed": self.secrets_allowed,
+            "pools": [{
+                "name": p.name, "nodes": p.nodes, "labels": p.labels, "taints": p.taints,
+                "topologyLabels": p.topology_labels, "capacity": p.capacity, "cpu": p.cpu,
+                "memoryGiB": p.memory_gib, "driver": p.driver, "devices": p.devices,
+            } for p in self.pools],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Inventory:
+        return cls(
+            pools=[PoolInventory(
+                name=p["name"], nodes=int(p["nodes"]), labels=dict(p.get("labels") or {}),
+                taints=list(p.get("taints") or []),
+                topology_labels=list(p.get("topologyLabels") or []),
+                capacity={k: int(v) for k, v in (p.get("capacity") or {}).items()},
+                cpu=int(p.get("cpu", 0)), memory_gib=int(p.get("memoryGiB", 0)),
+                driver=p.get("driver", NVIDIA_DRIVER), devices=list(p.get("devices") or []),
+            ) for p in d.get("pools") or []],
+            model_store_cidrs=list(d.get("modelStoreCIDRs") or []),
+            secrets_allowed=list(d.get("secretsAllowed") or []),
+        )
+
+
+def from_facts(platform: Platform, pools: list[PoolFacts]) -> Inventory:
+    return Inventory(
+        pools=[PoolInventory(
+            name=p.name, nodes=p.nodes, labels=p.node_labels,
+            taints=[{"key": t.key, "value": t.value, "effect": t.effect.value} for t in p.taints],
+            topology_labels=p.topology_levels, capacity=p.capacity(),
+            cpu=p.cpu_allocatable * p.nodes, memory_gib=p.memory_allocatable_gib * p.nodes,
+            devices=p.devices(),
+        ) for p in pools],
+        model_store_cidrs=[str(s.cidr) for s in platform.network.segments
+                           if s.purpose is SegmentPurpose.STORAGE and s.cidr is not None],
+        secrets_allowed=[t.name for t in platform.tenants if t.secrets_access],
+    )

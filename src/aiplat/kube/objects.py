@@ -1,0 +1,45 @@
+"""Small constructors shared by the builders; every object carries aiplat's managed-by label."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiplat.kube.facts import MANAGED_BY
+
+Obj = dict[str, Any]
+
+
+def meta(name: str, namespace: str | None = None, labels: dict[str, str] | None = None,
+         annotations: dict[str, str] | None = None) -> Obj:
+    m: Obj = {"name": name}
+    if namespace:
+        m["namespace"] = namespace
+    m["labels"] = {**MANAGED_BY, **(labels or {})}
+    if annotations:
+        m["annotations"] = annotations
+    return m
+
+
+def obj(api: str, kind: str, name: str, namespace: str | None = None, *,
+        labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+        **body: Any) -> Obj:
+    o: Obj = {"apiVersion": api, "kind": kind,
+              "metadata": meta(name, namespace, labels, annotations)}
+    o.update(body)
+    return o
+
+
+def toleration(key: str, value: str, effect: str) -> Obj:
+    if value:
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def restricted_security_context() -> Obj:
+    """What Pod Security 'restricted' demands of every container."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }

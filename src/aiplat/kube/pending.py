@@ -1,0 +1,650 @@
+"""``aiplat kube why-pending``: the one-line reason a Job, Workload or Pod does not run, and
+the evidence, reasoned over a ``Snapshot`` (pure: no API calls here).
+
+The walk follows what has to happen, in order, and stops at the first thing that fails:
+
+1. Kueue queueing: the Workload is active, its LocalQueue exists and points at an existing,
+   active ClusterQueue (``status.conditions[Active]``, ``spec.stopPolicy``).
+2. Flavor assignment: some flavor of the ClusterQueue is compatible with the pods' node
+   selector/affinity and tolerates the flavor's ``nodeTaints``.
+3. Quota, per flavor and resource, from the admitted Workloads' ``status.admission``:
+   own nominal quota; the cohort's pooled lendable quota (``lendingLimit``); the
+   ``borrowingLimit``; then whether preemption could help (``withinClusterQueue`` for
+   lower-priority workloads in the queue, ``reclaimWithinCohort`` for borrowed quota) or is
+   already under way (victims with ``Evicted``/``Preempted`` conditions still holding quota).
+4. Topology-aware scheduling: with a required podset topology level, whether any domain at
+   that level (nodes of the flavor grouped by the level's label) has room for all pods.
+5. DRA: each claim of a pending pod is allocated, or which devices in the ResourceSlices
+   satisfy its DeviceClass and request selectors (CEL, evaluated) and which of those are free.
+6. Placement of pending pods: taints, node selector/affinity, allocatable minus requests.
+
+Simplifications, stated: a cohort tree is one pool of lendable quota at its root (Kueue
+also lets each Cohort carry its own quota and limits, which is not modelled); fair
+sharing ordering is not simulated (the simulator issue does that) — this answers "can it
+fit at all, and what blocks it", not "when".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from aiplat.kube import cel
+from aiplat.kube.lint import cohort_root, selector_matches
+from aiplat.kube.quantity import QuantityError, parse_quantity
+from aiplat.kube.snapshot import Obj, Snapshot
+
+INF = Decimal("Infinity")
+
+
+@dataclass(frozen=True)
+class Explanation:
+    object: str
+    code: str
+    reason: str
+    evidence: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"object": self.object, "code": self.code, "reason": self.reason,
+                "evidence": self.evidence}
+
+
+def _q(v: Any) -> Decimal:
+    try:
+        return parse_quantity(v)
+    except QuantityError:
+        return Decimal(0)
+
+
+def _fmt(d: Decimal, resource: str = "") -> str:
+    if d == INF:
+        return "unlimited"
+    if resource == "memory" and d >= 2**30:
+        return f"{d / 2**30:g}Gi"
+    return f"{d.normalize():f}"
+
+
+def _meta(o: Obj) -> Obj:
+    return o.get("metadata") or {}
+
+
+def _name(o: Obj) -> str:
+    return str(_meta(o).get("name", ""))
+
+
+def _ns(o: Obj) -> str:
+    return str(_meta(o).get("namespace", ""))
+
+
+def _cond(o: Obj, ctype: str) -> Obj | None:
+    for c in (o.get("status") or {}).get("conditions") or []:
+        if c.get("type") == ctype:
+            return dict(c)
+    return None
+
+
+def _is_true(o: Obj, ctype: str) -> bool:
+    c = _cond(o, ctype)
+    return bool(c and c.get("status") == "True")
+
+
+def pod_requests(spec: Obj) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = defaultdict(Decimal)
+    for c in spec.get("containers") or []:
+        res = c.get("resources") or {}
+        reqs = dict(res.get("limits") or {})  # extended resources may give only limits
+        reqs.update(res.get("requests") or {})
+        for k, v in reqs.items():
+            out[k] += _q(v)
+    return dict(out)
+
+
+def _podsets(wl: Obj) -> list[Obj]:
+    return list((wl.get("spec") or {}).get("podSets") or [])
+
+
+def workload_requests(wl: Obj) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = defaultdict(Decimal)
+    for ps in _podsets(wl):
+        for k, v in pod_requests(((ps.get("template") or {}).get("spec")) or {}).items():
+            out[k] += v * int(ps.get("count", 1))
+    return dict(out)
+
+
+def _admitted(wl: Obj) -> bool:
+    return _is_true(wl, "QuotaReserved") and not _is_true(wl, "Finished")
+
+
+def _priority(wl: Obj) -> int:
+    return int((wl.get("spec") or {}).get("priority") or 0)
+
+
+def _usage(snap: Snapshot) -> dict[tuple[str, str, str], Decimal]:
+    """(clusterQueue, flavor, resource) -> quota held by admitted Workloads."""
+    out: dict[tuple[str, str, str], Decimal] = defaultdict(Decimal)
+    for wl in snap.list("workloads"):
+        if not _admitted(wl):
+            continue
+        adm = (wl.get("status") or {}).get("admission") or {}
+        cq = adm.get("clusterQueue", "")
+        for psa in adm.get("podSetAssignments") or []:
+            flavors = psa.get("flavors") or {}
+            for res, amount in (psa.get("resourceUsage") or {}).items():
+                out[(cq, flavors.get(res, ""), res)] += _q(amount)
+    return out
+
+
+def _holders(snap: Snapshot, cq: str, flavor: str, res: str) -> list[Obj]:
+    out = []
+    for wl in snap.list("workloads"):
+        if not _admitted(wl):
+            continue
+        adm = (wl.get("status") or {}).get("admission") or {}
+        if adm.get("clusterQueue") != cq:
+            continue
+        if any((psa.get("flavors") or {}).get(res) == flavor
+               for psa in adm.get("podSetAssignments") or []):
+            out.append(wl)
+    return out
+
+
+def _cohort(cq: Obj) -> str | None:
+    spec = cq.get("spec") or {}
+    c = spec.get("cohortName") or spec.get("cohort")
+    return str(c) if c else None
+
+
+def _tree(snap: Snapshot, cq: Obj) -> list[Obj]:
+    """ClusterQueues that share quota with ``cq``: everything under its cohort tree's root."""
+    mine = _cohort(cq)
+    if not mine:
+        return []
+    cohorts = snap.list("cohorts")
+    root = cohort_root(mine, cohorts)
+    return [c for c in snap.list("clusterqueues")
+            if _cohort(c) and cohort_root(str(_cohort(c)), cohorts) == root]
+
+
+def _quotas(cq: Obj) -> dict[tuple[str, str], Obj]:
+    out = {}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for fl in rg.get("flavors") or []:
+            for r in fl.get("resources") or []:
+                out[(fl.get("name", ""), r.get("name", ""))] = r
+    return out
+
+
+def _flavor_order(cq: Obj) -> list[str]:
+    out: list[str] = []
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for fl in rg.get("flavors") or []:
+            if fl.get("name") not in out:
+                out.append(fl.get("name", ""))
+    return out
+
+
+def _tolerated(tols: list[Obj], taint: Obj) -> bool:
+    for t in tols:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("operator") == "Exists" and (not t.get("key") or t.get("key") == taint.get("key")):
+            return True
+        if t.get("key") == taint.get("key") and t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def _required_terms(spec: Obj) -> list[Obj]:
+    aff = ((spec.get("affinity") or {}).get("nodeAffinity") or {})
+    req = aff.get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+    return list(req.get("nodeSelectorTerms") or [])
+
+
+def _node_matches(spec: Obj, labels: dict[str, str], only_keys: set[str] | None = None) -> bool:
+    """nodeSelector and required node affinity against labels; with ``only_keys`` only the
+    requirements on those keys count (what Kueue checks against a flavor's nodeLabels)."""
+    for k, v in (spec.get("nodeSelector") or {}).items():
+        if only_keys is not None and k not in only_keys:
+            continue
+        if labels.get(k) != v:
+            return False
+    terms = _required_terms(spec)
+    if not terms:
+        return True
+    for term in terms:
+        exprs = [e for e in term.get("matchExpressions") or []
+                 if only_keys is None or e.get("key") in only_keys]
+        if selector_matches({"matchExpressions": exprs}, labels):
+            return True
+    return False
+
+
+def _flavor_problem(fl: Obj | None, name: str, spec: Obj) -> str | None:
+    if fl is None:
+        return f"flavor {name} does not exist"
+    fspec = fl.get("spec") or {}
+    labels = fspec.get("nodeLabels") or {}
+    if not _node_matches(spec, labels, set(labels)):
+        return f"flavor {name}: nodeLabels {labels} conflict with the pods' node selector/affinity"
+    tols = list(spec.get("tolerations") or []) + list(fspec.get("tolerations") or [])
+    for taint in fspec.get("nodeTaints") or []:
+        if not _tolerated(tols, taint):
+            return (f"flavor {name}: untolerated taint {taint.get('key')}"
+                    f"{'=' + taint['value'] if taint.get('value') else ''}:{taint.get('effect')}")
+    return None
+
+
+@dataclass
+class _Fit:
+    flavor: str
+    code: str
+    reason: str
+    evidence: list[str]
+
+
+def _quota_fit(snap: Snapshot, wl: Obj, cq: Obj, flavor: str,
+               req: dict[str, Decimal]) -> _Fit:
+    usage = _usage(snap)
+    quotas = _quotas(cq)
+    cohort = _cohort(cq)
+    members = _tree(snap, cq)
+    cqn = _name(cq)
+    evidence: list[str] = []
+    worst: _Fit | None = None
+    for res, q in sorted(req.items()):
+        if q == 0:
+            continue
+        entry = quotas.get((flavor, res))
+        if entry is None:
+            return _Fit(flavor, "ResourceNotCovered",
+                        f"ClusterQueue {cqn} does not cover {res} in flavor {flavor}",
+                        [f"covered: {sorted({r for (_f, r) in quotas})}"])
+        nominal = _q(entry.get("nominalQuota", 0))
+        borrow = _q(entry["borrowingLimit"]) if "borrowingLimit" in entry else INF
+        used = usage.get((cqn, flavor, res), Decimal(0))
+        ev = (f"{res} in {flavor}: requests {_fmt(q, res)}, ClusterQueue {cqn} uses "
+              f"{_fmt(used, res)} of nominal {_fmt(nominal, res)}")
+        if not members:
+            if used + q <= nominal:
+                evidence.append(ev + " — fits")
+                continue
+            fit = _Fit(flavor, "NeverFits" if q > nominal else "QuotaExhausted",
+                       f"{res} quota in flavor {flavor} is "
+                       + ("smaller than the request" if q > nominal else "used up")
+                       + f": needs {_fmt(q, res)}, {_fmt(max(Decimal(0), nominal - used), res)}"
+                       f" free of {_fmt(nominal, res)}, no cohort to borrow from", [ev])
+        else:
+            pool_total = Decimal(0)
+            pool_used = Decimal(0)
+            for m in members:
+                e = _quotas(m).get((flavor, res))
+                if e is None:
+                    continue
+                n = _q(e.get("nominalQuota", 0))
+                lend = _q(e["lendingLimit"]) if "lendingLimit" in e else n
+                u = usage.get((_name(m), flavor, res), Decimal(0))
+                pool_total += lend
+                pool_used += max(Decimal(0), u - (n - lend))
+            own_lend = _q(entry["lendingLimit"]) if "lendingLimit" in entry else nominal
+            guaranteed = nominal - own_lend
+            need_pool = max(Decimal(0), used + q - guaranteed) - max(Decimal(0), used - guaranteed)
+            pool_free = pool_total - pool_used
+            ev += (f"; cohort {cohort} lendable {_fmt(pool_total, res)}, free "
+                   f"{_fmt(pool_free, res)}; borrowingLimit {_fmt(borrow, res)}")
+            max_possible = min(nominal + borrow, guaranteed + pool_total)
+            if q > max_possible:
+                fit = _Fit(flavor, "NeverFits",
+                           f"requests {_fmt(q, res)} {res} but ClusterQueue {cqn} can never "
+                           f"hold more than {_fmt(max_possible, res)} in flavor {flavor}", [ev])
+            elif need_pool > pool_free:  # before the limit: raising it would not help
+                fit = _Fit(flavor, "QuotaExhausted" if used + q > nominal else "CohortExhausted",
+                           f"{res} in flavor {flavor}: needs {_fmt(q, res)}, ClusterQueue "
+                           f"{cqn} has {_fmt(max(Decimal(0), nominal - used), res)} of its own "
+                           f"free and cohort {cohort} {_fmt(pool_free, res)} to lend", [ev])
+            elif used + q - nominal > borrow:
+                fit = _Fit(flavor, "BorrowingLimit",
+                           f"would borrow {_fmt(used + q - nominal, res)} {res} in flavor "
+                           f"{flavor} but ClusterQueue {cqn}'s borrowingLimit is "
+                           f"{_fmt(borrow, res)} (cohort {cohort} has "
+                           f"{_fmt(pool_free, res)} free)", [ev])
+            else:
+                evidence.append(ev + " — fits")
+                continue
+        if worst is None:
+            worst = fit
+    if worst is None:
+        return _Fit(flavor, "Fits", "", evidence)
+    worst.evidence = evidence + worst.evidence
+    return worst
+
+
+def _eviction_message(v: Obj) -> str:
+    return str((_cond(v, "Evicted") or _cond(v, "Preempted") or {}).get("message", ""))
+
+
+def _preemption(snap: Snapshot, wl: Obj, cq: Obj, fit: _Fit) -> Explanation | None:
+    """Victims already evicted and still holding quota, or victims that could be taken."""
+    me = _priority(wl)
+    candidates = _tree(snap, cq) or [cq]
+    evicted = []
+    for c in candidates:
+        for res in {r for (f, r) in _quotas(c) if f == fit.flavor}:
+            for v in _holders(snap, _name(c), fit.flavor, res):
+                cond = _cond(v, "Evicted") or _cond(v, "Preempted")
+                if cond and cond.get("status") == "True" and v not in evicted:
+                    evicted.append(v)
+    if evicted:
+        names = ", ".join(f"{_ns(v)}/{_name(v)}" for v in evicted)
+        return Explanation(
+            "", "WaitingForPreemption",
+            f"waiting for preemption: {len(evicted)} workload(s) evicted to make room "
+            f"still hold quota in flavor {fit.flavor} ({names})",
+            [*fit.evidence, *(f"victim {_ns(v)}/{_name(v)}: priority {_priority(v)}, "
+                              f"{_eviction_message(v)}" for v in evicted),
+             "the victims' pods must terminate (check terminationGracePeriodSeconds and "
+             "finalizers) before Kueue admits this workload"])
+    pol = ((cq.get("spec") or {}).get("preemption") or {})
+    within = pol.get("withinClusterQueue", "Never")
+    lower = [v for res in {r for (f, r) in _quotas(cq) if f == fit.flavor}
+             for v in _holders(snap, _name(cq), fit.flavor, res) if _priority(v) < me]
+    if within != "Never" and lower:
+        return None  # Kueue will preempt on its next cycle; the quota reason stands
+    if within == "Never" and lower:
+        fit.evidence.append(f"{len(lower)} lower-priority workload(s) hold quota, but "
+                            "preemption.withinClusterQueue is Never")
+    elif not lower:
+        fit.evidence.append("preemption cannot help: no lower-priority workload holds quota "
+                            f"in ClusterQueue {_name(cq)}")
+    return None
+
+
+def _node_free(snap: Snapshot) -> dict[str, dict[str, Decimal]]:
+    free: dict[str, dict[str, Decimal]] = {}
+    for n in snap.list("nodes"):
+        alloc = ((n.get("status") or {}).get("allocatable")) or {}
+        free[_name(n)] = {k: _q(v) for k, v in alloc.items()}
+    for p in snap.list("pods"):
+        node = (p.get("spec") or {}).get("nodeName")
+        phase = (p.get("status") or {}).get("phase")
+        if not node or node not in free or phase in ("Succeeded", "Failed"):
+            continue
+        for k, v in pod_requests(p.get("spec") or {}).items():
+            free[node][k] = free[node].get(k, Decimal(0)) - v
+    return free
+
+
+def _pods_fit(free: dict[str, Decimal], per_pod: dict[str, Decimal]) -> int:
+    n: Decimal | None = None
+    for k, v in per_pod.items():
+        if v <= 0:
+            continue
+        k_fit = (free.get(k, Decimal(0)) // v) if free.get(k, Decimal(0)) > 0 else Decimal(0)
+        n = k_fit if n is None else min(n, k_fit)
+    return int(n) if n is not None else 1_000_000
+
+
+def _topology(snap: Snapshot, wl: Obj, flavor: Obj) -> Explanation | None:
+    for ps in _podsets(wl):
+        tr = ps.get("topologyRequest") or {}
+        ann = (((ps.get("template") or {}).get("metadata") or {}).get("annotations")) or {}
+        level = tr.get("required") or ann.get("kueue.x-k8s.io/podset-required-topology")
+        if not level:
+            continue
+        count = int(ps.get("count", 1))
+        spec = ((ps.get("template") or {}).get("spec")) or {}
+        per_pod = pod_requests(spec)
+        labels = ((flavor.get("spec") or {}).get("nodeLabels")) or {}
+        free = _node_free(snap)
+        domains: dict[str, int] = defaultdict(int)
+        sizes: dict[str, int] = defaultdict(int)
+        for n in snap.list("nodes"):
+            nl = _meta(n).get("labels") or {}
+            if not all(nl.get(k) == v for k, v in labels.items()) or level not in nl:
+                continue
+            domains[nl[level]] += _pods_fit(free.get(_name(n), {}), per_pod)
+            sizes[nl[level]] += 1
+        best = max(domains.values(), default=0)
+        if best < count:
+            ev = [f"{d}: {sizes[d]} node(s), room for {domains[d]} pod(s)"
+                  for d in sorted(domains)]
+            return Explanation("", "TopologyDomainTooSmall",
+                               f"podset {ps.get('name')} needs {count} pods in one {level} "
+                               f"domain (required topology) but the roomiest has space for "
+                               f"{best}", ev or [f"no node of flavor {_name(flavor)} carries "
+                                                 f"label {level}"])
+    return None
+
+
+def _allocated_devices(snap: Snapshot) -> dict[tuple[str, str, str], str]:
+    out = {}
+    for c in snap.list("resourceclaims"):
+        alloc = ((c.get("status") or {}).get("allocation") or {})
+        for r in ((alloc.get("devices") or {}).get("results")) or []:
+            out[(r.get("driver", ""), r.get("pool", ""), r.get("device", ""))] = \
+                f"{_ns(c)}/{_name(c)}"
+    return out
+
+
+def _claim_for(snap: Snapshot, pod: Obj, entry: Obj) -> Obj | None:
+    if entry.get("resourceClaimName"):
+        return snap.get("resourceclaims", entry["resourceClaimName"], _ns(pod))
+    for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
+        if st.get("name") == entry.get("name") and st.get("resourceClaimName"):
+            return snap.get("resourceclaims", st["resourceClaimName"], _ns(pod))
+    return None
+
+
+def _dra(snap: Snapshot, pod: Obj) -> Explanation | None:
+    allocated = _allocated_devices(snap)
+    for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
+        claim = _claim_for(snap, pod, entry)
+        if claim is None:
+            return Explanation("", "ClaimMissing",
+                               f"ResourceClaim for pod claim {entry.get('name')!r} does not "
+                               "exist yet", ["the resourceclaim controller creates it from "
+                                             f"template {entry.get('resourceClaimTemplateName')}"])
+        if ((claim.get("status") or {}).get("allocation")):
+            continue
+        for req in (((claim.get("spec") or {}).get("devices") or {}).get("requests")) or []:
+            subs = [req["exactly"]] if "exactly" in req else list(req.get("firstAvailable") or [])
+            tried = []
+            for sub in subs:
+                cls_name = sub.get("deviceClassName", "")
+                dc = snap.get("deviceclasses", cls_name)
+                if dc is None:
+                    tried.append(f"DeviceClass {cls_name} does not exist")
+                    continue
+                exprs = [(s.get("cel") or {}).get("expression", "")
+                         for s in ((dc.get("spec") or {}).get("selectors") or [])
+                         + (sub.get("selectors") or [])]
+                count = int(sub.get("count", 1))
+                per_node_free: dict[str, int] = defaultdict(int)
+                matching = 0
+                errors: set[str] = set()
+                for sl in snap.list("resourceslices"):
+                    s = sl.get("spec") or {}
+                    driver, pool = s.get("driver", ""), (s.get("pool") or {}).get("name", "")
+                    for dev in s.get("devices") or []:
+                        try:
+                            ok = all(cel.evaluate(e, driver, dev) for e in exprs)
+                        except cel.CelError as err:
+                            errors.add(str(err))
+                            ok = False
+                        if not ok:
+                            continue
+                        matching += 1
+                        if (driver, pool, dev.get("name", "")) not in allocated:
+                            per_node_free[s.get("nodeName", pool)] += 1
+                best = max(per_node_free.values(), default=0)
+                if best >= count:
+                    break  # this subrequest can be satisfied; not the blocker
+                held = sorted({v for k, v in allocated.items()})
+                tried.append(
+                    f"class {cls_name}: {matching} device(s) match the selectors, "
+                    f"{sum(per_node_free.values())} free, at most {best} free on one node "
+                    f"(need {count})" + (f"; CEL errors: {sorted(errors)}" if errors else "")
+                    + (f"; allocated to {', '.join(held[:5])}" if matching and held else ""))
+            else:
+                return Explanation(
+                    "", "NoFreeDevice",
+                    f"claim {_ns(claim)}/{_name(claim)} request {req.get('name')!r}: no node "
+                    "has enough free devices matching its DeviceClass selectors", tried)
+    return None
+
+
+def _placement(snap: Snapshot, pod: Obj) -> Explanation | None:
+    spec = pod.get("spec") or {}
+    per_pod = pod_requests(spec)
+    free = _node_free(snap)
+    reasons: dict[str, int] = defaultdict(int)
+    nodes = snap.list("nodes")
+    for n in nodes:
+        labels = _meta(n).get("labels") or {}
+        taints = [t for t in ((n.get("spec") or {}).get("taints") or [])
+                  if t.get("effect") in ("NoSchedule", "NoExecute")]
+        bad = [t for t in taints if not _tolerated(spec.get("tolerations") or [], t)]
+        if bad:
+            reasons[f"untolerated taint {bad[0].get('key')}:{bad[0].get('effect')}"] += 1
+            continue
+        if not _node_matches(spec, labels):
+            reasons["node selector/affinity mismatch"] += 1
+            continue
+        short = [k for k, v in per_pod.items() if v > free.get(_name(n), {}).get(k, Decimal(0))]
+        if short:
+            reasons[f"insufficient {short[0]}"] += 1
+            continue
+        return None
+    detail = ", ".join(f"{v} {k}" for k, v in sorted(reasons.items()))
+    return Explanation("", "Unschedulable",
+                       f"0/{len(nodes)} nodes can run the pod: {detail or 'no nodes'}",
+                       ["pod requests " + ", ".join(f"{k}={_fmt(v, k)}"
+                                                    for k, v in sorted(per_pod.items()))])
+
+
+def _pods_of(snap: Snapshot, wl: Obj) -> list[Obj]:
+    owners = {(o.get("kind"), o.get("name")) for o in _meta(wl).get("ownerReferences") or []}
+    out = []
+    for p in snap.list("pods"):
+        if _ns(p) != _ns(wl):
+            continue
+        labels = _meta(p).get("labels") or {}
+        jobs = {("Job", labels.get(k)) for k in ("job-name", "batch.kubernetes.io/job-name")}
+        if labels.get("kueue.x-k8s.io/workload") == _name(wl) or jobs & owners:
+            out.append(p)
+    return out
+
+
+def _explain_workload(snap: Snapshot, wl: Obj) -> Explanation:
+    ref = f"Workload/{_ns(wl)}/{_name(wl)}"
+    if _is_true(wl, "Finished"):
+        return Explanation(ref, "Finished", "the workload has finished", [])
+    if (wl.get("spec") or {}).get("active") is False:
+        return Explanation(ref, "Deactivated", "the workload is deactivated (spec.active: "
+                           "false), e.g. after exceeding its requeue backoff limit",
+                           ["set spec.active: true to requeue it"])
+    kueue_says = _cond(wl, "QuotaReserved")
+    said = ([f"Kueue: {kueue_says.get('reason')}: {kueue_says.get('message')}"]
+            if kueue_says and kueue_says.get("status") == "False" and kueue_says.get("message")
+            else [])
+    if _admitted(wl):
+        pods = [p for p in _pods_of(snap, wl)
+                if (p.get("status") or {}).get("phase") == "Pending"]
+        for p in pods:
+            for check in (_dra, _placement):
+                e = check(snap, p)
+                if e is not None:
+                    return Explanation(ref, e.code, e.reason,
+                                       [f"admitted; pod {_ns(p)}/{_name(p)} is Pending",
+                                        *e.evidence])
+        return Explanation(ref, "Admitted", "admitted by Kueue; no pending pod is blocked",
+                           [f"{len(_pods_of(snap, wl))} pod(s) found"])
+    queue = (wl.get("spec") or {}).get("queueName", "")
+    lq = snap.get("localqueues", queue, _ns(wl))
+    if lq is None:
+        existing = sorted(_name(q) for q in snap.list("localqueues") if _ns(q) == _ns(wl))
+        return Explanation(ref, "LocalQueueMissing",
+                           f"LocalQueue {queue!r} does not exist in namespace {_ns(wl)!r}",
+                           [f"LocalQueues in {_ns(wl)}: {existing or 'none'}",
+                            "fix the kueue.x-k8s.io/queue-name label or create the LocalQueue",
+                            *said])
+    cq_name = (lq.get("spec") or {}).get("clusterQueue", "")
+    cq = snap.get("clusterqueues", cq_name)
+    if cq is None:
+        return Explanation(ref, "ClusterQueueMissing",
+                           f"LocalQueue {_ns(wl)}/{queue} points at ClusterQueue {cq_name!r}, "
+                           "which does not exist", said)
+    active = _cond(cq, "Active")
+    stop = (cq.get("spec") or {}).get("stopPolicy", "None")
+    if stop in ("Hold", "HoldAndDrain") or (active and active.get("status") == "False"):
+        why = (f"stopPolicy {stop}" if stop in ("Hold", "HoldAndDrain") else
+               f"{active.get('reason')}: {active.get('message')}" if active else "")
+        return Explanation(ref, "ClusterQueueInactive",
+                           f"ClusterQueue {cq_name} is inactive ({why})",
+                           ["an inactive ClusterQueue admits nothing; fix the cause (missing "
+                            "flavor, admission check, stop policy) and it resumes", *said])
+    req = workload_requests(wl)
+    spec0 = (((_podsets(wl) or [{}])[0].get("template") or {}).get("spec")) or {}
+    problems, fits = [], []
+    for fname in _flavor_order(cq):
+        fl = snap.get("resourceflavors", fname)
+        prob = _flavor_problem(fl, fname, spec0)
+        if prob:
+            problems.append(prob)
+            continue
+        fits.append(_quota_fit(snap, wl, cq, fname, req))
+    if not fits:
+        return Explanation(ref, "FlavorMismatch",
+                           f"no flavor of ClusterQueue {cq_name} suits the pods: {problems[0]}",
+                           [*problems, *said])
+    ok = next((f for f in fits if f.code == "Fits"), None)
+    if ok is not None:
+        fl = snap.get("resourceflavors", ok.flavor) or {}
+        if (fl.get("spec") or {}).get("topologyName"):
+            e = _topology(snap, wl, fl)
+            if e is not None:
+                return Explanation(ref, e.code, e.reason, [*ok.evidence, *e.evidence, *said])
+        return Explanation(ref, "Fits", f"quota is available in flavor {ok.flavor}; Kueue "
+                           "should admit it on its next cycle", [*ok.evidence, *said])
+    rank = {"WaitingForPreemption": 0, "BorrowingLimit": 1, "QuotaExhausted": 2,
+            "CohortExhausted": 3, "NeverFits": 4, "ResourceNotCovered": 5}
+    best = sorted(fits, key=lambda f: rank.get(f.code, 9))[0]
+    pre = _preemption(snap, wl, cq, best)
+    if pre is not None:
+        return Explanation(ref, pre.code, pre.reason, [*pre.evidence, *said])
+    return Explanation(ref, best.code, best.reason, [*best.evidence, *problems, *said])
+
+
+def why_pending(snap: Snapshot, name: str, namespace: str | None = None) -> Explanation:
+    """Explain a Workload, a Job (via its Workload) or a Pod, by name."""
+    def in_ns(o: Obj) -> bool:
+        return namespace is None or _ns(o) == namespace
+
+    for wl in snap.list("workloads"):
+        if _name(wl) == name and in_ns(wl):
+            return _explain_workload(snap, wl)
+    for wl in snap.list("workloads"):
+        owners = _meta(wl).get("ownerReferences") or []
+        if in_ns(wl) and any(o.get("name") == name for o in owners):
+            return _explain_workload(snap, wl)
+    for p in snap.list("pods"):
+        if _name(p) == name and in_ns(p):
+            wl_name = (_meta(p).get("labels") or {}).get("kueue.x-k8s.io/workload")
+            owner = snap.get("workloads", wl_name, _ns(p)) if wl_name else None
+            if owner is not None:
+                return _explain_workload(snap, owner)
+            ref = f"Pod/{_ns(p)}/{name}"
+            if (p.get("status") or {}).get("phase") != "Pending":
+                return Explanation(ref, "NotPending",
+                                   f"the pod is {(p.get('status') or {}).get('phase')}", [])
+            for check in (_dra, _placement):
+                e = check(snap, p)
+                if e is not None:
+                    return Explanation(ref, e.code, e.reason, e.evidence)
+            return Explanation(ref, "Schedulable", "a node has room; the scheduler should "
+                               "bind it on its next attempt", [])
+    where = f" in namespace {namespace}" if namespace else ""
+    return Explanation(name, "NotFound", f"no Workload, Job or Pod named {name!r}{where} in "
+                       "the snapshot", ["Kueue names Workloads job-<job name>-<hash>; pass the "
+                                        "Job name or list with kubectl get workloads -A"])

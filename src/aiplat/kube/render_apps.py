@@ -1,0 +1,222 @@
+"""``storage/``, ``serving/`` and ``workloads/``: where data lives, how inference is reached,
+and one runnable example per spec workload.
+
+Workload shape: GPUs come from the plan (``WorkloadPlan.gpus``); a pod takes at most one
+node's GPUs (one MIG slice on MIG pools), so ``pods = ceil(gpus / per pod)``. Multi-pod
+training runs as a JobSet; everything else as a Job (batch) or Deployment (serving). Each
+carries the LocalQueue label, the WorkloadPriorityClass, tolerations and node affinity for
+its pool, and a Kueue podset topology annotation: *required* rack when the pods fit in a
+rack, *required* block when they fit a block, *preferred* block otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from aiplat.kube.facts import POOL_LABEL, PoolFacts
+from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
+from aiplat.kube.render_tenants import GATEWAY_NS
+from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
+
+DEFAULT_PROVISIONERS = {
+    "block": "rbd.csi.ceph.com",
+    "file": "nfs.csi.k8s.io",
+    "object": "s3.csi.aws.com",
+    "local-nvme": "kubernetes.io/no-provisioner",
+}
+SERVING_PORT = 8000
+TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
+SERVE_IMAGE = "vllm/vllm-openai:v0.11.0"
+BYTES_PER_PARAM = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+
+
+def _provisioner(sc: StorageClassSpec) -> str:
+    return sc.provisioner or DEFAULT_PROVISIONERS[sc.tier]
+
+
+def render_storage(platform: Platform, params: dict[str, float]) -> dict[str, list[Obj]]:
+    classes = platform.storage.classes
+    out: dict[str, list[Obj]] = {}
+    scs = []
+    for sc in classes:
+        local = sc.tier == "local-nvme"
+        scs.append(obj("storage.k8s.io/v1", "StorageClass", sc.name,
+                       labels={"aiplat.io/tier": sc.tier},
+                       provisioner=_provisioner(sc),
+                       reclaimPolicy="Delete" if local else "Retain",
+                       volumeBindingMode="WaitForFirstConsumer",
+                       allowVolumeExpansion=not local))
+    if not scs:
+        return out
+    out["storage/storageclasses.yaml"] = scs
+    snap = [sc for sc in classes if sc.tier in ("block", "file")]
+    if snap:
+        out["storage/snapshotclasses.yaml"] = [
+            *(obj("snapshot.storage.k8s.io/v1", "VolumeSnapshotClass", f"{sc.name}-snapshot",
+                  driver=_provisioner(sc), deletionPolicy="Retain") for sc in snap),
+            *(obj("groupsnapshot.storage.k8s.io/v1beta2", "VolumeGroupSnapshotClass",
+                  f"{sc.name}-group-snapshot", driver=_provisioner(sc), deletionPolicy="Retain")
+              for sc in snap),
+        ]
+    shared = next((sc for sc in classes if sc.tier == "file"), None)
+    cache_class = next((sc for sc in classes if sc.tier in ("file", "object")), None)
+    pvcs: list[Obj] = []
+    for t in platform.tenants:
+        ws = [w for w in platform.workloads if w.tenant == t.name]
+        if not ws:
+            continue
+        if cache_class is not None:
+            gib = sum(params[w.name] * BYTES_PER_PARAM[w.precision.value] for w in ws) * 1.2
+            pvcs.append(_pvc("model-cache", t.name, cache_class.name, "ReadOnlyMany",
+                             max(10, math.ceil(gib / 2**30))))
+        train = [w for w in ws if w.kind.trains]
+        if train and shared is not None:
+            # weights + fp32 master + Adam moments ≈ 16 bytes/param; keep three checkpoints.
+            gib = max(params[w.name] for w in train) * 16 * 3
+            pvcs.append(_pvc("checkpoints", t.name, shared.name, "ReadWriteMany",
+                             max(10, math.ceil(gib / 2**30))))
+    if pvcs:
+        out["storage/pvcs.yaml"] = pvcs
+    return out
+
+
+def _pvc(name: str, ns: str, sc: str, mode: str, gib: int) -> Obj:
+    return obj("v1", "PersistentVolumeClaim", name, ns, spec={
+        "accessModes": [mode], "storageClassName": sc,
+        "resources": {"requests": {"storage": f"{gib}Gi"}, "limits": {"storage": f"{gib}Gi"}}})
+
+
+def render_serving(platform: Platform) -> dict[str, list[Obj]]:
+    online = [w for w in platform.workloads if w.kind is WorkloadKind.ONLINE_INFERENCE]
+    if not online:
+        return {}
+    gw = "gateway.networking.k8s.io/v1"
+    objs: list[Obj] = [
+        obj("v1", "Namespace", GATEWAY_NS, labels={
+            "pod-security.kubernetes.io/enforce": "restricted"}),
+        obj(gw, "Gateway", "aiplat-inference", GATEWAY_NS, spec={
+            "gatewayClassName": "aiplat",
+            "listeners": [{"name": "http", "protocol": "HTTP", "port": 80,
+                           "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {
+                               "matchExpressions": [{"key": "aiplat.io/tenant",
+                                                     "operator": "Exists"}]}}}}]}),
+    ]
+    for w in online:
+        labels = {"app.kubernetes.io/name": w.name}
+        objs.append(obj("inference.networking.k8s.io/v1", "InferencePool", w.name, w.tenant,
+                        spec={"selector": {"matchLabels": labels},
+                              "targetPorts": [{"number": SERVING_PORT}],
+                              "endpointPickerRef": {"name": f"{w.name}-epp", "port":
+                                                    {"number": 9002}}}))
+        objs.append(obj(gw, "HTTPRoute", w.name, w.tenant, spec={
+            "parentRefs": [{"name": "aiplat-inference", "namespace": GATEWAY_NS}],
+            "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": f"/{w.name}"}}],
+                       "backendRefs": [{"group": "inference.networking.k8s.io",
+                                        "kind": "InferencePool", "name": w.name}]}]}))
+    return {"serving/gateway.yaml": objs}
+
+
+def topology_annotation(pool: PoolFacts, pods: int) -> dict[str, str]:
+    if pods <= 1:
+        return {}
+    t = pool.spec.topology
+    if pods <= pool.nodes_per_rack:
+        return {"kueue.x-k8s.io/podset-required-topology": t.rack_label}
+    if pods <= pool.nodes_per_rack * t.racks_per_block:
+        return {"kueue.x-k8s.io/podset-required-topology": t.block_label}
+    return {"kueue.x-k8s.io/podset-preferred-topology": t.block_label}
+
+
+def _priority(w: WorkloadSpec) -> str:
+    if w.kind in (WorkloadKind.ONLINE_INFERENCE, WorkloadKind.RAG):
+        return "serving"
+    return "training" if w.kind.trains else "batch"
+
+
+def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
+                  mode: str) -> Obj:
+    serving = _priority(w) == "serving"
+    labels = {"app.kubernetes.io/name": w.name}
+    if serving:
+        labels["aiplat.io/serving"] = "true"
+    container: Obj = {
+        "name": "main",
+        "image": SERVE_IMAGE if serving else TRAIN_IMAGE,
+        "resources": {},
+        "securityContext": {**restricted_security_context(), "runAsUser": 1000},
+    }
+    # Leave 10% of allocatable for DaemonSets (GPU operator, CNI, node agent, exporters):
+    # a whole-node pod asking for all of allocatable would never schedule.
+    gpus_per_node = max(1, pool.gpus_per_node)
+    cpu = max(1, int(pool.cpu_allocatable * 0.9) * per_pod // gpus_per_node)
+    mem = max(1, int(pool.memory_allocatable_gib * 0.9) * per_pod // gpus_per_node)
+    requests: dict[str, Any] = {"cpu": str(cpu), "memory": f"{mem}Gi"}
+    spec: Obj = {}
+    if pool.gpu is not None:
+        mig = pool.spec.sharing.mig_layout
+        if mode == "device-plugin":
+            res = f"nvidia.com/mig-{mig[0]}" if mig else "nvidia.com/gpu"
+            requests[res] = per_pod
+            container["resources"]["limits"] = {res: per_pod}
+        else:
+            if mig:
+                template = f"{pool.name}-mig-{mig[0]}"
+            elif per_pod == 1:
+                template = f"{pool.name}-gpu-1"
+            elif per_pod == 2:
+                template = f"{pool.name}-gpu-pair"
+            else:
+                template = f"{pool.name}-gpu-{pool.gpus_per_node}"
+            spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": template}]
+            container["resources"]["claims"] = [{"name": "gpus"}]
+    container["resources"]["requests"] = requests
+    if serving:
+        container["ports"] = [{"name": "http", "containerPort": SERVING_PORT}]
+    spec.update({
+        "priorityClassName": f"aiplat-{'training' if w.kind.trains else _priority(w)}",
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [
+                {"key": POOL_LABEL, "operator": "In", "values": [pool.name]}]}]}}},
+        "tolerations": [toleration(t.key, t.value, t.effect.value) for t in pool.taints],
+        "containers": [container],
+    })
+    if not serving:
+        spec["restartPolicy"] = "Never"
+    meta: Obj = {"labels": labels}
+    ann = topology_annotation(pool, pods)
+    if ann:
+        meta["annotations"] = ann
+    return {"metadata": meta, "spec": spec}
+
+
+def render_workloads(platform: Platform, pools: list[PoolFacts],
+                     gpus: dict[str, int]) -> dict[str, list[Obj]]:
+    by_name = {p.name: p for p in pools}
+    mode = platform.kubernetes.gpu_resources
+    objs: list[Obj] = []
+    for w in platform.workloads:
+        pool = by_name[w.pool] if w.pool else next(p for p in pools if p.gpu is not None)
+        total = max(1, gpus.get(w.name, 1))
+        per_pod = 1 if pool.spec.sharing.mig_layout else min(total, max(1, pool.gpus_per_node))
+        pods = math.ceil(total / per_pod)
+        labels = {"kueue.x-k8s.io/queue-name": w.tenant,
+                  "kueue.x-k8s.io/priority-class": _priority(w)}
+        template = _pod_template(w, pool, per_pod, pods, mode)
+        if _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE:
+            sel = {"app.kubernetes.io/name": w.name}
+            objs.append(obj("apps/v1", "Deployment", w.name, w.tenant, labels=labels, spec={
+                "replicas": pods, "selector": {"matchLabels": sel}, "template": template}))
+            continue
+        job_spec = {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
+                    "backoffLimit": 0, "template": template}
+        if pods > 1 and w.kind.trains:
+            objs.append(obj("jobset.x-k8s.io/v1alpha2", "JobSet", w.name, w.tenant,
+                            labels=labels, spec={
+                                "suspend": True,
+                                "replicatedJobs": [{"name": "workers", "replicas": 1,
+                                                    "template": {"spec": job_spec}}]}))
+        else:
+            objs.append(obj("batch/v1", "Job", w.name, w.tenant, labels=labels,
+                            spec={"suspend": True, **job_spec}))
+    return {"workloads/examples.yaml": objs} if objs else {}

@@ -1,0 +1,317 @@
+"""``cluster/``: what the cluster needs before any tenant arrives.
+
+- ``nodes/``: per pool a strategic-merge Node patch (labels, taints), a KubeletConfiguration
+  drop-in (Topology/CPU/Memory Manager, reserved CPUs) and one reviewed script that labels
+  and taints the pool's nodes. These are node-side files, not kustomize resources.
+- DeviceClasses (``resource.k8s.io/v1``) per GPU model and MIG profile, selecting on the NVIDIA
+  DRA driver's attributes (productName, type, profile), its memory capacity
+  (``quantity()``/``compareTo``) and the approved driver version (``semver()``).
+- PriorityClasses; the GPU operator's Helm values and its sharing/MIG ConfigMaps; the aiplat
+  node agent DaemonSet with read-only, least-privilege RBAC.
+
+Kubelet policy: derived from the spec for now (GPUs per node and cores). The node issue's
+placement evaluation (``aiplat.node``) plugs in at ``kubelet_policy`` — it will pass the
+measured NUMA layout instead of the 2-socket assumption made here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from aiplat.kube.facts import (
+    GPU_RESOURCE,
+    NVIDIA_DRIVER,
+    POOL_LABEL,
+    PRODUCT_NAMES,
+    PoolFacts,
+    gpu_device_class,
+    mig_device_class,
+    reserved_cpus,
+    reserved_memory_gib,
+    semver_of,
+)
+from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
+from aiplat.kube.yamlout import dump_docs
+from aiplat.spec.models import Platform, SharingStrategy
+
+SYSTEM_NS = "aiplat-system"
+GPU_OPERATOR_NS = "gpu-operator"
+AGENT_IMAGE = "ghcr.io/aiplat/node-agent:0.1.0"
+
+PRIORITY_CLASSES = (
+    ("aiplat-serving", 100000, "online inference: preempts training and batch"),
+    ("aiplat-training", 10000, "training and fine-tuning"),
+    ("aiplat-batch", 1000, "batch inference and evaluation: first to be preempted"),
+)
+
+
+def kubelet_policy(pool: PoolFacts) -> dict[str, Any]:
+    """Topology/CPU/Memory Manager settings for a pool's kubelet.
+
+    Pods that take a whole 8-GPU node span both sockets, so ``single-numa-node`` or
+    ``restricted`` would reject them: such pools get ``best-effort`` with pod scope (aligned
+    where possible). Pools of at most 4 GPUs per node (one socket's worth) get
+    ``single-numa-node`` with container scope. This is where ``aiplat.node`` placement
+    evaluation plugs in with the measured NUMA layout.
+    """
+    cores = pool.spec.node.cpu_cores
+    reserved = reserved_cpus(cores)
+    sockets = 2 if cores >= 32 else 1
+    per_socket = cores // sockets
+    # Reserve the same number of cores on each socket, from the first core of each.
+    reserved_list = []
+    for s in range(sockets):
+        first = s * per_socket
+        n = reserved // sockets + (1 if s < reserved % sockets else 0)
+        reserved_list.append(f"{first}-{first + n - 1}" if n > 1 else str(first))
+    whole_node = pool.gpus_per_node > 4
+    mem = reserved_memory_gib(pool.spec.node.memory_gib)
+    system_gib, kube_gib = mem - 3, 2
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "cpuManagerPolicy": "static",
+        "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+        "reservedSystemCPUs": ",".join(reserved_list),
+        "topologyManagerPolicy": "best-effort" if whole_node else "single-numa-node",
+        "topologyManagerScope": "pod" if whole_node else "container",
+        "memoryManagerPolicy": "Static",
+        "systemReserved": {"memory": f"{system_gib}Gi"},
+        "kubeReserved": {"memory": f"{kube_gib}Gi"},
+        "evictionHard": {"memory.available": "1Gi"},
+        # The Static memory manager needs reservedMemory to equal system + kube + eviction.
+        "reservedMemory": [{"numaNode": 0, "limits": {"memory": f"{mem}Gi"}}],
+    }
+
+
+def _node_patch(pool: PoolFacts) -> Obj:
+    return {
+        "metadata": {"labels": pool.node_labels},
+        "spec": {"taints": [{"key": t.key, **({"value": t.value} if t.value else {}),
+                             "effect": t.effect.value} for t in pool.taints]},
+    }
+
+
+def _label_script(pools: list[PoolFacts]) -> str:
+    lines = [
+        "#!/usr/bin/env bash",
+        "# Label and taint the nodes of each pool. Review, then run with the pool name and its",
+        "# node names in physical order (rack by rack): ./label-and-taint.sh h100 node-a node-b",
+        "# Rack and block labels follow the spec's nodesPerRack and racksPerBlock.",
+        "# Add --dry-run=server to each kubectl call to preview.",
+        "set -euo pipefail",
+        'pool="${1:?usage: $0 POOL NODE...}"; shift',
+        'case "$pool" in',
+    ]
+    for p in pools:
+        t = p.spec.topology
+        labels = " ".join(shlex.quote(f"{k}={v}") for k, v in p.node_labels.items())
+        taints = " ".join(shlex.quote(f"{x.key}{'=' + x.value if x.value else ''}:{x.effect.value}")
+                          for x in p.taints)
+        lines += [
+            f"  {p.name})",
+            f"    per_rack={p.nodes_per_rack}; racks_per_block={t.racks_per_block}",
+            f"    labels=({labels})",
+            f"    taints=({taints})" if taints else "    taints=()",
+            f"    rack_label={shlex.quote(t.rack_label)}; block_label={shlex.quote(t.block_label)}",
+            "    ;;",
+        ]
+    lines += [
+        '  *) echo "unknown pool $pool" >&2; exit 2 ;;',
+        "esac",
+        "i=0",
+        'for node in "$@"; do',
+        "  rack=$(( i / per_rack )); block=$(( rack / racks_per_block ))",
+        '  kubectl label node "$node" --overwrite "${labels[@]}" \\',
+        '    "$rack_label=$pool-rack-$rack" "$block_label=$pool-block-$block"',
+        '  if [ ${#taints[@]} -gt 0 ]; then',
+        '    kubectl taint node "$node" --overwrite "${taints[@]}"',
+        "  fi",
+        "  i=$(( i + 1 ))",
+        "done",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _gpu_selector(pool: PoolFacts, kind: str) -> str:
+    assert pool.gpu is not None
+    a = f"device.attributes['{NVIDIA_DRIVER}']"
+    terms = [f"device.driver == '{NVIDIA_DRIVER}'", f"{a}.type == '{kind}'"]
+    product = PRODUCT_NAMES.get(pool.gpu.name)
+    if product:
+        terms.append(f"{a}.productName == '{product}'")
+    else:
+        terms.append(f"{a}.architecture == '{pool.gpu.architecture.capitalize()}'")
+    return " && ".join(terms)
+
+
+def device_classes(pools: list[PoolFacts]) -> list[Obj]:
+    out: dict[str, Obj] = {}
+    for p in pools:
+        if p.gpu is None or p.gpu.vendor != "nvidia":
+            continue
+        cap = f"device.capacity['{NVIDIA_DRIVER}'].memory"
+        driver = (f" && device.attributes['{NVIDIA_DRIVER}'].driverVersion"
+                  f".compareTo(semver('{semver_of(p.driver_version)}')) >= 0"
+                  if p.driver_version else "")
+        name = gpu_device_class(p.gpu)
+        # A MIG pool publishes only MIG devices: a whole-GPU class would match nothing there.
+        if name not in out and not p.spec.sharing.mig_layout:
+            min_gib = int(p.gpu.memory_gb * 0.95)
+            expr = (f"{_gpu_selector(p, 'gpu')} && "
+                    f"{cap}.compareTo(quantity('{min_gib}Gi')) >= 0{driver}")
+            spec: Obj = {"selectors": [{"cel": {"expression": expr}}]}
+            if p.spec.sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
+                strategy = ("TimeSlicing" if p.spec.sharing.strategy is SharingStrategy.TIME_SLICING
+                            else "MPS")
+                spec["config"] = [{"opaque": {"driver": NVIDIA_DRIVER, "parameters": {
+                    "apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig",
+                    "sharing": {"strategy": strategy}}}}]
+            out[name] = obj("resource.k8s.io/v1", "DeviceClass", name,
+                            annotations={"aiplat.io/gpu-model": p.gpu.name}, spec=spec)
+        for profile in p.spec.sharing.mig_layout or []:
+            mname = mig_device_class(p.gpu, profile)
+            if mname in out:
+                continue
+            prof = next(x for x in p.gpu.mig_profiles if x.name == profile)
+            expr = (f"{_gpu_selector(p, 'mig')} && "
+                    f"device.attributes['{NVIDIA_DRIVER}'].profile == '{profile}' && "
+                    f"{cap}.compareTo(quantity('{int(prof.memory_gb * 0.9)}Gi')) >= 0{driver}")
+            out[mname] = obj("resource.k8s.io/v1", "DeviceClass", mname,
+                             annotations={"aiplat.io/gpu-model": p.gpu.name,
+                                          "aiplat.io/mig-profile": profile},
+                             spec={"selectors": [{"cel": {"expression": expr}}]})
+    return list(out.values())
+
+
+def priority_classes() -> list[Obj]:
+    return [obj("scheduling.k8s.io/v1", "PriorityClass", name, value=value,
+                preemptionPolicy="PreemptLowerPriority", globalDefault=False, description=desc)
+            for name, value, desc in PRIORITY_CLASSES]
+
+
+def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, Any], list[Obj]]:
+    """Helm values for the NVIDIA GPU operator plus the ConfigMaps they reference."""
+    dra = platform.kubernetes.gpu_resources == "dra"
+    driver = next((p.driver_version for p in pools if p.driver_version), None)
+    any_mig = any(p.spec.sharing.strategy is SharingStrategy.MIG for p in pools)
+    sharing_cfg: dict[str, str] = {}
+    mig_cfg: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for p in pools:
+        s = p.spec.sharing
+        if s.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
+            key = "timeSlicing" if s.strategy is SharingStrategy.TIME_SLICING else "mps"
+            sharing_cfg[p.name] = dump_docs([{"version": "v1", "sharing": {key: {
+                "renameByDefault": False, "failRequestsGreaterThanOne": True,
+                "resources": [{"name": GPU_RESOURCE, "replicas": s.replicas}]}}}])
+        if s.strategy is SharingStrategy.MIG:
+            counts: dict[str, int] = {}
+            for prof in s.mig_layout or []:
+                counts[prof] = counts.get(prof, 0) + 1
+            mig_cfg[p.name] = [{"devices": "all", "mig-enabled": True, "mig-devices": counts}]
+    values: dict[str, Any] = {
+        "driver": {"enabled": True, **({"version": driver} if driver else {})},
+        "toolkit": {"enabled": True},
+        "cdi": {"enabled": True},
+        "devicePlugin": {"enabled": not dra},
+        "mig": {"strategy": "mixed" if any_mig else "none"},
+        "migManager": {"enabled": any_mig},
+        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        "nfd": {"enabled": True},
+        "gfd": {"enabled": True},
+    }
+    cms: list[Obj] = []
+    if sharing_cfg and not dra:
+        values["devicePlugin"]["config"] = {"name": "aiplat-device-plugin-config", "default": ""}
+        cms.append(obj("v1", "ConfigMap", "aiplat-device-plugin-config", GPU_OPERATOR_NS,
+                       data=sharing_cfg))
+    if any_mig:
+        values["migManager"]["config"] = {"name": "aiplat-mig-config", "default": "all-disabled"}
+        cms.append(obj("v1", "ConfigMap", "aiplat-mig-config", GPU_OPERATOR_NS,
+                       data={"config.yaml": dump_docs([{"version": "v1",
+                                                        "mig-configs": mig_cfg}])}))
+    return values, cms
+
+
+def node_agent(pools: list[PoolFacts]) -> list[Obj]:
+    """The aiplat node agent: reads sysfs/NVML read-only, may only read its own Node."""
+    tolerations: list[Obj] = []
+    seen = set()
+    for p in pools:
+        for t in p.taints:
+            key = (t.key, t.value, t.effect.value)
+            if key not in seen:
+                seen.add(key)
+                tolerations.append(toleration(t.key, t.value, t.effect.value))
+    labels = {"app.kubernetes.io/name": "aiplat-node-agent"}
+    container = {
+        "name": "agent",
+        "image": AGENT_IMAGE,
+        "args": ["--node-name=$(NODE_NAME)", "--sysfs=/host/sys"],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
+                      "limits": {"memory": "128Mi"}},
+        "securityContext": {**restricted_security_context(), "readOnlyRootFilesystem": True,
+                            "runAsUser": 65534},
+        "volumeMounts": [{"name": "sys", "mountPath": "/host/sys", "readOnly": True}],
+    }
+    return [
+        # The agent reads /sys through a read-only hostPath volume, which only the
+        # 'privileged' Pod Security level admits; nothing else runs in this namespace.
+        obj("v1", "Namespace", SYSTEM_NS, labels={
+            "pod-security.kubernetes.io/enforce": "privileged",
+            "pod-security.kubernetes.io/warn": "baseline"}),
+        obj("v1", "ServiceAccount", "aiplat-node-agent", SYSTEM_NS,
+            automountServiceAccountToken=True),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRole", "aiplat-node-agent",
+            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
+                    "verbs": ["get", "list", "watch"]},
+                   {"apiGroups": ["events.k8s.io"], "resources": ["events"],
+                    "verbs": ["create", "patch"]}]),
+        obj("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", "aiplat-node-agent",
+            roleRef={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": "aiplat-node-agent"},
+            subjects=[{"kind": "ServiceAccount", "name": "aiplat-node-agent",
+                       "namespace": SYSTEM_NS}]),
+        obj("apps/v1", "DaemonSet", "aiplat-node-agent", SYSTEM_NS, labels=labels, spec={
+            "selector": {"matchLabels": labels},
+            "updateStrategy": {"type": "RollingUpdate",
+                               "rollingUpdate": {"maxUnavailable": "10%"}},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "serviceAccountName": "aiplat-node-agent",
+                "priorityClassName": "system-node-critical",
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": POOL_LABEL, "operator": "Exists"}]}]}}},
+                "tolerations": tolerations,
+                "containers": [container],
+                "volumes": [{"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}}],
+            }},
+        }),
+    ]
+
+
+def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, list[Obj]],
+                                                                          dict[str, Any]]:
+    """(manifests by file, other files by path) under ``cluster/``."""
+    values, cms = gpu_operator(platform, pools)
+    manifests: dict[str, list[Obj]] = {
+        "cluster/priorityclasses.yaml": priority_classes(),
+        "cluster/node-agent.yaml": node_agent(pools),
+    }
+    dcs = device_classes(pools)
+    if dcs:
+        manifests["cluster/deviceclasses.yaml"] = dcs
+    if cms:
+        manifests["cluster/gpu-operator-config.yaml"] = cms
+    files: dict[str, Any] = {
+        "cluster/gpu-operator/values.yaml": dump_docs([values]),
+        "cluster/nodes/label-and-taint.sh": _label_script(pools),
+    }
+    for p in pools:
+        files[f"cluster/nodes/{p.name}/node-patch.yaml"] = dump_docs([_node_patch(p)])
+        files[f"cluster/nodes/{p.name}/kubelet-config.yaml"] = dump_docs([kubelet_policy(p)])
+    return manifests, files

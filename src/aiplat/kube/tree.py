@@ -1,0 +1,71 @@
+"""Reading a rendered (or hand-written) manifest tree from disk: the I/O edge of validate and
+lint.
+
+A directory with a ``kustomization.yaml`` is read the way kustomize would: its ``resources``
+in order, recursing into listed directories. A directory without one is read as every
+``*.yaml``/``*.yml``/``*.json`` below it. ``cluster/nodes/inventory.yaml`` (written by
+render) is returned separately, never as a manifest.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aiplat.errors import InputError
+from aiplat.kube.inventory import Inventory
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+INVENTORY = "cluster/nodes/inventory.yaml"
+
+
+def _read_docs(path: Path) -> list[Any]:
+    try:
+        text = path.read_text()
+        if path.suffix == ".json":
+            doc = json.loads(text)
+            return doc.get("items", []) if doc.get("kind", "").endswith("List") else [doc]
+        return [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
+    except (OSError, ValueError, yaml.YAMLError) as e:
+        raise InputError(f"{path}: cannot read: {e}") from e
+
+
+def _kustomized(directory: Path, root: Path, out: list[tuple[str, Any]]) -> None:
+    k = directory / "kustomization.yaml"
+    docs = _read_docs(k)
+    for entry in (docs[0] if docs else {}).get("resources") or []:
+        target = directory / entry
+        if target.is_dir():
+            if not (target / "kustomization.yaml").exists():
+                raise InputError(f"{k}: resource {entry!r} is a directory without "
+                                 "kustomization.yaml")
+            _kustomized(target, root, out)
+        elif target.is_file():
+            out.extend((str(target.relative_to(root)), d) for d in _read_docs(target))
+        else:
+            raise InputError(f"{k}: resource {entry!r} does not exist (fix: re-render or "
+                             "remove it from resources)")
+
+
+def read_tree(directory: str | Path) -> tuple[list[tuple[str, Any]], Inventory | None]:
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a directory")
+    items: list[tuple[str, Any]] = []
+    if (root / "kustomization.yaml").exists():
+        _kustomized(root, root, items)
+    else:
+        for path in sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml", ".json")):
+            rel = str(path.relative_to(root))
+            if rel == INVENTORY or path.name == "kustomization.yaml":
+                continue
+            items.extend((rel, d) for d in _read_docs(path))
+    inv_path = root / INVENTORY
+    inventory = None
+    if inv_path.exists():
+        docs = _read_docs(inv_path)
+        inventory = Inventory.from_dict(docs[0]) if docs else None
+    return items, inventory

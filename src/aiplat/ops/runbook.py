@@ -1,0 +1,565 @@
+"""The runbook: responsibilities, escalation, maintenance windows and the procedures with the
+exact aiplat and kubectl commands, generated from the platform spec as a report ``Document``.
+
+Design:
+- Procedures are data (:class:`Procedure` of :class:`Step` s: action, command, expected
+  result) built by pure functions; :func:`runbook_document` lays them out as sections and
+  tables of the report model, so the Markdown and the single-file HTML renderers of
+  ``aiplat.report`` show the same text and tests assert on data, not markup.
+- Everything the spec knows is filled in: pool names, GPUs per node, the approved version
+  matrix, maintenance windows, the RACI and escalation contacts, spare nodes (which bound how
+  many nodes may be out at once). What only the operator knows at run time stays a shell
+  variable (``$NODE``, ``$NS``, ``$WL``) so every command can be pasted as is.
+- Gaps are reported, not hidden: an area of the RACI with nobody responsible, a platform
+  without escalation or maintenance windows become notes in the document (and ``gaps``).
+- Draining respects Kueue: Kueue admits by quota, not by free nodes, so deleting the pods of
+  an admitted workload under it breaks gangs and leaves quota held. Workloads running on the
+  node are found through their Job's UID (label ``kueue.x-k8s.io/job-uid``), deactivated
+  (Kueue evicts them and releases their quota), the node drained, and the workloads then
+  re-activated so that Kueue re-admits them elsewhere.
+- Each alert of :mod:`aiplat.ops.monitoring` links to a section here (its ``runbook_url``);
+  a test checks that every such anchor exists.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from aiplat.ops.monitoring import RuleGroup, monitoring_rules
+from aiplat.report.document import Document, KeyFigure, Section, Table
+from aiplat.spec.models import Platform, PoolSpec, Responsibility
+
+AREAS: tuple[str, ...] = ("nodes", "drivers", "operators", "cluster", "queues", "model store")
+"""The areas every handover must assign (RACI rows), in this order."""
+
+# Alert component -> RACI area that owns the response.
+COMPONENT_AREA: dict[str, str] = {
+    "gpu": "nodes", "node": "nodes", "node-agent": "nodes", "network": "nodes",
+    "queues": "queues",
+    "model-store": "model store", "monitoring": "cluster",
+}
+BATCH_MINUTES = 45
+"""Assumed time to take one batch of nodes through cordon, drain, update, reboot, check."""
+
+_DOW = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
+
+
+@dataclass(frozen=True)
+class Step:
+    action: str
+    command: str = ""
+    expect: str = ""
+
+
+@dataclass(frozen=True)
+class Procedure:
+    id: str
+    title: str
+    area: str
+    when: str
+    steps: tuple[Step, ...]
+    rollback: tuple[Step, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def describe_cron(expr: str) -> str:
+    """A reading of simple cron schedules (``M H * * D``); others are returned as given.
+
+    >>> describe_cron("0 2 * * 6")
+    'Saturdays 02:00'
+    """
+    parts = expr.split()
+    if len(parts) != 5 or not (parts[0].isdigit() and parts[1].isdigit()):
+        return expr
+    minute, hour, dom, month, dow = parts
+    at = f"{int(hour):02d}:{int(minute):02d}"
+    if dom == "*" and month == "*" and dow == "*":
+        return f"daily {at}"
+    if dom == "*" and month == "*" and dow.isdigit() and 0 <= int(dow) <= 7:
+        return f"{_DOW[int(dow) % 7]} {at}"
+    if dom.isdigit() and month == "*" and dow == "*":
+        return f"monthly on day {dom} {at}"
+    return expr
+
+
+def raci(platform: Platform) -> tuple[list[list[str]], list[str]]:
+    """RACI rows for every required area plus any other area of the spec, and the gaps."""
+    given: dict[str, Responsibility] = {}
+    for r in platform.operations.responsibilities:
+        given.setdefault(r.area.strip().lower(), r)
+    rows: list[list[str]] = []
+    gaps: list[str] = []
+    for area in (*AREAS, *(a for a in given if a not in AREAS)):
+        found = given.get(area)
+        if found is None:
+            rows.append([area, "unassigned", "unassigned", "—", "—"])
+            gaps.append(f"nobody is responsible for {area}: add operations.responsibilities "
+                        f"entry {{area: {area}, responsible: ..., accountable: ...}}")
+        else:
+            rows.append([area, found.responsible, found.accountable,
+                         ", ".join(found.consulted) or "—", ", ".join(found.informed) or "—"])
+    return rows, gaps
+
+
+def owner(platform: Platform, area: str) -> tuple[str, str]:
+    """(responsible, accountable) for ``area``; 'unassigned' when the spec names nobody."""
+    for r in platform.operations.responsibilities:
+        if r.area.strip().lower() == area:
+            return r.responsible, r.accountable
+    return "unassigned", "unassigned"
+
+
+def batch_size(pool: PoolSpec, spares: Mapping[str, int]) -> int:
+    """Nodes of ``pool`` that may be out at once: its spare nodes, at least one."""
+    return max(1, spares.get(pool.name, 1))
+
+
+def rollout(pool: PoolSpec, spares: Mapping[str, int], window_hours: float | None) -> list[str]:
+    """One row of the canary plan: pool, nodes, canary, batch, batches, windows."""
+    batch = batch_size(pool, spares)
+    rest = max(pool.nodes - 1, 0)
+    batches = math.ceil(rest / batch)
+    if window_hours:
+        per_window = max(1, int(window_hours * 60 // BATCH_MINUTES))
+        windows = 1 + math.ceil(batches / per_window)
+        win = str(windows)
+    else:
+        win = "—"
+    return [pool.name, str(pool.nodes), "1", str(batch), str(batches), win]
+
+
+# ---------------------------------------------------------------------------- procedures
+
+
+def _kueue_drain_steps() -> tuple[Step, ...]:
+    """Cordon and drain ``$NODE`` without pulling pods out from under admitted workloads."""
+    return (
+        Step("Cordon the node: no new pods land on it",
+             "kubectl cordon $NODE",
+             "node shows SchedulingDisabled"),
+        Step("List the Kueue workloads with pods on the node (through the owning Job's UID)",
+             "kubectl get pods -A --field-selector spec.nodeName=$NODE -o jsonpath="
+             "'{range .items[*]}{.metadata.namespace}{\" \"}{.metadata.ownerReferences[0].uid}"
+             "{\"\\n\"}{end}' | sort -u | while read ns uid; do kubectl get "
+             "workloads.kueue.x-k8s.io -n \"$ns\" -l kueue.x-k8s.io/job-uid=\"$uid\" "
+             "-o custom-columns=NS:.metadata.namespace,WL:.metadata.name --no-headers; "
+             "done | tee workloads-$NODE.txt",
+             "the admitted workloads on $NODE, one 'NS WL' per line"),
+        Step("Let each finish or checkpoint within the window; otherwise evict it through "
+             "Kueue (deactivate: Kueue stops it and releases its quota)",
+             "while read NS WL; do kubectl patch workloads.kueue.x-k8s.io -n $NS $WL "
+             "--type=merge -p '{\"spec\":{\"active\":false}}'; done < workloads-$NODE.txt",
+             "the workloads' pods terminate; their Workloads show Evicted"),
+        Step("Drain what is left (DaemonSets stay; PodDisruptionBudgets are respected)",
+             "kubectl drain $NODE --ignore-daemonsets --delete-emptydir-data --timeout=30m",
+             "drain ends with 'node/$NODE drained'"),
+        Step("Re-activate the evicted workloads: Kueue re-admits them on other nodes when "
+             "quota and capacity allow",
+             "while read NS WL; do kubectl patch workloads.kueue.x-k8s.io -n $NS $WL "
+             "--type=merge -p '{\"spec\":{\"active\":true}}'; done < workloads-$NODE.txt",
+             "each is admitted or pending; explain a pending one with "
+             "aiplat kube why-pending $WL -n $NS"),
+    )
+
+
+def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Procedure:
+    tol = {p.name: p.node.checks.baseline_tolerance for p in platform.pools}
+    tol_text = ", ".join(f"{k} {v:.0%}" for k, v in tol.items())
+    entry = platform.versions.approved[-1].name if platform.versions.approved else None
+    entry_opt = f" --entry {entry}" if entry else ""
+    steps = (
+        Step("Check the target versions against the compatibility facts",
+             f"aiplat matrix check {spec}",
+             f"exit 0; target entry {entry}" if entry else "exit 0"),
+        Step("Before the change, on the node: record its baseline",
+             f"aiplat node baseline record --spec {spec} --pool $POOL "
+             "-w baseline/$NODE-before.json",
+             "file written; medians of 5 runs"),
+        *_kueue_drain_steps(),
+        Step("Update the node per the approved matrix: review the generated steps, run them, "
+             "reboot",
+             f"aiplat node prepare --spec {spec} --pool $POOL{entry_opt} -w prepare-$NODE.sh; "
+             "less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && sudo systemctl reboot",
+             "node back Ready (kubectl get node $NODE)"),
+        Step("Run the node checks, versions included",
+             f"aiplat node check --spec {spec} --pool $POOL --matrix",
+             "exit 0: every check passes and the versions match the approved entry"),
+        Step("Compare with the baseline recorded before",
+             f"aiplat node baseline compare baseline/$NODE-before.json --spec {spec} "
+             "--pool $POOL",
+             f"exit 0: no regression beyond the pool tolerance ({tol_text})"),
+        Step("Check device binding: containers see exactly their devices",
+             "aiplat cdi verify",
+             "exit 0"),
+        Step("Return the node to service",
+             "kubectl uncordon $NODE",
+             "allocatable GPUs as in the spec: kubectl get node $NODE -o jsonpath="
+             "'{.status.allocatable.nvidia\\.com/gpu}' (DRA: kubectl get resourceslices "
+             "--field-selector spec.nodeName=$NODE)"),
+        Step("Soak: watch the node's alerts before the next batch",
+             "curl -s http://PROMETHEUS:9090/api/v1/alerts | grep -c \"$NODE\"",
+             "0 (no GpuCriticalXid, GpuMissing, AiplatNodeCheckFailed for $NODE)"),
+    )
+    rollback = (
+        Step("Keep the node cordoned; stop the rollout (no further batches)",
+             "kubectl cordon $NODE"),
+        Step("Reinstall the previous approved entry: prepare from the spec before the change",
+             f"aiplat node prepare --spec {spec}.previous --pool $POOL -w "
+             "rollback-$NODE.sh; sudo bash rollback-$NODE.sh && sudo systemctl reboot"),
+        Step("Prove the node is back to its recorded state",
+             f"aiplat node check --spec {spec}.previous --pool $POOL --matrix && "
+             "aiplat node baseline compare baseline/$NODE-before.json "
+             f"--spec {spec}.previous --pool $POOL",
+             "both exit 0"),
+        Step("Return it to service and record what failed against the matrix",
+             f"kubectl uncordon $NODE; aiplat matrix diff {spec}.previous {spec}"),
+    )
+    notes = (
+        "Canary order: one node of the pool first, then batches no larger than the pool's "
+        "spare nodes, so the pool never drops below the capacity its quotas promise.",
+        "Kueue admits by quota, not by free nodes: while nodes are out, admitted workloads may "
+        "wait for pods. Patch inside a maintenance window.",
+    )
+    return Procedure(
+        "node-patch", "Node patch (OS, kernel, firmware, driver on the node)", "nodes",
+        "Monthly OS patches, a kernel or firmware update, or a new approved matrix entry. "
+        "Set POOL and NODE first (export POOL=... NODE=...); keep the spec before the change "
+        f"as {spec}.previous.",
+        steps, rollback, notes)
+
+
+def driver_upgrade(platform: Platform, spec: str) -> Procedure:
+    entry = platform.versions.approved[-1] if platform.versions.approved else None
+    target = entry.driver if entry and entry.driver else "$DRIVER"
+    steps = (
+        Step("Add the new driver to a versions.approved entry and check it (CUDA minimum, "
+             "branch end of life)",
+             f"aiplat matrix check {spec} && aiplat matrix diff {spec}.previous {spec}",
+             "no violated facts"),
+        Step("Render the GPU operator values with the new driver version",
+             f"aiplat kube render {spec} -o out/kube",
+             f"out/kube/cluster/gpu-operator/values.yaml has driver.version {target}"),
+        Step("Apply the values; the driver DaemonSet changes node by node",
+             "helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values "
+             "-f out/kube/cluster/gpu-operator/values.yaml",
+             "helm reports the new revision"),
+        Step("Canary: take one node through the node patch procedure; its update step is the "
+             "driver pod restarting with the new version",
+             "kubectl -n gpu-operator delete pod -l app=nvidia-driver-daemonset "
+             "--field-selector spec.nodeName=$NODE",
+             "driver pod on $NODE Running again"),
+        Step("Check the node: driver version, GPUs, device binding",
+             f"aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+             f"exit 0; driver {target}"),
+        Step("Continue in batches per the canary plan", "", "GpuMissing and "
+             "GpuCriticalXid stay silent"),
+    )
+    rollback = (
+        Step("Return to the previous values (previous driver version)",
+             "helm rollback gpu-operator -n gpu-operator"),
+        Step("Restart the driver pods on the updated nodes, one batch at a time",
+             "kubectl -n gpu-operator delete pod -l app=nvidia-driver-daemonset "
+             "--field-selector spec.nodeName=$NODE"),
+    )
+    return Procedure("driver-upgrade", "Driver upgrade (GPU operator managed)", "drivers",
+                     "A new approved driver: security fix, CUDA requirement, branch end of life.",
+                     steps, rollback)
+
+
+def operator_upgrade(platform: Platform, spec: str) -> Procedure:
+    entry = platform.versions.approved[-1] if platform.versions.approved else None
+    v = entry.gpu_operator if entry and entry.gpu_operator else "$VERSION"
+    steps = (
+        Step("Check the operator version in the matrix", f"aiplat matrix check {spec}",
+             "exit 0"),
+        Step("Update the CRDs first (helm does not upgrade CRDs)",
+             f"helm repo update && helm show crds nvidia/gpu-operator --version {v} | "
+             "kubectl apply --server-side -f -",
+             "CRDs configured"),
+        Step("Upgrade the operator with the rendered values",
+             f"aiplat kube render {spec} -o out/kube && helm upgrade gpu-operator "
+             f"nvidia/gpu-operator -n gpu-operator --version {v} "
+             "-f out/kube/cluster/gpu-operator/values.yaml",
+             "new revision deployed"),
+        Step("Wait for the operands",
+             "kubectl -n gpu-operator get pods; kubectl get clusterpolicies.nvidia.com "
+             "-o jsonpath='{.items[0].status.state}'",
+             "all pods Running or Completed; state ready"),
+        Step("Check one node per pool",
+             f"aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+             "exit 0; ScrapeTargetDown silent for dcgm-exporter"),
+    )
+    rollback = (Step("Roll back the release", "helm rollback gpu-operator -n gpu-operator"),)
+    return Procedure("operator-upgrade", "GPU operator upgrade", "operators",
+                     "A new approved GPU operator release (device plugin, toolkit, "
+                     "dcgm-exporter, MIG manager).", steps, rollback)
+
+
+def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
+    v = platform.kubernetes.kueue_version
+    steps = (
+        Step("Check the Kueue version and API in the matrix", f"aiplat matrix check {spec}",
+             f"exit 0 (running {v}, API {platform.kubernetes.kueue_api})"),
+        Step("Validate the rendered queues against the new release's CRDs",
+             f"aiplat kube render {spec} -o out/kube && aiplat kube validate out/kube "
+             "--crd-dir kueue-$VERSION-crds",
+             "exit 0"),
+        Step("Save the queue state",
+             "kubectl get clusterqueues,localqueues,workloads.kueue.x-k8s.io -A -o yaml > "
+             "kueue-before.yaml",
+             "file written"),
+        Step("Install the release (server-side apply)",
+             "kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/"
+             "releases/download/v$VERSION/manifests.yaml",
+             "objects configured"),
+        Step("Wait for the controller",
+             "kubectl -n kueue-system rollout status deploy/kueue-controller-manager",
+             "successfully rolled out"),
+        Step("Check the queues and the cross-layer lint",
+             "kubectl get clusterqueues; aiplat kube lint out/kube",
+             "every ClusterQueue Active; lint exit 0; KueueInadmissibleWorkloads silent"),
+    )
+    rollback = (
+        Step("Re-apply the previous release (same storage API version only)",
+             f"kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/"
+             f"releases/download/v{v}/manifests.yaml"),
+    )
+    return Procedure("kueue-upgrade", "Kueue upgrade", "queues",
+                     "A new approved Kueue release.", steps, rollback)
+
+
+def cluster_upgrade(platform: Platform, spec: str) -> Procedure:
+    order = ", ".join(p.name for p in sorted(platform.pools, key=lambda p: (p.nodes, p.name)))
+    steps = (
+        Step("Check the target version: DRA resource.k8s.io/v1 needs 1.34 or later",
+             f"aiplat matrix check {spec} && aiplat kube validate out/kube --k8s-version "
+             "$TARGET",
+             "exit 0"),
+        Step("Back up etcd (the only way back from a control plane upgrade)",
+             "ETCDCTL_API=3 etcdctl snapshot save etcd-before-$TARGET.db",
+             "snapshot saved"),
+        Step("Upgrade the control plane (kubeadm; or the provider's upgrade)",
+             "kubeadm upgrade plan && kubeadm upgrade apply v$TARGET",
+             "control plane on $TARGET"),
+        Step("Check the APIs the platform uses",
+             "kubectl api-resources --api-group=resource.k8s.io; kubectl get clusterqueues",
+             "resourceclaims, deviceclasses, resourceslices served; queues Active"),
+        Step(f"Upgrade the kubelets pool by pool, smallest first ({order}), each by the node "
+             "patch procedure", "", "every node Ready on $TARGET"),
+    )
+    rollback = (
+        Step("Control plane: restore the etcd snapshot on the previous version",
+             "ETCDCTL_API=3 etcdctl snapshot restore etcd-before-$TARGET.db"),
+        Step("Nodes: the node patch rollback with the previous kubelet"),
+    )
+    return Procedure("cluster-upgrade", "Kubernetes cluster upgrade", "cluster",
+                     f"A new Kubernetes minor (now {platform.kubernetes.version}).",
+                     steps, rollback)
+
+
+def add_tenant(platform: Platform, spec: str) -> Procedure:
+    pools = ", ".join(p.name for p in platform.pools)
+    steps = (
+        Step(f"Add the tenant to the spec: name, quota per pool ({pools}), admins, users, "
+             "weight", f"aiplat spec validate {spec}", "valid"),
+        Step("Plan: quotas against capacity", f"aiplat plan {spec} -o out",
+             "exit 0 (no error findings)"),
+        Step("Render, validate and lint every layer",
+             f"aiplat kube render {spec} -o out/kube && aiplat kube validate out/kube && "
+             "aiplat kube lint out/kube",
+             "all exit 0"),
+        Step("Review and apply the tenant and the queues",
+             "kubectl diff -k out/kube/tenants/$TENANT; kubectl apply -k "
+             "out/kube/tenants/$TENANT && kubectl apply -k out/kube/kueue",
+             "namespace, roles, quotas, policies and LocalQueue created"),
+        Step("Check the ClusterQueue and the rights",
+             "kubectl get clusterqueue $TENANT -o jsonpath='{.status.conditions[?(@.type==\""
+             "Active\")].status}'; kubectl auth can-i create jobs -n $TENANT "
+             "--as=system:serviceaccount:$TENANT:default",
+             "True; rights as the spec grants"),
+        Step("Refresh monitoring and this runbook",
+             f"aiplat monitoring render {spec} -o out/monitoring && aiplat runbook {spec} "
+             "-o out/runbook",
+             "files written; reload Prometheus"),
+    )
+    rollback = (Step("Remove the tenant from the spec, render again and delete its objects",
+                     "kubectl delete -k out/kube/tenants/$TENANT"),)
+    return Procedure("add-tenant", "Adding a tenant (and changing quotas)", "queues",
+                     "A new team or a quota change. Queue alerts (pending, inadmissible, quota, "
+                     "preemptions) point here too: most are fixed by a quota change.",
+                     steps, rollback)
+
+
+def replace_node(platform: Platform, spec: str) -> Procedure:
+    r = platform.reserve
+    approved = platform.versions.approved
+    entry_opt = f" --entry {approved[-1].name}" if approved else ""
+    steps = (
+        Step("Confirm the failure on the node (which GPU, which check)",
+             f"aiplat node check --spec {spec} --pool $POOL; aiplat node inventory -o json > "
+             "inventory-$NODE.json",
+             "the failing device and its serial number for the ticket"),
+        *_kueue_drain_steps(),
+        Step("Remove the node from the cluster and open the hardware case",
+             "kubectl delete node $NODE",
+             f"support contract {r.support_contract}; replacement lead time "
+             f"{r.replacement_lead_time_days:g} days"),
+        Step("Prepare the replacement per the approved matrix",
+             f"aiplat node prepare --spec {spec} --pool $POOL{entry_opt} -w "
+             "prepare-$NODE.sh; sudo bash prepare-$NODE.sh && sudo systemctl reboot",
+             "reviewed script run, node rebooted"),
+        Step("Qualify it: checks, burn-in, baseline",
+             f"aiplat node check --spec {spec} --pool $POOL --matrix && aiplat node burnin "
+             f"--duration 2h && aiplat node baseline record --spec {spec} --pool $POOL "
+             "-w baseline/$NODE.json",
+             "all pass"),
+        Step("Join, label and taint it as its pool",
+             "bash out/kube/cluster/nodes/label-and-taint.sh $POOL $NODE",
+             "labels aiplat.io/pool=$POOL and the pool's taints"),
+        Step("Check device binding and return it to service",
+             "aiplat cdi verify && kubectl uncordon $NODE",
+             "GpuMissing silent for $NODE"),
+    )
+    return Procedure("replace-node", "Replacing a failed GPU node", "nodes",
+                     "A GPU fell off the bus, row remapping failed, uncorrectable errors "
+                     "persist after a reset, or the node does not boot.", steps)
+
+
+def procedures(platform: Platform, spec: str = "platform.yaml",
+               spares: Mapping[str, int] | None = None) -> list[Procedure]:
+    s = dict(spares or {})
+    return [node_patch(platform, spec, s), driver_upgrade(platform, spec),
+            operator_upgrade(platform, spec), kueue_upgrade(platform, spec),
+            cluster_upgrade(platform, spec), add_tenant(platform, spec),
+            replace_node(platform, spec)]
+
+
+# ---------------------------------------------------------------------------- document
+
+
+def _steps_table(title: str, steps: tuple[Step, ...]) -> Table:
+    return Table(title=title, columns=["#", "Action", "Command", "Expect"],
+                 rows=[[str(i), s.action, s.command or "—", s.expect or "—"]
+                       for i, s in enumerate(steps, 1)],
+                 align=["right", "left", "left", "left"])
+
+
+def gaps(platform: Platform) -> list[str]:
+    """What the spec leaves open that a handover needs."""
+    out = raci(platform)[1]
+    if not platform.operations.escalation:
+        out.append("no escalation path: add operations.escalation steps (level, contact, "
+                   "afterMinutes)")
+    if not platform.operations.maintenance_windows:
+        out.append("no maintenance window: add operations.maintenanceWindows "
+                   "(name, schedule, durationHours)")
+    if not platform.versions.approved:
+        out.append("no approved version matrix: add versions.approved")
+    return out
+
+
+def runbook_document(platform: Platform, spec: str = "platform.yaml",
+                     spares: Mapping[str, int] | None = None,
+                     groups: list[RuleGroup] | None = None) -> Document:
+    """The runbook for ``platform``; ``spec`` is the path the commands use, ``spares`` the
+    plan's spare nodes per pool (batch sizes), ``groups`` the monitoring rules to link."""
+    s = dict(spares or {})
+    ops = platform.operations
+    procs = procedures(platform, spec, s)
+    rows, _ = raci(platform)
+    open_items = gaps(platform)
+    windows = ops.maintenance_windows
+    first_hours = windows[0].duration_hours if windows else None
+
+    sections: list[Section] = [Section(
+        id="responsibilities", title="Responsibilities (RACI)",
+        paragraphs=["Responsible does the work, accountable approves and answers for it, "
+                    "consulted are asked before, informed are told after."],
+        tables=[Table(columns=["Area", "Responsible", "Accountable", "Consulted",
+                               "Informed"], rows=rows)],
+        notes=[g for g in open_items if g.startswith("nobody")],
+    )]
+    esc_rows = [[str(e.level), e.contact, f"after {e.after_minutes} min"]
+                for e in sorted(ops.escalation, key=lambda e: e.level)]
+    sections.append(Section(
+        id="escalation", title="Escalation",
+        paragraphs=["Critical alerts page level 1 at once and climb the levels while "
+                    "unacknowledged; warnings open a ticket for the area's responsible; info "
+                    "alerts are reviewed weekly."],
+        tables=[Table(columns=["Level", "Contact", "When"], rows=esc_rows)] if esc_rows
+        else [],
+        notes=[] if esc_rows else [g for g in open_items if g.startswith("no escalation")],
+    ))
+    if groups is None:
+        groups = monitoring_rules(platform)
+    alert_rows = []
+    for g in groups:
+        for a in g.alerts:
+            area = COMPONENT_AREA.get(a.component, "cluster")
+            alert_rows.append([a.name, a.severity, area, owner(platform, area)[0],
+                               f"#{a.procedure}" if a.procedure else "—"])
+    sections.append(Section(
+        id="alerts", title="Alert response",
+        paragraphs=["Every alert of aiplat monitoring render, who answers it and the "
+                    "procedure it links to (its runbook_url)."],
+        tables=[Table(columns=["Alert", "Severity", "Area", "Responsible", "Procedure"],
+                      rows=alert_rows)],
+    ))
+    win_rows = [[w.name, w.schedule, describe_cron(w.schedule), f"{w.duration_hours:g} h"]
+                for w in windows]
+    sections.append(Section(
+        id="maintenance", title="Maintenance windows and canary order",
+        paragraphs=[f"Changes that drain nodes run inside a window. One canary node per pool "
+                    f"first, then batches no larger than the pool's spare nodes; about "
+                    f"{BATCH_MINUTES} minutes per batch (drain, update, reboot, checks)."],
+        tables=[
+            *([Table(title="Windows", columns=["Name", "Cron", "Reading", "Duration"],
+                     rows=win_rows)] if win_rows else []),
+            Table(title="Rollout per pool", columns=["Pool", "Nodes", "Canary", "Batch",
+                                                      "Batches after canary", "Windows"],
+                  rows=[rollout(p, s, first_hours) for p in platform.pools],
+                  align=["left", "right", "right", "right", "right", "right"]),
+        ],
+        notes=[g for g in open_items if g.startswith("no maintenance")],
+    ))
+    matrix_cols = ["name", "kernel", "firmware", "driver", "cuda", "container_toolkit",
+                   "container_runtime", "kubernetes", "gpu_operator", "dra_driver", "kueue"]
+    approved = platform.versions.approved
+    sections.append(Section(
+        id="versions", title="Approved versions",
+        paragraphs=["Updates go to the last approved entry; aiplat matrix check and diff "
+                    "compare them with the compatibility facts."],
+        tables=[Table(columns=[c.replace("_", " ") for c in matrix_cols],
+                      rows=[[str(getattr(e, c) or "—") for c in matrix_cols]
+                            for e in approved])] if approved else [],
+        notes=[] if approved else ["no approved version matrix: add versions.approved"],
+    ))
+    for p in procs:
+        resp, acc = owner(platform, p.area)
+        tables = [_steps_table("Steps", p.steps)]
+        if p.rollback:
+            tables.append(_steps_table("Rollback", p.rollback))
+        sections.append(Section(
+            id=p.id, title=p.title,
+            paragraphs=[p.when, f"Area {p.area}: responsible {resp}, accountable {acc}."],
+            tables=tables, notes=list(p.notes)))
+    gpus = sum(p.gpus for p in platform.pools)
+    return Document(
+        title=f"Runbook — {platform.metadata.name}",
+        subtitle=f"Generated by aiplat runbook from {spec}. Commands use $POOL, $NODE, $NS, "
+                 "$WL, $TENANT, $VERSION and $TARGET: set them first.",
+        summary=[
+            KeyFigure(label="Pools", value=str(len(platform.pools)),
+                      detail=f"{sum(p.nodes for p in platform.pools)} nodes, {gpus} GPUs"),
+            KeyFigure(label="Procedures", value=str(len(procs))),
+            KeyFigure(label="Alerts linked", value=str(len(alert_rows))),
+            KeyFigure(label="Open items", value=str(len(open_items)),
+                      detail="notes in their sections" if open_items else "none"),
+        ],
+        sections=sections,
+    )

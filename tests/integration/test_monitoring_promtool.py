@@ -1,0 +1,168 @@
+"""The rendered monitoring files through the real ``promtool`` (Debian's prometheus package).
+
+- ``promtool check rules`` on the rules for the example spec, ``promtool check config`` on
+  the scrape configuration (file discovery: Debian's Prometheus is built without Kubernetes
+  discovery);
+- ``promtool test rules`` on the shipped unit tests: every alert fires on its series and
+  stays silent on healthy ones;
+- negative controls, so the tests above could fail: a rule file with a wrong threshold fails
+  the shipped tests, and a hand-written test (independent of the builder's cases) shows that
+  a spec threshold really moves the alert.
+
+Without promtool the tests skip locally and fail in CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.catalog import load_catalog
+from aiplat.fsutil import write_tree
+from aiplat.ops.monitoring import (
+    KUEUE_TOKEN_FILE,
+    RULES_FILE,
+    SCRAPE_FILE,
+    TESTS_FILE,
+    monitoring_rules,
+    render_monitoring,
+)
+from aiplat.spec import EXAMPLE, Platform, example_text, parse_platform
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def promtool() -> str:
+    path = shutil.which("promtool")
+    if path is None:
+        reason = "promtool is not installed (To fix: apt-get install prometheus)"
+        if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
+            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
+                        pytrace=False)
+        pytest.skip(reason)
+    return path
+
+
+def example(edit: Callable[[dict[str, Any]], None] | None = None) -> Platform:
+    data = yaml.safe_load(example_text())
+    if edit is not None:
+        edit(data)
+    return parse_platform(yaml.safe_dump(data, sort_keys=False), EXAMPLE, load_catalog())
+
+
+def run(promtool: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([promtool, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def rendered(tmp_path: Path, platform: Platform, discovery: str = "kubernetes") -> Path:
+    write_tree(tmp_path, render_monitoring(platform, "file" if discovery == "file"
+                                           else "kubernetes"))
+    return tmp_path
+
+
+def test_rules_are_valid(promtool: str, tmp_path: Path) -> None:
+    d = rendered(tmp_path, example())
+    r = run(promtool, "check", "rules", RULES_FILE, cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    n = sum(len(g.rules) for g in monitoring_rules(example()))
+    assert f"SUCCESS: {n} rules found" in r.stdout
+
+
+def test_every_alert_fires_on_its_series_and_stays_silent_on_healthy_ones(
+    promtool: str, tmp_path: Path
+) -> None:
+    d = rendered(tmp_path, example())
+    tests = yaml.safe_load((d / TESTS_FILE).read_text())["tests"]
+    alerts = [a.name for g in monitoring_rules(example()) for a in g.alerts]
+    assert sorted(t["alert_rule_test"][0]["alertname"] for t in tests) == sorted(alerts * 2)
+    r = run(promtool, "test", "rules", TESTS_FILE, cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS" in r.stdout
+
+
+def test_rules_with_spec_thresholds_changed_still_pass_their_tests(
+    promtool: str, tmp_path: Path
+) -> None:
+    def tuned(data: dict[str, Any]) -> None:
+        data["pools"][0]["node"]["checks"] = {"maxGpuTempC": 70, "maxEccUncorrected": 2,
+                                              "maxRemappedRowsUncorrectable": 5}
+        data["operations"]["monitoring"] = {"pendingMinutes": 20, "idleGpuMinutes": 15,
+                                            "preemptionsPerHour": 4}
+
+    d = rendered(tmp_path, example(tuned))
+    assert run(promtool, "check", "rules", RULES_FILE, cwd=d).returncode == 0
+    r = run(promtool, "test", "rules", TESTS_FILE, cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_scrape_config_is_valid(promtool: str, tmp_path: Path) -> None:
+    d = rendered(tmp_path, example(), "file")
+    (d / KUEUE_TOKEN_FILE).write_text("token\n")
+    r = run(promtool, "check", "config", SCRAPE_FILE, cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "1 rule files found" in r.stdout
+
+
+def test_a_wrong_threshold_fails_the_shipped_tests(promtool: str, tmp_path: Path) -> None:
+    d = rendered(tmp_path, example())
+    rules = (d / RULES_FILE).read_text()
+    wrong = rules.replace('DCGM_FI_DEV_GPU_TEMP{pool=~"h100|l40s"} > 85',
+                          'DCGM_FI_DEV_GPU_TEMP{pool=~"h100|l40s"} > 80')
+    assert wrong != rules
+    (d / RULES_FILE).write_text(wrong)
+    r = run(promtool, "test", "rules", TESTS_FILE, cwd=d)
+    assert r.returncode != 0
+    assert "GpuTemperatureHigh stays silent" in r.stdout + r.stderr
+
+
+def test_a_spec_threshold_moves_the_alert(promtool: str, tmp_path: Path) -> None:
+    """Hand-written expectations: h100 at maxGpuTempC 70 alerts at 75 °C, l40s (85) not."""
+
+    def hot(data: dict[str, Any]) -> None:
+        data["pools"][0]["node"]["checks"] = {"maxGpuTempC": 70}
+
+    d = rendered(tmp_path, example(hot))
+    h100 = 'gpu="0", instance="a:9400", job="dcgm-exporter", node="a", pool="h100"'
+    l40s = 'gpu="0", instance="b:9400", job="dcgm-exporter", node="b", pool="l40s"'
+    test = {
+        "rule_files": [RULES_FILE],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": f"DCGM_FI_DEV_GPU_TEMP{{{h100}}}", "values": "75x10"},
+                {"series": f"DCGM_FI_DEV_GPU_TEMP{{{l40s}}}", "values": "75x10"},
+            ],
+            "alert_rule_test": [{
+                "eval_time": "10m", "alertname": "GpuTemperatureHigh",
+                "exp_alerts": [{
+                    "exp_labels": {"severity": "warning", "component": "gpu", "gpu": "0",
+                                   "instance": "a:9400", "job": "dcgm-exporter", "node": "a",
+                                   "pool": "h100"},
+                    "exp_annotations": {
+                        "summary": "GPU 0 of a is too hot",
+                        "description": "The GPU is above the pool's node.checks.maxGpuTempC "
+                                       "for 5 minutes: check the node's fans and the rack's "
+                                       "cooling; sustained heat throttles and ages the GPU.",
+                        "runbook_url": "runbook.html#node-patch",
+                    },
+                }],
+            }],
+        }],
+    }
+    (d / "hand.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    r = run(promtool, "test", "rules", "hand.test.yaml", cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
+    # The same series against the default spec (85 °C everywhere): the expectation fails.
+    d2 = rendered(tmp_path / "default", example())
+    (d2 / "hand.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    assert run(promtool, "test", "rules", "hand.test.yaml", cwd=d2).returncode != 0

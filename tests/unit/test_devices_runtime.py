@@ -1,0 +1,91 @@
+"""Runtime config merges: goldens on realistic files, idempotence, kept comments, refusals."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiplat.devices import runtime
+from aiplat.devices.runtime import RuntimeConfigError
+
+GOLDEN = Path(__file__).parents[1] / "golden" / "runtime"
+CASES = [("containerd-1.7", "containerd", "1.7.12"),
+         ("containerd-1.7-minimal", "containerd", "1.7.12"),
+         ("containerd-2.0", "containerd", "2.0.2"),
+         ("crio-1.28", "crio", "1.28.1"),
+         ("podman-4.9", "podman", "4.9.3")]
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict):
+            out.update(_flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+@pytest.mark.parametrize(("name", "rt", "version"), CASES, ids=[c[0] for c in CASES])
+def test_merge_matches_golden_and_is_idempotent(name: str, rt: str, version: str) -> None:
+    before = (GOLDEN / f"{name}.input.toml").read_text()
+    m = runtime.merge(rt, before, version, nri=rt != "podman")
+    assert m.after == (GOLDEN / f"{name}.expected.toml").read_text()
+    again = runtime.merge(rt, m.after, version, nri=rt != "podman")
+    assert again.after == m.after and again.changes == []
+    # every other key keeps its value, every comment its line
+    old, new = _flatten(tomllib.loads(before)), _flatten(tomllib.loads(m.after))
+    changed = {c.key for c in m.changes}
+    assert {k: v for k, v in old.items() if k not in changed} == {
+        k: v for k, v in new.items() if k in old and k not in changed}
+    comments = [ln.strip() for ln in before.splitlines() if ln.strip().startswith("#")]
+    assert all(c in m.after for c in comments)
+
+
+def test_containerd_17_turns_cdi_and_nri_on() -> None:
+    m = runtime.merge("containerd", (GOLDEN / "containerd-1.7.input.toml").read_text(), "1.7.12")
+    cfg = tomllib.loads(m.after)
+    assert cfg["plugins"]["io.containerd.grpc.v1.cri"]["enable_cdi"] is True
+    assert cfg["plugins"]["io.containerd.nri.v1.nri"]["disable"] is False
+    assert "-    enable_cdi = false\n+    enable_cdi = true" in m.diff()
+
+
+def test_containerd_2_uses_version_3_sections_and_defaults() -> None:
+    m = runtime.merge("containerd", "", "2.1.0")
+    assert tomllib.loads(m.after) == {"version": 3}
+    assert any("on by default" in n for n in m.notes)
+    m = runtime.merge("containerd", "", "2.1.0", spec_dirs=("/etc/cdi", "/opt/cdi"))
+    assert tomllib.loads(m.after)["plugins"]["io.containerd.cri.v1.runtime"][
+        "cdi_spec_dirs"] == ["/etc/cdi", "/opt/cdi"]
+
+
+def test_crio_nri_and_spec_dirs() -> None:
+    m = runtime.merge("crio", "", "1.30.0")
+    assert tomllib.loads(m.after) == {"crio": {"nri": {"enable_nri": True}}}
+
+
+@pytest.mark.parametrize(("rt", "text", "version", "fragment"), [
+    ("containerd", "", "1.6.20", "upgrade to containerd >= 1.7"),
+    ("containerd", "version = 3\n", "1.7.12", "config version 3 needs containerd 2.x"),
+    ("containerd", "root = '/x'\n", "1.7.12", "containerd config migrate"),
+    ("containerd", "version = 2\n[plugins\n", "1.7.12", "not valid TOML"),
+    ("crio", "", "1.22.0", "CRI-O >= 1.23"),
+    ("crio", "", "1.24.0", "--no-nri"),
+    ("podman", "", "4.0.2", "Podman >= 4.1"),
+    ("docker", "", "1.0.0", "unknown runtime"),
+])
+def test_unsupported_combinations_are_refused(rt: str, text: str, version: str,
+                                              fragment: str) -> None:
+    with pytest.raises(RuntimeConfigError, match=fragment):
+        runtime.merge(rt, text, version)
+
+
+def test_podman_custom_dirs_need_podman_5() -> None:
+    with pytest.raises(RuntimeConfigError, match=r"Podman >= 5\.0"):
+        runtime.merge("podman", "", "4.9.3", spec_dirs=("/opt/cdi",))
+    m = runtime.merge("podman", "", "5.2.0", spec_dirs=("/opt/cdi",))
+    assert tomllib.loads(m.after) == {"engine": {"cdi_spec_dirs": ["/opt/cdi"]}}

@@ -1,0 +1,268 @@
+"""``aiplat kube lint``: nothing on the clean example, and each seeded misconfiguration found
+by the rule that owns it (the test ids name the misconfigurations)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.catalog import load_catalog
+from aiplat.kube import lint, render
+from aiplat.kube.inventory import Inventory
+from aiplat.spec import example_text, parse_platform
+from aiplat.spec.models import Platform
+
+Obj = dict[str, Any]
+
+
+def platform_from(edit: Callable[[Obj], None] | None = None) -> Platform:
+    data = yaml.safe_load(example_text())
+    if edit is not None:
+        edit(data)
+    return parse_platform(yaml.safe_dump(data, sort_keys=False), "test.yaml", load_catalog())
+
+
+def _dead_borrowing(data: Obj) -> None:
+    # research may borrow 8 H100s, but serving (the only other member) lends none of its
+    # h100 quota: the limit promises capacity that does not exist.
+    data["tenants"][0]["quota"]["h100"]["borrowingLimit"] = 8
+    data["tenants"][1]["quota"]["h100"]["lendingLimit"] = 0
+
+
+def clean() -> tuple[list[Obj], Inventory]:
+    r = render(platform_from(), load_catalog())
+    return r.objects(), r.inventory
+
+
+def find(objs: list[Obj], kind: str, name: str, ns: str | None = None) -> Obj:
+    return next(o for o in objs if o["kind"] == kind and o["metadata"]["name"] == name
+                and (ns is None or o["metadata"].get("namespace") == ns))
+
+
+def test_clean_example_has_no_findings() -> None:
+    objs, inv = clean()
+    assert lint(objs, inv) == []
+
+
+def test_dead_borrowing_limit_is_the_only_finding() -> None:
+    r = render(platform_from(_dead_borrowing), load_catalog())
+    findings = lint(r.objects(), r.inventory)
+    assert [(f.severity, f.rule, f.object) for f in findings] == [
+        ("warning", "borrowing-cohort", "ClusterQueue/research")]
+    assert "exceeds what cohort example can lend (0)" in findings[0].why
+
+
+def _cq_gpu(objs: list[Obj], cq: str, flavor: str = "h100") -> Obj:
+    spec = find(objs, "ClusterQueue", cq)["spec"]
+    fl = next(f for f in spec["resourceGroups"][0]["flavors"] if f["name"] == flavor)
+    return next(r for r in fl["resources"] if r["name"] == "nvidia.com/gpu")
+
+
+def localqueue_names_missing_clusterqueue(o: list[Obj], inv: Inventory) -> None:
+    find(o, "LocalQueue", "batch", "batch")["spec"]["clusterQueue"] = "batchh"
+
+
+def clusterqueue_uses_missing_flavor(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ClusterQueue", "batch")["spec"]["resourceGroups"][0]["flavors"][0]["name"] = "l4"
+
+
+def namespace_selector_misses_tenant_namespace(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ClusterQueue", "serving")["spec"]["namespaceSelector"] = {
+        "matchLabels": {"aiplat.io/tenant": "servin"}}
+
+
+def flavor_labels_select_no_pool(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceFlavor", "l40s")["spec"]["nodeLabels"] = {"aiplat.io/pool": "l40"}
+
+
+def flavor_labels_select_two_pools(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceFlavor", "l40s")["spec"]["nodeLabels"] = {
+        "topology.kubernetes.io/zone": "zone-a"}
+
+
+def flavor_missing_pool_toleration(o: list[Obj], inv: Inventory) -> None:
+    del find(o, "ResourceFlavor", "h100")["spec"]["tolerations"]
+
+
+def nominal_quota_exceeds_pool_gpus(o: list[Obj], inv: Inventory) -> None:
+    _cq_gpu(o, "research")["nominalQuota"] = 44  # 44 + 8 > 6 nodes × 8 GPUs
+
+
+def borrowing_limit_beyond_cohort(o: list[Obj], inv: Inventory) -> None:
+    _cq_gpu(o, "batch", "l40s")["borrowingLimit"] = 24  # serving can lend only 16
+
+
+def resourcequota_below_clusterqueue(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceQuota", "aiplat-quota", "serving")["spec"]["hard"][
+        "requests.nvidia.com/gpu"] = 16
+
+
+def deviceclass_selector_matches_no_device(o: list[Obj], inv: Inventory) -> None:
+    dc = find(o, "DeviceClass", "gpu-l40s-48gb")
+    dc["spec"]["selectors"][0]["cel"]["expression"] = dc["spec"]["selectors"][0]["cel"][
+        "expression"].replace("quantity('45Gi')", "quantity('80Gi')")
+
+
+def deviceclass_selector_needs_newer_driver(o: list[Obj], inv: Inventory) -> None:
+    dc = find(o, "DeviceClass", "gpu-h100-sxm-80gb")
+    dc["spec"]["selectors"][0]["cel"]["expression"] = dc["spec"]["selectors"][0]["cel"][
+        "expression"].replace("semver('580.95.5')", "semver('590.0.0')")
+
+
+def deviceclass_selector_reads_missing_attribute(o: list[Obj], inv: Inventory) -> None:
+    find(o, "DeviceClass", "gpu-h100-sxm-80gb")["spec"]["selectors"][0]["cel"]["expression"] = (
+        "device.attributes['gpu.nvidia.com'].cliqueID == 'nvl72-0'")
+
+
+def claim_template_names_missing_deviceclass(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceClaimTemplate", "h100-gpu-1", "research")["spec"]["spec"]["devices"][
+        "requests"][0]["exactly"]["deviceClassName"] = "gpu.nvidia.com"
+
+
+def claim_constraint_on_unpublished_attribute(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceClaimTemplate", "h100-gpu-pair", "research")["spec"]["spec"]["devices"][
+        "constraints"][0]["matchAttribute"] = "gpu.nvidia.com/nvlinkDomain"
+
+
+def topology_level_not_a_node_label(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Topology", "h100")["spec"]["levels"][1]["nodeLabel"] = "cloud.example.com/rack"
+
+
+def flavor_names_missing_topology(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceFlavor", "h100")["spec"]["topologyName"] = "default"
+
+
+def networkpolicy_blocks_dns(o: list[Obj], inv: Inventory) -> None:
+    o.remove(find(o, "NetworkPolicy", "allow-dns", "batch"))
+
+
+def networkpolicy_blocks_model_store(o: list[Obj], inv: Inventory) -> None:
+    np = find(o, "NetworkPolicy", "allow-model-store", "research")
+    np["spec"]["egress"][0]["to"] = [t for t in np["spec"]["egress"][0]["to"]
+                                     if "ipBlock" not in t]
+
+
+def role_with_wildcard_verbs(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Role", "aiplat-user", "batch")["rules"][0]["verbs"] = ["*"]
+
+
+def role_grants_bind_and_escalate(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Role", "aiplat-admin", "research")["rules"].append(
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"],
+         "verbs": ["bind", "escalate"]})
+
+
+def role_writes_rolebindings(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Role", "aiplat-admin", "serving")["rules"].append(
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["rolebindings"],
+         "verbs": ["create"]})
+
+
+def role_reads_secrets_without_grant(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Role", "aiplat-user", "serving")["rules"].append(
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]})
+
+
+def job_names_missing_localqueue(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Job", "nightly-eval", "batch")["metadata"]["labels"][
+        "kueue.x-k8s.io/queue-name"] = "default"
+
+
+def job_names_missing_priority_class(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Job", "nightly-eval", "batch")["metadata"]["labels"][
+        "kueue.x-k8s.io/priority-class"] = "low"
+
+
+def job_not_restricted_compliant(o: list[Obj], inv: Inventory) -> None:
+    job = find(o, "Job", "nightly-eval", "batch")
+    del job["spec"]["template"]["spec"]["containers"][0]["securityContext"]["runAsNonRoot"]
+
+
+def agent_namespace_too_strict_for_hostpath(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Namespace", "aiplat-system")["metadata"]["labels"][
+        "pod-security.kubernetes.io/enforce"] = "baseline"
+
+
+SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str]] = [
+    (localqueue_names_missing_clusterqueue, "localqueue-clusterqueue", "LocalQueue/batch/batch"),
+    (clusterqueue_uses_missing_flavor, "clusterqueue-flavor", "ClusterQueue/batch"),
+    (namespace_selector_misses_tenant_namespace, "namespace-selector", "ClusterQueue/serving"),
+    (flavor_labels_select_no_pool, "flavor-pool", "ResourceFlavor/l40s"),
+    (flavor_labels_select_two_pools, "flavor-pool", "ResourceFlavor/l40s"),
+    (flavor_missing_pool_toleration, "flavor-taints", "ResourceFlavor/h100"),
+    (nominal_quota_exceeds_pool_gpus, "quota-capacity", "ResourceFlavor/h100"),
+    (borrowing_limit_beyond_cohort, "borrowing-cohort", "ClusterQueue/batch"),
+    (resourcequota_below_clusterqueue, "resourcequota-admits", "ResourceQuota/serving"),
+    (deviceclass_selector_matches_no_device, "deviceclass-matches", "DeviceClass/gpu-l40s-48gb"),
+    (deviceclass_selector_needs_newer_driver, "deviceclass-matches",
+     "DeviceClass/gpu-h100-sxm-80gb"),
+    (deviceclass_selector_reads_missing_attribute, "deviceclass-matches",
+     "DeviceClass/gpu-h100-sxm-80gb"),
+    (claim_template_names_missing_deviceclass, "claim-deviceclass",
+     "ResourceClaimTemplate/research/h100-gpu-1"),
+    (claim_constraint_on_unpublished_attribute, "claim-constraint",
+     "ResourceClaimTemplate/research/h100-gpu-pair"),
+    (topology_level_not_a_node_label, "topology-levels", "Topology/h100"),
+    (flavor_names_missing_topology, "topology-levels", "ResourceFlavor/h100"),
+    (networkpolicy_blocks_dns, "netpol-dns", "Namespace/batch"),
+    (networkpolicy_blocks_model_store, "netpol-model-store", "Namespace/research"),
+    (role_with_wildcard_verbs, "rbac-escalation", "Role/batch/aiplat-user"),
+    (role_grants_bind_and_escalate, "rbac-escalation", "Role/research/aiplat-admin"),
+    (role_writes_rolebindings, "rbac-escalation", "Role/serving/aiplat-admin"),
+    (role_reads_secrets_without_grant, "rbac-escalation", "Role/serving/aiplat-user"),
+    (job_names_missing_localqueue, "workload-queue", "Job/batch/nightly-eval"),
+    (job_names_missing_priority_class, "workload-queue", "Job/batch/nightly-eval"),
+    (job_not_restricted_compliant, "pod-security", "Job/batch/nightly-eval"),
+    (agent_namespace_too_strict_for_hostpath, "pod-security",
+     "DaemonSet/aiplat-system/aiplat-node-agent"),
+]
+
+
+@pytest.mark.parametrize(("seed", "rule", "obj"), SEEDED, ids=[s[0].__name__ for s in SEEDED])
+def test_seeded_misconfiguration_is_found(
+        seed: Callable[[list[Obj], Inventory], None], rule: str, obj: str) -> None:
+    objs, inv = clean()
+    seed(objs, inv)
+    findings = lint(objs, inv)
+    assert findings, "nothing found"
+    hits = [f for f in findings if f.rule == rule and f.object == obj]
+    assert hits, [(f.rule, f.object, f.why) for f in findings]
+    assert all(h.why and h.fix for h in hits)
+    # A seed breaks one thing: every finding belongs to the seeded rule (or its direct
+    # consequence on the same object).
+    assert {f.rule for f in findings} <= {rule, "quota-capacity", "resourcequota-admits",
+                                          "borrowing-cohort"} | {rule}
+
+
+def test_secrets_granted_by_spec_are_not_flagged() -> None:
+    def grant(data: Obj) -> None:
+        data["tenants"][1]["secretsAccess"] = True
+    r = render(platform_from(grant), load_catalog())
+    assert any("secrets" in rule["resources"] for o in r.objects() if o["kind"] == "Role"
+               and o["metadata"]["namespace"] == "serving" for rule in o["rules"])
+    assert lint(r.objects(), r.inventory) == []
+
+
+def test_mig_pool_capacity_counts_instances() -> None:
+    def mig(data: Obj) -> None:
+        data["pools"][0]["sharing"] = {"strategy": "mig", "migLayout": ["3g.40gb", "3g.40gb"]}
+    r = render(platform_from(mig), load_catalog())
+    # 48 GPUs × 2 instances = 96 MIG slices; the 48 units of quota fit.
+    assert lint(r.objects(), r.inventory) == []
+
+    def too_much(data: Obj) -> None:
+        mig(data)
+        data["tenants"][0]["quota"]["h100"]["gpus"] = 100
+    r = render(platform_from(too_much), load_catalog())
+    assert "quota-capacity" in {f.rule for f in lint(r.objects(), r.inventory)}
+
+
+def test_time_slicing_capacity_counts_replicas() -> None:
+    def ts(data: Obj) -> None:
+        data["pools"][1]["sharing"] = {"strategy": "time-slicing", "replicas": 2}
+        data["tenants"][2]["quota"]["l40s"]["gpus"] = 32  # 24 GPUs × 2 replicas = 48 ≥ 16+32
+    r = render(platform_from(ts), load_catalog())
+    assert [f.rule for f in lint(r.objects(), r.inventory)] == []
