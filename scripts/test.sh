@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-debs=(chromium chromium-driver podman runc busybox-static prometheus)
+debs=(chromium chromium-driver podman runc busybox-static prometheus docker-registry)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

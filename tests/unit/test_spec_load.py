@@ -33,102 +33,190 @@ class Expect:
 
 CASES: dict[str, list[Expect]] = {
     "typo_in_field": [
-        Expect(13, "cpuCore:", "pools[0].node.cpuCore", "unknown field 'cpuCore'",
-               "did you mean 'cpuCores'?"),
+        Expect(
+            13,
+            "cpuCore:",
+            "pools[0].node.cpuCore",
+            "unknown field 'cpuCore'",
+            "did you mean 'cpuCores'?",
+        ),
     ],
     "wrong_type": [
-        Expect(14, "memoryGiB: lots", "pools[0].node.memoryGiB", "valid integer",
-               "give a whole number, not 'lots'"),
+        Expect(
+            14,
+            "memoryGiB: lots",
+            "pools[0].node.memoryGiB",
+            "valid integer",
+            "give a whole number, not 'lots'",
+        ),
     ],
     "unknown_pool_in_workload": [
-        Expect(24, "pool: gpus", "workloads[0].pool", "unknown pool 'gpus'",
-               "did you mean 'gpu'?"),
+        Expect(24, "pool: gpus", "workloads[0].pool", "unknown pool 'gpus'", "did you mean 'gpu'?"),
     ],
     "negative_count": [
         Expect(15, "count: -2", "pools[0].count", "-2 is out of range", "use a value ≥ 0"),
     ],
     "model_without_size": [
-        Expect(25, "model: {params", "workloads[0].model",
-               "the model has no size: missing layers, hidden, heads, vocab",
-               "give a catalog name"),
+        Expect(
+            25,
+            "model: {params",
+            "workloads[0].model",
+            "the model has no size: missing layers, hidden, heads, vocab",
+            "give a catalog name",
+        ),
     ],
     "quota_on_missing_pool": [
-        Expect(19, "gpux: {gpus: 32", "tenants[0].quota.gpux",
-               "quota on pool 'gpux', which is not defined", "did you mean 'gpu'?"),
+        Expect(
+            19,
+            "gpux: {gpus: 32",
+            "tenants[0].quota.gpux",
+            "quota on pool 'gpux', which is not defined",
+            "did you mean 'gpu'?",
+        ),
     ],
     "unknown_tenant": [
-        Expect(23, "tenant: team-b", "workloads[0].tenant", "unknown tenant 'team-b'",
-               "did you mean 'team-a'?"),
+        Expect(
+            23,
+            "tenant: team-b",
+            "workloads[0].tenant",
+            "unknown tenant 'team-b'",
+            "did you mean 'team-a'?",
+        ),
     ],
     "unknown_gpu_model": [
-        Expect(12, "model: H100-SXM-80G,", "pools[0].node.gpu.model",
-               "unknown GPU model 'H100-SXM-80G'", "did you mean 'H100-SXM-80GB'?"),
+        Expect(
+            12,
+            "model: H100-SXM-80G,",
+            "pools[0].node.gpu.model",
+            "unknown GPU model 'H100-SXM-80G'",
+            "did you mean 'H100-SXM-80GB'?",
+        ),
     ],
     "unknown_model": [
-        Expect(25, "model: llama-3-8", "workloads[0].model", "unknown model 'llama-3-8'",
-               "did you mean 'llama-3-8b'?"),
+        Expect(
+            25,
+            "model: llama-3-8",
+            "workloads[0].model",
+            "unknown model 'llama-3-8'",
+            "did you mean 'llama-3-8b'?",
+        ),
     ],
     "duplicate_pool_names": [
         # Points at the second use of the name, not at `pools:`.
-        Expect(16, "name: gpu", "pools[1].name", "name 'gpu' is already used by entry 0",
-               "unique name"),
+        Expect(
+            16, "name: gpu", "pools[1].name", "name 'gpu' is already used by entry 0", "unique name"
+        ),
     ],
     "duplicate_yaml_key": [
-        Expect(16, "count: 8", "pools[0].count", "key 'count' appears twice",
-               "keep one of the two entries"),
+        Expect(
+            16,
+            "count: 8",
+            "pools[0].count",
+            "key 'count' appears twice",
+            "keep one of the two entries",
+        ),
     ],
     "count_and_autoscaling": [
-        Expect(16, "autoscaling:", "pools[0].autoscaling", "count and autoscaling are both given",
-               "not both"),
+        Expect(
+            16,
+            "autoscaling:",
+            "pools[0].autoscaling",
+            "count and autoscaling are both given",
+            "not both",
+        ),
     ],
     "pool_without_size": [
         Expect(10, "name: gpu", "pools[0]", "the pool has no size", "add count"),
     ],
     "autoscaling_min_above_max": [
-        Expect(15, "min: 5", "pools[0].autoscaling.min", "min (5) is above max (2)",
-               "make min at most max"),
+        Expect(
+            15,
+            "min: 5",
+            "pools[0].autoscaling.min",
+            "min (5) is above max (2)",
+            "make min at most max",
+        ),
     ],
     "mig_without_layout": [
-        Expect(16, "strategy: mig}", "pools[0].sharing.strategy",
-               "strategy 'mig' needs migLayout", "add migLayout"),
+        Expect(
+            16,
+            "strategy: mig}",
+            "pools[0].sharing.strategy",
+            "strategy 'mig' needs migLayout",
+            "add migLayout",
+        ),
     ],
     "time_slicing_without_replicas": [
-        Expect(16, "strategy: time-slicing", "pools[0].sharing.strategy",
-               "needs replicas", "add replicas"),
+        Expect(
+            16,
+            "strategy: time-slicing",
+            "pools[0].sharing.strategy",
+            "needs replicas",
+            "add replicas",
+        ),
     ],
     "mig_layout_exceeds_gpu": [
-        Expect(18, "migLayout: [4g.40gb, 4g.40gb]", "pools[0].sharing.migLayout",
-               "2 × 4g.40gb exceeds the 1 that H100-SXM-80GB allows", "fewer instances"),
-        Expect(18, "migLayout: [4g.40gb, 4g.40gb]", "pools[0].sharing.migLayout",
-               "needs 8 compute slices; a GPU has 7", "drop or shrink"),
+        Expect(
+            18,
+            "migLayout: [4g.40gb, 4g.40gb]",
+            "pools[0].sharing.migLayout",
+            "2 × 4g.40gb exceeds the 1 that H100-SXM-80GB allows",
+            "fewer instances",
+        ),
+        Expect(
+            18,
+            "migLayout: [4g.40gb, 4g.40gb]",
+            "pools[0].sharing.migLayout",
+            "needs 8 compute slices; a GPU has 7",
+            "drop or shrink",
+        ),
     ],
     "mig_unknown_profile": [
-        Expect(18, "3g.20gb]", "pools[0].sharing.migLayout[1]",
-               "H100-SXM-80GB has no MIG profile '3g.20gb'", "3g.40gb"),
+        Expect(
+            18,
+            "3g.20gb]",
+            "pools[0].sharing.migLayout[1]",
+            "H100-SXM-80GB has no MIG profile '3g.20gb'",
+            "3g.40gb",
+        ),
     ],
     "lending_above_quota": [
-        Expect(19, "lendingLimit: 40", "tenants[0].quota.gpu.lendingLimit",
-               "lendingLimit 40 exceeds the nominal quota 32", "at most 32"),
+        Expect(
+            19,
+            "lendingLimit: 40",
+            "tenants[0].quota.gpu.lendingLimit",
+            "lendingLimit 40 exceeds the nominal quota 32",
+            "at most 32",
+        ),
     ],
     "uppercase_name": [
-        Expect(10, "name: GPU", "pools[0].name", "'GPU' is not a valid value",
-               "lowercase letters, digits and '-'"),
+        Expect(
+            10,
+            "name: GPU",
+            "pools[0].name",
+            "'GPU' is not a valid value",
+            "lowercase letters, digits and '-'",
+        ),
     ],
     "wrong_api_version": [
-        Expect(2, "apiVersion: aiplat/v1\n", "apiVersion", "'aiplat/v1' is not allowed",
-               "aiplat/v1alpha1"),
+        Expect(
+            2,
+            "apiVersion: aiplat/v1\n",
+            "apiVersion",
+            "'aiplat/v1' is not allowed",
+            "aiplat/v1alpha1",
+        ),
     ],
     "unknown_section": [
-        Expect(20, "workload:", "workload", "unknown field 'workload'",
-               "did you mean 'workloads'?"),
+        Expect(
+            20, "workload:", "workload", "unknown field 'workload'", "did you mean 'workloads'?"
+        ),
     ],
     "infinite_number": [
-        Expect(7, "powerBudgetKW: .inf", "site.powerBudgetKW", "finite number",
-               "not .inf or .nan"),
+        Expect(7, "powerBudgetKW: .inf", "site.powerBudgetKW", "finite number", "not .inf or .nan"),
     ],
     "workload_on_cpu_pool": [
-        Expect(23, "pool: gpu", "workloads[0].pool", "pool 'gpu' has no GPUs",
-               "add node.gpu"),
+        Expect(23, "pool: gpu", "workloads[0].pool", "pool 'gpu' has no GPUs", "add node.gpu"),
     ],
     "yaml_syntax_error": [
         # PyYAML notices the unclosed `{` on the next line; the message says where it opened.
@@ -255,12 +343,14 @@ def test_issue_renders_as_one_located_line() -> None:
 
 def test_builtin_example_is_valid() -> None:
     platform = parse_platform(example_text(), "example.yaml")
-    assert [p.name for p in platform.pools] == ["h100", "l40s"]
-    assert [t.name for t in platform.tenants] == ["research", "serving", "batch"]
-    assert platform.pool("l40s") is not None
-    assert platform.pools[1].autoscaling is not None
-    assert platform.pools[1].nodes == platform.pools[1].autoscaling.max
-    assert all(w.model.name for w in platform.workloads)
+    # It shows both ways of sizing a pool and uses every section that references another.
+    scaled = [p for p in platform.pools if p.autoscaling is not None]
+    assert scaled
+    assert any(p.count is not None for p in platform.pools)
+    assert all(p.nodes == p.autoscaling.max for p in scaled if p.autoscaling)
+    assert platform.workloads
+    assert all(platform.pool(w.pool) for w in platform.workloads if w.pool)
+    assert all(platform.pool(name) for t in platform.tenants for name in t.quota)
 
 
 def test_packaged_example_file_loads_from_disk(tmp_path: Path) -> None:
@@ -338,30 +428,110 @@ def test_catalog_can_be_injected() -> None:
 @pytest.mark.parametrize(
     ("edit", "line", "path", "message", "hint"),
     [
-        pytest.param(("kind: Platform", "kind: !foo Platform"), 2, "kind",
-                     "unsupported YAML tag '!foo'", "remove the tag", id="custom-tag"),
-        pytest.param(("kind: Platform", "kind: !!python/object:os.system ls"), 2, "kind",
-                     "unsupported YAML tag", "remove the tag", id="python-tag"),
-        pytest.param(("name: minimal", "name: 2024-13-45"), 4, "metadata.name",
-                     "'2024-13-45' is not a valid timestamp", "quote it", id="impossible-date"),
-        pytest.param(("count: 4", "count: " + "9" * 5000), 14, "pools[0].count",
-                     "is not a valid int", "quote it", id="int-of-5000-digits"),
-        pytest.param(("count: 4", "count: !!bool maybe"), 14, "pools[0].count",
-                     "'maybe' is not a valid bool", "correct the value", id="bad-explicit-bool"),
-        pytest.param(("count: 4", "count: 1\n    1: x"), 15, "pools[0].1", "unknown field '1'",
-                     "remove it; allowed here", id="number-as-key"),
-        pytest.param(("count: 4", "count: 4\n    null: x"), 15, "pools[0].null",
-                     "unknown field 'null'", "remove it", id="null-as-key"),
-        pytest.param(("count: 4", "count: 4\n    ? [a, b]\n    : x"), 15, "pools[0]",
-                     "a mapping key must be a scalar", "plain name", id="list-as-key"),
-        pytest.param(("count: 4", "count: 4\n    <<: 3"), 15, "pools[0]",
-                     "'<<' merges only mappings", "<<: *name", id="merge-of-scalar"),
-        pytest.param(("powerBudgetKW: 100", "powerBudgetKW: .nan"), 6, "site.powerBudgetKW",
-                     "finite number", "not .inf or .nan", id="nan"),
-        pytest.param(("count: 4", "count: 4.5"), 14, "pools[0].count", "valid integer",
-                     "give a whole number, not 4.5", id="fractional-count"),
-        pytest.param(('  name: minimal', '  name: minimal\n  "a\\nb": 1'), 5, "metadata.a\\nb",
-                     "unknown field 'a\\nb'", "remove it", id="newline-in-key"),
+        pytest.param(
+            ("kind: Platform", "kind: !foo Platform"),
+            2,
+            "kind",
+            "unsupported YAML tag '!foo'",
+            "remove the tag",
+            id="custom-tag",
+        ),
+        pytest.param(
+            ("kind: Platform", "kind: !!python/object:os.system ls"),
+            2,
+            "kind",
+            "unsupported YAML tag",
+            "remove the tag",
+            id="python-tag",
+        ),
+        pytest.param(
+            ("name: minimal", "name: 2024-13-45"),
+            4,
+            "metadata.name",
+            "'2024-13-45' is not a valid timestamp",
+            "quote it",
+            id="impossible-date",
+        ),
+        pytest.param(
+            ("count: 4", "count: " + "9" * 5000),
+            14,
+            "pools[0].count",
+            "is not a valid int",
+            "quote it",
+            id="int-of-5000-digits",
+        ),
+        pytest.param(
+            ("count: 4", "count: !!bool maybe"),
+            14,
+            "pools[0].count",
+            "'maybe' is not a valid bool",
+            "correct the value",
+            id="bad-explicit-bool",
+        ),
+        pytest.param(
+            ("count: 4", "count: 1\n    1: x"),
+            15,
+            "pools[0].1",
+            "unknown field '1'",
+            "remove it; allowed here",
+            id="number-as-key",
+        ),
+        pytest.param(
+            ("count: 4", "count: 4\n    null: x"),
+            15,
+            "pools[0].null",
+            "unknown field 'null'",
+            "remove it",
+            id="null-as-key",
+        ),
+        pytest.param(
+            ("count: 4", "count: 4\n    ? [a, b]\n    : x"),
+            15,
+            "pools[0]",
+            "a mapping key must be a scalar",
+            "plain name",
+            id="list-as-key",
+        ),
+        pytest.param(
+            ("count: 4", "count: 4\n    <<: 3"),
+            15,
+            "pools[0]",
+            "'<<' merges only mappings",
+            "<<: *name",
+            id="merge-of-scalar",
+        ),
+        pytest.param(
+            ("kind: Platform", "kind: <<"),
+            2,
+            "kind",
+            "'<<' is not allowed",
+            "Platform",
+            id="merge-sign-as-value",
+        ),
+        pytest.param(
+            ("powerBudgetKW: 100", "powerBudgetKW: .nan"),
+            6,
+            "site.powerBudgetKW",
+            "finite number",
+            "not .inf or .nan",
+            id="nan",
+        ),
+        pytest.param(
+            ("count: 4", "count: 4.5"),
+            14,
+            "pools[0].count",
+            "valid integer",
+            "give a whole number, not 4.5",
+            id="fractional-count",
+        ),
+        pytest.param(
+            ("  name: minimal", '  name: minimal\n  "a\\nb": 1'),
+            5,
+            "metadata.a\\nb",
+            "unknown field 'a\\nb'",
+            "remove it",
+            id="newline-in-key",
+        ),
     ],
 )
 def test_hostile_yaml_gives_a_located_issue(
@@ -451,3 +621,25 @@ def test_directory_and_binary_file_are_spec_errors(tmp_path: Path) -> None:
             load_platform(path)
         (issue,) = info.value.issues
         assert "cannot read the spec" in issue.message
+
+
+@pytest.mark.parametrize("value", ["true", "167772160", "[10.0.0.0/24]"])
+def test_network_cidr_must_be_written_as_text(value: str) -> None:
+    # ipaddress would read `cidr: 167772160` as 10.0.0.0/32 and warn about `true`.
+    text = (
+        MINIMAL
+        + f"network:\n  segments:\n    - {{name: mgmt, purpose: management, cidr: {value}}}\n"
+    )
+    (issue,) = _raises(text).issues
+    assert (issue.line, issue.path) == (21, "network.segments[0].cidr")
+    assert "is not a network" in issue.message
+    assert "10.0.0.0/24" in issue.hint
+
+
+def test_unknown_key_with_brackets_is_named_as_written() -> None:
+    # pydantic's own loc markers contain '[' ("[key]", "function-after[...]"); a key the user
+    # wrote with brackets must not be mistaken for one (it used to crash with IndexError).
+    issues = _raises(MINIMAL + "extra[1]: 2\n").issues
+    assert [(i.line, i.path, i.message) for i in issues] == [
+        (19, "extra[1]", "unknown field 'extra[1]'")
+    ]

@@ -9,6 +9,7 @@ import click
 from aiplat import __version__
 from aiplat.cli.devices import accounting_group, cdi_group, runtime_group, sharing_group
 from aiplat.cli.kube import kube
+from aiplat.cli.model import model
 from aiplat.cli.ops import monitoring, runbook
 from aiplat.cli.plan import plan
 from aiplat.cli.spec import spec
@@ -22,7 +23,7 @@ def cli() -> None:
 
 
 for command in (plan, spec, kube, cdi_group, runtime_group, sharing_group, accounting_group,
-                monitoring, runbook):
+                monitoring, runbook, model):
     cli.add_command(command)
 
 

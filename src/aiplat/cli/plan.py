@@ -10,12 +10,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from aiplat.artifacts.guidance import storage_guidance
 from aiplat.catalog import load_catalog
 from aiplat.fsutil import write_tree
 from aiplat.kube.crds import load_crds
 from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_platform, plan_files
 from aiplat.plan import Plan, build_plan
 from aiplat.report import render_html, render_markdown
+from aiplat.report.artifacts_doc import storage_section
 from aiplat.report.plan_doc import plan_document
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 
@@ -47,7 +49,7 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     kube = check_platform(platform, catalog, load_crds(crd_dir) if crd_dir else None,
                           versions=k8s_versions,
                           gpus={w.name: w.gpus for w in result.workloads})
-    doc = plan_document(result, kube)
+    doc = plan_document(result, kube, [storage_section(storage_guidance(platform, catalog))])
     # Render everything before writing anything: a failure leaves DIR untouched.
     files = {
         "plan.json": result.model_dump_json(indent=2, by_alias=True) + "\n",

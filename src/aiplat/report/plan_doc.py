@@ -19,7 +19,10 @@ from aiplat.report.kube_doc import kube_section
 MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv cache", "overhead")
 
 
-def plan_document(plan: Plan, kube: KubeCheck | None = None) -> Document:
+def plan_document(
+    plan: Plan, kube: KubeCheck | None = None, extra: Iterable[Section] = ()
+) -> Document:
+    """The plan's report; ``extra`` holds sections other capabilities computed from the spec."""
     sections = [
         _findings(plan),
         _workloads(plan),
@@ -32,6 +35,7 @@ def plan_document(plan: Plan, kube: KubeCheck | None = None) -> Document:
     ]
     if kube is not None:
         sections.append(kube_section(kube))
+    sections.extend(extra)
     sections.append(_assumptions(plan))
     return Document(
         title=f"Platform plan: {plan.platform}",

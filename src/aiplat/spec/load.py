@@ -11,11 +11,12 @@ reported the same way, so the user sees every problem of one file in one run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -92,14 +93,30 @@ def _parse(text: str, filename: str, catalog: Catalog | None) -> Platform:
 
 
 _MERGE = "tag:yaml.org,2002:merge"
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's composer when PyYAML was built with it: the same nodes and marks, ~10x faster."""
+
 _MAX_VALUES = 100_000
 """Aliases can make a small file expand without bound ("billion laughs"); a spec never needs
 anywhere near this many values."""
 
 
-def _compose(text: str, filename: str) -> tuple[Any, Positions]:
+def _compose_nodes(text: str) -> yaml.Node | None:
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return yaml.compose(text, Loader=_LOADER)
+    except (yaml.YAMLError, UnicodeError):  # libyaml cannot even encode lone surrogates
+        if _LOADER is yaml.SafeLoader:
+            raise
+        # libyaml's messages are terse; PyYAML's own parser names the offending character
+        # and where an unclosed bracket opened. Errors are rare, so parse again for them.
+        return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+def _compose(text: str, filename: str) -> tuple[Any, Positions]:
+    positions: Positions = {}
+    try:
+        root = _compose_nodes(text)
+        data = None if root is None else _Builder(filename, positions).build(root, ())
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (None, None)
@@ -128,13 +145,6 @@ def _compose(text: str, filename: str) -> tuple[Any, Positions]:
     if root is None:
         raise SpecError([SpecIssue(filename, 1, 1, "", "the spec is empty",
                                    "start from `aiplat spec example`")])
-    positions: Positions = {}
-    builder = _Builder(filename, positions)
-    try:
-        data = builder.build(root, ())
-    except RecursionError:
-        raise SpecError([SpecIssue(filename, None, None, "", "the YAML is nested too deeply",
-                                   "a spec needs only a few levels of nesting")]) from None
     if not isinstance(data, dict):
         raise SpecError([SpecIssue(filename, root.start_mark.line + 1, 1, "",
                                    "the spec must be a YAML mapping",
@@ -166,15 +176,21 @@ class _Builder:
                       "aliases (*name) repeat what they point at; write the values out")
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node, loc)
+        with self._inside(node, loc):
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, loc)
+            assert isinstance(node, yaml.SequenceNode)
+            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
+
+    @contextlib.contextmanager
+    def _inside(self, node: yaml.Node, loc: Loc) -> Iterator[None]:
+        """Mark ``node`` as being built; meeting it again inside itself is an alias cycle."""
         if id(node) in self.active:
             raise _at(self.filename, node, loc, "an alias refers to a value that contains it",
                       "aliases (*name) must point at a value defined before and outside them")
         self.active.add(id(node))
         try:
-            if isinstance(node, yaml.MappingNode):
-                return self._mapping(node, loc)
-            assert isinstance(node, yaml.SequenceNode)
-            return [self.build(item, (*loc, i)) for i, item in enumerate(node.value)]
+            yield
         finally:
             self.active.discard(id(node))
 
@@ -212,26 +228,18 @@ class _Builder:
                 if not isinstance(src, yaml.MappingNode):
                     raise _at(self.filename, src, loc, "'<<' merges only mappings",
                               "write '<<: *name' where &name marks a mapping")
-                if id(src) in self.active:
-                    raise _at(self.filename, src, loc,
-                              "an alias refers to a value that contains it",
-                              "aliases (*name) must point at a value defined before and "
-                              "outside them")
-                self.active.add(id(src))
-                try:
+                with self._inside(src, loc):
                     merged.extend((k, v, True) for k, v, _ in self._pairs(src, loc))
-                finally:
-                    self.active.discard(id(src))
         return merged + own
 
     def _scalar(self, node: yaml.ScalarNode, loc: Loc) -> Any:
+        if node.tag == _MERGE:  # a plain `<<` as a value, not as a key: just text
+            return node.value
         try:
             return self.constructor.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as e:
-            msg, hint = f"unsupported YAML tag '{node.tag}'", "remove the tag"
-            if node.tag == _MERGE:
-                msg, hint = "'<<' merges only mappings", "write '<<: *name' at a mapping"
-            raise _at(self.filename, node, loc, msg, hint) from e
+            raise _at(self.filename, node, loc, f"unsupported YAML tag '{node.tag}'",
+                      "remove the tag") from e
         except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
             # e.g. `2024-13-45` (resolves as a date), `!!int x`, an int of 5000 digits
             kind = node.tag.rsplit(":", 1)[-1]

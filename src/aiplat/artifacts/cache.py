@@ -1,0 +1,348 @@
+"""The node-local model cache: content-addressed blobs, hard-link snapshots, locks, LRU.
+
+Layout under the cache root (one file system, so hard links and renames work)::
+
+    blobs/sha256/<hex>       verified blob, read-only (0444); written as tmp + fsync + rename
+    tmp/<hex>.partial        a download in progress; kept after a crash so the next pull
+                             resumes it with an HTTP range request
+    manifests/sha256/<hex>   the manifest bytes of every snapshot
+    snapshots/<hex>/         the model directory for manifest <hex>: hard links to blobs plus
+                             the small files of the config tar; created in a temp dir and
+                             renamed into place, so it exists only when complete
+    refs/<registry>/<repo>/<tag>   the digest a tag resolved to at the last pull
+    pins/<hex>               pinned snapshots (never evicted)
+    quarantine/<hex>.<time>  blobs that failed verification
+    locks/                   ``<hex>.lock`` per blob: concurrent pulls download a blob once;
+                             ``cache.lock``: pulls hold it shared, gc/evict exclusive
+
+Why hard links: a warm pull of a model already on the node copies nothing, and two tags
+that share shards share the bytes. Blobs are read-only so a process writing through a
+snapshot cannot silently corrupt the shared copy; ``verify`` also checks that each snapshot
+file is still the blob's inode.
+
+LRU works on snapshots (the unit a job uses): the snapshot directory's mtime is touched on
+every pull, eviction removes the least recently used unpinned snapshots and then the blobs
+no remaining snapshot references, until the blobs fit the limit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aiplat.artifacts.errors import ArtifactInputError
+from aiplat.artifacts.modelpack import Manifest
+from aiplat.artifacts.reference import Reference, check_digest
+from aiplat.fsutil import atomic_write
+
+READ_SIZE = 8 * 1024 * 1024
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def hash_file(path: Path, buf_size: int = READ_SIZE) -> str:
+    h = hashlib.sha256()
+    buf = bytearray(buf_size)
+    view = memoryview(buf)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
+    return "sha256:" + h.hexdigest()
+
+
+@dataclass(frozen=True)
+class SnapshotInfo:
+    digest: str
+    path: Path
+    size: int
+    last_used: float
+    pinned: bool
+    refs: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    checked: int
+    bytes: int
+    corrupt: list[str]
+    quarantined: list[Path]
+    removed_snapshots: list[str]
+    modified_snapshots: list[str]
+
+    @property
+    def clean(self) -> bool:
+        return not (self.corrupt or self.modified_snapshots)
+
+
+@dataclass(frozen=True)
+class GcResult:
+    removed_snapshots: list[str]
+    removed_blobs: list[str]
+    removed_partials: list[str]
+    freed_bytes: int
+
+
+class Cache:
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ArtifactInputError(f"cache {self.root} is not a directory; pass --cache DIR")
+        for sub in ("blobs/sha256", "tmp", "manifests/sha256", "snapshots", "refs", "pins",
+                    "quarantine", "locks"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+
+    # ------------------------------------------------------------------ paths
+
+    @staticmethod
+    def _hex(digest: str) -> str:
+        algo, hexd = check_digest(digest).split(":", 1)
+        if algo != "sha256":
+            raise ArtifactInputError(f"{digest}: the cache stores sha256 blobs only")
+        return hexd
+
+    def blob_path(self, digest: str) -> Path:
+        return self.root / "blobs/sha256" / self._hex(digest)
+
+    def partial_path(self, digest: str) -> Path:
+        return self.root / "tmp" / f"{self._hex(digest)}.partial"
+
+    def lock_path(self, digest: str) -> Path:
+        return self.root / "locks" / f"{self._hex(digest)}.lock"
+
+    def snapshot_path(self, digest: str) -> Path:
+        return self.root / "snapshots" / self._hex(digest)
+
+    def manifest_path(self, digest: str) -> Path:
+        return self.root / "manifests/sha256" / self._hex(digest)
+
+    def has_blob(self, digest: str) -> bool:
+        return self.blob_path(digest).exists()
+
+    # ------------------------------------------------------------------ cache-wide lock
+
+    @contextlib.contextmanager
+    def _cache_lock(self, exclusive: bool, blocking: bool = True) -> Iterator[bool]:
+        fd = os.open(self.root / "locks/cache.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            op = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
+            try:
+                fcntl.flock(fd, op if blocking else op | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def using(self) -> contextlib.AbstractContextManager[bool]:
+        """Held (shared) by a pull: gc and eviction wait for, or skip, running pulls."""
+        return self._cache_lock(exclusive=False)
+
+    # ------------------------------------------------------------------ blobs and manifests
+
+    def commit_blob(self, partial: Path, digest: str) -> Path:
+        """Make a verified, fsynced partial file the blob (atomic rename)."""
+        target = self.blob_path(digest)
+        os.chmod(partial, 0o444)
+        os.replace(partial, target)
+        fsync_dir(target.parent)
+        return target
+
+    def store_manifest(self, digest: str, data: bytes) -> None:
+        atomic_write(self.manifest_path(digest), data)
+
+    def load_manifest(self, digest: str) -> Manifest | None:
+        try:
+            data = self.manifest_path(digest).read_bytes()
+        except FileNotFoundError:
+            return None
+        if hashlib.sha256(data).hexdigest() != self._hex(digest):
+            self.manifest_path(digest).unlink(missing_ok=True)
+            return None
+        return Manifest.from_bytes(data, str(self.manifest_path(digest)))
+
+    # ------------------------------------------------------------------ refs, pins, use
+
+    def _ref_path(self, ref: Reference) -> Path:
+        return self.root / "refs" / ref.registry / ref.repository / (ref.tag or "latest")
+
+    def record_ref(self, ref: Reference, digest: str) -> None:
+        if ref.tag:
+            atomic_write(self._ref_path(ref), digest + "\n")
+
+    def refs(self) -> dict[str, list[str]]:
+        """digest -> the ``registry/repo:tag`` names that last resolved to it."""
+        out: dict[str, list[str]] = {}
+        base = self.root / "refs"
+        for path in sorted(p for p in base.rglob("*") if p.is_file()):
+            rel = path.relative_to(base)
+            name = f"{'/'.join(rel.parts[:-1])}:{rel.parts[-1]}"
+            out.setdefault(path.read_text().strip(), []).append(name)
+        return out
+
+    def pin(self, digest: str, label: str = "") -> None:
+        atomic_write(self.root / "pins" / self._hex(digest), label + "\n")
+
+    def unpin(self, digest: str) -> None:
+        (self.root / "pins" / self._hex(digest)).unlink(missing_ok=True)
+
+    def pinned(self) -> set[str]:
+        return {"sha256:" + p.name for p in (self.root / "pins").iterdir() if p.is_file()}
+
+    def touch(self, digest: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.utime(self.snapshot_path(digest))
+
+    # ------------------------------------------------------------------ inventory
+
+    def snapshot_digests(self) -> list[str]:
+        return sorted("sha256:" + p.name for p in (self.root / "snapshots").iterdir()
+                      if p.is_dir() and not p.name.startswith("."))
+
+    def blob_digests(self) -> list[str]:
+        return sorted("sha256:" + p.name for p in (self.root / "blobs/sha256").iterdir())
+
+    def referenced_blobs(self, snapshots: list[str] | None = None) -> set[str]:
+        used: set[str] = set()
+        for digest in self.snapshot_digests() if snapshots is None else snapshots:
+            m = self.load_manifest(digest)
+            if m is not None:
+                used.add(m.config.digest)
+                used.update(layer.digest for layer in m.layers)
+        return used
+
+    def blobs_size(self) -> int:
+        return sum(p.stat().st_size for p in (self.root / "blobs/sha256").iterdir())
+
+    def snapshots(self) -> list[SnapshotInfo]:
+        refs, pins = self.refs(), self.pinned()
+        out = []
+        for digest in self.snapshot_digests():
+            m = self.load_manifest(digest)
+            path = self.snapshot_path(digest)
+            out.append(SnapshotInfo(
+                digest=digest, path=path, size=m.total_size if m else 0,
+                last_used=path.stat().st_mtime, pinned=digest in pins,
+                refs=refs.get(digest, [])))
+        return out
+
+    # ------------------------------------------------------------------ verify, gc, evict
+
+    def verify(self, quarantine: bool = True) -> VerifyResult:
+        """Re-hash every blob; move corrupt ones to quarantine/ and drop their snapshots."""
+        corrupt, moved, total, blobs = [], [], 0, self.blob_digests()
+        for digest in blobs:
+            path = self.blob_path(digest)
+            total += path.stat().st_size
+            if hash_file(path) != digest:
+                corrupt.append(digest)
+        modified = []
+        for digest in self.snapshot_digests():
+            m = self.load_manifest(digest)
+            if m is None:
+                modified.append(digest)
+                continue
+            snap = self.snapshot_path(digest)
+            for layer in m.layers:
+                fp = layer.filepath
+                blob = self.blob_path(layer.digest)
+                if fp is None or not blob.exists() or layer.media_type.endswith(".tar"):
+                    continue
+                try:
+                    same = os.stat(snap / fp).st_ino == blob.stat().st_ino
+                except FileNotFoundError:
+                    same = False
+                if not same:
+                    modified.append(digest)
+                    break
+        removed: list[str] = []
+        if quarantine:
+            with self._cache_lock(exclusive=True):
+                for digest in corrupt:
+                    dest = self.root / "quarantine" / f"{self._hex(digest)}.{int(time.time())}"
+                    os.replace(self.blob_path(digest), dest)
+                    moved.append(dest)
+                bad = set(corrupt)
+                for sd in self.snapshot_digests():
+                    m = self.load_manifest(sd)
+                    uses = {m.config.digest, *(x.digest for x in m.layers)} if m else set()
+                    if sd in modified or uses & bad:
+                        self._remove_snapshot(sd)
+                        removed.append(sd)
+        return VerifyResult(len(blobs), total, corrupt, moved, removed, modified)
+
+    def _remove_snapshot(self, digest: str) -> None:
+        path = self.snapshot_path(digest)
+        if path.exists():
+            # Rename first so a reader never sees a half-deleted model directory.
+            doomed = path.with_name(f".rm-{path.name}-{os.getpid()}")
+            os.replace(path, doomed)
+            shutil.rmtree(doomed)
+
+    def _remove_unused_blobs(self) -> tuple[list[str], int]:
+        used = self.referenced_blobs()
+        removed, freed = [], 0
+        for digest in self.blob_digests():
+            if digest not in used:
+                path = self.blob_path(digest)
+                freed += path.stat().st_size
+                path.unlink()
+                removed.append(digest)
+        return removed, freed
+
+    def gc(self, partials: bool = True) -> GcResult:
+        """Remove blobs no snapshot uses (and stale partial downloads); waits for pulls."""
+        with self._cache_lock(exclusive=True):
+            for leftover in (self.root / "snapshots").glob(".*"):
+                shutil.rmtree(leftover, ignore_errors=True)
+            removed, freed = self._remove_unused_blobs()
+            gone = []
+            if partials:
+                for p in (self.root / "tmp").iterdir():
+                    freed += p.stat().st_size
+                    p.unlink()
+                    gone.append(p.name)
+            for digest in list(self.pinned()):
+                if not self.snapshot_path(digest).exists():
+                    self.unpin(digest)
+        return GcResult([], removed, gone, freed)
+
+    def evict(self, max_bytes: int, blocking: bool = False,
+              keep: frozenset[str] = frozenset()) -> GcResult:
+        """LRU: drop least recently used unpinned snapshots until blobs fit ``max_bytes``.
+
+        Skips (returns an empty result) when another pull holds the cache and ``blocking``
+        is false: that pull evicts when it finishes.
+        """
+        with self._cache_lock(exclusive=True, blocking=blocking) as got:
+            if not got:
+                return GcResult([], [], [], 0)
+            removed_snaps: list[str] = []
+            removed_blobs, freed = self._remove_unused_blobs()
+            if self.blobs_size() <= max_bytes:
+                return GcResult([], removed_blobs, [], freed)
+            pins = self.pinned() | keep
+            candidates = sorted((s for s in self.snapshot_digests() if s not in pins),
+                                key=lambda d: self.snapshot_path(d).stat().st_mtime)
+            for digest in candidates:
+                if self.blobs_size() <= max_bytes:
+                    break
+                self._remove_snapshot(digest)
+                removed_snaps.append(digest)
+                more, f = self._remove_unused_blobs()
+                removed_blobs += more
+                freed += f
+            return GcResult(removed_snaps, removed_blobs, [], freed)

@@ -1,0 +1,187 @@
+"""ModelPack (CNCF model-spec) manifests and configs as plain data (pure).
+
+A model is an OCI image manifest whose ``artifactType`` is the ModelPack manifest type. Each
+weight file is one *uncompressed* ``weight.v1.raw`` layer annotated with its path, so a pull
+can hard-link the blob into place (no unpacking, no copy) and a registry deduplicates shards
+shared between versions. The small files (config.json, tokenizer, generation config) travel
+together as one reproducible ``weight.config.v1.tar`` layer. The config blob carries the
+descriptor, the format and ``modelfs.diffIds`` (for uncompressed layers the diffID is the
+layer digest).
+
+Everything here maps between bytes and dataclasses; hashing files, tarring and HTTP live in
+:mod:`aiplat.artifacts.package` and :mod:`aiplat.artifacts.client`. Manifest JSON is
+serialised compactly with sorted keys so the same inputs give the same digest.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiplat.artifacts.errors import ArtifactError
+from aiplat.artifacts.reference import check_digest
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+OCI_EMPTY = "application/vnd.oci.empty.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+ARTIFACT_TYPE = "application/vnd.cncf.model.manifest.v1+json"
+CONFIG_TYPE = "application/vnd.cncf.model.config.v1+json"
+WEIGHT_RAW = "application/vnd.cncf.model.weight.v1.raw"
+WEIGHT_CONFIG_TAR = "application/vnd.cncf.model.weight.config.v1.tar"
+FILEPATH = "org.cncf.model.filepath"
+TITLE = "org.opencontainers.image.title"
+MANIFEST_ACCEPT = ", ".join([OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST])
+
+EMPTY_JSON = b"{}"
+EMPTY_DIGEST = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
+
+WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".onnx", ".h5", ".msgpack")
+
+
+def is_weight_file(path: str) -> bool:
+    return path.lower().endswith(WEIGHT_SUFFIXES)
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    media_type: str
+    digest: str
+    size: int
+    annotations: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def filepath(self) -> str | None:
+        return self.annotations.get(FILEPATH)
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"mediaType": self.media_type, "digest": self.digest,
+                             "size": self.size}
+        if self.annotations:
+            d["annotations"] = dict(sorted(self.annotations.items()))
+        return d
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> Descriptor:
+        if not isinstance(d, dict):
+            raise ArtifactError(f"{where}: descriptor is not an object")
+        try:
+            media, digest, size = d["mediaType"], d["digest"], d["size"]
+        except KeyError as e:
+            raise ArtifactError(f"{where}: descriptor lacks {e.args[0]!r}") from None
+        if not isinstance(size, int) or size < 0:
+            raise ArtifactError(f"{where}: descriptor size {size!r} is not a byte count")
+        check_digest(str(digest))
+        ann = d.get("annotations") or {}
+        return cls(str(media), str(digest), size, {str(k): str(v) for k, v in ann.items()})
+
+
+@dataclass(frozen=True)
+class Manifest:
+    config: Descriptor
+    layers: tuple[Descriptor, ...]
+    artifact_type: str | None = None
+    subject: Descriptor | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
+    media_type: str = OCI_MANIFEST
+
+    @property
+    def is_model(self) -> bool:
+        return self.artifact_type == ARTIFACT_TYPE or self.config.media_type == CONFIG_TYPE
+
+    @property
+    def total_size(self) -> int:
+        return self.config.size + sum(layer.size for layer in self.layers)
+
+    def to_bytes(self) -> bytes:
+        d: dict[str, Any] = {"schemaVersion": 2, "mediaType": self.media_type}
+        if self.artifact_type:
+            d["artifactType"] = self.artifact_type
+        d["config"] = self.config.to_json()
+        d["layers"] = [layer.to_json() for layer in self.layers]
+        if self.subject is not None:
+            d["subject"] = self.subject.to_json()
+        if self.annotations:
+            d["annotations"] = dict(sorted(self.annotations.items()))
+        return json.dumps(d, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str = "manifest") -> Manifest:
+        try:
+            d = json.loads(data)
+        except ValueError as e:
+            raise ArtifactError(f"{where}: not JSON ({e})") from None
+        if not isinstance(d, dict) or d.get("schemaVersion") != 2:
+            raise ArtifactError(f"{where}: not an OCI image manifest (schemaVersion 2)")
+        media = d.get("mediaType", OCI_MANIFEST)
+        if media == OCI_INDEX or "manifests" in d:
+            raise ArtifactError(f"{where}: is an image index, not a model manifest")
+        if "config" not in d:
+            raise ArtifactError(f"{where}: has no config descriptor")
+        layers = tuple(
+            Descriptor.from_json(x, f"{where}: layers[{i}]")
+            for i, x in enumerate(d.get("layers") or [])
+        )
+        subject = d.get("subject")
+        return cls(
+            config=Descriptor.from_json(d["config"], f"{where}: config"),
+            layers=layers,
+            artifact_type=d.get("artifactType"),
+            subject=Descriptor.from_json(subject, f"{where}: subject") if subject else None,
+            annotations={str(k): str(v) for k, v in (d.get("annotations") or {}).items()},
+            media_type=str(media),
+        )
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the config blob's ``descriptor`` and ``config`` say about the model."""
+
+    name: str
+    version: str = ""
+    format: str = "safetensors"
+    architecture: str = ""
+    param_size: str = ""
+    precision: str = ""
+    quantization: str = ""
+    created: str = ""
+
+
+def model_config(info: ModelInfo, diff_ids: list[str]) -> bytes:
+    descriptor: dict[str, Any] = {"name": info.name}
+    if info.version:
+        descriptor["version"] = info.version
+    if info.created:
+        descriptor["createdAt"] = info.created
+    cfg = {k: v for k, v in {
+        "architecture": info.architecture, "format": info.format, "paramSize": info.param_size,
+        "precision": info.precision, "quantization": info.quantization}.items() if v}
+    doc = {"descriptor": descriptor, "config": cfg,
+           "modelfs": {"type": "layers", "diffIds": list(diff_ids)}}
+    return json.dumps(doc, separators=(",", ":"), sort_keys=True).encode()
+
+
+def model_manifest(config_digest: str, config_size: int, layers: list[Descriptor],
+                   annotations: dict[str, str] | None = None) -> Manifest:
+    """The ModelPack manifest for ``layers`` (already hashed) and the config blob."""
+    return Manifest(
+        config=Descriptor(CONFIG_TYPE, config_digest, config_size),
+        layers=tuple(layers),
+        artifact_type=ARTIFACT_TYPE,
+        annotations=dict(annotations or {}),
+    )
+
+
+def safe_relpath(path: str, where: str) -> str:
+    """``path`` if it is a relative path that stays inside the snapshot, else raise.
+
+    A manifest from a registry is untrusted input: ``../../etc/cron.d/x`` or an absolute path
+    in ``org.cncf.model.filepath`` must never escape the snapshot directory.
+    """
+    norm = posixpath.normpath(path)
+    if (not path or path.startswith("/") or norm.startswith("..") or norm == "."
+            or "\\" in path or "\x00" in path):
+        raise ArtifactError(f"{where}: unsafe file path {path!r} in the manifest; refusing it")
+    return norm

@@ -1,0 +1,46 @@
+"""The bench's verdicts: the cold pull is judged against the slower of network and disk."""
+
+from __future__ import annotations
+
+from aiplat.artifacts.bench import BenchReport, Figure, effective_raw, format_report, verdicts
+
+
+def report(*, raw: float, raw_disk: float, cold: float, oras: float, load: float,
+           page: float, warm_s: float) -> BenchReport:
+    gb = 10**9
+    r = BenchReport("h:1/m@sha256:" + "0" * 64, gb, 4)
+    for key, gbps, kind in [("raw", raw, "ceiling"), ("raw_disk", raw_disk, "ceiling"),
+                            ("cold", cold, "aiplat"), ("oras", oras, "peer"),
+                            ("page_cache", page, "ceiling"), ("load", load, "aiplat")]:
+        r.figures[key] = Figure(key, gb, 1 / gbps, kind)
+    r.figures["warm"] = Figure("warm", 0, warm_s, "aiplat")
+    return r
+
+
+def test_disk_bound_cache_uses_the_disk_ceiling() -> None:
+    r = report(raw=1.0, raw_disk=0.3, cold=0.29, oras=0.1, load=3.0, page=3.5, warm_s=0.01)
+    assert effective_raw(r).name == "raw_disk"
+    checks = {text: ok for text, _, _, ok in verdicts(r)}
+    assert all(checks.values())
+    text = "\n".join(format_report(r))
+    assert "cold pull vs network-only raw download: 0.29×" in text
+    assert "MISS" not in text
+
+
+def test_misses_are_reported() -> None:
+    r = report(raw=1.0, raw_disk=2.0, cold=0.5, oras=0.4, load=1.0, page=4.0, warm_s=0.2)
+    assert effective_raw(r).name == "raw"
+    results = {text: (round(v or 0, 3), ok) for text, v, _, ok in verdicts(r)}
+    assert results["cold pull vs same-run raw download ceiling"] == (0.5, False)
+    assert results["cold pull vs the oras client"] == (1.25, False)
+    assert results["load from cache vs page-cache read ceiling"] == (0.25, False)
+    assert results["warm pull seconds (≤ 0.1)"] == (0.2, False)
+
+
+def test_paired_rounds_decide_by_median() -> None:
+    r = report(raw=1.0, raw_disk=2.0, cold=0.5, oras=0.4, load=1.0, page=4.0, warm_s=0.01)
+    r.pairs["load/page_cache"] = [0.5, 0.9, 0.95]  # one round disturbed by a neighbour
+    results = {text: (v, ok) for text, v, _, ok in verdicts(r)}
+    assert results["load from cache vs page-cache read ceiling"] == (0.9, True)
+    assert "per-round ratio load/page_cache: 0.50, 0.90, 0.95 (median 0.90)" in \
+        "\n".join(format_report(r))

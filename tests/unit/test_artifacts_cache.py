@@ -1,0 +1,139 @@
+"""The cache: verify and quarantine, gc, LRU eviction with pinning, auth file lookup."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from artifacts_fakes import FakeRegistry
+
+from aiplat.artifacts.auth import load_credentials, parse_challenge
+from aiplat.artifacts.cache import Cache
+from aiplat.artifacts.client import RegistryClient, RetryPolicy
+from aiplat.artifacts.modelpack import ModelInfo
+from aiplat.artifacts.package import package_dir
+from aiplat.artifacts.pull import pull
+from aiplat.artifacts.push import push_package
+from aiplat.artifacts.reference import parse_reference
+
+HOST = "reg.test:5000"
+
+
+def _model(root: Path, name: str, size: int) -> Path:
+    d = root / name
+    d.mkdir()
+    (d / "w.safetensors").write_bytes(os.urandom(size))
+    return d
+
+
+@pytest.fixture
+def three(tmp_path: Path) -> tuple[RegistryClient, Cache, list[str]]:
+    fake = FakeRegistry()
+    c = RegistryClient(HOST, transport=fake.transport, retry=RetryPolicy(backoff=0))
+    cache = Cache(tmp_path / "cache")
+    digests = []
+    for i, name in enumerate(("a", "b", "c")):
+        ref = parse_reference(f"{HOST}/m/{name}:v1")
+        push_package(c, ref, package_dir(_model(tmp_path, name, 100_000), ModelInfo(name=name)))
+        res = pull(c, cache, ref)
+        os.utime(res.path, (1000 + i, 1000 + i))  # a used first, c last
+        digests.append(res.digest)
+    return c, cache, digests
+
+
+def test_lru_eviction_keeps_pinned_and_recent(three: tuple[RegistryClient, Cache, list[str]],
+                                              ) -> None:
+    _, cache, (a, b, c) = three
+    cache.pin(a, "prod")
+    res = cache.evict(250_000)
+    assert res.removed_snapshots == [b]  # a is pinned, b is the least recently used
+    assert set(cache.snapshot_digests()) == {a, c}
+    assert cache.blobs_size() <= 250_000
+    assert cache.referenced_blobs() == set(cache.blob_digests())
+
+
+def test_warm_pull_touches_and_protects_from_eviction(
+        three: tuple[RegistryClient, Cache, list[str]]) -> None:
+    client, cache, (a, _, _) = three
+    res = pull(client, cache, parse_reference(f"{HOST}/m/a:v1"))
+    assert res.warm and res.bytes_downloaded == 0
+    assert cache.snapshot_path(a).stat().st_mtime > time.time() - 60
+    cache.evict(150_000)
+    assert cache.snapshot_digests() == [a]
+
+
+def test_verify_quarantines_corrupt_blob_and_its_snapshot(
+        three: tuple[RegistryClient, Cache, list[str]]) -> None:
+    _, cache, (a, _, _) = three
+    assert cache.verify().clean
+    m = cache.load_manifest(a)
+    assert m is not None
+    blob = cache.blob_path(m.layers[0].digest)
+    os.chmod(blob, 0o644)
+    with open(blob, "r+b") as f:
+        f.write(b"X")
+    res = cache.verify()
+    assert res.corrupt == [m.layers[0].digest] and res.removed_snapshots == [a]
+    assert len(res.quarantined) == 1 and res.quarantined[0].exists()
+    assert not blob.exists() and cache.verify().clean
+
+
+def test_verify_notices_a_replaced_snapshot_file(
+        three: tuple[RegistryClient, Cache, list[str]]) -> None:
+    _, cache, (_, b, _) = three
+    f = cache.snapshot_path(b) / "w.safetensors"
+    data = f.read_bytes()
+    f.unlink()
+    f.write_bytes(data)  # same bytes, but no longer the cached blob's inode
+    res = cache.verify(quarantine=False)
+    assert res.modified_snapshots == [b] and not res.clean
+
+
+def test_gc_removes_unreferenced_blobs_and_partials(
+        three: tuple[RegistryClient, Cache, list[str]]) -> None:
+    _, cache, (a, _, _) = three
+    cache._remove_snapshot(a)
+    (cache.root / "tmp" / ("0" * 64 + ".partial")).write_bytes(b"half")
+    res = cache.gc()
+    assert len(res.removed_blobs) == 2 and res.removed_partials and res.freed_bytes > 100_000
+    assert cache.referenced_blobs() == set(cache.blob_digests())
+
+
+def test_blobs_are_read_only_and_hard_linked(
+        three: tuple[RegistryClient, Cache, list[str]]) -> None:
+    _, cache, (a, _, _) = three
+    m = cache.load_manifest(a)
+    assert m is not None
+    blob = cache.blob_path(m.layers[0].digest)
+    assert blob.stat().st_mode & 0o777 == 0o444
+    assert (cache.snapshot_path(a) / "w.safetensors").stat().st_ino == blob.stat().st_ino
+
+
+def test_auth_files_in_podman_then_docker_order(tmp_path: Path) -> None:
+    auth = base64.b64encode(b"alice:pw1").decode()
+    podman = tmp_path / "run/containers/auth.json"
+    podman.parent.mkdir(parents=True)
+    podman.write_text(json.dumps({"auths": {"reg.test:5000": {"auth": auth}}}))
+    docker = tmp_path / "home/.docker/config.json"
+    docker.parent.mkdir(parents=True)
+    docker.write_text(json.dumps({"auths": {
+        "https://reg.test:5000/v1/": {"username": "bob", "password": "pw2"},
+        "other.test": {"auth": auth}}}))
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    home = tmp_path / "home"
+    c = load_credentials("reg.test:5000", env, home)
+    assert c is not None and (c.username, c.password) == ("alice", "pw1")
+    podman.unlink()
+    c = load_credentials("reg.test:5000", env, home)
+    assert c is not None and c.username == "bob" and c.source.endswith("config.json")
+    assert load_credentials("nothing.test", env, home) is None
+
+
+def test_challenge_parsing() -> None:
+    scheme, params = parse_challenge('Bearer realm="https://a/t",service="r",scope="x:y:pull"')
+    assert scheme == "bearer" and params == {"realm": "https://a/t", "service": "r",
+                                             "scope": "x:y:pull"}

@@ -1,0 +1,102 @@
+"""References, digests, sizes and ModelPack manifests (pure)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from aiplat.artifacts.errors import ArtifactError, ArtifactInputError
+from aiplat.artifacts.modelpack import (
+    ARTIFACT_TYPE,
+    CONFIG_TYPE,
+    FILEPATH,
+    WEIGHT_RAW,
+    Descriptor,
+    Manifest,
+    ModelInfo,
+    model_config,
+    model_manifest,
+    safe_relpath,
+)
+from aiplat.artifacts.reference import parse_reference, sha256_digest, signature_tag
+from aiplat.artifacts.units import human_bytes, parse_size
+
+D = "sha256:" + "ab" * 32
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("127.0.0.1:5000/models/llama:v1", ("127.0.0.1:5000", "models/llama", "v1", None)),
+    ("localhost/m", ("localhost", "m", "latest", None)),
+    ("reg.example.com/a/b/c", ("reg.example.com", "a/b/c", "latest", None)),
+    (f"reg.example.com:443/a@{D}", ("reg.example.com:443", "a", None, D)),
+    (f"[::1]:5000/a:t@{D}", ("[::1]:5000", "a", "t", D)),
+])
+def test_parse_reference(text: str, expected: tuple[str, str, str | None, str | None]) -> None:
+    r = parse_reference(text)
+    assert (r.registry, r.repository, r.tag, r.digest) == expected
+    assert parse_reference(str(r)) == r
+
+
+@pytest.mark.parametrize(("text", "fragment"), [
+    ("llama:v1", "no registry host"),
+    ("models/llama:v1", "not a registry host"),
+    ("127.0.0.1:5000/Models/llama", "repository"),
+    ("127.0.0.1:5000/m:-bad", "tag"),
+    ("127.0.0.1:5000/m@sha256:zz", "not a digest"),
+])
+def test_bad_reference_says_how_to_fix(text: str, fragment: str) -> None:
+    with pytest.raises(ArtifactInputError, match=fragment) as e:
+        parse_reference(text)
+    assert e.value.exit_code == 2
+    assert "HOST" in str(e.value) or "digest" in str(e.value)
+
+
+def test_identifier_prefers_digest_and_signature_tag() -> None:
+    r = parse_reference(f"h:1/m:v1@{D}")
+    assert r.identifier == D
+    assert signature_tag(D) == "sha256-" + "ab" * 32 + ".sig"
+    with pytest.raises(ArtifactInputError):
+        signature_tag("md5:abc")
+
+
+def test_sizes() -> None:
+    assert parse_size("200G") == 200 * 10**9
+    assert parse_size("64MiB") == 64 * 2**20
+    assert parse_size("1024") == 1024
+    assert human_bytes(3 * 2**30) == "3.00 GiB"
+    with pytest.raises(ArtifactInputError, match="500M"):
+        parse_size("lots")
+
+
+def test_manifest_round_trip_and_modelpack_fields() -> None:
+    layer = Descriptor(WEIGHT_RAW, D, 10, {FILEPATH: "model.safetensors"})
+    config = model_config(ModelInfo(name="tiny", version="v1"), [D])
+    m = model_manifest(sha256_digest(config), len(config), [layer])
+    doc = json.loads(m.to_bytes())
+    assert doc["artifactType"] == ARTIFACT_TYPE
+    assert doc["config"]["mediaType"] == CONFIG_TYPE
+    assert doc["layers"][0]["annotations"][FILEPATH] == "model.safetensors"
+    assert json.loads(config)["modelfs"] == {"type": "layers", "diffIds": [D]}
+    back = Manifest.from_bytes(m.to_bytes())
+    assert back == m and back.is_model and back.total_size == 10 + len(config)
+    assert back.to_bytes() == m.to_bytes()  # stable bytes, stable digest
+
+
+@pytest.mark.parametrize("body", [
+    b"not json", b'{"schemaVersion": 1}', b'{"schemaVersion": 2, "manifests": []}',
+    b'{"schemaVersion": 2, "config": {"mediaType": "x", "digest": "sha256:1", "size": 1}}',
+])
+def test_bad_manifests_are_refused(body: bytes) -> None:
+    with pytest.raises((ArtifactError, ArtifactInputError)):
+        Manifest.from_bytes(body)
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", "../x", "a/../../x", "", "a\\b", "."])
+def test_unsafe_paths_from_manifests_are_refused(path: str) -> None:
+    with pytest.raises(ArtifactError, match="unsafe"):
+        safe_relpath(path, "test")
+
+
+def test_safe_paths_are_normalised() -> None:
+    assert safe_relpath("a/./b.safetensors", "t") == "a/b.safetensors"
