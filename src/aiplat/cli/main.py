@@ -10,6 +10,7 @@ from aiplat import __version__
 from aiplat.cli.devices import accounting_group, cdi_group, runtime_group, sharing_group
 from aiplat.cli.kube import kube
 from aiplat.cli.model import model
+from aiplat.cli.node import node
 from aiplat.cli.ops import monitoring, runbook
 from aiplat.cli.plan import plan
 from aiplat.cli.spec import spec
@@ -23,7 +24,7 @@ def cli() -> None:
 
 
 for command in (plan, spec, kube, cdi_group, runtime_group, sharing_group, accounting_group,
-                monitoring, runbook, model):
+                monitoring, runbook, model, node):
     cli.add_command(command)
 
 

@@ -1,0 +1,51 @@
+"""The Linux accelerator node: inventory, placement, version matrix, health checks, baseline,
+burn-in, preparation and the node agent.
+
+Layout (I/O at the edges, pure in the middle):
+
+    readers (I/O, each takes root=)      sysfs, hostinfo, software, kernlog, nvml
+    recorded-output parsers (pure)       nvsmi (topo -m, -q -x, nvlink -s), lstopo
+    collect (I/O)                        runs the readers -> ``Inventory``
+    inventory (model)                    the versioned document + its JSON Schema
+    placement, matrix, checks (pure)     evaluate an Inventory against facts and the spec
+    baseline, burnin (I/O: measure)      probes; ``compare``/``evaluate_burnin`` are pure
+    prepare (pure)                       the preparation script as text
+    agent                                checks -> Node patch (pure) -> lightkube client
+    service, render                      what each CLI command does / prints
+
+Consumers outside this package (``aiplat.devices`` for CDI, ``aiplat.kube`` for node labels
+and the agent DaemonSet) should use only ``Inventory`` and its parts, ``collect_inventory``,
+``evaluate_placement`` (labels under ``node.aiplat.io/``) and the check report models.
+"""
+
+from aiplat.node.collect import collect_inventory
+from aiplat.node.inventory import (
+    SCHEMA_VERSION,
+    DeviceKind,
+    DeviceNode,
+    GpuDetail,
+    IbPort,
+    Inventory,
+    NetInterface,
+    PciDevice,
+    PciLink,
+    inventory_json_schema,
+)
+from aiplat.node.placement import LABEL_DOMAIN, Placement, evaluate_placement
+
+__all__ = [
+    "LABEL_DOMAIN",
+    "SCHEMA_VERSION",
+    "DeviceKind",
+    "DeviceNode",
+    "GpuDetail",
+    "IbPort",
+    "Inventory",
+    "NetInterface",
+    "PciDevice",
+    "PciLink",
+    "Placement",
+    "collect_inventory",
+    "evaluate_placement",
+    "inventory_json_schema",
+]

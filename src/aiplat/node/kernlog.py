@@ -1,0 +1,99 @@
+"""Kernel log reader for GPU XID events (``NVRM: Xid (PCI:0000:1b:00): 79, ...``).
+
+Sources, first found wins: a file the user names (``dmesg`` output, with or without
+``-T``... only the ``[seconds]`` monotonic form carries an age), ``/dev/kmsg`` on the live
+host (records ``prio,seq,usec,flags;text``, read non-blocking so it never waits for new
+messages), else ``/var/log/kern.log`` under ``root``. The age of an event is
+``/proc/uptime`` minus its timestamp; events without a timestamp have no age and count as
+recent (better a false alarm than a missed fallen-off-the-bus). When no source can be read
+the result is None and the XID check says "skip", never "pass".
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiplat.errors import InputError
+from aiplat.node.pciaddr import normalise
+from aiplat.node.sysfs import read_text, under
+
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
+_DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]")
+_KMSG = re.compile(r"^\d+,\d+,(\d+),[^;]*;")
+
+
+@dataclass(frozen=True)
+class XidEvent:
+    address: str
+    xid: int
+    age_s: float | None
+    line: str
+
+
+def parse_xids(text: str, uptime_s: float | None) -> list[XidEvent]:
+    out = []
+    for line in text.splitlines():
+        m = _XID.search(line)
+        if not m:
+            continue
+        ts: float | None = None
+        d = _DMESG_TS.match(line)
+        k = _KMSG.match(line)
+        if d:
+            ts = float(d.group(1))
+        elif k:
+            ts = int(k.group(1)) / 1e6
+        age = uptime_s - ts if ts is not None and uptime_s is not None else None
+        try:
+            address = normalise(m.group(1))
+        except ValueError:
+            address = m.group(1)
+        out.append(XidEvent(address=address, xid=int(m.group(2)), age_s=age, line=line.strip()))
+    return out
+
+
+def _read_kmsg(path: Path) -> str:
+    lines = []
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while True:
+            try:
+                rec = os.read(fd, 8192)
+            except OSError as e:
+                if e.errno == errno.EAGAIN:
+                    break
+                if e.errno == errno.EPIPE:  # overwritten record: skip it
+                    continue
+                raise
+            if not rec:
+                break
+            lines.append(rec.decode(errors="replace").split("\n", 1)[0])
+    finally:
+        os.close(fd)
+    return "\n".join(lines)
+
+
+def read_xids(root: str | Path = "/", log_file: str | Path | None = None
+              ) -> list[XidEvent] | None:
+    """XID events, or None when no kernel log could be read (not root and
+    ``kernel.dmesg_restrict=1``, no kern.log): "not read" must never look like "no XIDs"."""
+    uptime_text = read_text(under(root, "/proc/uptime"))
+    uptime = float(uptime_text.split()[0]) if uptime_text else None
+    if log_file is not None:
+        try:
+            text = Path(log_file).read_text(errors="replace")
+        except OSError as e:
+            raise InputError(f"--kernel-log {log_file}: cannot read ({e.strerror}) "
+                             "(fix: save it with `dmesg > kernel.log`)") from e
+        return parse_xids(text, uptime)
+    if str(root) == "/":
+        try:
+            return parse_xids(_read_kmsg(Path("/dev/kmsg")), uptime)
+        except OSError:
+            pass
+    logged = read_text(under(root, "/var/log/kern.log"))
+    return parse_xids(logged, uptime) if logged is not None else None
