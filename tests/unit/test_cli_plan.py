@@ -18,7 +18,7 @@ def test_plan_writes_json_markdown_and_html(
     out = tmp_path / "out"
     assert main(["plan", "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "kube", "kube-check.json", "plan.json", "report.html", "report.md"]
+        "kube", "kube-check.json", "plan.json", "report.html", "report.md", "simulation.json"]
     assert (out / "kube" / "kustomization.yaml").exists()
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     assert plan.platform == "example"
@@ -29,10 +29,12 @@ def test_plan_writes_json_markdown_and_html(
     md = (out / "report.md").read_text()
     for heading in ("## Findings", "## Workloads", "## Pools", "## Power, cooling and racks",
                     "## Reserve", "## Node roles and network zones", "## Deployment model",
-                    "## Kubernetes"):
+                    "## Kubernetes", "## Network", "## Model storage and cache",
+                    "## Simulated queues"):
         assert heading in md
     html = (out / "report.html").read_text()
-    assert html.count("<svg") == 3
+    # demand, memory, power by pool; simulated waits, shares and capacity
+    assert html.count("<svg") == 6
 
 
 def test_plan_json_format_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -40,6 +42,7 @@ def test_plan_json_format_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixtur
     data = json.loads(capsys.readouterr().out)
     assert {p["name"] for p in data["pools"]} == {"h100", "l40s"}
     assert data["deployment"] == "kubernetes"
+    assert {t["tenant"] for t in data["simulation"]["tenants"]} == {"research", "serving", "batch"}
 
 
 def test_bad_spec_exits_2_and_writes_nothing(tmp_path: Path,

@@ -1,31 +1,57 @@
-"""The ``aiplat`` command group and its error handling."""
+"""The ``aiplat`` command group and its error handling.
+
+Subcommands load lazily: each lives in its own module with heavy imports (matplotlib,
+kubernetes-validate, numpy, httpx), and a command should pay only for what it uses.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from aiplat import __version__
-from aiplat.cli.devices import accounting_group, cdi_group, runtime_group, sharing_group
-from aiplat.cli.kube import kube
-from aiplat.cli.model import model
-from aiplat.cli.node import node
-from aiplat.cli.ops import monitoring, runbook
-from aiplat.cli.plan import plan
-from aiplat.cli.spec import spec
 from aiplat.errors import AiplatError
 
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module, attribute), in the order `aiplat --help` lists them
+    "plan": ("aiplat.cli.plan", "plan"),
+    "spec": ("aiplat.cli.spec", "spec"),
+    "node": ("aiplat.cli.node", "node"),
+    "cdi": ("aiplat.cli.devices", "cdi_group"),
+    "runtime": ("aiplat.cli.devices", "runtime_group"),
+    "sharing": ("aiplat.cli.devices", "sharing_group"),
+    "accounting": ("aiplat.cli.devices", "accounting_group"),
+    "kube": ("aiplat.cli.kube", "kube"),
+    "sim": ("aiplat.cli.sim", "sim"),
+    "model": ("aiplat.cli.model", "model"),
+    "lab": ("aiplat.cli.lab", "lab"),
+    "net": ("aiplat.cli.lab", "net"),
+    "diagnose": ("aiplat.cli.lab", "diagnose"),
+    "monitoring": ("aiplat.cli.ops", "monitoring"),
+    "runbook": ("aiplat.cli.ops", "runbook"),
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[cmd_name]
+        command = getattr(importlib.import_module(module), attr)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(cls=LazyGroup,
+             context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="aiplat")
 def cli() -> None:
     """aiplat: size, build, check and hand over an AI platform from one spec."""
-
-
-for command in (plan, spec, kube, cdi_group, runtime_group, sharing_group, accounting_group,
-                monitoring, runbook, model, node):
-    cli.add_command(command)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,7 +18,11 @@ from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_platform, pl
 from aiplat.plan import Plan, build_plan
 from aiplat.report import render_html, render_markdown
 from aiplat.report.artifacts_doc import storage_section
+from aiplat.report.network_doc import network_section, plan_network
 from aiplat.report.plan_doc import plan_document
+from aiplat.report.sim_doc import sim_sections
+from aiplat.sched.metrics import SimResult
+from aiplat.sched.platform import simulate_platform
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 
 
@@ -49,25 +53,47 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     kube = check_platform(platform, catalog, load_crds(crd_dir) if crd_dir else None,
                           versions=k8s_versions,
                           gpus={w.name: w.gpus for w in result.workloads})
-    doc = plan_document(result, kube, [storage_section(storage_guidance(platform, catalog))])
+    # A month of the spec's workloads through the queues the kube tree renders.
+    sim = simulate_platform(platform, result, seed=0)
+    doc = plan_document(result, kube, [
+        network_section(plan_network(platform)),
+        storage_section(storage_guidance(platform, catalog)),
+        *sim_sections(sim, subject=platform.metadata.name),
+    ])
     # Render everything before writing anything: a failure leaves DIR untouched.
     files = {
         "plan.json": result.model_dump_json(indent=2, by_alias=True) + "\n",
         "report.md": render_markdown(doc),
         "report.html": render_html(doc),
+        "simulation.json": json.dumps(sim.to_dict() | {"timeline": None}, indent=2) + "\n",
         **plan_files(kube),
     }
     write_tree(out_dir, files)
     if fmt == "json":
-        click.echo(json.dumps(_summary_data(result), indent=2))
+        click.echo(json.dumps(_summary_data(result) | {"simulation": _sim_summary(sim)}, indent=2))
     else:
         _print_table(result)
+        _print_sim(sim)
     click.echo(_kube_line(kube), err=True)
     elapsed = time.perf_counter() - t0
     click.echo(f"wrote plan.json, report.md, report.html, kube/ ({len(files)} files) to "
                f"{out_dir} in {elapsed:.2f} s", err=True)
     if any(f.severity == "error" for f in result.all_findings) or not kube.ok:
         sys.exit(1)
+
+
+def _sim_summary(sim: SimResult) -> dict[str, object]:
+    return {"tenants": [{"tenant": t.name, "wait_p95_hours": round(t.wait_p95_h, 2),
+                         "share": round(t.obtained_share, 3), "fair_share": round(t.fair_share, 3)}
+                        for t in sim.tenants],
+            "jain": round(sim.jain_index, 3), "utilisation": round(sim.utilisation, 3)}
+
+
+def _print_sim(sim: SimResult) -> None:
+    waits = ", ".join(f"{t.name} p95 wait {t.wait_p95_h:.1f} h (share {t.obtained_share:.0%} "
+                      f"vs fair {t.fair_share:.0%})" for t in sim.tenants)
+    click.echo(f"simulated month: {waits}; Jain {sim.jain_index:.2f}; GPU utilisation "
+               f"{sim.utilisation:.0%}")
 
 
 def _kube_line(kube: KubeCheck) -> str:

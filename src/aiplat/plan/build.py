@@ -162,7 +162,8 @@ def _roles(
         fabric = "none"
     sizes = {w.model: int(w.params * 2) for w in workloads}  # bf16 weights per model
     return roles.plan_roles(
-        pools=[roles.ComputePool(name=p.name, nodes=p.nodes, gpus_per_node=p.gpus_per_node)
+        pools=[roles.ComputePool(name=p.name, nodes=p.nodes, gpus_per_node=p.gpus_per_node,
+                                 hpc_nics=_has_hpc_nics(platform.pool(p.name)))
                for p in pools],
         tenants=len(platform.tenants),
         managed_control_plane=platform.kubernetes.managed_control_plane,
@@ -170,6 +171,10 @@ def _roles(
         storage_gateway=any(c.tier == "file" for c in platform.storage.classes),
         fabric=fabric,
     )
+
+
+def _has_hpc_nics(pool: PoolSpec | None) -> bool:
+    return pool is not None and any(n.segment.value == "hpc" for n in pool.node.nics)
 
 
 def _facility(

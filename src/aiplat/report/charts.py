@@ -106,7 +106,10 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
 def _draw(chart: Chart) -> Figure:
     n_categories = len(chart.categories)
     n_series = len(chart.series)
-    figure = Figure(figsize=(WIDTH_IN, _height(chart)), layout="constrained")
+    # Margins come from label lengths (_margins) rather than matplotlib's constrained layout,
+    # which measures every text twice and took most of a report's rendering time.
+    rotated = not chart.horizontal and _labels_too_long(chart.categories)
+    figure = Figure(figsize=(WIDTH_IN, _height(chart) + (_rotated_depth(chart) if rotated else 0)))
     FigureCanvasSVG(figure)
     ax = figure.add_subplot()
     positions = [float(i) for i in range(n_categories)]
@@ -205,7 +208,9 @@ def _draw(chart: Chart) -> Figure:
             ax.set_ylabel(chart.unit)
 
     if n_series > 1:
-        figure.legend(loc="outside upper center", ncols=min(n_series, 4), frameon=False)
+        figure.legend(loc="upper center", bbox_to_anchor=(0.5, 1.0), ncols=min(n_series, 4),
+                      frameon=False)
+    _margins(figure, chart, max_total, rotated=rotated)
     return figure
 
 
@@ -250,6 +255,32 @@ def _height(chart: Chart) -> float:
         return 3.6 + legend
     per_category = 0.34 if chart.stacked else 0.12 + 0.22 * len(chart.series)
     return max(1.8, 0.8 + per_category * len(chart.categories)) + legend
+
+
+_CHAR_IN = 5.4 / 72
+"""Average width of a 9 pt DejaVu Sans character, in inches."""
+
+
+def _rotated_depth(chart: Chart) -> float:
+    """Height that category labels rotated by 30° take below the axis."""
+    return max(len(c) for c in chart.categories) * _CHAR_IN * 0.5
+
+
+def _margins(figure: Figure, chart: Chart, max_total: float, *, rotated: bool) -> None:
+    width, height = figure.get_size_inches()
+    legend = 0.4 if len(chart.series) > 1 else 0.0
+    value_chars = len(format_value(max_total)) + 1
+    if chart.horizontal:
+        left = 0.2 + max(len(c) for c in chart.categories) * _CHAR_IN
+        bottom = 0.3 + (0.25 if chart.unit else 0.0)
+        right = 0.3
+    else:
+        left = 0.2 + value_chars * _CHAR_IN + (0.25 if chart.unit else 0.0)
+        bottom = 0.35 + (_rotated_depth(chart) if rotated else 0.0)
+        right = 0.15
+    top = 0.15 + legend
+    figure.subplots_adjust(left=min(left / width, 0.6), right=1 - right / width,
+                           bottom=bottom / height, top=1 - top / height)
 
 
 def _labels_too_long(categories: Sequence[str]) -> bool:

@@ -160,6 +160,8 @@ class ComputePool(BaseModel):
     name: str
     nodes: int
     gpus_per_node: int
+    hpc_nics: bool = True
+    """Whether the pool's nodes have NICs on the high-performance fabric."""
 
 
 class PrometheusEstimate(Result):
@@ -493,7 +495,7 @@ def plan_roles(
     non_compute = sum(r.nodes for r in roles)
     for p in pools:
         zones: list[ZoneName] = ["management", "service", "storage"]
-        if p.gpus_per_node > 0 and hpc:
+        if p.gpus_per_node > 0 and hpc and p.hpc_nics:
             zones.append("high_performance")
         kind = f"{p.gpus_per_node} GPUs per node" if p.gpus_per_node else "CPU only"
         roles.append(

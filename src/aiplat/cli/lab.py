@@ -1,0 +1,315 @@
+"""``aiplat lab up|status|down``, ``aiplat lab fault add|clear|list``, ``aiplat net check``,
+``aiplat diagnose``: thin commands over :mod:`aiplat.netdiag`."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from aiplat.errors import InputError
+from aiplat.netdiag import lab as labio
+from aiplat.netdiag.faults import KINDS, NOISY_SECONDS, plan_fault
+from aiplat.netdiag.model import DEFAULT_PREFIX, PROM_PORT, LabPlan, SegmentInput, plan_lab
+from aiplat.netdiag.state import load_state
+
+OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+                      show_default=True, help="format on stdout")
+PREFIX = click.option("--prefix", default=DEFAULT_PREFIX, show_default=True,
+                      help="lab name prefix (every host object the lab creates carries it)")
+
+
+def _console() -> Console:
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+def _json(data: Any) -> None:
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def parse_duration(text: str) -> float:
+    """``90s``, ``10m``, ``2h`` or plain seconds -> seconds.
+
+    >>> parse_duration("10m"), parse_duration("45")
+    (600.0, 45.0)
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
+    if not m:
+        raise InputError(f"--since {text!r} is not a duration (fix: use e.g. 90s, 10m, 1h)")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+
+
+def build_plan(spec: str | None, nodes: int | None, prefix: str, link_mbit: int | None,
+               segments: tuple[str, ...], *, prom_port: int = PROM_PORT) -> LabPlan:
+    """The lab plan from SPEC's network section (or the built-in four segments)."""
+    if spec is None:
+        return plan_lab(nodes=nodes or 3, prefix=prefix, link_mbit=link_mbit or 1000,
+                        only=segments, prom_port=prom_port)
+    from aiplat.catalog import load_catalog
+    from aiplat.spec import load_platform
+
+    platform = load_platform(spec, load_catalog())
+    net = platform.network
+    segs = [SegmentInput(name=s.name, purpose=s.purpose.value, mtu=s.mtu, cidr=s.cidr,
+                         vlan=s.vlan, rate_gbps=s.rate_gbps) for s in net.segments]
+    if not segs:
+        raise InputError(f"{spec}: network.segments is empty (fix: add segments, or run "
+                         "'aiplat lab up' without SPEC for the default four)")
+    return plan_lab(segs, nodes=nodes or net.lab.nodes, prefix=prefix,
+                    link_mbit=link_mbit or net.lab.link_mbit,
+                    only=segments or tuple(net.lab.segments), prom_port=prom_port)
+
+
+@click.group()
+def lab() -> None:
+    """A lab on this host: network namespaces as nodes on management, storage, service and
+    hpc bridges, a model store, Prometheus; fault injection. Needs root."""
+
+
+@lab.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("--nodes", type=click.IntRange(1, 8), help="compute nodes [spec: network.lab.nodes]")
+@click.option("--link-mbit", type=click.IntRange(10, 10000),
+              help="emulated NIC rate per port [spec: network.lab.linkMbit, 1000]")
+@click.option("--segment", "segments", multiple=True, help="only these segments (repeatable)")
+@click.option("--prom-port", type=click.IntRange(1024, 65535), default=PROM_PORT,
+              show_default=True, help="port of the lab's Prometheus on 127.0.0.1")
+@PREFIX
+@click.option("--dry-run", is_flag=True, help="print the commands and change nothing")
+@OUTPUT
+def up(  # noqa: PLR0917 (one parameter per click option)
+    spec: str | None, nodes: int | None, link_mbit: int | None, segments: tuple[str, ...],
+    prom_port: int, prefix: str, dry_run: bool, output: str,
+) -> None:
+    """Build the lab from SPEC's network section (default: mgmt 1500, storage 9000,
+    service 1500, hpc 9000). Refuses to start when a lab subnet overlaps a host route.
+
+    Debian packages: iproute2 iptables iperf3 iputils-ping prometheus
+    prometheus-node-exporter docker-registry.
+    """
+    plan = build_plan(spec, nodes, prefix, link_mbit, segments, prom_port=prom_port)
+    if dry_run:
+        for argv in labio.dry_run_commands(plan):
+            click.echo(shlex.join(argv))
+        return
+    result = labio.up(plan, progress=lambda m: _err(f"lab up: {m}"))
+    st = labio.status(prefix) or {}
+    if output == "json":
+        _json(st | {"seconds": round(result.seconds, 2),
+                    "phases": {k: round(v, 2) for k, v in result.phases.items()}})
+        return
+    _print_status(st)
+    _err(f"lab {prefix} up in {result.seconds:.1f} s ("
+         + ", ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()) + ")")
+
+
+@lab.command()
+@PREFIX
+@OUTPUT
+def status(prefix: str, output: str) -> None:
+    """Show the lab: segments, nodes, processes, active faults. Exit 1 when it is not up."""
+    st = labio.status(prefix)
+    if st is None:
+        if output == "json":
+            _json({"prefix": prefix, "phase": "down"})
+        else:
+            click.echo(f"lab {prefix}: down (no state file)")
+        sys.exit(1)
+    if output == "json":
+        _json(st)
+    else:
+        _print_status(st)
+
+
+def _print_status(st: dict[str, Any]) -> None:
+    c = _console()
+    t = Table(title=f"Lab {st['prefix']} — {st['phase']}", title_justify="left")
+    nodes = st["nodes"]
+    for col in ("segment", "purpose", "cidr", "MTU", "VLAN", "bridge", *(n["name"] for n in nodes)):
+        t.add_column(col)
+    for s in st["segments"]:
+        t.add_row(s["name"], s["purpose"], s["cidr"], str(s["mtu"]), str(s["vlan"] or "-"),
+                  s["bridge"] + ("" if s["present"] else " (missing)"),
+                  *(n["addrs"].get(s["name"], "-") for n in nodes))
+    c.print(t)
+    procs = st["processes"]
+    alive = sum(1 for p in procs if p["alive"])
+    c.print(f"processes {alive}/{len(procs)} alive · prometheus {st['prometheus']} · "
+            f"model store {st['registry']} · baseline pull "
+            + ", ".join(f"{k} {v:.0f} Mbit/s" for k, v in st["baseline_pull_mbit"].items()))
+    for f in st["faults"]:
+        c.print(f"fault {f['id']}: {f['detail']}")
+    for n in st.get("notes", []):
+        c.print(f"note: {n}")
+
+
+@lab.command()
+@PREFIX
+@OUTPUT
+def down(prefix: str, output: str) -> None:
+    """Remove everything the lab created (from its state file). Safe to repeat."""
+    r = labio.down(prefix)
+    if output == "json":
+        _json({"prefix": prefix, "removed": r.removed, "seconds": round(r.seconds, 2)})
+        return
+    if not r.removed:
+        click.echo(f"lab {prefix}: nothing to remove")
+    else:
+        click.echo(f"lab {prefix}: removed {len(r.removed)} objects in {r.seconds:.1f} s")
+
+
+@lab.group()
+def fault() -> None:
+    """Inject, list and clear faults in the lab."""
+
+
+@fault.command("add")
+@click.argument("kind", type=click.Choice(KINDS))
+@click.option("--node", help="lab node (slow-storage: default store)")
+@click.option("--segment", help="segment name or purpose (slow-storage: default storage)")
+@click.option("--value", type=float,
+              help="loss %% (20), rate Mbit/s (100), mtu bytes (1500 or 1400)")
+@click.option("--seconds", type=click.IntRange(1, 600), default=NOISY_SECONDS,
+              show_default=True, help="noisy: how long the flood runs")
+@PREFIX
+@click.option("--dry-run", is_flag=True, help="print the commands and change nothing")
+@OUTPUT
+def fault_add(  # noqa: PLR0917 (one parameter per click option)
+    kind: str, node: str | None, segment: str | None, value: float | None,
+              seconds: int, prefix: str, dry_run: bool, output: str) -> None:
+    """Inject a fault of KIND at --node on --segment."""
+    state = labio.require_up(prefix)
+    fp = plan_fault(state.plan, kind, node, segment, value=value, seconds=seconds)
+    if dry_run:
+        for argv in fp.apply + ([fp.spawn] if fp.spawn else []):
+            click.echo(shlex.join(argv))
+        return
+    active = labio.add_fault(prefix, fp)
+    if output == "json":
+        _json(active.model_dump())
+    else:
+        click.echo(f"fault {active.id}: {active.detail}")
+
+
+@fault.command("clear")
+@click.argument("ids", nargs=-1)
+@click.option("--all", "all_", is_flag=True, help="clear every active fault")
+@PREFIX
+@OUTPUT
+def fault_clear(ids: tuple[str, ...], all_: bool, prefix: str, output: str) -> None:
+    """Undo faults by id (see 'fault list'), or --all."""
+    if not ids and not all_:
+        raise InputError("name the faults to clear or pass --all (see 'aiplat lab fault list')")
+    cleared = labio.clear_faults(prefix, None if all_ else list(ids))
+    if output == "json":
+        _json({"cleared": cleared})
+    else:
+        click.echo("cleared " + (", ".join(cleared) or "nothing"))
+
+
+@fault.command("list")
+@PREFIX
+@OUTPUT
+def fault_list(prefix: str, output: str) -> None:
+    """Active faults."""
+    state = load_state(prefix)
+    faults = state.faults if state else []
+    if output == "json":
+        _json([f.model_dump() for f in faults])
+        return
+    if not faults:
+        click.echo("no active faults")
+    for f in faults:
+        click.echo(f"{f.id}: {f.detail}")
+
+
+@click.group()
+def net() -> None:
+    """Network checks."""
+
+
+@net.command("check")
+@click.option("--segment", "segments", multiple=True, help="only these segments (repeatable)")
+@click.option("--no-throughput", is_flag=True, help="skip the iperf3 transfers")
+@PREFIX
+@OUTPUT
+def net_check(segments: tuple[str, ...], no_throughput: bool, prefix: str, output: str) -> None:
+    """Between lab nodes, per segment: path MTU (DF ping sweep), loss and latency (ping
+    bursts), TCP throughput (iperf3), against the segment's MTU and the lab's link rate.
+    Exit 1 when there are findings."""
+    from aiplat.netdiag.probes import net_check as run_check
+
+    findings, raw = run_check(prefix, list(segments) or None, not no_throughput,
+                              progress=lambda m: _err(f"net check: {m}"))
+    if output == "json":
+        _json({"findings": [f.model_dump() for f in findings], "measurements": raw})
+    else:
+        c = _console()
+        t = Table(title=f"net check — {len(findings)} finding(s) in {raw['seconds']} s",
+                  title_justify="left")
+        for col in ("kind", "node", "segment", "finding", "evidence"):
+            t.add_column(col)
+        for f in findings:
+            t.add_row(f.kind, f.node or "-", f.segment, f.message, "\n".join(f.evidence[:3]))
+        c.print(t if findings else f"net check: no findings in {raw['seconds']} s")
+    if findings:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--since", default="10m", show_default=True,
+              help="window for interface counters without a lab (e.g. 90s, 10m, 1h)")
+@click.option("--prometheus", "prom_url", help="Prometheus URL [lab: its own]")
+@PREFIX
+@OUTPUT
+def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None:
+    """Rank causes of slow model pulls and network trouble from Prometheus metrics.
+
+    With the lab up: pulls the model store's blob from every node (the symptom) and
+    correlates the pulls with each node's per-segment traffic, retransmissions, carrier and
+    MTU. Without a lab, --prometheus URL: interface facts over --since. Exit 1 with causes.
+    """
+    from aiplat.netdiag.diagnose import diagnose_lab, diagnose_prometheus
+
+    seconds = parse_duration(since)
+    if load_state(prefix) is not None:
+        d = diagnose_lab(prefix, prom_url)
+    elif prom_url:
+        d = diagnose_prometheus(prom_url, seconds)
+    else:
+        raise InputError(f"no lab {prefix!r} is up and no --prometheus URL was given "
+                         "(fix: 'aiplat lab up', or pass --prometheus http://host:9090)")
+    if output == "json":
+        _json({"causes": [c.model_dump() for c in d.causes],
+               "pulls": [w.model_dump() | {"fall": round(w.fall, 1)} for w in d.pulls],
+               "window": d.window, "prometheus": d.prometheus, "notes": d.notes})
+    else:
+        c = _console()
+        if d.pulls:
+            c.print("model pulls: " + ", ".join(
+                f"{w.node} {w.mbit:.0f} Mbit/s (baseline {w.baseline_mbit:.0f})" for w in d.pulls))
+        t = Table(title=f"diagnose — {len(d.causes)} candidate cause(s), {d.prometheus}",
+                  title_justify="left")
+        for col in ("#", "cause", "node", "segment", "score", "summary"):
+            t.add_column(col)
+        for i, cause in enumerate(d.causes, 1):
+            t.add_row(str(i), cause.kind, cause.node or "-", cause.segment or "-",
+                      f"{cause.score:.2f}", cause.summary)
+        c.print(t if d.causes else "no finding: pulls at baseline, links up, MTUs as specified")
+        for cause in d.causes[:1]:
+            for e in cause.evidence:
+                c.print(f"  evidence: {e}")
+        for n in d.notes:
+            _err(f"note: {n}")
+    if d.causes:
+        sys.exit(1)

@@ -1,0 +1,289 @@
+"""``aiplat sim run|compare|fgd``: simulate queues and placement (thin: parse, call, print).
+
+The work is in :mod:`aiplat.sched`; this module loads inputs (spec, trace files), shows a
+progress bar on stderr when stderr is a terminal, and prints data on stdout as a table or
+JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from aiplat.errors import InputError
+from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
+from aiplat.sched.fgd import fgd_table
+from aiplat.sched.platform import STRATEGIES, simulate_platform
+
+DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
+
+
+def _out() -> Console:
+    # Piped output keeps full rows: rich would wrap to 80 columns off a terminal.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+@contextmanager
+def _progress(label: str, total: float) -> Iterator[Callable[[float], None]]:
+    """A progress bar on stderr, only when stderr is a terminal."""
+    err = Console(stderr=True)
+    if not err.is_terminal:
+        yield lambda _: None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=err, transient=True) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda done: bar.update(task, completed=done)
+
+
+def _platform(spec: str | None) -> tuple[Any, Any]:
+    from aiplat.catalog import load_catalog
+    from aiplat.plan import build_plan
+    from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
+
+    catalog = load_catalog()
+    platform = (load_platform(spec, catalog) if spec
+                else parse_platform(example_text(), EXAMPLE, catalog))
+    return platform, build_plan(platform, catalog)
+
+
+def _kueue(path: str | None) -> Any:
+    """Kueue objects from a YAML file or a folder of them; unsupported fields warned."""
+    if path is None:
+        return None
+    import yaml
+
+    from aiplat.sched.kueue_objects import from_objects
+
+    root = Path(path)
+    files = sorted(root.rglob("*.y*ml")) if root.is_dir() else [root]
+    objects: list[Any] = []
+    for f in files:
+        try:
+            objects.extend(d for d in yaml.safe_load_all(f.read_text()) if d is not None)
+        except (OSError, yaml.YAMLError) as e:
+            raise InputError(f"{f}: cannot read Kueue objects: {e} (fix: pass the rendered "
+                             "Kueue YAML)") from e
+    config = from_objects(objects, str(root))
+    for line in config.unsupported:
+        click.echo(f"warning: {line}", err=True)
+    return config
+
+
+def _data_dir(data: str | None) -> Path:
+    if data is None:
+        raise InputError("no trace data given (fix: pass --data DIR, the folder that holds "
+                         "traces/alibaba-gpu-v2023)")
+    from aiplat.sched.alibaba import trace_dir
+
+    return trace_dir(Path(data))
+
+
+@click.group()
+def sim() -> None:
+    """Simulate Kueue queues and GPU placement: waits, fairness, fragmentation, cost."""
+
+
+# ---------------------------------------------------------------------------- fgd
+
+
+@sim.command()
+@click.option("--trace", "traces", multiple=True, metavar="NAME",
+              help=f"pod list variant (repeatable; default: those of {', '.join(DEFAULT_TRACES)} "
+              "that exist)")
+@click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
+              help="placement policy (repeatable; default: the paper's six)")
+@click.option("--seeds", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="seeds per experiment: 42, 43, ...")
+@click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, data: str | None,
+        fmt: str) -> None:
+    """Reproduce the FGD paper's experiment: GPU allocation ratio at 130% arrivals.
+
+    Pods are sampled per seed until they request 1.3x the cluster's GPUs, then placed in
+    order by each policy, nothing ever leaves. Prints the mean allocation ratio per policy
+    and trace (JSON: trace -> policy -> mean percent, plus per-seed values).
+    """
+    from aiplat.sched.alibaba import load_nodes, load_pods, variants
+
+    folder = _data_dir(data)
+    if not traces:  # the defaults that this data folder has
+        traces = tuple(t for t in DEFAULT_TRACES if t in variants(folder)) or ("default",)
+    policies = policies or PAPER_POLICIES
+    nodes = load_nodes(folder)
+    requests = {t: [p.request for p in load_pods(folder, t)] for t in traces}
+    seed_list = list(range(42, 42 + seeds))
+    t0 = time.perf_counter()
+    with _progress("fgd", len(traces) * len(policies) * len(seed_list)) as tick:
+        table = fgd_table(nodes, requests, list(policies), seed_list, progress=tick)
+    elapsed = time.perf_counter() - t0
+    if fmt == "json":
+        click.echo(json.dumps(table, indent=2))
+    else:
+        _print_fgd(table)
+    click.echo(f"{len(traces) * len(policies) * len(seed_list)} experiments in "
+               f"{elapsed:.1f} s", err=True)
+
+
+def _print_fgd(table: dict[str, Any]) -> None:
+    means: dict[str, dict[str, float]] = table["mean"]
+    traces = list(means)
+    policies = list(next(iter(means.values())))
+    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals",
+              title_justify="left")
+    t.add_column("policy")
+    for tr in traces:
+        t.add_column(tr, justify="right")
+    for p in policies:
+        t.add_row(p, *(f"{means[tr][p]:.2f}" for tr in traces))
+    console = _out()
+    console.print(t)
+    console.print(f"mean of {len(table['seeds'])} seed(s) on {table['gpus']:,} GPUs")
+    for tr in traces:
+        ranked = sorted(means[tr], key=lambda p: -means[tr][p])
+        console.print(f"{tr}: {' > '.join(ranked)}")
+
+
+# ---------------------------------------------------------------------------- run / compare
+
+
+def _print_result(title: str, r: SimResult) -> None:
+    t = Table(title=title, title_justify="left")
+    for col in ("tenant", "jobs", "started", "waiting", "wait p50 h", "wait p95 h",
+                "wait p99 h", "GPU-h", "share", "fair share"):
+        t.add_column(col, justify="left" if col == "tenant" else "right")
+    for x in r.tenants:
+        t.add_row(x.name, str(x.jobs), str(x.started), str(x.waiting), f"{x.wait_p50_h:.2f}",
+                  f"{x.wait_p95_h:.2f}", f"{x.wait_p99_h:.2f}", f"{x.gpu_hours:,.0f}",
+                  f"{x.obtained_share:.1%}", f"{x.fair_share:.1%}")
+    console = _out()
+    console.print(t)
+    console.print(
+        f"Jain {r.jain_index:.3f} · utilisation {r.utilisation:.1%} · GPU-h allocated "
+        f"{r.allocated_gpu_hours:,.0f} of {r.provisioned_gpu_hours:,.0f} provisioned · "
+        f"preemptions {r.preemptions} ({r.preempted_gpu_hours:,.0f} GPU-h lost) · never fit "
+        f"{r.never_fit} · fragmented GPUs {r.mean_fragmented_gpus:.1f} (mean)"
+    )
+
+
+@sim.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("--policy", type=click.Choice(POLICY_NAMES), default="bestfit", show_default=True)
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="spec", show_default=True,
+              help="pool strategy: as the spec says, fixed, autoscale, or warm reserve")
+@click.option("--warm-nodes", default=1, show_default=True, type=click.IntRange(0, 10000))
+@click.option("--mtbf", "mtbf_h", type=click.FloatRange(min=0.01), help="node MTBF in hours")
+@click.option("--mttr", "mttr_h", default=24.0, show_default=True,
+              type=click.FloatRange(min=0.01), help="node repair time in hours")
+@click.option("--classic", is_flag=True, help="no fair sharing (classic Kueue ordering)")
+@click.option("--months", default=1.0, show_default=True, type=click.FloatRange(0.01, 120))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--kueue", "kueue_path", metavar="PATH",
+              help="rendered Kueue objects (file or folder) instead of queues from SPEC")
+@click.option("--trace", metavar="NAME", help="replay an Alibaba trace variant instead of SPEC")
+@click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def run(  # noqa: PLR0917 (one parameter per click option)
+    spec: str | None, policy: str, strategy: str, warm_nodes: int, mtbf_h: float | None,
+        mttr_h: float, classic: bool, months: float, seed: int, kueue_path: str | None,
+        trace: str | None, data: str | None, fmt: str) -> None:
+    """Simulate the platform in SPEC (default: the built-in example) on its own queues.
+
+    Each tenant is a ClusterQueue, each pool a flavor; workloads become jobs from the plan's
+    sized GPUs and run hours. With --trace, replays an Alibaba trace variant instead (one
+    ClusterQueue per QoS class).
+    """
+    t0 = time.perf_counter()
+    if trace is not None:
+        from aiplat.sched.alibaba import load_nodes, load_pods
+        from aiplat.sched.traces import qos_queues, trace_jobs
+
+        folder = _data_dir(data)
+        nodes = load_nodes(folder)
+        jobs = trace_jobs(load_pods(folder, trace), trace)
+        with _progress(f"trace {trace}", 1.0) as tick:
+            result = simulate(nodes, jobs, qos_queues(jobs, nodes), policy=policy, seed=seed,
+                              progress=tick)
+        title = f"trace {trace} · policy {policy}"
+    else:
+        platform, plan = _platform(spec)
+        queues = _kueue(kueue_path)
+        with _progress("simulating", 1.0) as tick:
+            result = simulate_platform(platform, plan, seed, policy=policy, months=months,
+                                       strategy=strategy, warm_nodes=warm_nodes,
+                                       mtbf_h=mtbf_h, mttr_h=mttr_h, fair_sharing=not classic,
+                                       queues=queues, progress=tick)
+        title = (f"{platform.metadata.name} · {months:g} month(s) · policy {policy} · "
+                 f"pools {strategy} · {'classic' if classic else 'fair sharing'}")
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_result(title, result)
+    click.echo(f"{result.events:,} events in {time.perf_counter() - t0:.2f} s", err=True)
+
+
+@sim.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
+              help="placement policies to compare (repeatable; default bestfit)")
+@click.option("--strategy", "strategies", multiple=True, type=click.Choice(STRATEGIES),
+              help="pool strategies to compare (repeatable; default spec)")
+@click.option("--queueing", "queueings", multiple=True, type=click.Choice(["fair", "classic"]),
+              help="fair sharing or classic ordering (repeatable; default fair)")
+@click.option("--warm-nodes", default=1, show_default=True, type=click.IntRange(0, 10000))
+@click.option("--mtbf", "mtbf_h", type=click.FloatRange(min=0.01), help="node MTBF in hours")
+@click.option("--mttr", "mttr_h", default=24.0, show_default=True,
+              type=click.FloatRange(min=0.01))
+@click.option("--months", default=1.0, show_default=True, type=click.FloatRange(0.01, 120))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+def compare(  # noqa: PLR0917 (one parameter per click option)
+    spec: str | None, policies: tuple[str, ...], strategies: tuple[str, ...],
+            queueings: tuple[str, ...], warm_nodes: int, mtbf_h: float | None, mttr_h: float,
+            months: float, seed: int, fmt: str) -> None:
+    """Compare placement policies, pool strategies and queueing side by side on SPEC.
+
+    Every combination of the given --policy, --strategy and --queueing values is one row:
+    waits (worst tenant p95), fairness, utilisation and provisioned GPU-hours.
+    """
+    platform, plan = _platform(spec)
+    combos = [(p, s, q) for p in (policies or ("bestfit",)) for s in (strategies or ("spec",))
+              for q in (queueings or ("fair",))]
+    rows = []
+    with _progress("comparing", len(combos)) as tick:
+        for i, (p, s, q) in enumerate(combos):
+            r = simulate_platform(platform, plan, seed, policy=p, months=months, strategy=s,
+                                  warm_nodes=warm_nodes, mtbf_h=mtbf_h, mttr_h=mttr_h,
+                                  fair_sharing=q == "fair")
+            rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
+            tick(i + 1)
+    if fmt == "json":
+        click.echo(json.dumps([{**k, **r.to_dict()} | {"timeline": None} for k, r in rows],
+                              indent=2))
+        return
+    t = Table(title=f"{platform.metadata.name}: {len(rows)} configuration(s), seed {seed}",
+              title_justify="left")
+    for col in ("policy", "pools", "queueing", "worst p95 wait h", "Jain", "utilisation",
+                "provisioned GPU-h", "preemptions", "lost GPU-h", "waiting"):
+        t.add_column(col, justify="left" if col in ("policy", "pools", "queueing") else "right")
+    for k, r in rows:
+        worst = max((x.wait_p95_h for x in r.tenants), default=0.0)
+        t.add_row(k["policy"], k["strategy"], k["queueing"], f"{worst:.2f}",
+                  f"{r.jain_index:.3f}", f"{r.utilisation:.1%}",
+                  f"{r.provisioned_gpu_hours:,.0f}", str(r.preemptions),
+                  f"{r.preempted_gpu_hours:,.0f}", str(sum(x.waiting for x in r.tenants)))
+    _out().print(t)

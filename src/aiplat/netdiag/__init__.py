@@ -1,0 +1,9 @@
+"""Lab (network namespaces as nodes), fault injection, network checks and diagnosis.
+
+Pure: :mod:`.model` (lab layout and commands as data), :mod:`.faults` (fault plans),
+:mod:`.netcheck` (findings from probe results), :mod:`.correlate` (ranking causes over metric
+series). I/O edges: :mod:`.sh` (commands, processes), :mod:`.state` (the state file),
+:mod:`.lab` (up, status, down, faults), :mod:`.probes` (net check), :mod:`.prom` (Prometheus
+HTTP API), :mod:`.diagnose`, :mod:`.pullprobe` (the model-pull symptom). Test helpers:
+:mod:`.testing`.
+"""

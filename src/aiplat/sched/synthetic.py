@@ -1,0 +1,104 @@
+"""Synthetic traces: jobs generated from workload profiles (the spec's sized workloads).
+
+A :class:`Profile` says what one workload runs: GPUs, run time, runs per month, its tenant
+(= ClusterQueue) and pool (= flavor), GPUs per node of that pool, and how it maps to Kueue
+Workloads:
+
+- ``gang`` (training, fine-tuning): one Workload per run, pods of a node's worth of GPUs
+  (the last pod takes the remainder), admitted all at once; arrivals are Poisson at
+  ``runs_per_month``.
+- ``replicas`` (batch inference): each run is split into independent one-node Workloads
+  that run in parallel when there is room; runs arrive periodically (a nightly job comes
+  every night), with a seeded phase.
+- ``always-on`` (online inference, RAG): one Workload at time 0 holding its GPUs for the whole
+  horizon, at the highest priority.
+
+Pure: the generator is seeded by the caller; same seed, same jobs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from aiplat.sched.cluster import MILLI, Request
+from aiplat.sched.workload import Job, PodSet
+
+HOURS_PER_MONTH = 730.0
+Shape = Literal["gang", "replicas", "always-on"]
+
+PRIORITY: dict[Shape, int] = {"always-on": 1000, "gang": 100, "replicas": 10}
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    tenant: str
+    pool: str
+    gpus: int
+    gpus_per_node: int
+    run_hours: float | None  # None = always on
+    runs_per_month: float = 1.0
+    shape: Shape = "gang"
+    cpu_per_gpu: int = 8000
+    memory_mib_per_gpu: int = 65536
+
+    def __post_init__(self) -> None:
+        if self.gpus < 1 or self.gpus_per_node < 1:
+            raise ValueError(f"workload {self.name}: needs at least one GPU and GPUs per node")
+        if self.shape != "always-on" and (self.run_hours is None or self.run_hours <= 0):
+            raise ValueError(f"workload {self.name}: a {self.shape} workload needs run_hours")
+
+
+def _pods(p: Profile) -> list[PodSet]:
+    full, rest = divmod(p.gpus, p.gpus_per_node)
+    sets = []
+    for count, gpus in ((full, p.gpus_per_node), (1 if rest else 0, rest)):
+        if count:
+            req = Request(p.cpu_per_gpu * gpus, p.memory_mib_per_gpu * gpus, gpus, MILLI)
+            sets.append(PodSet(count, req))
+    return sets
+
+
+def generate(profiles: list[Profile], *, seed: int, months: float = 1.0) -> list[Job]:
+    """Jobs for ``months`` of the profiles, sorted by submission time."""
+    rng = np.random.default_rng(seed)
+    horizon = months * HOURS_PER_MONTH * 3600
+    jobs: list[Job] = []
+    for p in profiles:
+        prio = PRIORITY[p.shape]
+        podsets = _pods(p)
+        if p.shape == "always-on":
+            jobs.append(Job(f"{p.name}", p.tenant, 0.0, horizon, tuple(podsets), prio,
+                            pool=p.pool))
+            continue
+        assert p.run_hours is not None
+        duration = p.run_hours * 3600
+        rate = p.runs_per_month / (HOURS_PER_MONTH * 3600)
+        if p.shape == "gang":
+            t = float(rng.exponential(1 / rate))
+            times = []
+            while t < horizon:
+                times.append(t)
+                t += float(rng.exponential(1 / rate))
+        else:
+            period = 1 / rate
+            phase = float(rng.uniform(0, period))
+            times = [phase + k * period for k in range(math.ceil(horizon / period))
+                     if phase + k * period < horizon]
+        for k, t in enumerate(times):
+            if p.shape == "gang":
+                jobs.append(Job(f"{p.name}-{k}", p.tenant, t, duration, tuple(podsets), prio,
+                                pool=p.pool))
+                continue
+            i = 0
+            for ps in podsets:
+                for _ in range(ps.count):
+                    jobs.append(Job(f"{p.name}-{k}-{i}", p.tenant, t, duration,
+                                    (PodSet(1, ps.request),), prio, pool=p.pool))
+                    i += 1
+    jobs.sort(key=lambda j: (j.submit, j.name))
+    return jobs

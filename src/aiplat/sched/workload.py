@@ -1,0 +1,69 @@
+"""Workloads as Kueue sees them: a job of one or more pod sets, admitted all at once.
+
+A :class:`Job` is a Kueue ``Workload``: it belongs to a ClusterQueue (= a tenant) through a
+LocalQueue, has a priority (a WorkloadPriorityClass value), and 1–18 pod sets, each ``count``
+identical pods with a :class:`~aiplat.sched.cluster.Request` and an optional topology request
+(the ``kueue.x-k8s.io/podset-*-topology`` annotations); ``pool`` pins it to one pool (a node
+selector on the pool label), so only that flavor is considered. ``duration`` is the run time
+once all pods run; an evicted job restarts from the beginning (its progress is the wasted work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from aiplat.sched.cluster import MILLI, Request
+from aiplat.sched.kueue import FR, GPU
+
+Level = Literal["block", "rack", "host"]
+LEVELS: tuple[Level, ...] = ("block", "rack", "host")
+
+
+@dataclass(frozen=True)
+class TopologyRequest:
+    level: Level
+    mode: Literal["required", "preferred"] = "required"
+
+
+@dataclass(frozen=True)
+class PodSet:
+    count: int
+    request: Request
+    topology: TopologyRequest | None = None
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise ValueError(f"a pod set needs at least one pod, got {self.count}")
+
+
+@dataclass(frozen=True)
+class Job:
+    name: str
+    queue: str
+    submit: float
+    duration: float
+    podsets: tuple[PodSet, ...]
+    priority: int = 0
+    local_queue: str = ""
+    pool: str | None = None  # a node selector on the pool label: only that flavor fits
+
+    def __post_init__(self) -> None:
+        if not 1 <= len(self.podsets) <= 18:
+            raise ValueError(f"job {self.name}: 1 to 18 pod sets, got {len(self.podsets)}")
+        if self.duration < 0 or self.submit < 0:
+            raise ValueError(f"job {self.name}: negative submit time or duration")
+
+    @property
+    def gpus(self) -> float:
+        """GPUs the whole job holds (fractional GPUs count their share)."""
+        return sum(p.count * p.request.gpu_total_milli for p in self.podsets) / MILLI
+
+    def need(self, flavor: str, covered: list[str]) -> dict[FR, float]:
+        """Quota this job uses on ``flavor``, for the resources the queue covers."""
+        amounts = {
+            GPU: self.gpus,
+            "cpu": sum(p.count * p.request.cpu_milli for p in self.podsets) / 1000,
+            "memory": sum(p.count * p.request.memory_mib for p in self.podsets) / 1024,
+        }
+        return {(flavor, r): amounts.get(r, 0.0) for r in covered}

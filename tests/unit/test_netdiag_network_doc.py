@@ -1,0 +1,73 @@
+"""Network planning (issue 8 section 5): recommendations with reasons from the spec."""
+
+from __future__ import annotations
+
+import yaml
+
+from aiplat.report import Document, render_markdown
+from aiplat.report.network_doc import network_section, plan_network
+from aiplat.spec import EXAMPLE, Platform, example_text, parse_platform
+
+
+def platform(network: dict[str, object] | None = None) -> Platform:
+    doc = yaml.safe_load(example_text())
+    if network is not None:
+        doc["network"] = network
+    return parse_platform(yaml.safe_dump(doc, sort_keys=False), EXAMPLE)
+
+
+def advice_of(network: dict[str, object] | None = None) -> set[tuple[str, str, str]]:
+    a = plan_network(platform(network))
+    return {(r.severity, r.topic, r.subject) for r in a.recommendations}
+
+
+def test_example_profile_and_roce_needs_a_lossless_fabric() -> None:
+    a = plan_network(platform())
+    assert a.profile.multi_node_training == ["domain-pretrain", "assistant-finetune"]
+    roce = next(r for r in a.recommendations if r.topic == "rdma" and r.subject == "storage")
+    assert "PFC" in roce.advice and "DCQCN" in roce.advice and "go-back-N" in roce.reason
+    ib = next(r for r in a.recommendations if r.topic == "rdma" and r.subject == "hpc")
+    assert "rail" in ib.advice
+    # The example's storage NICs are plain Ethernet on a RoCE segment.
+    assert ("warning", "nics", "h100/storage") in {(r.severity, r.topic, r.subject)
+                                                  for r in a.recommendations}
+    assert {q.segment: q.lossless for q in a.qos} == {
+        "mgmt": False, "storage": True, "service": False, "hpc": True}
+
+
+def test_missing_segments_small_mtu_and_duplicate_vlans() -> None:
+    recs = advice_of({"segments": [
+        {"name": "mgmt", "purpose": "management", "mtu": 9000, "vlan": 10},
+        {"name": "data", "purpose": "storage", "mtu": 1500, "vlan": 10, "rdma": "roce"},
+    ]})
+    assert ("warning", "segments", "network") in recs  # no hpc for multi-node training
+    assert ("info", "mtu", "mgmt") in recs
+    assert ("warning", "mtu", "data") in recs and ("error", "mtu", "data") in recs
+    assert ("error", "vlan", "data") in recs
+
+
+def test_tcp_hpc_for_multi_node_training_is_flagged() -> None:
+    recs = advice_of({"segments": [
+        {"name": "mgmt", "purpose": "management"},
+        {"name": "hpc", "purpose": "hpc", "mtu": 9000},
+    ]})
+    assert ("warning", "rdma", "hpc") in recs
+    assert ("error", "segments", "network") not in recs
+
+
+def test_section_renders() -> None:
+    section = network_section(plan_network(platform()))
+    md = render_markdown(Document(title="t", sections=[section]))
+    assert "## Network" in md and "| storage | RoCE (storage) | 26 (CNP 48) |" in md
+
+
+def test_fits_into_the_plan_report_as_an_extra_section() -> None:
+    from aiplat.catalog import load_catalog
+    from aiplat.plan import build_plan
+    from aiplat.report import render_html
+    from aiplat.report.plan_doc import plan_document
+
+    p = platform()
+    doc = plan_document(build_plan(p, load_catalog()), None, [network_section(plan_network(p))])
+    assert "network" in [s.id for s in doc.sections]
+    assert 'id="network"' in render_html(doc)

@@ -1,0 +1,111 @@
+"""``aiplat sim`` through click's runner (the lead wires the group into ``aiplat``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from aiplat.cli.sim import sim
+from aiplat.errors import InputError
+
+
+def test_run_example_table() -> None:
+    r = CliRunner().invoke(sim, ["run"])
+    assert r.exit_code == 0, r.output
+    for tenant in ("research", "serving", "batch"):
+        assert tenant in r.stdout
+    assert "Jain" in r.stdout
+    assert "events in" in r.stderr
+
+
+def test_run_example_json_has_waits_and_fairness() -> None:
+    r = CliRunner().invoke(sim, ["run", "-o", "json", "--seed", "3"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert {t["name"] for t in data["tenants"]} == {"research", "serving", "batch"}
+    assert 0 < data["jain_index"] <= 1
+    assert data["provisioned_gpu_hours"] >= data["allocated_gpu_hours"] > 0
+
+
+def test_compare_strategies_side_by_side() -> None:
+    r = CliRunner().invoke(sim, ["compare", "--strategy", "fixed", "--strategy", "warm",
+                                 "-o", "json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert [row["strategy"] for row in rows] == ["fixed", "warm"]
+    fixed, warm = rows
+    # the fixed pools keep every node up all month: more provisioned GPU-hours
+    assert fixed["provisioned_gpu_hours"] > warm["provisioned_gpu_hours"]
+
+
+def test_fgd_without_data_names_the_fix() -> None:
+    r = CliRunner().invoke(sim, ["fgd"])
+    assert isinstance(r.exception, InputError)
+    assert "--data" in str(r.exception)
+    assert r.exception.exit_code == 2
+
+
+def test_unknown_trace_variant_lists_the_choices(tmp_path: Path) -> None:
+    (tmp_path / "openb_node_list_all_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\n")
+    r = CliRunner().invoke(sim, ["fgd", "--data", str(tmp_path), "--trace", "nope"])
+    assert isinstance(r.exception, InputError)
+    assert "choose one of default" in str(r.exception)
+
+
+def test_bad_trace_row_names_file_line_and_column(tmp_path: Path) -> None:
+    (tmp_path / "openb_node_list_all_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli\np0,1000,1024,1,500\np1,lots,1024,1,5\n")
+    r = CliRunner().invoke(sim, ["fgd", "--data", str(tmp_path), "--seeds", "1"])
+    assert isinstance(r.exception, InputError)
+    assert "openb_pod_list_default.csv:3: column cpu_milli: 'lots'" in str(r.exception)
+
+
+def test_fgd_on_a_tiny_trace(tmp_path: Path) -> None:
+    (tmp_path / "openb_node_list_all_node.csv").write_text(
+        "sn,cpu_milli,memory_mib,gpu,model\nn0,32000,65536,2,T4\nn1,32000,65536,4,V100\n")
+    (tmp_path / "openb_pod_list_default.csv").write_text(
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec\n"
+        "p0,1000,1024,1,500,\np1,2000,1024,1,1000,V100\np2,1000,1024,2,1000,\n")
+    r = CliRunner().invoke(sim, ["fgd", "--data", str(tmp_path), "--seeds", "2", "-o", "json"])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert set(data["mean"]["default"]) == {"random", "dotprod", "clustering", "packing",
+                                            "bestfit", "fgd"}
+    assert all(0 < v <= 100 for v in data["mean"]["default"].values())
+
+
+@pytest.mark.parametrize("args", [["run", "--strategy", "nope"], ["fgd", "--seeds", "0"]])
+def test_bad_options_exit_2(args: list[str]) -> None:
+    assert CliRunner().invoke(sim, args).exit_code == 2
+
+
+def test_run_with_rendered_kueue_objects(tmp_path: Path) -> None:
+    objs = tmp_path / "kueue"
+    objs.mkdir()
+    queues = "\n---\n".join(
+        f"""apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {t}}}
+spec:
+  cohortName: example
+  namespaceSelector: {{}}
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors:
+    - {{name: h100, resources: [{{name: nvidia.com/gpu, nominalQuota: 24}}]}}
+    - {{name: l40s, resources: [{{name: nvidia.com/gpu, nominalQuota: 8}}]}}"""
+        for t in ("research", "serving", "batch"))
+    (objs / "queues.yaml").write_text(queues)
+    r = CliRunner().invoke(sim, ["run", "--kueue", str(objs), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert "warning:" in r.stderr and "namespaceSelector" in r.stderr
+    data = json.loads(r.stdout)
+    assert [t["weight"] for t in data["tenants"]] == [1.0, 1.0, 1.0]  # from the objects

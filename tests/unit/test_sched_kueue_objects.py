@@ -1,0 +1,132 @@
+"""Reading rendered Kueue objects into the simulator's configuration."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from aiplat.errors import InputError
+from aiplat.sched import GPU, simulate
+from aiplat.sched.kueue_objects import duration, from_objects, quantity
+
+OBJECTS = """
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: a}
+spec: {nodeLabels: {aiplat.io/pool: a}}
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Cohort
+metadata: {name: org}
+spec:
+  resourceGroups:
+  - coveredResources: [nvidia.com/gpu]
+    flavors: [{name: a, resources: [{name: nvidia.com/gpu, nominalQuota: 4}]}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: research}
+spec:
+  cohortName: org
+  namespaceSelector: {}
+  queueingStrategy: StrictFIFO
+  stopPolicy: None
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors:
+    - name: a
+      resources:
+      - {name: cpu, nominalQuota: 500m}
+      - {name: memory, nominalQuota: 64Gi}
+      - {name: nvidia.com/gpu, nominalQuota: "2", borrowingLimit: 2, lendingLimit: 1}
+  preemption:
+    reclaimWithinCohort: Any
+    withinClusterQueue: LowerPriority
+    borrowWithinCohort: {policy: LowerPriority, maxPriorityThreshold: 100}
+  flavorFungibility: {whenCanBorrow: TryNextFlavor, whenCanPreempt: Preempt}
+  fairSharing: {weight: "2"}
+---
+apiVersion: config.kueue.x-k8s.io/v1beta1
+kind: Configuration
+fairSharing: {enable: true, preemptionStrategies: [LessThanInitialShare]}
+waitForPodsReady:
+  enable: true
+  timeout: 10m
+  requeuingStrategy: {backoffBaseSeconds: 30, backoffMaxSeconds: 600, backoffLimitCount: 3}
+"""
+
+
+def test_reads_queue_cohort_and_configuration() -> None:
+    cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")
+    (q,) = cfg.cluster_queues
+    assert (q.name, q.cohort, q.queueing_strategy, q.weight) == ("research", "org", "StrictFIFO",
+                                                                 2.0)
+    res = q.flavors[0].resources
+    assert res[GPU].nominal == 2 and res[GPU].borrowing_limit == 2 and res[GPU].lending_limit == 1
+    assert res["cpu"].nominal == 0.5 and res["memory"].nominal == 64
+    assert q.preemption.borrow_within_cohort == "LowerPriority"
+    assert q.preemption.max_priority_threshold == 100
+    assert (q.when_can_borrow, q.when_can_preempt) == ("TryNextFlavor", "Preempt")
+    assert cfg.fair_sharing and cfg.preemption_strategies == ("LessThanInitialShare",)
+    assert cfg.wait_for_pods_ready is not None and cfg.wait_for_pods_ready.timeout_s == 600
+    assert cfg.cohorts[0].flavors[0].resources[GPU].nominal == 4
+
+
+def test_unsupported_fields_are_reported_not_dropped() -> None:
+    cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")
+    assert any("spec.namespaceSelector" in u for u in cfg.unsupported)
+    assert any("spec.stopPolicy" in u for u in cfg.unsupported)
+
+
+def test_the_read_objects_simulate() -> None:
+    from sched_helpers import job, nodes
+
+    cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")
+    r = simulate(nodes(), [job("j", "research", 4)], cfg)
+    # 2 own + up to 2 borrowed from the cohort's 4: a 4-GPU job fits; its 1-CPU pod does not
+    # fit the 500m CPU quota, so it must wait forever.
+    assert r.records[0].first_start is None
+
+
+@pytest.mark.parametrize(("text", "res", "value"), [("8", "nvidia.com/gpu", 8), ("500m", "cpu",
+                         0.5), ("512Mi", "memory", 0.5), ("1.5", "cpu", 1.5)])
+def test_quantities(text: str, res: str, value: float) -> None:
+    assert quantity(text, res, "x") == value
+
+
+def test_bad_values_name_the_object_and_field() -> None:
+    bad = [{"kind": "ClusterQueue", "metadata": {"name": "q"},
+            "spec": {"queueingStrategy": "Fifo"}}]
+    with pytest.raises(InputError, match=r"ClusterQueue q spec.queueingStrategy: 'Fifo'"):
+        from_objects(bad, "k.yaml")
+    with pytest.raises(InputError, match="not a duration"):
+        duration("ten minutes", "x")
+    with pytest.raises(InputError, match="no ClusterQueue"):
+        from_objects([], "k.yaml")
+
+
+def test_reads_what_aiplat_kube_renders_for_the_example() -> None:
+    from aiplat.catalog import load_catalog
+    from aiplat.kube.render import render
+    from aiplat.plan import build_plan
+    from aiplat.sched.platform import platform_jobs, platform_nodes, platform_strategies
+    from aiplat.spec import EXAMPLE, example_text, parse_platform
+
+    catalog = load_catalog()
+    platform = parse_platform(example_text(), EXAMPLE, catalog)
+    rendered = render(platform, catalog)
+    objects = [o for path, docs in rendered.manifests.items() if path.startswith("kueue/")
+               for o in docs]
+    cfg = from_objects(objects, "kueue/")
+    assert {q.name for q in cfg.cluster_queues} == {t.name for t in platform.tenants}
+    for q in cfg.cluster_queues:
+        tenant = platform.tenant(q.name)
+        assert tenant is not None
+        for fq in q.flavors:
+            assert fq.resources[GPU].nominal == tenant.quota[fq.flavor].gpus
+    plan = build_plan(platform, catalog)
+    result = simulate(platform_nodes(platform, plan), platform_jobs(platform, plan, 0), cfg,
+                      strategies=platform_strategies(platform), horizon=730 * 3600)
+    # CPU and memory quotas as rendered leave room for the jobs' per-GPU requests
+    assert result.never_fit == 0
+    assert all(t.started > 0 for t in result.tenants)

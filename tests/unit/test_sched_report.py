@@ -1,0 +1,55 @@
+"""simulate_platform on the example, and the report sections built from it."""
+
+from __future__ import annotations
+
+from aiplat.catalog import load_catalog
+from aiplat.plan import build_plan
+from aiplat.report import Document, render_html, render_markdown
+from aiplat.report.sim_doc import sim_sections
+from aiplat.sched.platform import platform_queues, simulate_platform
+from aiplat.spec import EXAMPLE, example_text, parse_platform
+
+
+def _example():  # type: ignore[no-untyped-def]
+    catalog = load_catalog()
+    platform = parse_platform(example_text(), EXAMPLE, catalog)
+    return platform, build_plan(platform, catalog)
+
+
+def test_simulate_platform_uses_the_spec_names_and_is_reproducible() -> None:
+    platform, plan = _example()
+    a = simulate_platform(platform, plan, seed=1)
+    b = simulate_platform(platform, plan, seed=1)
+    assert a == b
+    assert [t.name for t in a.tenants] == [t.name for t in platform.tenants]
+    assert {r.flavor for r in a.records if r.flavor} <= {p.name for p in platform.pools}
+    assert a.never_fit == 0
+    # weights become fair-sharing weights
+    assert {t.name: t.weight for t in a.tenants} == {"research": 2.0, "serving": 1.0,
+                                                     "batch": 0.5}
+
+
+def test_platform_queues_mirror_tenant_quotas() -> None:
+    platform, _ = _example()
+    cfg = platform_queues(platform)
+    research = next(q for q in cfg.cluster_queues if q.name == "research")
+    quota = research.flavors[0].resources["nvidia.com/gpu"]
+    tenant = platform.tenant("research")
+    assert tenant is not None
+    spec = tenant.quota["h100"]
+    assert (research.flavors[0].flavor, quota.nominal, quota.borrowing_limit) == (
+        "h100", spec.gpus, spec.borrowing_limit)
+    assert research.weight == tenant.weight
+    assert research.cohort == platform.metadata.name
+
+
+def test_sections_render_in_markdown_and_html() -> None:
+    platform, plan = _example()
+    result = simulate_platform(platform, plan, seed=0)
+    sections = sim_sections(result, subject=platform.metadata.name)
+    doc = Document(title="sim", sections=sections)
+    md = render_markdown(doc)
+    assert "Simulated queues" in md and "research" in md
+    html = render_html(doc)
+    assert 'id="sim-waits"' in html or "sim-waits" in html
+    assert len(doc.all_charts()) == 3
