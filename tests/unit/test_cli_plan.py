@@ -18,7 +18,10 @@ def test_plan_writes_json_markdown_and_html(
     out = tmp_path / "out"
     assert main(["plan", "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "kube", "kube-check.json", "plan.json", "report.html", "report.md", "simulation.json"]
+        "kube", "kube-check.json", "matrix", "monitoring", "plan.json", "report.html",
+        "report.md", "runbook", "simulation.json"]
+    for linked in ("matrix/matrix.html", "runbook/runbook.html", "monitoring/aiplat-rules.yaml"):
+        assert (out / linked).is_file()
     assert (out / "kube" / "kustomization.yaml").exists()
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     assert plan.platform == "example"
@@ -30,7 +33,7 @@ def test_plan_writes_json_markdown_and_html(
     for heading in ("## Findings", "## Workloads", "## Pools", "## Power, cooling and racks",
                     "## Reserve", "## Node roles and network zones", "## Deployment model",
                     "## Kubernetes", "## Network", "## Model storage and cache",
-                    "## Simulated queues"):
+                    "## Simulated queues", "## Handover"):
         assert heading in md
     html = (out / "report.html").read_text()
     # demand, memory, power by pool; simulated waits, shares and capacity
@@ -76,3 +79,14 @@ def test_existing_files_beside_the_outputs_survive(tmp_path: Path) -> None:
     assert (out / "notes.txt").read_text() == "mine"
     assert (out / "plan.json").read_text().startswith("{")
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_a_corrupt_acceptance_record_beside_the_plan_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = tmp_path / "out" / "acceptance" / "acceptance.json"
+    record.parent.mkdir(parents=True)
+    record.write_text("{not json")
+    assert main(["plan", "-o", str(tmp_path / "out")]) == 2
+    assert "not an acceptance record" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "plan.json").exists()

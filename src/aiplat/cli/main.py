@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lab": ("aiplat.cli.lab", "lab"),
     "net": ("aiplat.cli.lab", "net"),
     "diagnose": ("aiplat.cli.lab", "diagnose"),
+    "matrix": ("aiplat.cli.handover", "matrix_group"),
+    "accept": ("aiplat.cli.handover", "accept_group"),
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 import time
+from datetime import date
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -12,11 +14,17 @@ from rich.table import Table
 
 from aiplat.artifacts.guidance import storage_guidance
 from aiplat.catalog import load_catalog
+from aiplat.errors import InputError
 from aiplat.fsutil import write_tree
 from aiplat.kube.crds import load_crds
 from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_platform, plan_files
+from aiplat.ops.acceptance import Record, load_record
+from aiplat.ops.acceptance_report import handover_section
+from aiplat.ops.matrix import check_matrix, matrix_document
+from aiplat.ops.monitoring import monitoring_rules, render_monitoring
+from aiplat.ops.runbook import runbook_document
 from aiplat.plan import Plan, build_plan
-from aiplat.report import render_html, render_markdown
+from aiplat.report import Document, render_html, render_markdown
 from aiplat.report.artifacts_doc import storage_section
 from aiplat.report.network_doc import network_section, plan_network
 from aiplat.report.plan_doc import plan_document
@@ -55,10 +63,15 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                           gpus={w.name: w.gpus for w in result.workloads})
     # A month of the spec's workloads through the queues the kube tree renders.
     sim = simulate_platform(platform, result, seed=0)
+    matrix = check_matrix(platform, date.today())
+    runbook = runbook_document(platform, spec or "platform.yaml",
+                               {p.name: p.spare_nodes for p in result.pools},
+                               monitoring_rules(platform))
     doc = plan_document(result, kube, [
         network_section(plan_network(platform)),
         storage_section(storage_guidance(platform, catalog)),
         *sim_sections(sim, subject=platform.metadata.name),
+        handover_section(matrix, _last_acceptance(Path(out_dir)), HANDOVER_LINKS),
     ])
     # Render everything before writing anything: a failure leaves DIR untouched.
     files = {
@@ -67,6 +80,8 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
         "report.html": render_html(doc),
         "simulation.json": json.dumps(sim.to_dict() | {"timeline": None}, indent=2) + "\n",
         **plan_files(kube),
+        **_documents({"matrix/matrix": matrix_document(matrix), "runbook/runbook": runbook}),
+        **{f"monitoring/{k}": v for k, v in render_monitoring(platform).items()},
     }
     write_tree(out_dir, files)
     if fmt == "json":
@@ -80,6 +95,34 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                f"{out_dir} in {elapsed:.2f} s", err=True)
     if any(f.severity == "error" for f in result.all_findings) or not kube.ok:
         sys.exit(1)
+
+
+HANDOVER_LINKS = {
+    "matrix": "matrix/matrix.html",
+    "runbook": "runbook/runbook.html",
+    "monitoring": "monitoring/aiplat-rules.yaml",
+    "acceptance": "acceptance/acceptance.html",
+}
+
+
+def _last_acceptance(out: Path) -> Record | None:
+    """The acceptance record `aiplat accept run -w DIR/acceptance` left beside the plan."""
+    path = out / "acceptance" / "acceptance.json"
+    try:
+        return load_record(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: not an acceptance record ({e}); run `aiplat accept run "
+                         f"-w {path.parent}` again or remove it") from e
+
+
+def _documents(docs: dict[str, Document]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for stem, d in docs.items():
+        out[f"{stem}.md"] = render_markdown(d)
+        out[f"{stem}.html"] = render_html(d)
+    return out
 
 
 def _sim_summary(sim: SimResult) -> dict[str, object]:
