@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -90,7 +90,7 @@ def _q(v: Any) -> Decimal:
         return Decimal(0)
 
 
-def selector_matches(selector: Obj | None, labels: dict[str, str]) -> bool:
+def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
     """Kubernetes LabelSelector semantics (None selects nothing, {} selects everything)."""
     if selector is None:
         return False

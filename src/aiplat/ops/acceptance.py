@@ -37,6 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiplat.kube.lint import selector_matches
 from aiplat.kube.quantity import QuantityError, parse_quantity
 
 SCHEMA: Literal["aiplat.io/acceptance/v1"] = "aiplat.io/acceptance/v1"
@@ -336,26 +337,6 @@ def inventory_criterion(*, spec_cpus: int, spec_memory_gib: int, spec_gpus: int,
 Obj = Mapping[str, Any]
 
 
-def _labels_match(selector: Obj | None, labels: Mapping[str, str]) -> bool:
-    """A label selector against labels (matchLabels and matchExpressions)."""
-    if selector is None:
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and labels.get(key) in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
 def _peer_reaches(peer: Obj, own_ns: str, other_ns: str,
                   ns_labels: Mapping[str, Mapping[str, str]]) -> str | None:
     """Could this peer match some pod in ``other_ns``? Returns why, or None."""
@@ -370,7 +351,7 @@ def _peer_reaches(peer: Obj, own_ns: str, other_ns: str,
     nsel = peer.get("namespaceSelector")
     if nsel is None:
         return None if other_ns != own_ns else "podSelector in the same namespace"
-    if _labels_match(nsel, ns_labels.get(other_ns, {})):
+    if selector_matches(nsel, ns_labels.get(other_ns, {})):
         return f"namespaceSelector {dict(nsel)} selects {other_ns}"
     return None
 
