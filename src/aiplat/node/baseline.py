@@ -187,6 +187,11 @@ def _fio(path: Path, size: int) -> tuple[float, float, str]:
 
 
 def _loopback(scale: float, _: Path) -> tuple[float, str]:
+    return loopback_tcp(scale)
+
+
+def loopback_tcp(scale: float) -> tuple[float, str]:
+    """A plain TCP stream over 127.0.0.1 in MiB/s (also the acceptance fallback probe)."""
     size = max(8, int(256 * scale)) * 1024 * 1024
     chunk = b"\0" * (256 * 1024)
     srv = socket.create_server(("127.0.0.1", 0))

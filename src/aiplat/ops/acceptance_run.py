@@ -32,7 +32,6 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -88,29 +87,10 @@ class Options:
 
 
 def tcp_probe(scale: float) -> tuple[float, str]:
-    """A plain TCP stream over 127.0.0.1 (MiB/s)."""
-    size = max(8, int(256 * scale)) * 2**20
-    chunk = b"\0" * (256 * 1024)
-    srv = socket.create_server(("127.0.0.1", 0))
-    port = int(srv.getsockname()[1])
-    got = 0
+    """A plain TCP stream over 127.0.0.1 (MiB/s): the node baseline's loopback probe."""
+    from aiplat.node.baseline import loopback_tcp
 
-    def sink() -> None:
-        nonlocal got
-        conn, _ = srv.accept()
-        with conn:
-            while data := conn.recv(1 << 20):
-                got += len(data)
-
-    t = threading.Thread(target=sink)
-    t.start()
-    t0 = time.perf_counter()
-    with socket.create_connection(("127.0.0.1", port)) as c:
-        for _ in range(size // len(chunk)):
-            c.sendall(chunk)
-    t.join()
-    srv.close()
-    return got / 2**20 / (time.perf_counter() - t0), "TCP stream over 127.0.0.1"
+    return loopback_tcp(scale)
 
 
 def iperf3_probe(scale: float) -> tuple[float, str]:
