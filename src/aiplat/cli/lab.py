@@ -313,3 +313,9 @@ def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None
             _err(f"note: {n}")
     if d.causes:
         sys.exit(1)
+
+
+# `aiplat lab exercise N|all [--check]`: the lab course runs on the lab this group builds.
+from aiplat.cli.course import register  # noqa: E402 - the course needs the group defined above
+
+register(lab)

@@ -1,0 +1,74 @@
+"""``aiplat lab exercise N|all [--check] [--step NAME]``: thin command over :mod:`aiplat.course`.
+
+Exported as :data:`exercise` (a click command) and :func:`register`, which adds it to the
+``lab`` group: ``register(lab)`` at the end of :mod:`aiplat.cli.lab`, or
+``lab.add_command(exercise)``. Exit 0 when every exercise checked is done, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from aiplat.errors import InputError
+
+
+@click.command("exercise")
+@click.argument("which", metavar="N|all")
+@click.option("--check", "check_only", is_flag=True,
+              help="only check the results under $COURSE (run nothing)")
+@click.option("--step", help="run only this action step of exercise N (see docs/lab-guide.md)")
+@click.option("--course", "course_dir", type=click.Path(file_okay=False),
+              default=lambda: os.environ.get("COURSE", "course"), show_default="$COURSE or course",
+              help="folder of the participant's results")
+@click.option("--root", type=click.Path(file_okay=False, exists=True), default=".",
+              show_default=True, help="the aiplat checkout the commands run from")
+def exercise(which: str, check_only: bool, step: str | None, course_dir: str, root: str) -> None:
+    """Run exercise N of the lab course (or all seven) and check its result; with --check,
+    only check what is on disk, as an instructor would."""
+    from aiplat.course.exercises import EXERCISES
+    from aiplat.course.runner import CourseError, check, run_exercise
+
+    if which == "all":
+        chosen = list(EXERCISES)
+    elif which.isdigit() and 1 <= int(which) <= len(EXERCISES):
+        chosen = [EXERCISES[int(which) - 1]]
+    else:
+        raise InputError(f"exercise {which!r}: expected 1-{len(EXERCISES)} or all")
+    if step and len(chosen) != 1:
+        raise InputError("--step needs one exercise number, e.g. 'exercise 7 --step accept'")
+    course = Path(course_dir).absolute()
+    failed = 0
+    for ex in chosen:
+        t0 = time.perf_counter()
+        if check_only:
+            problems = check(ex, course)
+        else:
+            click.echo(f"exercise {ex.number}: {ex.title}", err=True)
+            try:
+                problems = run_exercise(ex, course, Path(root).absolute(),
+                                        lambda m: click.echo(m, err=True), only=step)
+            except CourseError as e:
+                problems = [str(e)]
+        if step and not problems:
+            click.echo(f"exercise {ex.number} step {step}: done")
+            continue
+        verdict = "done" if not problems else "NOT done"
+        click.echo(f"exercise {ex.number} ({ex.slug}): {verdict}"
+                   + ("" if check_only else f" in {time.perf_counter() - t0:.1f} s"))
+        for p in problems:
+            click.echo(f"  - {p}")
+        failed += bool(problems)
+    if len(chosen) > 1:
+        click.echo(f"{len(chosen) - failed} of {len(chosen)} exercises done in {course}")
+    if failed:
+        sys.exit(1)
+
+
+def register(lab_group: click.Group) -> None:
+    """Add ``exercise`` under ``aiplat lab``."""
+    lab_group.add_command(exercise)

@@ -1,0 +1,78 @@
+"""The whole course end to end: a fresh lab, ``aiplat lab exercise all``, every exercise
+done; ``--check`` (from disk only) agrees, and fails once a result is removed; then the lab
+goes down and nothing is left: no lab object, no fault, no probe image.
+
+Root; fails (not skips) in CI. The lab uses the default prefix and addresses, because those
+are the ones the guide's commands name; its state file lives in a temporary folder and its
+Prometheus on a free port, so an existing lab is never touched (the test refuses to start if
+one named like the course's is up).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import in_ci
+
+from aiplat.cli.course import exercise
+from aiplat.course.actions import PROBE_IMAGE
+from aiplat.course.exercises import EXERCISES, LAB_PREFIX
+from aiplat.netdiag import lab as labio
+from aiplat.netdiag.model import plan_lab
+from aiplat.netdiag.state import load_state
+from aiplat.netdiag.testing import free_port, lab_unavailable, running_lab
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).parents[2]
+
+
+def _images() -> set[str]:
+    out = subprocess.run(["podman", "images", "--format", "{{.Repository}}:{{.Tag}}"],
+                         capture_output=True, text=True, check=False).stdout
+    return set(out.split())
+
+
+@pytest.fixture
+def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    reason = lab_unavailable()
+    if reason is not None:
+        if in_ci():
+            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
+                        pytrace=False)
+        pytest.skip(reason)
+    if labio.leftovers(LAB_PREFIX):
+        pytest.fail(f"a lab '{LAB_PREFIX}' is up on this host: take it down first "
+                    "(aiplat lab down)", pytrace=False)
+    monkeypatch.setenv("AIPLAT_LAB_DIR", str(tmp_path / "labs"))
+    images = _images()
+    with running_lab(plan_lab(nodes=3, prefix=LAB_PREFIX, prom_port=free_port())):
+        yield
+    assert labio.leftovers(LAB_PREFIX) == []
+    assert _images() <= images, _images() - images
+    assert PROBE_IMAGE not in _images()
+
+
+def test_course_runs_end_to_end_and_checks_from_disk(lab: None, tmp_path: Path) -> None:
+    course = tmp_path / "course"
+    run = CliRunner().invoke(exercise, ["all", "--course", str(course), "--root", str(ROOT)])
+    assert run.exit_code == 0, run.stdout + run.stderr
+    for ex in EXERCISES:
+        assert f"exercise {ex.number} ({ex.slug}): done" in run.stdout, run.stdout
+    assert "7 of 7 exercises done" in run.stdout
+    state = load_state(LAB_PREFIX)
+    assert state is not None and state.faults == []  # exercises 6 and 7 cleared theirs
+
+    check = CliRunner().invoke(exercise, ["all", "--check", "--course", str(course)])
+    assert check.exit_code == 0, check.stdout
+    assert "7 of 7 exercises done" in check.stdout
+
+    (course / "ex6" / "diagnose-fault.json").unlink()
+    check = CliRunner().invoke(exercise, ["all", "--check", "--course", str(course)])
+    assert check.exit_code == 1
+    assert "exercise 6 (diagnose): NOT done" in check.stdout
+    assert "ex6/diagnose-fault.json is missing" in check.stdout
+    assert "6 of 7 exercises done" in check.stdout
