@@ -13,7 +13,7 @@ if [ "$(id -u)" = 0 ]; then
   if [ ${#missing[@]} -gt 0 ]; then
     echo "installing Debian packages: ${missing[*]}" >&2
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
 else
   echo "not root: integration tests need ${debs[*]} installed already" >&2
