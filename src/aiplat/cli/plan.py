@@ -49,9 +49,10 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     """Size the platform in SPEC (default: the built-in example) and write the plan.
 
     Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md, a
-    self-contained DIR/report.html, the rendered Kubernetes tree DIR/kube/ and its validation
-    and lint result DIR/kube-check.json. Exit 1 when the plan has error findings or the
-    manifests fail validation or lint.
+    self-contained DIR/report.html, the rendered Kubernetes tree DIR/kube/ with its validation
+    and lint result DIR/kube-check.json, a simulated month DIR/simulation.json, and the
+    handover: DIR/matrix/, DIR/runbook/, DIR/monitoring/. Exit 1 when the plan has error
+    findings or the manifests fail validation or lint.
     """
     t0 = time.perf_counter()
     catalog = load_catalog()
@@ -91,8 +92,8 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
         _print_sim(sim)
     click.echo(_kube_line(kube), err=True)
     elapsed = time.perf_counter() - t0
-    click.echo(f"wrote plan.json, report.md, report.html, kube/ ({len(files)} files) to "
-               f"{out_dir} in {elapsed:.2f} s", err=True)
+    click.echo(f"wrote plan.json, report.md, report.html, kube/, matrix/, runbook/, monitoring/ "
+               f"({len(files)} files) to {out_dir} in {elapsed:.2f} s", err=True)
     if any(f.severity == "error" for f in result.all_findings) or not kube.ok:
         sys.exit(1)
 
