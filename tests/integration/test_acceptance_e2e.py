@@ -164,3 +164,20 @@ def test_network_probes_measure_loopback() -> None:
         pytest.skip("iperf3 is not installed")
     value, method = iperf3_probe(0.05)
     assert value > 0 and method.startswith("iperf3")
+
+
+def test_pull_samples_honour_the_registry_protocol(tmp_path: Path) -> None:
+    from registry import Registry, missing
+
+    from aiplat.errors import AiplatError
+    from aiplat.ops.acceptance_run import pull_samples
+
+    if (why := missing()) is not None:
+        if in_ci():
+            pytest.fail(f"{why} (CI=true: integration tests must run, not skip)")
+        pytest.skip(why)
+    with Registry(tmp_path / "reg") as reg:
+        measured, _ = pull_samples(reg.host, tmp_path / "plain", 1, 2)  # loopback: HTTP
+        assert len(measured.samples) == 1 and measured.samples[0] > 0
+        with pytest.raises((AiplatError, OSError)):
+            pull_samples(reg.host, tmp_path / "tls", 1, 2, plain_http=False)

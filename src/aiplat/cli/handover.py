@@ -184,6 +184,8 @@ def _kv_floats(values: tuple[str, ...], option: str = "--min") -> dict[str, floa
               help="a node baseline (aiplat node baseline record) to compare with")
 @click.option("--registry", help="HOST:PORT of a registry for the pull test (default: start "
                                  "docker-registry on 127.0.0.1)")
+@click.option("--plain-http/--https", "plain_http", default=None,
+              help="protocol to --registry (default: plain HTTP only for loopback)")
 @click.option("--cdi-spec", "cdi_specs", multiple=True, type=click.Path(exists=True),
               help="CDI spec(s) to verify (default: from the host, or made-up device nodes)")
 @click.option("--crd-dir", type=click.Path(file_okay=False, exists=True),
@@ -200,9 +202,9 @@ def _kv_floats(values: tuple[str, ...], option: str = "--min") -> dict[str, floa
 def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, max_cv: float,
                cv_for: tuple[str, ...], tolerance: float, baseline_file: str | None,
                node_baseline: str | None,
-               registry: str | None, cdi_specs: tuple[str, ...], crd_dir: str | None,
-               image: str | None, observed: tuple[str, ...], floors: tuple[str, ...],
-               out_dir: str | None,
+               registry: str | None, plain_http: bool | None, cdi_specs: tuple[str, ...],
+               crd_dir: str | None, image: str | None, observed: tuple[str, ...],
+               floors: tuple[str, ...], out_dir: str | None,
                output: str) -> None:
     """Run the acceptance suites on this node against SPEC; exit 1 unless every criterion
     passes (a skipped one makes the run incomplete)."""
@@ -213,7 +215,8 @@ def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, ma
     base = _load(baseline_file) if baseline_file else None
     opts = Options(suites=parse_suites(suites), runs=runs, scale=scale, max_cv=max_cv,
                    cv_for=_kv_floats(cv_for, "--max-cv-for"),
-                   tolerance=tolerance, registry=registry, cdi_specs=list(cdi_specs),
+                   tolerance=tolerance, registry=registry, plain_http=plain_http,
+                   cdi_specs=list(cdi_specs),
                    crd_dir=crd_dir, observed=parse_observed(list(observed)), baseline=base,
                    node_baseline=node_baseline, floors=_kv_floats(floors), spec_file=spec,
                    podman_image=image)

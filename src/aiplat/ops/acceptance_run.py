@@ -70,6 +70,8 @@ class Options:
     cv_for: dict[str, float] = field(default_factory=dict)
     tolerance: float = 0.10
     registry: str | None = None
+    plain_http: bool | None = None
+    """HTTP instead of HTTPS to ``registry``; None: only for loopback (the client's rule)."""
     cdi_specs: list[str] = field(default_factory=list)
     crd_dir: str | None = None
     observed: dict[str, str] = field(default_factory=dict)
@@ -168,7 +170,8 @@ def local_registry(workdir: Path) -> Iterator[str]:
             proc.wait()
 
 
-def pull_samples(registry: str, workdir: Path, runs: int, mib: int) -> tuple[Measurement, str]:
+def pull_samples(registry: str, workdir: Path, runs: int, mib: int,
+                 plain_http: bool | None = None) -> tuple[Measurement, str]:
     """Push a synthetic model (two weight files, ``mib`` MiB) once, then ``runs`` cold pulls
     into fresh caches (verified while streaming); MiB/s of each."""
     from aiplat.artifacts.cache import Cache
@@ -187,7 +190,7 @@ def pull_samples(registry: str, workdir: Path, runs: int, mib: int) -> tuple[Mea
     (model / "config.json").write_text('{"architectures": ["AcceptanceProbe"]}\n')
     ref = parse_reference(f"{registry}/aiplat-acceptance/probe:{os.getpid()}")
     samples = []
-    with open_client(ref.registry, concurrency=4) as client:
+    with open_client(ref.registry, plain_http=plain_http, concurrency=4) as client:
         pushed = push_package(client, ref, package_dir(model, ModelInfo(name="probe",
                                                                         version="1")))
         for i in range(runs):
@@ -450,7 +453,7 @@ def _performance(opts: Options, inv: Any, work: Path, notes: list[str],
     progress(f"model pulls, {opts.runs} cold pulls")
     if opts.registry:
         out["model.pull"], _ = pull_samples(opts.registry, work / "pull", opts.runs,
-                                            opts.model_mib)
+                                            opts.model_mib, opts.plain_http)
     else:
         with local_registry(work / "registry") as reg:
             out["model.pull"], _ = pull_samples(reg, work / "pull", opts.runs, opts.model_mib)
