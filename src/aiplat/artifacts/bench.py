@@ -206,7 +206,7 @@ def parallel_read(snapshot: Path, threads: int) -> Figure:
 
 
 def oras_pull(registry: str, ref: Reference, digest: str, outdir: Path,
-              total: int) -> Figure | None:
+              total: int, *, plain_http: bool | None = None) -> Figure | None:
     try:
         import oras.provider  # type: ignore[import-untyped]
     except ImportError:
@@ -214,7 +214,8 @@ def oras_pull(registry: str, ref: Reference, digest: str, outdir: Path,
     from aiplat.artifacts.client import is_loopback
     from aiplat.artifacts.modelpack import OCI_MANIFEST
 
-    client = oras.provider.Registry(registry, insecure=is_loopback(registry))
+    insecure = is_loopback(registry) if plain_http is None else plain_http
+    client = oras.provider.Registry(registry, insecure=insecure)
     target = f"{registry}/{ref.repository}@{digest}"
     outdir.mkdir(parents=True, exist_ok=True)
 
@@ -263,7 +264,8 @@ def run_bench(client: RegistryClient, ref: Reference, workdir: Path, *, concurre
         for key, fig in (("raw", raw), ("raw_disk", raw_disk), ("cold", cold)):
             keep_best(key, fig)
         if with_oras:
-            peer = oras_pull(client.registry, ref, digest, workdir / "oras", total)
+            peer = oras_pull(client.registry, ref, digest, workdir / "oras", total,
+                             plain_http=client.base.startswith("http://"))
             if peer is not None:
                 pairs.setdefault("cold/oras", []).append(cold.gbps / peer.gbps)
                 keep_best("oras", peer)
