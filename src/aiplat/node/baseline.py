@@ -105,10 +105,13 @@ def _cpu_matmul(scale: float, _: Path) -> tuple[float, str]:
     a = np.full((n, n), 1.0001)
     b = np.full((n, n), 0.9999)
     a @ b  # warm-up: the first product pays for BLAS thread start-up and page faults
-    reps = max(2, int(24 * scale))
+    # At least 8 products and 0.4 s × scale: a few milliseconds of work is all timer noise.
+    min_s = 0.4 * scale
+    reps = 0
     t0 = time.perf_counter()
-    for _i in range(reps):
+    while reps < max(8, int(24 * scale)) or time.perf_counter() - t0 < min_s:
         a @ b
+        reps += 1
     return reps * 2 * n ** 3 / (time.perf_counter() - t0) / 1e9, f"float64 {n}x{n} matmul"
 
 
