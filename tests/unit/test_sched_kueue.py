@@ -281,6 +281,38 @@ def test_fair_sharing_preemption_refused_when_preemptor_would_exceed_target() ->
     assert starts(r)["b1"] >= 10_000
 
 
+def test_fair_sharing_weights_split_the_idle_lenders_quota_by_preemption() -> None:
+    # The course's teams.yaml in small: 32 GPUs; a (weight 1) and b (weight 2) nominal 8 and
+    # borrowingLimit 24 each, an idle lender nominal 16; both teams ask for far more at once.
+    # Share = borrowed x 1000 / 32 lendable / weight. One head per queue per cycle: both
+    # reach 16 (8 borrowed each: a 250, b 125). Then b's heads preempt a's borrowing jobs
+    # (candidates as reclaimWithinCohort allows, although b itself borrows):
+    #   b 17 = 140.6 <= a's 7 = 218.8 (LessThanOrEqualToFinalShare)  -> a 15, b 17
+    #   b 18 = 156.3 <= a's 6 = 187.5 (LessThanOrEqualToFinalShare)  -> a 14, b 18
+    #   b 19 = 171.9 >  a's 5 = 156.3, but < a's initial 6 = 187.5 (LessThanInitialShare)
+    #   b 20 = 187.5 >  a's 4 = 125 and a's initial 5 = 156.3: stop at a 13, b 19;
+    #   a 14 = 187.5 >= b's 19 = 171.9: a cannot take them back.
+    # That is the 1-GPU split nearest the weighted one (a 13.3, b 18.7: 5.3 vs 10.7 borrowed).
+    pre = Preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
+    cfg = KueueConfig((cq("a", 8, borrow=24, weight=1.0, preemption=pre),
+                       cq("b", 8, borrow=24, weight=2.0, preemption=pre),
+                       cq("idle", 16, preemption=pre)), fair_sharing=True)
+    jobs = [job(f"{q}{i}", q, 1, dur=1000) for q in ("a", "b") for i in range(40)]
+
+    def held(result: object) -> dict[str, int]:  # GPUs running from t=0 to the horizon
+        return {q: sum(1 for x in result.records  # type: ignore[attr-defined]
+                       if x.queue == q and x.first_start == 0 and not x.evictions)
+                for q in ("a", "b")}
+
+    r = simulate(nodes(n=4), jobs, cfg, horizon=500)
+    assert held(r) == {"a": 13, "b": 19}
+    gone = victims(r)
+    assert len(gone) == r.preemptions == 3 and all(v.startswith("a") for v in gone)
+    # classic Kueue ignores weights: the alternating heads leave 16 each, no preemption
+    classic = simulate(nodes(n=4), jobs, KueueConfig(cfg.cluster_queues), horizon=500)
+    assert held(classic) == {"a": 16, "b": 16} and classic.preemptions == 0
+
+
 def test_admission_fair_sharing_orders_local_queues_by_usage() -> None:
     cfg = KueueConfig((cq("a", 2, cohort=None),),
                       admission_fair_sharing=AdmissionFairSharing(half_life_s=10_000))

@@ -258,10 +258,10 @@ def check_sharing(files: Files) -> list[str]:
     return problems
 
 
-FAIR_SHARING_HONOURED = False
+FAIR_SHARING_HONOURED = True
 """Whether the simulator honours weights on a spec-driven run (see docs/lab-guide.md,
-exercise 4: it does not yet — fair and classic give the same result on teams.yaml; flip this
-when ``aiplat sim`` is fixed so the check demands it)."""
+exercise 4): it does — with fair sharing team-b's heads preempt team-a's borrowing jobs as
+Kueue's strategies allow, so the check demands team-b's share be over 1.5× team-a's."""
 
 
 # ---------------------------------------------------------------------------- exercise 5
@@ -518,10 +518,11 @@ EXERCISES: tuple[Exercise, ...] = (
               "placement rules allow. In the simulations compare each team's obtained share "
               "with its fair share (from the weights) and its waits: with fair sharing, the "
               "capacity borrowed from the idle team should go 2:1 to team-b.",
-        pitfalls=("Known gap: `aiplat sim run` gives the same result with and without "
-                  "`--classic` on teams.yaml today (team-a and team-b get ~50% each), so the "
-                  "check verifies contention and the weights but not yet the 2:1 split; it "
-                  "will once the simulator honours the weights on spec-driven runs.",
+        pitfalls=("With `--classic` team-a and team-b get ~50% each; with fair sharing "
+                  "team-b's jobs preempt team-a's borrowing ones until the strategies stop "
+                  "them: with 4-GPU replicas that is 12 and 20 of the 32 GPUs (~37% / 63%), "
+                  "the nearest split to the weighted 13.3 / 18.7. The check demands team-b "
+                  "get over 1.5× team-a's share.",
                   "`sharing plan` refuses a profile the GPU model has no MIG profile for; "
                   "`sim` reports jobs that never fit any node.")),
     Exercise(

@@ -24,10 +24,15 @@ admission fair sharing):
   other queues first, then lowest priority, then most recently admitted. Candidates are
   removed until the workload fits (skipping queues that stopped borrowing), then any victim
   not needed is given back (last removed kept).
-- Fair-sharing preemption: the queue with the highest share loses its lowest-priority,
-  newest workload first, if a strategy allows it: ``LessThanOrEqualToFinalShare`` — the
-  preemptor's share with the new workload ≤ the target's share without the victim;
-  ``LessThanInitialShare`` — < the target's share with it. Same-queue candidates come after.
+- Fair-sharing preemption: candidates in other queues are the workloads of every borrowing
+  ClusterQueue of the cohort tree that ``reclaimWithinCohort`` allows, whether or not the
+  preemptor itself borrows (``borrowWithinCohort`` is classic only). The queue with the
+  highest share loses its lowest-priority, newest workload first, if the first strategy
+  allows it (``LessThanOrEqualToFinalShare`` — the preemptor's share with the new workload ≤
+  the target's share without the victim), then the target is chosen again; candidates that
+  fail wait for the second strategy, used only if the workload still does not fit
+  (``LessThanInitialShare`` — < the target's share with the victim; at most one per queue).
+  Same-queue candidates come after.
 
 Eviction is immediate in the simulation (Kueue waits for the victims to terminate).
 """
@@ -380,10 +385,17 @@ class Admission:
                            ) -> list[_Run]:
         pre = self.tree.cq[q].preemption
         p = run.job.priority
-        borrows = self.tree.borrows(q, need)
+        fair = self.config.fair_sharing
+        # Classic: a preemptor that would borrow may only take lower-priority workloads
+        # under borrowWithinCohort. Fair sharing (Kueue's findCandidates): every workload of
+        # a borrowing ClusterQueue in the cohort tree is a candidate as reclaimWithinCohort
+        # allows, borrowing preemptor or not; the strategies then decide.
+        borrows = not fair and self.tree.borrows(q, need)
         out = []
         for other in self._members[self._root[q]]:
             if other == q:
+                continue
+            if fair and not self.tree.is_borrowing(other):
                 continue
             for r in self.admitted[other].values():
                 if r.flavor != flavor:
@@ -447,29 +459,69 @@ class Admission:
 
     def _fair_remove(self, q: str, run: _Run, need: dict[FR, float], others: list[_Run],
                      removed: list[_Run]) -> None:
+        """Kueue's fair-sharing preemption over candidates of other ClusterQueues: the
+        target is the borrowing queue with the highest share (ties: the first name); with
+        the first strategy its candidates are tried in order, the first that passes is
+        removed and the target chosen again, those that fail are kept for the second
+        strategy. Only if the workload still does not fit, the second strategy
+        (``LessThanInitialShare``, which does not depend on the victim) takes at most the
+        first retry candidate of each queue, highest share first."""
+        strategies = self.config.preemption_strategies
+        if not strategies:
+            return
+        me = self.tree.queue(q)
+
+        def passes(strategy: str, target: str, victim: _Run) -> bool:
+            node = self.tree.queue(target)
+            mine = self.tree.share(me, need)
+            before = self.tree.share(node)
+            if strategy == "LessThanInitialShare":
+                return mine < before
+            self.tree.add(target, victim.need, -1.0)
+            after = self.tree.share(node)
+            self.tree.add(target, victim.need, 1.0)
+            return mine <= after
+
+        def pick(by_queue: dict[str, list[_Run]]) -> str | None:
+            best: str | None = None
+            best_share = -1.0
+            for t in sorted(by_queue):
+                if not by_queue[t] or not self.tree.is_borrowing(t):
+                    del by_queue[t]
+                    continue
+                s = self.tree.share(self.tree.queue(t))
+                if s > best_share:
+                    best, best_share = t, s
+            return best
+
         by_queue: dict[str, list[_Run]] = {}
         for r in others:
             by_queue.setdefault(r.job.queue, []).append(r)
-        strategies = self.config.preemption_strategies
-        while not self.tree.fits(q, need) and by_queue:
-            target = max(sorted(by_queue),
-                         key=lambda t: self.tree.share(self.tree.queue(t)))
-            node = self.tree.queue(target)
-            if not self.tree.is_borrowing(target):
+        retry: list[_Run] = []
+        while not self.tree.fits(q, need):
+            target = pick(by_queue)
+            if target is None:
+                break
+            cands = by_queue[target]
+            while cands:
+                victim = cands.pop(0)
+                if passes(strategies[0], target, victim):
+                    self.tree.add(target, victim.need, -1.0)
+                    removed.append(victim)
+                    break
+                retry.append(victim)
+            if not cands:
                 del by_queue[target]
-                continue
-            victim = by_queue[target][0]
-            mine = self.tree.share(self.tree.queue(q), need)
-            before = self.tree.share(node)
-            self.tree.add(target, victim.need, -1.0)
-            after = self.tree.share(node)
-            ok = ("LessThanOrEqualToFinalShare" in strategies and mine <= after) or (
-                "LessThanInitialShare" in strategies and mine < before)
-            if ok:
+        if len(strategies) < 2 or self.tree.fits(q, need):
+            return
+        by_queue = {}
+        for r in retry:
+            by_queue.setdefault(r.job.queue, []).append(r)
+        while not self.tree.fits(q, need):
+            target = pick(by_queue)
+            if target is None:
+                break
+            victim = by_queue.pop(target)[0]
+            if passes(strategies[1], target, victim):
+                self.tree.add(target, victim.need, -1.0)
                 removed.append(victim)
-                by_queue[target].pop(0)
-                if not by_queue[target]:
-                    del by_queue[target]
-            else:
-                self.tree.add(target, victim.need, 1.0)
-                del by_queue[target]
