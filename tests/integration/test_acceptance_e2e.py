@@ -27,6 +27,7 @@ from click.testing import CliRunner
 from conftest import in_ci
 
 from aiplat.cli.handover import accept_group, matrix_group
+from aiplat.course.actions import lab_spec
 from aiplat.devices.verify import PodmanOptions, podman_missing, remove_image
 from aiplat.node.collect import collect_inventory
 from aiplat.ops.acceptance_run import iperf3_probe, tcp_probe
@@ -55,26 +56,8 @@ def spec(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert inv.host.cpu is not None and inv.host.memory_kib and inv.host.kernel
     kernel = ".".join(inv.host.kernel.split(".")[:2])
     path = tmp_path_factory.mktemp("accept") / "lab.yaml"
-    path.write_text(f"""\
-apiVersion: aiplat/v1alpha1
-kind: Platform
-metadata: {{name: lab}}
-kubernetes: {{version: "1.34", kueueVersion: 0.19.2}}
-site: {{powerBudgetKW: 10, rackPowerLimitKW: 10}}
-pools:
-  - name: lab
-    node:
-      cpuCores: {inv.host.cpu.threads}
-      memoryGiB: {inv.host.memory_kib // 2**20}
-      nics: [{{type: ethernet, rateGbps: 1, count: 1, segment: management}}]
-    count: 1
-tenants:
-  - {{name: team-a, quota: {{lab: {{gpus: 0}}}}}}
-  - {{name: team-b, quota: {{lab: {{gpus: 0}}}}}}
-versions:
-  approved:
-    - {{name: lab-k8s134, kernel: ">={kernel}", kubernetes: "1.34", kueue: 0.19.2}}
-""")
+    path.write_text(lab_spec(inv.host.cpu.threads, inv.host.memory_kib // 2**20, kernel,
+                             nic_gbps=1))
     return path
 
 

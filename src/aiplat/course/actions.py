@@ -36,8 +36,10 @@ PROBE_IMAGE = "localhost/aiplat-course-probe:1"
 OBSERVED = {"kubernetes": "1.34.2", "kueue": "0.19.2"}
 
 
-def lab_spec(cpus: int, memory_gib: int, kernel: str) -> str:
-    """A one-pool platform spec describing this host, so 'inventory matches' is real."""
+def lab_spec(cpus: int, memory_gib: int, kernel: str, nic_gbps: float = 0.1) -> str:
+    """A one-pool platform spec describing this host, so 'inventory matches' is real.
+
+    ``nic_gbps`` sets the network-throughput floor the acceptance run applies (90% of it)."""
     return f"""\
 apiVersion: aiplat/v1alpha1
 kind: Platform
@@ -49,7 +51,7 @@ pools:
     node:
       cpuCores: {cpus}
       memoryGiB: {memory_gib}
-      nics: [{{type: ethernet, rateGbps: 0.1, count: 1, segment: management}}]
+      nics: [{{type: ethernet, rateGbps: {nic_gbps:g}, count: 1, segment: management}}]
     count: 1
 tenants:
   - {{name: team-a, quota: {{lab: {{gpus: 0}}}}}}
