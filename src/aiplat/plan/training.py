@@ -23,7 +23,7 @@ from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.sizing import memory, power, training
 from aiplat.sizing.result import Result
-from aiplat.spec.models import Platform, PoolSpec, WorkloadKind, WorkloadSpec
+from aiplat.spec.models import LoraSpec, Platform, PoolSpec, WorkloadKind, WorkloadSpec
 
 OPTIMIZER = {"adamw": "adam", "adamw-8bit": "adam8bit", "sgd": "sgd_momentum"}
 TOKENS_PER_STEP = 4_000_000
@@ -71,15 +71,14 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
 
     mem: dict[str, float]
     if lora:
-        assert w.lora is not None or lora
-        spec_lora = w.lora
+        spec_lora = w.lora or LoraSpec()  # kind lora without settings: the spec's defaults
         shard = tp * pp
         ft = memory.finetune_memory(
             arch.params, layers=arch.layers, hidden=arch.hidden, ffn_hidden=arch.ffn_hidden,
-            heads=arch.heads, kv_heads=arch.kv_heads, rank=spec_lora.rank if spec_lora else 16,
+            heads=arch.heads, kv_heads=arch.kv_heads, rank=spec_lora.rank,
             seq_len=seq, micro_batch=par.micro_batch, gpu_memory_bytes=hw.gpu_memory_bytes,
-            method="qlora" if spec_lora and spec_lora.quantized_base else "lora",
-            targets=("q", "k", "v", "o") if spec_lora and spec_lora.target == "attention"
+            method="qlora" if spec_lora.quantized_base else "lora",
+            targets=("q", "k", "v", "o") if spec_lora.target == "attention"
             else memory.LORA_TARGETS,
             base_precision=w.precision.value, recompute=par.recompute.value,
         )
