@@ -8,18 +8,56 @@ with Kubernetes' quantity/semver extensions), ``lint`` (cross-layer rules), ``pe
 (``aiplat.cli.kube``) only parses arguments, calls one of these and prints.
 """
 
-from aiplat.kube.crds import CrdIndex, load_crds
-from aiplat.kube.inventory import Inventory
-from aiplat.kube.lint import Finding, lint
-from aiplat.kube.pending import Explanation, why_pending
-from aiplat.kube.pipeline import KubeCheck, check_platform
-from aiplat.kube.render import Rendered, render
-from aiplat.kube.snapshot import Snapshot, load_snapshot, snapshot_from_lists
-from aiplat.kube.tree import read_tree
-from aiplat.kube.validate import Issue, ValidationResult, validate_objects
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+# `lint` and `render` share their submodule's name: importing the submodule sets the package
+# attribute to the module, so these two are bound eagerly, after it.
+from aiplat.kube.lint import lint
+from aiplat.kube.render import render
+
+if TYPE_CHECKING:
+    from aiplat.kube.crds import CrdIndex, load_crds
+    from aiplat.kube.inventory import Inventory
+    from aiplat.kube.lint import Finding
+    from aiplat.kube.pending import Explanation, why_pending
+    from aiplat.kube.pipeline import KubeCheck, check_platform
+    from aiplat.kube.render import Rendered
+    from aiplat.kube.snapshot import Snapshot, load_snapshot, snapshot_from_lists
+    from aiplat.kube.tree import read_tree
+    from aiplat.kube.validate import Issue, ValidationResult, validate_objects
+
+# Re-exports load on first use (PEP 562): `aiplat plan` imports one submodule of this
+# package and should not pay for all the others.
+_EXPORTS = {
+    "CrdIndex": "crds",
+    "Explanation": "pending",
+    "Finding": "lint",
+    "Inventory": "inventory",
+    "Issue": "validate",
+    "KubeCheck": "pipeline",
+    "Rendered": "render",
+    "Snapshot": "snapshot",
+    "ValidationResult": "validate",
+    "check_platform": "pipeline",
+    "load_crds": "crds",
+    "load_snapshot": "snapshot",
+    "read_tree": "tree",
+    "snapshot_from_lists": "snapshot",
+    "validate_objects": "validate",
+    "why_pending": "pending",
+}
 
 __all__ = [
     "CrdIndex", "Explanation", "Finding", "Inventory", "Issue", "KubeCheck", "Rendered",
     "Snapshot", "ValidationResult", "check_platform", "lint", "load_crds", "load_snapshot",
     "read_tree", "render", "snapshot_from_lists", "validate_objects", "why_pending",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import celpy
 from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
+from aiplat.kube.celparser import environment
 from aiplat.kube.quantity import QuantityError, parse_quantity
 
 MAX_EXPRESSION_BYTES = 10 * 1024
@@ -153,13 +153,10 @@ STANDARD = frozenset({
     "lowerAscii", "upperAscii", "bind",
 })
 
-_ENV = celpy.Environment()
-
-
 @functools.lru_cache(maxsize=4096)
 def _compile(expression: str) -> Any:
     try:
-        return _ENV.compile(expression)
+        return environment().compile(expression)
     except CELParseError as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else "syntax error"
         raise CelError(f"does not parse: {first}") from e
@@ -167,7 +164,7 @@ def _compile(expression: str) -> Any:
 
 @functools.lru_cache(maxsize=4096)
 def _program(expression: str) -> Any:
-    return _ENV.program(_compile(expression), functions=FUNCTIONS)
+    return environment().program(_compile(expression), functions=FUNCTIONS)
 
 
 def _walk(tree: Any) -> list[Any]:

@@ -18,20 +18,45 @@ and the agent DaemonSet) should use only ``Inventory`` and its parts, ``collect_
 ``evaluate_placement`` (labels under ``node.aiplat.io/``) and the check report models.
 """
 
-from aiplat.node.collect import collect_inventory
-from aiplat.node.inventory import (
-    SCHEMA_VERSION,
-    DeviceKind,
-    DeviceNode,
-    GpuDetail,
-    IbPort,
-    Inventory,
-    NetInterface,
-    PciDevice,
-    PciLink,
-    inventory_json_schema,
-)
-from aiplat.node.placement import LABEL_DOMAIN, Placement, evaluate_placement
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiplat.node.collect import collect_inventory
+    from aiplat.node.inventory import (
+        SCHEMA_VERSION,
+        DeviceKind,
+        DeviceNode,
+        GpuDetail,
+        IbPort,
+        Inventory,
+        NetInterface,
+        PciDevice,
+        PciLink,
+        inventory_json_schema,
+    )
+    from aiplat.node.placement import LABEL_DOMAIN, Placement, evaluate_placement
+
+# Re-exports load on first use (PEP 562): `aiplat plan` imports one submodule of this
+# package and should not pay for all the others.
+_EXPORTS = {
+    "DeviceKind": "inventory",
+    "DeviceNode": "inventory",
+    "GpuDetail": "inventory",
+    "IbPort": "inventory",
+    "Inventory": "inventory",
+    "LABEL_DOMAIN": "placement",
+    "NetInterface": "inventory",
+    "PciDevice": "inventory",
+    "PciLink": "inventory",
+    "Placement": "placement",
+    "SCHEMA_VERSION": "inventory",
+    "collect_inventory": "collect",
+    "evaluate_placement": "placement",
+    "inventory_json_schema": "inventory",
+}
 
 __all__ = [
     "LABEL_DOMAIN",
@@ -49,3 +74,9 @@ __all__ = [
     "evaluate_placement",
     "inventory_json_schema",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

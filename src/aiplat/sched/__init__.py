@@ -24,23 +24,60 @@ SimPy here, and scoring every node with a few array operations keeps the FGD pro
 minutes. Everything but ``alibaba`` is pure (no I/O) and deterministic for a given seed.
 """
 
-from aiplat.sched.cluster import ClusterState, Node, Placement, Request
-from aiplat.sched.engine import PoolStrategy, Simulator, simulate
-from aiplat.sched.fgd import PAPER_POLICIES, FgdRun, run_fgd
-from aiplat.sched.kueue import (
-    GPU,
-    AdmissionFairSharing,
-    ClusterQueue,
-    Cohort,
-    FlavorQuotas,
-    KueueConfig,
-    Preemption,
-    Quota,
-    WaitForPodsReady,
-)
-from aiplat.sched.metrics import SimResult, TenantResult
-from aiplat.sched.policies import POLICY_NAMES, make_policy
-from aiplat.sched.workload import Job, PodSet, TopologyRequest
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aiplat.sched.cluster import ClusterState, Node, Placement, Request
+    from aiplat.sched.engine import PoolStrategy, Simulator, simulate
+    from aiplat.sched.fgd import PAPER_POLICIES, FgdRun, run_fgd
+    from aiplat.sched.kueue import (
+        GPU,
+        AdmissionFairSharing,
+        ClusterQueue,
+        Cohort,
+        FlavorQuotas,
+        KueueConfig,
+        Preemption,
+        Quota,
+        WaitForPodsReady,
+    )
+    from aiplat.sched.metrics import SimResult, TenantResult
+    from aiplat.sched.policies import POLICY_NAMES, make_policy
+    from aiplat.sched.workload import Job, PodSet, TopologyRequest
+
+# Re-exports load on first use (PEP 562): `aiplat plan` imports one submodule of this
+# package and should not pay for all the others.
+_EXPORTS = {
+    "AdmissionFairSharing": "kueue",
+    "ClusterQueue": "kueue",
+    "ClusterState": "cluster",
+    "Cohort": "kueue",
+    "FgdRun": "fgd",
+    "FlavorQuotas": "kueue",
+    "GPU": "kueue",
+    "Job": "workload",
+    "KueueConfig": "kueue",
+    "Node": "cluster",
+    "PAPER_POLICIES": "fgd",
+    "POLICY_NAMES": "policies",
+    "Placement": "cluster",
+    "PodSet": "workload",
+    "PoolStrategy": "engine",
+    "Preemption": "kueue",
+    "Quota": "kueue",
+    "Request": "cluster",
+    "SimResult": "metrics",
+    "Simulator": "engine",
+    "TenantResult": "metrics",
+    "TopologyRequest": "workload",
+    "WaitForPodsReady": "kueue",
+    "make_policy": "policies",
+    "run_fgd": "fgd",
+    "simulate": "engine",
+}
 
 __all__ = [
     "GPU",
@@ -70,3 +107,9 @@ __all__ = [
     "run_fgd",
     "simulate",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
