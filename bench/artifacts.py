@@ -61,7 +61,7 @@ def main() -> int:
     ap.add_argument("--size-gib", type=float, default=2.0)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--no-oras", action="store_true")
     ap.add_argument("--cache-dir", default=None,
                     help="where the cache and the raw-download files go (default: in workdir);"

@@ -7,8 +7,9 @@
    Each blob: take its file lock (a concurrent pull of the same blob waits, then finds it
    committed and downloads nothing), resume ``tmp/<hex>.partial`` with ``Range`` after
    re-hashing its prefix, hash while streaming, retry transport errors and 5xx with
-   backoff (resuming each time), fsync, compare the digest (a mismatch deletes the partial
-   file: nothing corrupt enters the cache), then rename into ``blobs/``.
+   backoff (resuming each time), queue writeback while streaming (:mod:`writeback`), fsync,
+   compare the digest (a mismatch deletes the partial file: nothing corrupt enters the
+   cache), then rename into ``blobs/``.
 4. Build the snapshot of hard links (plus the extracted config tar) in a temp directory and
    rename it into place.
 """
@@ -36,6 +37,7 @@ from aiplat.artifacts.modelpack import TITLE, Descriptor, Manifest, safe_relpath
 from aiplat.artifacts.reference import Reference
 from aiplat.artifacts.signatures import enforce_policy
 from aiplat.artifacts.signing import Policy
+from aiplat.artifacts.writeback import WriteBehind
 
 Progress = Callable[[str, int], None]
 
@@ -161,8 +163,10 @@ def fetch_blob(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor
                         if offset and r.status_code == 200:  # no range support: start over
                             os.ftruncate(fd, 0)
                             h, offset, resumed = hashlib.sha256(), 0, 0
+                        behind = WriteBehind(fd, offset)
                         for chunk in r.iter_raw():
                             os.write(fd, chunk)
+                            behind.wrote(len(chunk))
                             h.update(chunk)
                             offset += len(chunk)
                             got += len(chunk)
