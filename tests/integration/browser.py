@@ -2,7 +2,7 @@
 what a reader would get.
 
 Why a real browser: string checks on HTML cannot tell whether an inline SVG actually lays
-out at a visible size, whether its internal references (clip paths, tick markers) resolve
+out at a visible size, whether its internal references (hatch patterns) resolve
 once several charts share one page, or whether the page logs errors. Chromium can, and
 Debian ships it with a matching chromedriver, so this runs offline.
 

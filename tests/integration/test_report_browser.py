@@ -91,6 +91,16 @@ def sample_document() -> Document:
                         ],
                         kind="stacked-hbar",
                     ),
+                    Chart(
+                        id="many-tenants",
+                        title="GPU-hours per tenant and pool",
+                        categories=["train", "serve"],
+                        # Nine series: the ninth repeats a colour with a hatch pattern, whose
+                        # url(#...) reference must resolve on the shared page.
+                        series=[Series(name=f"team-{i}", values=[i + 1, 9 - i])
+                                for i in range(9)],
+                        kind="stacked-bar",
+                    ),
                 ],
             ),
         ],
@@ -115,7 +125,8 @@ def test_report_renders_cleanly_in_chromium(browser: Browser, report_file: Path)
         assert svg.visible, svg
         assert svg.width > 50 and svg.height > 50, svg
         assert svg.shapes > 0, svg
-    # Ids are namespaced per chart, so clip paths and tick markers all resolve on one page.
+    # Ids are namespaced per chart, so references inside each SVG resolve on one shared page.
+    assert 'url(#many-tenants_' in report_file.read_text(encoding="utf-8")  # one to check
     assert page.dangling_refs == ()
     # No script in the page, so the <script> in a table cell cannot have run.
     assert "alert" not in " ".join(e.message for e in page.console)

@@ -34,7 +34,7 @@ def test_unknown_attribute_is_an_attribute_error(name: str) -> None:
 
 def test_plan_does_not_import_what_it_does_not_use() -> None:
     probe = ("import sys, aiplat.cli.plan; print(' '.join(m for m in "
-             "('aiplat.kube.pending', 'aiplat.node.collect', 'aiplat.sched.fgd')"
+             "('aiplat.kube.pending', 'aiplat.node.collect', 'aiplat.sched.fgd', 'matplotlib')"
              " if m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == ""

@@ -1,6 +1,6 @@
 """The ``aiplat`` command group and its error handling.
 
-Subcommands load lazily: each lives in its own module with heavy imports (matplotlib,
+Subcommands load lazily: each lives in its own module with heavy imports (jinja2,
 kubernetes-validate, numpy, httpx), and a command should pay only for what it uses.
 """
 
