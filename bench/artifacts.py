@@ -61,7 +61,9 @@ def main() -> int:
     ap.add_argument("--size-gib", type=float, default=2.0)
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--concurrency", type=int, default=4)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="download rounds; verdicts take the median per-round ratio, so more"
+                         " rounds steady a shared disk whose rate varies between runs")
     ap.add_argument("--no-oras", action="store_true")
     ap.add_argument("--cache-dir", default=None,
                     help="where the cache and the raw-download files go (default: in workdir);"

@@ -289,6 +289,8 @@ def run_bench(client: RegistryClient, ref: Reference, workdir: Path, *, concurre
         log(f"round {r + 1}/{rounds}: " + ", ".join(steps))
         got: dict[str, Figure] = {}
         for step in steps:
+            # oras leaves its files unsynced; their writeback must not slow the next step.
+            os.sync()
             if step == "raw":
                 got[step] = raw_download(client, ref.repository, blobs, concurrency, None)
             elif step == "raw_disk":

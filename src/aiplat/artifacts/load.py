@@ -151,7 +151,7 @@ def load_tensors(paths: Sequence[Path], threads: int = 4, staging: int = STAGING
     ``preadv``, ``threads`` at a time; return the tensor bytes read. ``sink`` sees each chunk
     while it is in the buffer (the place a GPU upload would be issued)."""
     headers = [read_header(p) for p in paths]
-    fds = [os.open(p, os.O_RDONLY) for p in paths]
+    fds: list[int] = []
     local = threading.local()
 
     def run(piece: list[Span]) -> int:
@@ -174,6 +174,7 @@ def load_tensors(paths: Sequence[Path], threads: int = 4, staging: int = STAGING
         return n
 
     try:
+        fds.extend(os.open(p, os.O_RDONLY) for p in paths)
         pieces = plan_pieces(headers, 4 * max(1, threads))
         with ThreadPoolExecutor(max(1, threads)) as pool:
             return sum(pool.map(run, pieces))
