@@ -264,3 +264,21 @@ def test_bench_reports_every_figure_and_verdict(registry: Registry, tmp_path: Pa
     assert data["figures"]["load_lib"]["bytes"] == 8 * 2**20
     assert len(data["verdicts"]) == 4
     assert not (tmp_path / "w" / "run").exists()
+
+
+def test_blobs_stream_in_reads_larger_than_httpcores_64_kib(
+        registry: Registry, tmp_path: Path) -> None:
+    from aiplat.artifacts.client import READ_BYTES, RegistryClient
+    from aiplat.artifacts.modelpack import Manifest
+    from aiplat.artifacts.pull import resolve
+    from aiplat.artifacts.reference import parse_reference
+
+    push(registry, make_model(tmp_path / "m", shards=1, mib=16), "chunks/m")
+    ref = parse_reference(f"{registry.host}/chunks/m:v1")
+    with RegistryClient(registry.host) as client:
+        body, _, _ = client.get_manifest(ref.repository, resolve(client, ref))
+        layer = max(Manifest.from_bytes(body, str(ref)).layers, key=lambda d: d.size)
+        with client.stream_blob(ref.repository, layer.digest) as r:
+            sizes = [len(c) for c in r.iter_raw()]
+    assert sum(sizes) == layer.size
+    assert 64 * 1024 < max(sizes) <= READ_BYTES

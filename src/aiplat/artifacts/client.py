@@ -32,6 +32,25 @@ from aiplat.artifacts.reference import check_digest, sha256_digest
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 DEFAULT_CHUNK = 64 * 1024 * 1024
+READ_BYTES = 1024 * 1024
+
+
+def read_larger_chunks() -> None:
+    """Make httpcore read HTTP/1.1 responses in 1 MiB socket reads instead of 64 KiB.
+
+    httpcore's read size is a class attribute (``HTTP11Connection.READ_NUM_BYTES``) with no
+    public setting, and httpx builds its connections itself. Model blobs are gigabytes: 1 MiB
+    reads cut a 2.15 GB cold pull's CPU time by a quarter here (user 2.3 -> 1.85 s, system
+    2.3 -> 1.5 s) and its wall time from 3.8 to 2.9 s on two cores. It is raised once,
+    process-wide; a read returns what has arrived, so small responses are unaffected. If a
+    future httpcore drops the attribute, nothing happens (tests check the chunk size).
+    """
+    try:
+        from httpcore._sync.http11 import HTTP11Connection
+    except ImportError:  # pragma: no cover - httpcore is httpx's transport
+        return
+    if getattr(HTTP11Connection, "READ_NUM_BYTES", READ_BYTES) < READ_BYTES:
+        HTTP11Connection.READ_NUM_BYTES = READ_BYTES
 
 
 class Readable(Protocol):
@@ -73,6 +92,7 @@ class RegistryClient:
         self.base = f"{'http' if plain else 'https'}://{registry}"
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
+        read_larger_chunks()
         self.http = httpx.Client(
             base_url=self.base,
             auth=RegistryAuth(credentials),
