@@ -44,3 +44,22 @@ def test_paired_rounds_decide_by_median() -> None:
     assert results["load from cache vs page-cache read ceiling"] == (0.9, True)
     assert "per-round ratio load/page_cache: 0.50, 0.90, 0.95 (median 0.90)" in \
         "\n".join(format_report(r))
+
+
+def test_settle_waits_for_a_quiet_disk_and_skips_file_systems_without_one(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import time
+    from pathlib import Path
+
+    from aiplat.artifacts.bench import _disk_stat, settle
+
+    (tmp_path / "f").write_bytes(b"x" * 1_000_000)  # dirty pages for os.sync to write
+    t0 = time.monotonic()
+    settle(tmp_path, quiet=0.2, timeout=5)
+    took = time.monotonic() - t0
+    if _disk_stat(tmp_path) is None:  # tmpfs and the like: nothing to wait for
+        assert took < 0.5
+    else:
+        assert 0.2 <= took <= 5.5
+    t0 = time.monotonic()
+    settle(Path("/proc"), quiet=5, timeout=10)  # no block device behind /proc
+    assert time.monotonic() - t0 < 1

@@ -14,8 +14,10 @@ Every figure is bytes over wall seconds (GB/s = 1e9 bytes/s) for the same blobs:
   ``get_tensor``), and a parallel sequential read through the snapshot.
 - peer: the ``oras`` Python client pulling the same artifact (when installed).
 
-Each download figure is the best of ``rounds`` runs, alternating, so page-cache warm-up and
-background writeback do not favour one side. Nothing here asserts: the caller prints.
+Each download figure is the best of ``rounds`` runs; odd rounds run the steps in reverse
+order, and before every step the disk is flushed and left to go idle (:func:`settle`), so
+page-cache warm-up, background writeback and discards of deleted files do not favour one
+side. Verdicts use the median of per-round ratios. Nothing here asserts: the caller prints.
 """
 
 from __future__ import annotations
@@ -88,6 +90,33 @@ def _repeated(fn: Callable[[], int], min_seconds: float = MIN_MEMORY_SECONDS) ->
         n_first = n_first or n
         passes, s_total = passes + 1, s_total + s
     return n_first, s_total / passes
+
+
+def _disk_stat(path: Path) -> str | None:
+    """The kernel's I/O counters of the block device holding ``path`` (None: no device)."""
+    dev = os.stat(path).st_dev
+    try:
+        return Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text()
+    except OSError:
+        return None
+
+
+def settle(path: Path, quiet: float = 0.5, timeout: float = 30.0) -> None:
+    """Flush dirty pages and wait until the disk under ``path`` has been idle for ``quiet``
+    seconds, so no step pays for the previous one's writeback or for the discards (TRIM) a
+    file system mounted with ``discard`` issues after files are deleted — on a virtual disk
+    those took a third off the step that followed."""
+    os.sync()
+    last, since, deadline = _disk_stat(path), time.monotonic(), time.monotonic() + timeout
+    if last is None:
+        return
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = _disk_stat(path)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
 
 
 def sha256_ceiling(threads: int, size: int = 256 * 1024 * 1024) -> Figure:
@@ -289,15 +318,15 @@ def run_bench(client: RegistryClient, ref: Reference, workdir: Path, *, concurre
         log(f"round {r + 1}/{rounds}: " + ", ".join(steps))
         got: dict[str, Figure] = {}
         for step in steps:
-            # oras leaves its files unsynced; their writeback must not slow the next step.
-            os.sync()
+            if step == "cold":
+                shutil.rmtree(cache_dir, ignore_errors=True)
+            settle(workdir)
             if step == "raw":
                 got[step] = raw_download(client, ref.repository, blobs, concurrency, None)
             elif step == "raw_disk":
                 got[step] = raw_download(client, ref.repository, blobs, concurrency,
                                          workdir / "raw")
             elif step == "cold":
-                shutil.rmtree(cache_dir, ignore_errors=True)
                 result = pull(client, Cache(cache_dir), ref, concurrency=concurrency)
                 got[step] = Figure("cold pull (verified, cached, snapshot)", total,
                                    result.seconds, "aiplat", f"{concurrency} parallel blobs")
