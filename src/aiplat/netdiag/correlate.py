@@ -12,7 +12,9 @@ aggregated):
 - *noisy neighbour*: another node received more than twice what the puller got on the same
   segment while the storage port was busy (≥ 60 % of its rate) — the puller lost the
   contention; the top receiver is named.
-- *loss*: the storage node retransmitted more than 5 % of its TCP segments during the pull.
+- *loss*: the storage node retransmitted more than 5 % of its TCP segments during the pull,
+  counted against all it sent or against the full-size segments it sent on the pull's segment
+  (a pull stalled in timeouts sends little, and other traffic would dilute the first).
 - *capped link*: neither of the above, the puller's rate was low and flat. When every pull
   is capped at about the same rate, the shared end is capped: the storage node's port
   (``slow-storage``); otherwise each capped puller's own port (``rate``).
@@ -155,13 +157,23 @@ def _classify(w: PullWindow, facts: Facts, sig: Signals) -> tuple[str, str | Non
     re = sum(_window_values(sig.retrans.get(facts.store, []), w))
     sent = sum(_window_values(sig.out_segs.get(facts.store, []), w))
     share = re / sent if sent > 0 else 0.0
-    if share > RETRANS_SHARE:
+    # The node's TCP counters include its other traffic (metrics scrapes on the management
+    # segment). A pull stalled in retransmission timeouts sends so little that this traffic
+    # dilutes its retransmissions to ~1%; against the full-size segments the store sent on
+    # the pull's segment they stay near the loss rate. A capped pull keeps that segment busy,
+    # so for it both shares are the same.
+    frame = facts.mtu.get(seg, 1500) + 14  # Ethernet header: interface counters include it
+    seg_sent = sum(v * 1e6 / 8 / frame
+                   for v in _window_values(sig.tx.get(key(facts.store, seg), []), w))
+    seg_share = min(re / seg_sent, 1.0) if seg_sent > 0 else 0.0
+    if max(share, seg_share) > RETRANS_SHARE:
         return "loss", w.node, [
-            head, f"{facts.store} retransmitted {share:.0%} of its TCP segments meanwhile"]
+            head, f"{facts.store} retransmitted {share:.0%} of its TCP segments meanwhile, "
+                  f"{seg_share:.0%} of the full-size segments it sent on {seg}"]
     plateau = _p90(puller_rx)
     return "cap", w.node, [
         head, f"{w.node}'s {seg} receive rate flat near {plateau:.0f} Mbit/s "
-              f"(retransmissions {share:.1%})"]
+              f"(retransmissions {share:.1%}, {seg_share:.1%} on {seg})"]
 
 
 def rank(facts: Facts, windows: Sequence[PullWindow], sig: Signals) -> list[Cause]:
