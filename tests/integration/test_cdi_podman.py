@@ -258,6 +258,53 @@ def test_nvidia_tree_generates_a_spec_podman_proves(lab: Lab, tmp_path: Path) ->
                                                  for c in gpu0.checks}["other devices absent"]
 
 
+def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """With the toolkit's hook binary under the root, the spec carries nvidia-ctk's
+    createContainer hooks, and runc really runs them (a stand-in binary logs its arguments)."""
+    root = tmp_path / "driver-root"
+    inventory = _nvidia_tree(root, lab.major)
+    log = tmp_path / "hook.log"
+    hook = root / "usr" / "bin" / "nvidia-cdi-hook"
+    hook.parent.mkdir(parents=True)
+    hook.write_text(f'#!/bin/sh\ncat > /dev/null\necho "$*" >> {log}\n')
+    hook.chmod(0o755)
+    gpus = host.gpus_from_inventory(host.read_json(str(inventory)), str(inventory))
+    specs = host.generate(str(root), gpus=gpus, ldcache={
+        "libcuda.so.1": "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"})
+    doc = specs["aiplat-nvidia.com-gpu.json"]
+    assert doc["containerEdits"]["hooks"] == [
+        {"hookName": "createContainer", "path": str(hook),
+         "args": ["nvidia-cdi-hook", "create-symlinks", "--link",
+                  "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"],
+         "env": ["NVIDIA_CTK_DEBUG=false"]},
+        {"hookName": "createContainer", "path": str(hook),
+         "args": ["nvidia-cdi-hook", "update-ldcache", "--folder", "/usr/lib/x86_64-linux-gnu"],
+         "env": ["NVIDIA_CTK_DEBUG=false"]}]
+    spec_file = tmp_path / "nvidia.json"
+    spec_file.write_text(cdi.dumps(doc))
+    assert cdi.validate_spec(doc, str(spec_file), host.RealHost()) == []
+    v = verify_spec(str(spec_file), OPTS)
+    assert v.ok, "\n".join(f"{r.device}: {r.reason()}" for r in v.results)
+    calls = log.read_text().splitlines()
+    # Each container started with a device ran both hooks, in the spec's order; the baseline
+    # container without a device ran none.
+    with_device = [r for r in v.results if r.device != "(no device)"]
+    assert len(with_device) == 8 and len(calls) == 2 * len(with_device)
+    assert calls[:2] == [
+        "create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+        "update-ldcache --folder /usr/lib/x86_64-linux-gnu"]
+    args = ["cdi", "generate", "--root", str(root), "--inventory", str(inventory), "-o", "yaml"]
+    assert _run(args) == 0
+    assert "warning" not in capsys.readouterr().err
+    hook.chmod(0o644)  # a hook that cannot run: validation says so before any container does
+    found = cdi.validate_spec(doc, str(spec_file), host.RealHost())
+    assert any("hooks[0].path" in f.field and "not executable" in f.message for f in found)
+    assert _run(args) == 0  # and generate leaves the hooks out, saying why
+    out = capsys.readouterr()
+    assert "hookName" not in out.out and "warning: no nvidia-cdi-hook or nvidia-ctk" in out.err
+
+
 def test_amd_and_rdma_tree_generates_specs_podman_proves(lab: Lab, tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "dev" / "dri").mkdir(parents=True)

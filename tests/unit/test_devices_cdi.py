@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 import yaml
 
-from aiplat.devices import cdi
+from aiplat.devices import cdi, host
 from aiplat.devices.cdi import DeviceEntry, Edits, Mount, NodeFact
 from aiplat.devices.host import read_spec, spec_files
 
@@ -195,3 +195,16 @@ def test_yaml_round_trip_keeps_names_strings() -> None:
     doc = cdi.build_spec("example.com/acc", [DeviceEntry("0", Edits((_node("/dev/a", 0),)))])
     again = yaml.safe_load(cdi.dumps(doc, "yaml"))
     assert again == doc and again["devices"][0]["name"] == "0"
+
+
+def test_without_a_hook_binary_the_spec_has_no_hooks(tmp_path: Path) -> None:
+    mounts = [Mount("/r/usr/lib64/libcuda.so.550.54.15", "/usr/lib64/libcuda.so.550.54.15")]
+    assert host.nvidia_hooks(str(tmp_path), mounts) == ()
+    ctk = tmp_path / "usr" / "bin" / "nvidia-ctk"  # an older toolkit: `nvidia-ctk hook ...`
+    ctk.parent.mkdir(parents=True)
+    ctk.write_text("#!/bin/sh\n")
+    ctk.chmod(0o755)
+    hooks = host.nvidia_hooks(str(tmp_path), mounts)
+    assert [h.args[:3] for h in hooks] == [("nvidia-ctk", "hook", "create-symlinks"),
+                                           ("nvidia-ctk", "hook", "update-ldcache")]
+    assert hooks[1].args[3:] == ("--folder", "/usr/lib64")

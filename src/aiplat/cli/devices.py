@@ -139,6 +139,12 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
         specs = {f: d for f, d in specs.items() if d["kind"] == kind}
         if not specs:
             raise InputError(f"no spec of kind '{kind}' was generated")
+    if "aiplat-nvidia.com-gpu.json" in specs and host.nvidia_hook_binary(root) is None:
+        click.echo("warning: no nvidia-cdi-hook or nvidia-ctk under "
+                   f"{Path(root) / 'usr/bin'}: the GPU spec has no update-ldcache and "
+                   "create-symlinks hooks, so images whose linker does not search the host's "
+                   "library directory will not find libcuda.so.1; install the NVIDIA Container "
+                   "Toolkit and generate again", err=True)
     if write_dir is None:
         if len(specs) > 1 and output == "json":
             raise InputError(f"{len(specs)} specs ({', '.join(d['kind'] for d in specs.values())})"

@@ -503,16 +503,28 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class Hook:
+    """An OCI hook the runtime runs (``path`` on the host; ``args[0]`` is argv[0])."""
+
+    hook_name: str
+    path: str
+    args: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Edits:
     nodes: tuple[NodeFact, ...] = ()
     env: tuple[str, ...] = ()
     mounts: tuple[Mount, ...] = ()
+    hooks: tuple[Hook, ...] = ()
 
     def merged(self, other: Edits) -> Edits:
         nodes = self.nodes + tuple(n for n in other.nodes if n not in self.nodes)
         env = self.env + tuple(e for e in other.env if e not in self.env)
         mounts = self.mounts + tuple(m for m in other.mounts if m not in self.mounts)
-        return Edits(nodes, env, mounts)
+        hooks = self.hooks + tuple(h for h in other.hooks if h not in self.hooks)
+        return Edits(nodes, env, mounts, hooks)
 
 
 @dataclass(frozen=True)
@@ -540,6 +552,9 @@ def edits_dict(e: Edits) -> dict[str, Any]:
     if e.mounts:
         d["mounts"] = [{"hostPath": m.host_path, "containerPath": m.container_path,
                         "options": list(m.options)} for m in e.mounts]
+    if e.hooks:
+        d["hooks"] = [{"hookName": h.hook_name, "path": h.path, "args": list(h.args),
+                       **({"env": list(h.env)} if h.env else {})} for h in e.hooks]
     return d
 
 
@@ -563,7 +578,7 @@ def build_spec(kind: str, devices: Iterable[DeviceEntry], common: Edits = Edits(
             union = union.merged(d.edits)
         out_devs.append({"name": "all", "containerEdits": edits_dict(union)})
     doc: dict[str, Any] = {"cdiVersion": "", "kind": kind, "devices": out_devs}
-    if common.nodes or common.env or common.mounts:
+    if common.nodes or common.env or common.mounts or common.hooks:
         doc["containerEdits"] = edits_dict(common)
     doc["cdiVersion"] = required_version(doc)[0]
     return doc

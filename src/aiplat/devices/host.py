@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from aiplat.devices import cdi
-from aiplat.devices.cdi import DeviceEntry, Edits, Mount, NodeFact
+from aiplat.devices.cdi import DeviceEntry, Edits, Hook, Mount, NodeFact
 from aiplat.errors import InputError
 
 
@@ -313,6 +313,48 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
     return specs
 
 
+NVIDIA_HOOK_BINARIES = (("/usr/bin/nvidia-cdi-hook", ("nvidia-cdi-hook",)),
+                        ("/usr/bin/nvidia-ctk", ("nvidia-ctk", "hook")))
+"""The toolkit's hook binary (1.16 and later), else ``nvidia-ctk hook`` (older toolkits)."""
+
+
+def nvidia_hook_binary(root: str) -> tuple[str, tuple[str, ...]] | None:
+    """The installed hook binary (host path) and the argv prefix that calls its hooks."""
+    for path, argv in NVIDIA_HOOK_BINARIES:
+        if os.access(_under(root, path), os.X_OK):
+            return _under(root, path), argv
+    return None
+
+
+def nvidia_hooks(root: str, mounts: Iterable[Mount]) -> tuple[Hook, ...]:
+    """The createContainer hooks ``nvidia-ctk cdi generate`` adds for mounted driver libraries.
+
+    The libraries are bind-mounted at their host paths; an image whose dynamic linker does
+    not search that directory (a RHEL-based image on an Ubuntu host: ``/usr/lib64`` vs
+    ``/usr/lib/x86_64-linux-gnu``) would not find ``libcuda.so.1`` without ``update-ldcache``
+    for the directories, and frameworks that ``dlopen("libcuda.so")`` need the unversioned
+    link (``create-symlinks``). Same hook names, arguments and order as nvidia-ctk 1.17
+    (minus ``enable-cuda-compat``, which needs the driver version). None when no hook binary
+    is installed under ``root``: a spec naming a missing hook would fail every container.
+    """
+    found = nvidia_hook_binary(root)
+    if found is None:
+        return ()
+    path, argv = found
+    libs = [m.container_path for m in mounts if ".so" in os.path.basename(m.container_path)]
+    env = ("NVIDIA_CTK_DEBUG=false",)
+    hooks = [Hook("createContainer", path, (*argv, "create-symlinks", "--link",
+                                            f"libcuda.so.1::{os.path.dirname(lib)}/libcuda.so"),
+                  env)
+             for lib in libs if os.path.basename(lib).startswith("libcuda.so.")]
+    folders = sorted({os.path.dirname(lib) for lib in libs})
+    if folders:
+        hooks.append(Hook("createContainer", path,
+                          (*argv, "update-ldcache", *(a for f in folders for a in ("--folder", f))),
+                          env))
+    return tuple(hooks)
+
+
 def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) -> Edits:
     nodes = [n for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
                          "/dev/nvidia-modeset")
@@ -326,7 +368,7 @@ def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) 
             if os.path.isfile(_under(root, f"{d}/{b}")):
                 mounts.append(Mount(_under(root, f"{d}/{b}"), f"{d}/{b}"))
                 break
-    return Edits(tuple(nodes), env, tuple(mounts))
+    return Edits(tuple(nodes), env, tuple(mounts), nvidia_hooks(root, mounts))
 
 
 def _nvidia_devices(gpus: list[GpuIdentity], root: str,
