@@ -10,8 +10,8 @@ The cache file lives in the user's cache directory (``$XDG_CACHE_HOME/aiplat`` o
 ``~/.cache/aiplat``), not in Lark's default shared ``/tmp`` file, since Lark unpickles it.
 Lark stores a SHA-256 of grammar, options, Lark and Python versions in the file and rebuilds
 on any mismatch or unreadable file; when the directory cannot be created the parser is built
-without a cache. ``tests/unit/test_kube_cel.py`` checks that this parser and cel-python's own
-give the same trees.
+without a cache. ``tests/unit/test_kube_celparser.py`` checks that this parser and
+cel-python's own give the same trees.
 """
 
 from __future__ import annotations
