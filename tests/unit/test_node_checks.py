@@ -192,3 +192,23 @@ def test_acs_on_switch_ports(tmp_path: Path) -> None:
     short = acs_config(0x1D)[:64]  # what a non-root reader gets
     assert acs_control(short) is None and acs_control(acs_config(0x4)) == 0x4
 
+
+def test_a_gpu_outside_the_nvswitch_fabric_fails_with_the_fabric_manager_fix(
+        tmp_path: Path, platform: Platform) -> None:
+    exp = Expectations.from_platform(platform, "h100")
+    clean = run_checks(CheckContext(inv=_hgx(tmp_path / "ok"), exp=exp, xids=[]))
+    (fabric,) = [r for r in clean.results if r.name == "nvswitch-fabric"]
+    assert (fabric.status, fabric.observed) == ("pass", "8 GPUs joined the fabric")
+    gpus = [GpuState(bus + 1) for bus in BUS]
+    gpus[3] = GpuState(BUS[3] + 1, fabric_state="In Progress", fabric_status="N/A")
+    gpus[5] = GpuState(BUS[5] + 1, fabric_state="Completed",
+                       fabric_status="NVML_ERROR_INSUFFICIENT_RESOURCES")
+    report = run_checks(CheckContext(inv=_hgx(tmp_path / "bad", gpus=gpus), exp=exp, xids=[]))
+    bad = [r for r in report.results if r.name == "nvswitch-fabric"]
+    assert [(r.status, r.subject.split()[0]) for r in bad] == [("fail", "GPU3"), ("fail", "GPU5")]
+    assert bad[0].observed == "fabric In Progress, status unknown"
+    assert "nvidia-fabricmanager" in bad[0].remediation and "802" in bad[0].remediation
+    l40s = run_checks(CheckContext(inv=collect_inventory(l40s_4(tmp_path / "l40s")),
+                                   exp=Expectations.from_platform(platform, "l40s"), xids=[]))
+    assert [r.status for r in l40s.results if r.name == "nvswitch-fabric"] == ["skip"]
+

@@ -146,6 +146,10 @@ def test_smi_xml_new_and_old_layouts() -> None:
     assert o.address == "0000:3b:00.0" and o.ecc_uncorrected_volatile == 2
     assert o.ecc_corrected_volatile == 3 and o.remapped_rows is None
     assert o.clock_event_reasons == ["hw_slowdown"] and o.power_w == pytest.approx(44.12)
+    assert (g.fabric_state, g.fabric_status) == ("Completed", "Success")
+    assert (o.fabric_state, o.fabric_status) == (None, None)  # R470 has no <fabric>
+    na = parse_smi_xml(smi_xml([GpuState(0x19, fabric_state="N/A", fabric_status="N/A")]))[0]
+    assert (na[0].fabric_state, na[0].fabric_status) == (None, None)  # PCIe GPUs say N/A
     with pytest.raises(InputError, match="not XML"):
         parse_smi_xml("<nvidia_smi_log>")
 

@@ -244,6 +244,30 @@ def _nvlink(ctx: CheckContext) -> list[CheckResult]:
     return out or _ok("nvlink", f"{sum(len(d.nvlinks) for d in with_links)} links active")
 
 
+@check("nvswitch-fabric")
+def _fabric(ctx: CheckContext) -> list[CheckResult]:
+    skip = _need_details(ctx, "nvswitch-fabric")
+    if skip:
+        return skip
+    on_fabric = [d for d in ctx.inv.gpu_details if d.fabric_state is not None]
+    if not on_fabric:
+        return _skip("nvswitch-fabric", "no fabric state (GPUs not on an NVSwitch fabric, or "
+                                        "the driver does not report it)")
+    out = []
+    for d in on_fabric:
+        if d.fabric_state != "Completed" or d.fabric_status not in (None, "Success"):
+            out.append(CheckResult(
+                name="nvswitch-fabric", status="fail", subject=f"GPU{d.index} {d.address}",
+                observed=f"fabric {d.fabric_state}, status {d.fabric_status or 'unknown'}",
+                expected="Completed, Success",
+                remediation="until the GPU has joined the NVSwitch fabric, CUDA refuses work "
+                            "(error 802, system not ready): run the fabric manager at exactly "
+                            "the driver's version (`systemctl enable --now "
+                            "nvidia-fabricmanager`, `journalctl -u nvidia-fabricmanager`)"))
+    return out or _ok("nvswitch-fabric", f"{len(on_fabric)} GPUs joined the fabric",
+                      "Completed, Success")
+
+
 @check("ib-port")
 def _ib(ctx: CheckContext) -> list[CheckResult]:
     ports = ctx.inv.ib_ports

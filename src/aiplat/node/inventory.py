@@ -218,6 +218,11 @@ class GpuDetail(InventoryModel):
     temperature_c: float | None = None
     power_w: float | None = None
     nvlinks: list[NvLink] = []
+    fabric_state: str | None = Field(
+        default=None, description="NVSwitch fabric registration: Not Started, In Progress, "
+        "Completed (None: not on a fabric, or not reported)")
+    fabric_status: str | None = Field(
+        default=None, description="result of the registration: Success or the error")
 
 
 class TopoMatrix(InventoryModel):

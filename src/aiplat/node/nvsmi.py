@@ -145,6 +145,8 @@ def parse_smi_xml(text: str, source: str = "smi-xml"
                  or g.findtext("power_readings/power_draw"))
         volatile = g.find("ecc_errors/volatile")
         aggregate = g.find("ecc_errors/aggregate")
+        fabric = {k: None if v in (None, "N/A") else v.strip()
+                  for k in ("state", "status") for v in [g.findtext(f"fabric/{k}")]}
         gpus.append(GpuDetail(
             address=addr,
             index=index,
@@ -160,6 +162,8 @@ def parse_smi_xml(text: str, source: str = "smi-xml"
             clock_event_reasons=reasons,
             temperature_c=_float(g.findtext("temperature/gpu_temp")),
             power_w=_float(power),
+            fabric_state=fabric["state"],
+            fabric_status=fabric["status"],
         ))
     return gpus, root.findtext("driver_version"), root.findtext("cuda_version")
 
