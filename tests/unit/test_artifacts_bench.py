@@ -50,16 +50,46 @@ def test_settle_waits_for_a_quiet_disk_and_skips_file_systems_without_one(tmp_pa
     import time
     from pathlib import Path
 
-    from aiplat.artifacts.bench import _disk_stat, settle
+    from aiplat.artifacts.bench import _disk_sectors, settle
 
     (tmp_path / "f").write_bytes(b"x" * 1_000_000)  # dirty pages for os.sync to write
     t0 = time.monotonic()
     settle(tmp_path, quiet=0.2, timeout=5)
     took = time.monotonic() - t0
-    if _disk_stat(tmp_path) is None:  # tmpfs and the like: nothing to wait for
+    if _disk_sectors(tmp_path) is None:  # tmpfs and the like: nothing to wait for
         assert took < 0.5
     else:
         assert 0.2 <= took <= 5.5
     t0 = time.monotonic()
     settle(Path("/proc"), quiet=5, timeout=10)  # no block device behind /proc
     assert time.monotonic() - t0 < 1
+
+
+def test_settle_is_not_held_up_by_a_trickle_of_background_writes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import threading
+    import time
+
+    from aiplat.artifacts.bench import _disk_sectors, settle
+
+    if _disk_sectors(tmp_path) is None:
+        return  # no block device under tmp_path: settle returns at once (tested above)
+    stop = threading.Event()
+
+    def trickle() -> None:  # a node's logging: 4 KiB and an fsync every 50 ms
+        with open(tmp_path / "log", "ab") as f:
+            while not stop.is_set():
+                f.write(b"x" * 4096)
+                f.flush()
+                os.fsync(f.fileno())
+                time.sleep(0.05)
+
+    writer = threading.Thread(target=trickle)
+    writer.start()
+    try:
+        t0 = time.monotonic()
+        settle(tmp_path, quiet=0.3, timeout=10)
+        assert time.monotonic() - t0 < 5
+    finally:
+        stop.set()
+        writer.join()

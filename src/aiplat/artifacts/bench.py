@@ -92,30 +92,40 @@ def _repeated(fn: Callable[[], int], min_seconds: float = MIN_MEMORY_SECONDS) ->
     return n_first, s_total / passes
 
 
-def _disk_stat(path: Path) -> str | None:
-    """The kernel's I/O counters of the block device holding ``path`` (None: no device)."""
+def _disk_sectors(path: Path) -> int | None:
+    """Sectors written plus discarded so far on the block device holding ``path`` (None: no
+    block device, e.g. tmpfs). Fields of ``/sys/dev/block/M:m/stat``: 6 is sectors written,
+    13 sectors discarded (kernels since 4.18)."""
     dev = os.stat(path).st_dev
     try:
-        return Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text()
+        fields = Path(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}/stat").read_text().split()
     except OSError:
         return None
+    return int(fields[6]) + (int(fields[13]) if len(fields) > 13 else 0)
 
 
-def settle(path: Path, quiet: float = 0.5, timeout: float = 30.0) -> None:
-    """Flush dirty pages and wait until the disk under ``path`` has been idle for ``quiet``
-    seconds, so no step pays for the previous one's writeback or for the discards (TRIM) a
-    file system mounted with ``discard`` issues after files are deleted — on a virtual disk
-    those took a third off the step that followed."""
+QUIET_SECTORS = 2048
+"""Below 1 MiB written or discarded per ``quiet`` window the disk counts as idle: a busy node's
+logging never stops entirely, and must not make every step wait for the timeout."""
+
+
+def settle(path: Path, quiet: float = 0.5, timeout: float = 15.0) -> None:
+    """Flush dirty pages and wait until the disk under ``path`` has (nearly) stopped writing
+    for ``quiet`` seconds, so no step pays for the previous one's writeback or for the
+    discards (TRIM) a file system mounted with ``discard`` issues after files are deleted —
+    on a virtual disk those took a third off the step that followed."""
     os.sync()
-    last, since, deadline = _disk_stat(path), time.monotonic(), time.monotonic() + timeout
-    if last is None:
+    start = _disk_sectors(path)
+    if start is None:
         return
+    mark, mark_t, deadline = start, time.monotonic(), time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(0.1)
-        now = _disk_stat(path)
-        if now != last:
-            last, since = now, time.monotonic()
-        elif time.monotonic() - since >= quiet:
+        now = _disk_sectors(path)
+        assert now is not None
+        if now - mark >= QUIET_SECTORS:
+            mark, mark_t = now, time.monotonic()
+        elif time.monotonic() - mark_t >= quiet:
             return
 
 
