@@ -10,13 +10,13 @@ with Kubernetes' quantity/semver extensions), ``lint`` (cross-layer rules), ``pe
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 # `lint` and `render` share their submodule's name: importing the submodule sets the package
 # attribute to the module, so these two are bound eagerly, after it.
 from aiplat.kube.lint import lint
 from aiplat.kube.render import render
+from aiplat.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from aiplat.kube.crds import CrdIndex, load_crds
@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     from aiplat.kube.tree import read_tree
     from aiplat.kube.validate import Issue, ValidationResult, validate_objects
 
-# Re-exports load on first use (PEP 562): `aiplat plan` imports one submodule of this
-# package and should not pay for all the others.
+# Re-exports load on first use (aiplat.lazy).
 _EXPORTS = {
     "CrdIndex": "crds",
     "Explanation": "pending",
@@ -56,8 +55,4 @@ __all__ = [
     "read_tree", "render", "snapshot_from_lists", "validate_objects", "why_pending",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -20,8 +20,9 @@ and the agent DaemonSet) should use only ``Inventory`` and its parts, ``collect_
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from aiplat.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from aiplat.node.collect import collect_inventory
@@ -39,8 +40,7 @@ if TYPE_CHECKING:
     )
     from aiplat.node.placement import LABEL_DOMAIN, Placement, evaluate_placement
 
-# Re-exports load on first use (PEP 562): `aiplat plan` imports one submodule of this
-# package and should not pay for all the others.
+# Re-exports load on first use (aiplat.lazy).
 _EXPORTS = {
     "DeviceKind": "inventory",
     "DeviceNode": "inventory",
@@ -75,8 +75,4 @@ __all__ = [
     "inventory_json_schema",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -26,8 +26,9 @@ minutes. Everything but ``alibaba`` is pure (no I/O) and deterministic for a giv
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from aiplat.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from aiplat.sched.cluster import ClusterState, Node, Placement, Request
@@ -48,8 +49,7 @@ if TYPE_CHECKING:
     from aiplat.sched.policies import POLICY_NAMES, make_policy
     from aiplat.sched.workload import Job, PodSet, TopologyRequest
 
-# Re-exports load on first use (PEP 562): `aiplat plan` imports one submodule of this
-# package and should not pay for all the others.
+# Re-exports load on first use (aiplat.lazy).
 _EXPORTS = {
     "AdmissionFairSharing": "kueue",
     "ClusterQueue": "kueue",
@@ -108,8 +108,4 @@ __all__ = [
     "simulate",
 ]
 
-
-def __getattr__(name: str) -> object:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _EXPORTS)
