@@ -35,12 +35,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 synthetic_model = importlib.import_module("artifacts").synthetic_model
 
 NODE = "node-1"
+AIPLAT = str(Path(sys.executable).parent / "aiplat")  # the CLI of this venv
 
 
 def _bench(ns: str, ref: str, workdir: Path) -> dict[str, Any]:
-    aiplat = str(Path(sys.executable).parent / "aiplat")
     run = subprocess.run(
-        ["ip", "netns", "exec", ns, aiplat, "model", "bench", ref, "--plain-http", "--no-oras",
+        ["ip", "netns", "exec", ns, AIPLAT, "model", "bench", ref, "--plain-http", "--no-oras",
          "--rounds", "1", "--workdir", str(workdir), "-o", "json"],
         capture_output=True, text=True, check=True)
     data: dict[str, Any] = json.loads(run.stdout)
@@ -83,8 +83,7 @@ def main() -> int:
         print(f"lab up in {up.seconds:.1f} s; store {store}, links {plan.link_mbit} Mbit/s",
               file=sys.stderr)
         synthetic_model(work / "model", int(args.size_gib * 2**30))
-        aiplat = str(Path(sys.executable).parent / "aiplat")
-        subprocess.run(["ip", "netns", "exec", ns, aiplat, "model", "push", str(work / "model"),
+        subprocess.run(["ip", "netns", "exec", ns, AIPLAT, "model", "push", str(work / "model"),
                         ref, "--plain-http"], check=True, capture_output=True)
         rows.append(_row("lab NIC rate", plan.link_mbit, _bench(ns, ref, work / "b1")))
         labio.add_fault(args.prefix, plan_fault(plan, "rate", NODE, plan.storage_segment.name,

@@ -547,12 +547,13 @@ def _value_labels(chart: Chart, layout: _Layout, bars: Sequence[_Bar]) -> Iterat
             yield _end_label(layout, bar, format_value(bar.end), bold=False)
         yield "</g>"
         return
-    longest = max(chart.totals())
+    totals = chart.totals()
+    longest = max(totals)
     if len(chart.series) > 1:
         for bar in bars:
             if _segment_has_room(layout, bar, longest):
                 yield _segment_label(layout, bar)
-    for category, total in enumerate(chart.totals()):
+    for category, total in enumerate(totals):
         offset = layout.band_start(category) + (layout.band - layout.thickness) / 2
         yield _end_label(layout, _Bar(-1, category, 0.0, total, offset), format_value(total),
                          bold=True)
