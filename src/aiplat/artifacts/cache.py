@@ -15,6 +15,13 @@ Layout under the cache root (one file system, so hard links and renames work)::
     locks/                   ``<hex>.lock`` per blob: concurrent pulls download a blob once;
                              ``cache.lock``: pulls hold it shared, gc/evict exclusive
 
+Folders are created 0750 whatever the umask (``tmp``, ``locks`` and ``quarantine`` 0700),
+looser existing ones are tightened, and a folder that is a symlink is refused: nobody else
+may plant files where a pull writes. Files the cache writes itself (partial downloads,
+locks) are opened with ``O_NOFOLLOW``, so a planted symlink is an error, never a write
+through to its target. Consumers that run as another user read snapshots through the
+cache's group (``chgrp -R GROUP`` the cache root; its folders are group-readable).
+
 Why hard links: a warm pull of a model already on the node copies nothing, and two tags
 that share shards share the bytes. Blobs are read-only so a process writing through a
 snapshot cannot silently corrupt the shared copy; ``verify`` also checks that each snapshot
@@ -28,16 +35,19 @@ no remaining snapshot references, until the blobs fit the limit.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import hashlib
 import os
 import shutil
+import stat
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aiplat.artifacts.errors import ArtifactInputError
+from aiplat.artifacts.errors import ArtifactInputError, StorageError, storage_error
 from aiplat.artifacts.modelpack import Manifest
 from aiplat.artifacts.reference import Reference, check_digest
 from aiplat.fsutil import atomic_write
@@ -95,14 +105,41 @@ class GcResult:
     freed_bytes: int
 
 
+FOLDER_MODE = 0o750
+PRIVATE_MODE = 0o700
+_FOLDERS = {"blobs": FOLDER_MODE, "blobs/sha256": FOLDER_MODE, "tmp": PRIVATE_MODE,
+            "manifests": FOLDER_MODE, "manifests/sha256": FOLDER_MODE,
+            "snapshots": FOLDER_MODE, "refs": FOLDER_MODE, "pins": FOLDER_MODE,
+            "quarantine": PRIVATE_MODE, "locks": PRIVATE_MODE}
+
+
+def own_dir(path: Path, mode: int = FOLDER_MODE) -> None:
+    """Make ``path`` a directory of at most ``mode`` (umask or not); refuse a symlink."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, mode)
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise ArtifactInputError(
+            f"{path} is a symlink or not a directory; the model cache follows no links in its"
+            " own folders. To fix: remove it (aiplat makes it again) or pass another --cache")
+    if stat.S_IMODE(st.st_mode) & ~mode:
+        os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
+
+
 class Cache:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise ArtifactInputError(f"cache {self.root} is not a directory; pass --cache DIR")
-        for sub in ("blobs/sha256", "tmp", "manifests/sha256", "snapshots", "refs", "pins",
-                    "quarantine", "locks"):
-            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+            mode = stat.S_IMODE(self.root.stat().st_mode)
+            if mode & 0o022:  # others could swap its folders: keep their read access only
+                os.chmod(self.root, mode & ~0o022)
+            for sub, sub_mode in _FOLDERS.items():
+                own_dir(self.root / sub, sub_mode)
+        except OSError as e:
+            raise storage_error(e, "cannot set up the model cache in", self.root) from None
 
     # ------------------------------------------------------------------ paths
 
@@ -133,9 +170,33 @@ class Cache:
 
     # ------------------------------------------------------------------ cache-wide lock
 
+    def _open_lock(self, path: Path) -> int:
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise self.planted(path) from None
+            raise storage_error(e, "cannot open the lock file", path) from None
+
+    def planted(self, path: Path) -> StorageError:
+        return StorageError(
+            f"{path} is a symlink or not a file aiplat made; the model cache follows no links."
+            f" To fix: remove it (rm {path}) and check who else can write to {self.root}")
+
+    @contextlib.contextmanager
+    def blob_lock(self, digest: str) -> Iterator[None]:
+        """Exclusive per blob across threads and processes (``flock`` on a file opened per
+        call, so two threads of one process exclude each other too)."""
+        fd = self._open_lock(self.lock_path(digest))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
     @contextlib.contextmanager
     def _cache_lock(self, exclusive: bool, blocking: bool = True) -> Iterator[bool]:
-        fd = os.open(self.root / "locks/cache.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        fd = self._open_lock(self.root / "locks/cache.lock")
         try:
             op = fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH
             try:
@@ -154,12 +215,28 @@ class Cache:
     # ------------------------------------------------------------------ blobs and manifests
 
     def commit_blob(self, partial: Path, digest: str) -> Path:
-        """Make a verified, fsynced partial file the blob (atomic rename)."""
+        """Make a verified, fsynced, read-only (0444, set through its descriptor) partial
+        file the blob (atomic rename)."""
         target = self.blob_path(digest)
-        os.chmod(partial, 0o444)
         os.replace(partial, target)
         fsync_dir(target.parent)
         return target
+
+    def check_blob(self, digest: str, size: int | None = None) -> bool:
+        """Re-hash a cached blob before a new snapshot uses it; a corrupt one (or anything
+        that is not a plain file) goes to quarantine/ and the answer is False."""
+        path = self.blob_path(digest)
+        st = os.lstat(path)
+        if (stat.S_ISREG(st.st_mode) and (size is None or st.st_size == size)
+                and hash_file(path) == digest):
+            return True
+        self.quarantine(digest)
+        return False
+
+    def quarantine(self, digest: str) -> Path:
+        dest = self.root / "quarantine" / f"{self._hex(digest)}.{time.time_ns()}"
+        os.replace(self.blob_path(digest), dest)
+        return dest
 
     def store_manifest(self, digest: str, data: bytes) -> None:
         atomic_write(self.manifest_path(digest), data)
@@ -181,6 +258,10 @@ class Cache:
 
     def record_ref(self, ref: Reference, digest: str) -> None:
         if ref.tag:
+            folder = self.root / "refs"
+            for part in (ref.registry, *ref.repository.split("/")):
+                folder = folder / part
+                own_dir(folder)
             atomic_write(self._ref_path(ref), digest + "\n")
 
     def refs(self) -> dict[str, list[str]]:
@@ -272,9 +353,7 @@ class Cache:
         if quarantine:
             with self._cache_lock(exclusive=True):
                 for digest in corrupt:
-                    dest = self.root / "quarantine" / f"{self._hex(digest)}.{int(time.time())}"
-                    os.replace(self.blob_path(digest), dest)
-                    moved.append(dest)
+                    moved.append(self.quarantine(digest))
                 bad = set(corrupt)
                 for sd in self.snapshot_digests():
                     m = self.load_manifest(sd)
@@ -286,11 +365,17 @@ class Cache:
 
     def _remove_snapshot(self, digest: str) -> None:
         path = self.snapshot_path(digest)
-        if path.exists():
-            # Rename first so a reader never sees a half-deleted model directory.
-            doomed = path.with_name(f".rm-{path.name}-{os.getpid()}")
+        # Rename first so a reader never sees a half-deleted model directory.
+        doomed = path.with_name(f".rm-{path.name}-{os.getpid()}-{threading.get_ident()}")
+        try:
             os.replace(path, doomed)
-            shutil.rmtree(doomed)
+        except FileNotFoundError:
+            return  # not there, or another pull removed it first
+        shutil.rmtree(doomed)
+
+    def discard_snapshot(self, digest: str) -> None:
+        """Remove one snapshot (a pull found it incomplete and makes it again)."""
+        self._remove_snapshot(digest)
 
     def _remove_unused_blobs(self) -> tuple[list[str], int]:
         used = self.referenced_blobs()

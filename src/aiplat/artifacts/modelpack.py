@@ -20,7 +20,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiplat.artifacts.errors import ArtifactError
+from aiplat.artifacts.errors import ArtifactError, ManifestError
 from aiplat.artifacts.reference import check_digest
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -174,14 +174,66 @@ def model_manifest(config_digest: str, config_size: int, layers: list[Descriptor
     )
 
 
+NAME_MAX = 255
+"""Bytes in one path component (Linux file systems refuse longer names)."""
+PATH_MAX = 1024
+"""Bytes in a path inside the model directory: far above any real model, far below the
+kernel's 4096 once the cache's own prefix is added."""
+
+
 def safe_relpath(path: str, where: str) -> str:
     """``path`` if it is a relative path that stays inside the snapshot, else raise.
 
     A manifest from a registry is untrusted input: ``../../etc/cron.d/x`` or an absolute path
-    in ``org.cncf.model.filepath`` must never escape the snapshot directory.
+    in ``org.cncf.model.filepath`` must never escape the snapshot directory, and a name no
+    file system accepts (a 5,000-character component) is refused here, with the layer named,
+    rather than failing half-way through laying out the model.
     """
     norm = posixpath.normpath(path)
-    if (not path or path.startswith("/") or norm.startswith("..") or norm == "."
-            or "\\" in path or "\x00" in path):
-        raise ArtifactError(f"{where}: unsafe file path {path!r} in the manifest; refusing it")
+    if (not path or path.startswith("/") or norm == ".." or norm.startswith("../")
+            or norm == "." or "\\" in path or "\x00" in path):
+        raise ManifestError(f"{where}: unsafe file path {_short(path)} in the manifest;"
+                            " refusing the model")
+    longest = max(len(part.encode()) for part in norm.split("/"))
+    if longest > NAME_MAX or len(norm.encode()) > PATH_MAX:
+        raise ManifestError(
+            f"{where}: file path {_short(path)} is too long ({len(norm.encode())} bytes, a"
+            f" name of {longest}; at most {PATH_MAX} and {NAME_MAX}); refusing the model")
     return norm
+
+
+def _short(path: str, keep: int = 60) -> str:
+    return repr(path) if len(path) <= keep else repr(path[:keep]) + f"... ({len(path)} chars)"
+
+
+def layout(manifest: Manifest, where: str) -> list[tuple[Descriptor, str]]:
+    """Where each raw layer goes in the model directory, checked before any byte moves.
+
+    Every path must be safe (:func:`safe_relpath`), no two layers may write the same path,
+    and no path may be the parent directory of another (``a`` and ``a/b``): a manifest that
+    cannot be laid out is refused whole. Tar layers are checked member by member when they
+    are unpacked; unnamed layers have no place in the directory and are skipped.
+    """
+    out: list[tuple[Descriptor, str]] = []
+    owner: dict[str, int] = {}
+    for i, layer in enumerate(manifest.layers):
+        if layer.media_type.endswith(".tar"):
+            continue
+        name = layer.filepath or layer.annotations.get(TITLE)
+        if not name:
+            continue
+        rel = safe_relpath(name, f"{where} layers[{i}]")
+        if rel in owner:
+            raise ManifestError(f"{where}: layers[{owner[rel]}] and layers[{i}] both write"
+                                f" {_short(rel)}; refusing the model")
+        owner[rel] = i
+        out.append((layer, rel))
+    for rel, i in owner.items():
+        parts = rel.split("/")
+        for n in range(1, len(parts)):
+            parent = "/".join(parts[:n])
+            if parent in owner:
+                raise ManifestError(
+                    f"{where}: layers[{owner[parent]}] writes the file {_short(parent)} and"
+                    f" layers[{i}] a file under it ({_short(rel)}); refusing the model")
+    return out

@@ -2,23 +2,39 @@
 
 1. Resolve the tag to a digest (HEAD; a digest reference needs no request) and enforce the
    trust policy on that digest, before any byte of the model moves.
-2. If the snapshot for the digest exists, touch it and return: a warm pull is one request.
-3. Otherwise fetch the manifest and download the missing blobs in parallel (largest first).
-   Each blob: take its file lock (a concurrent pull of the same blob waits, then finds it
-   committed and downloads nothing), resume ``tmp/<hex>.partial`` with ``Range`` after
-   re-hashing its prefix, hash while streaming, retry transport errors and 5xx with
-   backoff (resuming each time), queue writeback while streaming (:mod:`writeback`), fsync,
-   compare the digest (a mismatch deletes the partial file: nothing corrupt enters the
-   cache), then rename into ``blobs/``.
-4. Build the snapshot of hard links (plus the extracted config tar) in a temp directory and
-   rename it into place.
+2. If the snapshot for the digest exists and is whole (every file present with its size,
+   each weight file still the cached blob's inode: a few ``stat`` calls and the config tar's
+   headers), touch it and return: a warm pull is one request. A snapshot that is not whole
+   is removed and made again like a cold pull.
+3. Otherwise fetch the manifest and check its layout (every path safe, none clashing with
+   another: :func:`aiplat.artifacts.modelpack.layout`) before a byte of the model moves,
+   then download the missing blobs in parallel (largest first). Each blob: take its file
+   lock (a concurrent pull of the same blob waits, then finds it committed and downloads
+   nothing); a blob already cached is re-hashed before this snapshot uses it (a corrupt one
+   is quarantined and downloaded again); resume ``tmp/<hex>.partial`` (opened with
+   ``O_NOFOLLOW``) with ``Range`` after re-hashing its prefix, hash while streaming, retry
+   transport errors and 5xx with backoff (resuming each time), queue writeback while
+   streaming (:mod:`writeback`), fsync, compare the digest (a mismatch deletes the partial
+   file: nothing corrupt enters the cache), then rename into ``blobs/``.
+4. Build the snapshot in a private temp directory and rename it into place: first unpack
+   the tar layers while the directory holds no link to any cached blob (members must be
+   plain files and directories with safe paths, each written once), then hard-link the
+   weight files; ``os.link`` never replaces a path, so no layer can write through a link
+   into a blob that another (signed) model's snapshot shares.
+
+Failures are :mod:`aiplat.artifacts.errors`: a manifest that cannot be laid out is a
+:class:`ManifestError`, a full disk or a planted symlink a :class:`StorageError`, each one
+line with the fix.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import os
 import shutil
+import stat
 import tarfile
 import threading
 import time
@@ -28,12 +44,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from filelock import FileLock
 
-from aiplat.artifacts.cache import READ_SIZE, Cache
+from aiplat.artifacts.cache import FOLDER_MODE, READ_SIZE, Cache
 from aiplat.artifacts.client import RETRY_STATUSES, RegistryClient
-from aiplat.artifacts.errors import ArtifactError, DigestMismatchError, RegistryError
-from aiplat.artifacts.modelpack import TITLE, Descriptor, Manifest, safe_relpath
+from aiplat.artifacts.errors import (
+    DigestMismatchError,
+    ManifestError,
+    RegistryError,
+    StorageError,
+    storage_error,
+)
+from aiplat.artifacts.modelpack import Descriptor, Manifest, layout, safe_relpath
 from aiplat.artifacts.reference import Reference
 from aiplat.artifacts.signatures import enforce_policy
 from aiplat.artifacts.signing import Policy
@@ -55,6 +76,7 @@ class PullResult:
     bytes_resumed: int = 0
     total_bytes: int = 0
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)  # warnings: the pull still succeeded
 
 
 @dataclass
@@ -117,109 +139,182 @@ def resolve(client: RegistryClient, ref: Reference) -> str:
     return digest
 
 
-def _rehash(path: Path, h: hashlib._Hash) -> int:
+def _rehash(fd: int, h: hashlib._Hash) -> int:
+    """Hash what ``fd`` holds from its start (the prefix of a resumed download)."""
     buf = bytearray(READ_SIZE)
     view = memoryview(buf)
     n_total = 0
-    with open(path, "rb", buffering=0) as f:
-        while n := f.readinto(buf):
-            h.update(view[:n])
-            n_total += n
+    while n := os.readv(fd, [buf]):
+        h.update(view[:n])
+        n_total += n
     return n_total
 
 
 def fetch_blob(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor, *,
                limiter: _RateLimiter | None = None, progress: Progress | None = None,
                ) -> _BlobOutcome:
-    """Download one blob into the cache exactly once across threads and processes."""
+    """Download one blob into the cache exactly once across threads and processes; a blob
+    already cached is re-hashed first (quarantined and downloaded again when corrupt)."""
+    digest = desc.digest
+    part = cache.partial_path(digest)
+    try:
+        with cache.blob_lock(digest):
+            if cache.has_blob(digest) and cache.check_blob(digest, desc.size):
+                return _BlobOutcome(digest, False)
+            return _download(client, cache, repo, desc, part=part, limiter=limiter,
+                             progress=progress)
+    except OSError as e:
+        raise storage_error(e, f"cannot store blob {digest} of {repo} at",
+                            e.filename or part) from None
+
+
+_FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _download(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor, *,
+              part: Path, limiter: _RateLimiter | None, progress: Progress | None,
+              ) -> _BlobOutcome:
     digest, size = desc.digest, desc.size
-    if cache.has_blob(digest):
-        return _BlobOutcome(digest, False)
-    with FileLock(cache.lock_path(digest)):
-        if cache.has_blob(digest):  # another process committed it while we waited
-            return _BlobOutcome(digest, False)
-        part = cache.partial_path(digest)
+    try:
+        fd = os.open(part, _FLAGS, 0o600)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise cache.planted(part) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise cache.planted(part)  # a hard link to someone's file, a FIFO, ...
         h = hashlib.sha256()
-        offset = _rehash(part, h) if part.exists() else 0
+        offset = _rehash(fd, h) if st.st_size else 0
         if offset > size:
-            part.unlink()
+            os.ftruncate(fd, 0)
             h, offset = hashlib.sha256(), 0
         resumed, got = offset, 0
-        fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
-        try:
-            attempt, last = 0, ""
-            while offset < size:
-                if attempt >= client.retry.attempts:
-                    raise RegistryError(
-                        f"GET {repo}/blobs/{digest} failed after {attempt} attempts, at byte"
-                        f" {offset} of {size}: {last}. The partial download is kept; run the"
-                        " pull again to resume it, or check the registry"
-                        f" (curl {client.base}/v2/)")
-                if attempt:
-                    client.sleep(client.retry.delay(attempt - 1))
-                attempt += 1
-                try:
-                    with client.stream_blob(repo, digest, offset) as r:
-                        if offset and r.status_code == 200:  # no range support: start over
-                            os.ftruncate(fd, 0)
-                            h, offset, resumed = hashlib.sha256(), 0, 0
-                        behind = WriteBehind(fd, offset)
-                        for chunk in r.iter_raw():
-                            os.write(fd, chunk)
-                            behind.wrote(len(chunk))
-                            h.update(chunk)
-                            offset += len(chunk)
-                            got += len(chunk)
-                            if limiter is not None:
-                                limiter.take(len(chunk))
-                            if progress is not None:
-                                progress(digest, len(chunk))
-                            if offset > size:
-                                break
-                    if offset < size:
-                        last = f"connection ended at byte {offset} of {size}"
-                except httpx.TransportError as e:
-                    last = f"{e.__class__.__name__}: {e}"
-                except RegistryError as e:
-                    if e.status not in RETRY_STATUSES:
-                        raise
-                    last = str(e)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        actual = "sha256:" + h.hexdigest()
-        if offset != size or actual != digest:
-            part.unlink(missing_ok=True)
-            raise DigestMismatchError(
-                f"{repo}: blob {digest} arrived as {offset} bytes with digest {actual} (expected"
-                f" {size} bytes); it was discarded and nothing entered the cache. The"
-                " registry's copy is corrupt or was replaced: push the model again")
-        cache.commit_blob(part, digest)
-        return _BlobOutcome(digest, True, got, resumed)
+        attempt, last = 0, ""
+        while offset < size:
+            if attempt >= client.retry.attempts:
+                raise RegistryError(
+                    f"GET {repo}/blobs/{digest} failed after {attempt} attempts, at byte"
+                    f" {offset} of {size}: {last}. The partial download is kept; run the"
+                    " pull again to resume it, or check the registry"
+                    f" (curl {client.base}/v2/)")
+            if attempt:
+                client.sleep(client.retry.delay(attempt - 1))
+            attempt += 1
+            try:
+                with client.stream_blob(repo, digest, offset) as r:
+                    if offset and r.status_code == 200:  # no range support: start over
+                        os.ftruncate(fd, 0)
+                        h, offset, resumed = hashlib.sha256(), 0, 0
+                    behind = WriteBehind(fd, offset)
+                    for chunk in r.iter_raw():
+                        os.write(fd, chunk)
+                        behind.wrote(len(chunk))
+                        h.update(chunk)
+                        offset += len(chunk)
+                        got += len(chunk)
+                        if limiter is not None:
+                            limiter.take(len(chunk))
+                        if progress is not None:
+                            progress(digest, len(chunk))
+                        if offset > size:
+                            break
+                if offset < size:
+                    last = f"connection ended at byte {offset} of {size}"
+            except httpx.TransportError as e:
+                last = f"{e.__class__.__name__}: {e}"
+            except RegistryError as e:
+                if e.status not in RETRY_STATUSES:
+                    raise
+                last = str(e)
+        os.fsync(fd)
+        os.fchmod(fd, 0o444)
+    finally:
+        os.close(fd)
+    actual = "sha256:" + h.hexdigest()
+    if offset != size or actual != digest:
+        part.unlink(missing_ok=True)
+        raise DigestMismatchError(
+            f"{repo}: blob {digest} arrived as {offset} bytes with digest {actual} (expected"
+            f" {size} bytes); it was discarded and nothing entered the cache. The"
+            " registry's copy is corrupt or was replaced: push the model again")
+    cache.commit_blob(part, digest)
+    return _BlobOutcome(digest, True, got, resumed)
 
 
-def _materialise(cache: Cache, digest: str, manifest: Manifest) -> Path:
+def _is_tar(layer: Descriptor) -> bool:
+    return layer.media_type.endswith(".tar")
+
+
+def _tar_kind(member: tarfile.TarInfo) -> str:
+    if member.issym():
+        return f"a symlink to {member.linkname!r}"
+    if member.islnk():
+        return f"a hard link to {member.linkname!r}"
+    if member.isdev():
+        return "a device node or FIFO"
+    if member.issparse():
+        return "a sparse file"
+    return "" if member.isreg() or member.isdir() else f"of tar type {member.type!r}"
+
+
+def _unpack(blob: Path, dest: Path, where: str, written: set[str]) -> None:
+    """Extract one config tar into ``dest``: plain files and directories only, each path
+    safe and written once (by any layer)."""
+
+    def only_plain(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo:
+        name = f"{where}: member"
+        kind = _tar_kind(member)
+        if kind:
+            raise ManifestError(f"{name} {member.name[:60]!r} is {kind}; a config tar holds"
+                                " only plain files and directories; refusing the model")
+        rel = safe_relpath(member.name, name)
+        if member.isreg():
+            if rel in written:
+                raise ManifestError(f"{name} {rel!r} is written twice; refusing the model")
+            written.add(rel)
+        return tarfile.data_filter(member, path)
+
+    try:
+        with tarfile.open(blob, mode="r:") as tar:
+            tar.extractall(dest, filter=only_plain)
+    except tarfile.TarError as e:
+        raise ManifestError(f"{where}: not a usable tar layer ({str(e)[:200]});"
+                            " refusing the model") from None
+
+
+# A path the layers cannot agree on: the manifest's fault, not the disk's.
+_LAYOUT_ERRNOS = frozenset({errno.EEXIST, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG,
+                            errno.ELOOP})
+
+
+def _materialise(cache: Cache, digest: str, manifest: Manifest, where: str) -> Path:
+    placed = layout(manifest, where)
     final = cache.snapshot_path(digest)
     tmp = final.with_name(f".tmp-{final.name}-{os.getpid()}-{threading.get_ident()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
     try:
+        tmp.mkdir(mode=FOLDER_MODE)
+        # Tar layers first, while the directory holds no link to any cached blob: whatever
+        # a tar writes lands in files of its own.
+        written: set[str] = set()
         for i, layer in enumerate(manifest.layers):
-            blob = cache.blob_path(layer.digest)
-            if layer.media_type.endswith(".tar"):
-                with tarfile.open(blob) as tar:
-                    # The "data" filter refuses absolute paths, "..", links out and devices.
-                    tar.extractall(tmp, filter="data")
-                continue
-            name = layer.filepath or layer.annotations.get(TITLE)
-            if not name:
-                continue  # an unnamed layer has no place in the model directory
-            rel = safe_relpath(name, f"{digest} layers[{i}]")
-            target = tmp / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            if target.exists():
-                raise ArtifactError(f"{digest}: two layers write {rel}; the manifest is invalid")
-            os.link(blob, target)
+            if _is_tar(layer):
+                _unpack(cache.blob_path(layer.digest), tmp, f"{where} layers[{i}]", written)
+        # Then the weight files. os.link never replaces a path: one a tar already wrote (or
+        # a file in the way of a directory) is refused, not overwritten.
+        for layer, rel in placed:
+            folder = tmp
+            for part in rel.split("/")[:-1]:
+                folder = folder / part
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(folder, FOLDER_MODE)  # a file in the way fails the link below
+            try:
+                os.link(cache.blob_path(layer.digest), tmp / rel, follow_symlinks=False)
+            except FileExistsError:
+                raise ManifestError(f"{where}: two layers write {rel!r} (a weight file and a"
+                                    " tar member); refusing the model") from None
         os.utime(tmp)
         try:
             os.rename(tmp, final)
@@ -227,10 +322,56 @@ def _materialise(cache: Cache, digest: str, manifest: Manifest) -> Path:
             if not final.exists():
                 raise
             shutil.rmtree(tmp)  # another pull finished the same snapshot first
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if e.errno in _LAYOUT_ERRNOS:
+            bad = str(e.filename or "")
+            bad = bad[len(str(tmp)) + 1:] if bad.startswith(str(tmp)) else bad
+            raise ManifestError(f"{where}: the layers cannot be laid out as a model directory"
+                                f" ({e.strerror}: {bad[:80]!r}); refusing the model") from None
+        raise storage_error(e, "cannot build the model directory", final) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return final
+
+
+def incomplete(cache: Cache, digest: str, manifest: Manifest) -> str | None:
+    """Why the snapshot of ``digest`` is not whole, or ``None`` when every file is there
+    with its size and each weight file is still the cached blob (same inode)."""
+    snap = cache.snapshot_path(digest)
+    try:
+        for layer, rel in layout(manifest, digest):
+            st = os.lstat(snap / rel)
+            blob = os.stat(cache.blob_path(layer.digest))
+            if (st.st_ino, st.st_dev) != (blob.st_ino, blob.st_dev) or st.st_size != layer.size:
+                return f"{rel} is no longer the cached blob {layer.digest}"
+        for layer in manifest.layers:
+            if not _is_tar(layer):
+                continue
+            with tarfile.open(cache.blob_path(layer.digest), mode="r:") as tar:
+                for member in tar:
+                    if member.isreg():
+                        st = os.lstat(snap / safe_relpath(member.name, digest))
+                        if not stat.S_ISREG(st.st_mode) or st.st_size != member.size:
+                            return f"{member.name} is not the file its tar layer holds"
+    except FileNotFoundError as e:
+        return f"{e.filename} is missing"
+    except (OSError, tarfile.TarError, ManifestError) as e:
+        return str(e)[:200]
+    return None
+
+
+def _record_ref(cache: Cache, ref: Reference, digest: str, notes: list[str]) -> None:
+    """The tag -> digest record is bookkeeping (``model ls``): failing to write it must not
+    fail a pull whose model is complete, so it becomes a warning."""
+    try:
+        cache.record_ref(ref, digest)
+    except (OSError, StorageError) as e:
+        why = e.strerror if isinstance(e, OSError) else str(e)
+        notes.append(f"could not record {ref} -> {digest} in {cache.root / 'refs'} ({why});"
+                     " the model is complete, only `aiplat model ls` will not name this tag."
+                     f" To fix: free space on the file system of {cache.root}")
 
 
 def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy | None = None,
@@ -241,19 +382,30 @@ def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy
         policy.decide(ref.name)  # a repository the policy refuses needs no request at all
     digest = resolve(client, ref)
     trust = enforce_policy(client, ref, digest, policy) if policy is not None else "no policy"
+    where = f"{ref.name}@{digest}"
+    notes: list[str] = []
     with cache.using():
         snap = cache.snapshot_path(digest)
         manifest = cache.load_manifest(digest)
         if snap.is_dir() and manifest is not None:
-            cache.touch(digest)
-            cache.record_ref(ref, digest)
-            return PullResult(ref.with_digest(digest), digest, snap, True, trust,
-                              total_bytes=manifest.total_size,
-                              seconds=time.perf_counter() - t0)
+            why = incomplete(cache, digest, manifest)
+            if why is None:
+                cache.touch(digest)
+                _record_ref(cache, ref, digest, notes)
+                return PullResult(ref.with_digest(digest), digest, snap, True, trust,
+                                  total_bytes=manifest.total_size,
+                                  seconds=time.perf_counter() - t0, notes=notes)
+            notes.append(f"the cached snapshot {snap} was incomplete ({why}); made it again")
+            cache.discard_snapshot(digest)
         if manifest is None:
             body, _, _ = client.get_manifest(ref.repository, digest)
-            manifest = Manifest.from_bytes(body, f"{ref.name}@{digest}")
-            cache.store_manifest(digest, body)
+            manifest = Manifest.from_bytes(body, where)
+            layout(manifest, where)  # refuse a manifest that cannot be laid out, now
+            try:
+                cache.store_manifest(digest, body)
+            except OSError as e:
+                raise storage_error(e, "cannot store the manifest in",
+                                    cache.manifest_path(digest)) from None
         blobs = {d.digest: d for d in (manifest.config, *manifest.layers)}
         todo = sorted(blobs.values(), key=lambda d: -d.size)
         limiter = _RateLimiter(max_rate) if max_rate else None
@@ -263,10 +415,10 @@ def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy
                               progress=progress)
 
         outcomes = _run_all(one, todo, concurrency)
-        path = _materialise(cache, digest, manifest)
-        cache.record_ref(ref, digest)
+        path = _materialise(cache, digest, manifest, where)
+        _record_ref(cache, ref, digest, notes)
     result = PullResult(ref.with_digest(digest), digest, path, False, trust,
-                        total_bytes=manifest.total_size)
+                        total_bytes=manifest.total_size, notes=notes)
     for o in outcomes:
         (result.downloaded if o.downloaded else result.shared).append(o.digest)
         result.bytes_downloaded += o.bytes_downloaded

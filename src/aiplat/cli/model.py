@@ -20,7 +20,7 @@ import yaml
 
 from aiplat.artifacts.cache import Cache
 from aiplat.artifacts.client import open_client
-from aiplat.artifacts.errors import ArtifactInputError
+from aiplat.artifacts.errors import ArtifactInputError, storage_error
 from aiplat.artifacts.modelpack import Manifest, ModelInfo
 from aiplat.artifacts.reference import parse_reference
 from aiplat.artifacts.units import human_bytes, parse_size
@@ -165,7 +165,13 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
         res = do_pull(client, cache, r, policy=pol, concurrency=concurrency, max_rate=rate,
                       max_cache_bytes=limit)
     if pin:
-        cache.pin(res.digest, str(r))
+        try:
+            cache.pin(res.digest, str(r))
+        except OSError as e:
+            raise storage_error(e, f"pulled {res.path} but cannot pin it in",
+                                cache.root / "pins") from None
+    for note in res.notes:
+        _info(f"warning: {note}")
     speed = res.bytes_downloaded / res.seconds if res.seconds and not res.warm else 0.0
     if res.warm:
         _info(f"warm pull of {res.reference} in {res.seconds:.3f} s: snapshot already in the"
@@ -319,8 +325,17 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
         if Path(generate_key).exists():
             raise ArtifactInputError(f"{generate_key} exists; choose a new file for the key")
         new = Ed25519PrivateKey.generate()
-        atomic_write(generate_key, private_pem(new), mode=0o600)
-        atomic_write(generate_key + ".pub", public_pem(new.public_key()))
+        try:
+            atomic_write(generate_key, private_pem(new), mode=0o600)
+            try:
+                atomic_write(generate_key + ".pub", public_pem(new.public_key()))
+            except BaseException:
+                Path(generate_key).unlink(missing_ok=True)  # a pair or nothing
+                raise
+        except OSError as e:
+            raise storage_error(e, "cannot write the key pair", generate_key,
+                                fix="free space there or choose another path; nothing was"
+                                    " written") from None
         click.echo(f"{key_id(new.public_key())} {generate_key} {generate_key}.pub")
         if not ref:
             return
