@@ -3,8 +3,8 @@
 Every test here failed before its fix: an untrusted model rewriting a signed model's cached
 weights through a hard link, manifests that cannot be laid out (clean errors, not
 tracebacks), a corrupt cached blob reused by another snapshot, a warm pull serving an
-incomplete snapshot, symlinks followed in the cache, folders made with the process umask.
-Disk-full faults need a small file system and live in
+incomplete snapshot, ``127.<anything>`` taken for loopback, symlinks followed in the cache,
+folders made with the process umask. Disk-full faults need a small file system and live in
 ``tests/integration/test_artifacts_security_registry.py``.
 """
 
@@ -22,7 +22,7 @@ from artifacts_fakes import FakeRegistry
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from aiplat.artifacts.cache import Cache
-from aiplat.artifacts.client import RegistryClient, RetryPolicy
+from aiplat.artifacts.client import RegistryClient, RetryPolicy, is_loopback
 from aiplat.artifacts.errors import (
     ArtifactError,
     ArtifactInputError,
@@ -279,6 +279,29 @@ def test_a_warm_pull_never_returns_an_incomplete_snapshot(tmp_path: Path, damage
     assert (res.path / "config.json").read_bytes() == b'{"a": 1}'
     assert pull(c, cache, ref).warm
     assert cache.verify(quarantine=False).clean
+
+
+# ---------------------------------------------------------------------------- loopback, credentials
+
+
+def test_loopback_is_an_address_that_resolves_to_loopback_not_a_name_prefix() -> None:
+    def dns(table: dict[str, list[str]]) -> Callable[[str], list[str]]:
+        return lambda host: table.get(host, [])
+
+    evil = dns({"127.attacker.example": ["203.0.113.7"]})
+    assert not is_loopback("127.attacker.example:5000", resolve=evil)
+    assert not is_loopback("127.attacker.example", resolve=evil)
+    assert not is_loopback("127.0.0.1.nip.example:5000", resolve=dns({}))  # unresolvable
+    assert is_loopback("127.0.0.1:5000") and is_loopback("127.3.2.1")
+    assert is_loopback("[::1]:5000") and is_loopback("[::1]")
+    assert not is_loopback("[2001:db8::1]:5000") and not is_loopback("10.0.0.1:5000")
+    assert is_loopback("localhost:5000", resolve=dns({"localhost": ["127.0.0.1", "::1"]}))
+    assert is_loopback("reg.local:5000", resolve=dns({"reg.local": ["127.0.0.2"]}))
+    mixed = dns({"reg.local": ["127.0.0.1", "198.51.100.3"]})
+    assert not is_loopback("reg.local:5000", resolve=mixed)
+    c = RegistryClient("127.attacker.example:5000", resolve=evil)
+    assert c.base == "https://127.attacker.example:5000"
+    assert RegistryClient("127.0.0.1:5000").base == "http://127.0.0.1:5000"
 
 
 # ---------------------------------------------------------------------------- symlinks and modes

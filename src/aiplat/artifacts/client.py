@@ -11,12 +11,17 @@ exponential backoff (``backoff * 2**n``, capped at 8 s) and then raised as one
 downloads are retried one level up (:mod:`aiplat.artifacts.pull`) because a retry there must
 resume at the byte already received rather than start over.
 
-Plain HTTP is used for loopback registries (``localhost``, ``127.*``, ``[::1]``) unless
-``plain_http`` says otherwise; everything else is HTTPS.
+Plain HTTP is used for loopback registries unless ``plain_http`` says otherwise; everything
+else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.0/8 or
+``::1``, or a name every one of whose addresses is loopback (``localhost``);
+``127.attacker.example`` is a name like any other. Credentials follow the same line
+(:mod:`aiplat.artifacts.auth`).
 """
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -57,9 +62,42 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
-def is_loopback(registry: str) -> bool:
-    host = registry.rsplit(":", 1)[0] if not registry.startswith("[") else registry
-    return host in ("localhost", "[::1]") or host.startswith("127.") or registry.startswith("[::1]")
+Resolver = Callable[[str], list[str]]
+
+
+def registry_host(registry: str) -> str:
+    """``host[:port]`` or ``[v6][:port]`` -> the bare host, lower-case (as httpx's URL.host)."""
+    if registry.startswith("["):
+        return registry[1:registry.find("]")].lower() if "]" in registry else registry.lower()
+    return registry.rsplit(":", 1)[0].lower() if registry.count(":") == 1 else registry.lower()
+
+
+def resolve_host(host: str) -> list[str]:
+    """Every address ``host`` resolves to (empty when it does not resolve)."""
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (OSError, UnicodeError):
+        return []
+    return [str(info[4][0]) for info in infos]
+
+
+def _is_loopback_address(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def is_loopback(registry: str, resolve: Resolver = resolve_host) -> bool:
+    """Whether ``registry`` (``host[:port]``) is this machine: an IP literal that is
+    loopback, or a name that resolves, and resolves only, to loopback addresses."""
+    host = registry_host(registry)
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    addresses = resolve(host)
+    return bool(addresses) and all(_is_loopback_address(a) for a in addresses)
 
 
 @dataclass(frozen=True)
@@ -86,9 +124,11 @@ class RegistryClient:
         timeout: float = 60.0,
         max_connections: int = 16,
         sleep: Callable[[float], None] = time.sleep,
+        resolve: Resolver = resolve_host,
     ) -> None:
         self.registry = registry
-        plain = is_loopback(registry) if plain_http is None else plain_http
+        self.loopback = is_loopback(registry, resolve)
+        plain = self.loopback if plain_http is None else plain_http
         self.base = f"{'http' if plain else 'https'}://{registry}"
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
