@@ -3,13 +3,15 @@
 Every test here failed before its fix: an untrusted model rewriting a signed model's cached
 weights through a hard link, manifests that cannot be laid out (clean errors, not
 tracebacks), a corrupt cached blob reused by another snapshot, a warm pull serving an
-incomplete snapshot, ``127.<anything>`` taken for loopback, symlinks followed in the cache,
-folders made with the process umask. Disk-full faults need a small file system and live in
+incomplete snapshot, ``127.<anything>`` taken for loopback, credentials sent to a foreign
+token server, symlinks followed in the cache, folders made with the process umask.
+Disk-full faults need a small file system and live in
 ``tests/integration/test_artifacts_security_registry.py``.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import os
 import stat
@@ -17,16 +19,19 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 from artifacts_fakes import FakeRegistry
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from aiplat.artifacts.auth import Credentials
 from aiplat.artifacts.cache import Cache
 from aiplat.artifacts.client import RegistryClient, RetryPolicy, is_loopback
 from aiplat.artifacts.errors import (
     ArtifactError,
     ArtifactInputError,
     ManifestError,
+    RegistryError,
     StorageError,
 )
 from aiplat.artifacts.modelpack import (
@@ -302,6 +307,74 @@ def test_loopback_is_an_address_that_resolves_to_loopback_not_a_name_prefix() ->
     c = RegistryClient("127.attacker.example:5000", resolve=evil)
     assert c.base == "https://127.attacker.example:5000"
     assert RegistryClient("127.0.0.1:5000").base == "http://127.0.0.1:5000"
+
+
+def _token_flow(registry: str, realm: str, plain_http: bool | None = None,
+                ) -> tuple[list[httpx.Request], RegistryClient]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.path == "/token":
+            return httpx.Response(200, json={"token": "T0K"})
+        if request.headers.get("authorization") != "Bearer T0K":
+            return httpx.Response(401, headers={
+                "WWW-Authenticate": f'Bearer realm="{realm}",service="reg"'})
+        return httpx.Response(200, json={"tags": ["v1"]})
+
+    c = RegistryClient(registry, credentials=Credentials("alice", "s3cret"),
+                       transport=httpx.MockTransport(handler), plain_http=plain_http,
+                       retry=RetryPolicy(attempts=1))
+    return seen, c
+
+
+@pytest.mark.parametrize(("registry", "realm", "plain", "sent"), [
+    ("reg.test:5000", "https://reg.test:5000/token", None, True),
+    ("reg.test:5000", "https://reg.test/token", None, True),  # same host, other port
+    ("reg.test:5000", "https://auth.other.test/token", None, False),
+    ("reg.test:5000", "http://reg.test:5000/token", None, False),  # plain HTTP, not loopback
+    ("reg.test:5000", "http://evil.example/token", None, False),
+    ("127.0.0.1:5000", "http://127.0.0.1:5001/token", None, True),  # loopback: HTTP is fine
+    ("127.0.0.1:5000", "http://evil.example/token", None, False),
+])
+def test_credentials_go_only_to_the_registrys_own_host_over_tls_unless_loopback(
+        registry: str, realm: str, plain: bool | None, sent: bool) -> None:
+    seen, c = _token_flow(registry, realm, plain)
+    assert c.tags("a/m") == ["v1"]  # an anonymous token still works where one is given
+    token_requests = [r for r in seen if r.url.path == "/token"]
+    assert len(token_requests) == 1
+    basic = "Basic " + base64.b64encode(b"alice:s3cret").decode()
+    assert (token_requests[0].headers.get("authorization") == basic) is sent
+    assert all("s3cret" not in str(r.url) for r in seen)
+
+
+def test_withheld_credentials_are_named_in_the_error_when_the_token_server_refuses() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "auth.other.test":
+            return httpx.Response(401 if "authorization" not in request.headers else 200,
+                                  json={"token": "T"})
+        return httpx.Response(401, headers={
+            "WWW-Authenticate": 'Bearer realm="https://auth.other.test/token"'})
+
+    c = RegistryClient(HOST, credentials=Credentials("alice", "s3cret"),
+                       transport=httpx.MockTransport(handler), retry=RetryPolicy(attempts=1))
+    with pytest.raises(RegistryError, match="not on the registry's host") as info:
+        c.tags("a/m")
+    assert "s3cret" not in str(info.value)
+
+
+def test_basic_credentials_are_not_sent_over_plain_http_to_a_remote_registry() -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(401, headers={"WWW-Authenticate": 'Basic realm="r"'})
+
+    c = RegistryClient(HOST, credentials=Credentials("bob", "pw"), plain_http=True,
+                       transport=httpx.MockTransport(handler), retry=RetryPolicy(attempts=1))
+    with pytest.raises(RegistryError, match="plain HTTP"):
+        c.catalog()
+    assert all("authorization" not in r.headers for r in seen)
 
 
 # ---------------------------------------------------------------------------- symlinks and modes

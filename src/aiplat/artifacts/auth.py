@@ -11,6 +11,13 @@ Lookup order follows podman (containers-auth.json(5)), then Docker:
 bearer-token dance (``WWW-Authenticate: Bearer realm=…,service=…,scope=…``), caching one token
 per scope. Secrets live only in headers: ``Credentials.__repr__`` masks them and the client
 never puts them in URLs or messages.
+
+Credentials go only to the registry's own host (any port), and only over TLS unless the
+registry is loopback. The realm of a ``Bearer`` challenge is chosen by whoever answers the
+401, so a token service elsewhere (another host, or plain HTTP) gets an anonymous token
+request; a Basic challenge over plain HTTP to a remote registry is refused with the fix.
+Registries whose token service lives on another host (Docker Hub's auth.docker.io) therefore
+get anonymous tokens: pull public models there, or use a mirror on one host.
 """
 
 from __future__ import annotations
@@ -129,6 +136,13 @@ def load_credentials(registry: str, env: Mapping[str, str] | None = None,
     return None
 
 
+def bare_host(registry: str) -> str:
+    """``host[:port]`` or ``[v6][:port]`` -> the bare host, lower-case (as httpx's URL.host)."""
+    if registry.startswith("["):
+        return registry[1:registry.find("]")].lower() if "]" in registry else registry.lower()
+    return registry.rsplit(":", 1)[0].lower() if registry.count(":") == 1 else registry.lower()
+
+
 _CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
 
 
@@ -144,8 +158,12 @@ class RegistryAuth(httpx.Auth):
     # Not ``requires_response_body``: that would read every streamed blob into memory. The
     # token answer is read explicitly below (this flow is used by the sync client only).
 
-    def __init__(self, credentials: Credentials | None) -> None:
+    def __init__(self, credentials: Credentials | None, registry: str = "",
+                 loopback: bool = False) -> None:
         self.credentials = credentials
+        self.registry = registry
+        self.host = bare_host(registry)
+        self.loopback = loopback
         self._tokens: dict[str, str] = {}
         self._basic = False
         self._lock = threading.Lock()
@@ -159,13 +177,21 @@ class RegistryAuth(httpx.Auth):
                 return "/".join(parts[2:parts.index(marker)])
         return ""
 
+    def withheld(self, url: httpx.URL) -> str:
+        """Why the credentials may not go to ``url`` ('' when they may)."""
+        if url.host.lower() != self.host:
+            return f"{url.host} is not on the registry's host {self.host or '?'}"
+        if url.scheme != "https" and not self.loopback:
+            return f"{url} is plain HTTP to a registry that is not loopback"
+        return ""
+
     def _apply(self, request: httpx.Request) -> None:
         with self._lock:
             token = self._tokens.get(self._scope_key(request))
             basic = self._basic
         if token:
             request.headers["Authorization"] = f"Bearer {token}"
-        elif basic and self.credentials:
+        elif basic and self.credentials and not self.withheld(request.url):
             request.headers["Authorization"] = self.credentials.basic_header()
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
@@ -177,6 +203,12 @@ class RegistryAuth(httpx.Auth):
         if scheme == "basic":
             if self.credentials is None:
                 return
+            why = self.withheld(request.url)
+            if why:
+                raise RegistryError(
+                    f"{self.registry} asks for your password, but {why}; aiplat sends"
+                    " credentials only over TLS (or to a loopback registry). To fix: use"
+                    " HTTPS (drop --plain-http)", 401)
             with self._lock:
                 self._basic = True
             request.headers["Authorization"] = self.credentials.basic_header()
@@ -185,17 +217,28 @@ class RegistryAuth(httpx.Auth):
         if scheme != "bearer" or "realm" not in params:
             return
         query = {k: v for k, v in params.items() if k in ("service", "scope")}
-        token_request = httpx.Request("GET", params["realm"], params=query)
+        try:
+            token_request = httpx.Request("GET", params["realm"], params=query)
+        except (httpx.InvalidURL, ValueError, TypeError):
+            raise RegistryError(f"{self.registry} named a token service that is not a URL"
+                                f" ({params['realm'][:100]!r}); check the registry's auth"
+                                " configuration", 401) from None
+        why = ""
         if self.credentials is not None:
-            token_request.headers["Authorization"] = self.credentials.basic_header()
+            why = self.withheld(token_request.url)
+            if not why:
+                token_request.headers["Authorization"] = self.credentials.basic_header()
         token_response = yield token_request
         token_response.read()
         if token_response.status_code != 200:
+            hint = (f"aiplat did not send your credentials there ({why}): they go only to the"
+                    " registry's own host, over TLS unless it is loopback. To fix: use a"
+                    " registry whose token service is on its own host, or pull anonymously"
+                    if why else "check the credentials in your auth file (podman login /"
+                    " docker login)")
             raise RegistryError(
-                f"the token service {params['realm']} answered {token_response.status_code};"
-                " check the credentials in your auth file (podman login / docker login)",
-                token_response.status_code,
-            )
+                f"the token service {token_request.url.copy_with(query=None)} answered"
+                f" {token_response.status_code}; {hint}", token_response.status_code)
         try:
             body = token_response.json()
             token = str(body.get("token") or body["access_token"])

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import httpx
 
-from aiplat.artifacts.auth import Credentials, RegistryAuth
+from aiplat.artifacts.auth import Credentials, RegistryAuth, bare_host
 from aiplat.artifacts.errors import RegistryError
 from aiplat.artifacts.modelpack import MANIFEST_ACCEPT, OCI_INDEX, OCI_MANIFEST
 from aiplat.artifacts.reference import check_digest, sha256_digest
@@ -67,9 +67,7 @@ Resolver = Callable[[str], list[str]]
 
 def registry_host(registry: str) -> str:
     """``host[:port]`` or ``[v6][:port]`` -> the bare host, lower-case (as httpx's URL.host)."""
-    if registry.startswith("["):
-        return registry[1:registry.find("]")].lower() if "]" in registry else registry.lower()
-    return registry.rsplit(":", 1)[0].lower() if registry.count(":") == 1 else registry.lower()
+    return bare_host(registry)
 
 
 def resolve_host(host: str) -> list[str]:
@@ -135,7 +133,7 @@ class RegistryClient:
         read_larger_chunks()
         self.http = httpx.Client(
             base_url=self.base,
-            auth=RegistryAuth(credentials),
+            auth=RegistryAuth(credentials, registry, self.loopback),
             transport=transport,
             timeout=httpx.Timeout(timeout, connect=10.0),
             limits=httpx.Limits(max_connections=max_connections,
