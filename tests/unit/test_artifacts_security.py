@@ -4,8 +4,8 @@ Every test here failed before its fix: an untrusted model rewriting a signed mod
 weights through a hard link, manifests that cannot be laid out (clean errors, not
 tracebacks), a corrupt cached blob reused by another snapshot, a warm pull serving an
 incomplete snapshot, ``127.<anything>`` taken for loopback, credentials sent to a foreign
-token server, symlinks followed in the cache, folders made with the process umask.
-Disk-full faults need a small file system and live in
+token server, a policy with a duplicate key, symlinks followed in the cache, folders made
+with the process umask. Disk-full faults need a small file system and live in
 ``tests/integration/test_artifacts_security_registry.py``.
 """
 
@@ -375,6 +375,22 @@ def test_basic_credentials_are_not_sent_over_plain_http_to_a_remote_registry() -
     with pytest.raises(RegistryError, match="plain HTTP"):
         c.catalog()
     assert all("authorization" not in r.headers for r in seen)
+
+
+# ---------------------------------------------------------------------------- policy parsing
+
+
+@pytest.mark.parametrize(("text", "line", "key"), [
+    ("apiVersion: aiplat/v1alpha1\nkind: TrustPolicy\n"
+     "rules:\n  - {repositories: ['h:1/prod/*'], require: none}\n"
+     "rules:\n  - {repositories: ['h:1/*'], require: none}\n", 5, "rules"),
+    ("apiVersion: aiplat/v1alpha1\nkind: TrustPolicy\nrules:\n"
+     "  - repositories: ['h:1/*']\n    require: none\n    require: signed\n", 6, "require"),
+])
+def test_a_policy_with_a_duplicate_key_is_refused_with_file_and_line(
+        text: str, line: int, key: str) -> None:
+    with pytest.raises(ArtifactInputError, match=rf"^p\.yaml:{line}: duplicate key '{key}'"):
+        parse_policy(text, "p.yaml")
 
 
 # ---------------------------------------------------------------------------- symlinks and modes

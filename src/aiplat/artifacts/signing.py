@@ -11,7 +11,8 @@ the referrers API also find it through ``subject``).
 The policy (YAML) names public keys and ordered rules; the first rule whose repository
 pattern (fnmatch on ``registry/repository``) matches decides: ``require: signed`` with the
 keys it trusts, or ``require: none``. A repository no rule matches is refused: a policy
-file means "deny unless said otherwise".
+file means "deny unless said otherwise". Parsing is strict: a key given twice in one mapping
+(two ``rules:``, which YAML loaders silently resolve to the last) is refused with its line.
 
 Nothing here does I/O: callers read files and talk to registries.
 """
@@ -23,7 +24,7 @@ import fnmatch
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from cryptography.exceptions import InvalidSignature
@@ -167,9 +168,37 @@ class Policy:
             f" with repositories: ['{name}'] (require: signed and its keys, or require: none)")
 
 
+class _DuplicateKeyError(Exception):
+    def __init__(self, key: object, line: int, first: int) -> None:
+        super().__init__(key)
+        self.key, self.line, self.first = key, line, first
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (merge keys aside)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark.line)
+            except TypeError:
+                continue  # an unhashable key: SafeLoader reports it below
+            if first != key_node.start_mark.line:
+                raise _DuplicateKeyError(key, key_node.start_mark.line + 1, first + 1)
+        return super().construct_mapping(node, deep=deep)
+
+
 def parse_policy(text: str, source: str) -> Policy:
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
+    except _DuplicateKeyError as e:
+        raise ArtifactInputError(
+            f"{source}:{e.line}: duplicate key {e.key!r} (first at line {e.first}); YAML would"
+            " keep only the last one. To fix: merge the two into one") from None
     except yaml.YAMLError as e:
         raise ArtifactInputError(f"{source}: not YAML: {e}") from None
     try:
