@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -89,3 +90,33 @@ def test_podman_custom_dirs_need_podman_5() -> None:
         runtime.merge("podman", "", "4.9.3", spec_dirs=("/opt/cdi",))
     m = runtime.merge("podman", "", "5.2.0", spec_dirs=("/opt/cdi",))
     assert tomllib.loads(m.after) == {"engine": {"cdi_spec_dirs": ["/opt/cdi"]}}
+
+
+def test_write_goes_through_a_symlinked_config_to_the_real_file(tmp_path: Path) -> None:
+    """`--write` on a symlink (config managed elsewhere, e.g. /etc/containerd/config.toml ->
+    /opt/site/containerd.toml) updates the real file and keeps the link, instead of
+    replacing the link with a plain file that the real config never sees."""
+    from click.testing import CliRunner
+
+    from aiplat.cli.devices import runtime_group
+
+    site = tmp_path / "site"
+    site.mkdir()
+    real = site / "containerd.toml"
+    real.write_text((GOLDEN / "containerd-1.7.input.toml").read_text())
+    real.chmod(0o640)
+    etc = tmp_path / "etc/containerd"
+    etc.mkdir(parents=True)
+    hop = etc / "hop.toml"
+    hop.symlink_to("../../site/containerd.toml")  # relative, and two links deep
+    link = etc / "config.toml"
+    link.symlink_to("hop.toml")
+    r = CliRunner().invoke(runtime_group, ["config", "containerd", "--current", str(link),
+                                           "--version", "1.7.12", "--write"])
+    assert r.exit_code == 0, r.output
+    assert link.is_symlink() and os.readlink(link) == "hop.toml"
+    assert real.read_text() == (GOLDEN / "containerd-1.7.expected.toml").read_text()
+    assert real.stat().st_mode & 0o777 == 0o640  # the real file's mode is kept
+    assert f"wrote {real} (the target of the symlink {link})" in r.stderr
+    assert sorted(p.name for p in site.iterdir()) == ["containerd.toml"]  # no temp file left
+    assert sorted(p.name for p in etc.iterdir()) == ["config.toml", "hop.toml"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -21,7 +22,7 @@ import yaml
 from aiplat.devices import accounting as acct
 from aiplat.devices import cdi, host, mig, runtime, sharing
 from aiplat.devices.verify import PodmanOptions, remove_image, verify_spec
-from aiplat.errors import InputError
+from aiplat.errors import AiplatError, InputError
 from aiplat.fsutil import atomic_write
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -269,7 +270,8 @@ def runtime_group() -> None:
               "and /var/run/cdi)")
 @click.option("-o", "--output", type=click.Choice(["diff", "toml", "json"]), default="diff",
               show_default=True)
-@click.option("--write", is_flag=True, help="write the merged file over --current (atomic)")
+@click.option("--write", is_flag=True, help="write the merged file over --current (atomic; a "
+              "symlink is followed: its target is updated, the link kept)")
 def runtime_config(*, name: str, current: str | None, version: str | None, no_cdi: bool,
                    no_nri: bool, spec_dirs: tuple[str, ...], output: str, write: bool) -> None:
     """The minimal merge into NAME's config that enables CDI and NRI; every other setting
@@ -299,8 +301,18 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
     else:
         click.echo(m.diff(path) or f"{path}: no change needed\n", nl=False)
     if write and m.changes:
-        atomic_write(path, m.after, 0o644)
-        click.echo(f"wrote {path} ({len(m.changes)} changes); restart {name} to apply",
+        # A symlinked config (managed elsewhere) is updated where it lives: writing over the
+        # link would leave the runtime reading the old file. Atomic next to the real file,
+        # with its mode kept.
+        real = os.path.realpath(path)
+        mode = stat.S_IMODE(os.stat(real).st_mode) if os.path.exists(real) else 0o644
+        try:
+            atomic_write(real, m.after, mode)
+        except OSError as e:
+            raise AiplatError(f"cannot write {real}: {e.strerror}; nothing was changed. To"
+                              " fix: run as root, or free space on its file system") from None
+        via = f" (the target of the symlink {path})" if os.path.islink(path) else ""
+        click.echo(f"wrote {real}{via} ({len(m.changes)} changes); restart {name} to apply",
                    err=True)
 
 
