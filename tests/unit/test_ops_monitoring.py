@@ -20,10 +20,13 @@ from aiplat.ops.monitoring import (
     AGENT_CONDITION,
     AIPLAT_METRICS,
     JOBS,
+    KUEUE_CA_FILE,
+    KUEUE_METRICS_SERVER_NAME,
     POOL_LABEL,
     RULES_FILE,
     TESTS_FILE,
     AlertRule,
+    Discovery,
     expand,
     monitoring_rules,
     render_monitoring,
@@ -193,3 +196,20 @@ def test_checklist_lists_every_alert_and_aiplat_metric() -> None:
     for metric, *_ in AIPLAT_METRICS:
         assert metric in md
     assert "| h100 | 85 °C |" in md
+
+
+@pytest.mark.parametrize(("discovery", "ca"), [
+    ("kubernetes", "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"),
+    ("file", KUEUE_CA_FILE),
+])
+def test_kueue_scrape_verifies_tls_before_sending_its_token(discovery: Discovery,
+                                                            ca: str) -> None:
+    """The job sends a ServiceAccount token: with insecure_skip_verify anyone answering on
+    the target's address would receive it. It verifies with the ServiceAccount CA instead."""
+    cfg = scrape_config(example(), discovery)
+    jobs = {j["job_name"]: j for j in cfg["scrape_configs"]}
+    kueue = jobs["kueue"]
+    assert kueue["scheme"] == "https" and "credentials_file" in kueue["authorization"]
+    assert kueue["tls_config"] == {"ca_file": ca, "server_name": KUEUE_METRICS_SERVER_NAME}
+    assert KUEUE_METRICS_SERVER_NAME.endswith(".kueue-system.svc")
+    assert not any(j.get("tls_config", {}).get("insecure_skip_verify") for j in jobs.values())

@@ -83,6 +83,12 @@ JOBS: tuple[tuple[str, str, str, str, str], ...] = (
 AGENT_CONDITION = "AiplatNodeHealthy"
 MODEL_STORE_JOB = "model-store"
 KUEUE_TOKEN_FILE = "kueue-metrics.token"
+# Kueue's metrics are verified before the token goes out: the ServiceAccount CA in a pod, a
+# CA file next to this configuration outside; the name its serving certificate carries is
+# the metrics Service's (targets are pod IPs, which the certificate does not name).
+KUEUE_CA_FILE = "kueue-metrics-ca.crt"
+SERVICE_ACCOUNT_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
+KUEUE_METRICS_SERVER_NAME = "kueue-controller-manager-metrics-service.kueue-system.svc"
 
 
 # ---------------------------------------------------------------------------- data
@@ -779,7 +785,14 @@ def scrape_config(platform: Platform, discovery: Discovery = "kubernetes",
             job["authorization"] = {"credentials_file": (
                 "/var/run/secrets/kubernetes.io/serviceaccount/token"
                 if discovery == "kubernetes" else KUEUE_TOKEN_FILE)}
-            job["tls_config"] = {"insecure_skip_verify": True}
+            # Verify the server before the token goes out (insecure_skip_verify would hand it
+            # to anyone answering on the target's address). Kueue's metrics certificate must
+            # be issued by this CA for the name below (e.g. by cert-manager from the cluster
+            # CA); otherwise point ca_file at the CA that issued it.
+            job["tls_config"] = {
+                "ca_file": SERVICE_ACCOUNT_CA if discovery == "kubernetes" else KUEUE_CA_FILE,
+                "server_name": KUEUE_METRICS_SERVER_NAME,
+            }
         jobs.append(job)
     jobs.append({
         "job_name": MODEL_STORE_JOB,
