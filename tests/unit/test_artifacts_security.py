@@ -150,6 +150,23 @@ def test_untrusted_tar_layer_cannot_rewrite_a_signed_models_cached_weights(
     assert [p.name for p in (tmp_path / "cache/snapshots").iterdir()] == [first.path.name]
 
 
+def test_a_manifest_lying_about_a_cached_blobs_size_cannot_get_it_quarantined(
+        tmp_path: Path) -> None:
+    fake = FakeRegistry()
+    c = client(fake)
+    ref = parse_reference(f"{HOST}/prod/m:v1")
+    push_package(c, ref, package_dir(model_dir(tmp_path / "m", {"w.safetensors": GOOD}),
+                                     ModelInfo(name="m")))
+    cache = Cache(tmp_path / "cache")
+    pull(c, cache, ref)
+    liar = Descriptor(WEIGHT_RAW, sha256_digest(GOOD), 5, {FILEPATH: "w.safetensors"})
+    put_manifest(fake, "scratch/liar", [liar])
+    with pytest.raises(ManifestError, match="has 5 bytes"):
+        pull(c, cache, parse_reference(f"{HOST}/scratch/liar:v1"))
+    assert list((tmp_path / "cache/quarantine").iterdir()) == []
+    assert pull(c, cache, ref).warm
+
+
 # ---------------------------------------------------------------------------- hostile manifests
 
 

@@ -159,7 +159,11 @@ def fetch_blob(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor
     part = cache.partial_path(digest)
     try:
         with cache.blob_lock(digest):
-            if cache.has_blob(digest) and cache.check_blob(digest, desc.size):
+            if cache.has_blob(digest) and cache.check_blob(digest):
+                real = cache.blob_path(digest).stat().st_size
+                if real != desc.size:  # the blob is sound: the manifest is what is wrong
+                    raise ManifestError(f"{repo}: a layer says blob {digest} has {desc.size}"
+                                        f" bytes; it has {real}; refusing the model")
                 return _BlobOutcome(digest, False)
             return _download(client, cache, repo, desc, part=part, limiter=limiter,
                              progress=progress)
