@@ -55,10 +55,11 @@ def test_dead_borrowing_limit_is_the_only_finding() -> None:
     assert "exceeds what cohort example can lend (0)" in findings[0].why
 
 
-def _cq_gpu(objs: list[Obj], cq: str, flavor: str = "h100") -> Obj:
+def _cq_gpu(objs: list[Obj], cq: str, flavor: str = "h100",
+            resource: str = "nvidia.com/gpu") -> Obj:
     spec = find(objs, "ClusterQueue", cq)["spec"]
     fl = next(f for f in spec["resourceGroups"][0]["flavors"] if f["name"] == flavor)
-    return next(r for r in fl["resources"] if r["name"] == "nvidia.com/gpu")
+    return next(r for r in fl["resources"] if r["name"] == resource)
 
 
 def localqueue_names_missing_clusterqueue(o: list[Obj], inv: Inventory) -> None:
@@ -92,38 +93,38 @@ def nominal_quota_exceeds_pool_gpus(o: list[Obj], inv: Inventory) -> None:
 
 
 def borrowing_limit_beyond_cohort(o: list[Obj], inv: Inventory) -> None:
-    _cq_gpu(o, "batch", "l40s")["borrowingLimit"] = 24  # serving can lend only 16
+    _cq_gpu(o, "batch", "l40s", "gpu-l40s-48gb")["borrowingLimit"] = "24"  # serving lends 16
 
 
 def resourcequota_below_clusterqueue(o: list[Obj], inv: Inventory) -> None:
     find(o, "ResourceQuota", "aiplat-quota", "serving")["spec"]["hard"][
-        "requests.nvidia.com/gpu"] = 16
+        "requests.nvidia.com/gpu"] = 4  # the ClusterQueue admits 8 on h100
 
 
 def deviceclass_selector_matches_no_device(o: list[Obj], inv: Inventory) -> None:
     dc = find(o, "DeviceClass", "gpu-l40s-48gb")
     dc["spec"]["selectors"][0]["cel"]["expression"] = dc["spec"]["selectors"][0]["cel"][
-        "expression"].replace("quantity('45Gi')", "quantity('80Gi')")
+        "expression"].replace("quantity('46068Mi')", "quantity('80Gi')")
 
 
 def deviceclass_selector_needs_newer_driver(o: list[Obj], inv: Inventory) -> None:
-    dc = find(o, "DeviceClass", "gpu-h100-sxm-80gb")
+    dc = find(o, "DeviceClass", "gpu-l40s-48gb")
     dc["spec"]["selectors"][0]["cel"]["expression"] = dc["spec"]["selectors"][0]["cel"][
         "expression"].replace("semver('580.95.5')", "semver('590.0.0')")
 
 
 def deviceclass_selector_reads_missing_attribute(o: list[Obj], inv: Inventory) -> None:
-    find(o, "DeviceClass", "gpu-h100-sxm-80gb")["spec"]["selectors"][0]["cel"]["expression"] = (
+    find(o, "DeviceClass", "gpu-l40s-48gb")["spec"]["selectors"][0]["cel"]["expression"] = (
         "device.attributes['gpu.nvidia.com'].cliqueID == 'nvl72-0'")
 
 
 def claim_template_names_missing_deviceclass(o: list[Obj], inv: Inventory) -> None:
-    find(o, "ResourceClaimTemplate", "h100-gpu-1", "research")["spec"]["spec"]["devices"][
+    find(o, "ResourceClaimTemplate", "l40s-gpu-1", "serving")["spec"]["spec"]["devices"][
         "requests"][0]["exactly"]["deviceClassName"] = "gpu.nvidia.com"
 
 
 def claim_constraint_on_unpublished_attribute(o: list[Obj], inv: Inventory) -> None:
-    find(o, "ResourceClaimTemplate", "h100-gpu-pair", "research")["spec"]["spec"]["devices"][
+    find(o, "ResourceClaimTemplate", "l40s-gpu-pair", "serving")["spec"]["spec"]["devices"][
         "constraints"][0]["matchAttribute"] = "gpu.nvidia.com/nvlinkDomain"
 
 
@@ -198,13 +199,13 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str]] = [
     (resourcequota_below_clusterqueue, "resourcequota-admits", "ResourceQuota/serving"),
     (deviceclass_selector_matches_no_device, "deviceclass-matches", "DeviceClass/gpu-l40s-48gb"),
     (deviceclass_selector_needs_newer_driver, "deviceclass-matches",
-     "DeviceClass/gpu-h100-sxm-80gb"),
+     "DeviceClass/gpu-l40s-48gb"),
     (deviceclass_selector_reads_missing_attribute, "deviceclass-matches",
-     "DeviceClass/gpu-h100-sxm-80gb"),
+     "DeviceClass/gpu-l40s-48gb"),
     (claim_template_names_missing_deviceclass, "claim-deviceclass",
-     "ResourceClaimTemplate/research/h100-gpu-1"),
+     "ResourceClaimTemplate/serving/l40s-gpu-1"),
     (claim_constraint_on_unpublished_attribute, "claim-constraint",
-     "ResourceClaimTemplate/research/h100-gpu-pair"),
+     "ResourceClaimTemplate/serving/l40s-gpu-pair"),
     (topology_level_not_a_node_label, "topology-levels", "Topology/h100"),
     (flavor_names_missing_topology, "topology-levels", "ResourceFlavor/h100"),
     (networkpolicy_blocks_dns, "netpol-dns", "Namespace/batch"),
@@ -263,6 +264,7 @@ def test_mig_pool_capacity_counts_instances() -> None:
 def test_time_slicing_capacity_counts_replicas() -> None:
     def ts(data: Obj) -> None:
         data["pools"][1]["sharing"] = {"strategy": "time-slicing", "replicas": 2}
+        data["pools"][1]["gpuResources"] = "device-plugin"  # replicas are device-plugin units
         data["tenants"][2]["quota"]["l40s"]["gpus"] = 32  # 24 GPUs × 2 replicas = 48 ≥ 16+32
     r = render(platform_from(ts), load_catalog())
     assert [f.rule for f in lint(r.objects(), r.inventory)] == []

@@ -55,7 +55,7 @@ def test_golden_tree_matches_render() -> None:
 def test_every_manifest_directory_has_a_kustomization_listing_its_files() -> None:
     files = render(platform_from(), load_catalog()).files()
     dirs = {str(Path(p).parent) for p in files if p.endswith(".yaml")
-            and "/nodes/" not in p and "gpu-operator" not in p and "/config/" not in p}
+            and "/nodes/" not in p and "gpu-operator" not in p and "dra-driver" not in p}
     for d in dirs:
         key = "kustomization.yaml" if d == "." else f"{d}/kustomization.yaml"
         assert key in files, d
@@ -135,9 +135,14 @@ def test_mig_dra_variant_renders_mig_classes_and_kueue_mapping() -> None:
     # 40 units over a layout of 1×3g + 2×2g per GPU: 13 + 26
     quotas = {r["name"]: r["nominalQuota"]
               for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]}
-    assert quotas["mig-3g.40gb-h100-sxm-80gb"] == 13
-    assert quotas["mig-2g.20gb-h100-sxm-80gb"] == 26
-    assert "kueue/config/configuration-fragment.yaml" in rendered.other
+    assert quotas["mig-3g.40gb-h100-sxm-80gb"] == "13"
+    assert quotas["mig-2g.20gb-h100-sxm-80gb"] == "26"
+    cm = next(o for o in rendered.objects() if o["kind"] == "ConfigMap"
+              and o["metadata"]["name"] == "kueue-manager-config")
+    config = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    mapped = {m["name"]: m["deviceClassNames"] for m in config["resources"]["deviceClassMappings"]}
+    assert mapped["mig-3g.40gb-h100-sxm-80gb"] == ["mig-3g.40gb-h100-sxm-80gb"]
+    assert "gpu-l40s-48gb" in mapped
     rq = next(o for o in rendered.objects() if o["kind"] == "ResourceQuota"
               and o["metadata"]["namespace"] == "research")
     assert "mig-3g.40gb-h100-sxm-80gb.deviceclass.resource.k8s.io/devices" in rq["spec"]["hard"]

@@ -8,7 +8,7 @@ figure.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
@@ -48,7 +48,28 @@ class GpuModel(CatalogEntry):
     interconnect_gbps: float = Field(gt=0, description="GB/s per GPU, both directions")
     pcie_gen: int = Field(ge=3, le=6)
     mig_profiles: list[MigProfile] = []
+    product_name: str | None = Field(default=None, description="NVML's device name")
+    compute_capability: str | None = Field(default=None, pattern=r"^\d+\.\d+$")
+    nvml_memory_mib: int | None = Field(default=None, gt=0, alias="nvmlMemoryMiB",
+                                        description="NVML memory.total, where known")
     source: str
+
+    ARCHITECTURE_NAMES: ClassVar[dict[str, str]] = {
+        "ada": "Ada Lovelace", "ampere": "Ampere", "hopper": "Hopper",
+        "blackwell": "Blackwell", "cdna3": "CDNA3"}
+
+    @property
+    def architecture_name(self) -> str:
+        """The architecture as NVML and the DRA driver spell it ("Ada Lovelace")."""
+        return self.ARCHITECTURE_NAMES.get(self.architecture, self.architecture.capitalize())
+
+    @property
+    def reported_memory_mib(self) -> int:
+        """What the driver reports as memory.total: NVML's figure, else 95% of the
+        marketed decimal size (a safe lower bound for selectors)."""
+        if self.nvml_memory_mib:
+            return self.nvml_memory_mib
+        return int(self.memory_gb * 1000**3 / 1024**2 * 0.95)
 
     @field_validator("aliases")
     @classmethod

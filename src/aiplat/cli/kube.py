@@ -176,4 +176,45 @@ def why_pending_cmd(name: str, namespace: str | None, snapshot: str | None,
         sys.exit(2)
 
 
+@kube.command("apply")
+@click.argument("directory", type=click.Path(file_okay=False, exists=True))
+@click.option("--dry-run", "dry_run", type=click.Choice(["none", "server"]), default="none",
+              show_default=True, help="server: the real admission chain, nothing persisted")
+@click.option("--diff", is_flag=True, help="show what would change against the live objects")
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
+@click.option("--context", help="kubeconfig context (default: its current-context)")
+@click.option("--force-conflicts", is_flag=True,
+              help="take over fields another manager owns (default: report the conflict)")
+@click.option("--no-pod-check", is_flag=True,
+              help="skip the dry-run Pod made from each workload's template")
+@OUTPUT
+def apply_cmd(  # noqa: PLR0917 (one parameter per click option)
+        directory: str, dry_run: str, diff: bool, kubeconfig: str | None,
+              context: str | None, force_conflicts: bool, no_pod_check: bool,
+              fmt: str) -> None:
+    """Server-side apply DIR (field manager aiplat) in dependency order: CRDs, namespaces,
+    cluster objects, Kueue queues, namespaced configuration, workloads. Each workload's pods
+    are also created as a dry run, so a LimitRange, quota or Pod Security level that would
+    refuse them is reported now, with the API server's message. Exit 1 when anything is
+    refused."""
+    from aiplat.kube.apply import Api, apply_tree
+
+    items, _inv = read_tree(directory)
+    api = Api.from_kubeconfig(kubeconfig, context)
+    outcomes = apply_tree(api, items, dry_run=dry_run == "server", diff=diff,
+                          probe_pods=not no_pod_check, force=force_conflicts)
+    refused = [o for o in outcomes if o.action in ("refused", "pods refused")]
+    lines = []
+    for o in outcomes:
+        lines.append(f"{o.object}: {o.action}" + (f": {o.message}" if o.message else ""))
+        if o.diff:
+            lines.append(o.diff.rstrip("\n"))
+    mode = " (server dry run)" if dry_run == "server" else ""
+    lines.append(f"{len(items)} objects{mode}: {len(refused)} refused")
+    _emit(fmt, [o.as_dict() for o in outcomes], lines)
+    if refused:
+        sys.exit(1)
+
+
 __all__ = ["check_platform", "kube"]

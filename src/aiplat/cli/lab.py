@@ -13,6 +13,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from aiplat.cli.cluster import cluster
 from aiplat.errors import InputError
 from aiplat.netdiag import lab as labio
 from aiplat.netdiag.faults import KINDS, NOISY_SECONDS, plan_fault
@@ -74,6 +75,9 @@ def build_plan(spec: str | None, nodes: int | None, prefix: str, link_mbit: int 
 def lab() -> None:
     """A lab on this host: network namespaces as nodes on management, storage, service and
     hpc bridges, a model store, Prometheus; fault injection. Needs root."""
+
+
+lab.add_command(cluster)
 
 
 @lab.command()

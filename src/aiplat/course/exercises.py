@@ -172,7 +172,7 @@ def check_node(files: Files) -> list[str]:
 TREE_FACTS = (
     ("ex3/kube/cluster/gpu-operator/values.yaml", "", "GPU operator values"),
     ("ex3/kube/cluster/deviceclasses.yaml", "kind: DeviceClass", "DeviceClasses"),
-    ("ex3/kube/tenants/research/resourceclaimtemplates.yaml", "matchAttribute",
+    ("ex3/kube/tenants/serving/resourceclaimtemplates.yaml", "matchAttribute",
      "a claim template with a topology constraint"),
     ("ex3/kube/workloads/examples.yaml", "kueue.x-k8s.io/podset-required-topology",
      "a TAS-annotated job"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,26 +27,11 @@ from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, Taint
 
 POOL_LABEL = "aiplat.io/pool"
 TENANT_LABEL = "aiplat.io/tenant"
+GPU_MODE_LABEL = "aiplat.io/gpu-resources"
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aiplat"}
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_RESOURCE = "nvidia.com/gpu"
-
-# productName as nvidia-smi and the DRA driver report it; models missing here are selected
-# by architecture and memory instead.
-PRODUCT_NAMES = {
-    "A100-SXM4-40GB": "NVIDIA A100-SXM4-40GB",
-    "A100-SXM4-80GB": "NVIDIA A100-SXM4-80GB",
-    "A10-24GB": "NVIDIA A10",
-    "L40S-48GB": "NVIDIA L40S",
-    "L4-24GB": "NVIDIA L4",
-    "H100-SXM-80GB": "NVIDIA H100 80GB HBM3",
-    "H100-PCIe-80GB": "NVIDIA H100 PCIe",
-    "H100-NVL-94GB": "NVIDIA H100 NVL",
-    "H200-SXM-141GB": "NVIDIA H200",
-    "B200-SXM-180GB": "NVIDIA B200",
-}
-
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -72,6 +58,7 @@ class PoolFacts:
     gpu_mode: str  # device-plugin | dra
     nodes_per_rack: int
     driver_version: str | None
+    cuda_version: str | None = None
     # resource name -> units per GPU (device plugin) or devices per GPU (DRA)
     units_per_gpu: dict[str, int] = field(default_factory=dict)
 
@@ -93,9 +80,16 @@ class PoolFacts:
 
     @property
     def node_labels(self) -> dict[str, str]:
+        """What the node patch and label script put on each node of the pool: the pool,
+        its zone, how its GPUs are handed out, and on DRA pools the GPU operator's switch
+        that keeps the device plugin off those nodes."""
         labels = {POOL_LABEL: self.name}
         if self.spec.zone:
             labels["topology.kubernetes.io/zone"] = self.spec.zone
+        if self.gpu is not None:
+            labels[GPU_MODE_LABEL] = self.gpu_mode
+            if self.gpu_mode == "dra":
+                labels["nvidia.com/gpu.deploy.device-plugin"] = "false"
         labels.update(self.spec.labels)
         return labels
 
@@ -132,45 +126,93 @@ class PoolFacts:
     def memory_allocatable_gib(self) -> int:
         return self.spec.node.memory_gib - reserved_memory_gib(self.spec.node.memory_gib)
 
+    def node_name(self, index: int) -> str:
+        return f"{self.name}-{index}"
+
+    def rack_labels(self, index: int) -> dict[str, str]:
+        """Rack and block of the pool's ``index``-th node, as the label script sets them."""
+        rack = index // self.nodes_per_rack
+        t = self.spec.topology
+        return {t.rack_label: f"{self.name}-rack-{rack}",
+                t.block_label: f"{self.name}-block-{rack // t.racks_per_block}"}
+
     def devices(self, node_index: int = 0) -> list[dict[str, Any]]:
-        """ResourceSlice ``devices`` the NVIDIA DRA driver publishes for one node."""
+        """ResourceSlice ``devices`` the NVIDIA DRA driver (v25.12) publishes for one node:
+        ``gpu-<minor>`` per GPU, or per created MIG device
+        ``gpu-<minor>-mig-<profile>-<gi profile id>-<placement start>`` (a GPU in MIG mode is
+        not published whole). Attribute names, value types and formats follow the driver's
+        ``deviceinfo.go``: versions as semver (``580.95.5``, ``13.0.0``), the PCI bus id under
+        ``resource.kubernetes.io/pciBusID``, memory as NVML's total."""
         if self.gpu is None or self.gpu.vendor != "nvidia":
             return []
+        gpu = self.gpu
         out: list[dict[str, Any]] = []
-        product = PRODUCT_NAMES.get(self.gpu.name, self.gpu.name)
-        mem_mib = int(self.gpu.memory_gb * 1024 * 0.995)
         driver = semver_of(self.driver_version or "580.95.05")
+        cuda = semver_of(self.cuda_version or "13.0")
+        cc = semver_of(gpu.compute_capability or "9.0")
+        node = self.node_name(node_index)
         for minor in range(self.gpus_per_node):
-            root = f"pci0000:{minor // 2:02x}"
+            bus = 0x18 + 0x10 * minor
+            uuid = "GPU-" + str(_uuid.uuid5(_uuid.NAMESPACE_URL, f"{node}/gpu/{minor}"))
             base: dict[str, Any] = {
-                "productName": {"string": product},
+                "productName": {"string": gpu.product_name or gpu.name},
                 "brand": {"string": "Nvidia"},
-                "architecture": {"string": self.gpu.architecture.capitalize()},
-                "uuid": {"string": f"GPU-{self.name}-{node_index}-{minor}"},
+                "architecture": {"string": gpu.architecture_name},
+                "cudaComputeCapability": {"version": cc},
                 "driverVersion": {"version": driver},
-                "cudaComputeCapability": {"version": "9.0.0"},
-                "resource.kubernetes.io/pcieRoot": {"string": root},
+                "cudaDriverVersion": {"version": cuda},
+                "resource.kubernetes.io/pciBusID": {"string": f"0000:{bus:02x}:00.0"},
+                # Two GPUs share a PCIe switch under one root complex on HGX boards.
+                "resource.kubernetes.io/pcieRoot": {"string": f"pci0000:{bus - bus % 0x20:02x}"},
             }
             if self.spec.sharing.strategy is SharingStrategy.MIG:
-                seen: dict[str, int] = {}
-                for profile in self.spec.sharing.mig_layout or []:
-                    p = next(x for x in self.gpu.mig_profiles if x.name == profile)
-                    start = seen.get(profile, 0)
-                    seen[profile] = start + 1
-                    out.append({
-                        "name": f"gpu-{minor}-mig-{profile}-{start}",
-                        "attributes": {**base, "type": {"string": "mig"},
-                                       "profile": {"string": profile},
-                                       "parentUUID": base["uuid"]},
-                        "capacity": {"memory": {"value": f"{int(p.memory_gb * 1024)}Mi"}},
-                    })
+                out += _mig_devices(gpu, self.spec.sharing.mig_layout or [], minor, uuid, base)
             else:
                 out.append({
                     "name": f"gpu-{minor}",
-                    "attributes": {**base, "type": {"string": "gpu"}},
-                    "capacity": {"memory": {"value": f"{mem_mib}Mi"}},
+                    "attributes": {"type": {"string": "gpu"}, "uuid": {"string": uuid},
+                                   **base},
+                    "capacity": {"memory": {"value": f"{gpu.reported_memory_mib}Mi"}},
                 })
         return out
+
+
+# NVML GPU-instance profile ids by (compute slices, memory eighths), as `nvidia-smi mig -lgip`
+# lists them; the driver puts the id in MIG device names.
+GI_PROFILE_IDS = {(1, 1): 19, (1, 2): 15, (2, 2): 14, (3, 4): 9, (4, 4): 5, (7, 8): 0}
+
+
+def _mig_devices(gpu: GpuModel, layout: list[str], minor: int, parent: str,
+                 base: dict[str, Any]) -> list[dict[str, Any]]:
+    """The MIG devices of one GPU partitioned by ``layout``, each at the first free
+    placement its profile allows (the order mig-parted creates them in)."""
+    used: set[int] = set()
+    out = []
+    for i, profile in enumerate(layout):
+        p = next(x for x in gpu.mig_profiles if x.name == profile)
+        start = next((s for s in p.placements
+                      if not used & set(range(s, s + p.memory_slices))), p.placements[0])
+        used |= set(range(start, start + p.memory_slices))
+        gi = GI_PROFILE_IDS.get((p.compute_slices, p.memory_slices), 0)
+        mem_mib = gpu.reported_memory_mib * p.memory_slices // 8
+        uuid = "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_URL, f"{parent}/mig/{i}"))
+        out.append({
+            "name": f"gpu-{minor}-mig-{slug(profile.replace('.', ''))}-{gi}-{start}",
+            "attributes": {"type": {"string": "mig"}, "uuid": {"string": uuid},
+                           "parentUUID": {"string": parent}, "profile": {"string": profile},
+                           **base},
+            "capacity": {"memory": {"value": f"{mem_mib}Mi"},
+                         **{f"memorySlice{s}": {"value": "1"}
+                            for s in range(start, start + p.memory_slices)}},
+        })
+    return out
+
+
+def uses_tas(pool: PoolFacts) -> bool:
+    """Topology-aware placement only on fixed-size pools: Kueue's TAS places on nodes that
+    exist, so on an autoscaled pool (without a ProvisioningRequest admission check) a
+    workload beyond today's nodes would wait without the autoscaler ever seeing a pod."""
+    return pool.spec.autoscaling is None
 
 
 def reserved_cpus(cores: int) -> int:
@@ -188,6 +230,10 @@ def approved_driver(platform: Platform) -> str | None:
     return next((v.driver for v in platform.versions.approved if v.driver), None)
 
 
+def approved_cuda(platform: Platform) -> str | None:
+    return next((v.cuda for v in platform.versions.approved if v.cuda), None)
+
+
 def _nodes_per_rack(platform: Platform, pool: PoolSpec, catalog: Catalog) -> int:
     if pool.topology.nodes_per_rack:
         return pool.topology.nodes_per_rack
@@ -200,9 +246,9 @@ def _nodes_per_rack(platform: Platform, pool: PoolSpec, catalog: Catalog) -> int
 
 
 def pool_facts(platform: Platform, catalog: Catalog) -> list[PoolFacts]:
-    mode = platform.kubernetes.gpu_resources
     out = []
     for pool in platform.pools:
+        mode = pool.gpu_resources or platform.kubernetes.gpu_resources
         gpu = catalog.gpu(pool.node.gpu.model) if pool.node.gpu else None
         units: dict[str, int] = {}
         sharing = pool.sharing
@@ -218,5 +264,6 @@ def pool_facts(platform: Platform, catalog: Catalog) -> list[PoolFacts]:
                 units[gpu_device_class(gpu)] = 1
         out.append(PoolFacts(spec=pool, gpu=gpu, gpu_mode=mode,
                              nodes_per_rack=_nodes_per_rack(platform, pool, catalog),
-                             driver_version=approved_driver(platform), units_per_gpu=units))
+                             driver_version=approved_driver(platform),
+                             cuda_version=approved_cuda(platform), units_per_gpu=units))
     return out

@@ -64,3 +64,16 @@ def format_number(value: float) -> int | str:
     if float(value).is_integer():
         return int(value)
     return f"{value:g}"
+
+
+def canonical_decimal(value: float) -> str:
+    """A decimal quantity as the API server writes it back: whole numbers plain, fractions
+    in milli units ('500m'), so a rendered value equals the stored one.
+
+    >>> canonical_decimal(2), canonical_decimal(0.5), canonical_decimal(1.25)
+    ('2', '500m', '1250m')
+    """
+    milli = Decimal(str(value)) * 1000
+    if milli % 1000 == 0:
+        return str(int(milli / 1000))
+    return f"{int(milli.to_integral_value(rounding='ROUND_CEILING'))}m"

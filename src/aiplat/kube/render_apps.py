@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from aiplat.kube.facts import POOL_LABEL, PoolFacts
+from aiplat.kube.facts import POOL_LABEL, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
@@ -118,8 +118,13 @@ def render_serving(platform: Platform) -> dict[str, list[Obj]]:
 
 
 def topology_annotation(pool: PoolFacts, pods: int) -> dict[str, str]:
-    if pods <= 1:
+    """The podset's topology request on a TAS pool. A flavor with a Topology admits only
+    podsets that ask for one ("supports only TopologyAwareScheduling"), so a single pod
+    (and each pod of a Deployment, a workload of its own) asks for none in particular."""
+    if not uses_tas(pool):
         return {}
+    if pods <= 1:
+        return {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
     t = pool.spec.topology
     if pods <= pool.nodes_per_rack:
         return {"kueue.x-k8s.io/podset-required-topology": t.rack_label}
@@ -152,13 +157,16 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
     cpu = max(1, int(pool.cpu_allocatable * 0.9) * per_pod // gpus_per_node)
     mem = max(1, int(pool.memory_allocatable_gib * 0.9) * per_pod // gpus_per_node)
     requests: dict[str, Any] = {"cpu": str(cpu), "memory": f"{mem}Gi"}
+    # Limits equal to requests: Guaranteed QoS, which the kubelet's static CPU and memory
+    # managers need to pin the pod, and never a default limit below the request.
+    container["resources"]["limits"] = {"cpu": str(cpu), "memory": f"{mem}Gi"}
     spec: Obj = {}
     if pool.gpu is not None:
         mig = pool.spec.sharing.mig_layout
         if mode == "device-plugin":
             res = f"nvidia.com/mig-{mig[0]}" if mig else "nvidia.com/gpu"
-            requests[res] = per_pod
-            container["resources"]["limits"] = {res: per_pod}
+            requests[res] = str(per_pod)  # as stored: JobSet keeps what it is given
+            container["resources"]["limits"][res] = str(per_pod)
         else:
             if mig:
                 template = f"{pool.name}-mig-{mig[0]}"
@@ -181,8 +189,8 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
         "tolerations": [toleration(t.key, t.value, t.effect.value) for t in pool.taints],
         "containers": [container],
     })
-    if not serving:
-        spec["restartPolicy"] = "Never"
+    if not (serving and w.kind is WorkloadKind.ONLINE_INFERENCE):
+        spec["restartPolicy"] = "Never"  # a Job's pods (a Deployment's must be Always)
     meta: Obj = {"labels": labels}
     ann = topology_annotation(pool, pods)
     if ann:
@@ -193,7 +201,6 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
 def render_workloads(platform: Platform, pools: list[PoolFacts],
                      gpus: dict[str, int]) -> dict[str, list[Obj]]:
     by_name = {p.name: p for p in pools}
-    mode = platform.kubernetes.gpu_resources
     objs: list[Obj] = []
     for w in platform.workloads:
         pool = by_name[w.pool] if w.pool else next(p for p in pools if p.gpu is not None)
@@ -202,8 +209,9 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
         pods = math.ceil(total / per_pod)
         labels = {"kueue.x-k8s.io/queue-name": w.tenant,
                   "kueue.x-k8s.io/priority-class": _priority(w)}
-        template = _pod_template(w, pool, per_pod, pods, mode)
-        if _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE:
+        deployment = _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE
+        template = _pod_template(w, pool, per_pod, 1 if deployment else pods, pool.gpu_mode)
+        if deployment:
             sel = {"app.kubernetes.io/name": w.name}
             objs.append(obj("apps/v1", "Deployment", w.name, w.tenant, labels=labels, spec={
                 "replicas": pods, "selector": {"matchLabels": sel}, "template": template}))
@@ -213,10 +221,12 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
         if pods > 1 and w.kind.trains:
             objs.append(obj("jobset.x-k8s.io/v1alpha2", "JobSet", w.name, w.tenant,
                             labels=labels, spec={
-                                "suspend": True,
                                 "replicatedJobs": [{"name": "workers", "replicas": 1,
                                                     "template": {"spec": job_spec}}]}))
         else:
+            # No suspend: true here. Kueue's webhook suspends queued Jobs and JobSets on
+            # creation; a rendered suspend would, on the next apply, take the field back from
+            # Kueue and stop every running job.
             objs.append(obj("batch/v1", "Job", w.name, w.tenant, labels=labels,
-                            spec={"suspend": True, **job_spec}))
+                            spec=job_spec))
     return {"workloads/examples.yaml": objs} if objs else {}

@@ -20,10 +20,10 @@ import shlex
 from typing import Any
 
 from aiplat.kube.facts import (
+    GPU_MODE_LABEL,
     GPU_RESOURCE,
     NVIDIA_DRIVER,
     POOL_LABEL,
-    PRODUCT_NAMES,
     PoolFacts,
     gpu_device_class,
     mig_device_class,
@@ -139,18 +139,20 @@ def _gpu_selector(pool: PoolFacts, kind: str) -> str:
     assert pool.gpu is not None
     a = f"device.attributes['{NVIDIA_DRIVER}']"
     terms = [f"device.driver == '{NVIDIA_DRIVER}'", f"{a}.type == '{kind}'"]
-    product = PRODUCT_NAMES.get(pool.gpu.name)
-    if product:
-        terms.append(f"{a}.productName == '{product}'")
+    if pool.gpu.product_name:
+        terms.append(f"{a}.productName == '{pool.gpu.product_name}'")
     else:
-        terms.append(f"{a}.architecture == '{pool.gpu.architecture.capitalize()}'")
+        terms.append(f"{a}.architecture == '{pool.gpu.architecture_name}'")
     return " && ".join(terms)
 
 
 def device_classes(pools: list[PoolFacts]) -> list[Obj]:
+    """One DeviceClass per GPU model (and MIG profile) of the DRA pools. Memory is compared
+    with what the driver publishes (NVML's total, e.g. 46068Mi for an L40S, which is under
+    45Gi): never with the marketed size."""
     out: dict[str, Obj] = {}
     for p in pools:
-        if p.gpu is None or p.gpu.vendor != "nvidia":
+        if p.gpu is None or p.gpu.vendor != "nvidia" or p.gpu_mode != "dra":
             continue
         cap = f"device.capacity['{NVIDIA_DRIVER}'].memory"
         driver = (f" && device.attributes['{NVIDIA_DRIVER}'].driverVersion"
@@ -159,9 +161,8 @@ def device_classes(pools: list[PoolFacts]) -> list[Obj]:
         name = gpu_device_class(p.gpu)
         # A MIG pool publishes only MIG devices: a whole-GPU class would match nothing there.
         if name not in out and not p.spec.sharing.mig_layout:
-            min_gib = int(p.gpu.memory_gb * 0.95)
             expr = (f"{_gpu_selector(p, 'gpu')} && "
-                    f"{cap}.compareTo(quantity('{min_gib}Gi')) >= 0{driver}")
+                    f"{cap}.compareTo(quantity('{p.gpu.reported_memory_mib}Mi')) >= 0{driver}")
             spec: Obj = {"selectors": [{"cel": {"expression": expr}}]}
             if p.spec.sharing.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
                 strategy = ("TimeSlicing" if p.spec.sharing.strategy is SharingStrategy.TIME_SLICING
@@ -176,9 +177,10 @@ def device_classes(pools: list[PoolFacts]) -> list[Obj]:
             if mname in out:
                 continue
             prof = next(x for x in p.gpu.mig_profiles if x.name == profile)
+            mig_mib = p.gpu.reported_memory_mib * prof.memory_slices // 8
             expr = (f"{_gpu_selector(p, 'mig')} && "
                     f"device.attributes['{NVIDIA_DRIVER}'].profile == '{profile}' && "
-                    f"{cap}.compareTo(quantity('{int(prof.memory_gb * 0.9)}Gi')) >= 0{driver}")
+                    f"{cap}.compareTo(quantity('{mig_mib}Mi')) >= 0{driver}")
             out[mname] = obj("resource.k8s.io/v1", "DeviceClass", mname,
                              annotations={"aiplat.io/gpu-model": p.gpu.name,
                                           "aiplat.io/mig-profile": profile},
@@ -193,15 +195,20 @@ def priority_classes() -> list[Obj]:
 
 
 def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, Any], list[Obj]]:
-    """Helm values for the NVIDIA GPU operator plus the ConfigMaps they reference."""
-    dra = platform.kubernetes.gpu_resources == "dra"
+    """Helm values for the NVIDIA GPU operator plus the ConfigMaps they reference.
+
+    The device plugin runs where some pool uses it; DRA pools' nodes carry
+    ``nvidia.com/gpu.deploy.device-plugin=false`` (the operator's per-node switch), so the
+    DRA driver's kubelet plugin never runs beside it."""
+    plugin = any(p.gpu is not None and p.gpu_mode == "device-plugin" for p in pools)
     driver = next((p.driver_version for p in pools if p.driver_version), None)
     any_mig = any(p.spec.sharing.strategy is SharingStrategy.MIG for p in pools)
     sharing_cfg: dict[str, str] = {}
     mig_cfg: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
     for p in pools:
         s = p.spec.sharing
-        if s.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS):
+        if s.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) \
+                and p.gpu_mode == "device-plugin":
             key = "timeSlicing" if s.strategy is SharingStrategy.TIME_SLICING else "mps"
             sharing_cfg[p.name] = dump_docs([{"version": "v1", "sharing": {key: {
                 "renameByDefault": False, "failRequestsGreaterThanOne": True,
@@ -215,7 +222,7 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "driver": {"enabled": True, **({"version": driver} if driver else {})},
         "toolkit": {"enabled": True},
         "cdi": {"enabled": True},
-        "devicePlugin": {"enabled": not dra},
+        "devicePlugin": {"enabled": plugin},
         "mig": {"strategy": "mixed" if any_mig else "none"},
         "migManager": {"enabled": any_mig},
         "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True}},
@@ -223,7 +230,7 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "gfd": {"enabled": True},
     }
     cms: list[Obj] = []
-    if sharing_cfg and not dra:
+    if sharing_cfg:
         values["devicePlugin"]["config"] = {"name": "aiplat-device-plugin-config", "default": ""}
         cms.append(obj("v1", "ConfigMap", "aiplat-device-plugin-config", GPU_OPERATOR_NS,
                        data=sharing_cfg))
@@ -233,6 +240,28 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
                        data={"config.yaml": dump_docs([{"version": "v1",
                                                         "mig-configs": mig_cfg}])}))
     return values, cms
+
+
+def dra_driver(pools: list[PoolFacts]) -> dict[str, Any] | None:
+    """Helm values for the NVIDIA DRA driver (chart nvidia-dra-driver-gpu) when a pool uses
+    DRA: its kubelet plugin only on the DRA pools' nodes, the driver root the GPU operator
+    installs into, and ``gpuResourcesEnabledOverride`` — the chart refuses to install while
+    the device plugin may run, and it does run, on the other pools' nodes only."""
+    dra = [p for p in pools if p.gpu is not None and p.gpu_mode == "dra"]
+    if not dra:
+        return None
+    tolerations: list[Obj] = []
+    for p in dra:
+        for t in p.taints:
+            tol = toleration(t.key, t.value, t.effect.value)
+            if tol not in tolerations:
+                tolerations.append(tol)
+    return {
+        "nvidiaDriverRoot": "/run/nvidia/driver",
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
+        "kubeletPlugin": {"nodeSelector": {GPU_MODE_LABEL: "dra"}, "tolerations": tolerations},
+    }
 
 
 def node_agent(pools: list[PoolFacts]) -> list[Obj]:
@@ -307,8 +336,13 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
         manifests["cluster/deviceclasses.yaml"] = dcs
     if cms:
         manifests["cluster/gpu-operator-config.yaml"] = cms
+    dra_values = dra_driver(pools)
     files: dict[str, Any] = {
         "cluster/gpu-operator/values.yaml": dump_docs([values]),
+        **({"cluster/dra-driver/values.yaml": (
+            "# helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu "
+            "-n nvidia-dra-driver-gpu --create-namespace -f values.yaml\n"
+            + dump_docs([dra_values]))} if dra_values else {}),
         "cluster/nodes/label-and-taint.sh": _label_script(pools),
     }
     for p in pools:

@@ -17,13 +17,16 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from aiplat.kube.facts import POOL_LABEL, TENANT_LABEL, PoolFacts
+from aiplat.kube.facts import POOL_LABEL, TENANT_LABEL, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, toleration
-from aiplat.kube.quantity import format_number
+from aiplat.kube.quantity import canonical_decimal, format_number
 from aiplat.kube.yamlout import dump_docs
 from aiplat.spec.models import Platform, PoolQuota, TenantSpec
 
 WORKLOAD_PRIORITIES = (("serving", 1000), ("training", 500), ("batch", 100))
+KUEUE_NS = "kueue-system"
+# The workload kinds aiplat renders; Deployment needs Kueue's pod integration as well.
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment")
 
 
 def root_cohort(platform: Platform) -> str:
@@ -43,14 +46,21 @@ def _mem(pool: PoolFacts, units: float) -> str:
     return f"{math.floor(_fraction(pool, units) * pool.memory_allocatable_gib * pool.nodes)}Gi"
 
 
+def _q(value: Any) -> str:
+    return value if isinstance(value, str) else canonical_decimal(value)
+
+
 def flavor_resources(pool: PoolFacts, quota: PoolQuota, covered: list[str]) -> list[Obj]:
     """The ``resources`` list of one flavor of a tenant's ClusterQueue."""
     def entry(name: str, nominal: Any, borrow: Any, lend: Any) -> Obj:
-        e: Obj = {"name": name, "nominalQuota": nominal}
+        # Quantities as strings, the form the API server stores them in (Kueue's webhook
+        # round-trips them through resource.Quantity): a number here would differ from the
+        # live object on every server-side apply.
+        e: Obj = {"name": name, "nominalQuota": _q(nominal)}
         if borrow is not None:
-            e["borrowingLimit"] = borrow
+            e["borrowingLimit"] = _q(borrow)
         if lend is not None:
-            e["lendingLimit"] = lend
+            e["lendingLimit"] = _q(lend)
         return e
 
     b, ln = quota.borrowing_limit, quota.lending_limit
@@ -92,7 +102,7 @@ def cluster_queue(platform: Platform, tenant: TenantSpec, pools: dict[str, PoolF
                           "borrowWithinCohort": {"policy": p.borrow_within_cohort}}
     spec["flavorFungibility"] = {"whenCanBorrow": "MayStopSearch" if api == "v1beta2"
                                  else "Borrow", "whenCanPreempt": "TryNextFlavor"}
-    spec["fairSharing"] = {"weight": format_number(tenant.weight)}
+    spec["fairSharing"] = {"weight": canonical_decimal(tenant.weight)}
     return obj(f"kueue.x-k8s.io/{api}", "ClusterQueue", tenant.name,
                labels={TENANT_LABEL: tenant.name}, spec=spec)
 
@@ -103,13 +113,15 @@ def render_kueue(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
     group = f"kueue.x-k8s.io/{api}"
     by_name = {p.name: p for p in pools}
     topologies = [obj(group, "Topology", p.name, spec={
-        "levels": [{"nodeLabel": lvl} for lvl in p.topology_levels]}) for p in pools]
+        "levels": [{"nodeLabel": lvl} for lvl in p.topology_levels]})
+        for p in pools if uses_tas(p)]
     flavors = []
     for p in pools:
         spec: Obj = {"nodeLabels": {POOL_LABEL: p.name}}
         if p.taints:
             spec["tolerations"] = [toleration(t.key, t.value, t.effect.value) for t in p.taints]
-        spec["topologyName"] = p.name
+        if uses_tas(p):
+            spec["topologyName"] = p.name
         flavors.append(obj(group, "ResourceFlavor", p.name, spec=spec))
     root = root_cohort(platform)
     cohorts = [obj(group, "Cohort", root, spec={})]
@@ -128,14 +140,37 @@ def render_kueue(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "kueue/localqueues.yaml": lqs,
         "kueue/workloadpriorityclasses.yaml": wpcs,
     }
-    files: dict[str, str] = {}
-    if platform.kubernetes.gpu_resources == "dra":
-        classes = sorted({r for p in pools for r in p.gpu_resources})
-        fragment: dict[str, Any] = {"resources": {"deviceClassMappings": [
-            {"name": c, "deviceClassNames": [c]} for c in classes]}}
-        files["kueue/config/configuration-fragment.yaml"] = (
-            "# Merge into the Kueue Configuration (ConfigMap kueue-manager-config) and enable\n"
-            "# the DynamicResourceAllocation feature gate: Kueue then counts DRA claims on\n"
-            "# these DeviceClasses against the ClusterQueue resources of the same name.\n"
-            + dump_docs([fragment]))
-    return manifests, files
+    manifests["kueue/kueue-manager-config.yaml"] = [obj(
+        "v1", "ConfigMap", "kueue-manager-config", KUEUE_NS,
+        data={"controller_manager_config.yaml": dump_docs([kueue_configuration(platform,
+                                                                               pools)])})]
+    return manifests, {}
+
+
+def kueue_configuration(platform: Platform, pools: list[PoolFacts]) -> Obj:
+    """Kueue's Configuration for the platform: the jobs it manages, fair sharing by the
+    tenants' weights, and for DRA pools the DeviceClass mappings without which Kueue refuses
+    every claim template ("DeviceClass ... is not mapped in DRA configuration"). The Helm
+    chart and the upstream manifests read it from ConfigMap ``kueue-manager-config``."""
+    cfg: Obj = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+        "namespace": KUEUE_NS,
+        "manageJobsWithoutQueueName": False,
+        "managedJobsNamespaceSelector": {"matchExpressions": [{
+            "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+            "values": ["kube-system", KUEUE_NS]}]},
+        "integrations": {"frameworks": list(FRAMEWORKS)},
+        # Pods that never start (an image that cannot be pulled, a node that never comes)
+        # give their quota back after this long instead of holding it for ever.
+        "waitForPodsReady": {"timeout": "10m", "blockAdmission": False,
+                             "requeuingStrategy": {"timestamp": "Eviction",
+                                                   "backoffLimitCount": 5}},
+    }
+    if platform.kubernetes.fair_sharing:
+        cfg["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare",
+                                                       "LessThanInitialShare"]}
+    classes = sorted({r for p in pools if p.gpu_mode == "dra" for r in p.gpu_resources})
+    if classes:
+        cfg["resources"] = {"deviceClassMappings": [
+            {"name": c, "deviceClassNames": [c]} for c in classes]}
+    return cfg

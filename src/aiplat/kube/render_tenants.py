@@ -9,8 +9,9 @@
   memory, and storage per StorageClass; a LimitRange so pods without requests still count;
 - NetworkPolicies: default deny both ways, then allow the namespace itself, DNS, the model
   store (the storage segments), monitoring scrapes and the inference gateway;
-- ResourceClaimTemplates per workload profile: one GPU, a PCIe-root pair (``matchAttribute``),
-  a whole node, a MIG slice, and a ``firstAvailable`` fallback list.
+- ResourceClaimTemplates per workload profile on DRA pools: one GPU, a PCIe-root pair
+  (``matchAttribute``), a whole node, a MIG slice (no ``firstAvailable`` list: Kueue refuses
+  workloads whose claims use one).
 """
 
 from __future__ import annotations
@@ -122,11 +123,16 @@ def resource_quota(platform: Platform, t: TenantSpec, pools: dict[str, PoolFacts
 def _limit_range(t: TenantSpec, pools: dict[str, PoolFacts]) -> Obj:
     mem = max((pools[n].spec.node.memory_gib for n in t.quota), default=64)
     cpu = max((pools[n].spec.node.cpu_cores for n in t.quota), default=16)
+    # With a max set, LimitRanger refuses containers without a limit unless a default limit
+    # fills it in; a default below what containers request would make their limit smaller
+    # than their request. So the default limit is the max: no container bigger than a node,
+    # none refused for a missing limit.
+    biggest = {"cpu": str(cpu), "memory": f"{mem}Gi"}
     return obj("v1", "LimitRange", "aiplat-defaults", t.name, spec={"limits": [{
         "type": "Container",
-        "default": {"memory": "4Gi"},
+        "default": dict(biggest),
         "defaultRequest": {"cpu": "500m", "memory": "1Gi"},
-        "max": {"cpu": str(cpu), "memory": f"{mem}Gi"},
+        "max": dict(biggest),
     }]})
 
 
@@ -175,7 +181,7 @@ def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts]) -> list[Obj]:
     classes: list[str] = []
     for name in t.quota:
         p = pools[name]
-        if p.gpu is None or p.gpu.vendor != "nvidia":
+        if p.gpu is None or p.gpu.vendor != "nvidia" or p.gpu_mode != "dra":
             continue
         gpu_class = gpu_device_class(p.gpu)
         if p.spec.sharing.mig_layout:
@@ -207,12 +213,7 @@ def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts]) -> list[Obj]:
                     "requests": [{"name": "gpus", "exactly": exact(n)}],
                     "constraints": [{"requests": ["gpus"],
                                      "matchAttribute": "gpu.nvidia.com/productName"}]}}}))
-    uniq = list(dict.fromkeys(classes))
-    if len(uniq) >= 2:
-        out.append(obj(api, "ResourceClaimTemplate", "any-gpu", t.name, spec={"spec": {
-            "devices": {"requests": [{"name": "gpu", "firstAvailable": [
-                {"name": f"option-{i}", "deviceClassName": c, "allocationMode": "ExactCount",
-                 "count": 1} for i, c in enumerate(uniq[:8])]}]}}}))
+    # No firstAvailable fallback template: Kueue refuses claims that use it.
     return out
 
 

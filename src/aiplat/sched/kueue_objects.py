@@ -62,6 +62,21 @@ def duration(value: object, where: str) -> float:
     return sum(float(a) * scale[b] for a, b in parts)
 
 
+def _whole_gpu(name: str) -> bool:
+    """Whole-GPU resource names: the device plugin's (``nvidia.com/gpu``), the DRA driver's
+    DeviceClass (``gpu.nvidia.com``) and aiplat's per-model DeviceClasses (``gpu-<model>``).
+    A ClusterQueue covering both a device-plugin pool and a DRA pool lists both names in
+    every flavor, one of them 0: they add up to the flavor's GPUs."""
+    return name.endswith("/gpu") or name == "gpu.nvidia.com" or name.startswith("gpu-")
+
+
+def _add(a: Quota, b: Quota) -> Quota:
+    def opt(x: float | None, y: float | None) -> float | None:
+        return None if x is None and y is None else (x or 0.0) + (y or 0.0)
+    return Quota(a.nominal + b.nominal, opt(a.borrowing_limit, b.borrowing_limit),
+                 opt(a.lending_limit, b.lending_limit))
+
+
 def _groups(spec: dict[str, Any], where: str, unsupported: list[str]
             ) -> tuple[FlavorQuotas, ...]:
     out = []
@@ -76,18 +91,18 @@ def _groups(spec: dict[str, Any], where: str, unsupported: list[str]
                 name = r.get("name")
                 if not name or "nominalQuota" not in r:
                     raise InputError(f"{rat}: needs name and nominalQuota")
-                # whole-GPU names: the device plugin's and the DRA DeviceClass's
-                key = GPU if name.endswith("/gpu") or name == "gpu.nvidia.com" else name
+                key = GPU if _whole_gpu(name) else name
                 if key not in (GPU, "cpu", "memory"):
                     unsupported.append(f"{rat}: resource {name} (not simulated)")
                     continue
-                res[key] = Quota(
+                q = Quota(
                     quantity(r["nominalQuota"], key, f"{rat}.nominalQuota"),
                     quantity(r["borrowingLimit"], key, f"{rat}.borrowingLimit")
                     if "borrowingLimit" in r else None,
                     quantity(r["lendingLimit"], key, f"{rat}.lendingLimit")
                     if "lendingLimit" in r else None,
                 )
+                res[key] = _add(res[key], q) if key in res else q
             out.append(FlavorQuotas(str(flavor["name"]), res))
     return tuple(out)
 

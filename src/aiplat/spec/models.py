@@ -98,6 +98,9 @@ class KubernetesSpec(SpecModel):
         "claims on DeviceClasses (Kueue counts them via deviceClassMappings)",
     )
     kueue_api: Literal["v1beta2", "v1beta1"] = "v1beta2"
+    fair_sharing: bool = Field(
+        default=True, description="Kueue fair sharing between the tenants' ClusterQueues by "
+        "their weights (the Configuration's fairSharing); off: classic borrowing order")
     cohorts: list[CohortSpec] = Field(
         default_factory=list, description="nested Kueue cohorts; tenants join one by name"
     )
@@ -309,6 +312,10 @@ class PoolSpec(SpecModel):
     node: NodeSpec
     count: int | None = Field(default=None, ge=0, le=100000)
     autoscaling: Autoscaling | None = None
+    gpu_resources: Literal["device-plugin", "dra"] | None = Field(
+        default=None, description="how this pool's pods ask for GPUs (default: "
+        "kubernetes.gpuResources); a pool is one or the other: the NVIDIA DRA driver does not "
+        "run beside the device plugin on a node")
     sharing: SharingSpec = SharingSpec()
     topology: TopologySpec = TopologySpec()
     taints: list[Taint] = []

@@ -8,13 +8,13 @@ pool="${1:?usage: $0 POOL NODE...}"; shift
 case "$pool" in
   h100)
     per_rack=2; racks_per_block=3
-    labels=(aiplat.io/pool=h100 topology.kubernetes.io/zone=zone-a)
+    labels=(aiplat.io/pool=h100 topology.kubernetes.io/zone=zone-a aiplat.io/gpu-resources=device-plugin)
     taints=(nvidia.com/gpu:NoSchedule)
     rack_label=topology.aiplat.io/rack; block_label=topology.aiplat.io/block
     ;;
   l40s)
     per_rack=9; racks_per_block=4
-    labels=(aiplat.io/pool=l40s topology.kubernetes.io/zone=zone-a)
+    labels=(aiplat.io/pool=l40s topology.kubernetes.io/zone=zone-a aiplat.io/gpu-resources=dra nvidia.com/gpu.deploy.device-plugin=false)
     taints=(nvidia.com/gpu:NoSchedule)
     rack_label=topology.aiplat.io/rack; block_label=topology.aiplat.io/block
     ;;

@@ -1,0 +1,136 @@
+"""``aiplat lab cluster build|up|status|down|kubeconfig``: a real control plane on this
+host, thin commands over :mod:`aiplat.cluster`."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from aiplat.errors import InputError
+
+NAME = click.option("--name", default="aiplat", show_default=True,
+                    help="cluster name (its folder, kubeconfig context prefix)")
+OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+                      show_default=True, help="format on stdout")
+
+
+def _err(msg: str) -> None:
+    click.echo(msg, err=True)
+
+
+@click.group("cluster")
+def cluster() -> None:
+    """A real Kubernetes control plane on 127.0.0.1: etcd, kube-apiserver,
+    kube-controller-manager, kube-scheduler (DRA on), Kueue, JobSet, and kwok nodes for the
+    spec's pools, with the ResourceSlices the NVIDIA DRA driver publishes."""
+
+
+@cluster.command()
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path),
+              help="where the binaries go (default: $XDG_CACHE_HOME/aiplat/cluster/<versions>)")
+@click.option("--force", is_flag=True, help="rebuild even what is there")
+@OUTPUT
+def build(cache: Path | None, force: bool, output: str) -> None:
+    """Build the pinned components with `go build` from their Go modules (needs Go >= 1.26
+    and the Go module proxy). Idempotent: a second run builds nothing."""
+    from aiplat.cluster.assets import build as do_build
+
+    report = do_build(cache, progress=_err, force=force)
+    if output == "json":
+        click.echo(json.dumps(report, indent=2))
+        return
+    for module, version in report["versions"].items():  # type: ignore[attr-defined]
+        click.echo(f"{module:<28} {version}")
+    built = report["built"] or ["nothing (all present)"]
+    click.echo(f"built: {', '.join(built)} in {report['seconds']} s -> {report['cache']}/bin")  # type: ignore[arg-type]
+
+
+@cluster.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@NAME
+@click.option("--assets", type=click.Path(file_okay=False, path_type=Path),
+              help="folder with binaries you already have (looked up before the cache)")
+@click.option("--timeout", default=120.0, show_default=True, help="seconds per component")
+def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None:
+    """Start the cluster for SPEC's pools (default: the built-in example)."""
+    from aiplat.catalog import load_catalog
+    from aiplat.cluster.assets import locate
+    from aiplat.cluster.nodes import lab_nodes
+    from aiplat.cluster.run import kubeconfig_path
+    from aiplat.cluster.run import up as do_up
+    from aiplat.kube.facts import pool_facts
+    from aiplat.kube.render_kueue import kueue_configuration
+    from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
+
+    catalog = load_catalog()
+    platform = (load_platform(spec, catalog) if spec
+                else parse_platform(example_text(), EXAMPLE, catalog))
+    pools = pool_facts(platform, catalog)
+    if not lab_nodes(pools):
+        raise InputError(f"{spec or 'the example'}: no pool has nodes (fix: give a pool count "
+                         "or autoscaling.min above 0)")
+    found = locate(assets)
+    t0 = time.monotonic()
+    state = do_up(name, pools, kueue_configuration(platform, pools), found,
+                  progress=lambda m: _err(f"starting {m}"), timeout=timeout)
+    _err(f"lab cluster {name} up in {time.monotonic() - t0:.1f} s: {state.server}, "
+         f"{len(state.nodes)} nodes")
+    click.echo(f"export KUBECONFIG={kubeconfig_path(name)}")
+
+
+@cluster.command()
+@NAME
+@OUTPUT
+def status(name: str, output: str) -> None:
+    """Components, nodes and Kueue health of a running cluster (exit 1 when not up)."""
+    from aiplat.cluster.run import status as do_status
+
+    st = do_status(name)
+    if st is None:
+        _err(f"lab cluster {name} is not up (fix: 'aiplat lab cluster up')")
+        sys.exit(1)
+    if output == "json":
+        click.echo(json.dumps(st, indent=2, default=str))
+    else:
+        click.echo(f"server      {st['server']}")
+        click.echo(f"kubeconfig  {st['kubeconfig']}")
+        for c in st["components"]:
+            click.echo(f"  {c['name']:<24} pid {c['pid']:<8} "
+                       f"{'running' if c['alive'] else 'NOT RUNNING'}")
+        if "error" in st:
+            click.echo(f"API: {st['error']}")
+        else:
+            nodes = st["nodes"]
+            ready = sum(n["ready"] for n in nodes)
+            click.echo(f"nodes       {ready}/{len(nodes)} Ready")
+            k = st["kueue"]
+            click.echo(f"kueue       webhook {'answering' if k['webhook'] else 'NOT answering'}, "
+                       f"{k['clusterQueues']} ClusterQueues, {k['admitted']}/{k['workloads']} "
+                       "workloads admitted")
+    if "error" in st or not all(c["alive"] for c in st["components"]):
+        sys.exit(1)
+
+
+@cluster.command()
+@NAME
+def down(name: str) -> None:
+    """Stop what `up` started and remove its files (also after a crash)."""
+    from aiplat.cluster.run import down as do_down
+
+    stopped = do_down(name)
+    _err(f"stopped {', '.join(stopped) if stopped else 'nothing (was not running)'}")
+
+
+@cluster.command()
+@NAME
+def kubeconfig(name: str) -> None:
+    """Print the path of the cluster's kubeconfig (use: export KUBECONFIG=$(...))."""
+    from aiplat.cluster.run import kubeconfig_path, load_state
+
+    if load_state(name) is None:
+        raise InputError(f"lab cluster {name} is not up (fix: 'aiplat lab cluster up')")
+    click.echo(str(kubeconfig_path(name)))

@@ -1,0 +1,455 @@
+"""``aiplat kube apply``: server-side apply of a rendered tree, in dependency order, with
+the real admission chain as the judge. The I/O edge of ``aiplat.kube`` next to ``live``.
+
+- Connection: lightkube's kubeconfig handling (``--kubeconfig``, else ``$KUBECONFIG``, else
+  ``~/.kube/config``; ``--context``), its httpx client for plain REST calls.
+- Order (``apply_order``, pure): CRDs (then wait until Established), Namespaces,
+  cluster-scoped objects, Kueue's queue objects, namespaced configuration, workloads last.
+- Apply: ``PATCH`` with ``application/apply-patch+yaml``, field manager ``aiplat``,
+  ``force=true`` (aiplat owns what it renders), ``dryRun=All`` for ``--dry-run=server``.
+- Pod admission probe: a Job, JobSet or Deployment is accepted even when every pod it will
+  create is refused (a LimitRange max without a default limit, a quota without the
+  resource, Pod Security). So for each pod template aiplat also creates a Pod from it with
+  ``dryRun=All``; the API server's refusal is reported against the workload. With
+  ``--dry-run=server`` the tree is not live, so the probe runs in a scratch namespace that
+  carries the tree's namespace labels, LimitRanges and ResourceQuotas and is deleted after.
+- ``--diff``: the dry-run result against the live object, as a unified YAML diff.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import yaml
+from lightkube.config.client_adapter import Client as HttpClient
+from lightkube.config.client_adapter import ConnectionParams
+from lightkube.config.kubeconfig import KubeConfig
+from lightkube.core.exceptions import ConfigError
+
+from aiplat.errors import AiplatError, InputError
+
+Obj = dict[str, Any]
+FIELD_MANAGER = "aiplat"
+APPLY = "application/apply-patch+yaml"
+
+# Lower applies first. Kinds not listed go with their scope's configuration.
+_KIND_RANK = {
+    "CustomResourceDefinition": 0, "Namespace": 1,
+    "PriorityClass": 2, "StorageClass": 2, "DeviceClass": 2, "ClusterRole": 2,
+    "ClusterRoleBinding": 3, "MutatingWebhookConfiguration": 3,
+    "ValidatingWebhookConfiguration": 3,
+    "ResourceFlavor": 4, "Topology": 4, "Cohort": 4, "WorkloadPriorityClass": 4,
+    "AdmissionCheck": 4, "ProvisioningRequestConfig": 4,
+    "ClusterQueue": 5, "LocalQueue": 6,
+    "ServiceAccount": 7, "Role": 7, "RoleBinding": 8, "ResourceQuota": 7, "LimitRange": 7,
+    "NetworkPolicy": 8, "ConfigMap": 8, "Secret": 8, "ResourceClaimTemplate": 8,
+    "PersistentVolumeClaim": 9, "Service": 9,
+    "DaemonSet": 10, "Deployment": 10, "StatefulSet": 10, "Job": 10, "JobSet": 10,
+}
+_WORKLOAD_RANK = 10
+POD_OWNERS = {"Job", "JobSet", "Deployment", "StatefulSet", "DaemonSet"}
+_VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")
+
+
+class ApiError(AiplatError):
+    """The API server refused a request, or could not be reached (exit 1)."""
+
+
+def apply_order(objs: Iterable[Obj]) -> list[Obj]:
+    """Objects in the order they can be applied; stable within a rank."""
+    def rank(o: Obj) -> int:
+        kind = o.get("kind", "")
+        if kind in _KIND_RANK:
+            return _KIND_RANK[kind]
+        return 2 if not o.get("metadata", {}).get("namespace") else 8
+    return sorted(objs, key=rank)
+
+
+def label(o: Obj) -> str:
+    m = o.get("metadata", {})
+    ns = m.get("namespace")
+    return f"{o.get('kind')} {ns + '/' if ns else ''}{m.get('name')}"
+
+
+def pod_templates(o: Obj) -> list[tuple[str, Obj]]:
+    """(podset name, pod template) of a workload object."""
+    spec = o.get("spec", {})
+    kind = o.get("kind")
+    if kind in ("Job", "Deployment", "StatefulSet", "DaemonSet"):
+        return [("main", spec.get("template", {}))]
+    if kind == "JobSet":
+        return [(r.get("name", "job"), r.get("template", {}).get("spec", {}).get("template", {}))
+                for r in spec.get("replicatedJobs", [])]
+    return []
+
+
+@dataclass
+class Outcome:
+    object: str
+    file: str | None
+    action: str  # created | configured | unchanged | refused | would-refuse-pods | ...
+    message: str = ""
+    diff: str = ""
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"object": self.object, "file": self.file, "action": self.action,
+                "message": self.message, **({"diff": self.diff} if self.diff else {})}
+
+
+@dataclass
+class Resource:
+    plural: str
+    namespaced: bool
+
+
+@dataclass
+class Api:
+    """A small REST client: discovery, apply, get, create, delete."""
+
+    http: httpx2.Client
+    _kinds: dict[tuple[str, str], Resource] = field(default_factory=dict)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str | None = None, context: str | None = None,
+                        timeout: float = 30.0) -> Api:
+        path = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+        path = path or os.path.expanduser("~/.kube/config")
+        try:
+            single = KubeConfig.from_file(path).get(context_name=context)
+            if single is None:
+                raise ConfigError(f"no context {context!r}")
+            http = HttpClient(single, ConnectionParams(timeout=httpx2.Timeout(timeout)))
+        except (ConfigError, OSError, ValueError, KeyError, TypeError, AssertionError) as e:
+            raise InputError(f"kubeconfig {path}: {e} (fix: pass --kubeconfig FILE and "
+                             "--context NAME, or set $KUBECONFIG)") from e
+        return cls(http)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Api:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # --- plain requests --------------------------------------------------------------
+    def _request(self, method: str, path: str, **kw: Any) -> httpx2.Response:
+        try:
+            return self.http.request(method, path, **kw)
+        except httpx2.HTTPError as e:
+            raise ApiError(f"{method} {path}: {e} (fix: is the API server at "
+                             f"{self.http.base_url} up? 'aiplat lab cluster status')") from e
+
+    def ready(self) -> bool:
+        try:
+            return self.http.get("/readyz").status_code == 200
+        except httpx2.HTTPError:
+            return False
+
+    def version(self) -> str:
+        return str(self._json("GET", "/version").get("gitVersion", "?"))
+
+    def _json(self, method: str, path: str, **kw: Any) -> Obj:
+        r = self._request(method, path, **kw)
+        if r.status_code >= 400:
+            raise ApiError(_message(r))
+        return dict(r.json())
+
+    # --- discovery -------------------------------------------------------------------
+    def discover(self) -> None:
+        self._kinds.clear()
+        paths = ["/api/v1"]
+        groups = self._json("GET", "/apis").get("groups", [])
+        paths += [f"/apis/{v['groupVersion']}" for g in groups for v in g["versions"]]
+        for p in paths:
+            r = self._request("GET", p)
+            if r.status_code != 200:
+                continue  # an aggregated API that is down: skip it, as kubectl warns
+            gv = p.removeprefix("/api/").removeprefix("/apis/")
+            for res in r.json().get("resources", []):
+                if "/" not in res["name"]:
+                    self._kinds[(gv, res["kind"])] = Resource(res["name"], res["namespaced"])
+
+    def resource(self, api_version: str, kind: str) -> Resource:
+        key = (api_version, kind)
+        if key not in self._kinds:
+            self.discover()
+        if key not in self._kinds:
+            raise ApiError(f"the server does not serve {kind} in {api_version} (fix: install "
+                             "its CRD or operator first, or render for this cluster's versions)")
+        return self._kinds[key]
+
+    def path(self, o: Obj, *, named: bool = True, namespace: str | None = None) -> str:
+        av, kind = o["apiVersion"], o["kind"]
+        r = self.resource(av, kind)
+        base = f"/api/{av}" if "/" not in av else f"/apis/{av}"
+        meta = o.get("metadata", {})
+        ns = namespace or meta.get("namespace") or "default"
+        p = f"{base}/namespaces/{ns}/{r.plural}" if r.namespaced else f"{base}/{r.plural}"
+        return f"{p}/{meta['name']}" if named else p
+
+    # --- objects ---------------------------------------------------------------------
+    def get(self, o: Obj) -> Obj | None:
+        r = self._request("GET", self.path(o))
+        if r.status_code == 404:
+            return None
+        if r.status_code >= 400:
+            raise ApiError(_message(r))
+        return dict(r.json())
+
+    def exists(self, api_version: str, kind: str, name: str, namespace: str | None = None
+               ) -> bool:
+        o = {"apiVersion": api_version, "kind": kind,
+             "metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+        try:
+            return self.get(o) is not None
+        except ApiError:
+            return False
+
+    def objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+        o = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}
+        r = self.resource(api_version, kind)
+        path = self.path(o, named=False, namespace=namespace)
+        if r.namespaced and namespace is None:
+            path = path.replace("/namespaces/default/", "/")
+        return list(self._json("GET", path).get("items", []))
+
+    def apply(self, o: Obj, dry_run: bool = False, force: bool = True) -> Obj:
+        params = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
+        if dry_run:
+            params["dryRun"] = "All"
+        r = self._request("PATCH", self.path(o), params=params,
+                          content=json.dumps(o), headers={"Content-Type": APPLY})
+        if r.status_code >= 400:
+            raise ApiError(_message(r))
+        return dict(r.json())
+
+    def apply_all(self, objs: Iterable[Obj]) -> None:
+        for o in apply_order(objs):
+            self.apply(o)
+
+    def create(self, o: Obj, dry_run: bool = False, namespace: str | None = None) -> Obj:
+        params = {"dryRun": "All"} if dry_run else {}
+        r = self._request("POST", self.path(o, named=False, namespace=namespace),
+                          params=params, json=o)
+        if r.status_code >= 400:
+            raise ApiError(_message(r))
+        return dict(r.json())
+
+    def create_or_get(self, o: Obj) -> Obj:
+        existing = self.get(o)
+        return existing if existing is not None else self.create(o)
+
+    def delete(self, o: Obj) -> None:
+        r = self._request("DELETE", self.path(o))
+        if r.status_code >= 400 and r.status_code != 404:
+            raise ApiError(_message(r))
+
+    def wait_established(self, names: list[str], timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        pending = set(names)
+        while pending and time.monotonic() < deadline:
+            for n in sorted(pending):
+                crd = self.get({"apiVersion": "apiextensions.k8s.io/v1",
+                                "kind": "CustomResourceDefinition", "metadata": {"name": n}})
+                conds = ((crd or {}).get("status") or {}).get("conditions") or []
+                if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
+                    pending.discard(n)
+            if pending:
+                time.sleep(0.2)
+        if pending:
+            raise ApiError(f"CRDs not established within {timeout:.0f} s: "
+                             f"{', '.join(sorted(pending))}")
+        self.discover()
+
+    def webhook_answers(self, api_version: str, kind: str, namespace: str | None = None
+                        ) -> bool:
+        """True when a dry-run create of an empty-ish object reaches the admission webhook
+        (any answer but 'connection refused' / 'no endpoints')."""
+        o: Obj = {"apiVersion": api_version, "kind": kind,
+                  "metadata": {"name": f"aiplat-probe-{uuid.uuid4().hex[:6]}"}, "spec": {}}
+        try:
+            self.create(o, dry_run=True, namespace=namespace)
+        except ApiError as e:
+            text = str(e)
+            return "failed calling webhook" not in text and "connection refused" not in text
+        return True
+
+    def nodes_ready(self, names: list[str]) -> bool:
+        ready = {n["metadata"]["name"] for n in self.objects("v1", "Node")
+                 if any(c["type"] == "Ready" and c["status"] == "True"
+                        for c in n.get("status", {}).get("conditions", []))}
+        return set(names) <= ready
+
+    def node_summary(self) -> list[dict[str, Any]]:
+        out = []
+        for n in self.objects("v1", "Node"):
+            conds = n.get("status", {}).get("conditions", [])
+            out.append({"name": n["metadata"]["name"],
+                        "pool": n["metadata"].get("labels", {}).get("aiplat.io/pool"),
+                        "ready": any(c["type"] == "Ready" and c["status"] == "True"
+                                     for c in conds),
+                        "allocatable": n.get("status", {}).get("allocatable", {})})
+        return out
+
+    def kueue_summary(self) -> dict[str, Any]:
+        cqs = self.objects("kueue.x-k8s.io/v1beta2", "ClusterQueue")
+        wls = self.objects("kueue.x-k8s.io/v1beta2", "Workload")
+        admitted = sum(any(c["type"] == "Admitted" and c["status"] == "True"
+                           for c in w.get("status", {}).get("conditions", [])) for w in wls)
+        return {"clusterQueues": len(cqs), "workloads": len(wls), "admitted": admitted,
+                "webhook": self.webhook_answers("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
+
+
+def _message(r: httpx2.Response) -> str:
+    try:
+        body = r.json()
+        return str(body.get("message") or body)
+    except ValueError:
+        return f"HTTP {r.status_code}: {r.text[:500]}"
+
+
+# --- applying a tree -------------------------------------------------------------------
+
+def _strip(o: Obj | None) -> Obj:
+    if not o:
+        return {}
+    o = copy.deepcopy(o)
+    for k in _VOLATILE:
+        o.get("metadata", {}).pop(k, None)
+    o.get("metadata", {}).get("annotations", {}).pop(
+        "kubectl.kubernetes.io/last-applied-configuration", None)
+    o.pop("status", None)
+    return o
+
+
+def _diff(live: Obj | None, after: Obj, name: str) -> str:
+    a = yaml.safe_dump(_strip(live), sort_keys=True).splitlines(keepends=True) if live else []
+    b = yaml.safe_dump(_strip(after), sort_keys=True).splitlines(keepends=True)
+    return "".join(difflib.unified_diff(a, b, f"live/{name}", f"applied/{name}"))
+
+
+def probe_pod(owner: Obj, podset: str, template: Obj, namespace: str) -> Obj:
+    """A Pod made from a workload's template, as its controller would create it."""
+    meta = template.get("metadata", {})
+    name = f"{owner['metadata']['name']}-{podset}"[:50] + "-probe"
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": meta.get("labels", {}),
+                         "annotations": meta.get("annotations", {})},
+            "spec": template.get("spec", {})}
+
+
+def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
+               diff: bool = False, probe_pods: bool = True, force: bool = False
+               ) -> list[Outcome]:
+    """Apply (or dry-run) every object of a tree; never stops at the first refusal. Without
+    ``force`` a field another manager owns (Kueue's ``suspend``, an operator's defaults) is
+    a conflict the server reports, as ``kubectl apply --server-side`` does."""
+    by_id = {id(o): f for f, o in items}
+    ordered = apply_order(o for _f, o in items)
+    crds = [o for o in ordered if o.get("kind") == "CustomResourceDefinition"]
+    def one(o: Obj) -> Outcome:
+        return _apply_one(api, o, by_id.get(id(o)), dry_run=dry_run, diff=diff, force=force)
+
+    out = [one(o) for o in crds]
+    if crds and not dry_run:
+        api.wait_established([c["metadata"]["name"] for c in crds])
+    out += [one(o) for o in ordered if o.get("kind") != "CustomResourceDefinition"]
+    if probe_pods:
+        out += _probe(api, items, dry_run)
+    return out
+
+
+def _apply_one(api: Api, o: Obj, file: str | None, *, dry_run: bool, diff: bool,
+               force: bool) -> Outcome:
+    name = label(o)
+    try:
+        live = api.get(o) if (diff or not dry_run) else None
+        if diff or dry_run:
+            after = api.apply(o, dry_run=True, force=force)
+            d = _diff(live, after, name) if diff else ""
+            if dry_run:
+                return Outcome(name, file, ("would change" if d else "unchanged") if diff
+                               else "valid (dry run)", diff=d)
+            if not d:
+                return Outcome(name, file, "unchanged")
+        after = api.apply(o, force=force)
+        if live is None:
+            return Outcome(name, file, "created")
+        d = _diff(live, after, name)
+        return Outcome(name, file, "configured" if d else "unchanged", diff=d if diff else "")
+    except ApiError as e:
+        return Outcome(name, file, "refused", str(e))
+
+
+def _probe(api: Api, items: list[tuple[str, Obj]], dry_run: bool) -> list[Outcome]:
+    owners = [(f, o) for f, o in items if o.get("kind") in POD_OWNERS]
+    if not owners:
+        return []
+    out: list[Outcome] = []
+    scratch: dict[str, str] = {}
+    try:
+        if dry_run:
+            scratch = _scratch_namespaces(api, items, {o["metadata"].get("namespace", "default")
+                                                       for _f, o in owners})
+        for f, o in owners:
+            ns = o["metadata"].get("namespace", "default")
+            for podset, tpl in pod_templates(o):
+                pod = probe_pod(o, podset, tpl, scratch.get(ns, ns))
+                try:
+                    api.create(pod, dry_run=True)
+                except ApiError as e:
+                    out.append(Outcome(label(o), f, "pods refused",
+                                       f"pod set {podset}: {e}".replace(scratch.get(ns, ns), ns)))
+    finally:
+        for s in scratch.values():
+            api.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s}})
+    return out
+
+
+def _scratch_namespaces(api: Api, items: list[tuple[str, Obj]], namespaces: set[str]
+                        ) -> dict[str, str]:
+    """For each namespace of the tree's workloads, a scratch namespace with its labels,
+    LimitRanges, ResourceQuotas and ServiceAccounts, so the dry-run pods meet the tree's
+    admission rules rather than whatever is live."""
+    out: dict[str, str] = {}
+    tree_ns = {o["metadata"]["name"]: o for _f, o in items if o.get("kind") == "Namespace"}
+    for ns in sorted(namespaces):
+        s = f"aiplat-dryrun-{uuid.uuid4().hex[:8]}"
+        src = tree_ns.get(ns) or api.get({"apiVersion": "v1", "kind": "Namespace",
+                                          "metadata": {"name": ns}}) or {}
+        labels = {k: v for k, v in src.get("metadata", {}).get("labels", {}).items()
+                  if k != "kubernetes.io/metadata.name"}
+        api.create({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": s, "labels": labels}})
+        out[ns] = s
+        for _f, o in items:
+            if o.get("metadata", {}).get("namespace") == ns and o.get("kind") in (
+                    "LimitRange", "ResourceQuota", "ServiceAccount"):
+                copy_o = copy.deepcopy(o)
+                copy_o["metadata"]["namespace"] = s
+                api.apply(copy_o)
+        deadline = time.monotonic() + 30
+        while not (api.exists("v1", "ServiceAccount", "default", s) and _quotas_synced(api, s)):
+            if time.monotonic() > deadline:
+                raise ApiError(f"scratch namespace {s}: no default ServiceAccount after 30 s "
+                                 "(is kube-controller-manager running?)")
+            time.sleep(0.2)
+    return out
+
+
+def _quotas_synced(api: Api, namespace: str) -> bool:
+    """Quota admission refuses pods until the quota controller has filled status.hard."""
+    return all(q.get("status", {}).get("hard")
+               for q in api.objects("v1", "ResourceQuota", namespace=namespace))

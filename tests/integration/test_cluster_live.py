@@ -1,0 +1,371 @@
+"""The built-in example proven on a real control plane: ``aiplat lab cluster up`` (upstream
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler, Kueue, JobSet, kwok nodes with
+the NVIDIA DRA driver's ResourceSlices), ``aiplat kube apply`` of the tree ``aiplat plan``
+writes, and the workloads' fate asserted on live objects: admitted by the real Kueue on the
+flavor the plan intends, pods scheduled by the real scheduler onto the pool's nodes, DRA
+claims allocated by the real CEL, the rest pending for the reason Kueue gives.
+
+What kwok nodes cannot show: the kubelet side (the DRA driver's NodePrepareResources, CDI
+injection, device plugin allocation), container start-up, real GPU health. Pods are marked
+Running once bound.
+
+Needs the components built (``aiplat lab cluster build``; scripts/test.sh does it). Fails,
+not skips, in CI.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.cluster.assets import locate
+from aiplat.errors import InputError
+from aiplat.kube.apply import Api
+
+pytestmark = pytest.mark.integration
+NAME = "itest"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+Obj = dict[str, Any]
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
+
+
+@dataclass
+class Cluster:
+    env: dict[str, str]
+    kubeconfig: str
+    api: Api
+    tree: Path
+    up_seconds: float
+
+    def aiplat(self, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+        return _aiplat(self.env, *args, check=check)
+
+
+def _aiplat(env: dict[str, str], *args: str, check: bool = False
+            ) -> subprocess.CompletedProcess[str]:
+    cp = subprocess.run([sys.executable, "-m", "aiplat.cli.main", *args], env=env,
+                        capture_output=True, text=True, timeout=600, check=False)
+    if check and cp.returncode != 0:
+        raise AssertionError(f"aiplat {' '.join(args)} exit {cp.returncode}:\n"
+                             f"{cp.stdout}\n{cp.stderr}")
+    return cp
+
+
+def _eventually(what: str, probe: Callable[[], Any], timeout: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.5)
+    raise AssertionError(f"{what}: not true within {timeout:.0f} s (last: {last!r})")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    try:
+        locate()
+    except InputError as e:
+        if _in_ci():
+            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
+        pytest.skip(str(e))
+    tmp = tmp_path_factory.mktemp("cluster")
+    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
+    _aiplat(env, "plan", "-o", str(tmp / "plan"), check=True)
+    t0 = time.monotonic()
+    up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
+    up_seconds = time.monotonic() - t0
+    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
+    c = Cluster({**env, "KUBECONFIG": kubeconfig}, kubeconfig,
+                Api.from_kubeconfig(kubeconfig), tmp / "plan" / "kube", up_seconds)
+    print(f"\nlab cluster up in {up_seconds:.1f} s", file=sys.stderr)
+    try:
+        yield c
+    finally:
+        c.api.close()
+        state = json.loads((tmp / "runs" / NAME / "state.json").read_text())
+        down = _aiplat(env, "lab", "cluster", "down", "--name", NAME)
+        assert down.returncode == 0, down.stderr
+        for p in state["procs"]:  # down stopped every process up started
+            assert not Path(f"/proc/{p['pid']}").exists() or _zombie(p["pid"]), p
+        assert not (tmp / "runs" / NAME).exists()
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in "ZX"
+    except OSError:
+        return True
+
+
+def _workloads(api: Api) -> dict[str, Obj]:
+    """Kueue Workloads by the name of the Job/JobSet/Deployment that owns them."""
+    out = {}
+    for w in api.objects(KUEUE, "Workload"):
+        owner = w["metadata"]["ownerReferences"][0]
+        name = owner["name"]
+        if owner["kind"] == "Pod":  # a Deployment's pod: <deployment>-<hash>-<id>
+            name = name.rsplit("-", 2)[0]
+        out[name] = w
+    return out
+
+
+def _cond(o: Obj, kind: str) -> Obj | None:
+    return next((c for c in (o.get("status") or {}).get("conditions") or []
+                 if c["type"] == kind), None)
+
+
+def _admitted(w: Obj) -> bool:
+    c = _cond(w, "Admitted")
+    return c is not None and c["status"] == "True"
+
+
+@pytest.fixture(scope="module")
+def applied(cluster: Cluster) -> list[Obj]:
+    cp = cluster.aiplat("kube", "apply", str(cluster.tree), "-o", "json")
+    outcomes = json.loads(cp.stdout)
+    assert cp.returncode == 0, [o for o in outcomes if o["action"].endswith("refused")]
+    return list(outcomes)
+
+
+EXPECT_ADMITTED = {  # workload -> pool (the plan's flavor)
+    "domain-pretrain": "h100", "assistant-finetune": "h100", "assistant": "h100",
+    "docs-search": "l40s"}
+
+
+def test_cluster_is_up_with_the_pools_nodes(cluster: Cluster) -> None:
+    st = cluster.aiplat("lab", "cluster", "status", "--name", NAME, "-o", "json", check=True)
+    status = json.loads(st.stdout)
+    assert {c["name"] for c in status["components"]} == {
+        "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kueue",
+        "jobset", "kwok"}
+    assert all(c["alive"] for c in status["components"])
+    assert status["kueue"]["webhook"] is True
+    nodes = {n["metadata"]["name"]: n for n in cluster.api.objects("v1", "Node")}
+    # 6 fixed h100 nodes, the autoscaled l40s pool at its minimum of 2.
+    assert sorted(nodes) == [*(f"h100-{i}" for i in range(6)), "l40s-0", "l40s-1"]
+    h = nodes["h100-3"]
+    assert h["metadata"]["labels"]["aiplat.io/pool"] == "h100"
+    assert h["metadata"]["labels"]["topology.aiplat.io/rack"] == "h100-rack-1"
+    assert h["metadata"]["labels"]["topology.aiplat.io/block"] == "h100-block-0"
+    assert h["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+    assert h["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    lab = nodes["l40s-0"]["metadata"]["labels"]
+    assert "nvidia.com/gpu" not in nodes["l40s-0"]["status"]["allocatable"]  # DRA pool
+    assert lab["nvidia.com/gpu.deploy.device-plugin"] == "false"
+    assert cluster.api.version().startswith("v1.36.")
+
+
+def test_resource_slices_are_what_the_dra_driver_publishes(cluster: Cluster) -> None:
+    slices = {s["spec"]["nodeName"]: s for s in cluster.api.objects("resource.k8s.io/v1",
+                                                                  "ResourceSlice")}
+    assert sorted(slices) == ["l40s-0", "l40s-1"]
+    s = slices["l40s-0"]["spec"]
+    assert s["driver"] == "gpu.nvidia.com"
+    assert s["pool"] == {"name": "l40s-0", "generation": 1, "resourceSliceCount": 1}
+    dev = {d["name"]: d for d in s["devices"]}
+    assert sorted(dev) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    a = {k: next(iter(v.values())) for k, v in dev["gpu-0"]["attributes"].items()}
+    assert a["type"] == "gpu" and a["productName"] == "NVIDIA L40S"
+    assert a["architecture"] == "Ada Lovelace" and a["cudaComputeCapability"] == "8.9.0"
+    assert a["driverVersion"] == "580.95.5" and a["cudaDriverVersion"] == "13.0.0"
+    assert a["resource.kubernetes.io/pciBusID"].startswith("0000:")
+    assert a["uuid"].startswith("GPU-")
+    assert dev["gpu-0"]["capacity"]["memory"]["value"] == "46068Mi"
+
+
+def test_example_tree_applies_cleanly_and_again_changes_nothing(
+        cluster: Cluster, applied: list[Obj]) -> None:
+    kinds = {o["object"].split()[0] for o in applied}
+    assert {"ClusterQueue", "LimitRange", "ResourceQuota", "DeviceClass",
+            "ResourceClaimTemplate", "JobSet", "Job", "Deployment", "ConfigMap",
+            "Gateway", "InferencePool", "VolumeSnapshotClass"} <= kinds
+    assert not [o for o in applied if o["action"] not in ("created", "configured")]
+    again = cluster.aiplat("kube", "apply", str(cluster.tree), "--diff", "-o", "json")
+    assert again.returncode == 0
+    changed = [o for o in json.loads(again.stdout) if o["action"] != "unchanged"]
+    assert changed == [], "\n".join(o.get("diff", "") for o in changed)
+
+
+def test_workloads_admitted_on_the_planned_flavor(cluster: Cluster, applied: list[Obj]
+                                                  ) -> None:
+    wls = _eventually("every workload has a Kueue Workload, the fitting ones admitted",
+                      lambda: (w := _workloads(cluster.api)) and len(w) == 5 and all(
+                          _admitted(w[n]) for n in EXPECT_ADMITTED) and w)
+    for name, pool in EXPECT_ADMITTED.items():
+        for ps in wls[name]["status"]["admission"]["podSetAssignments"]:
+            assert set(ps["flavors"].values()) == {pool}, (name, ps)
+    # docs-search is charged for its DRA GPUs under the mapped DeviceClass name.
+    docs = wls["docs-search"]["status"]["admission"]["podSetAssignments"][0]
+    assert docs["resourceUsage"]["gpu-l40s-48gb"] == "12"
+
+
+def test_pods_scheduled_onto_the_pools_nodes(cluster: Cluster, applied: list[Obj]) -> None:
+    def running() -> list[Obj]:
+        pods = [p for p in cluster.api.objects("v1", "Pod")
+                if p["metadata"]["namespace"] in ("research", "serving")]
+        ok = [p for p in pods if p["status"].get("phase") == "Running"]
+        return ok if len(ok) >= 7 else []  # 3 + 1 + 1 + 2 (the l40s pool has room for 2)
+    pods = _eventually("the admitted workloads' pods run", running)
+    nodes = {n["metadata"]["name"]: n["metadata"]["labels"]
+             for n in cluster.api.objects("v1", "Node")}
+    by_app: dict[str, list[str]] = {}
+    for p in pods:
+        app = p["metadata"]["labels"]["app.kubernetes.io/name"]
+        by_app.setdefault(app, []).append(p["spec"]["nodeName"])
+    for app, placed in by_app.items():
+        assert {nodes[n]["aiplat.io/pool"] for n in placed} == {EXPECT_ADMITTED[app]}
+    # domain-pretrain requires one block (TAS): its 3 whole-node pods share it.
+    assert len(by_app["domain-pretrain"]) == 3
+    assert len({nodes[n]["topology.aiplat.io/block"] for n in by_app["domain-pretrain"]}) == 1
+    assert len(set(by_app["domain-pretrain"])) == 3
+
+
+def test_dra_claims_allocated_to_devices_the_deviceclass_selects(
+        cluster: Cluster, applied: list[Obj]) -> None:
+    def allocated() -> list[Obj]:
+        claims = [c for c in cluster.api.objects("resource.k8s.io/v1", "ResourceClaim")
+                  if (c.get("status") or {}).get("allocation")]
+        return claims if len(claims) >= 2 else []
+    claims = _eventually("two docs-search claims allocated", allocated)
+    pods = {p["metadata"]["name"]: p for p in cluster.api.objects("v1", "Pod", "serving")}
+    used = 0
+    for c in claims:
+        results = c["status"]["allocation"]["devices"]["results"]
+        owner = c["metadata"]["ownerReferences"][0]["name"]
+        node = pods[owner]["spec"]["nodeName"]
+        assert {(r["driver"], r["pool"]) for r in results} == {("gpu.nvidia.com", node)}
+        assert len(results) == 4 and all(r["request"] == "gpus" for r in results)
+        used += len(results)
+    # The third pod waits for a node the autoscaler would add: admitted, unschedulable.
+    waiting = [p for p in pods.values() if p["metadata"]["name"].startswith("docs-search")
+               and not p["spec"].get("nodeName")]
+    assert len(waiting) == 1
+    # DRA GPUs are capped by the tenant's ResourceQuota, not uncapped.
+    quota = cluster.api.get({"apiVersion": "v1", "kind": "ResourceQuota",
+                             "metadata": {"name": "aiplat-quota", "namespace": "serving"}})
+    assert quota is not None
+    key = "gpu-l40s-48gb.deviceclass.resource.k8s.io/devices"
+    assert quota["status"]["hard"][key] == "24" and int(quota["status"]["used"][key]) >= used
+
+
+def test_pending_workload_and_why_pending_agree_with_kueue(cluster: Cluster,
+                                                           applied: list[Obj]) -> None:
+    wl = _eventually("nightly-eval pending on quota", lambda: (
+        w := _workloads(cluster.api).get("nightly-eval")) and (c := _cond(w, "QuotaReserved"))
+        and c["status"] == "False" and c)
+    assert "insufficient unused quota" in wl["message"] and "flavor l40s" in wl["message"]
+    cp = cluster.aiplat("kube", "why-pending", "nightly-eval", "-n", "batch", "--kubeconfig",
+                        cluster.kubeconfig, "-o", "json", check=True)
+    why = json.loads(cp.stdout)
+    assert why["code"] == "QuotaExhausted" and "flavor l40s" in why["reason"]
+    assert any(wl["message"] in e for e in why["evidence"])
+    # The docs-search pod without a node: the scheduler could not allocate its claim.
+    cp = cluster.aiplat("kube", "why-pending", "docs-search", "-n", "serving", "--kubeconfig",
+                        cluster.kubeconfig, "-o", "json", check=True)
+    assert json.loads(cp.stdout)["code"] == "NoFreeDevice"
+
+
+def _edit_tree(src: Path, dst: Path, edit: Callable[[Path, list[Obj]], list[Obj]]) -> Path:
+    shutil.copytree(src, dst)
+    for f in dst.rglob("*.yaml"):
+        if f.name == "kustomization.yaml" or "nodes" in f.parts:
+            continue
+        docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
+        f.write_text(yaml.safe_dump_all(edit(f, docs), sort_keys=False))
+    return dst
+
+
+def _user_jobs(docs: list[Obj]) -> list[Obj]:
+    """Add Jobs the way users write them: requests, no limits; one small, one big."""
+    out = list(docs)
+    for name, mem in (("small-job", "2Gi"), ("big-job", "64Gi")):
+        job = copy.deepcopy(next(d for d in docs if d.get("kind") == "Job"))
+        job["metadata"]["name"] = name
+        job["metadata"]["namespace"] = "research"
+        c = job["spec"]["template"]["spec"]["containers"][0]
+        c["resources"] = {"requests": {"cpu": "8", "memory": mem, "nvidia.com/gpu": "1"},
+                          "limits": {"nvidia.com/gpu": "1"}}
+        out.append(job)
+    return out
+
+
+def test_dry_run_refuses_the_original_limitrange_with_the_servers_message(
+        cluster: Cluster, applied: list[Obj], tmp_path: Path) -> None:
+    def original(f: Path, docs: list[Obj]) -> list[Obj]:
+        for d in docs:
+            if d.get("kind") == "LimitRange":  # the defect: max.cpu without a default cpu limit
+                d["spec"]["limits"][0]["default"] = {"memory": "4Gi"}
+        return _user_jobs(docs) if f.name == "examples.yaml" else docs
+
+    bad = _edit_tree(cluster.tree, tmp_path / "bad", original)
+    cp = cluster.aiplat("kube", "apply", "--dry-run=server", str(bad), "-o", "json")
+    assert cp.returncode == 1, cp.stdout
+    refused = {o["object"]: o["message"] for o in json.loads(cp.stdout)
+               if o["action"] == "pods refused"}
+    # In the API server's words: the default memory limit (4Gi) becomes the limit of a
+    # container that requests more, and such a pod is invalid.
+    assert sorted(refused) == ["Job research/big-job"], refused
+    assert "must be less than or equal to memory limit of 4Gi" in \
+        refused["Job research/big-job"], refused
+    # max.cpu without default.cpu is not refused on 1.36: the API server defaults a missing
+    # default limit to the max (SetDefaults_LimitRangeItem), which a dry run shows.
+    lr = next(d for d in yaml.safe_load_all((bad / "tenants" / "research" / "quota.yaml")
+                                            .read_text()) if d["kind"] == "LimitRange")
+    stored = cluster.api.apply(lr, dry_run=True)
+    assert stored["spec"]["limits"][0]["default"] == {"cpu": "112", "memory": "4Gi"}
+    # The rendered LimitRange admits the same user job (its default limit is the max).
+    good = _edit_tree(cluster.tree, tmp_path / "good",
+                      lambda f, d: _user_jobs(d) if f.name == "examples.yaml" else d)
+    ok = cluster.aiplat("kube", "apply", "--dry-run=server", str(good), "-o", "json")
+    assert ok.returncode == 0, [o for o in json.loads(ok.stdout) if "refused" in o["action"]]
+    # A dry run leaves nothing behind: no user job, no scratch namespace (being deleted).
+    assert cluster.api.get({"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "small-job", "namespace": "research"}}) is None
+    scratch = [n for n in cluster.api.objects("v1", "Namespace")
+               if n["metadata"]["name"].startswith("aiplat-dryrun-")]
+    assert all(n["status"]["phase"] == "Terminating" for n in scratch)
+
+
+def test_kueue_refuses_claims_on_an_unmapped_deviceclass(cluster: Cluster,
+                                                         applied: list[Obj]) -> None:
+    """Why the rendered Configuration maps every DeviceClass: Kueue's own verdict."""
+    api = cluster.api
+    api.apply({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+               "metadata": {"name": "unmapped-gpu"},
+               "spec": {"selectors": [{"cel": {
+                   "expression": "device.driver == 'gpu.nvidia.com'"}}]}})
+    api.apply({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+               "metadata": {"name": "unmapped", "namespace": "serving"},
+               "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                   "deviceClassName": "unmapped-gpu", "count": 1}}]}}}})
+    job = next(d for d in yaml.safe_load_all((cluster.tree / "workloads" / "examples.yaml")
+                                             .read_text()) if d["metadata"]["name"]
+               == "docs-search")
+    job = copy.deepcopy(job)
+    job["metadata"]["name"] = "unmapped-claim"
+    job["spec"]["parallelism"] = job["spec"]["completions"] = 1
+    job["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = \
+        "unmapped"
+    api.apply(job)
+    wl = _eventually("the unmapped claim's workload is inadmissible", lambda: (
+        w := _workloads(api).get("unmapped-claim")) and (c := _cond(w, "QuotaReserved"))
+        and c["status"] == "False" and c)
+    assert "is not mapped" in wl["message"], wl
+    api.delete(job)
