@@ -118,6 +118,8 @@ def _workloads(api: Api) -> dict[str, Obj]:
     """Kueue Workloads by the name of the Job/JobSet/Deployment that owns them."""
     out = {}
     for w in api.objects(KUEUE, "Workload"):
+        if not w["metadata"].get("ownerReferences"):
+            continue  # its job was deleted; the garbage collector has not caught up
         owner = w["metadata"]["ownerReferences"][0]
         name = owner["name"]
         if owner["kind"] == "Pod":  # a Deployment's pod: <deployment>-<hash>-<id>
@@ -190,13 +192,59 @@ def test_resource_slices_are_what_the_dra_driver_publishes(cluster: Cluster) -> 
     assert dev["gpu-0"]["capacity"]["memory"]["value"] == "46068Mi"
 
 
+def _pod_with_claim(name: str, ns: str, device_class: str) -> list[Obj]:
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": name, "namespace": ns},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                 "deviceClassName": device_class, "count": 1}}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+           "spec": {"containers": [{"name": "c", "image": "busybox",
+                                    "resources": {"claims": [{"name": "gpu"}]}}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": name}],
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}
+    return [claim, pod]
+
+
+def test_deviceclass_selectors_against_the_real_scheduler(cluster: Cluster) -> None:
+    """The rendered L40S class gets a device; the original one (memory >= 45Gi, while the
+    driver publishes NVML's 46068Mi) matches no real L40S. Runs before the tree is applied,
+    while the devices are free."""
+    api = cluster.api
+    rendered = next(d for d in yaml.safe_load_all((cluster.tree / "cluster" /
+                                                   "deviceclasses.yaml").read_text()))
+    expr = rendered["spec"]["selectors"][0]["cel"]["expression"]
+    original = copy.deepcopy(rendered)
+    original["metadata"] = {"name": "l40s-45gi"}
+    original["spec"]["selectors"][0]["cel"]["expression"] = expr.replace(
+        "quantity('46068Mi')", "quantity('45Gi')")
+    assert original["spec"]["selectors"][0]["cel"]["expression"] != expr
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "dra-check"}}
+    api.apply_all([ns, rendered, original])
+    _eventually("default ServiceAccount", lambda: api.exists("v1", "ServiceAccount",
+                                                             "default", "dra-check"))
+    objs = _pod_with_claim("good", "dra-check", "gpu-l40s-48gb") + _pod_with_claim(
+        "bad", "dra-check", "l40s-45gi")
+    for o in objs:
+        api.create(o)
+    good = _eventually("the rendered class's pod is scheduled", lambda: (p := api.get(
+        objs[1])) and p["spec"].get("nodeName") and p)
+    assert good["spec"]["nodeName"].startswith("l40s-")
+    bad = _eventually("the original class's pod is unschedulable", lambda: (c := _cond(
+        api.get(objs[3]) or {}, "PodScheduled")) and c["status"] == "False" and c)
+    assert "cannot allocate all claims" in bad["message"], bad
+    api.delete(ns)
+    api.delete(original)
+    _eventually("the check's claims are gone", lambda: not api.objects(
+        "resource.k8s.io/v1", "ResourceClaim", "dra-check"))
+
+
 def test_example_tree_applies_cleanly_and_again_changes_nothing(
         cluster: Cluster, applied: list[Obj]) -> None:
     kinds = {o["object"].split()[0] for o in applied}
     assert {"ClusterQueue", "LimitRange", "ResourceQuota", "DeviceClass",
             "ResourceClaimTemplate", "JobSet", "Job", "Deployment", "ConfigMap",
             "Gateway", "InferencePool", "VolumeSnapshotClass"} <= kinds
-    assert not [o for o in applied if o["action"] not in ("created", "configured")]
+    assert not [o for o in applied if o["action"] not in ("created", "configured", "unchanged")]
     again = cluster.aiplat("kube", "apply", str(cluster.tree), "--diff", "-o", "json")
     assert again.returncode == 0
     changed = [o for o in json.loads(again.stdout) if o["action"] != "unchanged"]
@@ -369,3 +417,65 @@ def test_kueue_refuses_claims_on_an_unmapped_deviceclass(cluster: Cluster,
         and c["status"] == "False" and c)
     assert "is not mapped" in wl["message"], wl
     api.delete(job)
+
+
+def test_lint_rules_agree_with_the_servers_verdict(cluster: Cluster, applied: list[Obj],
+                                                   tmp_path: Path) -> None:
+    """Each defect the cluster revealed, seeded into a copy of the tree: the live verdict
+    (API server or Kueue) and `aiplat kube lint` name the same object."""
+    def seed(f: Path, docs: list[Obj]) -> list[Obj]:
+        if f.name != "examples.yaml":
+            return docs
+        base = next(d for d in docs if d["metadata"]["name"] == "assistant-finetune")
+        no_restart = copy.deepcopy(base)
+        no_restart["metadata"]["name"] = "no-restart-policy"
+        del no_restart["spec"]["template"]["spec"]["restartPolicy"]
+        # In serving, whose ClusterQueue mixes h100 (a Topology) and l40s (none), Kueue
+        # implies no topology request; in research (h100 only) it would.
+        no_topology = copy.deepcopy(base)
+        no_topology["metadata"] |= {"name": "no-topology", "namespace": "serving"}
+        no_topology["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "serving"
+        no_topology["spec"]["template"]["metadata"].pop("annotations")
+        implied = copy.deepcopy(base)
+        implied["metadata"]["name"] = "implied-topology"
+        implied["spec"]["template"]["metadata"].pop("annotations")
+        return [no_restart, no_topology, implied]
+
+    tree = _edit_tree(cluster.tree, tmp_path / "seeded", seed)
+    lint = cluster.aiplat("kube", "lint", str(tree), "-o", "json")
+    flagged = {(f["rule"], f["object"]) for f in json.loads(lint.stdout)}
+    assert ("workload-shape", "Job/research/no-restart-policy") in flagged
+    assert ("workload-shape", "Job/serving/no-topology") in flagged
+    assert not [f for f in flagged if f[1] == "Job/research/implied-topology"]
+    cp = cluster.aiplat("kube", "apply", str(tree / "workloads"), "-o", "json")
+    refused = {o["object"]: o["message"] for o in json.loads(cp.stdout)
+               if o["action"] == "refused"}
+    assert "restartPolicy: Required value" in refused["Job research/no-restart-policy"]
+    wl = _eventually("Kueue refuses the podset without a topology request", lambda: (
+        w := _workloads(cluster.api).get("no-topology")) and (c := _cond(w, "QuotaReserved"))
+        and c["status"] == "False" and c)
+    assert "supports only TopologyAwareScheduling" in wl["message"], wl
+    implied = _eventually("research's TAS-only queue implies a topology", lambda: (
+        w := _workloads(cluster.api).get("implied-topology")) and w.get("status", {}).get(
+        "admission") and w)
+    assert implied["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    for name_, ns in (("no-topology", "serving"), ("implied-topology", "research")):
+        cluster.api.delete({"apiVersion": "batch/v1", "kind": "Job",
+                            "metadata": {"name": name_, "namespace": ns}})
+
+
+def test_reapplying_a_suspended_job_conflicts_with_kueue(cluster: Cluster,
+                                                         applied: list[Obj]) -> None:
+    """Why the tree renders no suspend: true. Kueue owns spec.suspend once it admits a job;
+    applying suspend: true again is a conflict the server reports (and with
+    --force-conflicts it would stop the running job)."""
+    job = next(d for d in yaml.safe_load_all((cluster.tree / "workloads" / "examples.yaml")
+                                             .read_text())
+               if d["metadata"]["name"] == "assistant-finetune")
+    _eventually("assistant-finetune running", lambda: (j := cluster.api.get(job)) and
+                (j["spec"].get("suspend") is False) and j)
+    job = copy.deepcopy(job)
+    job["spec"]["suspend"] = True
+    with pytest.raises(Exception, match="conflict"):
+        cluster.api.apply(job, force=False)
+    assert cluster.api.get(job)["spec"]["suspend"] is False  # type: ignore[index]

@@ -187,7 +187,88 @@ def agent_namespace_too_strict_for_hostpath(o: list[Obj], inv: Inventory) -> Non
         "pod-security.kubernetes.io/enforce"] = "baseline"
 
 
+# --- what the live cluster refused (aiplat.kube.lint_admission) -------------------------
+
+def limitrange_default_below_request(o: list[Obj], inv: Inventory) -> None:
+    # The original LimitRange: default memory 4Gi under a 2048Gi max; a user Job that
+    # requests more and sets no limit is refused by the API server.
+    find(o, "LimitRange", "aiplat-defaults", "research")["spec"]["limits"][0]["default"] = {
+        "memory": "4Gi"}
+    job = yaml.safe_load(yaml.safe_dump(find(o, "Job", "assistant-finetune", "research")))
+    job["metadata"]["name"] = "user-job"
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "8", "memory": "64Gi"}}
+    o.append(job)
+
+
+def deviceclass_memory_marketed_size(o: list[Obj], inv: Inventory) -> None:
+    # The original selector: 45Gi, above the 46068Mi an L40S reports.
+    dc = find(o, "DeviceClass", "gpu-l40s-48gb")
+    dc["spec"]["selectors"][0]["cel"]["expression"] = dc["spec"]["selectors"][0]["cel"][
+        "expression"].replace("quantity('46068Mi')", "quantity('45Gi')")
+
+
+def kueue_config_without_mappings(o: list[Obj], inv: Inventory) -> None:
+    cm = find(o, "ConfigMap", "kueue-manager-config", "kueue-system")
+    cfg = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    del cfg["resources"]
+    cm["data"]["controller_manager_config.yaml"] = yaml.safe_dump(cfg)
+
+
+def claim_template_first_available(o: list[Obj], inv: Inventory) -> None:
+    t = find(o, "ResourceClaimTemplate", "l40s-gpu-4", "serving")
+    req = t["spec"]["spec"]["devices"]["requests"][0]
+    t["spec"]["spec"]["devices"]["requests"][0] = {"name": req["name"], "firstAvailable": [
+        {"name": "l40s", **req["exactly"]}]}
+    del t["spec"]["spec"]["devices"]["constraints"]
+
+
+def resourcequota_without_deviceclass(o: list[Obj], inv: Inventory) -> None:
+    del find(o, "ResourceQuota", "aiplat-quota", "batch")["spec"]["hard"][
+        "gpu-l40s-48gb.deviceclass.resource.k8s.io/devices"]
+
+
+def dra_pool_runs_device_plugin(o: list[Obj], inv: Inventory) -> None:
+    pool = next(p for p in inv.pools if p.name == "l40s")
+    del pool.labels["nvidia.com/gpu.deploy.device-plugin"]
+
+
+def tas_on_autoscaled_pool(o: list[Obj], inv: Inventory) -> None:
+    find(o, "ResourceFlavor", "l40s")["spec"]["topologyName"] = "h100"
+    for job in ("docs-search", "nightly-eval"):  # as the renderer would annotate them
+        find(o, "Job", job)["spec"]["template"]["metadata"]["annotations"] = {
+            "kueue.x-k8s.io/podset-preferred-topology": "topology.aiplat.io/block"}
+
+
+def job_without_restart_policy(o: list[Obj], inv: Inventory) -> None:
+    del find(o, "Job", "docs-search", "serving")["spec"]["template"]["spec"]["restartPolicy"]
+
+
+def queued_job_rendered_suspended(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Job", "nightly-eval", "batch")["spec"]["suspend"] = True
+
+
+def single_pod_on_tas_flavor_without_topology(o: list[Obj], inv: Inventory) -> None:
+    # serving's ClusterQueue mixes h100 (a Topology) and l40s (none): no implied TAS there.
+    del find(o, "Deployment", "assistant", "serving")["spec"]["template"]["metadata"][
+        "annotations"]
+
+
 SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str]] = [
+    (limitrange_default_below_request, "limitrange-admits", "Job/research/user-job"),
+    (limitrange_default_below_request, "limitrange-admits",
+     "LimitRange/research/aiplat-defaults"),
+    (deviceclass_memory_marketed_size, "deviceclass-matches", "DeviceClass/gpu-l40s-48gb"),
+    (kueue_config_without_mappings, "kueue-dra-mapping", "Job/serving/docs-search"),
+    (kueue_config_without_mappings, "kueue-dra-mapping", "Job/batch/nightly-eval"),
+    (claim_template_first_available, "kueue-dra-mapping", "Job/serving/docs-search"),
+    (resourcequota_without_deviceclass, "resourcequota-dra", "ResourceQuota/batch"),
+    (dra_pool_runs_device_plugin, "dra-device-plugin", "Pool/l40s"),
+    (tas_on_autoscaled_pool, "tas-autoscaled", "ResourceFlavor/l40s"),
+    (job_without_restart_policy, "workload-shape", "Job/serving/docs-search"),
+    (queued_job_rendered_suspended, "workload-shape", "Job/batch/nightly-eval"),
+    (single_pod_on_tas_flavor_without_topology, "workload-shape",
+     "Deployment/serving/assistant"),
     (localqueue_names_missing_clusterqueue, "localqueue-clusterqueue", "LocalQueue/batch/batch"),
     (clusterqueue_uses_missing_flavor, "clusterqueue-flavor", "ClusterQueue/batch"),
     (namespace_selector_misses_tenant_namespace, "namespace-selector", "ClusterQueue/serving"),
@@ -235,7 +316,15 @@ def test_seeded_misconfiguration_is_found(
     # A seed breaks one thing: every finding belongs to the seeded rule (or its direct
     # consequence on the same object).
     assert {f.rule for f in findings} <= {rule, "quota-capacity", "resourcequota-admits",
-                                          "borrowing-cohort"} | {rule}
+                                          "borrowing-cohort", "resourcequota-dra"} | {rule}
+
+
+def test_a_topology_only_queue_needs_no_topology_request() -> None:
+    """research's ClusterQueue has only the h100 flavor: Kueue implies TAS there."""
+    objs, inv = clean()
+    del find(objs, "Job", "assistant-finetune", "research")["spec"]["template"]["metadata"][
+        "annotations"]
+    assert lint(objs, inv) == []
 
 
 def test_secrets_granted_by_spec_are_not_flagged() -> None:

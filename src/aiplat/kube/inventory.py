@@ -26,7 +26,8 @@ class PoolInventory:
     cpu: int
     memory_gib: int
     driver: str = NVIDIA_DRIVER
-    devices: list[dict[str, Any]] = field(default_factory=list)
+    devices: list[dict[str, Any]] = field(default_factory=list)  # DRA pools only
+    autoscaled: bool = False
 
     @property
     def all_label_keys(self) -> set[str]:
@@ -47,6 +48,7 @@ class Inventory:
                 "name": p.name, "nodes": p.nodes, "labels": p.labels, "taints": p.taints,
                 "topologyLabels": p.topology_labels, "capacity": p.capacity, "cpu": p.cpu,
                 "memoryGiB": p.memory_gib, "driver": p.driver, "devices": p.devices,
+                "autoscaled": p.autoscaled,
             } for p in self.pools],
         }
 
@@ -60,6 +62,7 @@ class Inventory:
                 capacity={k: int(v) for k, v in (p.get("capacity") or {}).items()},
                 cpu=int(p.get("cpu", 0)), memory_gib=int(p.get("memoryGiB", 0)),
                 driver=p.get("driver", NVIDIA_DRIVER), devices=list(p.get("devices") or []),
+                autoscaled=bool(p.get("autoscaled", False)),
             ) for p in d.get("pools") or []],
             model_store_cidrs=list(d.get("modelStoreCIDRs") or []),
             secrets_allowed=list(d.get("secretsAllowed") or []),
@@ -73,7 +76,8 @@ def from_facts(platform: Platform, pools: list[PoolFacts]) -> Inventory:
             taints=[{"key": t.key, "value": t.value, "effect": t.effect.value} for t in p.taints],
             topology_labels=p.topology_levels, capacity=p.capacity(),
             cpu=p.cpu_allocatable * p.nodes, memory_gib=p.memory_allocatable_gib * p.nodes,
-            devices=p.devices(),
+            devices=p.devices() if p.gpu_mode == "dra" else [],
+            autoscaled=p.spec.autoscaling is not None,
         ) for p in pools],
         model_store_cidrs=[str(s.cidr) for s in platform.network.segments
                            if s.purpose is SegmentPurpose.STORAGE and s.cidr is not None],

@@ -25,6 +25,8 @@ workload can be stuck or a tenant fenced wrongly; warnings need a decision. Rule
   workload-queue            example workloads name a LocalQueue and priority class that exist
   pod-security              pods pass their namespace's Pod Security level (hostPath,
                             privileged, host namespaces; restricted's securityContext rules)
+
+and those of ``lint_admission``: what a live cluster refuses although schemas accept it.
 """
 
 from __future__ import annotations
@@ -621,7 +623,9 @@ RULES: tuple[Callable[[Context], list[Finding]], ...] = (
 
 
 def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
+    from aiplat.kube.lint_admission import ADMISSION_RULES  # its rules build on this module
+
     ctx = Context(objects, inventory)
-    findings = [f for rule in RULES for f in rule(ctx)]
+    findings = [f for rule in RULES + ADMISSION_RULES for f in rule(ctx)]
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order.get(f.severity, 2), f.rule, f.object))
