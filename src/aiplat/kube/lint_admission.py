@@ -171,7 +171,7 @@ def kueue_dra_mapping(ctx: Context) -> list[Finding]:
 
 
 def resourcequota_dra(ctx: Context) -> list[Finding]:
-    hard = {namespace(q): set(((q.get("spec") or {}).get("hard") or {}))
+    hard = {namespace(q): set((q.get("spec") or {}).get("hard") or {})
             for q in ctx.kind("ResourceQuota")}
     out = []
     for t in ctx.kind("ResourceClaimTemplate"):

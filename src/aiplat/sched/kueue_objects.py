@@ -85,7 +85,7 @@ def _groups(spec: dict[str, Any], where: str, unsupported: list[str]
             at = f"{where}.resourceGroups[{gi}].flavors[{fi}]"
             if "name" not in flavor:
                 raise InputError(f"{at}: no name (fix: name the ResourceFlavor)")
-            res = {}
+            res: dict[str, Quota] = {}
             for ri, r in enumerate(flavor.get("resources") or []):
                 rat = f"{at}.resources[{ri}]"
                 name = r.get("name")
