@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -323,6 +324,12 @@ def test_pending_workload_and_why_pending_agree_with_kueue(cluster: Cluster,
                         cluster.kubeconfig, "-o", "json", check=True)
     why = json.loads(cp.stdout)
     assert why["code"] == "QuotaExhausted" and "flavor l40s" in why["reason"]
+    # The same shortfall as Kueue's, for the resource why-pending names first.
+    res = why["reason"].split(" in flavor")[0]
+    ours = re.search(r"(\S+) more needed", why["reason"])
+    theirs = re.search(rf"insufficient unused quota for {re.escape(res)} in flavor l40s, "
+                       r"(\S+) more needed", wl["message"])
+    assert ours and theirs and ours.group(1) == theirs.group(1), (why["reason"], wl["message"])
     assert any(wl["message"] in e for e in why["evidence"])
     # The docs-search pod without a node: the scheduler could not allocate its claim.
     cp = cluster.aiplat("kube", "why-pending", "docs-search", "-n", "serving", "--kubeconfig",
@@ -479,3 +486,33 @@ def test_reapplying_a_suspended_job_conflicts_with_kueue(cluster: Cluster,
     with pytest.raises(Exception, match="conflict"):
         cluster.api.apply(job, force=False)
     assert cluster.api.get(job)["spec"]["suspend"] is False  # type: ignore[index]
+
+
+def test_down_after_a_killed_up_stops_everything_it_started(tmp_path: Path) -> None:
+    """``up`` killed half-way (kill -9): the state file lists what it had started, and
+    ``down`` stops all of it and removes the folder."""
+    try:
+        locate()
+    except InputError as e:
+        if _in_ci():
+            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
+        pytest.skip(str(e))
+    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp_path / "runs")}
+    state_file = tmp_path / "runs" / "crash" / "state.json"
+    up = subprocess.Popen([sys.executable, "-m", "aiplat.cli.main", "lab", "cluster", "up",
+                           "--name", "crash"], env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    try:
+        state = _eventually("up has started the API server", lambda: state_file.exists() and (
+            s := json.loads(state_file.read_text())) and any(
+            p["name"] == "kube-apiserver" for p in s["procs"]) and s, timeout=60)
+    finally:
+        up.kill()
+        up.wait()
+    state = json.loads(state_file.read_text())
+    pids = [p["pid"] for p in state["procs"]]
+    assert pids and all(Path(f"/proc/{pid}").exists() for pid in pids)  # orphans, running
+    down = _aiplat(env, "lab", "cluster", "down", "--name", "crash", check=True)
+    assert "etcd" in down.stderr and "kube-apiserver" in down.stderr
+    assert all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in pids)
+    assert not (tmp_path / "runs" / "crash").exists()

@@ -355,20 +355,62 @@ def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
                ) -> list[Outcome]:
     """Apply (or dry-run) every object of a tree; never stops at the first refusal. Without
     ``force`` a field another manager owns (Kueue's ``suspend``, an operator's defaults) is
-    a conflict the server reports, as ``kubectl apply --server-side`` does."""
+    a conflict the server reports, as ``kubectl apply --server-side`` does.
+
+    A dry run of a tree whose namespaces do not exist yet checks their objects in scratch
+    namespaces (the server cannot dry-run into a namespace it does not have); what depends
+    on a cluster-scoped object the tree would create (a PriorityClass the pods name) is
+    reported as not checked rather than refused."""
     by_id = {id(o): f for f, o in items}
     ordered = apply_order(o for _f, o in items)
-    crds = [o for o in ordered if o.get("kind") == "CustomResourceDefinition"]
+    scratch: dict[str, str] = {}
+    try:
+        if dry_run:
+            scratch = _scratch_namespaces(api, items, _dry_run_namespaces(api, items,
+                                                                          probe_pods))
+        out = _apply_all(api, ordered, by_id, scratch, dry_run=dry_run, diff=diff,
+                         force=force)
+        if probe_pods:
+            out += _probe(api, items, scratch)
+    finally:
+        for s in scratch.values():
+            api.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s}})
+    return out
+
+
+def _dry_run_namespaces(api: Api, items: list[tuple[str, Obj]], probe_pods: bool
+                        ) -> set[str]:
+    """Namespaces a dry run needs a scratch copy of: the tree's namespaces the cluster does
+    not have, and (for the pod probe) those of the workloads, whose pods must meet the
+    tree's LimitRanges and quotas rather than the live ones."""
+    used = {o["metadata"]["namespace"] for _f, o in items
+            if o.get("metadata", {}).get("namespace")}
+    missing = {ns for ns in used
+               if not api.exists("v1", "Namespace", ns)}
+    owners = {o["metadata"].get("namespace", "default") for _f, o in items
+              if o.get("kind") in POD_OWNERS} if probe_pods else set()
+    return missing | owners
+
+
+def _apply_all(api: Api, ordered: list[Obj], by_id: dict[int, str], scratch: dict[str, str],
+               *, dry_run: bool, diff: bool, force: bool) -> list[Outcome]:
+    live_ns = {ns for ns in scratch if api.exists("v1", "Namespace", ns)}
+
     def one(o: Obj) -> Outcome:
+        ns = o.get("metadata", {}).get("namespace")
+        if dry_run and ns in scratch and ns not in live_ns:
+            moved = copy.deepcopy(o)
+            moved["metadata"]["namespace"] = scratch[ns]
+            r = _apply_one(api, moved, by_id.get(id(o)), dry_run=True, diff=False,
+                           force=force)
+            return Outcome(label(o), r.file, r.action, r.message.replace(scratch[ns], ns))
         return _apply_one(api, o, by_id.get(id(o)), dry_run=dry_run, diff=diff, force=force)
 
+    crds = [o for o in ordered if o.get("kind") == "CustomResourceDefinition"]
     out = [one(o) for o in crds]
     if crds and not dry_run:
         api.wait_established([c["metadata"]["name"] for c in crds])
-    out += [one(o) for o in ordered if o.get("kind") != "CustomResourceDefinition"]
-    if probe_pods:
-        out += _probe(api, items, dry_run)
-    return out
+    return out + [one(o) for o in ordered if o.get("kind") != "CustomResourceDefinition"]
 
 
 def _apply_one(api: Api, o: Obj, file: str | None, *, dry_run: bool, diff: bool,
@@ -393,28 +435,31 @@ def _apply_one(api: Api, o: Obj, file: str | None, *, dry_run: bool, diff: bool,
         return Outcome(name, file, "refused", str(e))
 
 
-def _probe(api: Api, items: list[tuple[str, Obj]], dry_run: bool) -> list[Outcome]:
-    owners = [(f, o) for f, o in items if o.get("kind") in POD_OWNERS]
-    if not owners:
-        return []
+def _probe(api: Api, items: list[tuple[str, Obj]], scratch: dict[str, str]) -> list[Outcome]:
+    """Each pod template as a dry-run Pod; refusals (and what could not be checked)."""
+    tree_classes = {o["metadata"]["name"] for _f, o in items if o.get("kind") == "PriorityClass"}
     out: list[Outcome] = []
-    scratch: dict[str, str] = {}
-    try:
-        if dry_run:
-            scratch = _scratch_namespaces(api, items, {o["metadata"].get("namespace", "default")
-                                                       for _f, o in owners})
-        for f, o in owners:
-            ns = o["metadata"].get("namespace", "default")
-            for podset, tpl in pod_templates(o):
-                pod = probe_pod(o, podset, tpl, scratch.get(ns, ns))
-                try:
-                    api.create(pod, dry_run=True)
-                except ApiError as e:
-                    out.append(Outcome(label(o), f, "pods refused",
-                                       f"pod set {podset}: {e}".replace(scratch.get(ns, ns), ns)))
-    finally:
-        for s in scratch.values():
-            api.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s}})
+    for f, o in items:
+        if o.get("kind") not in POD_OWNERS:
+            continue
+        ns = o["metadata"].get("namespace", "default")
+        for podset, tpl in pod_templates(o):
+            pod = probe_pod(o, podset, tpl, scratch.get(ns, ns))
+            pc = pod["spec"].get("priorityClassName")
+            unchecked = bool(scratch) and pc in tree_classes and not api.exists(
+                "scheduling.k8s.io/v1", "PriorityClass", pc)
+            if unchecked:
+                pod["spec"] = {k: v for k, v in pod["spec"].items() if k != "priorityClassName"}
+            try:
+                api.create(pod, dry_run=True)
+            except ApiError as e:
+                out.append(Outcome(label(o), f, "pods refused",
+                                   f"pod set {podset}: {e}".replace(scratch.get(ns, ns), ns)))
+                continue
+            if unchecked:
+                out.append(Outcome(label(o), f, "pods admitted",
+                                   f"pod set {podset}: without PriorityClass {pc}, which this "
+                                   "tree creates (checked once it exists)"))
     return out
 
 

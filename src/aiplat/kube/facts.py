@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.catalog.models import Catalog, GpuModel
+from aiplat.devices.mig import layouts as mig_layouts
 from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, Taint
 
 POOL_LABEL = "aiplat.io/pool"
@@ -184,26 +185,26 @@ GI_PROFILE_IDS = {(1, 1): 19, (1, 2): 15, (2, 2): 14, (3, 4): 9, (4, 4): 5, (7, 
 
 def _mig_devices(gpu: GpuModel, layout: list[str], minor: int, parent: str,
                  base: dict[str, Any]) -> list[dict[str, Any]]:
-    """The MIG devices of one GPU partitioned by ``layout``, each at the first free
-    placement its profile allows (the order mig-parted creates them in)."""
-    used: set[int] = set()
+    """The MIG devices of one GPU partitioned by ``layout``, at placements the profiles
+    allow together (the MIG planner's feasible layout for these counts)."""
+    counts = tuple(layout.count(p.name) for p in gpu.mig_profiles)
+    placements = mig_layouts(gpu).get(counts)
+    if placements is None:  # the spec loader refuses infeasible layouts; be safe anyway
+        return []
     out = []
-    for i, profile in enumerate(layout):
-        p = next(x for x in gpu.mig_profiles if x.name == profile)
-        start = next((s for s in p.placements
-                      if not used & set(range(s, s + p.memory_slices))), p.placements[0])
-        used |= set(range(start, start + p.memory_slices))
+    for i, pl in enumerate(placements):
+        p = next(x for x in gpu.mig_profiles if x.name == pl.profile)
         gi = GI_PROFILE_IDS.get((p.compute_slices, p.memory_slices), 0)
         mem_mib = gpu.reported_memory_mib * p.memory_slices // 8
         uuid = "MIG-" + str(_uuid.uuid5(_uuid.NAMESPACE_URL, f"{parent}/mig/{i}"))
         out.append({
-            "name": f"gpu-{minor}-mig-{slug(profile.replace('.', ''))}-{gi}-{start}",
+            "name": f"gpu-{minor}-mig-{slug(pl.profile.replace('.', ''))}-{gi}-{pl.start}",
             "attributes": {"type": {"string": "mig"}, "uuid": {"string": uuid},
-                           "parentUUID": {"string": parent}, "profile": {"string": profile},
+                           "parentUUID": {"string": parent}, "profile": {"string": pl.profile},
                            **base},
             "capacity": {"memory": {"value": f"{mem_mib}Mi"},
                          **{f"memorySlice{s}": {"value": "1"}
-                            for s in range(start, start + p.memory_slices)}},
+                            for s in range(pl.start, pl.start + p.memory_slices)}},
         })
     return out
 

@@ -299,10 +299,13 @@ def _quota_fit(snap: Snapshot, wl: Obj, cq: Obj, flavor: str,
                            f"requests {_fmt(q, res)} {res} but ClusterQueue {cqn} can never "
                            f"hold more than {_fmt(max_possible, res)} in flavor {flavor}", [ev])
             elif need_pool > pool_free:  # before the limit: raising it would not help
+                # The pool holds the queue's own lendable quota too: one figure, as Kueue
+                # reports it ("N more needed").
                 fit = _Fit(flavor, "QuotaExhausted" if used + q > nominal else "CohortExhausted",
-                           f"{res} in flavor {flavor}: needs {_fmt(q, res)}, ClusterQueue "
-                           f"{cqn} has {_fmt(max(Decimal(0), nominal - used), res)} of its own "
-                           f"free and cohort {cohort} {_fmt(pool_free, res)} to lend", [ev])
+                           f"{res} in flavor {flavor}: needs {_fmt(q, res)}, cohort {cohort} "
+                           f"has {_fmt(pool_free, res)} free (ClusterQueue {cqn}'s unused "
+                           f"quota included): {_fmt(need_pool - pool_free, res)} more needed",
+                           [ev])
             elif used + q - nominal > borrow:
                 fit = _Fit(flavor, "BorrowingLimit",
                            f"would borrow {_fmt(used + q - nominal, res)} {res} in flavor "
