@@ -84,12 +84,14 @@ def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None
 
 @cluster.command()
 @NAME
+@click.option("--settle", default=0.0, show_default=True, metavar="SECONDS",
+              help="first wait up to SECONDS until Kueue's workloads stop changing")
 @OUTPUT
-def status(name: str, output: str) -> None:
-    """Components, nodes and Kueue health of a running cluster (exit 1 when not up)."""
+def status(name: str, settle: float, output: str) -> None:
+    """Components, nodes, Kueue health and where each workload went (exit 1 when not up)."""
     from aiplat.cluster.run import status as do_status
 
-    st = do_status(name)
+    st = do_status(name, settle=settle)
     if st is None:
         _err(f"lab cluster {name} is not up (fix: 'aiplat lab cluster up')")
         sys.exit(1)
@@ -111,6 +113,12 @@ def status(name: str, output: str) -> None:
             click.echo(f"kueue       webhook {'answering' if k['webhook'] else 'NOT answering'}, "
                        f"{k['clusterQueues']} ClusterQueues, {k['admitted']}/{k['workloads']} "
                        "workloads admitted")
+            for w in st["workloads"]:
+                placed = sorted({p["node"] for p in w["pods"] if p["node"]})
+                where = (f"admitted on {','.join(w['flavors'])}, pods on "
+                         f"{','.join(placed) or '-'}" if w["admitted"]
+                         else f"pending: {w['reason'][:100]}")
+                click.echo(f"  {w['namespace'] + '/' + w['owner']:<36} {where}")
     if "error" in st or not all(c["alive"] for c in st["components"]):
         sys.exit(1)
 

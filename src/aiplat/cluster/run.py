@@ -308,7 +308,10 @@ def _metrics_certs(state: ClusterState, pki: Pki) -> None:
     _save(state)
 
 
-def status(name: str) -> dict[str, Any] | None:
+def status(name: str, settle: float = 0.0) -> dict[str, Any] | None:
+    """Components, nodes and Kueue's workloads. With ``settle``, first wait (at most that
+    many seconds) until the workloads' state has not changed for 3 s: what a test or an
+    exercise records after an apply."""
     state = load_state(name)
     if state is None:
         return None
@@ -318,11 +321,26 @@ def status(name: str) -> dict[str, Any] | None:
                            "components": procs, "ready_seconds": state.ready_seconds}
     try:
         with Api.from_kubeconfig(str(kubeconfig_path(name)), timeout=3) as api:
+            if settle:
+                _settle(api, settle)
             out["nodes"] = api.node_summary()
             out["kueue"] = api.kueue_summary()
+            out["workloads"] = api.workloads()
     except (ApiError, OSError, InputError) as e:
         out["error"] = str(e)
     return out
+
+
+def _settle(api: Api, timeout: float, quiet: float = 3.0) -> None:
+    deadline = time.monotonic() + timeout
+    last, since = None, time.monotonic()
+    while time.monotonic() < deadline:
+        now = api.workloads()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.5)
 
 
 def down(name: str) -> list[str]:

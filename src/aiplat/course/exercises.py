@@ -202,6 +202,37 @@ def check_kube(files: Files) -> list[str]:
     why = _need(files, "ex3/why-pending.json", problems)
     if why is not None and "Topology" not in json.dumps(why):
         problems.append("ex3/why-pending.json: the explanation names no topology reason")
+    return problems + check_live_tree(files)
+
+
+def check_live_tree(files: Files) -> list[str]:
+    """What the live cluster said about the tree: applied with nothing refused, workloads
+    admitted with their pods on nodes, DRA claims allocated, a live reason for the rest."""
+    problems: list[str] = []
+    applied = _need(files, "ex3/apply.json", problems)
+    if isinstance(applied, list):
+        refused = [_get(o, "object") for o in applied
+                   if str(_get(o, "action")).endswith("refused")]
+        if refused or not applied:
+            problems.append(f"ex3/apply.json: refused {refused}" if refused else
+                            "ex3/apply.json: nothing applied")
+    elif applied is not None:
+        problems.append("ex3/apply.json: not the JSON of 'aiplat kube apply -o json'")
+    live = _need(files, "ex3/cluster.json", problems)
+    if live is not None:
+        wls = _get(live, "workloads") or []
+        admitted = [w for w in wls if _get(w, "admitted") is True]
+        placed = [w for w in admitted
+                  if _get(w, "pods") and all(_get(p, "node") for p in _get(w, "pods")[:1])]
+        devices = [d for w in admitted for p in _get(w, "pods") or []
+                   for d in _get(p, "devices") or []]
+        if not placed:
+            problems.append("ex3/cluster.json: no admitted workload has pods on nodes")
+        if not devices:
+            problems.append("ex3/cluster.json: no DRA claim was allocated a device")
+    why = _need(files, "ex3/why-pending-live.json", problems)
+    if why is not None and not (_get(why, "code") and "Kueue" in json.dumps(why)):
+        problems.append("ex3/why-pending-live.json: no live reason with Kueue's own words")
     return problems
 
 
@@ -226,7 +257,7 @@ def _count(data: Any, key: str) -> int | None:
 
 
 def check_sharing(files: Files) -> list[str]:
-    problems: list[str] = []
+    problems: list[str] = check_live_queues(files)
     sharing = _need(files, "ex4/sharing.json", problems)
     if sharing is not None and not (_get(sharing, "gpus") or _get(sharing, "layouts")):
         problems.append("ex4/sharing.json: no MIG layout")
@@ -255,6 +286,22 @@ def check_sharing(files: Files) -> list[str]:
             if not share_b > 1.5 * share_a:
                 problems.append(f"ex4/{name}.json: team-b (weight 2) got {share_b:.0%}, "
                                 f"team-a (weight 1) {share_a:.0%}: weights not honoured")
+    return problems
+
+
+def check_live_queues(files: Files) -> list[str]:
+    problems: list[str] = []
+    live = _need(files, "ex4/queues-live.json", problems)
+    if live is None:
+        return problems
+    borrow = [w for w in _get(live, "workloads") or [] if "borrow-eval" in str(_get(w, "owner"))]
+    if not borrow or _get(borrow[0], "admitted") is not True:
+        problems.append("ex4/queues-live.json: the borrowing job was not admitted")
+    shares = {_get(q, "name"): _get(q, "weightedShare")
+              for q in _get(live, "kueue", "queues") or []}
+    if not (shares.get("batch") or 0) > 0:
+        problems.append(f"ex4/queues-live.json: batch's weighted share is {shares.get('batch')}"
+                        ", expected above 0 while it borrows (is fair sharing on?)")
     return problems
 
 
@@ -384,6 +431,39 @@ workloads:
 """
 
 AIPLAT_PULL = f"ip netns exec {NODE_NS} aiplat model pull {MODEL_REF} --plain-http"
+CLUSTER = "course"
+BORROW_JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: borrow-eval
+  namespace: batch
+  labels: {kueue.x-k8s.io/queue-name: batch, kueue.x-k8s.io/priority-class: batch}
+spec:
+  parallelism: 3
+  completions: 3
+  completionMode: Indexed
+  template:
+    spec:
+      restartPolicy: Never
+      priorityClassName: aiplat-batch
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      nodeSelector: {aiplat.io/pool: l40s}
+      resourceClaims: [{name: gpus, resourceClaimTemplateName: l40s-gpu-4}]
+      containers:
+      - name: main
+        image: vllm/vllm-openai:v0.11.0
+        resources:
+          requests: {cpu: "8", memory: 64Gi}
+          limits: {cpu: "8", memory: 64Gi}
+          claims: [{name: gpus}]
+        securityContext:
+          allowPrivilegeEscalation: false
+          capabilities: {drop: [ALL]}
+          runAsNonRoot: true
+          runAsUser: 1000
+          seccompProfile: {type: RuntimeDefault}
+"""
 
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
@@ -477,14 +557,35 @@ EXERCISES: tuple[Exercise, ...] = (
                  cmd="aiplat kube why-pending pretrain-big --snapshot "
                      "tests/data/snapshots/tas-rack-too-small -o json > "
                      "$COURSE/ex3/why-pending.json"),
+            Step("Start a real control plane (Kubernetes, Kueue, JobSet) with kwok nodes for "
+                 "the spec's pools and the DRA driver's ResourceSlices",
+                 cmd=f"aiplat lab cluster status --name {CLUSTER} >/dev/null 2>&1 || aiplat "
+                     f"lab cluster up $COURSE/ex1/platform.yaml --name {CLUSTER}"),
+            Step("Apply the tree: a server dry run first, then for real",
+                 cmd=f"kc=$(aiplat lab cluster kubeconfig --name {CLUSTER}) && aiplat kube "
+                     "apply --kubeconfig $kc --dry-run=server $COURSE/ex3/kube >/dev/null && "
+                     "aiplat kube apply --kubeconfig $kc $COURSE/ex3/kube -o json > "
+                     "$COURSE/ex3/apply.json"),
+            Step("See where Kueue admitted each workload, where the scheduler put its pods and "
+                 "which GPUs their claims got",
+                 cmd=f"aiplat lab cluster status --name {CLUSTER} --settle 60 -o json > "
+                     "$COURSE/ex3/cluster.json"),
+            Step("Ask the live cluster why a workload waits",
+                 cmd=f"aiplat kube why-pending nightly-eval -n batch --kubeconfig "
+                     f"$(aiplat lab cluster kubeconfig --name {CLUSTER}) -o json > "
+                     "$COURSE/ex3/why-pending-live.json"),
         ),
         check=check_kube,
         results=("ex3/kube/kustomization.yaml", "ex3/validate.json", "ex3/lint.json",
-                 "ex3/why-pending.json"),
+                 "ex3/why-pending.json", "ex3/apply.json", "ex3/cluster.json",
+                 "ex3/why-pending-live.json"),
         means="`cluster/` holds the GPU operator values and DeviceClasses, `tenants/` the "
               "ResourceClaimTemplates, `workloads/` the queue- and topology-annotated jobs. "
               "`why-pending` says which podset needs how many pods in one rack and how much "
-              "the roomiest rack has.",
+              "the roomiest rack has. On the live cluster `cluster.json` shows the real "
+              "Kueue's verdict per workload (flavor, or the reason it waits), the real "
+              "scheduler's node per pod and the GPUs each DRA claim was allocated; the "
+              "cluster stays up for exercise 4.",
         pitfalls=("`validate` reports the object, field path and schema rule; `lint` the "
                   "cross-layer mismatch (flavor vs pool, taint vs toleration, quota vs "
                   "capacity) with a fix.",)),
@@ -511,13 +612,27 @@ EXERCISES: tuple[Exercise, ...] = (
             Step("... and without (classic Kueue ordering)",
                  cmd="aiplat sim run $COURSE/ex4/teams.yaml --classic -o json > "
                      "$COURSE/ex4/sim-classic.json"),
+            Step("On the live cluster of exercise 3, submit a batch job that needs more than "
+                 "the batch team's nominal quota, so it borrows from the cohort",
+                 cmd="mkdir -p $COURSE/ex4/borrow && cat > $COURSE/ex4/borrow/job.yaml <<'EOF'\n"
+                     + BORROW_JOB + "EOF\n"
+                     f"aiplat kube apply --kubeconfig $(aiplat lab cluster kubeconfig --name "
+                     f"{CLUSTER}) $COURSE/ex4/borrow -o json > $COURSE/ex4/borrow.json"),
+            Step("Read Kueue's fair-sharing view: each ClusterQueue's weighted share",
+                 cmd=f"aiplat lab cluster status --name {CLUSTER} --settle 60 -o json > "
+                     "$COURSE/ex4/queues-live.json"),
         ),
         check=check_sharing,
-        results=("ex4/sharing.json", "ex4/sim-fair.json", "ex4/sim-classic.json"),
+        cleanup=f"aiplat lab cluster down --name {CLUSTER} >/dev/null 2>&1 || true",
+        results=("ex4/sharing.json", "ex4/sim-fair.json", "ex4/sim-classic.json",
+                 "ex4/queues-live.json"),
         means="`sharing.json` packs the teams' MIG instances into as few GPUs as the "
               "placement rules allow. In the simulations compare each team's obtained share "
               "with its fair share (from the weights) and its waits: with fair sharing, the "
-              "capacity borrowed from the idle team should go 2:1 to team-b.",
+              "capacity borrowed from the idle team should go 2:1 to team-b. On the live "
+              "cluster, `queues-live.json` shows the borrowing job admitted and the batch "
+              "queue's weighted share above zero: Kueue's fair sharing is on (the rendered "
+              "Configuration) and counts the borrowed quota against the queue's weight.",
         pitfalls=("With `--classic` team-a and team-b get ~50% each; with fair sharing "
                   "team-b's jobs preempt team-a's borrowing ones until the strategies stop "
                   "them: with 4-GPU replicas that is 12 and 20 of the 32 GPUs (~37% / 63%), "

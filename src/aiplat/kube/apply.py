@@ -304,11 +304,46 @@ class Api:
 
     def kueue_summary(self) -> dict[str, Any]:
         cqs = self.objects("kueue.x-k8s.io/v1beta2", "ClusterQueue")
-        wls = self.objects("kueue.x-k8s.io/v1beta2", "Workload")
-        admitted = sum(any(c["type"] == "Admitted" and c["status"] == "True"
-                           for c in w.get("status", {}).get("conditions", [])) for w in wls)
-        return {"clusterQueues": len(cqs), "workloads": len(wls), "admitted": admitted,
-                "webhook": self.webhook_answers("kueue.x-k8s.io/v1beta2", "ResourceFlavor")}
+        wls = self.workloads()
+        return {"clusterQueues": len(cqs), "workloads": len(wls),
+                "admitted": sum(w["admitted"] for w in wls),
+                "webhook": self.webhook_answers("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
+                "queues": [{"name": c["metadata"]["name"],
+                            "weightedShare": ((c.get("status") or {}).get("fairSharing")
+                                              or {}).get("weightedShare")} for c in cqs]}
+
+    def workloads(self) -> list[dict[str, Any]]:
+        """Kueue's verdict per Workload, with where its pods went and its claims' devices."""
+        pods: dict[tuple[str, str], list[Obj]] = {}
+        for p in self.objects("v1", "Pod"):
+            wl = (p["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/workload")
+            if wl:
+                pods.setdefault((p["metadata"]["namespace"], wl), []).append(p)
+        claims = {(c["metadata"]["namespace"], c["metadata"]["name"]): c
+                  for c in self.objects("resource.k8s.io/v1", "ResourceClaim")}
+        out = []
+        for w in self.objects("kueue.x-k8s.io/v1beta2", "Workload"):
+            ns, name = w["metadata"]["namespace"], w["metadata"]["name"]
+            st = w.get("status") or {}
+            conds = {c["type"]: c for c in st.get("conditions") or []}
+            admitted = conds.get("Admitted", {}).get("status") == "True"
+            owner = (w["metadata"].get("ownerReferences") or [{}])[0]
+            out.append({
+                "namespace": ns, "name": name, "owner": f"{owner.get('kind')}/"
+                f"{owner.get('name')}", "admitted": admitted,
+                "flavors": sorted({f for ps in (st.get("admission") or {}).get(
+                    "podSetAssignments") or [] for f in (ps.get("flavors") or {}).values()}),
+                "reason": "" if admitted else conds.get("QuotaReserved", {}).get("message", ""),
+                "pods": [{"name": p["metadata"]["name"], "node": p["spec"].get("nodeName"),
+                          "phase": p["status"].get("phase"),
+                          "devices": [r["device"] for rc in (p.get("status") or {}).get(
+                              "resourceClaimStatuses") or []
+                              for r in (((claims.get((ns, rc.get("resourceClaimName", "")))
+                                          or {}).get("status") or {}).get("allocation") or {}
+                                        ).get("devices", {}).get("results", [])]}
+                         for p in pods.get((ns, name), [])],
+            })
+        return sorted(out, key=lambda w: (w["namespace"], w["owner"]))
 
 
 def _message(r: httpx2.Response) -> str:
