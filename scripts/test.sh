@@ -29,6 +29,7 @@ fi
 [ -x /usr/local/go/bin/go ] && PATH="$PATH:/usr/local/go/bin"
 if command -v go >/dev/null; then
   .venv/bin/aiplat lab cluster build
+  .venv/bin/python -m aiplat.artifacts.oracles
 else
   echo "go not found: the live-cluster tests need Go >= 1.26 (they fail in CI, skip here)" >&2
 fi

@@ -1,0 +1,158 @@
+"""The interop oracles: cosign, oras, modctl and an OCI 1.1 registry, built from Go modules.
+
+aiplat's model store claims to speak the ecosystem's formats; these upstream programs are
+the proof. Their versions live in ``tools/go.mod`` next to this file (shipped with the
+package), a Go module whose ``tool`` lines name the main packages: ``cosign`` (key-pair
+signatures), ``oras`` (the ORAS CLI), ``modctl`` (the CNCF ModelPack reference CLI) and
+distribution v3's ``registry`` (serves the OCI 1.1 referrers API; Debian's docker-registry
+2.8 does not). ``build`` runs ``go build`` on it (``-mod=readonly``: nothing is written next
+to the package) into ``$XDG_CACHE_HOME/aiplat/oracles/<versions>/bin`` (default
+``~/.cache``), the same way :mod:`aiplat.cluster.assets` builds the lab cluster; nothing of
+theirs is in this repository. ``locate`` finds the binaries again and says how to build
+what is missing. ``python -m aiplat.artifacts.oracles`` builds and prints what it did.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from aiplat.cluster.assets import _binary_name, _go, versions
+from aiplat.errors import InputError
+
+TOOLS = Path(str(resources.files("aiplat.artifacts") / "tools"))
+
+
+@dataclass(frozen=True)
+class Oracle:
+    name: str  # the binary
+    module: str
+    package: str
+    short: str  # in the cache folder's name
+
+
+ORACLES = (
+    Oracle("cosign", "github.com/sigstore/cosign/v3", "github.com/sigstore/cosign/v3/cmd/cosign",
+           "cosign"),
+    Oracle("oras", "oras.land/oras", "oras.land/oras/cmd/oras", "oras"),
+    Oracle("modctl", "github.com/modelpack/modctl", "github.com/modelpack/modctl", "modctl"),
+    Oracle("registry", "github.com/distribution/distribution/v3",
+           "github.com/distribution/distribution/v3/cmd/registry", "distribution"),
+)
+NAMES = tuple(o.name for o in ORACLES)
+
+Progress = Callable[[str], None]
+
+
+def pinned() -> dict[str, str]:
+    """The version of each oracle's module, read from the tools module."""
+    return versions(TOOLS / "go.mod", tuple(o.module for o in ORACLES))
+
+
+def version_key(pins: dict[str, str]) -> str:
+    """``cosign-v3.1.3_oras-v1.3.6_...``: the cache folder of one set of versions."""
+    short = {o.module: o.short for o in ORACLES}
+    return "_".join(f"{short[m]}-{v}" for m, v in pins.items())
+
+
+def cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "aiplat" / "oracles"
+
+
+def default_cache() -> Path:
+    return cache_root() / version_key(pinned())
+
+
+def ldflags(pins: dict[str, str]) -> str:
+    """No symbol tables or DWARF, and the version stamps the release builds set (built
+    from a module, ``cosign version`` and ``registry --version`` would say ``devel``)."""
+    stamps = {
+        "sigs.k8s.io/release-utils/version.gitVersion": pins["github.com/sigstore/cosign/v3"],
+        "github.com/distribution/distribution/v3/version.version":
+            pins["github.com/distribution/distribution/v3"],
+    }
+    return " ".join(["-s", "-w", *(f"-X={k}={v}" for k, v in stamps.items())])
+
+
+def locate(cache: Path | None = None, names: tuple[str, ...] = NAMES) -> dict[str, Path]:
+    """Each named oracle's binary in the cache; InputError naming what is missing and the
+    command that builds it."""
+    bindir = (cache or default_cache()) / "bin"
+    found, missing = {}, []
+    for name in names:
+        p = bindir / name
+        if p.is_file() and os.access(p, os.X_OK):
+            found[name] = p
+        else:
+            missing.append(name)
+    if missing:
+        raise InputError(f"not found in {bindir}: {', '.join(missing)} (fix: run 'python -m "
+                         "aiplat.artifacts.oracles' (needs Go >= 1.26))")
+    return found
+
+
+def build(cache: Path | None = None, progress: Progress = lambda _m: None,
+          force: bool = False) -> dict[str, object]:
+    """Build what the cache lacks (everything with ``force``); a second run builds nothing."""
+    pins = pinned()
+    cache = cache or cache_root() / version_key(pins)
+    bindir = cache / "bin"
+    stamp = cache / "build.json"
+    recipe = {"versions": pins, "ldflags": ldflags(pins)}
+    try:
+        stale = json.loads(stamp.read_text()) != recipe
+    except (OSError, ValueError):
+        stale = True
+    todo = [o for o in ORACLES if force or stale or not (bindir / o.name).is_file()]
+    report: dict[str, object] = {"cache": str(cache), "versions": pins, "built": [],
+                                 "seconds": 0.0}
+    t0 = time.monotonic()
+    if todo:
+        go = _go()
+        bindir.mkdir(parents=True, exist_ok=True)
+        progress(f"building {', '.join(o.name for o in todo)} with {go} (first time: about"
+                 " 10 min on 2 cores; the Go caches make later builds fast)")
+        tmp = cache / "bin.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false", "CGO_ENABLED": "0"}
+        cp = subprocess.run([go, "build", f"-ldflags={ldflags(pins)}", "-o", f"{tmp}/",
+                             *(o.package for o in todo)],
+                            cwd=TOOLS, env=env, capture_output=True, text=True, check=False)
+        if cp.returncode != 0:
+            raise InputError(f"go build failed:\n{cp.stderr.strip()[-4000:]}")
+        for o in todo:
+            os.replace(tmp / _binary_name(o.package), bindir / o.name)
+        shutil.rmtree(tmp, ignore_errors=True)
+        report["built"] = [o.name for o in todo]
+        stamp.write_text(json.dumps(recipe, indent=2) + "\n")
+    report["seconds"] = round(time.monotonic() - t0, 1)
+    return report
+
+
+def main() -> int:
+    def say(msg: str) -> None:
+        print(msg, file=sys.stderr)
+
+    try:
+        report = build(progress=say)
+    except InputError as e:
+        say(f"error: {e}")
+        return 2
+    built = report["built"]
+    what = f"built {', '.join(built)}" if isinstance(built, list) and built else "up to date"
+    print(f"interop oracles {what} in {report['seconds']} s: {report['cache']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
