@@ -213,7 +213,7 @@ def test_policy_refuses_unsigned_and_wrongly_signed_models(
     assert run("sign", ref, "--key", str(good))[0] == 0
     code, out, err = run("pull", ref, "--cache", cache, "--policy", str(policy), "-o", "json")
     assert code == 0, err
-    assert json.loads(out)["trust"].startswith("signed by ed25519:")
+    assert json.loads(out)["trust"].startswith("signed by ecdsa-p256:")
     code, out, _ = run("inspect", ref, "-o", "json")
     assert json.loads(out)["signatures"] == 2
     code, out, _ = run("tags", f"{registry.host}/prod/m")

@@ -325,15 +325,18 @@ class RegistryClient:
             path = _next_link(r)
         return sorted(out)
 
-    def referrers(self, repo: str, digest: str,
-                  artifact_type: str) -> list[dict[str, object]] | None:
-        """Referrers of ``digest`` of ``artifact_type``; ``None`` when the API is missing."""
+    def referrers(self, repo: str, digest: str, artifact_type: str | tuple[str, ...],
+                  ) -> list[dict[str, object]] | None:
+        """Referrers of ``digest`` of ``artifact_type`` (one, or any of several); ``None``
+        when the registry does not serve the referrers API."""
+        types = (artifact_type,) if isinstance(artifact_type, str) else artifact_type
+        params = {"artifactType": types[0]} if len(types) == 1 else None
         r = self.request("GET", f"/v2/{repo}/referrers/{digest}", ok=(200, 404),
-                         params={"artifactType": artifact_type})
+                         params=params)
         if r.status_code == 404 or OCI_INDEX not in r.headers.get("content-type", ""):
             return None
         manifests = r.json().get("manifests") or []
-        return [m for m in manifests if m.get("artifactType") == artifact_type]
+        return [m for m in manifests if m.get("artifactType") in types]
 
 
 def _with_digest(location: str, digest: str) -> str:

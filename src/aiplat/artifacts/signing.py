@@ -1,18 +1,22 @@
-"""Ed25519 signatures over manifest digests, and the trust policy that requires them (pure).
+"""Signatures over manifest digests in cosign's format, and the trust policy (pure).
 
-What is signed is a small canonical JSON payload binding the repository (without the registry
-host, so a mirror verifies too) to the manifest digest, in the spirit of the containers
-"simple signing" format; signing the digest rather than a tag means a moved tag can never
-borrow a signature. A signature travels as an OCI artifact in the same repository: a
-manifest with ``artifactType`` :data:`SIGNATURE_TYPE`, an empty config, one layer per
-signature and ``subject`` pointing at the model, tagged ``sha256-<hex>.sig`` (registries with
-the referrers API also find it through ``subject``).
+aiplat signs what cosign signs (:mod:`aiplat.artifacts.cosign`): the simple-signing payload
+binding ``HOST/REPO`` to the manifest digest, signed with an ECDSA P-256 key (cosign's
+default; Ed25519 and RSA keys work too), so ``cosign verify --key aiplat.pub`` and every
+admission controller that checks cosign key-pair signatures accept a model aiplat signed,
+and aiplat accepts a model ``cosign sign --key`` signed. Signing the digest rather than a
+tag means a moved tag can never borrow a signature. The payload's repository must be the
+model's (the registry host may differ, so a mirror verifies too).
 
-The policy (YAML) names public keys and ordered rules; the first rule whose repository
-pattern (fnmatch on ``registry/repository``) matches decides: ``require: signed`` with the
-keys it trusts, or ``require: none``. A repository no rule matches is refused: a policy
-file means "deny unless said otherwise". Parsing is strict: a key given twice in one mapping
-(two ``rules:``, which YAML loaders silently resolve to the last) is refused with its line.
+Signatures made by aiplat before it spoke cosign's format (a JSON blob of media type
+:data:`SIGNATURE_TYPE` with an Ed25519 signature) still verify; nothing writes them.
+
+The policy (YAML) names public keys (PEM, e.g. a ``cosign.pub``) and ordered rules; the
+first rule whose repository pattern (fnmatch on ``registry/repository``) matches decides:
+``require: signed`` with the keys it trusts, or ``require: none``. A repository no rule
+matches is refused: a policy file means "deny unless said otherwise". Parsing is strict: a
+key given twice in one mapping (two ``rules:``, which YAML loaders silently resolve to the
+last) is refused with its line.
 
 Nothing here does I/O: callers read files and talk to registries.
 """
@@ -21,72 +25,104 @@ from __future__ import annotations
 
 import base64
 import fnmatch
-import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from aiplat.artifacts import cosign
+from aiplat.artifacts.cosign import PrivateKey, PublicKey
 from aiplat.artifacts.errors import ArtifactInputError, SignatureError
 
-SIGNATURE_TYPE = "application/vnd.aiplat.signature.v1+json"
+SIGNATURE_TYPE = "application/vnd.aiplat.signature.v1+json"  # the format before cosign's
 PAYLOAD_TYPE = "aiplat model signature v1"
+_KEY_TYPES = (Ed25519PrivateKey, ec.EllipticCurvePrivateKey, rsa.RSAPrivateKey)
+_PUBLIC_TYPES = (Ed25519PublicKey, ec.EllipticCurvePublicKey, rsa.RSAPublicKey)
 
 
-def signed_payload(repository: str, digest: str) -> bytes:
-    doc = {"critical": {"identity": {"repository": repository},
-                        "image": {"manifest-digest": digest}, "type": PAYLOAD_TYPE}}
-    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+def key_id(public: PublicKey) -> str:
+    return cosign.fingerprint(public)
 
 
-def key_id(public: Ed25519PublicKey) -> str:
-    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    return "ed25519:" + hashlib.sha256(raw).hexdigest()[:16]
+def generate_key() -> ec.EllipticCurvePrivateKey:
+    """A new signing key of cosign's default type (ECDSA P-256)."""
+    return ec.generate_private_key(ec.SECP256R1())
 
 
-def public_pem(public: Ed25519PublicKey) -> str:
+def public_pem(public: PublicKey) -> str:
     return public.public_bytes(serialization.Encoding.PEM,
                                serialization.PublicFormat.SubjectPublicKeyInfo).decode()
 
 
-def private_pem(private: Ed25519PrivateKey) -> bytes:
+def private_pem(private: PrivateKey) -> bytes:
     return private.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                  serialization.NoEncryption())
 
 
-def load_private_key(pem: bytes, where: str) -> Ed25519PrivateKey:
+def load_private_key(pem: bytes, where: str, password: bytes | None = None) -> PrivateKey:
+    """An unencrypted PEM private key, or cosign's encrypted one (``password``)."""
+    if any(f"BEGIN {t}".encode() in pem for t in cosign.ENCRYPTED_PEM_TYPES):
+        if password is None:
+            raise ArtifactInputError(f"{where}: a cosign encrypted key; set COSIGN_PASSWORD to"
+                                     " its password")
+        return cosign.decrypt_cosign_key(pem, password, where)
     try:
         key = serialization.load_pem_private_key(pem, password=None)
     except (ValueError, TypeError) as e:
         raise ArtifactInputError(f"{where}: not an unencrypted PEM private key ({e}); create one"
                                  " with `aiplat model sign --generate-key FILE`") from None
-    if not isinstance(key, Ed25519PrivateKey):
-        raise ArtifactInputError(f"{where}: the key is not Ed25519; aiplat signs with Ed25519")
+    if not isinstance(key, _KEY_TYPES):
+        raise ArtifactInputError(f"{where}: a {type(key).__name__}; aiplat signs with ECDSA,"
+                                 " Ed25519 or RSA keys")
     return key
 
 
-def load_public_key(pem: str, where: str) -> Ed25519PublicKey:
+def load_public_key(pem: str, where: str) -> PublicKey:
     try:
         key = serialization.load_pem_public_key(pem.encode())
     except (ValueError, TypeError) as e:
         raise ArtifactInputError(f"{where}: not a PEM public key ({e}); paste the .pub file"
-                                 " written by `aiplat model sign --generate-key`") from None
-    if not isinstance(key, Ed25519PublicKey):
-        raise ArtifactInputError(f"{where}: the key is not Ed25519")
+                                 " written by `aiplat model sign --generate-key` or"
+                                 " `cosign generate-key-pair`") from None
+    if not isinstance(key, _PUBLIC_TYPES):
+        raise ArtifactInputError(f"{where}: a {type(key).__name__}; signatures are checked"
+                                 " with ECDSA, Ed25519 or RSA keys")
     return key
 
 
-def sign(private: Ed25519PrivateKey, repository: str, digest: str) -> bytes:
-    """The signature blob (JSON) for ``repository@digest``."""
-    payload = signed_payload(repository, digest)
+@dataclass(frozen=True)
+class Signature:
+    """One signature found in the registry: cosign's (payload + signature), or a legacy
+    aiplat blob (``signature`` None, the blob in ``payload``)."""
+
+    payload: bytes
+    signature: bytes | None
+    where: str = ""
+
+
+def sign(private: PrivateKey, docker_reference: str, digest: str) -> Signature:
+    """cosign's signature over ``docker_reference@digest`` (``HOST/REPO``)."""
+    data = cosign.payload(docker_reference, digest)
+    return Signature(data, cosign.sign_bytes(private, data))
+
+
+def legacy_payload(repository: str, digest: str) -> bytes:
+    doc = {"critical": {"identity": {"repository": repository},
+                        "image": {"manifest-digest": digest}, "type": PAYLOAD_TYPE}}
+    return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+
+def legacy_blob(private: Ed25519PrivateKey, repository: str, digest: str) -> bytes:
+    """A signature blob in the format aiplat wrote before cosign's (tests of migration)."""
+    data = legacy_payload(repository, digest)
     doc = {"keyId": key_id(private.public_key()),
-           "payload": base64.b64encode(payload).decode(),
-           "signature": base64.b64encode(private.sign(payload)).decode()}
+           "payload": base64.b64encode(data).decode(),
+           "signature": base64.b64encode(private.sign(data)).decode()}
     return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
 
 
@@ -97,25 +133,43 @@ class SignatureCheck:
     reason: str
 
 
-def check_signature(blob: bytes, repository: str, digest: str,
-                    keys: dict[str, Ed25519PublicKey]) -> SignatureCheck:
-    """Check one signature blob against the trusted ``keys`` (key id -> key)."""
+def check_signature(sig: Signature | bytes, repository: str, digest: str,
+                    keys: dict[str, PublicKey]) -> SignatureCheck:
+    """Check one signature (or a legacy blob) against the trusted ``keys`` (id -> key)."""
+    if isinstance(sig, bytes):
+        return _check_legacy(sig, repository, digest, keys)
+    if sig.signature is None:
+        return _check_legacy(sig.payload, repository, digest, keys)
+    claim = cosign.claims(sig.payload)
+    if claim is None:
+        return SignatureCheck("?", False, "not a cosign simple-signing payload")
+    reference, signed = claim
+    if signed != digest or cosign.repository_of(reference) != repository:
+        return SignatureCheck("?", False, f"signs {reference}@{signed}, another manifest or"
+                                          f" repository, not {repository}@{digest}")
+    for kid, key in keys.items():
+        if cosign.verify_bytes(key, sig.signature, sig.payload):
+            return SignatureCheck(kid, True, "ok")
+    return SignatureCheck("?", False, "signed by a key the policy does not trust here (or"
+                                      " the signature is corrupt)")
+
+
+def _check_legacy(blob: bytes, repository: str, digest: str,
+                  keys: dict[str, PublicKey]) -> SignatureCheck:
     try:
         doc = json.loads(blob)
         kid = str(doc["keyId"])
-        payload = base64.b64decode(doc["payload"])
+        data = base64.b64decode(doc["payload"])
         sig = base64.b64decode(doc["signature"])
     except (ValueError, KeyError, TypeError):
         return SignatureCheck("?", False, "malformed signature blob")
-    if payload != signed_payload(repository, digest):
+    if data != legacy_payload(repository, digest):
         return SignatureCheck(kid, False, f"signs another manifest or repository, not "
                                           f"{repository}@{digest}")
     key = keys.get(kid)
-    if key is None:
+    if not isinstance(key, Ed25519PublicKey):
         return SignatureCheck(kid, False, "signed by a key the policy does not trust here")
-    try:
-        key.verify(sig, payload)
-    except InvalidSignature:
+    if not cosign.verify_bytes(key, sig, data):
         return SignatureCheck(kid, False, "the signature does not verify with the key")
     return SignatureCheck(kid, True, "ok")
 
@@ -147,14 +201,14 @@ class PolicyDoc(_Model):
 @dataclass(frozen=True)
 class Decision:
     require_signature: bool
-    keys: dict[str, Ed25519PublicKey]
+    keys: dict[str, PublicKey]
     rule: str
 
 
 @dataclass(frozen=True)
 class Policy:
     doc: PolicyDoc
-    public_keys: dict[str, Ed25519PublicKey]
+    public_keys: dict[str, PublicKey]
     source: str
 
     def decide(self, name: str) -> Decision:

@@ -91,7 +91,8 @@ def model() -> None:
               help="blobs larger than this upload in PATCH chunks of this size")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 64))
 @click.option("--sign-key", type=click.Path(exists=True, dir_okay=False),
-              help="Ed25519 private key: sign the pushed manifest")
+              help="private key (PEM, or cosign.key with COSIGN_PASSWORD): sign the pushed"
+                   " manifest in cosign's format")
 @_PLAIN
 @_OUTPUT
 def push(*, directory: str, ref: str, name: str | None, version: str, mount_from: tuple[str, ...],
@@ -135,7 +136,9 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
 def _load_key(path: str) -> Any:
     from aiplat.artifacts.signing import load_private_key
 
-    return load_private_key(Path(path).read_bytes(), path)
+    password = os.environ.get("COSIGN_PASSWORD")
+    return load_private_key(Path(path).read_bytes(), path,
+                            None if password is None else password.encode())
 
 
 @model.command()
@@ -228,14 +231,14 @@ def tags(repository: str, plain_http: bool | None, output: str) -> None:
 @_OUTPUT
 def inspect(ref: str, plain_http: bool | None, output: str) -> None:
     """Show REF's digest, config and layers, and whether it carries signatures."""
-    from aiplat.artifacts.signatures import signature_blobs
+    from aiplat.artifacts.signatures import find_signatures
 
     r = parse_reference(ref)
     with open_client(r.registry, plain_http=plain_http) as client:
         body, digest, media = client.get_manifest(r.repository, r.identifier)
         m = Manifest.from_bytes(body, str(r))
         config = json.loads(client.get_blob_bytes(r.repository, m.config.digest))
-        sigs = len(signature_blobs(client, r.repository, digest))
+        sigs = len(find_signatures(client, r.repository, digest))
     layers = [{"mediaType": x.media_type, "digest": x.digest, "size": x.size,
                "path": x.filepath or x.annotations.get("org.opencontainers.image.title", "")}
               for x in m.layers]
@@ -293,13 +296,19 @@ def gc(cache_dir: str, max_size: str | None, output: str) -> None:
 @model.command()
 @click.argument("ref", required=False)
 @click.option("--key", type=click.Path(exists=True, dir_okay=False),
-              help="Ed25519 private key (PEM) to sign REF with")
+              help="private key to sign REF with: PEM (ECDSA, Ed25519, RSA), or a cosign.key"
+                   " (password in COSIGN_PASSWORD)")
 @click.option("--generate-key", type=click.Path(dir_okay=False),
-              help="write a new private key here (0600) and its public key to FILE.pub")
+              help="write a new ECDSA P-256 private key here (0600) and its public key to"
+                   " FILE.pub (what `cosign verify --key` reads)")
 @_PLAIN
 def sign(ref: str | None, key: str | None, generate_key: str | None,
          plain_http: bool | None) -> None:
-    """Sign REF's manifest digest (tag sha256-<hex>.sig), or generate a key pair.
+    """Sign REF's manifest digest in cosign's format, or generate a key pair.
+
+    The signature is cosign's simple-signing payload in a manifest that refers to REF's
+    (OCI 1.1 referrers, where the registry serves them; else the tag sha256-<hex>.sig), so
+    `cosign verify --key FILE.pub` checks it; `pull --policy` checks cosign's signatures too.
 
     A TrustPolicy file for `pull --policy` looks like:
 
@@ -315,16 +324,15 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
         - repositories: ["registry.example:5000/scratch/*"]
           require: none
     """
+    from aiplat.artifacts.signing import generate_key as new_key
     from aiplat.artifacts.signing import key_id, private_pem, public_pem
 
     if generate_key:
-        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
         from aiplat.fsutil import atomic_write
 
         if Path(generate_key).exists():
             raise ArtifactInputError(f"{generate_key} exists; choose a new file for the key")
-        new = Ed25519PrivateKey.generate()
+        new = new_key()
         try:
             atomic_write(generate_key, private_pem(new), mode=0o600)
             try:
