@@ -2,7 +2,9 @@
 
     AiplatError                 base; ``exit_code`` tells the CLI how to exit
     ├── InputError              bad user input (exit 2)
-    │   └── SpecError           a platform spec that does not load; carries ``SpecIssue``s
+    │   ├── SpecError           a platform spec that does not load; carries ``SpecIssue``s
+    │   └── OutputError         an output that cannot be written (also an ``OSError``, so
+    │                           callers that catch ``OSError`` around a write still do)
     └── (capability errors are added by later layers)
 
 The CLI catches ``AiplatError`` once and prints ``str(err)``; nothing else prints tracebacks
@@ -11,7 +13,9 @@ for expected failures.
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
+from pathlib import Path
 
 
 class AiplatError(Exception):
@@ -48,3 +52,32 @@ class SpecError(InputError):
     def __init__(self, issues: list[SpecIssue]) -> None:
         self.issues = issues
         super().__init__("\n".join(str(i) for i in issues))
+
+
+_OUTPUT_FIXES = {
+    errno.EROFS: "the file system is read-only: write somewhere writable (another -o/--write)",
+    errno.ENOSPC: "the disk is full: free space or write to another file system",
+    errno.EDQUOT: "the disk quota is exhausted: free space or write elsewhere",
+    errno.EACCES: "no permission: choose a directory you can write, or fix its permissions",
+    errno.EPERM: "not permitted: choose a directory you can write",
+    errno.ENOTDIR: "a file is where a directory is needed: remove it or choose another output",
+    errno.EEXIST: "a file is where a directory is needed: remove it or choose another output",
+    errno.EISDIR: "a directory is where a file is needed: remove it or choose another output",
+    errno.ENAMETOOLONG: "the path is too long: choose a shorter output path",
+    errno.ENOENT: "the directory cannot be created there: choose another output",
+}
+
+
+class OutputError(InputError, OSError):
+    """An output that cannot be written: the path, the system's reason and a fix."""
+
+    def __init__(self, path: str | Path, cause: OSError) -> None:
+        reason = cause.strerror or str(cause)
+        where = cause.filename if cause.filename not in (None, "") else path
+        fix = _OUTPUT_FIXES.get(cause.errno or 0, "choose another output location")
+        self.message = f"cannot write {path}: {reason} ({where}) (fix: {fix})" \
+            if str(where) != str(path) else f"cannot write {path}: {reason} (fix: {fix})"
+        OSError.__init__(self, cause.errno, self.message, str(path))
+
+    def __str__(self) -> str:
+        return self.message

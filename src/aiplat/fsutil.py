@@ -1,46 +1,158 @@
-"""Atomic file writes: a reader sees the old file or the new one, never half of either.
+"""Atomic file writes: a reader sees the old files or the new ones, never half of either.
 
-Each file is written to a temporary name in the same directory, flushed and fsynced, then
+Each file is written to a temporary name in its own directory, flushed and fsynced, then
 renamed over the target (rename is atomic within a file system). Callers render every output
 in memory first and only then write, so a failure while computing writes nothing at all.
+
+``write_tree`` writes many files as one change, in two phases: every file is staged first
+(the slow part: writing and fsyncing), then all are renamed into place with SIGINT and
+SIGTERM held back. A failure or an interrupt in either phase undoes this call's work: staged
+files are removed, renamed ones get their previous content back (kept as a hard link until
+the end), and directories this call created are removed again. Other files already in the
+target directories are never touched, so a tree can be written into a directory that holds
+more than the tree (``plan -o out`` keeps the user's other files).
+
+A write that fails raises ``aiplat.errors.OutputError``: an ``InputError`` naming the path,
+the system's reason and a fix, and also an ``OSError`` (same ``errno``) for callers that
+catch that.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import secrets
+import signal
 import tempfile
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+
+from aiplat.errors import OutputError
 
 
 def atomic_write(path: str | Path, data: str | bytes, mode: int = 0o644) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    _commit([(Path(path), data)], mode)
+
+
+def write_tree(root: str | Path, files: Mapping[str, str | bytes],
+               mode: int = 0o644) -> list[Path]:
+    """Write already-rendered ``files`` (relative path -> content) under ``root``: all or none."""
+    return _commit([(Path(root) / rel, content) for rel, content in files.items()], mode)
+
+
+def _commit(items: list[tuple[Path, str | bytes]], mode: int) -> list[Path]:
+    created: list[Path] = []  # directories this call made, parents first
+    staged: list[tuple[Path, Path]] = []  # (temporary, target)
+    placed: list[tuple[Path, Path | None, bool]] = []  # (target, backup, existed before)
+    current = items[0][0] if items else Path(".")
+    try:
+        for target, content in items:
+            current = target
+            _make_dirs(target.parent, created)
+            if target.is_dir() and not target.is_symlink():
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+            raw = content.encode("utf-8") if isinstance(content, str) else content
+            staged.append((_stage(target, raw, mode), target))
+        with _signals_held():
+            for tmp, target in staged:
+                current = target
+                existed = target.exists() or target.is_symlink()
+                backup = _backup(target) if existed else None
+                os.replace(tmp, target)
+                placed.append((target, backup, existed))
+        for folder in dict.fromkeys(t.parent for _, t in staged):
+            current = folder
+            _fsync_dir(folder)
+    except BaseException as e:
+        _undo(staged, placed, created)
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise OutputError(current, e) from e
+        raise
+    for _, backup, _ in placed:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+    return [t for t, _ in items]
+
+
+def _make_dirs(folder: Path, created: list[Path]) -> None:
+    missing = []
+    probe = folder
+    while not probe.is_dir():
+        if probe.exists() or probe.is_symlink():  # a file (or a dangling link) in the way
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(probe))
+        missing.append(probe)
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    for d in reversed(missing):
+        d.mkdir()
+        created.append(d)
+
+
+def _stage(target: Path, raw: bytes, mode: int) -> Path:
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
-        os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    # Persist the rename itself; without this a crash can lose the new directory entry.
-    dir_fd = os.open(target.parent, os.O_RDONLY)
+    return Path(tmp)
+
+
+def _backup(target: Path) -> Path | None:
+    """A hard link to the file about to be replaced, so a failure can put it back."""
+    if target.is_symlink() or not target.is_file():
+        return None
+    backup = target.with_name(f".{target.name[:100]}.{secrets.token_hex(4)}.old")
+    try:
+        os.link(target, backup)
+    except OSError:  # a file system without hard links: the old content cannot come back
+        return None
+    return backup
+
+
+def _undo(staged: list[tuple[Path, Path]], placed: list[tuple[Path, Path | None, bool]],
+          created: list[Path]) -> None:
+    for target, backup, existed in reversed(placed):
+        with contextlib.suppress(OSError):
+            if backup is not None:
+                os.replace(backup, target)
+            elif not existed:
+                target.unlink()
+    for tmp, _ in staged:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+    for d in reversed(created):
+        with contextlib.suppress(OSError):
+            d.rmdir()
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Persist the renames themselves; without this a crash can lose the new directory entries.
+    dir_fd = os.open(folder, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
 
 
-def write_tree(root: str | Path, files: Mapping[str, str | bytes]) -> list[Path]:
-    """Write already-rendered ``files`` (relative path -> content) under ``root``."""
-    written = []
-    for rel, content in files.items():
-        path = Path(root) / rel
-        atomic_write(path, content)
-        written.append(path)
-    return written
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold SIGINT/SIGTERM back for the renames; they arrive right after, with all in place."""
+    if threading.current_thread() is not threading.main_thread() \
+            or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -6,7 +6,9 @@ kubernetes-validate, numpy, httpx), and a command should pay only for what it us
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
 import sys
 
 import click
@@ -57,20 +59,53 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; map every expected failure to a message on stderr and an exit code.
+
+    0 ok, 1 a failed check or findings, 2 a usage, input or output error (an ``OSError`` that
+    escaped a command names its file), 130 interrupted (SIGINT).
+    """
     try:
         cli.main(args=argv, prog_name="aiplat", standalone_mode=False)
     except AiplatError as e:
-        click.echo(f"error: {e}" if "\n" not in str(e) else f"error:\n{e}", err=True)
+        _error(f"error: {e}" if "\n" not in str(e) else f"error:\n{e}")
         return e.exit_code
-    except click.exceptions.Abort:
-        click.echo("aborted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _error("aborted (interrupted)")
         return 130
     except click.ClickException as e:
         e.show()
         return e.exit_code
     except click.exceptions.Exit as e:
         return e.exit_code
+    except BrokenPipeError:
+        # The reader of stdout went away (``aiplat ... | head``): nothing left to say to it.
+        _quiet_stdout()
+        return 1
+    except OSError as e:
+        _error(f"error: {_os_error(e)}")
+        return 2
     return 0
+
+
+def _error(message: str) -> None:
+    with contextlib.suppress(OSError, ValueError):  # stderr closed as well
+        click.echo(message, err=True)
+
+
+def _os_error(e: OSError) -> str:
+    reason = e.strerror or str(e)
+    if e.filename is None:
+        return reason
+    where = str(e.filename) if e.filename2 is None else f"{e.filename} -> {e.filename2}"
+    return f"{where}: {reason}"
+
+
+def _quiet_stdout() -> None:
+    # Python flushes stdout at exit and would print a second BrokenPipeError; point it at
+    # /dev/null instead, as the Python documentation recommends for SIGPIPE.
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ def _last_acceptance(out: Path) -> Record | None:
     path = out / "acceptance" / "acceptance.json"
     try:
         return load_record(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none yet (or DIR is not a directory)
         return None
     except (OSError, ValueError) as e:
         raise InputError(f"{path}: not an acceptance record ({e}); run `aiplat accept run "
