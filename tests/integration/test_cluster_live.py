@@ -516,3 +516,88 @@ def test_down_after_a_killed_up_stops_everything_it_started(tmp_path: Path) -> N
     assert "etcd" in down.stderr and "kube-apiserver" in down.stderr
     assert all(not Path(f"/proc/{pid}").exists() or _zombie(pid) for pid in pids)
     assert not (tmp_path / "runs" / "crash").exists()
+
+
+DRA_SPEC = """\
+apiVersion: aiplat/v1alpha1
+kind: Platform
+metadata: {name: dra-h100}
+kubernetes: {version: "1.34", kueueVersion: 0.19.2, gpuResources: dra}
+site: {powerBudgetKW: 60, rackPowerLimitKW: 40}
+pools:
+  - name: whole
+    node: {nodeType: hgx-h100-8, gpu: {model: H100-SXM-80GB, count: 8}, cpuCores: 112,
+           memoryGiB: 2048}
+    count: 1
+  - name: mig
+    node: {nodeType: hgx-h100-8, gpu: {model: H100-SXM-80GB, count: 8}, cpuCores: 112,
+           memoryGiB: 2048}
+    count: 1
+    sharing: {strategy: mig, migLayout: [3g.40gb, 2g.20gb, 2g.20gb]}
+tenants:
+  - {name: team, quota: {whole: {gpus: 8}, mig: {gpus: 24}}}
+versions:
+  approved:
+    - {name: r580, driver: 580.95.05, cuda: "13.0", kubernetes: "1.34", kueue: 0.19.2}
+"""
+
+
+def _restricted_pod(name: str, template: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "team"},
+            "spec": {"containers": [{
+                "name": "c", "image": "busybox", "resources": {"claims": [{"name": "gpu"}]},
+                "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                                    "runAsUser": 1000, "capabilities": {"drop": ["ALL"]},
+                                    "seccompProfile": {"type": "RuntimeDefault"}}}],
+                "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+                "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}
+
+
+def test_h100_whole_and_mig_devices_are_allocated_by_their_classes(tmp_path: Path) -> None:
+    """A DRA H100 pool publishes 81559Mi GPUs; a MIG pool only its MIG devices, named as the
+    driver names them; each rendered class gets its kind of device from the real scheduler."""
+    try:
+        locate()
+    except InputError as e:
+        if _in_ci():
+            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
+        pytest.skip(str(e))
+    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp_path / "runs")}
+    (tmp_path / "spec.yaml").write_text(DRA_SPEC)
+    _aiplat(env, "kube", "render", str(tmp_path / "spec.yaml"), "-o", str(tmp_path / "kube"),
+            check=True)
+    up = _aiplat(env, "lab", "cluster", "up", str(tmp_path / "spec.yaml"), "--name", "dra",
+                 check=True)
+    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
+    try:
+        with Api.from_kubeconfig(kubeconfig) as api:
+            slices = {s["spec"]["nodeName"]: s["spec"]["devices"]
+                      for s in api.objects("resource.k8s.io/v1", "ResourceSlice")}
+            whole = {d["name"]: d for d in slices["whole-0"]}
+            assert whole["gpu-0"]["capacity"]["memory"]["value"] == "81559Mi"
+            assert whole["gpu-0"]["attributes"]["architecture"]["string"] == "Hopper"
+            mig = [d["name"] for d in slices["mig-0"]]
+            assert len(mig) == 24 and not [n for n in mig if "-mig-" not in n]
+            assert mig[:3] == ["gpu-0-mig-2g20gb-14-0", "gpu-0-mig-2g20gb-14-2",
+                               "gpu-0-mig-3g40gb-9-4"]
+            applied = _aiplat({**env, "KUBECONFIG": kubeconfig}, "kube", "apply",
+                              str(tmp_path / "kube"))
+            assert applied.returncode == 0, applied.stdout
+            pods = {"w": "whole-gpu-1", "m3": "mig-mig-3g.40gb", "m2": "mig-mig-2g.20gb"}
+            for name, template in pods.items():
+                api.create(_restricted_pod(name, template))
+
+            def allocated() -> dict[str, list[str]]:
+                out: dict[str, list[str]] = {}
+                for c in api.objects("resource.k8s.io/v1", "ResourceClaim", "team"):
+                    results = (((c.get("status") or {}).get("allocation") or {}).get(
+                        "devices") or {}).get("results") or []
+                    owner = c["metadata"]["ownerReferences"][0]["name"]
+                    out[owner] = [f"{r['pool']}/{r['device']}" for r in results]
+                return out if all(out.get(p) for p in pods) else {}
+            got = _eventually("each claim allocated", allocated)
+            assert got["w"][0].startswith("whole-0/gpu-")
+            assert "-mig-3g40gb-9-" in got["m3"][0] and got["m3"][0].startswith("mig-0/")
+            assert "-mig-2g20gb-14-" in got["m2"][0]
+    finally:
+        _aiplat(env, "lab", "cluster", "down", "--name", "dra")

@@ -335,7 +335,12 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
     if dcs:
         manifests["cluster/deviceclasses.yaml"] = dcs
     if cms:
-        manifests["cluster/gpu-operator-config.yaml"] = cms
+        # The operator's own namespace, so the tree applies before the operator's Helm
+        # install; it runs privileged pods (driver, toolkit, device plugin), as NVIDIA
+        # documents for the namespace's Pod Security level.
+        ns = obj("v1", "Namespace", GPU_OPERATOR_NS,
+                 labels={"pod-security.kubernetes.io/enforce": "privileged"})
+        manifests["cluster/gpu-operator-config.yaml"] = [ns, *cms]
     dra_values = dra_driver(pools)
     files: dict[str, Any] = {
         "cluster/gpu-operator/values.yaml": dump_docs([values]),

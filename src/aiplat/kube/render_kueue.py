@@ -140,7 +140,8 @@ def render_kueue(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "kueue/localqueues.yaml": lqs,
         "kueue/workloadpriorityclasses.yaml": wpcs,
     }
-    manifests["kueue/kueue-manager-config.yaml"] = [obj(
+    # The namespace too, so the tree applies before (or without) Kueue's own install.
+    manifests["kueue/kueue-manager-config.yaml"] = [obj("v1", "Namespace", KUEUE_NS), obj(
         "v1", "ConfigMap", "kueue-manager-config", KUEUE_NS,
         data={"controller_manager_config.yaml": dump_docs([kueue_configuration(platform,
                                                                                pools)])})]
