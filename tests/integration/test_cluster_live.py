@@ -45,6 +45,16 @@ def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
 
 
+def _need_components() -> None:
+    """Skip without the built components locally; fail in CI, where they must run."""
+    try:
+        locate()
+    except InputError as e:
+        if _in_ci():
+            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
+        pytest.skip(str(e))
+
+
 @dataclass
 class Cluster:
     env: dict[str, str]
@@ -80,12 +90,7 @@ def _eventually(what: str, probe: Callable[[], Any], timeout: float = 90.0) -> A
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    try:
-        locate()
-    except InputError as e:
-        if _in_ci():
-            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
-        pytest.skip(str(e))
+    _need_components()
     tmp = tmp_path_factory.mktemp("cluster")
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
     _aiplat(env, "plan", "-o", str(tmp / "plan"), check=True)
@@ -491,12 +496,7 @@ def test_reapplying_a_suspended_job_conflicts_with_kueue(cluster: Cluster,
 def test_down_after_a_killed_up_stops_everything_it_started(tmp_path: Path) -> None:
     """``up`` killed half-way (kill -9): the state file lists what it had started, and
     ``down`` stops all of it and removes the folder."""
-    try:
-        locate()
-    except InputError as e:
-        if _in_ci():
-            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
-        pytest.skip(str(e))
+    _need_components()
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp_path / "runs")}
     state_file = tmp_path / "runs" / "crash" / "state.json"
     up = subprocess.Popen([sys.executable, "-m", "aiplat.cli.main", "lab", "cluster", "up",
@@ -556,12 +556,7 @@ def _restricted_pod(name: str, template: str) -> Obj:
 def test_h100_whole_and_mig_devices_are_allocated_by_their_classes(tmp_path: Path) -> None:
     """A DRA H100 pool publishes 81559Mi GPUs; a MIG pool only its MIG devices, named as the
     driver names them; each rendered class gets its kind of device from the real scheduler."""
-    try:
-        locate()
-    except InputError as e:
-        if _in_ci():
-            pytest.fail(f"{e} (CI=true: integration tests must run, not skip)", pytrace=False)
-        pytest.skip(str(e))
+    _need_components()
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp_path / "runs")}
     (tmp_path / "spec.yaml").write_text(DRA_SPEC)
     _aiplat(env, "kube", "render", str(tmp_path / "spec.yaml"), "-o", str(tmp_path / "kube"),
