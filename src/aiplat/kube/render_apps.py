@@ -191,6 +191,16 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
     })
     if not (serving and w.kind is WorkloadKind.ONLINE_INFERENCE):
         spec["restartPolicy"] = "Never"  # a Job's pods (a Deployment's must be Always)
+    # NCCL and PyTorch data loaders use /dev/shm; the container runtime's default is 64 MiB.
+    shm = f"{max(1, min(64, mem // 4))}Gi"
+    spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
+    container["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    if serving:
+        # The server answers /health once the model is loaded: minutes for a 70B model, so
+        # a generous startup budget, then readiness that takes a stuck replica out of the pool.
+        probe = {"httpGet": {"path": "/health", "port": "http"}}
+        container["startupProbe"] = {**probe, "periodSeconds": 10, "failureThreshold": 180}
+        container["readinessProbe"] = {**probe, "periodSeconds": 5, "failureThreshold": 3}
     meta: Obj = {"labels": labels}
     ann = topology_annotation(pool, pods)
     if ann:
@@ -215,12 +225,23 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
             sel = {"app.kubernetes.io/name": w.name}
             objs.append(obj("apps/v1", "Deployment", w.name, w.tenant, labels=labels, spec={
                 "replicas": pods, "selector": {"matchLabels": sel}, "template": template}))
+            if pods >= 2:  # one replica may go at a time; a single replica must be drainable
+                objs.append(obj("policy/v1", "PodDisruptionBudget", w.name, w.tenant, spec={
+                    "maxUnavailable": 1, "selector": {"matchLabels": sel}}))
             continue
+        # A preemption or a drained node (pod condition DisruptionTarget) is not the job's
+        # fault: it does not count against backoffLimit, so one eviction does not fail a run
+        # of days; a real failure of a pod still does.
         job_spec = {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
-                    "backoffLimit": 0, "template": template}
+                    "backoffLimit": 0, "podFailurePolicy": {"rules": [
+                        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                                 "status": "True"}]}]},
+                    "template": template}
         if pods > 1 and w.kind.trains:
+            # A failed worker restarts the whole gang (from its last checkpoint), a few times.
             objs.append(obj("jobset.x-k8s.io/v1alpha2", "JobSet", w.name, w.tenant,
                             labels=labels, spec={
+                                "failurePolicy": {"maxRestarts": 3},
                                 "replicatedJobs": [{"name": "workers", "replicas": 1,
                                                     "template": {"spec": job_spec}}]}))
         else:

@@ -40,7 +40,7 @@ GPU_OPERATOR_NS = "gpu-operator"
 AGENT_IMAGE = "ghcr.io/aiplat/node-agent:0.1.0"
 
 PRIORITY_CLASSES = (
-    ("aiplat-serving", 100000, "online inference: preempts training and batch"),
+    ("aiplat-serving", 100000, "online inference: scheduled first (Kueue preempts)"),
     ("aiplat-training", 10000, "training and fine-tuning"),
     ("aiplat-batch", 1000, "batch inference and evaluation: first to be preempted"),
 )
@@ -189,8 +189,11 @@ def device_classes(pools: list[PoolFacts]) -> list[Obj]:
 
 
 def priority_classes() -> list[Obj]:
+    """Pod priorities for the scheduler's queue order. preemptionPolicy Never: Kueue decides
+    preemption (by WorkloadPriorityClass, within quota); the default scheduler preempting
+    pods Kueue admitted would bypass it."""
     return [obj("scheduling.k8s.io/v1", "PriorityClass", name, value=value,
-                preemptionPolicy="PreemptLowerPriority", globalDefault=False, description=desc)
+                preemptionPolicy="Never", globalDefault=False, description=desc)
             for name, value, desc in PRIORITY_CLASSES]
 
 
