@@ -173,47 +173,55 @@ def _module_dirs(go: str, modules: set[str], cwd: Path) -> dict[str, Path]:
     return out
 
 
-def build(cache: Path | None = None, progress: Progress = lambda _m: None,
-          force: bool = False) -> dict[str, object]:
-    """Build what the cache lacks (everything with ``force``); idempotent: a second run
-    finds every binary and builds nothing."""
-    pinned = versions()
-    cache = cache or cache_root() / version_key(pinned)
+def go_build(tools: Path, programs: list[Component], cache: Path, flags: str, *,
+             progress: Progress = lambda _m: None, force: bool = False,
+             stamp_extra: dict[str, object] | None = None) -> list[str]:
+    """Build the ``programs`` of the Go tools module ``tools`` into ``cache/bin`` with one
+    ``go build`` (shared packages compile once): those missing, all of them when the recipe
+    (pinned versions, ldflags) changed since the last build, or with ``force``. Returns the
+    names built. Shared by the lab cluster and the model store's interop oracles."""
     bindir = cache / "bin"
     stamp = cache / "build.json"
-    recipe = {"versions": pinned, "ldflags": ldflags(pinned)}
+    recipe = {**(stamp_extra or {}), "ldflags": flags}
     try:
         stale = json.loads(stamp.read_text()) != recipe
     except (OSError, ValueError):
         stale = True
-    todo = [c for c in COMPONENTS if force or stale or not (bindir / c.name).is_file()]
-    report: dict[str, object] = {"cache": str(cache), "versions": pinned, "built": [],
-                                 "seconds": 0.0}
-    t0 = time.monotonic()
-    go = _go() if todo or not (cache / "manifests" / "crds").is_dir() else None
+    todo = [c for c in programs if force or stale or not (bindir / c.name).is_file()]
     if todo:
-        assert go is not None
+        go = _go()
         bindir.mkdir(parents=True, exist_ok=True)
-        progress(f"building {', '.join(c.name for c in todo)} with {go} (first time: "
-                 "about 20-30 min on 2 cores; the Go caches make later builds fast)")
+        progress(f"building {', '.join(c.name for c in todo)} with {go} (the first build "
+                 "takes minutes on 2 cores; the Go caches make later builds fast)")
         tmp = cache / "bin.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false", "CGO_ENABLED": "0"}
-        cp = subprocess.run([go, "build", f"-ldflags={ldflags(pinned)}", "-o", f"{tmp}/",
+        cp = subprocess.run([go, "build", f"-ldflags={flags}", "-o", f"{tmp}/",
                              *(c.package for c in todo)],
-                            cwd=TOOLS, env=env, capture_output=True, text=True, check=False)
+                            cwd=tools, env=env, capture_output=True, text=True, check=False)
         if cp.returncode != 0:
             raise InputError(f"go build failed:\n{cp.stderr.strip()[-4000:]}")
         for c in todo:
             os.replace(tmp / _binary_name(c.package), bindir / c.name)
         shutil.rmtree(tmp, ignore_errors=True)
-        report["built"] = [c.name for c in todo]
-    if go is not None:
-        _copy_manifests(go, cache / "manifests")
-    report["seconds"] = round(time.monotonic() - t0, 1)
     stamp.write_text(json.dumps(recipe, indent=2) + "\n")
-    return report
+    return [c.name for c in todo]
+
+
+def build(cache: Path | None = None, progress: Progress = lambda _m: None,
+          force: bool = False) -> dict[str, object]:
+    """Build what the cache lacks (everything with ``force``) and copy the manifests;
+    idempotent: a second run finds every binary and builds nothing."""
+    pinned = versions()
+    cache = cache or cache_root() / version_key(pinned)
+    t0 = time.monotonic()
+    built = go_build(TOOLS, list(COMPONENTS), cache, ldflags(pinned), progress=progress,
+                     force=force, stamp_extra={"versions": pinned})
+    if built or not (cache / "manifests" / "crds").is_dir():
+        _copy_manifests(_go(), cache / "manifests")
+    return {"cache": str(cache), "versions": pinned, "built": built,
+            "seconds": round(time.monotonic() - t0, 1)}
 
 
 def ldflags(pinned: dict[str, str]) -> str:
