@@ -1,0 +1,76 @@
+"""``aiplat kube apply`` without a cluster: the order objects apply in, the pods the probe
+makes from workload templates, and kubeconfig handling like kubectl's (``--kubeconfig``,
+``$KUBECONFIG``, ``--context``). The live behaviour is in tests/integration/test_cluster_live.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from aiplat.errors import InputError
+from aiplat.kube.apply import Api, apply_order, pod_templates, probe_pod
+
+
+def _o(kind: str, name: str, ns: str | None = None, api: str = "v1") -> dict[str, object]:
+    meta: dict[str, object] = {"name": name, **({"namespace": ns} if ns else {})}
+    return {"apiVersion": api, "kind": kind, "metadata": meta}
+
+
+def test_dependencies_apply_first_and_workloads_last() -> None:
+    objs = [_o("Job", "j", "t", "batch/v1"), _o("LocalQueue", "q", "t"),
+            _o("ClusterQueue", "cq"), _o("Namespace", "t"), _o("ResourceFlavor", "f"),
+            _o("ResourceClaimTemplate", "rct", "t"), _o("CustomResourceDefinition", "x"),
+            _o("LimitRange", "lr", "t"), _o("Widget", "w"), _o("Gadget", "g", "t")]
+    kinds = [o["kind"] for o in apply_order(objs)]
+    assert kinds[:2] == ["CustomResourceDefinition", "Namespace"]
+    assert kinds.index("ResourceFlavor") < kinds.index("ClusterQueue") < kinds.index(
+        "LocalQueue") < kinds.index("LimitRange")
+    assert kinds[-1] == "Job"
+    # Unknown kinds go with their scope: cluster-scoped early, namespaced with configuration.
+    assert kinds.index("Widget") < kinds.index("ClusterQueue")
+    assert kinds.index("Gadget") < kinds.index("Job")
+
+
+def test_probe_pods_come_from_every_podset() -> None:
+    tpl = {"metadata": {"labels": {"app": "x"}}, "spec": {"containers": [{"name": "c"}]}}
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "train", "namespace": "t"},
+              "spec": {"replicatedJobs": [{"name": "leader", "template": {"spec": {
+                  "template": tpl}}}, {"name": "workers", "template": {"spec": {
+                      "template": tpl}}}]}}
+    sets = pod_templates(jobset)
+    assert [s for s, _ in sets] == ["leader", "workers"]
+    pod = probe_pod(jobset, "workers", sets[1][1], "scratch")
+    assert pod["metadata"] == {"name": "train-workers-probe", "namespace": "scratch",
+                               "labels": {"app": "x"}, "annotations": {}}
+    assert pod["spec"] == tpl["spec"]
+
+
+def _kubeconfig(path: Path) -> Path:
+    path.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "a", "cluster": {"server": "https://127.0.0.1:1"}},
+                     {"name": "b", "cluster": {"server": "https://127.0.0.1:2"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "a", "context": {"cluster": "a", "user": "u"}},
+                     {"name": "b", "context": {"cluster": "b", "user": "u"}}]}))
+    return path
+
+
+def test_kubeconfig_contexts_and_the_environment(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    kc = _kubeconfig(tmp_path / "config")
+    with Api.from_kubeconfig(str(kc)) as api:
+        assert str(api.http.base_url).startswith("https://127.0.0.1:1")
+    with Api.from_kubeconfig(str(kc), context="b") as api:
+        assert str(api.http.base_url).startswith("https://127.0.0.1:2")
+    monkeypatch.setenv("KUBECONFIG", f"{kc}{':'}{tmp_path / 'other'}")
+    with Api.from_kubeconfig(context="b") as api:  # the first file of $KUBECONFIG
+        assert str(api.http.base_url).startswith("https://127.0.0.1:2")
+    with pytest.raises(InputError, match="--context"):
+        Api.from_kubeconfig(str(kc), context="nope")
+    (tmp_path / "empty").write_text("{}")
+    with pytest.raises(InputError, match="kubeconfig"):
+        Api.from_kubeconfig(str(tmp_path / "empty"))
