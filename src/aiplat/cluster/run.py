@@ -16,7 +16,6 @@ their ResourceSlices.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -168,8 +167,11 @@ class _Run:
         return self.dir / "logs" / f"{name}.log"
 
     def spawn(self, name: str, *args: str) -> None:
-        proc = _popen(name, [self.assets.bin(name), *args], self.log(name),
-                      {"KUBECONFIG": str(self.kubeconfig)})
+        """Start a component (every controller gets --kubeconfig in its arguments)."""
+        try:
+            proc = sh.spawn(name, [self.assets.bin(name), *args], self.log(name))
+        except AiplatError as e:
+            raise ClusterError(str(e)) from e
         self.state.procs.append(proc)
         _save(self.state)
 
@@ -270,21 +272,6 @@ class _Run:
         self.wait("nodes Ready", lambda: api.nodes_ready(self.state.nodes), "kwok")
 
 
-def _popen(name: str, argv: list[str], log: Path, env: dict[str, str]) -> Proc:
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return sh.spawn(name, argv, log)
-    except AiplatError as e:
-        raise ClusterError(str(e)) from e
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 def _tail(log: Path, lines: int = 15) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
@@ -369,6 +356,3 @@ def down(name: str) -> list[str]:
     shutil.rmtree(run_dir(name), ignore_errors=True)
     return stopped
 
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, indent=2, default=str)
