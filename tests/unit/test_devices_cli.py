@@ -64,7 +64,7 @@ def test_generate_without_devices_is_input_error(capsys: pytest.CaptureFixture[s
     bad = tmp_path / "inv.json"
     bad.write_text("{not json")
     assert run(["cdi", "generate", "--inventory", str(bad)]) == 2
-    assert "cannot read JSON" in capsys.readouterr().err
+    assert "inv.json:1:2: not JSON" in capsys.readouterr().err
 
 
 def test_runtime_config_diff_and_write(tmp_path: Path,

@@ -107,7 +107,7 @@ def test_bad_input_exits_2_with_the_fix(tmp_path: Path) -> None:
     bad = tmp_path / "img.json"
     bad.write_text("{not json")
     code, r = _run(["check", "--image-config", str(bad), "--only", "gpu-count"])
-    assert code == 2 and "img.json:1: not JSON" in str(r.exception)
+    assert code == 2 and "img.json:1:2: not JSON" in str(r.exception)
     code, r = _run(["check", "--only", "nope"])
     assert code == 2
 

@@ -276,11 +276,14 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
                    no_nri: bool, spec_dirs: tuple[str, ...], output: str, write: bool) -> None:
     """The minimal merge into NAME's config that enables CDI and NRI; every other setting
     and comment is kept. Merging twice changes nothing."""
+    from aiplat import inputs
+
     path = current or runtime.DEFAULT_PATHS[name]
-    text = Path(path).read_text() if os.path.exists(path) else ""
-    if current and not os.path.exists(current):
+    if current and not os.path.lexists(current):
         raise InputError(f"{current}: no such file; fix: omit --current to start from an "
                          "empty config")
+    text = inputs.read_text(path, f"a {name} configuration file") \
+        if os.path.lexists(path) else ""
     ver = version or host.runtime_version(runtime.VERSION_COMMANDS[name])
     if ver is None:
         raise InputError(f"cannot detect the {name} version on this host; fix: pass "
@@ -289,7 +292,7 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
         m = runtime.merge(name, text, ver, cdi=not no_cdi, nri=not no_nri and name != "podman",
                           spec_dirs=spec_dirs or runtime.DEFAULT_SPEC_DIRS)
     except runtime.RuntimeConfigError as e:
-        raise InputError(f"{name} {ver}: {e}") from e
+        raise InputError(f"{path} ({name} {ver}): {e}") from e
     for n in m.notes:
         click.echo(f"note: {n}", err=True)
     if output == "json":
@@ -504,20 +507,32 @@ def accounting_report(*, source: str, fmt: str, since: str | None, until: str | 
     """Sum allocations per tenant over the window."""
     from datetime import UTC, datetime
 
+    from aiplat import inputs
+
     try:
         end = acct.parse_time(until, "--until") if until else datetime.now(UTC)
         start = acct.parse_time(since, "--since") if since else None
-        text = Path(source).read_text()
+        text = inputs.read_text(source, "allocation records")
         if fmt == "records" and source.endswith(".csv"):
             allocs = acct.read_csv(text, source)
         else:
-            doc = json.loads(text)
-            if fmt == "pods":
-                allocs = acct.from_pods(doc, end, tenant_label)
-            elif fmt == "claims":
-                allocs = acct.from_claims(doc, end)
+            doc = inputs.parse_json(text, source, "allocations (JSON)")
+            if fmt in ("pods", "claims"):
+                what = f"a `kubectl get {fmt if fmt == 'pods' else 'resourceclaims'} -o json`"
+                inputs.mapping(doc, source, f"{what} list")
+                try:
+                    allocs = acct.from_pods(doc, end, tenant_label) if fmt == "pods" \
+                        else acct.from_claims(doc, end)
+                except (AttributeError, TypeError, KeyError) as e:
+                    raise InputError(f"{source}: not the shape of {what} list ({e}) (fix: "
+                                     f"pass the output of {what[2:]})") from e
             else:
                 rows = doc.get("allocations", []) if isinstance(doc, dict) else doc
+                inputs.sequence(rows, source, "a list of allocation records",
+                                "give a JSON list of {tenant, start, end, count} records")
+                if not all(isinstance(r, dict) for r in rows):
+                    raise InputError(f"{source}: every allocation record must be a mapping "
+                                     "(fix: give {tenant, start, end, count} records)")
                 allocs = acct.from_records(rows, source)
         usage = acct.summarize(allocs, start, end, replicas)
     except (OSError, ValueError) as e:

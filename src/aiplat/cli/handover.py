@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import sys
 from datetime import date
-from pathlib import Path
 from typing import Any
 
 import click
@@ -255,13 +254,12 @@ def _emit_record(rec: Any, output: str, out_dir: str | None) -> None:
 def _load(path: str) -> Any:
     from pydantic import ValidationError
 
+    from aiplat import inputs
     from aiplat.ops.acceptance import load_record
 
     fix = "(fix: pass acceptance.json from `aiplat accept run -w DIR`)"
     try:
-        return load_record(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"{path}: cannot read ({e.strerror})") from e
+        return load_record(inputs.read_text(path, "an acceptance record"), path)
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"]) or "(document)"

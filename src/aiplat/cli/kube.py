@@ -135,9 +135,10 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
         items, inv = read_tree(path)
         objects = [o for _f, o in items]
     if inventory:
-        import yaml
+        from aiplat import inputs
 
-        inv = Inventory.from_dict(yaml.safe_load(Path(inventory).read_text()) or {})
+        inv = Inventory.from_dict(inputs.load_yaml(inventory, "a node inventory (YAML)") or {},
+                                  inventory)
     if inv is None:
         raise InputError(f"{target}: no cluster/nodes/inventory.yaml (fix: pass --inventory "
                          "FILE, or lint the SPEC)")

@@ -108,12 +108,14 @@ HANDOVER_LINKS = {
 
 def _last_acceptance(out: Path) -> Record | None:
     """The acceptance record `aiplat accept run -w DIR/acceptance` left beside the plan."""
+    from aiplat import inputs
+
     path = out / "acceptance" / "acceptance.json"
-    try:
-        return load_record(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError):  # none yet (or DIR is not a directory)
+    if not path.exists():  # none yet (or DIR is not a directory)
         return None
-    except (OSError, ValueError) as e:
+    try:
+        return load_record(inputs.read_text(path, "an acceptance record"), str(path))
+    except (InputError, ValueError) as e:
         raise InputError(f"{path}: not an acceptance record ({e}); run `aiplat accept run "
                          f"-w {path.parent}` again or remove it") from e
 

@@ -61,8 +61,7 @@ def _kueue(path: str | None) -> Any:
     """Kueue objects from a YAML file or a folder of them; unsupported fields warned."""
     if path is None:
         return None
-    import yaml
-
+    from aiplat import inputs
     from aiplat.sched.kueue_objects import from_objects
 
     root = Path(path)
@@ -70,11 +69,20 @@ def _kueue(path: str | None) -> Any:
     objects: list[Any] = []
     for f in files:
         try:
-            objects.extend(d for d in yaml.safe_load_all(f.read_text()) if d is not None)
-        except (OSError, yaml.YAMLError) as e:
-            raise InputError(f"{f}: cannot read Kueue objects: {e} (fix: pass the rendered "
-                             "Kueue YAML)") from e
-    config = from_objects(objects, str(root))
+            docs = inputs.load_yaml_all(f, "Kueue objects (YAML)")
+        except InputError as e:
+            raise InputError(f"{e} (pass the rendered Kueue YAML, e.g. out/kube/kueue/)") \
+                from None
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                raise InputError(f"{f}: document {i + 1} is {type(d).__name__}, not a Kueue "
+                                 "object (fix: pass the rendered Kueue YAML)")
+        objects.extend(docs)
+    try:
+        config = from_objects(objects, str(root))
+    except (TypeError, AttributeError, KeyError) as e:
+        raise InputError(f"{root}: not the shape of Kueue objects ({type(e).__name__}: {e}) "
+                         "(fix: pass the rendered Kueue YAML, e.g. out/kube/kueue/)") from e
     for line in config.unsupported:
         click.echo(f"warning: {line}", err=True)
     return config

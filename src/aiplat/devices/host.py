@@ -15,7 +15,6 @@ interface, ``GpuIdentity``, fed by either source:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -413,19 +412,24 @@ def spec_files(paths: Iterable[str]) -> list[str]:
 
 
 def read_spec(file: str) -> Any:
+    from aiplat import inputs
+
+    what = "a CDI spec"
     try:
-        return cdi.loads(Path(file).read_text(encoding="utf-8"), file)
-    except (OSError, ValueError) as e:  # json.JSONDecodeError and yaml errors
-        raise DeviceError(f"{file}: cannot read CDI spec: {e}") from e
-    except Exception as e:  # yaml.YAMLError is not a ValueError
-        raise DeviceError(f"{file}: cannot parse CDI spec: {e}") from e
+        text = inputs.read_text(file, what)
+        return inputs.parse_json(text, file, what) if file.endswith(".json") \
+            else inputs.parse_yaml(text, file, what)
+    except InputError as e:
+        raise DeviceError(str(e)) from None
 
 
 def read_json(file: str) -> Any:
+    from aiplat import inputs
+
     try:
-        return json.loads(Path(file).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise DeviceError(f"{file}: cannot read JSON: {e}") from e
+        return inputs.load_json(file)
+    except InputError as e:
+        raise DeviceError(str(e)) from None
 
 
 def runtime_version(command: list[str]) -> str | None:

@@ -73,6 +73,9 @@ def _load(text: str, what: str) -> tomlkit.TOMLDocument:
         return tomlkit.parse(text)
     except TOMLKitError as e:
         raise RuntimeConfigError(f"{what}: not valid TOML: {e}; fix the file first") from e
+    except RecursionError:
+        raise RuntimeConfigError(f"{what}: nested too deeply to be a runtime config; fix the "
+                                 "file first") from None
 
 
 def _table(doc: tomlkit.TOMLDocument, path: tuple[str, ...]) -> Table:
@@ -124,6 +127,10 @@ def merge_containerd(text: str, version: str, *, cdi: bool = True, nri: bool = T
         else:
             raise RuntimeConfigError("the containerd config has no 'version' key (version 1 "
                                      "format); fix: `containerd config migrate` first")
+    if isinstance(file_version, bool) or not isinstance(file_version, int):
+        raise RuntimeConfigError(f"the config's 'version' is {file_version!r}, not a number; "
+                                 "fix: write version = 2 (containerd 1.7) or version = 3 "
+                                 "(containerd 2.x)")
     file_version = int(file_version)
     if file_version == 3 and v < (2, 0, 0):
         raise RuntimeConfigError(f"config version 3 needs containerd 2.x, the host has "

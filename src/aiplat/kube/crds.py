@@ -10,13 +10,13 @@ field validation rejects — fields a CRD does not declare, so a typo must fail 
 from __future__ import annotations
 
 import copy
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from aiplat import inputs
 from aiplat.errors import InputError
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -72,16 +72,27 @@ def index_crds(docs: list[tuple[str, dict[str, Any]]]) -> CrdIndex:
     for source, doc in docs:
         if doc.get("kind") != "CustomResourceDefinition":
             continue
-        spec = doc.get("spec") or {}
-        group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
-        for v in spec.get("versions") or []:
-            if not v.get("served", True):
-                continue
-            schema = (v.get("schema") or {}).get("openAPIV3Schema")
-            if schema:
-                index.schemas[(group, v["name"], kind)] = strict_schema(schema)
-        index.sources[(group, kind)] = source
+        try:
+            _index_one(index, source, doc)
+        except (AttributeError, TypeError, KeyError, ValueError) as e:
+            name = (doc.get("metadata") or {}).get("name") \
+                if isinstance(doc.get("metadata"), dict) else None
+            raise InputError(f"{source}: CustomResourceDefinition {name or '(unnamed)'} is not "
+                             f"the shape of a CRD ({type(e).__name__}: {e}) (fix: export it "
+                             "again with `kubectl get crd NAME -o yaml`)") from e
     return index
+
+
+def _index_one(index: CrdIndex, source: str, doc: dict[str, Any]) -> None:
+    spec = doc.get("spec") or {}
+    group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
+    for v in spec.get("versions") or []:
+        if not v.get("served", True):
+            continue
+        schema = (v.get("schema") or {}).get("openAPIV3Schema")
+        if schema:
+            index.schemas[(group, v["name"], kind)] = strict_schema(schema)
+    index.sources[(group, kind)] = source
 
 
 def load_crds(directory: str | Path) -> CrdIndex:
@@ -91,15 +102,15 @@ def load_crds(directory: str | Path) -> CrdIndex:
                          "CRD YAML, e.g. from `kubectl get crd -o yaml`)")
     docs: list[tuple[str, dict[str, Any]]] = []
     for path in sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml", ".json")):
-        try:
-            text = path.read_text()
-            loaded = ([json.loads(text)] if path.suffix == ".json"
-                      else list(yaml.load_all(text, Loader=_LOADER)))
-        except (OSError, ValueError, yaml.YAMLError) as e:
-            raise InputError(f"{path}: cannot read CRDs: {e}") from e
+        what = "CRDs (`kubectl get crd -o yaml`)"
+        loaded = ([inputs.load_json(path, what)] if path.suffix == ".json"
+                  else inputs.load_yaml_all(path, what))
         for doc in loaded:
-            if isinstance(doc, dict) and doc.get("kind") == "List":
-                docs.extend((str(path), d) for d in doc.get("items") or [])
-            elif isinstance(doc, dict):
-                docs.append((str(path), doc))
+            items = doc.get("items") if isinstance(doc, dict) and doc.get("kind") == "List" \
+                else [doc]
+            if not isinstance(items, list) or not all(isinstance(d, dict) for d in items):
+                raise InputError(f"{path}: not CRDs: every document (and a List's items) must "
+                                 "be an object (fix: export them with `kubectl get crd -o "
+                                 "yaml`)")
+            docs.extend((str(path), d) for d in items)
     return index_crds(docs)

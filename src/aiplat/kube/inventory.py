@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiplat.errors import InputError
 from aiplat.kube.facts import HOSTNAME_LABEL, NVIDIA_DRIVER, PoolFacts
 from aiplat.spec.models import Platform, SegmentPurpose
 
@@ -53,7 +54,28 @@ class Inventory:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Inventory:
+    def from_dict(cls, d: Any, name: str = "inventory") -> Inventory:
+        """From the YAML form ``kube render`` writes; a wrong shape is an ``InputError``."""
+        if not isinstance(d, dict):
+            raise InputError(f"{name}: an inventory is a mapping with 'pools', not "
+                             f"{type(d).__name__} (fix: start from the cluster/nodes/"
+                             "inventory.yaml that `aiplat kube render` writes)")
+        pools = d.get("pools") or []
+        if not isinstance(pools, list):
+            raise InputError(f"{name}: 'pools' must be a list of pools")
+        for i, p in enumerate(pools):
+            if not isinstance(p, dict) or "name" not in p or "nodes" not in p:
+                raise InputError(f"{name}: pools[{i}] must be a mapping with at least 'name' "
+                                 "and 'nodes'")
+        try:
+            return cls._from_dict(d)
+        except (TypeError, ValueError, AttributeError, OverflowError) as e:
+            raise InputError(f"{name}: not the shape of an inventory ({e}) (fix: compare it "
+                             "with the cluster/nodes/inventory.yaml `aiplat kube render` "
+                             "writes)") from e
+
+    @classmethod
+    def _from_dict(cls, d: dict[str, Any]) -> Inventory:
         return cls(
             pools=[PoolInventory(
                 name=p["name"], nodes=int(p["nodes"]), labels=dict(p.get("labels") or {}),

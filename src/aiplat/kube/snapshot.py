@@ -17,11 +17,11 @@ kubeconfig, ``aiplat.kube.live.read_live`` lists the same resources through ligh
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiplat import inputs
 from aiplat.errors import InputError
 
 Obj = dict[str, Any]
@@ -66,10 +66,12 @@ def load_snapshot(directory: str | Path) -> Snapshot:
     for resource in RESOURCES:
         path = root / f"{resource}.json"
         if path.exists():
-            try:
-                lists[resource] = json.loads(path.read_text())
-            except (OSError, ValueError) as e:
-                raise InputError(f"{path}: not JSON from `kubectl get -o json`: {e}") from e
+            value = inputs.load_json(path, f"the output of `kubectl get {resource} -o json`")
+            objs = value.get("items", []) if isinstance(value, dict) else value
+            if not isinstance(objs, list):
+                raise InputError(f"{path}: not a list from `kubectl get {resource} -o json` "
+                                 "('items' must be a list) (fix: record it again)")
+            lists[resource] = value
     if "workloads" not in lists and "pods" not in lists:
         raise InputError(f"{root}: neither workloads.json nor pods.json found (fix: "
                          "kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json)")

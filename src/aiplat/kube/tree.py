@@ -9,12 +9,12 @@ render) is returned separately, never as a manifest.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from aiplat import inputs
 from aiplat.errors import InputError
 from aiplat.kube.inventory import Inventory
 
@@ -23,20 +23,36 @@ INVENTORY = "cluster/nodes/inventory.yaml"
 
 
 def _read_docs(path: Path) -> list[Any]:
-    try:
-        text = path.read_text()
-        if path.suffix == ".json":
-            doc = json.loads(text)
-            return doc.get("items", []) if doc.get("kind", "").endswith("List") else [doc]
-        return [d for d in yaml.load_all(text, Loader=_LOADER) if d is not None]
-    except (OSError, ValueError, yaml.YAMLError) as e:
-        raise InputError(f"{path}: cannot read: {e}") from e
+    """The Kubernetes objects in one file: each a mapping; a ``List``'s items unpacked."""
+    what = "Kubernetes manifests"
+    docs = [inputs.load_json(path, what)] if path.suffix == ".json" \
+        else inputs.load_yaml_all(path, what)
+    out: list[Any] = []
+    for i, doc in enumerate(docs):
+        where = f"{path}" + (f" (document {i + 1})" if len(docs) > 1 else "")
+        if not isinstance(doc, dict):
+            raise InputError(f"{where}: a manifest must be a mapping (an object with "
+                             f"apiVersion and kind), not {type(doc).__name__} (fix: remove or "
+                             "correct it)")
+        if str(doc.get("kind", "")).endswith("List") and "items" in doc:
+            items = doc.get("items")
+            if not isinstance(items, list) or not all(isinstance(o, dict) for o in items):
+                raise InputError(f"{where}: a {doc.get('kind')}'s items must be a list of "
+                                 "objects (fix: correct 'items')")
+            out.extend(items)
+        else:
+            out.append(doc)
+    return out
 
 
 def _kustomized(directory: Path, root: Path, out: list[tuple[str, Any]]) -> None:
     k = directory / "kustomization.yaml"
     docs = _read_docs(k)
-    for entry in (docs[0] if docs else {}).get("resources") or []:
+    resources = (docs[0] if docs else {}).get("resources") or []
+    if not isinstance(resources, list) or not all(isinstance(e, str) for e in resources):
+        raise InputError(f"{k}: 'resources' must be a list of file or directory names (fix: "
+                         "correct it, or re-render the tree)")
+    for entry in resources:
         target = directory / entry
         if target.is_dir():
             if not (target / "kustomization.yaml").exists():
@@ -67,5 +83,5 @@ def read_tree(directory: str | Path) -> tuple[list[tuple[str, Any]], Inventory |
     inventory = None
     if inv_path.exists():
         docs = _read_docs(inv_path)
-        inventory = Inventory.from_dict(docs[0]) if docs else None
+        inventory = Inventory.from_dict(docs[0], str(inv_path)) if docs else None
     return items, inventory

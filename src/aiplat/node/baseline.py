@@ -407,12 +407,16 @@ def rollback_steps(base: Baseline, changed: dict[str, tuple[Any, Any]],
 
 
 def load_baseline(path: str | Path) -> Baseline:
+    from aiplat import inputs
+
     p = Path(path)
     try:
-        return Baseline.model_validate_json(p.read_text())
-    except OSError as e:
-        raise InputError(f"{p}: cannot read the baseline ({e.strerror}) (fix: record one with "
-                         "`aiplat node baseline record -w FILE`)") from e
+        data = inputs.mapping(inputs.load_json(p, "a node baseline (JSON)"), p,
+                              "a node baseline (JSON)",
+                              "record one with `aiplat node baseline record -w FILE`")
+        return Baseline.model_validate(data)
+    except InputError as e:
+        raise InputError(f"{e} (record one with `aiplat node baseline record -w FILE`)") from None
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(x) for x in first["loc"])

@@ -47,13 +47,14 @@ def parse_from_options(values: list[str]) -> dict[str, Path]:
 
 
 def _read_recording(kind: str, path: Path) -> str:
+    from aiplat import inputs
+
     try:
-        return path.read_text()
-    except OSError as e:
+        return inputs.read_text(path, f"the output of `{RECORDED_KINDS[kind]}`")
+    except InputError as e:
         raise InputError(
-            f"--from {kind}={path}: cannot read ({e.strerror}) "
-            f"(fix: record it with `{RECORDED_KINDS[kind]} > {path.name}` and pass its path)"
-        ) from e
+            f"--from {kind}={e} (record it with `{RECORDED_KINDS[kind]} > {path.name}` and "
+            "pass its path)") from None
 
 
 def _live_smi(args: list[str]) -> str | None:

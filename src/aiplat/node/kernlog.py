@@ -84,11 +84,13 @@ def read_xids(root: str | Path = "/", log_file: str | Path | None = None
     uptime_text = read_text(under(root, "/proc/uptime"))
     uptime = float(uptime_text.split()[0]) if uptime_text else None
     if log_file is not None:
+        from aiplat import inputs
+
         try:
-            text = Path(log_file).read_text(errors="replace")
-        except OSError as e:
-            raise InputError(f"--kernel-log {log_file}: cannot read ({e.strerror}) "
-                             "(fix: save it with `dmesg > kernel.log`)") from e
+            text = inputs.read_bytes(log_file, "a kernel log (`dmesg > kernel.log`)").decode(
+                "utf-8", errors="replace")
+        except InputError as e:
+            raise InputError(f"--kernel-log {e}") from None
         return parse_xids(text, uptime)
     if str(root) == "/":
         try:

@@ -5,7 +5,6 @@ The CLI parses arguments and calls one of these; tests and the agent call them d
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
@@ -67,17 +66,14 @@ class CheckOutcome:
 
 
 def load_image_config(path: str | Path) -> dict[str, object]:
+    from aiplat import inputs
+
+    what = "an OCI image config (JSON)"
+    fix = "pass the OCI image config, e.g. `skopeo inspect --config docker://IMG`"
     try:
-        data = json.loads(Path(path).read_text())
-    except OSError as e:
-        raise InputError(f"--image-config {path}: cannot read ({e.strerror})") from e
-    except json.JSONDecodeError as e:
-        raise InputError(
-            f"--image-config {path}:{e.lineno}: not JSON ({e.msg}) (fix: pass the OCI image "
-            "config, e.g. `skopeo inspect --config docker://IMG`)") from e
-    if not isinstance(data, dict):
-        raise InputError(f"--image-config {path}: expected a JSON object (an OCI image config)")
-    return data
+        return inputs.mapping(inputs.load_json(path, what), path, what, fix)
+    except InputError as e:
+        raise InputError(f"--image-config {e}") from None
 
 
 def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = None,

@@ -110,15 +110,22 @@ class Record(AccModel):
         return data
 
 
-def load_record(text: str) -> Record:
-    import json
+def load_record(text: str, name: str = "acceptance record") -> Record:
+    """A record from its JSON text; ``InputError`` for bad JSON or a wrong shape (a
+    ``ValidationError`` for wrong fields, which the CLI reports field by field)."""
+    from aiplat import inputs
 
-    data = json.loads(text)
+    what = "an acceptance record (acceptance.json)"
+    data = inputs.mapping(inputs.parse_json(text, name, what), name, what,
+                          "pass acceptance.json from `aiplat accept run -w DIR`")
     for key in ("status", "counts"):
         data.pop(key, None)
-    for m in (data.get("measurements") or {}).values():
-        m.pop("median", None)
-        m.pop("cv", None)
+    measurements = data.get("measurements") or {}
+    if isinstance(measurements, dict):
+        for m in measurements.values():
+            if isinstance(m, dict):
+                m.pop("median", None)
+                m.pop("cv", None)
     return Record.model_validate(data)
 
 

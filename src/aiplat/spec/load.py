@@ -26,12 +26,16 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from aiplat.catalog import Catalog, load_catalog
-from aiplat.errors import SpecError, SpecIssue
+from aiplat.errors import InputError, SpecError, SpecIssue
+from aiplat.inputs import read_bytes
 from aiplat.spec.models import Platform, SpecValueError
 from aiplat.spec.refs import check_references
 
 Loc = tuple[str | int, ...]
 Positions = dict[Loc, tuple[int, int]]
+
+MAX_SPEC_BYTES = 16 * 1024 * 1024
+"""A spec is a few KiB; anything past this is not one (``/dev/zero``, a disk image)."""
 
 EXAMPLE = "example"
 """Name of the built-in example platform (``aiplat plan`` without a SPEC)."""
@@ -45,10 +49,21 @@ def load_platform(path: str | Path, catalog: Catalog | None = None) -> Platform:
     """Read and validate the spec at ``path``; raise ``SpecError`` listing every problem."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise SpecError([SpecIssue(str(p), None, None, "", f"cannot read the spec: {e}",
-                                   "give the path of a readable UTF-8 YAML file")]) from e
+        data = read_bytes(p, "a platform spec", max_bytes=MAX_SPEC_BYTES)
+    except InputError as e:
+        problem = str(e).removeprefix(f"{p}: ").split(" (fix: ")[0]
+        raise SpecError([SpecIssue(str(p), None, None, "", f"cannot read the spec: {problem}",
+                                   "give the path of a readable UTF-8 YAML file")]) from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        byte = f"0x{data[e.start]:02x}"
+        raise SpecError([SpecIssue(str(p), line, col, "",
+                                   f"cannot read the spec: not UTF-8 text (byte {byte})",
+                                   "a spec is UTF-8 YAML: convert it (iconv -t UTF-8) or "
+                                   "remove the byte")]) from None
     return parse_platform(text, str(p), catalog)
 
 

@@ -1,0 +1,344 @@
+"""Bounded, typed reading of the files users hand to aiplat.
+
+Every reader here refuses, with an ``InputError`` that names the file, what it should have
+been and a fix, instead of failing deep inside a parser:
+
+- anything but a regular file (a directory, ``/dev/zero``, a FIFO, a socket), checked on the
+  opened descriptor before reading, so a FIFO never blocks and a device is never drained;
+- more than ``MAX_BYTES`` (checked on the size, then by reading at most one byte more, since
+  ``/proc`` files report a size of 0);
+- text that is not UTF-8 (the byte offset is named);
+- documents nested deeper than ``MAX_DEPTH`` or expanding (YAML aliases) to more than
+  ``MAX_VALUES`` values; duplicate keys in JSON and YAML mappings; ``NaN``/``Infinity`` in JSON;
+- a document of the wrong shape (``mapping`` / ``sequence`` check the root).
+
+The functions are plain: no CLI, no click; layers import them at their I/O edges.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from aiplat.errors import InputError
+
+MAX_BYTES = 64 * 1024 * 1024
+"""The largest input file read; every aiplat input is far smaller."""
+
+MAX_DEPTH = 64
+"""The deepest nesting of lists and mappings accepted; real inputs need well under 20."""
+
+MAX_VALUES = 5_000_000
+"""The most values a document may expand to (aliases repeat what they point at)."""
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+_KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+          (stat.S_ISSOCK, "a socket")]
+
+
+def _fail(name: str | Path, what: str, problem: str, fix: str) -> InputError:
+    return InputError(f"{name}: {problem} (fix: {fix or f'give {what}'})")
+
+
+def read_bytes(path: str | Path, what: str = "an input file", *,
+               max_bytes: int = MAX_BYTES) -> bytes:
+    """The bytes of the regular file ``path``; ``what`` names it in errors ("a CDI spec")."""
+    name = str(path)
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise _fail(name, what, "cannot read it: no such file",
+                    f"give the path of {what}") from None
+    except IsADirectoryError:
+        raise _fail(name, what, "cannot read it: a directory, not a file",
+                    f"give the path of {what}") from None
+    except OSError as e:
+        raise _fail(name, what, f"cannot read it: {e.strerror or e}",
+                    f"give the path of {what} you can read") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
+            raise _fail(name, what, f"cannot read it: {kind}, not a regular file",
+                        f"give the path of {what}")
+        if st.st_size > max_bytes:
+            raise _too_big(name, what, max_bytes)
+        os.set_blocking(fd, True)
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:
+            raise _too_big(name, what, max_bytes)
+        return b"".join(chunks)
+    except OSError as e:
+        raise _fail(name, what, f"cannot read it: {e.strerror or e}",
+                    f"give the path of {what} you can read") from None
+    finally:
+        os.close(fd)
+
+
+def _too_big(name: str, what: str, max_bytes: int) -> InputError:
+    return _fail(name, what, f"cannot read it: larger than {max_bytes // (1024 * 1024)} MiB",
+                 f"give {what}; no aiplat input is that large")
+
+
+def decode(data: bytes, name: str | Path, what: str = "an input file") -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _fail(name, what, f"not UTF-8 text (byte {e.start} is 0x{data[e.start]:02x})",
+                    f"give {what} as UTF-8 text, not a binary file") from None
+
+
+def read_text(path: str | Path, what: str = "an input file", *,
+              max_bytes: int = MAX_BYTES) -> str:
+    return decode(read_bytes(path, what, max_bytes=max_bytes), path, what)
+
+
+# ---------------------------------------------------------------------------- JSON
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"key '{_short(k)}' appears twice")
+        out[k] = v
+    return out
+
+
+def parse_json(text: str, name: str | Path, what: str = "a JSON file") -> Any:
+    try:
+        data = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise _fail(f"{name}:{e.lineno}:{e.colno}", what, f"not JSON ({e.msg})",
+                    "fix the JSON syntax there") from None
+    except ValueError as e:
+        raise _fail(name, what, f"not valid JSON: {e}", "fix the JSON") from None
+    except RecursionError:
+        raise _nested(name, what) from None
+    check_tree(data, name, what)
+    return data
+
+
+def load_json(path: str | Path, what: str = "a JSON file") -> Any:
+    return parse_json(read_text(path, what), path, what)
+
+
+# ---------------------------------------------------------------------------- YAML
+
+
+def _yaml_error(e: yaml.YAMLError, name: str | Path, what: str) -> InputError:
+    if isinstance(e, yaml.MarkedYAMLError):
+        mark = e.problem_mark or e.context_mark
+        where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else str(name)
+        return _fail(where, what, f"not valid YAML ({e.problem or e.context})",
+                     "fix the YAML syntax there")
+    if isinstance(e, yaml.reader.ReaderError):
+        return _fail(name, what, f"not valid YAML: a character that YAML does not allow at "
+                                 f"position {e.position}", "remove it; YAML is UTF-8 text")
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return _fail(name, what, f"not valid YAML: {first}", "fix the YAML syntax")
+
+
+def parse_yaml_all(text: str, name: str | Path, what: str = "a YAML file") -> list[Any]:
+    """Every document of ``text`` (``---`` separated), empty ones dropped."""
+    try:
+        loader = _LOADER(text)
+    except (yaml.YAMLError, UnicodeError) as e:
+        raise _fail(name, what, f"not valid YAML: {e}", "fix the YAML") from None
+    try:
+        docs = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            _check_nodes(node, name, what)
+            docs.append(loader.construct_document(node))
+        for d in docs:
+            check_tree(d, name, what)
+        return [d for d in docs if d is not None]
+    except yaml.YAMLError as e:
+        raise _yaml_error(e, name, what) from None
+    except UnicodeError:
+        raise _fail(name, what, "not valid YAML: text that cannot be encoded",
+                    "give UTF-8 text") from None
+    except RecursionError:
+        raise _nested(name, what) from None
+    except (ValueError, TypeError, OverflowError) as e:  # e.g. a date of 2024-13-45
+        raise _fail(name, what, f"a value YAML cannot read: {e}",
+                    "quote it to make it text, or correct it") from None
+    finally:
+        loader.dispose()
+
+
+def parse_yaml(text: str, name: str | Path, what: str = "a YAML file") -> Any:
+    """The one document of ``text`` (None when empty)."""
+    docs = parse_yaml_all(text, name, what)
+    if len(docs) > 1:
+        raise _fail(name, what, f"holds {len(docs)} YAML documents, one was expected",
+                    "remove the '---' and what follows, or split the file")
+    return docs[0] if docs else None
+
+
+def load_yaml(path: str | Path, what: str = "a YAML file") -> Any:
+    return parse_yaml(read_text(path, what), path, what)
+
+
+def load_yaml_all(path: str | Path, what: str = "a YAML file") -> list[Any]:
+    return parse_yaml_all(read_text(path, what), path, what)
+
+
+def parse_data(text: str, name: str | Path, what: str = "a YAML or JSON file") -> Any:
+    """JSON when the text starts like JSON or the name ends in .json, else YAML."""
+    if str(name).endswith(".json") or text.lstrip()[:1] in ("{", "["):
+        return parse_json(text, name, what)
+    return parse_yaml(text, name, what)
+
+
+def load_data(path: str | Path, what: str = "a YAML or JSON file") -> Any:
+    return parse_data(read_text(path, what), path, what)
+
+
+def _check_nodes(root: yaml.Node, name: str | Path, what: str) -> None:
+    """Alias cycles, expansion, nesting and duplicate keys, on the composed nodes.
+
+    The expanded size is counted per distinct node (memoised by identity), so a "billion
+    laughs" document is measured without being expanded.
+    """
+    sizes: dict[int, int] = {}
+    depth_of: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            active.discard(key)
+            children = _children(node)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            depth_of[key] = 1 + max((depth_of[id(c)] for c in children), default=0)
+            if sizes[key] > MAX_VALUES:
+                raise _fail(name, what, f"expands to more than {MAX_VALUES} values "
+                            f"(line {node.start_mark.line + 1})",
+                            "aliases (*name) repeat what they point at; write values out")
+            if depth_of[key] > MAX_DEPTH:
+                raise _nested(name, what)
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            raise _fail(name, what, f"an alias refers to a value that contains it "
+                        f"(line {node.start_mark.line + 1})",
+                        "aliases (*name) must point at a value outside them")
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for k, _ in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != "tag:yaml.org,2002:merge":
+                    if k.value in seen:
+                        raise _fail(name, what, f"key '{_short(k.value)}' appears twice "
+                                    f"(line {k.start_mark.line + 1})",
+                                    "keep one of the two entries")
+                    seen.add(k.value)
+        active.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node))
+        if len(active) > MAX_DEPTH + 1:
+            raise _nested(name, what)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+# ---------------------------------------------------------------------------- TOML
+
+
+def parse_toml(text: str, name: str | Path, what: str = "a TOML file") -> dict[str, Any]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:  # duplicate keys are refused by the parser itself
+        raise _fail(name, what, f"not valid TOML: {e}", "fix the TOML syntax there") from None
+    except RecursionError:
+        raise _nested(name, what) from None
+    check_tree(data, name, what)
+    return data
+
+
+def load_toml(path: str | Path, what: str = "a TOML file") -> dict[str, Any]:
+    return parse_toml(read_text(path, what), path, what)
+
+
+# ---------------------------------------------------------------------------- shapes
+
+
+def check_tree(data: Any, name: str | Path, what: str, *, max_depth: int = MAX_DEPTH) -> None:
+    """Refuse documents nested deeper than ``max_depth`` (iteratively: no recursion)."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    seen = 0
+    while stack:
+        node, depth = stack.pop()
+        seen += 1
+        if seen > MAX_VALUES:
+            raise _fail(name, what, f"holds more than {MAX_VALUES} values",
+                        f"give {what} of a sensible size")
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > max_depth:
+            raise _nested(name, what, max_depth)
+        stack.extend((c, depth + 1) for c in children)
+
+
+def _nested(name: str | Path, what: str, limit: int = MAX_DEPTH) -> InputError:
+    return _fail(name, what, f"is nested more than {limit} levels deep",
+                 f"give {what}; it needs only a few levels")
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "empty"
+    return {dict: "a mapping", list: "a list", str: "text", bool: "true/false",
+            int: "a number", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def mapping(data: Any, name: str | Path, what: str, fix: str = "") -> dict[str, Any]:
+    """``data`` when it is a mapping (an object), else an error naming what it is."""
+    if not isinstance(data, dict):
+        raise _fail(name, what, f"is {_type_name(data)}, but {what} is a mapping "
+                    "(an object of named fields)", fix or f"give {what}")
+    return data
+
+
+def sequence(data: Any, name: str | Path, what: str, fix: str = "") -> list[Any]:
+    if not isinstance(data, list):
+        raise _fail(name, what, f"is {_type_name(data)}, but {what} is a list",
+                    fix or f"give {what}")
+    return data
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
