@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 import yaml
 
+from aiplat.cli.main import Finite
 from aiplat.devices import accounting as acct
 from aiplat.devices import cdi, host, mig, runtime, sharing
 from aiplat.devices.verify import PodmanOptions, remove_image, verify_spec
@@ -368,6 +369,10 @@ def sharing_strategies(output: str) -> None:
           r["compute"], r["max_partitions"], r["reconfiguration"]] for r in rows]))
 
 
+MAX_DEMAND = 100_000
+"""The most MIG instances one --demand asks for (7 per GPU: more than 14,000 GPUs)."""
+
+
 def _demand(items: Sequence[str]) -> dict[str, dict[str, int]]:
     """``[TENANT:]PROFILE=COUNT`` → tenant → profile → count (tenant '-' when not given)."""
     out: dict[str, dict[str, int]] = {}
@@ -377,6 +382,9 @@ def _demand(items: Sequence[str]) -> dict[str, dict[str, int]]:
         if not n.isdigit() or not prof:
             raise InputError(f"--demand '{it}': expected [TENANT:]PROFILE=COUNT, e.g. "
                              "team-a:1g.10gb=10")
+        if not 0 < int(n) <= MAX_DEMAND:
+            raise InputError(f"--demand '{it}': COUNT must be 1 to {MAX_DEMAND:,} instances "
+                             "(fix: give the instances one pool needs)")
         per = out.setdefault(tenant or "-", {})
         per[prof] = per.get(prof, 0) + int(n)
     return out
@@ -390,8 +398,10 @@ def _demand(items: Sequence[str]) -> dict[str, dict[str, int]]:
 @click.option("--demand", "demand", multiple=True, required=True,
               metavar="[TENANT:]PROFILE=N",
               help="MIG instances wanted, e.g. --demand team-a:1g.10gb=10 --demand 3g.40gb=2")
-@click.option("--gpus", "available", type=int, help="GPUs available (default: the pool's)")
-@click.option("--gpus-per-node", type=int, default=None, help="for the MIG manager config")
+@click.option("--gpus", "available", type=click.IntRange(1, 100_000),
+              help="GPUs available (default: the pool's)")
+@click.option("--gpus-per-node", type=click.IntRange(1, 64), default=None,
+              help="for the MIG manager config")
 @_OUTPUT
 def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str | None,
                  demand: tuple[str, ...], available: int | None, gpus_per_node: int | None,
@@ -441,10 +451,11 @@ def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str 
 @click.argument("strategy", type=click.Choice(["exclusive", "mig", "time-slicing", "mps"]))
 @click.option("--target", type=click.Choice(["device-plugin", "dra"]), default="device-plugin",
               show_default=True)
-@click.option("--replicas", type=int, default=0)
+@click.option("--replicas", type=click.IntRange(0, 1024), default=0)
 @click.option("--rename-by-default", is_flag=True)
 @click.option("--interval", default="Default", help="DRA time-slicing interval")
-@click.option("--memory-gb", type=float, help="DRA MPS: GPU memory to divide among clients")
+@click.option("--memory-gb", type=Finite(0, 4096, min_open=True),
+              help="DRA MPS: GPU memory to divide among clients")
 def sharing_config(*, strategy: str, target: str, replicas: int, rename_by_default: bool,
                    interval: str, memory_gb: float | None) -> None:
     """The NVIDIA device plugin config or the DRA driver's GpuConfig for STRATEGY (YAML)."""
@@ -463,7 +474,8 @@ def sharing_config(*, strategy: str, target: str, replicas: int, rename_by_defau
 @sharing_group.command("compare")
 @click.option("--spec", "spec_file", type=click.Path(dir_okay=False), required=True)
 @click.option("--pool", "pool_name")
-@click.option("--replicas", type=int, help="replicas per GPU for MPS/time-slicing")
+@click.option("--replicas", type=click.IntRange(1, 1024),
+              help="replicas per GPU for MPS/time-slicing")
 @_OUTPUT
 def sharing_compare(spec_file: str, pool_name: str | None, replicas: int | None,
                     output: str) -> None:
@@ -498,7 +510,8 @@ def accounting_group() -> None:
                    "kubectl get -o json snapshot")
 @click.option("--since", help="window start (ISO 8601)")
 @click.option("--until", help="window end (ISO 8601; default now)")
-@click.option("--replicas", type=int, default=1, help="replicas per GPU for 'shared' slices")
+@click.option("--replicas", type=click.IntRange(1, 1024), default=1,
+              help="replicas per GPU for 'shared' slices")
 @click.option("--tenant-label", help="pod label naming the tenant (default: namespace)")
 @click.option("-o", "--output", type=click.Choice(["table", "csv", "json"]), default="table",
               show_default=True)
@@ -536,7 +549,7 @@ def accounting_report(*, source: str, fmt: str, since: str | None, until: str | 
                 allocs = acct.from_records(rows, source)
         usage = acct.summarize(allocs, start, end, replicas)
     except (OSError, ValueError) as e:
-        raise InputError(f"{source}: {e}") from e
+        raise InputError(str(e) if str(e).startswith(source) else f"{source}: {e}") from e
     if output == "csv":
         click.echo(acct.to_csv(usage), nl=False)
     elif output == "json":

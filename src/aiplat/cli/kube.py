@@ -96,6 +96,9 @@ def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
                  fmt: str) -> None:
     """Validate DIR: built-in kinds with the official schemas (strict), custom resources with
     their CRDs, then names, quantities, DRA rules and CEL selectors."""
+    from aiplat.kube.validate import check_version
+
+    versions = tuple(check_version(v) for v in versions)
     items, _inv = read_tree(directory)
     crds = load_crds(crd_dir) if crd_dir else CrdIndex()
     results = []

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from aiplat.cli.cluster import cluster
+from aiplat.cli.main import Finite
 from aiplat.errors import InputError
 from aiplat.netdiag import lab as labio
 from aiplat.netdiag.faults import KINDS, NOISY_SECONDS, plan_fault
@@ -181,7 +182,7 @@ def fault() -> None:
 @click.argument("kind", type=click.Choice(KINDS))
 @click.option("--node", help="lab node (slow-storage: default store)")
 @click.option("--segment", help="segment name or purpose (slow-storage: default storage)")
-@click.option("--value", type=float,
+@click.option("--value", type=Finite(0, 100_000),
               help="loss %% (20), rate Mbit/s (100), mtu bytes (1500 or 1400)")
 @click.option("--seconds", type=click.IntRange(1, 600), default=NOISY_SECONDS,
               show_default=True, help="noisy: how long the flood runs")
@@ -270,6 +271,20 @@ def net_check(segments: tuple[str, ...], no_throughput: bool, prefix: str, outpu
         sys.exit(1)
 
 
+def _check_url(url: str) -> None:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # raises for a port that is not a number
+    except ValueError:
+        ok = False
+    if not ok:
+        raise InputError(f"--prometheus {url!r}: not an http(s) URL (fix: e.g. "
+                         "--prometheus http://prometheus:9090)")
+
+
 @click.command()
 @click.option("--since", default="10m", show_default=True,
               help="window for interface counters without a lab (e.g. 90s, 10m, 1h)")
@@ -286,6 +301,8 @@ def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None
     from aiplat.netdiag.diagnose import diagnose_lab, diagnose_prometheus
 
     seconds = parse_duration(since)
+    if prom_url is not None:
+        _check_url(prom_url)
     if load_state(prefix) is not None:
         d = diagnose_lab(prefix, prom_url)
     elif prom_url:

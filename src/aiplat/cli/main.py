@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import math
 import os
 import sys
+from typing import Any
 
 import click
 
@@ -36,6 +38,24 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
 }
+
+
+class Finite(click.FloatRange):
+    """A float option that must be a finite number (click's FloatRange lets ``nan`` through,
+    since every comparison with NaN is false) within the given range."""
+
+    name = "number"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> float:
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return float(rv)
+
+
+SEED = click.IntRange(0, 2**32 - 1)
+"""A random seed: what numpy and ``random`` accept."""
 
 
 class LazyGroup(click.Group):

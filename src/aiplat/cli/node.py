@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import click
 from rich.console import Console
 
+from aiplat.cli.main import Finite
 from aiplat.node.collect import collect_inventory, parse_from_options
 from aiplat.node.inventory import inventory_json_schema
 from aiplat.node.placement import evaluate_placement
@@ -128,8 +129,10 @@ def baseline() -> None:
 
 
 BASELINE_OPTS = [
-    click.option("--runs", default=5, show_default=True, type=int, help="repetitions (median)"),
-    click.option("--scale", default=1.0, show_default=True, type=float,
+    click.option("--runs", default=5, show_default=True, type=click.IntRange(1, 1000),
+                 help="repetitions (median)"),
+    click.option("--scale", default=1.0, show_default=True,
+                 type=Finite(0, 64, min_open=True),
                  help="work per probe (0.25 for a quick look)"),
     click.option("--dir", "directory", type=click.Path(file_okay=False),
                  help="directory on the disk to measure (default: the temp directory)"),
@@ -185,7 +188,7 @@ def _matched_entry(spec: str | None, pool: str | None) -> str | None:
 @_opts
 @SPEC
 @POOL
-@click.option("--tolerance", type=float, help="allowed slowdown (default: the pool's "
+@click.option("--tolerance", type=Finite(0, 10), help="allowed slowdown (default: the pool's "
               "checks.baselineTolerance, else 0.10)")
 @OUTPUT
 def baseline_compare(  # noqa: PLR0917
@@ -227,8 +230,10 @@ def baseline_compare(  # noqa: PLR0917
 
 @node.command()
 @click.option("--duration", default="10m", show_default=True, help="e.g. 90s, 15m, 2h")
-@click.option("--temp-limit", default=85.0, show_default=True, type=float, help="°C")
-@click.option("--workers", type=int, help="CPU stress threads (default: CPUs available)")
+@click.option("--temp-limit", default=85.0, show_default=True, type=Finite(20, 150),
+              help="°C")
+@click.option("--workers", type=click.IntRange(1, 4096),
+              help="CPU stress threads (default: CPUs available)")
 @OUTPUT
 def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> None:
     """Sustained CPU/memory (and GPU with torch) stress; fail on errors, heat or throttling."""
@@ -288,7 +293,8 @@ def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | N
 @FROM
 @SPEC
 @POOL
-@click.option("--interval", default=300.0, show_default=True, type=float, help="seconds")
+@click.option("--interval", default=300.0, show_default=True, type=Finite(1, 86400),
+              help="seconds")
 @click.option("--once", is_flag=True, help="one round, then exit with the check status")
 @click.option("--dry-run", is_flag=True, help="print the Node patch instead of applying it")
 @click.option("--node-name", envvar="NODE_NAME", help="Node to patch (default: $NODE_NAME)")

@@ -54,7 +54,10 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     handover: DIR/matrix/, DIR/runbook/, DIR/monitoring/. Exit 1 when the plan has error
     findings or the manifests fail validation or lint.
     """
+    from aiplat.kube.validate import check_version
+
     t0 = time.perf_counter()
+    k8s_versions = tuple(check_version(v) for v in k8s_versions)
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
                 else parse_platform(example_text(), EXAMPLE, catalog))

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from aiplat.cli.main import SEED, Finite
 from aiplat.errors import InputError
 from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
 from aiplat.sched.fgd import fgd_table
@@ -192,12 +193,12 @@ def _print_result(title: str, r: SimResult) -> None:
 @click.option("--strategy", type=click.Choice(STRATEGIES), default="spec", show_default=True,
               help="pool strategy: as the spec says, fixed, autoscale, or warm reserve")
 @click.option("--warm-nodes", default=1, show_default=True, type=click.IntRange(0, 10000))
-@click.option("--mtbf", "mtbf_h", type=click.FloatRange(min=0.01), help="node MTBF in hours")
+@click.option("--mtbf", "mtbf_h", type=Finite(min=0.01), help="node MTBF in hours")
 @click.option("--mttr", "mttr_h", default=24.0, show_default=True,
-              type=click.FloatRange(min=0.01), help="node repair time in hours")
+              type=Finite(min=0.01), help="node repair time in hours")
 @click.option("--classic", is_flag=True, help="no fair sharing (classic Kueue ordering)")
-@click.option("--months", default=1.0, show_default=True, type=click.FloatRange(0.01, 120))
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--months", default=1.0, show_default=True, type=Finite(0.01, 120))
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--kueue", "kueue_path", metavar="PATH",
               help="rendered Kueue objects (file or folder) instead of queues from SPEC")
 @click.option("--trace", metavar="NAME", help="replay an Alibaba trace variant instead of SPEC")
@@ -252,11 +253,11 @@ def run(  # noqa: PLR0917 (one parameter per click option)
 @click.option("--queueing", "queueings", multiple=True, type=click.Choice(["fair", "classic"]),
               help="fair sharing or classic ordering (repeatable; default fair)")
 @click.option("--warm-nodes", default=1, show_default=True, type=click.IntRange(0, 10000))
-@click.option("--mtbf", "mtbf_h", type=click.FloatRange(min=0.01), help="node MTBF in hours")
+@click.option("--mtbf", "mtbf_h", type=Finite(min=0.01), help="node MTBF in hours")
 @click.option("--mttr", "mttr_h", default=24.0, show_default=True,
-              type=click.FloatRange(min=0.01))
-@click.option("--months", default=1.0, show_default=True, type=click.FloatRange(0.01, 120))
-@click.option("--seed", default=0, show_default=True, type=int)
+              type=Finite(min=0.01))
+@click.option("--months", default=1.0, show_default=True, type=Finite(0.01, 120))
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 def compare(  # noqa: PLR0917 (one parameter per click option)

@@ -77,15 +77,25 @@ def fraction(profile: str, replicas: int = 1) -> float:
     return int(m.group(1)) / 7
 
 
+MAX_COUNT = 100_000
+"""The most GPUs one allocation record may hold."""
+
+
 def from_records(rows: Iterable[Mapping[str, Any]], source: str = "records") -> list[Allocation]:
     out = []
     for i, r in enumerate(rows):
         where = f"{source}[{i}]"
         try:
             tenant = str(r["tenant"])
-            count = float(r.get("count", r.get("gpus", 1)))
+            raw = r.get("count", r.get("gpus", 1))
+            if isinstance(raw, bool):  # `count: true` is not one GPU
+                raise TypeError(f"count {raw!r} is not a number")
+            count = float(raw)
         except (KeyError, TypeError, ValueError) as e:
             raise AccountingError(f"{where}: needs tenant and count ({e!r})") from e
+        if not 0 < count <= MAX_COUNT:  # also refuses NaN and infinity
+            raise AccountingError(f"{where}: count {count:g} must be above 0 and at most "
+                                  f"{MAX_COUNT:,} GPUs")
         start = parse_time(r.get("start"), f"{where}.start")
         end = parse_time(r.get("end"), f"{where}.end")
         if end < start:

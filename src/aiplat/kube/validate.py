@@ -25,6 +25,7 @@ import jsonschema
 from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped]
 from referencing import Registry, Resource
 
+from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.crds import CrdIndex
 from aiplat.kube.quantity import QuantityError, parse_quantity
@@ -77,6 +78,22 @@ def ref(o: dict[str, Any]) -> str:
 def _definitions(version: str) -> Resource[Any]:
     return Resource.from_contents(kv_utils.schema_contents(
         f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version))
+
+
+def check_version(version: str) -> str:
+    """``version`` when it is a Kubernetes MAJOR.MINOR[.PATCH] the schemas cover, else an
+    ``InputError`` naming the range (call it on options before doing any work)."""
+    first, last = kv_utils.all_versions()[0], kv_utils.latest_version()
+    fix = f"(fix: give a version from {kv_utils.major_minor(first)} to " \
+          f"{kv_utils.major_minor(last)}, e.g. --k8s-version 1.34)"
+    if not re.fullmatch(r"v?\d{1,3}\.\d{1,3}(\.\d{1,4})?", version):
+        raise InputError(f"--k8s-version {version!r}: not a Kubernetes version {fix}")
+    try:
+        _schema_version(version.lstrip("v"))
+    except ValueError:
+        raise InputError(f"--k8s-version {version}: not covered by kubernetes-validate "
+                         f"{last} {fix}") from None
+    return version.lstrip("v")
 
 
 def _schema_version(version: str) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import math
 import os
 import platform as pyplatform
 import shutil
@@ -282,12 +283,19 @@ def fingerprint(inv: Inventory | None) -> dict[str, str | int | None]:
     }
 
 
+MAX_SCALE = 64.0
+"""The most work per probe (x64: 4 GiB disk and memory probes)."""
+
+
 def record(*, runs: int = 5, scale: float = 1.0, directory: str | Path | None = None,
            inventory: Inventory | None = None, matrix_entry: str | None = None,
            only: list[str] | None = None,
            progress: Callable[[str], None] | None = None) -> Baseline:
     if runs < 1:
         raise InputError("--runs must be at least 1 (fix: e.g. --runs 5)")
+    if not math.isfinite(scale) or not 0 < scale <= MAX_SCALE:
+        raise InputError(f"--scale {scale:g}: must be above 0 and at most {MAX_SCALE:g} (fix: "
+                         "e.g. --scale 1, or 0.25 for a quick look)")
     if only:
         unknown = sorted(set(only) - set(UNITS))
         if unknown:

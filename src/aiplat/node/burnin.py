@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import math
 import os
 import statistics
 import threading
@@ -135,6 +136,10 @@ def evaluate_burnin(  # noqa: PLR0917
                     temp_limit_c: float, max_drop: float, workers: int, gpu: bool,
                     duration_s: float) -> BurninReport:
     problems = []
+    if workers < 1 or samples[-1].iterations == 0:
+        # No work done is no evidence: it must never read as a pass.
+        problems.append(f"no stress iterations ran ({workers} CPU workers): nothing was "
+                        "tested")
     if after.edac_ue > before.edac_ue:
         problems.append(f"{after.edac_ue - before.edac_ue} uncorrected host memory errors (EDAC)")
     if after.edac_ce > before.edac_ce:
@@ -239,13 +244,23 @@ def _gpu_stress(stop: threading.Event) -> bool:
     return True
 
 
+MAX_DURATION_S = 7 * 24 * 3600.0
+"""The longest burn-in accepted: a week (qualification runs take hours, not years)."""
+
+
 def parse_duration(text: str) -> float:
-    """``90``/``90s``/``15m``/``2h`` -> seconds."""
+    """``90``/``90s``/``15m``/``2h`` -> seconds: finite, at least 1 s, at most a week."""
     units = {"s": 1, "m": 60, "h": 3600}
     t = text.strip().lower()
     try:
-        if t and t[-1] in units:
-            return float(t[:-1]) * units[t[-1]]
-        return float(t)
+        seconds = float(t[:-1]) * units[t[-1]] if t and t[-1] in units else float(t)
     except ValueError:
         raise InputError(f"--duration {text!r}: expected e.g. 90s, 15m or 2h") from None
+    if math.isnan(seconds):
+        raise InputError(f"--duration {text!r}: not a number (fix: e.g. 90s, 15m, 2h)")
+    if seconds < 1:
+        raise InputError(f"--duration {text!r}: must be at least 1 s (fix: e.g. 90s, 15m, 2h)")
+    if seconds > MAX_DURATION_S:  # infinity too
+        raise InputError(f"--duration {text!r}: at most a week (168h) (fix: run several "
+                         "shorter burn-ins)")
+    return seconds
