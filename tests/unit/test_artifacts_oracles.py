@@ -17,7 +17,9 @@ def test_every_oracle_is_pinned_and_named_in_the_cache_folder() -> None:
     key = oracles.version_key(pins)
     assert key.startswith("cosign-v3.") and "_distribution-v3." in key
     text = (oracles.TOOLS / "go.mod").read_text()
-    assert all(f"\t{o.package}\n" in text for o in oracles.ORACLES)  # a `tool` line each
+    upstream = [o for o in oracles.ORACLES if not o.package.startswith("aiplat.local/")]
+    assert all(f"\t{o.package}\n" in text for o in upstream)  # a `tool` line each
+    assert (oracles.TOOLS / "referrers-registry" / "main.go").is_file()
 
 
 def test_locate_names_what_is_missing_and_how_to_build_it(tmp_path: Path) -> None:
@@ -25,7 +27,8 @@ def test_locate_names_what_is_missing_and_how_to_build_it(tmp_path: Path) -> Non
     (tmp_path / "bin" / "oras").write_text("#!/bin/sh\n")
     (tmp_path / "bin" / "oras").chmod(0o755)
     assert oracles.locate(tmp_path, ("oras",)) == {"oras": tmp_path / "bin" / "oras"}
-    with pytest.raises(InputError, match=r"cosign, modctl, registry .*aiplat\.artifacts\.oracles"):
+    with pytest.raises(InputError, match=r"cosign, modctl, registry, referrers-registry"
+                                         r" .*aiplat\.artifacts\.oracles"):
         oracles.locate(tmp_path)
 
 

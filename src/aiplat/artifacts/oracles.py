@@ -3,10 +3,12 @@
 aiplat's model store claims to speak the ecosystem's formats; these upstream programs are
 the proof. Their versions live in ``tools/go.mod`` next to this file (shipped with the
 package), a Go module whose ``tool`` lines name the main packages: ``cosign`` (key-pair
-signatures), ``oras`` (the ORAS CLI), ``modctl`` (the CNCF ModelPack reference CLI) and
-distribution v3's ``registry`` (serves the OCI 1.1 referrers API; Debian's docker-registry
-2.8 does not). ``build`` runs ``go build`` on it (``-mod=readonly``: nothing is written next
-to the package) into ``$XDG_CACHE_HOME/aiplat/oracles/<versions>/bin`` (default
+signatures), ``oras`` (the ORAS CLI), ``modctl`` (the CNCF ModelPack reference CLI),
+distribution v3's ``registry``, and ``referrers-registry`` (a main of ours around
+go-containerregistry's registry with the OCI 1.1 referrers API on: distribution v3.1 and
+Debian's docker-registry 2.8 do not serve ``/v2/<name>/referrers/<digest>``, and zot is not
+on the Go module proxy). ``build`` runs ``go build`` on it (``-mod=readonly``: nothing is
+written next to the package) into ``$XDG_CACHE_HOME/aiplat/oracles/<versions>/bin`` (default
 ``~/.cache``), the same way :mod:`aiplat.cluster.assets` builds the lab cluster; nothing of
 theirs is in this repository. ``locate`` finds the binaries again and says how to build
 what is missing. ``python -m aiplat.artifacts.oracles`` builds and prints what it did.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from aiplat.cluster.assets import _binary_name, _go, versions
+from aiplat.cluster.assets import _binary_name, _go
 from aiplat.errors import InputError
 
 TOOLS = Path(str(resources.files("aiplat.artifacts") / "tools"))
@@ -46,6 +49,10 @@ ORACLES = (
     Oracle("modctl", "github.com/modelpack/modctl", "github.com/modelpack/modctl", "modctl"),
     Oracle("registry", "github.com/distribution/distribution/v3",
            "github.com/distribution/distribution/v3/cmd/registry", "distribution"),
+    # Ours (tools/referrers-registry/main.go): go-containerregistry's registry with the
+    # referrers API on; distribution v3.1 and docker-registry 2.8 do not serve it.
+    Oracle("referrers-registry", "github.com/google/go-containerregistry",
+           "aiplat.local/tools/artifacts/referrers-registry", "ggcr"),
 )
 NAMES = tuple(o.name for o in ORACLES)
 
@@ -53,8 +60,16 @@ Progress = Callable[[str], None]
 
 
 def pinned() -> dict[str, str]:
-    """The version of each oracle's module, read from the tools module."""
-    return versions(TOOLS / "go.mod", tuple(o.module for o in ORACLES))
+    """The version of each oracle's module, read from the tools module (a ``require``
+    block line or a one-line ``require``)."""
+    text = (TOOLS / "go.mod").read_text()
+    out = {}
+    for o in ORACLES:
+        m = re.search(rf"^\s*(?:require\s+)?{re.escape(o.module)} (v\S+)", text, re.M)
+        if not m:
+            raise InputError(f"{TOOLS / 'go.mod'}: no version pinned for {o.module}")
+        out[o.module] = m.group(1)
+    return out
 
 
 def version_key(pins: dict[str, str]) -> str:

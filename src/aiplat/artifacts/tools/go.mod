@@ -1,5 +1,6 @@
 // Pinned upstream programs that aiplat's model store is proven against (interop oracles):
-// cosign, oras, modctl and an OCI 1.1 registry with the referrers API (distribution v3).
+// cosign, oras, modctl, distribution v3's registry, and referrers-registry/ (ours: a main
+// around go-containerregistry's registry with the OCI 1.1 referrers API switched on).
 // Built by `python -m aiplat.artifacts.oracles` with `go build` into a cache outside the
 // repo; nothing of theirs is committed.
 module aiplat.local/tools/artifacts
@@ -12,6 +13,9 @@ tool (
 	github.com/sigstore/cosign/v3/cmd/cosign
 	oras.land/oras/cmd/oras
 )
+
+// referrers-registry/: go-containerregistry's registry, with the referrers API on
+require github.com/google/go-containerregistry v0.21.7
 
 require (
 	buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go v1.36.11-20260415201107-50325440f8f2.1 // indirect
@@ -189,7 +193,6 @@ require (
 	github.com/google/certificate-transparency-go v1.3.3 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
-	github.com/google/go-containerregistry v0.21.7 // indirect
 	github.com/google/go-github/v88 v88.0.0 // indirect
 	github.com/google/go-querystring v1.2.0 // indirect
 	github.com/google/s2a-go v0.1.9 // indirect
