@@ -32,6 +32,11 @@ CONFIG_TYPE = "application/vnd.cncf.model.config.v1+json"
 WEIGHT_RAW = "application/vnd.cncf.model.weight.v1.raw"
 WEIGHT_CONFIG_TAR = "application/vnd.cncf.model.weight.config.v1.tar"
 FILEPATH = "org.cncf.model.filepath"
+# What modctl v0.2 (model-spec v0.0.x, before the move to CNCF) writes: the same layout
+# under the "cnai" names. Read, never written.
+LEGACY_ARTIFACT_TYPE = "application/vnd.cnai.model.manifest.v1+json"
+LEGACY_CONFIG_TYPE = "application/vnd.cnai.model.config.v1+json"
+LEGACY_FILEPATH = "org.cnai.model.filepath"
 TITLE = "org.opencontainers.image.title"
 MANIFEST_ACCEPT = ", ".join([OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST])
 
@@ -54,7 +59,7 @@ class Descriptor:
 
     @property
     def filepath(self) -> str | None:
-        return self.annotations.get(FILEPATH)
+        return self.annotations.get(FILEPATH) or self.annotations.get(LEGACY_FILEPATH)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"mediaType": self.media_type, "digest": self.digest,
@@ -89,7 +94,8 @@ class Manifest:
 
     @property
     def is_model(self) -> bool:
-        return self.artifact_type == ARTIFACT_TYPE or self.config.media_type == CONFIG_TYPE
+        return (self.artifact_type in (ARTIFACT_TYPE, LEGACY_ARTIFACT_TYPE)
+                or self.config.media_type in (CONFIG_TYPE, LEGACY_CONFIG_TYPE))
 
     @property
     def total_size(self) -> int:
