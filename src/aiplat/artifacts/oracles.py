@@ -16,11 +16,8 @@ what is missing. ``python -m aiplat.artifacts.oracles`` builds and prints what i
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -28,7 +25,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from aiplat.cluster.assets import _binary_name, _go
+from aiplat.cluster.assets import Component, go_build
 from aiplat.errors import InputError
 
 TOOLS = Path(str(resources.files("aiplat.artifacts") / "tools"))
@@ -120,38 +117,12 @@ def build(cache: Path | None = None, progress: Progress = lambda _m: None,
     """Build what the cache lacks (everything with ``force``); a second run builds nothing."""
     pins = pinned()
     cache = cache or cache_root() / version_key(pins)
-    bindir = cache / "bin"
-    stamp = cache / "build.json"
-    recipe = {"versions": pins, "ldflags": ldflags(pins)}
-    try:
-        stale = json.loads(stamp.read_text()) != recipe
-    except (OSError, ValueError):
-        stale = True
-    todo = [o for o in ORACLES if force or stale or not (bindir / o.name).is_file()]
-    report: dict[str, object] = {"cache": str(cache), "versions": pins, "built": [],
-                                 "seconds": 0.0}
     t0 = time.monotonic()
-    if todo:
-        go = _go()
-        bindir.mkdir(parents=True, exist_ok=True)
-        progress(f"building {', '.join(o.name for o in todo)} with {go} (first time: about"
-                 " 10 min on 2 cores; the Go caches make later builds fast)")
-        tmp = cache / "bin.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false", "CGO_ENABLED": "0"}
-        cp = subprocess.run([go, "build", f"-ldflags={ldflags(pins)}", "-o", f"{tmp}/",
-                             *(o.package for o in todo)],
-                            cwd=TOOLS, env=env, capture_output=True, text=True, check=False)
-        if cp.returncode != 0:
-            raise InputError(f"go build failed:\n{cp.stderr.strip()[-4000:]}")
-        for o in todo:
-            os.replace(tmp / _binary_name(o.package), bindir / o.name)
-        shutil.rmtree(tmp, ignore_errors=True)
-        report["built"] = [o.name for o in todo]
-        stamp.write_text(json.dumps(recipe, indent=2) + "\n")
-    report["seconds"] = round(time.monotonic() - t0, 1)
-    return report
+    built = go_build(TOOLS, [Component(o.name, o.module, o.package) for o in ORACLES], cache,
+                     ldflags(pins), progress=progress, force=force,
+                     stamp_extra={"versions": pins})
+    return {"cache": str(cache), "versions": pins, "built": built,
+            "seconds": round(time.monotonic() - t0, 1)}
 
 
 def main() -> int:
