@@ -30,14 +30,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import struct
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes, poly1305, serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+from nacl.exceptions import CryptoError
+from nacl.secret import SecretBox
 
 from aiplat.artifacts.errors import ArtifactInputError
 
@@ -118,57 +119,16 @@ def image_config(layer_digests: list[str]) -> bytes:
 # ------------------------------------------------------------------ cosign's encrypted key
 
 
-def _rotl(v: int, n: int) -> int:
-    return ((v << n) | (v >> (32 - n))) & 0xFFFFFFFF
-
-
-def _salsa_rounds(state: list[int]) -> list[int]:
-    x = list(state)
-    for _ in range(10):
-        for a, b, c, d in ((0, 4, 8, 12), (5, 9, 13, 1), (10, 14, 2, 6), (15, 3, 7, 11),
-                           (0, 1, 2, 3), (5, 6, 7, 4), (10, 11, 8, 9), (15, 12, 13, 14)):
-            x[b] ^= _rotl((x[a] + x[d]) & 0xFFFFFFFF, 7)
-            x[c] ^= _rotl((x[b] + x[a]) & 0xFFFFFFFF, 9)
-            x[d] ^= _rotl((x[c] + x[b]) & 0xFFFFFFFF, 13)
-            x[a] ^= _rotl((x[d] + x[c]) & 0xFFFFFFFF, 18)
-    return x
-
-
-_SIGMA = struct.unpack("<4I", b"expand 32-byte k")
-
-
-def _state(key: bytes, block16: bytes) -> list[int]:
-    k, n = struct.unpack("<8I", key), struct.unpack("<4I", block16)
-    return [_SIGMA[0], *k[:4], _SIGMA[1], *n, _SIGMA[2], *k[4:], _SIGMA[3]]
-
-
-def _hsalsa20(key: bytes, nonce16: bytes) -> bytes:
-    x = _salsa_rounds(_state(key, nonce16))
-    return struct.pack("<8I", *(x[i] for i in (0, 5, 10, 15, 6, 7, 8, 9)))
-
-
-def _salsa20_stream(key: bytes, nonce8: bytes, length: int) -> bytes:
-    out = bytearray()
-    counter = 0
-    while len(out) < length:
-        s = _state(key, nonce8 + struct.pack("<Q", counter))
-        x = _salsa_rounds(s)
-        out += struct.pack("<16I", *((a + b) & 0xFFFFFFFF for a, b in zip(x, s, strict=True)))
-        counter += 1
-    return bytes(out[:length])
-
-
 def secretbox_open(box: bytes, nonce: bytes, key: bytes) -> bytes | None:
-    """NaCl ``crypto_secretbox_open`` (XSalsa20-Poly1305): tag(16) || ciphertext."""
+    """NaCl ``crypto_secretbox_open`` (XSalsa20-Poly1305, tag(16) || ciphertext), what
+    cosign seals its private key with; PyNaCl's libsodium binding (``cryptography`` has
+    no XSalsa20)."""
     if len(box) < 16 or len(nonce) != 24 or len(key) != 32:
         return None
-    stream = _salsa20_stream(_hsalsa20(key, nonce[:16]), nonce[16:], 32 + len(box) - 16)
-    tag, ct = box[:16], box[16:]
     try:
-        poly1305.Poly1305.verify_tag(stream[:32], ct, tag)
-    except InvalidSignature:
+        return bytes(SecretBox(key).decrypt(box, nonce))
+    except CryptoError:
         return None
-    return bytes(a ^ b for a, b in zip(ct, stream[32:], strict=True))
 
 
 _SCRYPT_PARAMS = {(32768, 8, 1), (65536, 8, 1), (131072, 8, 1)}  # go-securesystemslib's
