@@ -26,6 +26,7 @@ Everything takes ``today`` so end-of-life results are reproducible in tests.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import date
 from typing import Literal
@@ -268,6 +269,15 @@ def planned_entry(current: VersionEntry, changes: dict[str, str | None],
     return VersionEntry.model_validate(data)
 
 
+def _entry_id(name: str) -> str:
+    """``entry-<name>`` as an HTML anchor of at most 64 characters (names may have 63)."""
+    slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if len(slug) <= 58:
+        return f"entry-{slug}"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"entry-{slug[:49].rstrip('-')}-{digest}"
+
+
 def _fkey(f: Fact) -> tuple[str, str]:
     return (f.severity, f.message)
 
@@ -304,7 +314,7 @@ def matrix_document(check: MatrixCheck) -> Document:
         notes=[fact_line(f) for f in check.facts])]
     for e in check.entries:
         sections.append(Section(
-            id=f"entry-{re.sub(r'[^a-z0-9]+', '-', e.name.lower()).strip('-')}",
+            id=_entry_id(e.name),
             title=f"Facts for {e.name}",
             tables=[Table(columns=["severity", "subject", "fact", "fix"],
                           rows=[[f.severity, f.subject, f.message, f.fix] for f in e.facts])],

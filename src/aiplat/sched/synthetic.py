@@ -24,10 +24,13 @@ from typing import Literal
 
 import numpy as np
 
+from aiplat.errors import InputError
 from aiplat.sched.cluster import MILLI, Request
 from aiplat.sched.workload import Job, PodSet
 
 HOURS_PER_MONTH = 730.0
+MAX_JOBS = 50_000
+"""The most jobs one simulation makes; a month of a large platform is a few thousand."""
 Shape = Literal["gang", "replicas", "always-on"]
 
 PRIORITY: dict[Shape, int] = {"always-on": 1000, "gang": 100, "replicas": 10}
@@ -68,9 +71,21 @@ def generate(profiles: list[Profile], *, seed: int, months: float = 1.0) -> list
     rng = np.random.default_rng(seed)
     horizon = months * HOURS_PER_MONTH * 3600
     jobs: list[Job] = []
+    total = 0.0
     for p in profiles:
         prio = PRIORITY[p.shape]
         podsets = _pods(p)
+        if p.shape != "always-on":
+            # Work bounded by the input gets a ceiling: count the jobs before making them.
+            runs = p.runs_per_month * months
+            pods = sum(ps.count for ps in podsets) if p.shape != "gang" else 1
+            total += runs * pods
+            if not math.isfinite(total) or total > MAX_JOBS:
+                raise InputError(
+                    f"workload {p.name}: {runs * pods:,.0f} jobs in {months:g} months "
+                    f"({runs:,.0f} runs x {pods:,} pods); the simulator takes at most "
+                    f"{MAX_JOBS:,} (fix: check the workload's tokens, SLO and runsPerMonth, "
+                    "or simulate fewer --months)")
         if p.shape == "always-on":
             jobs.append(Job(f"{p.name}", p.tenant, 0.0, horizon, tuple(podsets), prio,
                             pool=p.pool))

@@ -13,6 +13,7 @@ One YAML document describes the whole platform; every other capability reads it.
 
 from __future__ import annotations
 
+import typing
 from enum import StrEnum
 from ipaddress import IPv4Network
 from typing import Annotated, Literal, Self
@@ -23,6 +24,7 @@ from pydantic import (
     Field,
     GetJsonSchemaHandler,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -47,6 +49,14 @@ LabelKey = Annotated[
 ]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
+# Upper bounds keep every figure the planner derives finite: a value that validates must plan.
+MAX_TOKENS = 10_485_760
+"""Tokens in one prompt, answer or context (10 Mi; the longest contexts today are 1-2 Mi)."""
+MAX_QUOTA = 1_000_000
+"""GPUs (or MIG/replica units) in one quota figure."""
+MIN_WEIGHT = 0.001
+"""The smallest non-zero fair-sharing weight (Kueue divides usage by it)."""
+
 
 class SpecModel(BaseModel):
     model_config = ConfigDict(
@@ -58,6 +68,20 @@ class SpecModel(BaseModel):
         # .inf/.nan are valid YAML floats but no figure in a spec may be infinite or undefined.
         allow_inf_nan=False,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, v: object, info: ValidationInfo) -> object:
+        """``count: true`` is not 1 GPU: pydantic's lax mode would read a bool as a number."""
+        if isinstance(v, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            allowed = typing.get_args(field.annotation) if field else ()
+            annotation = field.annotation if field else None
+            if (annotation in (int, float) or (allowed and bool not in allowed
+                                                and set(allowed) & {int, float})):
+                raise SpecValueError(f"{str(v).lower()} is not a number",
+                                     "write the number itself")
+        return v
 
 
 class SpecValueError(ValueError):
@@ -114,12 +138,14 @@ class Cooling(StrEnum):
 
 
 class SiteSpec(SpecModel):
-    power_budget_kw: float = Field(gt=0, alias="powerBudgetKW", description="IT power available")
-    rack_power_limit_kw: float = Field(gt=0, alias="rackPowerLimitKW")
+    power_budget_kw: float = Field(gt=0, le=10_000_000, alias="powerBudgetKW",
+                                   description="IT power available")
+    rack_power_limit_kw: float = Field(gt=0, le=1000, alias="rackPowerLimitKW")
     rack_units: int = Field(default=42, ge=10, le=60, description="usable height of a rack")
     cooling: Cooling = Cooling.AIR
     pue: float = Field(default=1.3, ge=1.0, le=3.0)
-    electricity_price_per_kwh: float = Field(default=0.20, ge=0, alias="electricityPricePerKWh")
+    electricity_price_per_kwh: float = Field(default=0.20, ge=0, le=100,
+                                             alias="electricityPricePerKWh")
     currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] = "EUR"
 
 
@@ -167,14 +193,14 @@ class NicSpec(SpecModel):
 
 class NvmeSpec(SpecModel):
     count: int = Field(ge=0, le=64)
-    size_tb: float = Field(gt=0, alias="sizeTB")
+    size_tb: float = Field(gt=0, le=1000, alias="sizeTB")
 
 
 class NodeChecksSpec(SpecModel):
     """Thresholds for ``aiplat node check`` and ``baseline compare`` on this pool's nodes."""
 
     max_gpu_temp_c: float = Field(default=85, gt=0, le=120, alias="maxGpuTempC")
-    max_ecc_uncorrected: int = Field(default=0, ge=0, description="volatile, per GPU")
+    max_ecc_uncorrected: int = Field(default=0, ge=0, le=1_000_000, description="volatile, per GPU")
     max_remapped_rows_uncorrectable: int | None = Field(
         default=None, ge=0, description="unset: only pending/failed remapping is flagged"
     )
@@ -226,7 +252,7 @@ class NodeSpec(SpecModel):
 
 
 class Autoscaling(SpecModel):
-    min: int = Field(ge=0)
+    min: int = Field(ge=0, le=10000)
     max: int = Field(ge=1, le=10000)
     startup_seconds: int = Field(default=600, ge=0, le=7200)
 
@@ -359,9 +385,12 @@ class PoolSpec(SpecModel):
 
 
 class PoolQuota(SpecModel):
-    gpus: float = Field(ge=0, description="nominal quota in GPUs (whole or MIG/replica units)")
-    borrowing_limit: float | None = Field(default=None, ge=0, description="unset: whole cohort")
-    lending_limit: float | None = Field(default=None, ge=0, description="unset: lend all")
+    gpus: float = Field(ge=0, le=MAX_QUOTA,
+                        description="nominal quota in GPUs (whole or MIG/replica units)")
+    borrowing_limit: float | None = Field(default=None, ge=0, le=MAX_QUOTA,
+                                         description="unset: whole cohort")
+    lending_limit: float | None = Field(default=None, ge=0, le=MAX_QUOTA,
+                                       description="unset: lend all")
 
     @model_validator(mode="after")
     def _lend_within_quota(self) -> Self:
@@ -397,6 +426,14 @@ class TenantSpec(SpecModel):
     pod_security: Literal["privileged", "baseline", "restricted"] = "restricted"
     secrets_access: bool = Field(default=False, description="team roles may read Secrets")
 
+    @field_validator("weight")
+    @classmethod
+    def _weight(cls, v: float) -> float:
+        if 0 < v < MIN_WEIGHT:
+            raise SpecValueError(f"weight {v:g} is too small to divide by",
+                                 f"use 0 (no share) or at least {MIN_WEIGHT:g}")
+        return v
+
 
 # ---------------------------------------------------------------------------- workloads
 
@@ -427,14 +464,15 @@ class ModelRef(SpecModel):
     """A catalog model by ``name``, or an architecture given in full (``params`` and shape)."""
 
     name: str | None = Field(default=None, description="catalog model name or alias")
-    params: float | None = Field(default=None, gt=0, description="total parameters, e.g. 7.2e9")
+    params: float | None = Field(default=None, gt=0, le=1e15,
+                                  description="total parameters, e.g. 7.2e9")
     layers: int | None = Field(default=None, ge=1, le=1000)
     hidden: int | None = Field(default=None, ge=64, le=131072)
     ffn_hidden: int | None = Field(default=None, ge=64, le=1048576)
     heads: int | None = Field(default=None, ge=1, le=1024)
     kv_heads: int | None = Field(default=None, ge=1, le=1024)
     vocab: int | None = Field(default=None, ge=1, le=10_000_000)
-    max_context: int | None = Field(default=None, ge=128)
+    max_context: int | None = Field(default=None, ge=128, le=MAX_TOKENS)
 
     @model_validator(mode="before")
     @classmethod
@@ -486,32 +524,38 @@ class Recompute(StrEnum):
 class ParallelismSpec(SpecModel):
     tensor: int = Field(default=1, ge=1, le=64)
     pipeline: int = Field(default=1, ge=1, le=512)
-    data: int | None = Field(default=None, ge=1, description="unset: derived from the SLO")
+    data: int | None = Field(default=None, ge=1, le=1_000_000,
+                             description="unset: derived from the SLO")
     zero_stage: Literal[0, 1, 2, 3] = 1
     recompute: Recompute = Recompute.SELECTIVE
     micro_batch: int = Field(default=1, ge=1, le=1024)
-    global_batch: int | None = Field(default=None, ge=1, description="sequences per step")
+    global_batch: int | None = Field(default=None, ge=1, le=100_000_000,
+                                     description="sequences per step")
     sequence_length: int = Field(default=4096, ge=128, le=1048576)
 
 
 class DataSpec(SpecModel):
-    tokens: float | None = Field(default=None, gt=0, description="training tokens per run")
-    dataset_size_gb: float | None = Field(default=None, gt=0, alias="datasetSizeGB")
+    tokens: float | None = Field(default=None, gt=0, le=1e17,
+                                  description="training tokens per run")
+    dataset_size_gb: float | None = Field(default=None, gt=0, le=1e9, alias="datasetSizeGB")
     epochs: float = Field(default=1.0, gt=0, le=1000)
 
 
 class SloSpec(SpecModel):
-    target_days: float | None = Field(default=None, gt=0, le=3650, description="training run")
-    queries_per_second: float | None = Field(default=None, gt=0)
-    concurrency: int | None = Field(default=None, ge=1, description="concurrent sequences")
-    context_length: int | None = Field(default=None, ge=128)
-    prompt_tokens: int = Field(default=1024, ge=1)
-    output_tokens: int = Field(default=256, ge=1)
-    time_to_first_token_ms: float | None = Field(default=None, gt=0, alias="timeToFirstTokenMs")
+    target_days: float | None = Field(default=None, ge=0.01, le=3650, description="training run")
+    queries_per_second: float | None = Field(default=None, gt=0, le=1_000_000)
+    concurrency: int | None = Field(default=None, ge=1, le=10_000_000,
+                                    description="concurrent sequences")
+    context_length: int | None = Field(default=None, ge=128, le=MAX_TOKENS)
+    prompt_tokens: int = Field(default=1024, ge=1, le=MAX_TOKENS)
+    output_tokens: int = Field(default=256, ge=1, le=MAX_TOKENS)
+    time_to_first_token_ms: float | None = Field(default=None, gt=0, le=3_600_000,
+                                                  alias="timeToFirstTokenMs")
     tokens_per_second: float | None = Field(
         default=None, gt=0, description="decode rate each user sees"
     )
-    completion_hours: float | None = Field(default=None, gt=0, description="batch inference")
+    completion_hours: float | None = Field(default=None, ge=0.01, le=8760,
+                                          description="batch inference")
 
 
 class LoraSpec(SpecModel):
@@ -522,16 +566,16 @@ class LoraSpec(SpecModel):
 
 class RagSpec(SpecModel):
     embedding_model: str = "bge-large-en-v1.5"
-    documents: int = Field(ge=1)
-    tokens_per_document: int = Field(default=800, ge=1)
-    chunk_tokens: int = Field(default=512, ge=16)
+    documents: int = Field(ge=1, le=1e12)
+    tokens_per_document: int = Field(default=800, ge=1, le=MAX_TOKENS)
+    chunk_tokens: int = Field(default=512, ge=16, le=MAX_TOKENS)
     top_k: int = Field(default=5, ge=1, le=1000)
     index: Literal["flat", "hnsw", "ivf-pq"] = "hnsw"
     vector_precision: Literal["fp32", "fp16", "int8"] = "fp32"
 
 
 class CheckpointSpec(SpecModel):
-    interval_minutes: float = Field(default=60, gt=0)
+    interval_minutes: float = Field(default=60, gt=0, le=100_000)
     max_overhead: Fraction = Field(default=0.05, description="share of time spent writing")
 
 
@@ -602,9 +646,9 @@ class WorkloadSpec(SpecModel):
 class StorageClassSpec(SpecModel):
     name: Name
     tier: Literal["object", "file", "block", "local-nvme"]
-    capacity_tb: float = Field(gt=0, alias="capacityTB")
-    read_gbps: float | None = Field(default=None, gt=0, alias="readGBps")
-    write_gbps: float | None = Field(default=None, gt=0, alias="writeGBps")
+    capacity_tb: float = Field(gt=0, le=1_000_000, alias="capacityTB")
+    read_gbps: float | None = Field(default=None, gt=0, le=100_000, alias="readGBps")
+    write_gbps: float | None = Field(default=None, gt=0, le=100_000, alias="writeGBps")
     provisioner: str | None = None
 
 
@@ -619,7 +663,7 @@ class SegmentSpec(SpecModel):
     cidr: IPv4Network | None = None
     vlan: int | None = Field(default=None, ge=1, le=4094)
     rdma: Literal["none", "roce", "infiniband"] = "none"
-    rate_gbps: float | None = Field(default=None, gt=0, alias="rateGbps")
+    rate_gbps: float | None = Field(default=None, gt=0, le=1600, alias="rateGbps")
 
     @field_validator("cidr", mode="before")
     @classmethod
@@ -662,6 +706,18 @@ class VersionEntry(SpecModel):
 class VersionsSpec(SpecModel):
     approved: list[VersionEntry] = []
 
+    @field_validator("approved")
+    @classmethod
+    def _unique_entries(cls, items: list[VersionEntry]) -> list[VersionEntry]:
+        seen: dict[str, int] = {}
+        for i, e in enumerate(items):
+            if e.name in seen:
+                raise SpecValueError(f"name '{e.name}' is already used by entry {seen[e.name]}",
+                                     "give every approved combination a unique name",
+                                     (i, "name"))
+            seen[e.name] = i
+        return items
+
 
 class MaintenanceWindow(SpecModel):
     name: Name
@@ -680,7 +736,7 @@ class Responsibility(SpecModel):
 class EscalationStep(SpecModel):
     level: int = Field(ge=1, le=10)
     contact: str
-    after_minutes: int = Field(ge=0)
+    after_minutes: int = Field(ge=0, le=525_600)
 
 
 class MonitoringSpec(SpecModel):
