@@ -123,10 +123,10 @@ def resource_quota(platform: Platform, t: TenantSpec, pools: dict[str, PoolFacts
 def _limit_range(t: TenantSpec, pools: dict[str, PoolFacts]) -> Obj:
     mem = max((pools[n].spec.node.memory_gib for n in t.quota), default=64)
     cpu = max((pools[n].spec.node.cpu_cores for n in t.quota), default=16)
-    # With a max set, LimitRanger refuses containers without a limit unless a default limit
-    # fills it in; a default below what containers request would make their limit smaller
-    # than their request. So the default limit is the max: no container bigger than a node,
-    # none refused for a missing limit.
+    # A container without a limit gets the default limit (the API server fills an unset
+    # default with the max). A default below what a container requests makes its limit
+    # smaller than its request, and the pod is invalid: the original 4Gi refused every
+    # example pod. So the default is the max: no container bigger than a node, none refused.
     biggest = {"cpu": str(cpu), "memory": f"{mem}Gi"}
     return obj("v1", "LimitRange", "aiplat-defaults", t.name, spec={"limits": [{
         "type": "Container",
@@ -178,7 +178,6 @@ def _network_policies(platform: Platform, t: TenantSpec) -> list[Obj]:
 def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts]) -> list[Obj]:
     api = "resource.k8s.io/v1"
     out: list[Obj] = []
-    classes: list[str] = []
     for name in t.quota:
         p = pools[name]
         if p.gpu is None or p.gpu.vendor != "nvidia" or p.gpu_mode != "dra":
@@ -187,13 +186,11 @@ def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts]) -> list[Obj]:
         if p.spec.sharing.mig_layout:
             for profile in dict.fromkeys(p.spec.sharing.mig_layout):
                 cls = mig_device_class(p.gpu, profile)
-                classes.append(cls)
                 out.append(obj(api, "ResourceClaimTemplate", f"{name}-mig-{profile}", t.name,
                                spec={"spec": {"devices": {"requests": [{"name": "mig", "exactly": {
                                    "deviceClassName": cls, "allocationMode": "ExactCount",
                                    "count": 1}}]}}}))
             continue
-        classes.append(gpu_class)
 
         def exact(count: int, cls: str = gpu_class) -> Obj:
             return {"deviceClassName": cls, "allocationMode": "ExactCount", "count": count}
