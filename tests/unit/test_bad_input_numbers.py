@@ -38,6 +38,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
     ("node baseline record --runs -1 -w x.json", "--runs"),
     ("node burnin --workers -1 --duration 1s", "--workers"),
     ("node burnin --workers 0 --duration 1s", "--workers"),
+    ("node burnin --workers 1000 --duration 1s", "4 per CPU available"),
     ("node burnin --duration nan", "not a number"),
     ("node burnin --duration 1e308h", "at most a week"),
     ("node burnin --duration inf", "at most a week"),

@@ -232,7 +232,7 @@ def baseline_compare(  # noqa: PLR0917
 @click.option("--duration", default="10m", show_default=True, help="e.g. 90s, 15m, 2h")
 @click.option("--temp-limit", default=85.0, show_default=True, type=Finite(20, 150),
               help="°C")
-@click.option("--workers", type=click.IntRange(1, 4096),
+@click.option("--workers", type=click.IntRange(1, 1024),
               help="CPU stress threads (default: CPUs available)")
 @OUTPUT
 def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> None:

@@ -177,7 +177,13 @@ def run_burnin(duration_s: float, *, root: str | Path = "/", temp_limit_c: float
                on_tick: Callable[[float, int], None] | None = None) -> BurninReport:
     if duration_s <= 0:
         raise InputError("--duration must be positive (fix: e.g. --duration 30m)")
-    n = workers or len(os.sched_getaffinity(0))
+    cpus = len(os.sched_getaffinity(0))
+    n = workers or cpus
+    if not 1 <= n <= 4 * cpus:
+        # Past a few threads per CPU the run measures contention, not the node, and
+        # thousands of BLAS threads abort the process.
+        raise InputError(f"--workers {n}: give 1 to {4 * cpus} (4 per CPU available; "
+                         f"{cpus} here) (fix: omit --workers to use one per CPU)")
     stop = threading.Event()
     counts = [0] * (n + 1)
 
