@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator
 
 import pytest
+import registry as registry_mod
 from browser import Browser, missing
 
 
@@ -27,3 +28,17 @@ def browser() -> Iterator[Browser]:
         pytest.skip(reason)
     with Browser() as session:
         yield session
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry_mod.Registry]:
+    """A real Debian docker-registry (distribution 2.8) on 127.0.0.1, one per test module;
+    skipped locally without it, a failure in CI."""
+    reason = registry_mod.missing()
+    if reason is not None:
+        if in_ci():
+            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
+                        pytrace=False)
+        pytest.skip(reason)
+    with registry_mod.Registry(tmp_path_factory.mktemp("registry")) as reg:
+        yield reg

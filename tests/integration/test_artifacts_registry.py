@@ -13,13 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from registry import FaultProxy, Registry, in_ci, missing
+from registry import FaultProxy, Registry
 from safetensors.numpy import save_file
 
 from aiplat.artifacts.cache import Cache
@@ -33,18 +32,6 @@ CLI = [sys.executable, "-c", "import sys; from aiplat.cli.model import model; mo
 # interpreter start-up.
 BARRIER = ("import os, sys, time\nfrom aiplat.cli.model import model\ngo = sys.argv.pop(1)\n"
            "while not os.path.exists(go):\n    time.sleep(0.005)\nmodel()\n")
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    reason = missing()
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
-    with Registry(tmp_path_factory.mktemp("registry")) as reg:
-        yield reg
 
 
 def run(*args: str) -> tuple[int, str, str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from registry import Registry, in_ci, missing
+from registry import Registry, in_ci
 
 from aiplat.artifacts.client import RegistryClient
 from aiplat.artifacts.modelpack import (
@@ -38,18 +38,6 @@ from aiplat.cli.model import model
 from aiplat.errors import AiplatError
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
-    reason = missing()
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
-    with Registry(tmp_path_factory.mktemp("registry")) as reg:
-        yield reg
 
 
 @pytest.fixture
