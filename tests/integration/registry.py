@@ -219,3 +219,19 @@ class FaultProxy:
             pass
         finally:
             upstream.close()
+
+
+def model_cli(*args: str) -> tuple[int, str, str]:
+    """``aiplat model`` in-process with main()'s error handling (exit code, stdout, stderr);
+    any other exception, a traceback to a user, fails the test."""
+    from click.testing import CliRunner
+
+    from aiplat.cli.model import model
+    from aiplat.errors import AiplatError
+
+    r = CliRunner().invoke(model, list(args))
+    if isinstance(r.exception, AiplatError):
+        return r.exception.exit_code, r.stdout, r.stderr + str(r.exception)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return r.exit_code, r.stdout, r.stderr

@@ -21,14 +21,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from registry import Registry, in_ci, missing
+from registry import model_cli as run
 from safetensors.numpy import load_file, save_file
 
 from aiplat.artifacts import oracles
 from aiplat.artifacts.cosign import REFERRER_TYPE
-from aiplat.cli.model import model
-from aiplat.errors import AiplatError, InputError
+from aiplat.errors import InputError
 
 pytestmark = pytest.mark.integration
 
@@ -140,15 +139,6 @@ def tool(env: dict[str, str], *args: str | Path, cwd: Path | None = None,
     except subprocess.TimeoutExpired as e:
         raise AssertionError(f"{args[:2]} still running after {timeout} s: {e.stderr!r}"
                              ) from None
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    r = CliRunner().invoke(model, list(args))
-    if isinstance(r.exception, AiplatError):
-        return r.exception.exit_code, r.stdout, r.stderr + str(r.exception)
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
 
 
 def make_model(root: Path, seed: int) -> Path:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from registry import Registry, in_ci
+from registry import model_cli as run
 
 from aiplat.artifacts.client import RegistryClient
 from aiplat.artifacts.modelpack import (
@@ -34,8 +34,6 @@ from aiplat.artifacts.modelpack import (
     model_manifest,
 )
 from aiplat.artifacts.reference import sha256_digest
-from aiplat.cli.model import model
-from aiplat.errors import AiplatError
 
 pytestmark = pytest.mark.integration
 
@@ -78,16 +76,6 @@ def fill(fs: Path) -> None:
                 assert e.errno == errno.ENOSPC
     finally:
         os.close(fd)
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    """``aiplat model`` in-process with main()'s error handling; a traceback fails the test."""
-    r = CliRunner().invoke(model, list(args))
-    if isinstance(r.exception, AiplatError):
-        return r.exception.exit_code, r.stdout, r.stderr + str(r.exception)
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise r.exception
-    return r.exit_code, r.stdout, r.stderr
 
 
 def make_model(root: Path, files: dict[str, bytes]) -> Path:
