@@ -20,6 +20,7 @@ from aiplat.catalog import (
     NodeType,
     load_catalog,
 )
+from aiplat.sizing.shape import DecoderLayout, MlaShape, MoeShape, count_params
 
 MEMORY_SLOTS = 8  # MIG memory slices per GPU
 COMPUTE_SLOTS = 7  # MIG compute slices ("g") per GPU
@@ -49,13 +50,14 @@ def test_loads_once_and_holds_the_required_entries(catalog: Catalog) -> None:
     assert load_catalog() is catalog
     for name in [
         "A100-SXM4-40GB", "A100-SXM4-80GB", "H100-SXM-80GB", "H100-PCIe-80GB", "H100-NVL-94GB",
-        "H200-SXM-141GB", "l40s", "l4", "b200", "mi300x", "a10",
+        "H200-SXM-141GB", "h800", "l40s", "l4", "b200", "mi300x", "a10",
     ]:  # fmt: skip
         assert catalog.gpu(name) is not None, name
     for name in [
         "llama-3-8b", "llama-3-70b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
         "mixtral-8x7b", "mixtral-8x22b", "qwen2.5-7b", "qwen2.5-72b", "mistral-7b",
-        "gpt-3-175b", "bge-large-en-v1.5", "bge-m3", "all-minilm-l6-v2",
+        "deepseek-v3", "qwen3-235b-a22b", "llama-4-scout", "llama-4-maverick", "gpt-3-175b",
+        "bge-large-en-v1.5", "bge-m3", "all-minilm-l6-v2",
     ]:  # fmt: skip
         assert catalog.model(name) is not None, name
     for name in [
@@ -305,20 +307,29 @@ def test_published_parameter_counts(catalog: Catalog, name: str, published: floa
     assert model(catalog, name).params == pytest.approx(published, rel=0.005)
 
 
-def _gated_decoder_params(m: ModelArchitecture, experts: int) -> float:
-    """Weights of a SwiGLU decoder from its shape: q/o, k/v (grouped), `experts` gate/up/down
-    FFNs per layer, untied embedding and LM head. Norms, biases and routers are left out."""
-    attention = 2 * m.hidden * m.heads * m.head_dim + 2 * m.hidden * m.kv_heads * m.head_dim
-    ffn = experts * 3 * m.hidden * m.ffn_hidden
-    return float(m.layers * (attention + ffn) + 2 * m.vocab * m.hidden)
+def _layout(m: ModelArchitecture) -> DecoderLayout:
+    moe = MoeShape(m.experts, m.experts_per_token, m.shared_experts) if m.experts > 1 else None
+    mla = MlaShape(m.mla.q_lora_rank, m.mla.kv_lora_rank, m.mla.qk_nope_head_dim,
+                   m.mla.qk_rope_head_dim, m.mla.v_head_dim) if m.mla else None
+    return DecoderLayout(
+        layers=m.layers, hidden=m.hidden, ffn_hidden=m.ffn_hidden, heads=m.heads,
+        kv_heads=m.kv_heads, head_dim=m.head_dim, vocab=m.vocab, moe=moe,
+        expert_ffn_hidden=m.expert_ffn_hidden, shared_ffn_hidden=m.shared_ffn_hidden,
+        dense_layers=m.dense_layers, mla=mla)
+
+
+SWIGLU_FAMILIES = {"llama", "mistral", "mixtral", "qwen2", "deepseek-v3", "qwen3-moe", "llama4"}
 
 
 def test_params_agree_with_shape(catalog: Catalog) -> None:
+    """Every decoder's total and active count is what its config.json shape implies
+    (count_params: attention, SwiGLU FFNs, experts, router, embeddings; norms, biases and
+    Qwen2's q/k/v biases are the 0.2 % slack)."""
     for m in catalog.models:
-        if m.family in {"llama", "mistral", "mixtral", "qwen2"}:
-            assert m.params == pytest.approx(_gated_decoder_params(m, m.experts), rel=0.002), m.name
+        if m.family in SWIGLU_FAMILIES:
+            total, active = count_params(_layout(m))
+            assert m.params == pytest.approx(total, rel=0.002), m.name
             if m.active_params is not None:
-                active = _gated_decoder_params(m, m.experts_per_token)
                 assert m.active_params == pytest.approx(active, rel=0.002), m.name
         else:
             # Classic transformer blocks (4d^2 attention + 8d^2 MLP) plus token and position
@@ -326,6 +337,46 @@ def test_params_agree_with_shape(catalog: Catalog) -> None:
             blocks = 12 * m.layers * m.hidden**2
             embeddings = (m.vocab + m.max_context) * m.hidden
             assert m.params == pytest.approx(blocks + embeddings, rel=0.015), m.name
+
+
+# Published (total, active, tolerance) of the mixtures of experts, from the model cards and
+# papers; the catalog counts are the config.json shapes' own.
+PUBLISHED_MOE = {
+    # Mixtral of Experts (arXiv:2401.04088) / Mistral announcement: 46.7B total, 12.9B active.
+    "mixtral-8x7b": (46.7e9, 12.9e9, 0.005),
+    # Mistral "Cheaper, Better, Faster, Stronger" (Mixtral 8x22B): 141B total, 39B active.
+    "mixtral-8x22b": (141e9, 39e9, 0.005),
+    # DeepSeek-V3 technical report (arXiv:2412.19437) abstract: 671B total, 37B activated;
+    # the shape gives 37.55B, "37B" is rounded down: 1.5 %.
+    "deepseek-v3": (671e9, 37e9, 0.016),
+    # Qwen3-235B-A22B model card: 235B total, 22B activated.
+    "qwen3-235b-a22b": (235e9, 22e9, 0.01),
+    # Llama 4 model card: Scout 109B total (with the vision encoder; text decoder 107.8B,
+    # 1.2 % under), 17B active; Maverick 400B total, 17B active.
+    "llama-4-scout": (109e9, 17e9, 0.015),
+    "llama-4-maverick": (400e9, 17e9, 0.011),
+}
+
+
+@pytest.mark.parametrize(("name", "published"), sorted(PUBLISHED_MOE.items()))
+def test_published_moe_parameter_counts(
+    catalog: Catalog, name: str, published: tuple[float, float, float]
+) -> None:
+    total, active, tol = published
+    m = model(catalog, name)
+    assert m.params == pytest.approx(total, rel=tol)
+    assert m.active_params == pytest.approx(active, rel=tol)
+
+
+def test_deepseek_v3_latent_attention_caches_576_values_per_token_and_layer(
+    catalog: Catalog,
+) -> None:
+    """DeepSeek-V2 paper (arXiv:2405.04434) Table 1: MLA caches (d_c + d_h^R)·l elements per
+    token, 512 + 64 = 576 per layer with DeepSeek-V3's ranks; MHA with 128 heads of 128 would
+    cache 2·128·128 = 32,768."""
+    m = model(catalog, "deepseek-v3")
+    assert m.mla is not None
+    assert m.mla.kv_lora_rank + m.mla.qk_rope_head_dim == 576
 
 
 def test_model_shapes_are_well_formed(catalog: Catalog) -> None:

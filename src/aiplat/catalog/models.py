@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 
@@ -77,9 +77,23 @@ class GpuModel(CatalogEntry):
         return [a.lower() for a in v]
 
 
+class MlaProjections(CatalogEntry):
+    """Multi-head latent attention ranks (DeepSeek-V2/V3 config.json)."""
+
+    q_lora_rank: int = Field(gt=0)
+    kv_lora_rank: int = Field(gt=0)
+    qk_nope_head_dim: int = Field(gt=0)
+    qk_rope_head_dim: int = Field(gt=0)
+    v_head_dim: int = Field(gt=0)
+
+
 class ModelArchitecture(CatalogEntry):
     """A transformer's shape. ``params`` is the total parameter count; for a mixture of
-    experts ``active_params`` is what one token touches."""
+    experts ``active_params`` is what one token touches, ``experts`` the routed experts per
+    MoE layer, ``shared_experts`` the always-on ones, ``expert_ffn_hidden`` one expert's FFN
+    width (config.json's moe_intermediate_size; Mixtral's experts are ``ffn_hidden`` wide)
+    and ``dense_layers`` the layers with a dense FFN instead (DeepSeek-V3's first 3, every
+    other one in Llama 4 Maverick)."""
 
     name: str
     aliases: list[str] = []
@@ -91,18 +105,29 @@ class ModelArchitecture(CatalogEntry):
     ffn_hidden: int = Field(gt=0)
     heads: int = Field(gt=0)
     kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0, description="unset: hidden / heads")
     vocab: int = Field(gt=0)
     max_context: int = Field(gt=0)
     experts: int = Field(default=1, ge=1)
     experts_per_token: int = Field(default=1, ge=1)
+    shared_experts: int = Field(default=0, ge=0)
+    expert_ffn_hidden: int | None = Field(default=None, gt=0)
+    shared_ffn_hidden: int | None = Field(default=None, gt=0)
+    dense_layers: int = Field(default=0, ge=0)
+    mla: MlaProjections | None = None
     embedding_dim: int | None = Field(
         default=None, gt=0, description="output size of an embedding model"
     )
     source: str
 
-    @property
-    def head_dim(self) -> int:
-        return self.hidden // self.heads
+    @model_validator(mode="before")
+    @classmethod
+    def _default_head_dim(cls, data: object) -> object:
+        if isinstance(data, dict) and "headDim" not in data and "head_dim" not in data:
+            hidden, heads = data.get("hidden"), data.get("heads")
+            if isinstance(hidden, int) and isinstance(heads, int) and heads > 0:
+                return {**data, "headDim": hidden // heads}
+        return data
 
 
 class NodeType(CatalogEntry):
