@@ -111,22 +111,46 @@ def sim() -> None:
               help=f"pod list variant (repeatable; default: those of {', '.join(DEFAULT_TRACES)} "
               "that exist)")
 @click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
-              help="placement policy (repeatable; default: the paper's six)")
+              help="placement policy (repeatable; default: the paper's six; the two Kubernetes "
+              "ones only with --variant aiplat)")
 @click.option("--seeds", default=10, show_default=True, type=click.IntRange(1, 1000),
               help="seeds per experiment: 42, 43, ...")
+@click.option("--variant", type=click.Choice(["published", "aiplat"]), default="published",
+              show_default=True, help="the published simulator's rules, or aiplat's earlier "
+              "model whole (random ties, exact FGD, every shape, all nodes, its own sampling)")
+@click.option("--ties", type=click.Choice(["node-order", "random"]), default="node-order",
+              show_default=True, help="ties: the seed's node order, or a fresh random choice")
+@click.option("--fgd-score", type=click.Choice(["integer", "exact"]), default="integer",
+              show_default=True, help="FGD's coarse integer score, or the exact float delta")
+@click.option("--typical", type=click.Choice(["popular", "all"]), default="popular",
+              show_default=True, help="FGD's target workload: the popular 95% of shapes, or all")
+@click.option("--nodes", "node_set", type=click.Choice(["gpu", "all"]), default="gpu",
+              show_default=True, help="the GPU nodes only, or CPU-only nodes too")
 @click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
-def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, data: str | None,
+def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant: str,  # noqa: PLR0917
+        ties: str, fgd_score: str, typical: str, node_set: str, data: str | None,
         fmt: str) -> None:
     """Reproduce the FGD paper's experiment: GPU allocation ratio at 130% arrivals.
 
-    Pods are sampled per seed until they request 1.3x the cluster's GPUs, then placed in
-    order by each policy, nothing ever leaves. Prints the mean allocation ratio per policy
-    and trace (JSON: trace -> policy -> mean percent, plus per-seed values).
+    By default the published simulator's protocol (hkust-adsl/kubernetes-scheduler-simulator):
+    GPU nodes only, the trace's pods shuffled and topped up to 1.3x the cluster's GPUs, placed
+    in order by each policy with ties to the seed's node order, nothing ever leaves; the
+    figure is the mean allocation over the pods that arrive at 130%. Prints the mean per
+    policy and trace and the variant that produced it (JSON: trace -> policy -> mean percent,
+    plus per-seed values and "variant").
     """
     from aiplat.sched.alibaba import load_nodes, load_pods, variants
+    from aiplat.sched.fgd import FgdOptions
 
+    options = (FgdOptions.aiplat() if variant == "aiplat" else
+               FgdOptions(ties=ties, fgd_score=fgd_score, typical=typical,  # type: ignore[arg-type]
+                          nodes=node_set))  # type: ignore[arg-type]
+    extra = [p for p in policies if p not in PAPER_POLICIES]
+    if extra and variant != "aiplat":
+        raise InputError(f"--policy {extra[0]}: the published simulator has only "
+                         f"{', '.join(PAPER_POLICIES)} (fix: drop it, or add --variant aiplat)")
     folder = _data_dir(data)
     if not traces:  # the defaults that this data folder has
         traces = tuple(t for t in DEFAULT_TRACES if t in variants(folder)) or ("default",)
@@ -136,7 +160,12 @@ def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, data: st
     seed_list = list(range(42, 42 + seeds))
     t0 = time.perf_counter()
     with _progress("fgd", len(traces) * len(policies) * len(seed_list)) as tick:
-        table = fgd_table(nodes, requests, list(policies), seed_list, progress=tick)
+        try:
+            table = fgd_table(nodes, requests, list(policies), seed_list, progress=tick,
+                              options=options)
+        except ValueError as e:
+            raise InputError(f"{folder}: {e} (fix: check the trace's node and pod lists)") \
+                from None
     elapsed = time.perf_counter() - t0
     if fmt == "json":
         click.echo(json.dumps(table, indent=2))
@@ -150,8 +179,8 @@ def _print_fgd(table: dict[str, Any]) -> None:
     means: dict[str, dict[str, float]] = table["mean"]
     traces = list(means)
     policies = list(next(iter(means.values())))
-    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals",
-              title_justify="left")
+    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals · variant "
+              f"{table['variant']}", title_justify="left")
     t.add_column("policy")
     for tr in traces:
         t.add_column(tr, justify="right")

@@ -1,28 +1,87 @@
-"""The FGD paper's experiment protocol, as a pure function.
+"""The FGD paper's experiment, as a pure function: the published simulator's protocol by
+default, aiplat's earlier reading of it as a named variant.
 
-Protocol (../shared/data/README.md): sample pods with replacement (per seed) from the trace's
-pod list until their requested GPU reaches ``arrival_limit`` (1.3) times the cluster's GPU
-capacity, shuffle, place them one by one in that order with the policy under test; no pod
-ever leaves, and a pod that fits nowhere stays unplaced. The metric is the GPU allocation
-ratio (allocated GPU milli / total GPU milli) as arrivals grow; the headline is its value
-when arrivals reach 130%. The typical workload FGD measures fragmentation against is the
-whole pod list (each distinct shape weighted by its count), as in the paper's simulator.
+Protocol (../shared/data/README.md; the rules and their sources in the published simulator,
+hkust-adsl/kubernetes-scheduler-simulator, are in :mod:`aiplat.sched.fgd_protocol` and
+:mod:`aiplat.sched.fgd_policies`): the GPU nodes only (rule 2: ``data/prepare_input.sh``
+copies the GPU node list into each trace folder); the trace's pods shuffled and topped up
+by draws until 1.3x the GPU capacity (rule 8); each placed by the policy under test, ties to
+the seed's node order (rule 1); no pod ever leaves, and a pod that fits nowhere stays
+unplaced. FGD measures fragmentation against the popular 95% of the shapes (rule 6). The
+headline is the mean allocation ratio over the pods whose arrival rounds to 130% (rule 9).
+
+:class:`FgdOptions` switches single rules to aiplat's own choices (random ties, exact FGD
+deltas, every shape, all nodes), so what each changes is measured, not guessed;
+``variant="aiplat"`` is the whole earlier model (its own sampling, policies and metric).
+Every result carries the label of the variant that produced it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 
 from aiplat.sched.cluster import MILLI, ClusterState, Node, Request
+from aiplat.sched.fgd_policies import FgdScore, TieRule, Ties, make_published
+from aiplat.sched.fgd_protocol import (
+    AllocLog,
+    curve,
+    headline,
+    node_ranks,
+    pod_sequence,
+    typical_shapes,
+)
 from aiplat.sched.frag import FragMeter, TypicalWorkload
 from aiplat.sched.policies import GpuClustering, make_policy
 
 PAPER_POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
 CURVE_POINTS = 27  # arrivals 0%, 5%, ... 130%
+
+
+@dataclass(frozen=True)
+class FgdOptions:
+    """Which rules an experiment follows; the defaults are the published simulator's."""
+
+    variant: Literal["published", "aiplat"] = "published"
+    ties: TieRule = "node-order"  # rule 1; "random": a fresh random choice among equals
+    fgd_score: FgdScore = "integer"  # rule 4; "exact": the smallest float increase
+    typical: Literal["popular", "all"] = "popular"  # rule 6; "all": every shape
+    nodes: Literal["gpu", "all"] = "gpu"  # rule 2; "all": CPU-only nodes too
+
+    @classmethod
+    def aiplat(cls) -> FgdOptions:
+        """aiplat's earlier model, whole."""
+        return cls("aiplat", "random", "exact", "all", "all")
+
+    @property
+    def label(self) -> str:
+        """``published``, ``published (ties=random, ...)`` or ``aiplat``."""
+        if self.variant == "aiplat":
+            return "aiplat"
+        default = FgdOptions()
+        changed = [f"{k.replace('_', '-')}={v}" for k, v in asdict(self).items()
+                   if v != asdict(default)[k]]
+        return "published" + (f" ({', '.join(changed)})" if changed else "")
+
+
+def cluster_nodes(nodes: Sequence[Node], options: FgdOptions) -> list[Node]:
+    """The nodes the experiment runs on (rule 2)."""
+    if options.nodes == "all":
+        return list(nodes)
+    gpu = [n for n in nodes if n.gpus > 0]
+    if not gpu:
+        raise ValueError("the node list has no GPU node; the FGD protocol needs GPUs")
+    return gpu
+
+
+def typical_workload(requests: Sequence[Request], options: FgdOptions) -> TypicalWorkload:
+    """FGD's target workload (rule 6)."""
+    if options.typical == "all":
+        return TypicalWorkload.from_requests(requests)
+    return TypicalWorkload.from_shapes(typical_shapes(requests))
 
 
 @dataclass(frozen=True)
@@ -34,6 +93,7 @@ class FgdRun:
     allocation_ratio: float  # percent, at the arrival limit
     curve: list[tuple[float, float]]  # (arrived % of capacity, allocated %)
     fragmentation: float  # percent of GPU capacity, FGD measure, at the end
+    variant: str = field(default="published")
 
 
 def sample_workload(requests: Sequence[Request], capacity_milli: int, seed: int,
@@ -61,11 +121,64 @@ def sample_workload(requests: Sequence[Request], capacity_milli: int, seed: int,
     return [requests[picked[i]] for i in order]
 
 
-def run_fgd(nodes: list[Node], requests: Sequence[Request], policy: str, seed: int,
+def run_fgd(nodes: Sequence[Node], requests: Sequence[Request], policy: str, seed: int,
             *, arrival_limit: float = 1.3, typical: TypicalWorkload | None = None,
-            tick: Callable[[], None] | None = None) -> FgdRun:
-    """One experiment: one policy, one seed."""
-    typical = typical or TypicalWorkload.from_requests(requests)
+            tick: Callable[[], None] | None = None,
+            options: FgdOptions | None = None) -> FgdRun:
+    """One experiment: one policy, one seed, the rules of ``options`` (default: the
+    published simulator's). ``nodes`` may include CPU-only nodes: ``options.nodes`` decides
+    whether they take part."""
+    options = options or FgdOptions()
+    nodes = cluster_nodes(nodes, options)
+    typical = typical or typical_workload(requests, options)
+    if options.variant == "aiplat":
+        return _run_aiplat(nodes, requests, policy, seed, arrival_limit=arrival_limit,
+                           typical=typical, tick=tick)
+    return _run_published(nodes, requests, policy, seed, arrival_limit=arrival_limit,
+                          typical=typical, tick=tick, options=options)
+
+
+def _run_published(nodes: list[Node], requests: Sequence[Request], policy: str, seed: int,
+                   *, arrival_limit: float, typical: TypicalWorkload,
+                   tick: Callable[[], None] | None, options: FgdOptions) -> FgdRun:
+    state = ClusterState(nodes)
+    capacity = state.total_gpu_milli
+    # one generator, drawn from in the simulator's order: pods, then node names, then
+    # whatever the policy draws (core.go Simulate, simulator.go syncClusterResourceList)
+    rng = np.random.default_rng(seed)
+    pods = pod_sequence(requests, capacity, rng, arrival_limit)
+    ties = Ties(options.ties, node_ranks(len(nodes), rng), rng)
+    pol = make_published(policy, ties, typical, options.fgd_score)
+    arrived = np.zeros(len(pods), dtype=np.int64)
+    allocated = np.zeros(len(pods), dtype=np.int64)
+    arr = alloc = unplaced = 0
+    for i, req in enumerate(pods):
+        arr += req.gpu_total_milli  # counted before the attempt (simulator.go SchedulePods)
+        where = pol.place(state, req)
+        if where is None:
+            unplaced += 1
+        else:
+            state.allocate(req, where)
+            pol.placed(state, req, where)
+            alloc += req.gpu_total_milli
+        arrived[i], allocated[i] = arr, alloc
+        if tick is not None:
+            tick()
+    assert alloc == state.allocated_gpu_milli()
+    log = AllocLog(arrived, allocated, capacity // MILLI)
+    pct = round(arrival_limit * 100)
+    frag = FragMeter(typical, state).cluster(state)
+    return FgdRun(policy=policy, seed=seed, pods=len(pods), unplaced=unplaced,
+                  allocation_ratio=headline(log, pct),
+                  curve=curve(log, range(0, pct + 1, 5)),
+                  fragmentation=100.0 * frag / capacity, variant=options.label)
+
+
+def _run_aiplat(nodes: list[Node], requests: Sequence[Request], policy: str, seed: int,
+                *, arrival_limit: float, typical: TypicalWorkload,
+                tick: Callable[[], None] | None) -> FgdRun:
+    """aiplat's earlier model: its own sampling (draws until the limit, all shuffled),
+    :mod:`aiplat.sched.policies` with random ties, the allocation after the last pod."""
     state = ClusterState(nodes)
     capacity = state.total_gpu_milli
     pods = sample_workload(requests, capacity, seed, arrival_limit)
@@ -76,10 +189,10 @@ def run_fgd(nodes: list[Node], requests: Sequence[Request], policy: str, seed: i
     unplaced = 0
     step = arrival_limit / (CURVE_POINTS - 1) * capacity
     next_mark = 0.0
-    curve: list[tuple[float, float]] = []
+    points: list[tuple[float, float]] = []
     for req in pods:
-        while arrived >= next_mark and len(curve) < CURVE_POINTS:
-            curve.append((100.0 * next_mark / capacity, 100.0 * allocated / capacity))
+        while arrived >= next_mark and len(points) < CURVE_POINTS:
+            points.append((100.0 * next_mark / capacity, 100.0 * allocated / capacity))
             next_mark += step
         arrived += req.gpu_total_milli
         where = pol.place(state, req, rng)
@@ -92,37 +205,41 @@ def run_fgd(nodes: list[Node], requests: Sequence[Request], policy: str, seed: i
             allocated += req.gpu_total_milli
         if tick is not None:
             tick()
-    while len(curve) < CURVE_POINTS:
-        curve.append((100.0 * next_mark / capacity, 100.0 * allocated / capacity))
+    while len(points) < CURVE_POINTS:
+        points.append((100.0 * next_mark / capacity, 100.0 * allocated / capacity))
         next_mark += step
     assert allocated == state.allocated_gpu_milli()
     frag = FragMeter(typical, state).cluster(state)
     return FgdRun(policy=policy, seed=seed, pods=len(pods), unplaced=unplaced,
-                  allocation_ratio=100.0 * allocated / capacity, curve=curve,
-                  fragmentation=100.0 * frag / capacity)
+                  allocation_ratio=100.0 * allocated / capacity, curve=points,
+                  fragmentation=100.0 * frag / capacity, variant="aiplat")
 
 
-def fgd_table(nodes: list[Node], requests: Mapping[str, Sequence[Request]], policies: list[str],
-              seeds: list[int], *, arrival_limit: float = 1.3,
-              progress: Callable[[float], None] | None = None) -> dict[str, Any]:
+def fgd_table(nodes: Sequence[Node], requests: Mapping[str, Sequence[Request]],
+              policies: list[str], seeds: list[int], *, arrival_limit: float = 1.3,
+              progress: Callable[[float], None] | None = None,
+              options: FgdOptions | None = None) -> dict[str, Any]:
     """Every (trace, policy, seed) experiment; means and per-seed allocation ratios (%).
 
     ``{"mean": {trace: {policy: pct}}, "per_seed": {trace: {policy: {seed: pct}}},
-    "unallocated_gpus": {trace: {policy: gpus}}, "seeds", "arrival_pct", "gpus"}``
+    "unallocated_gpus": {trace: {policy: gpus}}, "seeds", "arrival_pct", "gpus",
+    "variant", "options"}``
     """
+    options = options or FgdOptions()
+    nodes = cluster_nodes(nodes, options)
     capacity = sum(n.gpus for n in nodes) * MILLI
     mean: dict[str, dict[str, float]] = {}
     per_seed: dict[str, dict[str, dict[str, float]]] = {}
     unallocated: dict[str, dict[str, float]] = {}
     done = 0
     for trace, reqs in requests.items():
-        typical = TypicalWorkload.from_requests(reqs)
+        typical = typical_workload(reqs, options)
         mean[trace], per_seed[trace], unallocated[trace] = {}, {}, {}
         for policy in policies:
             values = {}
             for seed in seeds:
                 r = run_fgd(nodes, reqs, policy, seed, arrival_limit=arrival_limit,
-                            typical=typical)
+                            typical=typical, options=options)
                 values[str(seed)] = round(r.allocation_ratio, 4)
                 done += 1
                 if progress is not None:
@@ -133,4 +250,4 @@ def fgd_table(nodes: list[Node], requests: Mapping[str, Sequence[Request]], poli
             unallocated[trace][policy] = round((100 - m) / 100 * capacity / MILLI, 1)
     return {"mean": mean, "per_seed": per_seed, "unallocated_gpus": unallocated,
             "seeds": seeds, "arrival_pct": round(arrival_limit * 100, 6),
-            "gpus": capacity // MILLI}
+            "gpus": capacity // MILLI, "variant": options.label, "options": asdict(options)}

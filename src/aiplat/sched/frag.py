@@ -5,8 +5,9 @@ use there: all of it when the task cannot run on the node at all (wrong GPU mode
 GPUs, too little CPU, or a CPU-only task, which uses no GPU), otherwise the free capacity of
 the GPUs that are individually too small for it (a fractional task needs one GPU with at
 least its milli-units free; a whole-GPU task needs entirely free GPUs). The node's
-fragmentation is the expectation over the *typical workload*: the shapes of the trace's pods
-weighted by how often they occur. FGD places each pod where this expectation grows least.
+fragmentation is the expectation over the *typical workload*: pod shapes weighted by how
+often they occur (all of the trace's, or the popular ones that the published simulator
+keeps). FGD places each pod where this expectation grows least.
 
 Algebra used to make it cheap: for a shape that can run, the unusable part is
 ``total_free - usable`` where ``usable`` is the free capacity on GPUs large enough for it; so
@@ -23,7 +24,7 @@ measure (as in the paper's simulator). Pure: no I/O.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,6 +33,7 @@ import numpy.typing as npt
 from aiplat.sched.cluster import MILLI, ClusterState, IntArray, Request
 
 FloatArray = npt.NDArray[np.float64]
+Kind = tuple[int, int, int, frozenset[str]]  # Request.kind
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,21 @@ class TypicalWorkload:
 
     @classmethod
     def from_requests(cls, requests: Iterable[Request]) -> TypicalWorkload:
+        """Every shape of ``requests``, weighted by its count (aiplat's own choice; the
+        published simulator keeps the popular 95%: :func:`aiplat.sched.fgd_protocol.
+        typical_shapes`)."""
         counts = Counter(r.kind for r in requests)
         total = sum(counts.values())
         if not total:
             raise ValueError("the typical workload needs at least one request")
-        gpu_kinds = {k: c / total for k, c in counts.items() if k[1] > 0}
+        return cls.from_shapes({k: c / total for k, c in counts.items()})
+
+    @classmethod
+    def from_shapes(cls, shapes: Mapping[Kind, float]) -> TypicalWorkload:
+        """Shapes (``Request.kind``) with their probabilities, which sum to 1."""
+        if not shapes:
+            raise ValueError("the typical workload needs at least one shape")
+        gpu_kinds = {k: p for k, p in shapes.items() if k[1] > 0}
         cpu_values = np.array(sorted({k[0] for k in gpu_kinds}), dtype=np.int64)
         caps: list[tuple[bool, int]] = []
         groups: dict[tuple[int, frozenset[str]], dict[int, float]] = {}
