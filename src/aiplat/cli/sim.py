@@ -23,7 +23,7 @@ from rich.table import Table
 from aiplat.cli.main import SEED, Finite
 from aiplat.errors import InputError
 from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
-from aiplat.sched.fgd import fgd_table
+from aiplat.sched.fgd import ENGINE_VARIANT, fgd_table
 from aiplat.sched.platform import STRATEGIES, simulate_platform
 
 DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
@@ -179,8 +179,8 @@ def _print_fgd(table: dict[str, Any]) -> None:
     means: dict[str, dict[str, float]] = table["mean"]
     traces = list(means)
     policies = list(next(iter(means.values())))
-    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals · variant "
-              f"{table['variant']}", title_justify="left")
+    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals",
+              title_justify="left")
     t.add_column("policy")
     for tr in traces:
         t.add_column(tr, justify="right")
@@ -188,7 +188,8 @@ def _print_fgd(table: dict[str, Any]) -> None:
         t.add_row(p, *(f"{means[tr][p]:.2f}" for tr in traces))
     console = _out()
     console.print(t)
-    console.print(f"mean of {len(table['seeds'])} seed(s) on {table['gpus']:,} GPUs")
+    console.print(f"variant {table['variant']}: mean of {len(table['seeds'])} seed(s) on "
+                  f"{table['gpus']:,} GPUs")
     for tr in traces:
         ranked = sorted(means[tr], key=lambda p: -means[tr][p])
         console.print(f"{tr}: {' > '.join(ranked)}")
@@ -310,11 +311,12 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
             rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
             tick(i + 1)
     if fmt == "json":
-        click.echo(json.dumps([{**k, **r.to_dict()} | {"timeline": None} for k, r in rows],
-                              indent=2))
+        click.echo(json.dumps([{**k, **r.to_dict()} | {"timeline": None,
+                                                       "variant": ENGINE_VARIANT}
+                               for k, r in rows], indent=2))
         return
-    t = Table(title=f"{platform.metadata.name}: {len(rows)} configuration(s), seed {seed}",
-              title_justify="left")
+    t = Table(title=f"{platform.metadata.name}: {len(rows)} configuration(s), seed {seed} · "
+              f"placement variant {ENGINE_VARIANT}", title_justify="left")
     for col in ("policy", "pools", "queueing", "worst p95 wait h", "Jain", "utilisation",
                 "provisioned GPU-h", "preemptions", "lost GPU-h", "waiting"):
         t.add_column(col, justify="left" if col in ("policy", "pools", "queueing") else "right")
