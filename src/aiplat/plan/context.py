@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aiplat.catalog import Catalog, GpuModel, NodeType
+from aiplat.catalog import Catalog, GpuModel, ModelArchitecture, NodeType
+from aiplat.sizing.shape import ModelShape, MoeShape
 from aiplat.spec.models import ModelRef, Platform, PoolSpec, Precision, WorkloadSpec
 
 GB = 1e9
@@ -28,10 +29,33 @@ class Arch:
     vocab: int
     max_context: int
     embedding_dim: int | None = None
+    explicit_head_dim: int | None = None
+    moe: MoeShape | None = None
+    kv_latent_dim: int | None = None
+    """MLA (DeepSeek-V3): values cached per token and layer instead of K and V per head."""
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.explicit_head_dim or self.hidden // self.heads
+
+    @property
+    def shape(self) -> ModelShape:
+        """The value object the sizing functions take."""
+        return ModelShape(
+            params=self.params, layers=self.layers, hidden=self.hidden, heads=self.heads,
+            kv_heads=self.kv_heads, head_dim=self.head_dim,
+            active_params=self.active_params if self.moe else None, moe=self.moe,
+            kv_latent_dim=self.kv_latent_dim)
+
+
+def _moe(ref: ModelRef, base: ModelArchitecture | None, params_overridden: bool) -> MoeShape | None:
+    experts = ref.experts or (base.experts if base else 1)
+    per_token = ref.experts_per_token or (base.experts_per_token if base else 1)
+    shared = ref.shared_experts if ref.shared_experts is not None else (
+        base.shared_experts if base else 0)
+    if experts <= 1 or (params_overridden and ref.experts is None and ref.active_params is None):
+        return None
+    return MoeShape(experts=experts, experts_per_token=per_token, shared_experts=shared)
 
 
 def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
@@ -48,8 +72,14 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
     # (attention 4h², MLP 8h² at ffn = 4h; input and output embeddings).
     params = ref.params or (base.params if base else 12 * layers * hidden**2 + 2 * vocab * hidden)
     # A mixture of experts touches only its active parameters per token; an override of
-    # params means a different model, so the catalog's active count no longer applies.
-    active = base.active_params if base and base.active_params and not ref.params else params
+    # params means a different model, so the catalog's active count no longer applies unless
+    # the spec gives its own.
+    moe = _moe(ref, base, ref.params is not None)
+    active = ref.active_params or (
+        base.active_params if base and base.active_params and not ref.params else params)
+    if moe is None:
+        active = params
+    mla = base.mla if base and not ref.params else None
     return Arch(
         name=base.name if base else (ref.name or f"custom-{params / 1e9:.1f}b"),
         params=params,
@@ -62,6 +92,9 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
         vocab=vocab,
         max_context=ref.max_context or (base.max_context if base else 4096),
         embedding_dim=base.embedding_dim if base else None,
+        explicit_head_dim=ref.head_dim or (base.head_dim if base else None),
+        moe=moe,
+        kv_latent_dim=mla.kv_lora_rank + mla.qk_rope_head_dim if mla else None,
     )
 
 

@@ -18,6 +18,7 @@ import math
 from typing import Any
 
 from aiplat.catalog import NodeType
+from aiplat.errors import InputError
 from aiplat.plan.context import Arch, PoolHardware
 from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
@@ -34,34 +35,44 @@ GPU_UTILISATION = 0.8
 
 def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform) -> WorkloadPlan:
     par = w.parallelism
-    tp, pp = par.tensor, par.pipeline
+    tp, pp, cp, ep = par.tensor, par.pipeline, par.context, par.expert
     tokens = (w.data.tokens or 0) * w.data.epochs
     peak = hw.peak_tflops(w.precision)
     lora = w.kind is WorkloadKind.LORA
-    k = (6.0 if par.recompute.value == "full" else 4.0) if lora else None
+    k = (6.0 if par.recompute.value == "full" else 4.0) if lora else 6.0
     results: dict[str, Result] = {}
     findings: list[Finding] = []
     subject = f"workload {w.name}"
+    check_layout(w, arch)
+    if tp > hw.gpus_per_node:
+        findings.append(Finding(
+            severity="warning", subject=subject,
+            message=f"tensor parallelism {tp} spans nodes ({hw.gpus_per_node} GPUs per node): "
+                    "its two all-reduces per layer cross the node network",
+            fix=f"keep parallelism.tensor ≤ {hw.gpus_per_node} and add pipeline stages"))
 
+    seq = par.sequence_length
+    # One FLOP count per token for the run, the step and the GPU count (6·N_active + attention).
+    fpt = training.training_flops_per_token(
+        params=arch.active_params, layers=arch.layers, attention_dim=arch.shape.attention_dim,
+        seq_len=seq, flops_per_param_token=k)
+    results["flops_per_token"] = fpt
+    speed = {"mfu": w.mfu, "peak_tflops_per_gpu": peak, "flops_per_param_token": k,
+             "attention_flops_per_token": fpt.attention_flops_per_token}
     if w.slo.target_days is not None:
         need = training.gpus_for_target_time(
-            tokens=tokens, params=arch.params, target_seconds=w.slo.target_days * 86400,
-            mfu=w.mfu, peak_tflops_per_gpu=peak, flops_per_param_token=k,
-            tp=tp, pp=pp, gpus_per_node=hw.gpus_per_node,
-        )
+            tokens=tokens, params=arch.active_params, target_seconds=w.slo.target_days * 86400,
+            tp=tp, pp=pp, cp=cp, ep=ep, gpus_per_node=hw.gpus_per_node, **speed)
         results["gpus"] = need
         gpus = need.gpus
     else:
-        gpus = tp * pp * (par.data or 1)
-    dp = gpus // (tp * pp)
-    seq = par.sequence_length
-    global_batch = par.global_batch or max(dp * par.micro_batch, round(TOKENS_PER_STEP / seq))
-    micro_steps = max(1, math.ceil(global_batch / (par.micro_batch * dp)))
+        gpus = tp * pp * cp * (par.data or 1)
+    dp = gpus // (tp * pp * cp)
+    check_data_parallel(w, arch, dp)
+    global_batch = par.global_batch or _default_global_batch(dp * par.micro_batch, seq)
+    micro_steps = global_batch // (par.micro_batch * dp)
 
-    time = training.training_time(
-        tokens=tokens, params=arch.params, gpus=gpus, mfu=w.mfu, peak_tflops_per_gpu=peak,
-        flops_per_param_token=k,
-    )
+    time = training.training_time(tokens=tokens, params=arch.active_params, gpus=gpus, **speed)
     results["time"] = time
     if w.slo.target_days is not None and time.days > w.slo.target_days * 1.001:
         findings.append(Finding(severity="warning", subject=subject,
@@ -69,48 +80,15 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
                                         f"{w.slo.target_days:g}-day target",
                                 fix="raise parallelism.data or drop slo.targetDays"))
 
-    mem: dict[str, float]
     if lora:
-        spec_lora = w.lora or LoraSpec()  # kind lora without settings: the spec's defaults
-        shard = tp * pp
-        ft = memory.finetune_memory(
-            arch.params, layers=arch.layers, hidden=arch.hidden, ffn_hidden=arch.ffn_hidden,
-            heads=arch.heads, kv_heads=arch.kv_heads, rank=spec_lora.rank,
-            seq_len=seq, micro_batch=par.micro_batch, gpu_memory_bytes=hw.gpu_memory_bytes,
-            method="qlora" if spec_lora.quantized_base else "lora",
-            targets=("q", "k", "v", "o") if spec_lora.target == "attention"
-            else memory.LORA_TARGETS,
-            base_precision=w.precision.value, recompute=par.recompute.value,
-        )
-        results["memory_single_gpu"] = ft
-        mem = {
-            "weights": ft.base_weights_bytes / shard,
-            "gradients": ft.adapter_gradients_bytes,
-            "optimizer": ft.adapter_optimizer_bytes + ft.adapter_weights_bytes,
-            "activations": ft.activations_bytes / tp,
-        }
-        # The same allowance as finetune_memory's, taken on what one GPU of the group holds.
-        mem["overhead"] = (memory.DEFAULT_OVERHEAD_FIXED_BYTES
-                           + memory.DEFAULT_OVERHEAD_FRACTION * sum(mem.values()))
+        mem, ckpt = _lora_memory(w, arch, hw, results)
         fix = "raise parallelism.tensor/pipeline (shards the base), or set lora.quantizedBase"
     else:
-        tm = memory.training_memory(
-            arch.params, layers=arch.layers, hidden=arch.hidden, heads=arch.heads,
-            seq_len=seq, micro_batch=par.micro_batch, gpu_memory_bytes=hw.gpu_memory_bytes,
-            precision=w.precision.value, optimizer=OPTIMIZER[w.optimizer],
-            zero_stage=par.zero_stage, dp=dp, tp=tp, pp=pp, recompute=par.recompute.value,
-            microbatches=micro_steps,
-        )
-        results["memory"] = tm
-        mem = {
-            "weights": tm.weights_bytes,
-            "gradients": tm.gradients_bytes,
-            "optimizer": tm.optimizer_bytes,
-            "activations": tm.activations_bytes,
-            "overhead": tm.overhead_bytes,
-        }
-        fix = ("raise parallelism.zeroStage, tensor or pipeline, lower microBatch, or "
-               "set recompute: full")
+        mem = _full_memory(w, arch, dp=dp, micro_steps=micro_steps, results=results)
+        ckpt = training.checkpoint_size(arch.params, precision=w.precision.value,
+                                        optimizer=OPTIMIZER[w.optimizer])
+        fix = ("raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
+               "microBatch, or set recompute: full")
     total = sum(mem.values())
     if total > hw.gpu_memory_bytes:
         findings.append(Finding(
@@ -119,11 +97,6 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
                     f"{bytes_h(hw.gpu_memory_bytes)}",
             fix=fix))
 
-    ckpt = training.checkpoint_size(
-        arch.params, precision=w.precision.value,
-        optimizer=OPTIMIZER[w.optimizer] if not lora else "adam",
-        include_optimizer=not lora,
-    )
     nodes = max(1, math.ceil(gpus / hw.gpus_per_node))
     ckpt_bw = training.checkpoint_write_bandwidth(
         checkpoint_bytes=ckpt.total_bytes, interval_seconds=w.checkpoint.interval_minutes * 60,
@@ -136,26 +109,24 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
     read = training.data_read_throughput(tokens_per_second=time.tokens_per_second)
     results["read"] = read
 
-    step = training.iteration_time(
-        global_batch=global_batch, seq_len=seq, layers=arch.layers, hidden=arch.hidden,
-        vocab=arch.vocab, gpus=gpus, mfu=w.mfu, peak_tflops_per_gpu=peak,
-    )
+    # The step from the same per-token FLOPs as the run: steps x step time = run time.
+    step = training.training_time(tokens=global_batch * seq, params=arch.active_params,
+                                  gpus=gpus, **speed)
     results["step"] = step
-    key: dict[str, str] = {}
-    if dp > 1 and not lora:
-        ar = training.gradient_allreduce_bandwidth(
-            params=arch.params, dp=dp, step_seconds=step.seconds, tp=tp, pp=pp,
-            zero_stage=par.zero_stage,
-        )
-        results["allreduce"] = ar
-        key["all-reduce per GPU"] = rate_h(ar.bandwidth_bps)
-        have = hw.hpc_bytes_per_second_per_gpu()
-        if nodes > 1 and ar.bandwidth_bps > have:
+    key: dict[str, str] = {"step time": f"{step.seconds:.3g} s ({global_batch} × {seq} tokens)"}
+    bubble = (pp - 1) / micro_steps
+    if pp > 1:
+        key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/m, 1F1B)"
+        if bubble > 0.1:
             findings.append(Finding(
                 severity="warning", subject=subject,
-                message=f"gradient all-reduce needs {rate_h(ar.bandwidth_bps)} per GPU; the "
-                        f"pool's hpc NICs give {rate_h(have)} per GPU",
-                fix="add hpc NIC bandwidth, raise the global batch, or overlap communication"))
+                message=f"pipeline bubble (p−1)/m = ({pp}−1)/{micro_steps} = {bubble:.0%} of "
+                        "each step idles (Narayanan et al. 2021, eq. 1)",
+                fix="raise parallelism.globalBatch (more micro-batches per step) or lower "
+                    "pipeline"))
+    if dp > 1 and not lora:
+        _allreduce(w, arch, hw, dp=dp, nodes=nodes, step_seconds=step.seconds, results=results,
+                   key=key, findings=findings)
 
     hours = time.seconds / 3600
     node_w = node_watts(hw.pool, hw.gpu.tdp_w, hw.node_type)
@@ -165,8 +136,10 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         host_overhead_factor=node_w / (hw.gpus_per_node * hw.gpu.tdp_w),
     )
     results["energy"] = energy
+    layout = f"{tp}×TP, {pp}×PP" + (f", {cp}×CP" if cp > 1 else "") + f", {dp}×DP" + (
+        f" ({ep}×EP)" if ep > 1 else "")
     key |= {
-        "GPUs": f"{gpus} ({tp}×TP, {pp}×PP, {dp}×DP)",
+        "GPUs": f"{gpus} ({layout})",
         "run time": f"{time.days:.1f} days" if time.days >= 1 else f"{hours:.1f} h",
         "memory per GPU": f"{bytes_h(total)} of {bytes_h(hw.gpu_memory_bytes)}",
         "checkpoint": f"{bytes_h(ckpt.total_bytes)}, write ≥ {rate_h(ckpt_bw.write_bps)}",
@@ -175,6 +148,10 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         "energy per run": f"{energy.facility_energy_kwh:,.0f} kWh, "
                           f"{energy.cost:,.0f} {site.site.currency}",
     }
+    if arch.moe is not None:
+        active_b, total_b = arch.active_params / 1e9, arch.params / 1e9
+        key["FLOPs per token"] = (f"{fpt.flops_per_token:.3g} ({k:g}·{active_b:.1f}B active "
+                                  f"of {total_b:.0f}B + attention)")
     return WorkloadPlan(
         name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.pool.name,
         gpu_model=hw.gpu.name, model=arch.name, params=arch.params,
@@ -183,6 +160,151 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
         results=dump_results(results), findings=findings,
     )
+
+
+def _default_global_batch(unit: int, seq: int) -> int:
+    """About TOKENS_PER_STEP tokens, rounded up to whole micro-batches on every DP rank."""
+    return max(1, math.ceil(TOKENS_PER_STEP / seq / unit)) * unit
+
+
+def check_layout(w: WorkloadSpec, arch: Arch) -> None:
+    """Refuse layouts no framework can run (exit 2): the rule, and the fix."""
+    par = w.parallelism
+    where = f"workload {w.name}: parallelism"
+    if par.pipeline > arch.layers:
+        raise InputError(f"{where}.pipeline ({par.pipeline}) exceeds {arch.name}'s "
+                         f"{arch.layers} layers (a stage holds at least one). To fix: "
+                         f"pipeline ≤ {arch.layers}")
+    if arch.heads % par.tensor:
+        raise InputError(f"{where}.tensor ({par.tensor}) does not divide {arch.name}'s "
+                         f"{arch.heads} attention heads. To fix: use a divisor of {arch.heads}")
+    if par.sequence_length % par.context:
+        raise InputError(f"{where}.context ({par.context}) does not divide sequenceLength "
+                         f"({par.sequence_length}). To fix: a divisor of the sequence length")
+    if par.expert > 1 and arch.moe is None:
+        raise InputError(f"{where}.expert ({par.expert}) is set but {arch.name} is dense. "
+                         "To fix: remove parallelism.expert, or give model.experts")
+    if arch.moe is not None and arch.moe.experts % par.expert:
+        raise InputError(f"{where}.expert ({par.expert}) does not divide the "
+                         f"{arch.moe.experts} experts. To fix: a divisor of {arch.moe.experts}")
+
+
+def check_data_parallel(w: WorkloadSpec, arch: Arch, dp: int) -> None:
+    par = w.parallelism
+    where = f"workload {w.name}: parallelism"
+    if dp % par.expert:
+        raise InputError(f"{where}.expert ({par.expert}) does not divide the data-parallel "
+                         f"degree {dp} (experts are sharded over data-parallel ranks). To fix: "
+                         f"parallelism.data a multiple of {par.expert}")
+    unit = par.micro_batch * dp
+    gb = par.global_batch
+    if gb is not None and gb % unit:
+        up = max(1, math.ceil(gb / unit)) * unit
+        raise InputError(
+            f"{where}.globalBatch ({gb}) is not a multiple of microBatch ({par.micro_batch}) × "
+            f"data parallel ({dp}) = {unit}: every rank must run whole micro-batches. To fix: "
+            f"globalBatch {up}, or a smaller microBatch or data parallelism")
+
+
+def _states(
+    w: WorkloadSpec, params: float, dp: int, shard: int, pp: int
+) -> memory.ModelStateMemory:
+    return memory.model_state_memory(
+        params, precision=w.precision.value, optimizer=OPTIMIZER[w.optimizer],
+        zero_stage=w.parallelism.zero_stage, dp=dp, tp=shard, pp=pp)
+
+
+def _full_memory(w: WorkloadSpec, arch: Arch, *, dp: int, micro_steps: int,
+                 results: dict[str, Result]) -> dict[str, float]:
+    """States: the dense part over tp × pp and ZeRO over dp; routed experts over tp × pp × ep
+    and ZeRO over the dp/ep ranks holding the same experts (Megatron-Core's expert-data-
+    parallel group). Activations of seq/cp tokens per GPU, FlashAttention (no score matrices)."""
+    par = w.parallelism
+    shape = arch.shape
+    dense = _states(w, shape.always_read_params if arch.moe else arch.params, dp, par.tensor,
+                    par.pipeline)
+    results["memory_states"] = dense
+    parts = [dense]
+    if arch.moe is not None:
+        experts = _states(w, shape.routed_expert_params * arch.moe.experts, dp // par.expert,
+                          par.tensor * par.expert, par.pipeline)
+        results["memory_expert_states"] = experts
+        parts.append(experts)
+    acts = memory.activation_memory(
+        seq_len=par.sequence_length // par.context, micro_batch=par.micro_batch,
+        hidden=arch.hidden, heads=arch.heads, layers=arch.layers, tp=par.tensor,
+        pp=par.pipeline, recompute=par.recompute.value, microbatches=micro_steps,
+        flash_attention=True)
+    results["memory_activations"] = acts
+    mem = {
+        "weights": sum(p.weights_bytes for p in parts),
+        "gradients": sum(p.gradients_bytes for p in parts),
+        "optimizer": sum(p.optimizer_bytes for p in parts),
+        "activations": acts.total_bytes,
+    }
+    mem["overhead"] = _allowance(mem)
+    return mem
+
+
+def _allowance(mem: dict[str, float]) -> float:
+    return memory.DEFAULT_OVERHEAD_FIXED_BYTES + memory.DEFAULT_OVERHEAD_FRACTION * sum(
+        mem.values())
+
+
+def _lora_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, results: dict[str, Result],
+                 ) -> tuple[dict[str, float], training.CheckpointSize]:
+    """The base sharded over tp × pp (FSDP style), adapters replicated; the checkpoint holds
+    the adapters and their optimizer states only (the base is not trained)."""
+    par = w.parallelism
+    spec_lora = w.lora or LoraSpec()  # kind lora without settings: the spec's defaults
+    ft = memory.finetune_memory(
+        arch.params, layers=arch.layers, hidden=arch.hidden, ffn_hidden=arch.ffn_hidden,
+        heads=arch.heads, kv_heads=arch.kv_heads, rank=spec_lora.rank,
+        seq_len=par.sequence_length, micro_batch=par.micro_batch,
+        gpu_memory_bytes=hw.gpu_memory_bytes,
+        method="qlora" if spec_lora.quantized_base else "lora",
+        targets=("q", "k", "v", "o") if spec_lora.target == "attention" else memory.LORA_TARGETS,
+        base_precision=w.precision.value, recompute=par.recompute.value,
+    )
+    results["memory_single_gpu"] = ft
+    acts = memory.activation_memory(
+        seq_len=par.sequence_length // par.context, micro_batch=par.micro_batch,
+        hidden=arch.hidden, heads=arch.heads, layers=arch.layers, tp=par.tensor,
+        recompute=par.recompute.value, flash_attention=True)
+    mem = {
+        "weights": ft.base_weights_bytes / (par.tensor * par.pipeline),
+        "adapters": ft.adapter_weights_bytes,
+        "gradients": ft.adapter_gradients_bytes,
+        "optimizer": ft.adapter_optimizer_bytes,
+        "activations": acts.total_bytes,
+    }
+    mem["overhead"] = _allowance(mem)
+    ckpt = training.checkpoint_size(float(ft.adapter_params), precision="bf16",
+                                    optimizer="adam", master_weights=False)
+    return mem, ckpt
+
+
+def _allreduce(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, dp: int, nodes: int,
+               step_seconds: float, results: dict[str, Result], key: dict[str, str],
+               findings: list[Finding]) -> None:
+    par = w.parallelism
+    # A GPU reduces the gradients it holds: the dense part and its 1/ep share of the experts.
+    shape = arch.shape
+    held = shape.always_read_params + shape.routed_expert_params * arch.moe.experts / par.expert \
+        if arch.moe else arch.params
+    ar = training.gradient_allreduce_bandwidth(
+        params=held, dp=dp, step_seconds=step_seconds, tp=par.tensor, pp=par.pipeline,
+        zero_stage=par.zero_stage,
+    )
+    results["allreduce"] = ar
+    key["all-reduce per GPU"] = rate_h(ar.bandwidth_bps)
+    have = hw.hpc_bytes_per_second_per_gpu()
+    if nodes > 1 and ar.bandwidth_bps > have:
+        findings.append(Finding(
+            severity="warning", subject=f"workload {w.name}",
+            message=f"gradient all-reduce needs {rate_h(ar.bandwidth_bps)} per GPU; the "
+                    f"pool's hpc NICs give {rate_h(have)} per GPU",
+            fix="add hpc NIC bandwidth, raise the global batch, or overlap communication"))
 
 
 def _dataset_bytes(w: WorkloadSpec, estimated: float) -> float:

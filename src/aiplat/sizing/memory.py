@@ -189,6 +189,7 @@ def activation_memory(
     sequence_parallel: bool = True,
     recompute: Recompute = "none",
     microbatches: int | None = None,
+    flash_attention: bool = False,
 ) -> ActivationMemory:
     """Activation bytes per GPU after Korthikanti et al. 2022 (arXiv:2205.05198), Table 2.
 
@@ -201,7 +202,7 @@ def activation_memory(
     * full recompute:              s*b*h*2 (only the layer input is kept)
 
     The counts assume 16-bit activations, 1-byte dropout masks and a 4h MLP, as the paper
-    does; FlashAttention never stores the score matrices, so model it as "selective".
+    does; FlashAttention never stores the score matrices: ``flash_attention=True`` drops them.
     With pipeline parallelism under 1F1B the first stage holds its L/p layers for
     min(p, microbatches) micro-batches (the paper's pipeline section: L layers' worth when there are
     at least p). Full recompute also needs one layer's activations while that layer is
@@ -217,7 +218,9 @@ def activation_memory(
         require_positive(microbatches=microbatches)
     s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
     sbh = s * b * h
-    scores = 5 * a * s / h
+    # FlashAttention (Dao et al. 2022) never materialises the a*s*s score and dropout
+    # matrices, in any recompute mode and in full recompute's one-layer working set.
+    scores = 0.0 if flash_attention else 5 * a * s / h
 
     def stored(mode: str) -> float:
         if mode == "full":
@@ -250,6 +253,7 @@ def activation_memory(
             "sequence_parallel": sequence_parallel,
             "recompute": recompute,
             "microbatches": microbatches,
+            "flash_attention": flash_attention,
         },
         per_layer_bytes=per_layer,
         layers_per_stage=layers_per_stage,

@@ -230,20 +230,27 @@ def training_time(
     mfu: float | None = None,
     peak_tflops_per_gpu: float | None = None,
     flops_per_param_token: float | None = None,
+    attention_flops_per_token: float = 0.0,
 ) -> TrainingTime:
-    """End-to-end time ~ k*T*P / (n*X), Narayanan et al. 2021 eq. 4.
+    """End-to-end time ~ T*(k*P + A) / (n*X), Narayanan et al. 2021 eq. 4 when A = 0.
 
     k = 8 with activation recomputation (the default for measured TFLOP/s), 6 without
-    (the default for MFU, which counts model FLOPs only).
+    (the default for MFU, which counts model FLOPs only). P is the parameters each token
+    multiplies through: a mixture of experts' active count. A is the attention-score work per
+    token (``training_flops_per_token``), which eq. 4 drops and long sequences cannot.
     """
     require_positive(tokens=tokens, params=params, gpus=gpus)
+    if not attention_flops_per_token >= 0:
+        raise InputError("attention_flops_per_token must be >= 0")
     x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
     k = _k(flops_per_param_token, from_mfu)
-    total = k * tokens * params
+    per_token = k * params + attention_flops_per_token
+    total = tokens * per_token
     agg = gpus * x
     seconds = total / agg
     return TrainingTime(
-        formula="t = k*T*P/(n*X), k = 8 with recomputation, 6 without (Narayanan 2021, eq. 4)",
+        formula="t = T*(k*P + A)/(n*X), k = 8 with recomputation, 6 without, A attention "
+                "(Narayanan 2021, eq. 4 with A = 0)",
         inputs={
             "tokens": tokens,
             "params": params,
@@ -252,13 +259,49 @@ def training_time(
             "mfu": mfu,
             "peak_tflops_per_gpu": peak_tflops_per_gpu,
             "flops_per_param_token": k,
+            "attention_flops_per_token": attention_flops_per_token,
         },
         flops_per_param_token=k,
         total_flops=total,
         aggregate_flops_per_second=agg,
-        tokens_per_second=agg / (k * params),
+        tokens_per_second=agg / per_token,
         seconds=seconds,
         days=seconds / SECONDS_PER_DAY,
+    )
+
+
+class TokenFlops(Result):
+    flops_per_param_token: float
+    param_flops_per_token: float
+    attention_flops_per_token: float
+    flops_per_token: float
+
+
+def training_flops_per_token(
+    *, params: float, layers: int, attention_dim: int, seq_len: int,
+    flops_per_param_token: float = 6.0,
+) -> TokenFlops:
+    """Training FLOPs per token: k*P + 2k*l*s*d_attn, one count for run time and step time.
+
+    At k = 6 this is PaLM's MFU numerator (Chowdhery et al. 2022, appendix B: 6N + 12*L*H*Q*T,
+    H*Q = heads x head dim = d_attn); at k = 8 it is Narayanan et al. 2021 eq. 3's
+    96*B*s*l*h^2*(1 + s/(6h)) per token (the attention term 16*l*s*h). ``params`` is what a
+    token multiplies through (a mixture of experts' active count; 6*N_active per token).
+    Causal masking halves the score work that FlashAttention actually does; the convention
+    counts it whole, as MFU reports do.
+    """
+    require_positive(params=params, layers=layers, attention_dim=attention_dim, seq_len=seq_len)
+    require_positive(flops_per_param_token=flops_per_param_token)
+    k = flops_per_param_token
+    attention = 2 * k * layers * seq_len * attention_dim
+    return TokenFlops(
+        formula="k*P + 2k*l*s*d_attn (PaLM appendix B at k = 6; Narayanan 2021 eq. 3 at k = 8)",
+        inputs={"params": params, "layers": layers, "attention_dim": attention_dim,
+                "seq_len": seq_len, "flops_per_param_token": k},
+        flops_per_param_token=k,
+        param_flops_per_token=k * params,
+        attention_flops_per_token=attention,
+        flops_per_token=k * params + attention,
     )
 
 
@@ -283,6 +326,9 @@ def gpus_for_target_time(
     tp: int = 1,
     pp: int = 1,
     gpus_per_node: int = 1,
+    attention_flops_per_token: float = 0.0,
+    cp: int = 1,
+    ep: int = 1,
 ) -> GpusNeeded:
     """GPUs to train T tokens within ``target_seconds``: n = k*T*P/(t*X), rounded up.
 
@@ -291,18 +337,21 @@ def gpus_for_target_time(
     n / (tp x pp). ``seconds`` is the time the rounded count takes.
     """
     require_positive(tokens=tokens, params=params, target_seconds=target_seconds)
-    require_positive(tp=tp, pp=pp, gpus_per_node=gpus_per_node)
+    require_positive(tp=tp, pp=pp, gpus_per_node=gpus_per_node, cp=cp, ep=ep)
     x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
     k = _k(flops_per_param_token, from_mfu)
-    exact = k * tokens * params / (target_seconds * x)
-    replica = tp * pp
-    unit = math.lcm(replica, gpus_per_node)
+    work = tokens * (k * params + attention_flops_per_token)
+    exact = work / (target_seconds * x)
+    # Context parallelism splits each sequence inside a replica; expert parallelism is carved
+    # out of data parallelism, so the data-parallel degree must be a multiple of it.
+    replica = tp * pp * cp
+    unit = math.lcm(replica * ep, gpus_per_node)
     gpus = max(unit, math.ceil(exact / unit - 1e-9) * unit)
-    seconds = k * tokens * params / (gpus * x)
+    seconds = work / (gpus * x)
     return GpusNeeded(
         formula=(
-            "n = k*T*P/(t_target*X) rounded up to a multiple of lcm(tp*pp, GPUs per node); "
-            "dp = n/(tp*pp)"
+            "n = T*(k*P + A)/(t_target*X) rounded up to a multiple of lcm(tp*pp*cp*ep, GPUs "
+            "per node); dp = n/(tp*pp*cp)"
         ),
         inputs={
             "tokens": tokens,
@@ -315,6 +364,9 @@ def gpus_for_target_time(
             "tp": tp,
             "pp": pp,
             "gpus_per_node": gpus_per_node,
+            "attention_flops_per_token": attention_flops_per_token,
+            "cp": cp,
+            "ep": ep,
         },
         exact_gpus=exact,
         model_parallel_gpus=replica,

@@ -473,6 +473,18 @@ class ModelRef(SpecModel):
     kv_heads: int | None = Field(default=None, ge=1, le=1024)
     vocab: int | None = Field(default=None, ge=1, le=10_000_000)
     max_context: int | None = Field(default=None, ge=128, le=MAX_TOKENS)
+    head_dim: int | None = Field(default=None, ge=8, le=4096,
+                                 description="unset: hidden / heads (config.json head_dim)")
+    active_params: float | None = Field(
+        default=None, gt=0, le=1e15, description="mixture of experts: parameters one token "
+        "uses (attention, dense and shared parts, expertsPerToken routed experts); unset: "
+        "params for a dense model, the catalog's figure for a catalog one")
+    experts: int | None = Field(default=None, ge=1, le=4096,
+                                description="routed experts per MoE layer; unset or 1: dense")
+    experts_per_token: int | None = Field(default=None, ge=1, le=4096,
+                                          description="routed experts each token uses (top-k)")
+    shared_experts: int | None = Field(default=None, ge=0, le=64,
+                                       description="always-on experts per MoE layer")
 
     @model_validator(mode="before")
     @classmethod
@@ -506,13 +518,34 @@ class ModelRef(SpecModel):
                 "use a kvHeads that divides heads",
                 ("kvHeads",),
             )
-        if self.hidden and self.heads and self.hidden % self.heads:
+        if self.hidden and self.heads and self.hidden % self.heads and not self.head_dim:
             raise SpecValueError(
                 f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})",
-                "use a number of heads that divides hidden",
+                "use a number of heads that divides hidden, or give headDim",
                 ("heads",),
             )
+        self._experts_consistent()
         return self
+
+    def _experts_consistent(self) -> None:
+        e, k = self.experts, self.experts_per_token
+        if e is not None and e > 1 and k is not None and k >= e:
+            raise SpecValueError(f"expertsPerToken ({k}) must be below experts ({e})",
+                                 "take num_experts_per_tok from config.json",
+                                 ("expertsPerToken",))
+        if k is not None and k > 1 and (e is None or e == 1) and self.name is None:
+            raise SpecValueError("expertsPerToken without experts",
+                                 "add experts (routed experts per layer)", ("expertsPerToken",))
+        if self.name is None and e is not None and e > 1 and self.active_params is None:
+            raise SpecValueError(
+                "a mixture of experts needs activeParams (what one token uses)",
+                "add activeParams from the model card, e.g. 12.9e9 for Mixtral 8x7B",
+                ("experts",))
+        if self.params and self.active_params and self.active_params > self.params:
+            raise SpecValueError(
+                f"activeParams ({self.active_params:.4g}) exceeds params ({self.params:.4g})",
+                "activeParams counts what one token uses, at most the total",
+                ("activeParams",))
 
 
 class Recompute(StrEnum):
@@ -532,6 +565,12 @@ class ParallelismSpec(SpecModel):
     global_batch: int | None = Field(default=None, ge=1, le=100_000_000,
                                      description="sequences per step")
     sequence_length: int = Field(default=4096, ge=128, le=1048576)
+    expert: int = Field(default=1, ge=1, le=4096, description="expert parallelism: routed "
+                        "experts sharded over this many data-parallel ranks (divides data "
+                        "parallelism and the experts)")
+    context: int = Field(default=1, ge=1, le=1024, description="context parallelism: each "
+                         "sequence split over this many GPUs (GPUs = tensor × pipeline × "
+                         "context × data)")
 
 
 class DataSpec(SpecModel):
