@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from aiplat.sizing.inference import (
     GIB,
+    ServingEfficiency,
+    ServingHardware,
     batch_inference_duration,
     bytes_per_value,
     decode_throughput,
@@ -25,6 +27,7 @@ from aiplat.sizing.inference import (
     replicas_for_slo,
     weights_memory,
 )
+from aiplat.sizing.shape import ModelShape, MoeShape
 
 KIB = 2**10
 MIB = 2**20
@@ -37,6 +40,11 @@ LLAMA3_70B_PARAMS = 70.6e9
 H100_BW = 3.35e12
 H100_BF16_TFLOPS = 989.0
 H100_MEMORY = 80 * GIB
+H100 = ServingHardware(memory_bandwidth_bps=H100_BW, dense_tflops=H100_BF16_TFLOPS)
+FULL_BW = ServingEfficiency(bandwidth=1.0)
+TUNED_BW = ServingEfficiency(bandwidth=0.75)
+M8B = ModelShape(params=LLAMA3_8B_PARAMS, **LLAMA3_8B)
+M70B = ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B)
 
 
 # --- KV cache ---------------------------------------------------------------------------
@@ -135,8 +143,7 @@ def test_vllm_kv_budget_for_llama3_8b_on_h100() -> None:
     # Same log: total 79.22 GiB × 0.90 = 71.29 GiB usable; weights 14.96, non-torch 1.79,
     # activation peak 1.26 GiB; "available_kv_cache_memory 53.29GiB".
     r = gpus_per_replica(
-        params=LLAMA3_8B_PARAMS,
-        **LLAMA3_8B,
+        model=ModelShape(params=LLAMA3_8B_PARAMS, **LLAMA3_8B),
         context_tokens=8192,
         concurrency=1,
         gpu_memory_bytes=79.22 * GIB,
@@ -165,8 +172,7 @@ def test_llama3_70b_light_load_takes_tp2_heavy_load_tp4_on_h100() -> None:
     overhead = 3 * GIB
 
     light = gpus_per_replica(
-        params=LLAMA3_70B_PARAMS,
-        **LLAMA3_70B,
+        model=ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
         context_tokens=4096,
         concurrency=1,
         gpu_memory_bytes=H100_MEMORY,
@@ -177,8 +183,7 @@ def test_llama3_70b_light_load_takes_tp2_heavy_load_tp4_on_h100() -> None:
     assert (light.tensor_parallel, light.pipeline_parallel, light.gpus) == (2, 1, 2)
 
     heavy = gpus_per_replica(
-        params=LLAMA3_70B_PARAMS,
-        **LLAMA3_70B,
+        model=ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
         context_tokens=8192,
         concurrency=32,
         gpu_memory_bytes=H100_MEMORY,
@@ -201,8 +206,7 @@ def test_llama31_405b_bf16_needs_two_nodes_fp8_fits_one() -> None:
     # published an FP8 checkpoint precisely so it fits one 8×H100 node.
     shape: dict[str, Any] = {"layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8}
     bf16 = gpus_per_replica(
-        params=405e9,
-        **shape,
+        model=ModelShape(params=405e9, **shape),
         context_tokens=8192,
         concurrency=4,
         gpu_memory_bytes=H100_MEMORY,
@@ -210,8 +214,7 @@ def test_llama31_405b_bf16_needs_two_nodes_fp8_fits_one() -> None:
     assert (bf16.tensor_parallel, bf16.pipeline_parallel, bf16.nodes) == (8, 2, 2)
     assert any("pipeline parallel" in n for n in bf16.notes)
     fp8 = gpus_per_replica(
-        params=405e9,
-        **shape,
+        model=ModelShape(params=405e9, **shape),
         context_tokens=8192,
         concurrency=4,
         gpu_memory_bytes=H100_MEMORY,
@@ -223,11 +226,8 @@ def test_llama31_405b_bf16_needs_two_nodes_fp8_fits_one() -> None:
 def test_tp_above_kv_heads_replicates_them() -> None:
     # 32 query heads, 4 KV heads: at TP 8 each KV head lives on 2 GPUs (vLLM replication).
     r = gpus_per_replica(
-        params=30e9,
-        layers=48,
-        hidden=4096,
-        heads=32,
-        kv_heads=4,
+        model=ModelShape(params=30e9, layers=48, hidden=4096, heads=32,
+                         kv_heads=4),
         context_tokens=32_768,
         concurrency=28,
         gpu_memory_bytes=40 * GIB,
@@ -244,11 +244,8 @@ def test_tp_above_kv_heads_replicates_them() -> None:
 def test_tp_that_does_not_divide_heads_is_skipped() -> None:
     # Qwen2.5-7B shape: 28 heads, 4 KV heads; TP 8 cannot split 28 heads.
     r = gpus_per_replica(
-        params=7.6e9,
-        layers=28,
-        hidden=3584,
-        heads=28,
-        kv_heads=4,
+        model=ModelShape(params=7.6e9, layers=28, hidden=3584, heads=28,
+                         kv_heads=4),
         context_tokens=32_768,
         concurrency=64,
         gpu_memory_bytes=24 * GIB,
@@ -260,8 +257,7 @@ def test_tp_that_does_not_divide_heads_is_skipped() -> None:
 
 def test_layout_reports_when_nothing_fits() -> None:
     r = gpus_per_replica(
-        params=1e9,
-        **LLAMA3_8B,
+        model=ModelShape(params=1e9, **LLAMA3_8B),
         context_tokens=1024,
         concurrency=1,
         gpu_memory_bytes=2 * GIB,  # below the 3 GiB runtime overhead
@@ -274,8 +270,7 @@ def test_layout_reports_when_nothing_fits() -> None:
 def test_more_concurrency_never_needs_fewer_gpus(concurrency: int, extra: int) -> None:
     def layout(c: int) -> tuple[int, float]:
         r = gpus_per_replica(
-            params=LLAMA3_70B_PARAMS,
-            **LLAMA3_70B,
+            model=ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
             context_tokens=4096,
             concurrency=c,
             gpu_memory_bytes=H100_MEMORY,
@@ -290,30 +285,25 @@ def test_more_concurrency_never_needs_fewer_gpus(concurrency: int, extra: int) -
 
 # --- Decode and prefill -----------------------------------------------------------------
 
-DECODE_8B: dict[str, Any] = {
-    "params": LLAMA3_8B_PARAMS,
-    **LLAMA3_8B,
-    "memory_bandwidth_bps": H100_BW,
-    "dense_tflops": H100_BF16_TFLOPS,
-}
+DECODE_8B: dict[str, Any] = {"model": M8B, "hardware": H100}
 
 
 def test_llama3_8b_decode_ceiling_on_h100_is_about_208_tokens_per_second() -> None:
     # 16.06 GB of weights streamed once per token at 3.35 TB/s.
     ceiling = H100_BW / (LLAMA3_8B_PARAMS * 2)
     assert ceiling == pytest.approx(208.6, abs=0.1)
-    r = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, bandwidth_efficiency=1.0)
+    r = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, efficiency=FULL_BW)
     assert r.bound == "memory"
     assert r.tokens_per_second_per_sequence == pytest.approx(ceiling)
     with_context = decode_throughput(
-        **DECODE_8B, batch=1, context_tokens=8192, bandwidth_efficiency=1.0
+        **DECODE_8B, batch=1, context_tokens=8192, efficiency=FULL_BW
     )
     assert with_context.tokens_per_second_per_sequence < ceiling
 
 
 def test_decode_scales_with_bandwidth_efficiency() -> None:
-    full = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, bandwidth_efficiency=1.0)
-    tuned = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, bandwidth_efficiency=0.75)
+    full = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, efficiency=FULL_BW)
+    tuned = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, efficiency=TUNED_BW)
     assert tuned.tokens_per_second == pytest.approx(0.75 * full.tokens_per_second)
     # MBU as Databricks defines it: bytes moved per token / TPOT / peak bandwidth.
     mbu = (tuned.weights_read_bytes_per_gpu + tuned.kv_read_bytes_per_gpu) / (
@@ -346,19 +336,9 @@ def test_large_batch_short_context_becomes_compute_bound() -> None:
 
 def test_moe_decode_reads_active_params_at_batch_1_and_all_experts_at_large_batch() -> None:
     # Mixtral 8x7B: 46.7B total, 12.9B active, 8 experts, top-2.
-    moe: dict[str, Any] = {
-        "params": 46.7e9,
-        "active_params": 12.9e9,
-        "experts": 8,
-        "experts_per_token": 2,
-        "layers": 32,
-        "hidden": 4096,
-        "heads": 32,
-        "kv_heads": 8,
-        "memory_bandwidth_bps": H100_BW,
-        "dense_tflops": H100_BF16_TFLOPS,
-        "tensor_parallel": 2,
-    }
+    mixtral = ModelShape(params=46.7e9, active_params=12.9e9, moe=MoeShape(8, 2), layers=32,
+                         hidden=4096, heads=32, kv_heads=8)
+    moe: dict[str, Any] = {"model": mixtral, "hardware": H100, "tensor_parallel": 2}
     one = decode_throughput(**moe, batch=1, context_tokens=0)
     assert one.weights_read_bytes_per_gpu == pytest.approx(12.9e9 * 2 / 2)
     many = decode_throughput(**moe, batch=256, context_tokens=0)
@@ -370,14 +350,11 @@ def test_moe_decode_reads_active_params_at_batch_1_and_all_experts_at_large_batc
 def test_prefill_is_2_p_s_plus_causal_attention_over_compute() -> None:
     s = 4096
     r = prefill_time(
-        params=LLAMA3_70B_PARAMS,
-        **LLAMA3_70B,
+        model=M70B,
         prompt_tokens=s,
-        memory_bandwidth_bps=H100_BW,
-        dense_tflops=H100_BF16_TFLOPS,
+        hardware=H100,
         tensor_parallel=4,
-        compute_efficiency=0.5,
-        tp_efficiency=0.9,
+        efficiency=ServingEfficiency(compute=0.5, tensor_parallel=0.9),
     )
     flops = 2 * LLAMA3_70B_PARAMS * s + 2 * 80 * s**2 * 64 * 128
     assert r.flops == pytest.approx(flops)
@@ -386,7 +363,7 @@ def test_prefill_is_2_p_s_plus_causal_attention_over_compute() -> None:
 
 
 def test_one_token_prefill_is_bound_by_reading_weights() -> None:
-    r = prefill_time(**DECODE_8B, prompt_tokens=1, bandwidth_efficiency=1.0)
+    r = prefill_time(**DECODE_8B, prompt_tokens=1, efficiency=FULL_BW)
     assert r.bound == "memory"
     assert r.ttft_seconds == pytest.approx(LLAMA3_8B_PARAMS * 2 / H100_BW)
 
@@ -394,10 +371,8 @@ def test_one_token_prefill_is_bound_by_reading_weights() -> None:
 # --- Replicas for an SLO ----------------------------------------------------------------
 
 SLO_70B: dict[str, Any] = {
-    "params": LLAMA3_70B_PARAMS,
-    **LLAMA3_70B,
-    "memory_bandwidth_bps": H100_BW,
-    "dense_tflops": H100_BF16_TFLOPS,
+    "model": M70B,
+    "hardware": H100,
     "tensor_parallel": 4,
     "prompt_tokens": 2000,
     "output_tokens": 300,
@@ -423,12 +398,10 @@ def test_slo_one_replica_fewer_breaks_a_stated_constraint() -> None:
     assert r.replicas > 1
     # Rebuild the rule by hand at r − 1 replicas and the chosen batch.
     rate = decode_throughput(
-        params=LLAMA3_70B_PARAMS,
-        **LLAMA3_70B,
+        model=M70B,
         batch=r.batch_per_replica,
         context_tokens=2000 + 300 / 2,
-        memory_bandwidth_bps=H100_BW,
-        dense_tflops=H100_BF16_TFLOPS,
+        hardware=H100,
         tensor_parallel=4,
     ).tokens_per_second_per_sequence
     fewer = r.replicas - 1

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiplat.sizing.inference import prefill_time
+from aiplat.sizing.inference import ServingHardware, prefill_time
 from aiplat.sizing.rag import (
     chunking,
     embedding_ingest,
@@ -19,6 +19,7 @@ from aiplat.sizing.rag import (
     retrieval_cpu_cores,
     vector_index_memory,
 )
+from aiplat.sizing.shape import ModelShape
 
 # BAAI/bge-large-en-v1.5: 335M parameters, 24 layers, hidden 1024, 1024-dimensional output.
 BGE_LARGE = 335e6
@@ -104,13 +105,8 @@ def test_rag_prompt_adds_top_k_chunks() -> None:
 
 def test_rag_context_lengthens_time_to_first_token() -> None:
     shape: dict[str, Any] = {
-        "params": 8.03e9,
-        "layers": 32,
-        "hidden": 4096,
-        "heads": 32,
-        "kv_heads": 8,
-        "memory_bandwidth_bps": 3.35e12,
-        "dense_tflops": H100_BF16_TFLOPS,
+        "model": ModelShape(params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8),
+        "hardware": ServingHardware(memory_bandwidth_bps=3.35e12, dense_tflops=H100_BF16_TFLOPS),
     }
     plain = prefill_time(**shape, prompt_tokens=60)
     rag = prefill_time(**shape, prompt_tokens=rag_prompt_tokens(60, 8, 512).prompt_tokens)

@@ -33,6 +33,9 @@ class Arch:
     moe: MoeShape | None = None
     kv_latent_dim: int | None = None
     """MLA (DeepSeek-V3): values cached per token and layer instead of K and V per head."""
+    expert_ffn_hidden: int | None = None
+    dense_layers: int = 0
+    """Mixture of experts: layers with a dense FFN (``ffn_hidden`` wide) instead of experts."""
 
     @property
     def head_dim(self) -> int:
@@ -95,6 +98,8 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
         explicit_head_dim=ref.head_dim or (base.head_dim if base else None),
         moe=moe,
         kv_latent_dim=mla.kv_lora_rank + mla.qk_rope_head_dim if mla else None,
+        expert_ffn_hidden=(base.expert_ffn_hidden if base and moe else None),
+        dense_layers=base.dense_layers if base and moe else 0,
     )
 
 

@@ -27,23 +27,9 @@ from aiplat.sizing.result import Result
 from aiplat.spec.models import Platform, WorkloadKind, WorkloadSpec
 
 
-class _Shape(TypedDict):
-    params: float
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-
-
 class _Precisions(TypedDict):
     weight_precision: str
     kv_precision: str
-
-
-class _Speed(TypedDict):
-    memory_bandwidth_bps: float
-    dense_tflops: float
-    active_params: float | None
 
 
 class _Layout(TypedDict):
@@ -51,8 +37,6 @@ class _Layout(TypedDict):
     pipeline_parallel: int
 
 
-MAX_BATCH = 256
-"""vLLM's default max_num_seqs: the scheduler never runs more sequences at once."""
 DEFAULT_TTFT_S = 2.0
 DEFAULT_DECODE_TPS = 10.0
 """Per-user decode rate assumed when the SLO names none (faster than people read)."""
@@ -66,14 +50,15 @@ def plan_inference(
     findings: list[Finding] = []
     results: dict[str, Result] = {}
     key: dict[str, str] = {}
-    shape = _Shape(params=arch.params, layers=arch.layers, hidden=arch.hidden,
-                   heads=arch.heads, kv_heads=arch.kv_heads)
-    prec = _Precisions(weight_precision=w.precision.value,
-                       kv_precision="fp8" if w.precision.value == "fp8" else "bf16")
-    speed = _Speed(memory_bandwidth_bps=hw.gpu.memory_bandwidth_tbps * 1e12,
-                   dense_tflops=hw.peak_tflops(w.precision),
-                   active_params=arch.active_params if arch.active_params != arch.params
-                   else None)
+    shape = arch.shape
+    kv = w.kv_cache_precision or ("fp8" if w.precision.value == "fp8" else "bf16")
+    prec = _Precisions(weight_precision=w.precision.value, kv_precision=kv)
+    serving = w.serving
+    eff = inference.ServingEfficiency(
+        bandwidth=serving.bandwidth_efficiency, compute=serving.compute_efficiency,
+        tensor_parallel=serving.tensor_parallel_efficiency)
+    roof = inference.ServingHardware(memory_bandwidth_bps=hw.gpu.memory_bandwidth_tbps * 1e12,
+                                     dense_tflops=hw.peak_tflops(w.precision))
 
     prompt = slo.prompt_tokens
     if w.kind is WorkloadKind.RAG:
@@ -96,8 +81,10 @@ def plan_inference(
             fix=f"set slo.contextLength ≤ {arch.max_context} or use a long-context variant"))
 
     layout = inference.gpus_per_replica(
-        **shape, **prec, context_tokens=context, concurrency=1,
+        model=shape, **prec, context_tokens=context, concurrency=1,
         gpu_memory_bytes=hw.gpu_memory_bytes, gpus_per_node=hw.gpus_per_node,
+        gpu_memory_utilization=serving.gpu_memory_utilization,
+        overhead_bytes_per_gpu=serving.overhead_gib_per_gpu * 2**30,
     )
     results["layout"] = layout
     if not layout.fits:
@@ -106,7 +93,7 @@ def plan_inference(
             message=f"{arch.name} with a {context}-token context does not fit "
                     f"{hw.gpus_per_node} × {hw.gpu.name}",
             fix="use fp8 or int4 weights, a shorter contextLength, or a larger GPU"))
-    batch = max(1, min(MAX_BATCH, layout.kv_token_capacity // max(seq_tokens, 1)))
+    batch = max(1, min(serving.max_batch, layout.kv_token_capacity // max(seq_tokens, 1)))
     par = _Layout(tensor_parallel=layout.tensor_parallel,
                   pipeline_parallel=layout.pipeline_parallel)
     run_hours: float | None = None
@@ -116,7 +103,8 @@ def plan_inference(
 
         def run_on(gpus: int) -> inference.BatchInference:
             return inference.batch_inference_duration(
-                **shape, **prec, **speed, **par, requests=requests, prompt_tokens=prompt,
+                **prec, **par, model=shape, hardware=roof, efficiency=eff, requests=requests,
+                prompt_tokens=prompt,
                 output_tokens=slo.output_tokens, batch=batch, gpus=gpus)
 
         replicas = 1
@@ -137,7 +125,8 @@ def plan_inference(
             tps = slo.tokens_per_second or DEFAULT_DECODE_TPS
             qps = (slo.concurrency or 1) / (slo.output_tokens / tps)
         sized = inference.replicas_for_slo(
-            **shape, **prec, **speed, **par, qps=qps, prompt_tokens=prompt,
+            **prec, **par, model=shape, hardware=roof, efficiency=eff, qps=qps,
+            prompt_tokens=prompt,
             output_tokens=slo.output_tokens,
             target_ttft_seconds=(slo.time_to_first_token_ms or DEFAULT_TTFT_S * 1000) / 1000,
             target_decode_tokens_per_second=slo.tokens_per_second or DEFAULT_DECODE_TPS,

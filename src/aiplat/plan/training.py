@@ -251,36 +251,63 @@ def _allowance(mem: dict[str, float]) -> float:
         mem.values())
 
 
+LORA_TARGETS = {"qv": ("q", "v"), "attention": ("q", "k", "v", "o"),
+                "all-linear": memory.LORA_TARGETS}
+
+
+def _lora_adapters(arch: Arch, spec_lora: LoraSpec) -> tuple[memory.LoraParams, float]:
+    """Adapter parameters: ``lora_params`` for a dense decoder; a mixture of experts adapts
+    attention once per layer and the gate/up/down of every routed and shared expert."""
+    targets = LORA_TARGETS[spec_lora.target]
+    moe = arch.moe
+    attention = tuple(t for t in targets if t in ("q", "k", "v", "o"))  # every option has q
+    lora = memory.lora_params(
+        layers=arch.layers, hidden=arch.hidden, ffn_hidden=arch.ffn_hidden, heads=arch.heads,
+        kv_heads=arch.kv_heads, rank=spec_lora.rank,
+        targets=targets if moe is None else attention)
+    n = float(lora.adapter_params)
+    if moe is not None and "up" in targets:
+        r, h = spec_lora.rank, arch.hidden
+        expert_f = arch.expert_ffn_hidden or arch.ffn_hidden
+        per_expert = 3 * r * (h + expert_f)  # gate, up (h -> f) and down (f -> h)
+        moe_layers = arch.layers - arch.dense_layers
+        n += moe_layers * (moe.experts + moe.shared_experts) * per_expert
+        n += arch.dense_layers * 3 * r * (h + arch.ffn_hidden)
+    return lora, n
+
+
 def _lora_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, results: dict[str, Result],
                  ) -> tuple[dict[str, float], training.CheckpointSize]:
     """The base sharded over tp × pp (FSDP style), adapters replicated; the checkpoint holds
-    the adapters and their optimizer states only (the base is not trained)."""
+    the adapters and their optimizer states only (the base is not trained). QLoRA stores
+    every linear weight in NF4 and the embedding and LM head (2·V·h) in 16 bits, as
+    bitsandbytes does; adapters bf16 with fp32 AdamW states, no master copy (QLoRA's set-up)."""
     par = w.parallelism
     spec_lora = w.lora or LoraSpec()  # kind lora without settings: the spec's defaults
-    ft = memory.finetune_memory(
-        arch.params, layers=arch.layers, hidden=arch.hidden, ffn_hidden=arch.ffn_hidden,
-        heads=arch.heads, kv_heads=arch.kv_heads, rank=spec_lora.rank,
-        seq_len=par.sequence_length, micro_batch=par.micro_batch,
-        gpu_memory_bytes=hw.gpu_memory_bytes,
-        method="qlora" if spec_lora.quantized_base else "lora",
-        targets=("q", "k", "v", "o") if spec_lora.target == "attention" else memory.LORA_TARGETS,
-        base_precision=w.precision.value, recompute=par.recompute.value,
-    )
-    results["memory_single_gpu"] = ft
+    lora, adapters = _lora_adapters(arch, spec_lora)
+    results["lora"] = lora
+    base_w = memory.precision_bytes(w.precision.value)
+    if spec_lora.quantized_base:
+        kept = min(arch.params, 2.0 * arch.vocab * arch.hidden)
+        base = (arch.params - kept) * memory.nf4_bytes_per_param() + kept * base_w
+    else:
+        base = arch.params * base_w
+    aw = memory.precision_bytes("bf16")
     acts = memory.activation_memory(
         seq_len=par.sequence_length // par.context, micro_batch=par.micro_batch,
         hidden=arch.hidden, heads=arch.heads, layers=arch.layers, tp=par.tensor,
         recompute=par.recompute.value, flash_attention=True)
+    results["memory_activations"] = acts
     mem = {
-        "weights": ft.base_weights_bytes / (par.tensor * par.pipeline),
-        "adapters": ft.adapter_weights_bytes,
-        "gradients": ft.adapter_gradients_bytes,
-        "optimizer": ft.adapter_optimizer_bytes,
+        "weights": base / (par.tensor * par.pipeline),
+        "adapters": adapters * aw,
+        "gradients": adapters * aw,
+        "optimizer": adapters * memory.optimizer_state_bytes("adamw"),
         "activations": acts.total_bytes,
     }
     mem["overhead"] = _allowance(mem)
-    ckpt = training.checkpoint_size(float(ft.adapter_params), precision="bf16",
-                                    optimizer="adam", master_weights=False)
+    ckpt = training.checkpoint_size(adapters, precision="bf16", optimizer="adam",
+                                    master_weights=False)
     return mem, ckpt
 
 

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aiplat.sizing.result import BYTES_PER_PARAM, InputValue, Result
+from aiplat.sizing.shape import ModelShape
 
 GIB = float(2**30)
 
@@ -57,6 +58,28 @@ DEFAULT_COMPUTE_EFFICIENCY = 0.5
 
 DEFAULT_TP_EFFICIENCY = 0.9
 """Throughput factor for tensor parallelism > 1: two all-reduces per layer per step."""
+
+
+@dataclass(frozen=True)
+class ServingEfficiency:
+    """How close the serving stack gets to the roofline; measure and override per stack."""
+
+    bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
+    compute: float = DEFAULT_COMPUTE_EFFICIENCY
+    tensor_parallel: float = DEFAULT_TP_EFFICIENCY
+
+    def __post_init__(self) -> None:
+        _require_fraction(bandwidth_efficiency=self.bandwidth, compute_efficiency=self.compute,
+                          tp_efficiency=self.tensor_parallel)
+
+
+@dataclass(frozen=True)
+class ServingHardware:
+    """One GPU's roofline: memory bandwidth (bytes/s) and dense peak (TFLOP/s) at the
+    weights' precision."""
+
+    memory_bandwidth_bps: float
+    dense_tflops: float
 
 
 def bytes_per_value(precision: str) -> float:
@@ -102,6 +125,9 @@ def _resolve_head_dim(hidden: int, heads: int, kv_heads: int, head_dim: int | No
             "To fix: pass head_dim from the model's config.json"
         )
     return hidden // heads
+
+
+DEFAULT_EFFICIENCY = ServingEfficiency()
 
 
 # --- KV cache and weights ---------------------------------------------------------------
@@ -252,18 +278,13 @@ class ReplicaLayout(Result):
 
 def gpus_per_replica(
     *,
-    params: float,
-    layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
+    model: ModelShape,
     context_tokens: int,
     concurrency: int,
     gpu_memory_bytes: float,
     gpus_per_node: int = 8,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
-    head_dim: int | None = None,
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
     overhead_bytes_per_gpu: float = DEFAULT_OVERHEAD_BYTES_PER_GPU,
     overhead_fraction: float = 0.0,
@@ -277,11 +298,11 @@ def gpus_per_replica(
     smallest fitting TP wins (fewer GPUs per replica means more replicas for the same GPUs). If
     none fits, the largest valid TP is kept and layers are split into the fewest pipeline
     stages that fit, across nodes. ``gpu_memory_bytes`` is what the runtime sees (vLLM reports
-    79.22 GiB on an "80GB" H100).
+    79.22 GiB on an "80GB" H100). Every expert of a mixture of experts is resident; a latent
+    (MLA) cache is held whole by every tensor-parallel rank (vLLM's MLA backends).
     """
+    layers, heads, kv_heads = model.layers, model.heads, model.kv_heads
     _require_positive(
-        params=params,
-        layers=layers,
         context_tokens=context_tokens,
         concurrency=concurrency,
         gpu_memory_bytes=gpu_memory_bytes,
@@ -291,17 +312,16 @@ def gpus_per_replica(
     _require_non_negative(
         overhead_bytes_per_gpu=overhead_bytes_per_gpu, overhead_fraction=overhead_fraction
     )
-    hd = _resolve_head_dim(hidden, heads, kv_heads, head_dim)
-    weights = params * bytes_per_value(weight_precision)
+    weights = model.params * bytes_per_value(weight_precision)
     kv_value_bytes = bytes_per_value(kv_precision)
     tokens = context_tokens * concurrency
-    kv_total = 2 * layers * kv_heads * hd * kv_value_bytes * tokens
+    kv_total = layers * model.kv_values_per_token() * kv_value_bytes * tokens
     usable = gpu_memory_utilization * gpu_memory_bytes
 
     def per_gpu(tp: int, pp: int) -> _PerGpu:
         stage_layers = math.ceil(layers / pp)
         kv_heads_gpu, _ = _kv_heads_per_gpu(tp, kv_heads)
-        kv_per_token = 2 * stage_layers * kv_heads_gpu * hd * kv_value_bytes
+        kv_per_token = stage_layers * model.kv_values_per_token(kv_heads_gpu) * kv_value_bytes
         w = weights * stage_layers / layers / tp
         kv = kv_per_token * tokens
         needed = (w + kv) * (1 + overhead_fraction) + overhead_bytes_per_gpu
@@ -386,18 +406,13 @@ def gpus_per_replica(
             "pipeline stages (vLLM QKVParallelLinear, gpu_memory_utilization)"
         ),
         inputs={
-            "params": params,
-            "layers": layers,
-            "hidden": hidden,
-            "heads": heads,
-            "kv_heads": kv_heads,
+            **_shape_inputs(model),
             "context_tokens": context_tokens,
             "concurrency": concurrency,
             "gpu_memory_bytes": gpu_memory_bytes,
             "gpus_per_node": gpus_per_node,
             "weight_precision": weight_precision,
             "kv_precision": kv_precision,
-            "head_dim": head_dim,
             "gpu_memory_utilization": gpu_memory_utilization,
             "overhead_bytes_per_gpu": overhead_bytes_per_gpu,
             "overhead_fraction": overhead_fraction,
@@ -409,30 +424,21 @@ def gpus_per_replica(
 # --- Decode and prefill -----------------------------------------------------------------
 
 
-def _moe_params_read(
-    params: float, active_params: float | None, experts: int, experts_per_token: int, tokens: int
-) -> float:
-    """Parameters streamed from memory for one forward pass over ``tokens`` tokens.
-
-    A mixture of experts reads its shared (dense) part plus every expert that at least one of
-    the tokens routes to: with uniform routing that is E·(1 − (1 − k/E)^tokens) per layer,
-    k experts (the active parameters) at one token, all experts for large batches.
-    """
-    if experts <= 1:
-        return params if active_params is None else active_params
-    if active_params is None:
-        raise ValueError("experts > 1 needs active_params (parameters one token touches)")
-    if not experts_per_token < experts:
-        raise ValueError(f"experts_per_token {experts_per_token} must be < experts {experts}")
-    per_expert = (params - active_params) / (experts - experts_per_token)
-    dense = params - experts * per_expert
-    if per_expert < 0 or dense < 0:
-        raise ValueError(
-            "params, active_params, experts and experts_per_token are inconsistent: "
-            "active = dense + k·expert and total = dense + E·expert need 0 ≤ dense"
-        )
-    touched = experts * (1 - (1 - experts_per_token / experts) ** tokens)
-    return dense + per_expert * touched
+def _shape_inputs(model: ModelShape) -> dict[str, InputValue]:
+    moe = model.moe
+    return {
+        "params": model.params,
+        "active_params": model.active_params,
+        "experts": moe.experts if moe else 1,
+        "experts_per_token": moe.experts_per_token if moe else 1,
+        "shared_experts": moe.shared_experts if moe else 0,
+        "layers": model.layers,
+        "hidden": model.hidden,
+        "heads": model.heads,
+        "kv_heads": model.kv_heads,
+        "head_dim": model.dim_per_head,
+        "kv_latent_dim": model.kv_latent_dim,
+    }
 
 
 @dataclass(frozen=True)
@@ -444,20 +450,14 @@ class _Step:
     stage_seconds: float
     step_seconds: float
     flops_per_token: float
+    experts_touched: float
 
 
 @dataclass(frozen=True)
 class _Model:
-    """Model and hardware figures shared by the decode/prefill helpers (floats only)."""
+    """Model, hardware and layout figures shared by the decode/prefill helpers."""
 
-    params: float
-    active_params: float | None
-    experts: int
-    experts_per_token: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
+    shape: ModelShape
     weight_bytes: float
     kv_bytes: float
     bandwidth_bps: float
@@ -469,25 +469,26 @@ class _Model:
     tp_factor: float
 
     @property
-    def flops_params(self) -> float:
-        if self.active_params is not None:
-            return self.active_params
-        return self.params
+    def layers(self) -> int:
+        return self.shape.layers
 
 
 def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
     # With pipeline stages the batch is split into pp micro-batches so every stage stays busy;
     # one sequence's token passes all pp stages in turn.
+    shape = m.shape
     micro = math.ceil(batch / m.pp)
-    stage_layers = math.ceil(m.layers / m.pp)
-    layer_share = stage_layers / m.layers
-    kv_heads_gpu, _ = _kv_heads_per_gpu(m.tp, m.kv_heads)
-    params_read = _moe_params_read(m.params, m.active_params, m.experts, m.experts_per_token, micro)
-    weights_read = params_read * m.weight_bytes * layer_share / m.tp
-    kv_read = micro * context_tokens * 2 * stage_layers * kv_heads_gpu * m.head_dim * m.kv_bytes
+    stage_layers = math.ceil(shape.layers / m.pp)
+    layer_share = stage_layers / shape.layers
+    kv_heads_gpu, _ = _kv_heads_per_gpu(m.tp, shape.kv_heads)
+    # A mixture of experts streams the experts the micro-batch's tokens route to (shape.py).
+    weights_read = shape.params_read(micro) * m.weight_bytes * layer_share / m.tp
+    kv_per_token = stage_layers * shape.kv_values_per_token(kv_heads_gpu) * m.kv_bytes
+    kv_read = micro * context_tokens * kv_per_token
     memory_s = (weights_read + kv_read) / (m.bandwidth_bps * m.bandwidth_efficiency)
     # 2 FLOPs per active parameter, plus QK^T and AV over the cached context: 4·layers·ctx·d
-    flops_per_token = 2 * m.flops_params + 4 * m.layers * context_tokens * m.heads * m.head_dim
+    flops_per_token = 2 * shape.flops_params + 4 * shape.layers * context_tokens * (
+        shape.attention_dim)
     compute_s = (micro * flops_per_token * layer_share / m.tp) / (
         m.peak_flops * m.compute_efficiency
     )
@@ -500,6 +501,7 @@ def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
         stage_seconds=stage_s,
         step_seconds=stage_s * m.pp,
         flops_per_token=flops_per_token,
+        experts_touched=shape.moe.experts_touched(micro) if shape.moe else 0.0,
     )
 
 
@@ -508,16 +510,14 @@ def _prefill(m: _Model, prompt_tokens: int) -> tuple[float, float, float]:
 
     Pipeline stages run one after another for a single prompt, so TTFT sees only TP GPUs.
     """
+    shape = m.shape
     # Causal attention: QK^T and AV over the lower triangle, 2·layers·s²·(heads·head_dim)
-    flops = 2 * m.flops_params * prompt_tokens + (
-        2 * m.layers * prompt_tokens**2 * m.heads * m.head_dim
+    flops = 2 * shape.flops_params * prompt_tokens + (
+        2 * shape.layers * prompt_tokens**2 * shape.attention_dim
     )
     compute_s = flops / (m.tp * m.peak_flops * m.compute_efficiency * m.tp_factor)
-    params_read = _moe_params_read(
-        m.params, m.active_params, m.experts, m.experts_per_token, prompt_tokens
-    )
     memory_s = (
-        params_read
+        shape.params_read(prompt_tokens)
         * m.weight_bytes
         / m.tp
         / (m.bandwidth_bps * m.bandwidth_efficiency * m.tp_factor)
@@ -527,83 +527,45 @@ def _prefill(m: _Model, prompt_tokens: int) -> tuple[float, float, float]:
 
 def _model(
     *,
-    params: float,
-    layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
-    memory_bandwidth_bps: float,
-    dense_tflops: float,
+    model: ModelShape,
+    hardware: ServingHardware,
     weight_precision: str,
     kv_precision: str,
     tensor_parallel: int,
     pipeline_parallel: int,
-    active_params: float | None,
-    experts: int,
-    experts_per_token: int,
-    head_dim: int | None,
-    bandwidth_efficiency: float,
-    compute_efficiency: float,
-    tp_efficiency: float,
+    efficiency: ServingEfficiency,
 ) -> _Model:
     _require_positive(
-        params=params,
-        layers=layers,
-        memory_bandwidth_bps=memory_bandwidth_bps,
-        dense_tflops=dense_tflops,
+        memory_bandwidth_bps=hardware.memory_bandwidth_bps,
+        dense_tflops=hardware.dense_tflops,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=pipeline_parallel,
-        experts=experts,
-        experts_per_token=experts_per_token,
     )
-    _require_fraction(
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        tp_efficiency=tp_efficiency,
-    )
-    if active_params is not None:
-        _require_positive(active_params=active_params)
-        if active_params > params:
-            raise ValueError(f"active_params {active_params} exceeds params {params}")
-    hd = _resolve_head_dim(hidden, heads, kv_heads, head_dim)
-    if not _tp_compatible(tensor_parallel, heads, kv_heads):
+    if not _tp_compatible(tensor_parallel, model.heads, model.kv_heads):
         raise ValueError(
-            f"tensor_parallel {tensor_parallel} cannot split {heads} heads / {kv_heads} KV "
-            "heads. To fix: use a TP that divides the heads (see gpus_per_replica)"
+            f"tensor_parallel {tensor_parallel} cannot split {model.heads} heads / "
+            f"{model.kv_heads} KV heads. To fix: use a TP that divides the heads "
+            "(see gpus_per_replica)"
         )
-    if pipeline_parallel > layers:
-        raise ValueError(f"pipeline_parallel {pipeline_parallel} exceeds layers {layers}")
+    if pipeline_parallel > model.layers:
+        raise ValueError(f"pipeline_parallel {pipeline_parallel} exceeds layers {model.layers}")
     return _Model(
-        params=params,
-        active_params=active_params,
-        experts=experts,
-        experts_per_token=experts_per_token,
-        layers=layers,
-        heads=heads,
-        kv_heads=kv_heads,
-        head_dim=hd,
+        shape=model,
         weight_bytes=bytes_per_value(weight_precision),
         kv_bytes=bytes_per_value(kv_precision),
-        bandwidth_bps=memory_bandwidth_bps,
-        peak_flops=dense_tflops * 1e12,
+        bandwidth_bps=hardware.memory_bandwidth_bps,
+        peak_flops=hardware.dense_tflops * 1e12,
         tp=tensor_parallel,
         pp=pipeline_parallel,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        tp_factor=tp_efficiency if tensor_parallel > 1 else 1.0,
+        bandwidth_efficiency=efficiency.bandwidth,
+        compute_efficiency=efficiency.compute,
+        tp_factor=efficiency.tensor_parallel if tensor_parallel > 1 else 1.0,
     )
 
 
 def _model_inputs(m: _Model, weight_precision: str, kv_precision: str) -> dict[str, InputValue]:
     return {
-        "params": m.params,
-        "active_params": m.active_params,
-        "experts": m.experts,
-        "experts_per_token": m.experts_per_token,
-        "layers": m.layers,
-        "heads": m.heads,
-        "kv_heads": m.kv_heads,
-        "head_dim": m.head_dim,
+        **_shape_inputs(m.shape),
         "weight_precision": weight_precision,
         "kv_precision": kv_precision,
         "memory_bandwidth_bps": m.bandwidth_bps,
@@ -632,26 +594,15 @@ class Decode(Result):
 
 def decode_throughput(
     *,
-    params: float,
-    layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
+    model: ModelShape,
     batch: int,
     context_tokens: float,
-    memory_bandwidth_bps: float,
-    dense_tflops: float,
+    hardware: ServingHardware,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
     tensor_parallel: int = 1,
     pipeline_parallel: int = 1,
-    active_params: float | None = None,
-    experts: int = 1,
-    experts_per_token: int = 1,
-    head_dim: int | None = None,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> Decode:
     """Decode speed at ``batch`` sequences of ``context_tokens`` cached tokens each.
 
@@ -665,24 +616,13 @@ def decode_throughput(
     _require_positive(batch=batch)
     _require_non_negative(context_tokens=context_tokens)
     m = _model(
-        params=params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        memory_bandwidth_bps=memory_bandwidth_bps,
-        dense_tflops=dense_tflops,
+        model=model,
+        hardware=hardware,
         weight_precision=weight_precision,
         kv_precision=kv_precision,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=pipeline_parallel,
-        active_params=active_params,
-        experts=experts,
-        experts_per_token=experts_per_token,
-        head_dim=head_dim,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        tp_efficiency=tp_efficiency,
+        efficiency=efficiency,
     )
     s = _decode_step(m, batch, context_tokens)
     notes = []
@@ -728,23 +668,12 @@ class Prefill(Result):
 
 def prefill_time(
     *,
-    params: float,
-    layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
+    model: ModelShape,
     prompt_tokens: int,
-    memory_bandwidth_bps: float,
-    dense_tflops: float,
+    hardware: ServingHardware,
     weight_precision: str = "bf16",
     tensor_parallel: int = 1,
-    active_params: float | None = None,
-    experts: int = 1,
-    experts_per_token: int = 1,
-    head_dim: int | None = None,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> Prefill:
     """Time to first token of one prompt on an idle replica (no queueing).
 
@@ -754,24 +683,13 @@ def prefill_time(
     """
     _require_positive(prompt_tokens=prompt_tokens)
     m = _model(
-        params=params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        memory_bandwidth_bps=memory_bandwidth_bps,
-        dense_tflops=dense_tflops,
+        model=model,
+        hardware=hardware,
         weight_precision=weight_precision,
         kv_precision=weight_precision,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=1,
-        active_params=active_params,
-        experts=experts,
-        experts_per_token=experts_per_token,
-        head_dim=head_dim,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        tp_efficiency=tp_efficiency,
+        efficiency=efficiency,
     )
     flops, compute_s, memory_s = _prefill(m, prompt_tokens)
     inputs = _model_inputs(m, weight_precision, weight_precision)
@@ -892,26 +810,15 @@ def replicas_for_slo(
     output_tokens: int,
     target_ttft_seconds: float,
     max_batch_per_replica: int,
-    params: float,
-    layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
-    memory_bandwidth_bps: float,
-    dense_tflops: float,
+    model: ModelShape,
+    hardware: ServingHardware,
     target_decode_tokens_per_second: float | None = None,
     target_tpot_seconds: float | None = None,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
     tensor_parallel: int = 1,
     pipeline_parallel: int = 1,
-    active_params: float | None = None,
-    experts: int = 1,
-    experts_per_token: int = 1,
-    head_dim: int | None = None,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> SloSizing:
     """Replicas of a given layout that serve ``qps`` within a TTFT and per-user decode SLO.
 
@@ -942,24 +849,13 @@ def replicas_for_slo(
         _require_positive(target_decode_tokens_per_second=target_decode_tokens_per_second)
         target_rate = target_decode_tokens_per_second
     m = _model(
-        params=params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        memory_bandwidth_bps=memory_bandwidth_bps,
-        dense_tflops=dense_tflops,
+        model=model,
+        hardware=hardware,
         weight_precision=weight_precision,
         kv_precision=kv_precision,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=pipeline_parallel,
-        active_params=active_params,
-        experts=experts,
-        experts_per_token=experts_per_token,
-        head_dim=head_dim,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        tp_efficiency=tp_efficiency,
+        efficiency=efficiency,
     )
     context = prompt_tokens + output_tokens / 2
     _, prefill_compute, prefill_memory = _prefill(m, prompt_tokens)
@@ -1082,24 +978,13 @@ def batch_inference_duration(
     output_tokens: int,
     gpus: int,
     batch: int,
-    params: float,
-    layers: int,
-    hidden: int,
-    heads: int,
-    kv_heads: int,
-    memory_bandwidth_bps: float,
-    dense_tflops: float,
+    model: ModelShape,
+    hardware: ServingHardware,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
     tensor_parallel: int = 1,
     pipeline_parallel: int = 1,
-    active_params: float | None = None,
-    experts: int = 1,
-    experts_per_token: int = 1,
-    head_dim: int | None = None,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    tp_efficiency: float = DEFAULT_TP_EFFICIENCY,
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> BatchInference:
     """Wall time to run ``requests`` prompts through ``gpus`` GPUs kept at full ``batch``.
 
@@ -1118,24 +1003,13 @@ def batch_inference_duration(
         batch=batch,
     )
     m = _model(
-        params=params,
-        layers=layers,
-        hidden=hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        memory_bandwidth_bps=memory_bandwidth_bps,
-        dense_tflops=dense_tflops,
+        model=model,
+        hardware=hardware,
         weight_precision=weight_precision,
         kv_precision=kv_precision,
         tensor_parallel=tensor_parallel,
         pipeline_parallel=pipeline_parallel,
-        active_params=active_params,
-        experts=experts,
-        experts_per_token=experts_per_token,
-        head_dim=head_dim,
-        bandwidth_efficiency=bandwidth_efficiency,
-        compute_efficiency=compute_efficiency,
-        tp_efficiency=tp_efficiency,
+        efficiency=efficiency,
     )
     per_replica = m.tp * m.pp
     replicas = gpus // per_replica

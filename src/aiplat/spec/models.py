@@ -600,7 +600,9 @@ class SloSpec(SpecModel):
 class LoraSpec(SpecModel):
     rank: int = Field(default=16, ge=1, le=4096)
     quantized_base: bool = Field(default=False, description="QLoRA: 4-bit NF4 base weights")
-    target: Literal["attention", "all-linear"] = "all-linear"
+    target: Literal["qv", "attention", "all-linear"] = Field(
+        default="all-linear", description="adapted matrices: qv (the LoRA paper's q and v), "
+        "attention (q, k, v, o) or all-linear (QLoRA: attention and every MLP/expert matrix)")
 
 
 class RagSpec(SpecModel):
@@ -611,6 +613,25 @@ class RagSpec(SpecModel):
     top_k: int = Field(default=5, ge=1, le=1000)
     index: Literal["flat", "hnsw", "ivf-pq"] = "hnsw"
     vector_precision: Literal["fp32", "fp16", "int8"] = "fp32"
+
+
+class ServingSpec(SpecModel):
+    """Serving-stack efficiencies against the roofline; defaults are aiplat.sizing.inference's
+    documented constants. Replace them with a measurement on the target stack."""
+
+    bandwidth_efficiency: Fraction = Field(
+        default=0.75, description="share of peak HBM bandwidth decode sustains (MBU)")
+    compute_efficiency: Fraction = Field(
+        default=0.5, description="share of dense peak FLOP/s prefill reaches")
+    tensor_parallel_efficiency: Fraction = Field(
+        default=0.9, description="throughput factor at tensor parallelism > 1 (all-reduces)")
+    gpu_memory_utilization: Fraction = Field(
+        default=0.9, description="share of GPU memory the server may use (vLLM's default)")
+    overhead_gib_per_gpu: float = Field(
+        default=3.0, ge=0, le=1024, alias="overheadGiBPerGpu",
+        description="activations, CUDA context, NCCL and CUDA graphs per GPU, GiB")
+    max_batch: int = Field(default=256, ge=1, le=65536,
+                           description="sequences a replica runs at once (vLLM max_num_seqs)")
 
 
 class CheckpointSpec(SpecModel):
@@ -625,6 +646,10 @@ class WorkloadSpec(SpecModel):
     pool: Name | None = Field(default=None, description="unset: the first pool with GPUs")
     model: ModelRef
     precision: Precision = Precision.BF16
+    kv_cache_precision: Literal["fp32", "bf16", "fp16", "fp8", "int8", "int4"] | None = Field(
+        default=None, description="KV-cache values when they differ from the weights; unset: "
+        "fp8 with fp8 weights, else bf16")
+    serving: ServingSpec = ServingSpec()
     optimizer: Literal["adamw", "adamw-8bit", "sgd"] = "adamw"
     parallelism: ParallelismSpec = ParallelismSpec()
     data: DataSpec = DataSpec()
