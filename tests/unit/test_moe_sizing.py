@@ -11,7 +11,7 @@ import yaml
 
 from aiplat.catalog import load_catalog
 from aiplat.cli.main import main
-from aiplat.errors import InputError
+from aiplat.errors import InputError, SpecError
 from aiplat.plan import build_plan
 from aiplat.plan.models import WorkloadPlan
 from aiplat.sizing.inference import ServingHardware, decode_throughput
@@ -254,3 +254,37 @@ def test_aiplat_plan_refuses_a_bad_global_batch_with_exit_2(
     err = capsys.readouterr().err
     assert "globalBatch (1)" in err and "To fix: globalBatch 32" in err
     assert "Traceback" not in err
+
+
+def test_measured_tflops_count_8_flops_per_param_with_full_recompute() -> None:
+    """Narayanan et al. 2021 (arXiv:2104.04473) section 5.1: GPT-3 175B, 300B tokens, 1,024
+    A100s at batch 1,536 and X = 140 TFLOP/s per GPU (counting recomputation, 8·P per token)
+    train in "~34 days". The plan at achievedTflopsPerGpu 140 and recompute full: within 5 %
+    (the attention term the paper's eq. 4 drops adds 2.8 %)."""
+    w = plan_one({"kind": "pretrain", "pool": "h100", "model": "gpt-3-175b",
+                  "achievedTflopsPerGpu": 140,
+                  "parallelism": {"tensor": 8, "pipeline": 8, "data": 16, "recompute": "full",
+                                  "globalBatch": 1536, "sequenceLength": 2048},
+                  "data": {"tokens": 300e9}})
+    assert w.results["time"]["flops_per_param_token"] == 8
+    assert w.run_hours is not None
+    assert w.run_hours / 24 == pytest.approx(34, rel=0.05)
+    # MFU derived back: 6/8 of the hardware FLOPs, against the H100's 989 TFLOP/s here.
+    shares = w.key_figures["MFU / HFU"].split(" (")[0].split(" / ")
+    mfu, hfu = (float(p.strip("%")) for p in shares)
+    assert hfu == pytest.approx(100 * 140 / 989, abs=0.6)
+    assert mfu == pytest.approx(hfu * 6 / 8, abs=0.6)
+
+
+def test_hfu_and_measured_tflops_together_are_refused() -> None:
+    with pytest.raises(SpecError, match="both given"):
+        plan_one({"kind": "pretrain", "pool": "h100", "model": "llama-3-8b", "hfu": 0.5,
+                  "achievedTflopsPerGpu": 400, "parallelism": {"data": 8},
+                  "data": {"tokens": 1e9}})
+
+
+def test_measured_tflops_above_peak_are_refused() -> None:
+    with pytest.raises(InputError, match="above the GPU's dense peak"):
+        plan_one({"kind": "pretrain", "pool": "h100", "model": "llama-3-8b",
+                  "achievedTflopsPerGpu": 1500, "parallelism": {"data": 8},
+                  "data": {"tokens": 1e9}})

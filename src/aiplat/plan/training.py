@@ -39,7 +39,7 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
     tokens = (w.data.tokens or 0) * w.data.epochs
     peak = hw.peak_tflops(w.precision)
     lora = w.kind is WorkloadKind.LORA
-    k = (6.0 if par.recompute.value == "full" else 4.0) if lora else 6.0
+    k, x_tflops, convention = _throughput(w, peak, lora)
     results: dict[str, Result] = {}
     findings: list[Finding] = []
     subject = f"workload {w.name}"
@@ -57,7 +57,7 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         params=arch.active_params, layers=arch.layers, attention_dim=arch.shape.attention_dim,
         seq_len=seq, flops_per_param_token=k)
     results["flops_per_token"] = fpt
-    speed = {"mfu": w.mfu, "peak_tflops_per_gpu": peak, "flops_per_param_token": k,
+    speed = {"achieved_tflops_per_gpu": x_tflops, "flops_per_param_token": k,
              "attention_flops_per_token": fpt.attention_flops_per_token}
     if w.slo.target_days is not None:
         need = training.gpus_for_target_time(
@@ -148,6 +148,8 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         "energy per run": f"{energy.facility_energy_kwh:,.0f} kWh, "
                           f"{energy.cost:,.0f} {site.site.currency}",
     }
+    key["MFU / HFU"] = _utilisation(w, arch, seq=seq, tokens_per_gpu_s=time.tokens_per_second
+                                    / gpus, peak=peak, convention=convention)
     if arch.moe is not None:
         active_b, total_b = arch.active_params / 1e9, arch.params / 1e9
         key["FLOPs per token"] = (f"{fpt.flops_per_token:.3g} ({k:g}·{active_b:.1f}B active "
@@ -160,6 +162,44 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
         results=dump_results(results), findings=findings,
     )
+
+
+def _utilisation(w: WorkloadSpec, arch: Arch, *, seq: int, tokens_per_gpu_s: float,
+                 peak: float, convention: str) -> str:
+    """MFU and HFU derived back from the tokens/s the run achieves (both conventions)."""
+    def util(k: float) -> float:
+        f = training.training_flops_per_token(
+            params=arch.active_params, layers=arch.layers, attention_dim=arch.shape.attention_dim,
+            seq_len=seq, flops_per_param_token=k)
+        return f.flops_per_token * tokens_per_gpu_s / (peak * 1e12)
+
+    hw_k = 8.0 if w.parallelism.recompute.value == "full" else 6.0
+    return f"{util(6.0):.0%} / {util(hw_k):.0%} ({convention})"
+
+
+def _throughput(w: WorkloadSpec, peak: float, lora: bool) -> tuple[float, float, str]:
+    """(FLOPs per parameter and token, achieved TFLOP/s per GPU, the convention in words).
+
+    MFU counts model FLOPs: 6 per parameter and token (PaLM, Chowdhery et al. 2022, app. B).
+    Measured TFLOP/s and HFU count what the hardware ran, the recomputed forward pass too:
+    8 with full recomputation, 6 without (Narayanan et al. 2021, eq. 4; Korthikanti et al.
+    2022 report both). LoRA skips the frozen base's weight gradients: 4, 6 recomputed.
+    """
+    full = w.parallelism.recompute.value == "full"
+    if lora:
+        k_model = k_hw = 6.0 if full else 4.0
+    else:
+        k_model, k_hw = 6.0, (8.0 if full else 6.0)
+    if w.achieved_tflops_per_gpu is not None:
+        if w.achieved_tflops_per_gpu > peak:
+            raise InputError(
+                f"workload {w.name}: achievedTflopsPerGpu ({w.achieved_tflops_per_gpu:g}) is "
+                f"above the GPU's dense peak ({peak:g} TFLOP/s at {w.precision.value}). To fix: "
+                "give the measured dense TFLOP/s (no sparsity), or the precision it ran at")
+        return k_hw, w.achieved_tflops_per_gpu, f"measured, {k_hw:g}·N per token"
+    if w.hfu is not None:
+        return k_hw, w.hfu * peak, f"HFU {w.hfu:.0%}, {k_hw:g}·N per token"
+    return k_model, w.mfu * peak, f"MFU {w.mfu:.0%}, {k_model:g}·N per token"
 
 
 def _default_global_batch(unit: int, seq: int) -> int:

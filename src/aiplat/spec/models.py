@@ -657,12 +657,27 @@ class WorkloadSpec(SpecModel):
     lora: LoraSpec | None = None
     rag: RagSpec | None = None
     checkpoint: CheckpointSpec = CheckpointSpec()
-    mfu: Fraction = Field(default=0.4, description="model FLOPs utilisation assumed for training")
+    mfu: Fraction = Field(default=0.4, description="model FLOPs utilisation assumed for "
+                          "training: 6 FLOPs per active parameter and token (+ attention), "
+                          "against the dense peak at the precision; ignored when "
+                          "achievedTflopsPerGpu or hfu is given")
+    achieved_tflops_per_gpu: float | None = Field(
+        default=None, gt=0, le=100_000, alias="achievedTflopsPerGpu",
+        description="measured hardware TFLOP/s per GPU (what Megatron logs): counts the "
+        "recomputed forward pass, 8 FLOPs per parameter and token with recompute full, 6 "
+        "otherwise")
+    hfu: Fraction | None = Field(
+        default=None, description="hardware FLOPs utilisation: achieved TFLOP/s (8 or 6 FLOPs "
+        "per parameter and token, as achievedTflopsPerGpu) over the dense peak")
     runs_per_month: float = Field(default=1.0, gt=0, le=1000)
 
     @model_validator(mode="after")
     def _kind_needs(self) -> Self:
         k = self.kind
+        if self.achieved_tflops_per_gpu is not None and self.hfu is not None:
+            raise SpecValueError("achievedTflopsPerGpu and hfu are both given",
+                                 "keep one: the measured TFLOP/s, or HFU against the peak",
+                                 ("hfu",))
         if k.trains and self.data.tokens is None:
             raise SpecValueError(
                 f"a {k.value} workload needs data.tokens (training tokens per run)",
