@@ -221,7 +221,7 @@ class FGD(PublishedPolicy):
         self._meter: FragMeter | None = None
         self._state_id = -1
         self._cache: dict[tuple[int, int, int, frozenset[str]], tuple[np.ndarray, ...]] = {}
-        self._gpu_pick: dict[int, int] = {}
+        self._gpu_of = np.zeros(0, dtype=np.int64)  # best GPU per node for the last shape
 
     def _bind(self, state: ClusterState) -> FragMeter:
         if self._meter is None or self._state_id != id(state):

@@ -1,7 +1,12 @@
-"""Placement policies: which node (and which GPUs on it) a pod goes to.
+"""Placement policies of the queueing engine: which node (and which GPUs on it) a pod goes to.
 
-The six policies of the FGD paper, as its simulator (hkust-adsl/kubernetes-scheduler-simulator)
-scores them, plus the two Kubernetes ``NodeResourcesFit`` strategies:
+The six policies of the FGD paper as aiplat first read them, plus the two Kubernetes
+``NodeResourcesFit`` strategies. ``aiplat sim fgd`` scores the six as the published
+simulator does (:mod:`aiplat.sched.fgd_policies`); these stay the engine's (``sim run``,
+``sim compare``, the plan report) and ``sim fgd --variant aiplat``. Where they differ from
+the published simulator: random ties, DotProd normalised by each node's capacity and scored
+per GPU, GpuClustering tagged by per-GPU milli (all whole-GPU pods alike), FGD by exact
+float deltas, BestFit by the cluster's largest node.
 
 - ``random``: any feasible node.
 - ``dotprod`` (Tetris): per candidate GPU, the dot product of the node's free (CPU, GPU)
@@ -17,12 +22,11 @@ scores them, plus the two Kubernetes ``NodeResourcesFit`` strategies:
 - ``least-allocated`` / ``most-allocated``: Kubernetes' spreading and bin-packing scores over
   CPU, memory and (on GPU nodes) GPU.
 
-As in kube-scheduler, scores are integers 0..100 (except FGD, which compares exact
-fragmentation deltas) and ties go to a random node among the best: the seeded generator
-makes this reproducible. Every policy only looks at feasible nodes
-(:meth:`ClusterState.feasible`). Non-FGD policies take the tightest-fitting GPU for a
-fractional pod and the first free GPUs for a whole one, except ``dotprod`` which scores each
-GPU. Pure: no I/O.
+Scores are integers 0..100 (except FGD, which compares exact fragmentation deltas) and ties
+go to a random node among the best: the seeded generator makes this reproducible. Every
+policy only looks at feasible nodes (:meth:`ClusterState.feasible`). Non-FGD policies take
+the tightest-fitting GPU for a fractional pod and the first free GPUs for a whole one,
+except ``dotprod`` which scores each GPU. Pure: no I/O.
 """
 
 from __future__ import annotations
