@@ -76,9 +76,14 @@ def test_deepseek_v3_pretraining_gpu_hours_match_the_report() -> None:
     before, is 15x off."""
     w = plan_one(DEEPSEEK_PRETRAIN)
     assert w.gpus == 2048
-    assert w.run_hours is not None
-    gpu_hours = w.gpus * w.run_hours
-    assert gpu_hours == pytest.approx(2.664e6, rel=0.10)
+    compute_gpu_hours = w.gpus * w.results["time"]["seconds"] / 3600
+    assert compute_gpu_hours == pytest.approx(2.664e6, rel=0.10)
+    # With checkpoints (5 % of each hour, the default write budget) and ~61 interruptions at
+    # Llama 3's rate the wall-clock GPU-hours are 16 % over the report's; it names no
+    # interruption losses ("we did not experience any irrecoverable loss spikes").
+    assert w.run_hours is not None and w.goodput is not None
+    assert w.gpus * w.run_hours == pytest.approx(2.664e6, rel=0.20)
+    assert 0.9 < w.goodput < 0.95
     total_param_rule = 6 * 671e9 * 14.8e12 / (0.4 * 989e12) / 3600
     assert total_param_rule > 15 * 2.664e6
     # The same count for every figure: 6 x active params plus the attention term.
@@ -267,8 +272,7 @@ def test_measured_tflops_count_8_flops_per_param_with_full_recompute() -> None:
                                   "globalBatch": 1536, "sequenceLength": 2048},
                   "data": {"tokens": 300e9}})
     assert w.results["time"]["flops_per_param_token"] == 8
-    assert w.run_hours is not None
-    assert w.run_hours / 24 == pytest.approx(34, rel=0.05)
+    assert w.results["time"]["seconds"] / 86400 == pytest.approx(34, rel=0.05)
     # MFU derived back: 6/8 of the hardware FLOPs, against the H100's 989 TFLOP/s here.
     shares = w.key_figures["MFU / HFU"].split(" (")[0].split(" / ")
     mfu, hfu = (float(p.strip("%")) for p in shares)
@@ -288,3 +292,22 @@ def test_measured_tflops_above_peak_are_refused() -> None:
         plan_one({"kind": "pretrain", "pool": "h100", "model": "llama-3-8b",
                   "achievedTflopsPerGpu": 1500, "parallelism": {"data": 8},
                   "data": {"tokens": 1e9}})
+
+
+def test_cost_per_run_and_per_million_tokens_at_a_gpu_hour_price() -> None:
+    data = yaml.safe_load(SPEC)
+    data["pools"][1]["node"]["gpu"]["pricePerGpuHour"] = 2.5
+    data["workloads"] = [
+        {"name": "t", "tenant": "research", "kind": "pretrain", "pool": "h100",
+         "model": "llama-3-8b", "parallelism": {"data": 8}, "data": {"tokens": 1e10}},
+        {"name": "s", "tenant": "research", "kind": "online-inference", "pool": "h100",
+         "model": "llama-3-8b", "slo": {"queriesPerSecond": 10, "outputTokens": 200}},
+    ]
+    plan = build_plan(parse_platform(yaml.safe_dump(data), "t.yaml", CATALOG), CATALOG)
+    train, serve = plan.workloads
+    assert train.run_hours is not None
+    assert train.cost_per_run == pytest.approx(8 * train.run_hours * 2.5)
+    assert train.cost_per_million_tokens == pytest.approx(train.cost_per_run / 1e4)
+    month = serve.gpus * 730 * 2.5
+    assert serve.cost_per_run == pytest.approx(month)
+    assert serve.cost_per_million_tokens == pytest.approx(month / (10 * 200 * 730 * 3600 / 1e6))

@@ -97,6 +97,7 @@ def plan_inference(
     par = _Layout(tensor_parallel=layout.tensor_parallel,
                   pipeline_parallel=layout.pipeline_parallel)
     run_hours: float | None = None
+    qps_served: float | None = None
 
     if w.kind is WorkloadKind.BATCH_INFERENCE:
         requests = max(1, math.ceil((w.data.tokens or 0) / seq_tokens))
@@ -148,6 +149,7 @@ def plan_inference(
                         + "; ".join(sized.reasons),
                 fix="relax timeToFirstTokenMs/tokensPerSecond, quantize, or use a faster GPU"))
         key["queries/s"] = f"{qps:g}"
+        qps_served = qps
 
     if w.kind is WorkloadKind.RAG:
         gpus += _plan_rag(w, hw, catalog, qps=slo.queries_per_second or 1.0, results=results,
@@ -164,14 +166,33 @@ def plan_inference(
            "memory per GPU": f"{bytes_h(sum(mem.values()))} of {bytes_h(hw.gpu_memory_bytes)}",
            **key}
     hours = run_hours if run_hours is not None else 730.0 / w.runs_per_month
+    cost, per_million = _cost(w, hw, gpus=gpus, hours=hours, output_tokens_per_run=(
+        (w.data.tokens or 0) if run_hours is not None else (qps_served or 0.0)
+        * slo.output_tokens * hours * 3600))
+    if cost is not None and per_million is not None:
+        what = "run" if run_hours is not None else "month"
+        key[f"cost per {what}"] = (f"{cost:,.0f} {platform.site.currency} "
+                                   f"({per_million:.3g} per million tokens)")
     return WorkloadPlan(
         name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.pool.name,
         gpu_model=hw.gpu.name, model=arch.name, params=arch.params,
         precision=w.precision.value, gpus=gpus, nodes=gpus / hw.gpus_per_node,
+        cost_per_run=cost, cost_per_million_tokens=per_million,
         run_hours=run_hours, gpu_hours_per_month=gpus * hours * w.runs_per_month,
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
         results=dump_results(results), findings=findings,
     )
+
+
+def _cost(w: WorkloadSpec, hw: PoolHardware, *, gpus: int, hours: float,
+          output_tokens_per_run: float) -> tuple[float | None, float | None]:
+    """GPU-hours at the pool's pricePerGpuHour; per million tokens processed (batch) or
+    generated at the sized load (online: a month, fully used)."""
+    price = hw.pool.node.gpu.price_per_gpu_hour if hw.pool.node.gpu else None
+    if price is None:
+        return None, None
+    cost = gpus * hours * price
+    return cost, (cost / (output_tokens_per_run / 1e6) if output_tokens_per_run > 0 else None)
 
 
 def _plan_rag(

@@ -42,6 +42,13 @@ class WorkloadPlan(PlanModel):
     gpu_hours_per_month: float
     memory_per_gpu_bytes: dict[str, float] = Field(description="breakdown of one GPU's memory")
     gpu_memory_bytes: float
+    goodput: float | None = Field(default=None, description="training: useful compute / "
+                                  "wall time with checkpoints and interruptions")
+    cost_per_run: float | None = Field(default=None, description="GPU-hours x pricePerGpuHour "
+                                       "(site currency); serving: per month")
+    cost_per_million_tokens: float | None = Field(
+        default=None, description="training: per million training tokens; serving: per "
+        "million output tokens at the sized load")
     key_figures: dict[str, str] = Field(description="human-readable headline figures")
     results: dict[str, dict[str, Any]] = Field(description="sizing results: figures + inputs")
     findings: list[Finding] = []

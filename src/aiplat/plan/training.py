@@ -22,7 +22,7 @@ from aiplat.errors import InputError
 from aiplat.plan.context import Arch, PoolHardware
 from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
-from aiplat.sizing import memory, power, training
+from aiplat.sizing import goodput, memory, power, training
 from aiplat.sizing.result import Result
 from aiplat.spec.models import LoraSpec, Platform, PoolSpec, WorkloadKind, WorkloadSpec
 
@@ -74,11 +74,6 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
 
     time = training.training_time(tokens=tokens, params=arch.active_params, gpus=gpus, **speed)
     results["time"] = time
-    if w.slo.target_days is not None and time.days > w.slo.target_days * 1.001:
-        findings.append(Finding(severity="warning", subject=subject,
-                                message=f"takes {time.days:.1f} days, over the "
-                                        f"{w.slo.target_days:g}-day target",
-                                fix="raise parallelism.data or drop slo.targetDays"))
 
     if lora:
         mem, ckpt = _lora_memory(w, arch, hw, results)
@@ -128,7 +123,15 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         _allreduce(w, arch, hw, dp=dp, nodes=nodes, step_seconds=step.seconds, results=results,
                    key=key, findings=findings)
 
-    hours = time.seconds / 3600
+    gp = _goodput(w, time.seconds, nodes, ckpt_bw.write_seconds, findings)
+    results["goodput"] = gp
+    hours = gp.wall_seconds / 3600
+    if w.slo.target_days is not None and hours / 24 > w.slo.target_days * 1.001:
+        findings.append(Finding(severity="warning", subject=subject,
+                                message=f"takes {hours / 24:.1f} days with checkpoints and "
+                                        f"interruptions, over the {w.slo.target_days:g}-day "
+                                        "target (GPUs are sized on compute time)",
+                                fix="raise parallelism.data or drop slo.targetDays"))
     node_w = node_watts(hw.pool, hw.gpu.tdp_w, hw.node_type)
     energy = power.run_energy(
         gpus=gpus, hours=hours, gpu_tdp_w=hw.gpu.tdp_w, avg_utilisation=GPU_UTILISATION,
@@ -140,7 +143,9 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         f" ({ep}×EP)" if ep > 1 else "")
     key |= {
         "GPUs": f"{gpus} ({layout})",
-        "run time": f"{time.days:.1f} days" if time.days >= 1 else f"{hours:.1f} h",
+        "run time": (f"{hours / 24:.1f} days" if hours >= 24 else f"{hours:.1f} h")
+                    + f" (goodput {gp.goodput:.0%}, {gp.expected_interruptions:.1f} "
+                      "interruptions expected)",
         "memory per GPU": f"{bytes_h(total)} of {bytes_h(hw.gpu_memory_bytes)}",
         "checkpoint": f"{bytes_h(ckpt.total_bytes)}, write ≥ {rate_h(ckpt_bw.write_bps)}",
         "dataset": bytes_h(_dataset_bytes(w, ds.stored_bytes)),
@@ -154,10 +159,17 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         active_b, total_b = arch.active_params / 1e9, arch.params / 1e9
         key["FLOPs per token"] = (f"{fpt.flops_per_token:.3g} ({k:g}·{active_b:.1f}B active "
                                   f"of {total_b:.0f}B + attention)")
+    price = hw.pool.node.gpu.price_per_gpu_hour if hw.pool.node.gpu else None
+    cost = gpus * hours * price if price is not None else None
+    if cost is not None:
+        key["cost per run"] = (f"{cost:,.0f} {site.site.currency} "
+                               f"({cost / (tokens / 1e6):.3g} per million tokens)")
     return WorkloadPlan(
         name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.pool.name,
         gpu_model=hw.gpu.name, model=arch.name, params=arch.params,
         precision=w.precision.value, gpus=gpus, nodes=gpus / hw.gpus_per_node,
+        goodput=gp.goodput, cost_per_run=cost,
+        cost_per_million_tokens=cost / (tokens / 1e6) if cost is not None else None,
         run_hours=hours, gpu_hours_per_month=gpus * hours * w.runs_per_month,
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
         results=dump_results(results), findings=findings,
@@ -200,6 +212,27 @@ def _throughput(w: WorkloadSpec, peak: float, lora: bool) -> tuple[float, float,
     if w.hfu is not None:
         return k_hw, w.hfu * peak, f"HFU {w.hfu:.0%}, {k_hw:g}·N per token"
     return k_model, w.mfu * peak, f"MFU {w.mfu:.0%}, {k_model:g}·N per token"
+
+
+def _goodput(w: WorkloadSpec, compute_s: float, nodes: int, write_s: float,
+             findings: list[Finding]) -> goodput.Goodput:
+    """Interruptions, checkpoints and restarts added to the compute time; a finding when the
+    configured interval is far from the Young/Daly optimum."""
+    ck = w.checkpoint
+    gp = goodput.goodput(
+        compute_seconds=compute_s, nodes=nodes,
+        interruptions_per_node_year=ck.interruptions_per_node_year,
+        checkpoint_seconds=write_s, restart_seconds=ck.restart_minutes * 60,
+        interval_seconds=ck.interval_minutes * 60)
+    best_min = gp.young_daly_interval_seconds / 60
+    if not 0.5 <= ck.interval_minutes / best_min <= 2 and compute_s > gp.mtbf_seconds:
+        findings.append(Finding(
+            severity="info", subject=f"workload {w.name}",
+            message=f"checkpoint every {ck.interval_minutes:g} min; with an interruption "
+                    f"every {gp.mtbf_seconds / 3600:.3g} h on {nodes} nodes the Young/Daly "
+                    f"optimum is {best_min:.0f} min (goodput {gp.goodput:.1%})",
+            fix=f"set checkpoint.intervalMinutes near {best_min:.0f}"))
+    return gp
 
 
 def _default_global_batch(unit: int, seq: int) -> int:

@@ -169,6 +169,10 @@ class ReserveSpec(SpecModel):
 class GpuSpec(SpecModel):
     model: str = Field(min_length=1, description="catalog GPU name or alias, e.g. H100-SXM-80GB")
     count: int = Field(ge=1, le=16)
+    price_per_gpu_hour: float | None = Field(
+        default=None, ge=0, le=10_000, description="what one GPU-hour costs (in site.currency: "
+        "a cloud rate, or amortised purchase + operations); unset: no cost per run or per "
+        "million tokens")
 
 
 class NicType(StrEnum):
@@ -637,6 +641,12 @@ class ServingSpec(SpecModel):
 class CheckpointSpec(SpecModel):
     interval_minutes: float = Field(default=60, gt=0, le=100_000)
     max_overhead: Fraction = Field(default=0.05, description="share of time spent writing")
+    interruptions_per_node_year: float = Field(
+        default=1.38, gt=0, le=1000, description="job interruptions per node and year (Llama "
+        "3 paper: 419 unexpected in 54 days on 2,048 8-GPU nodes = 1.38)")
+    restart_minutes: float = Field(
+        default=10, ge=0, le=10_000, description="reschedule, load the checkpoint and warm "
+        "up after an interruption (an assumption; measure it)")
 
 
 class WorkloadSpec(SpecModel):
