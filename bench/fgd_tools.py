@@ -32,6 +32,7 @@ import yaml
 
 from aiplat.cluster.assets import Component, go_build
 from aiplat.sched.alibaba import load_nodes, load_pods
+from aiplat.sched.cluster import Node
 from aiplat.sched.fgd_protocol import AllocLog
 
 TOOLS = Path(__file__).resolve().parent / "fgd_tools"
@@ -89,11 +90,16 @@ def _git_dir(source: Path) -> Path:
     return source / ".git" if (source / ".git").exists() else source
 
 
-def _node_yaml(folder: Path) -> list[dict[str, Any]]:
+def gpu_nodes(folder: Path, every: int = 1) -> list[Node]:
+    """The GPU nodes (``data/prepare_input.sh``: the GPU node list only); with ``every`` > 1,
+    every n-th of them in name order: a smaller cluster that both simulators get."""
+    nodes = sorted((n for n in load_nodes(folder) if n.gpus), key=lambda n: n.name)
+    return nodes[::every]
+
+
+def _node_yaml(nodes: list[Node]) -> list[dict[str, Any]]:
     out = []
-    for n in load_nodes(folder):
-        if not n.gpus:  # data/prepare_input.sh: the GPU node list only
-            continue
+    for n in nodes:
         res = {GPU_COUNT: str(n.gpus), GPU_MILLI: str(n.gpus * 1000),
                "cpu": f"{n.cpu_milli}m", "memory": f"{n.memory_mib}Mi", "pods": "1001"}
         out.append({"apiVersion": "v1", "kind": "Node",
@@ -122,11 +128,12 @@ def _pod_yaml(folder: Path, trace: str) -> list[dict[str, Any]]:
     return out
 
 
-def write_inputs(folder: Path, trace: str, policy: str, seed: int, out: Path) -> tuple[Path, Path]:
+def write_inputs(folder: Path, trace: str, policy: str, seed: int, out: Path, *,
+                 nodes: list[Node]) -> tuple[Path, Path]:
     """The cluster folder and the two config files for one experiment; returns the configs."""
     cluster = out / "cluster"
     cluster.mkdir(parents=True, exist_ok=True)
-    (cluster / "nodes.yaml").write_text(yaml.safe_dump_all(_node_yaml(folder)))
+    (cluster / "nodes.yaml").write_text(yaml.safe_dump_all(_node_yaml(nodes)))
     (cluster / "pods.yaml").write_text(yaml.safe_dump_all(_pod_yaml(folder, trace)))
     cc = out / "cluster-config.yaml"
     cc.write_text(yaml.safe_dump({
