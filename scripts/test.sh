@@ -30,6 +30,7 @@ fi
 if command -v go >/dev/null; then
   .venv/bin/aiplat lab cluster build
   .venv/bin/python -m aiplat.artifacts.oracles
+  .venv/bin/python -m aiplat.devices.oracles
 else
   echo "go not found: the live-cluster tests need Go >= 1.26 (they fail in CI, skip here)" >&2
 fi

@@ -137,3 +137,18 @@ def test_accounting_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     f.write_text("tenant,start,end,count\na,yesterday,2026-01-01T00:00:00Z,1\n")
     assert run(["accounting", "report", str(f)]) == 2
     assert "not an ISO 8601 time" in capsys.readouterr().err
+
+
+def test_validate_dir_reports_every_file_past_an_unparsable_one(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "a.yaml").write_text("cdiVersion: [\n")  # YAML syntax error
+    (tmp_path / "b.json").write_text('{"kind": "a.com/b", "devices": []}')
+    (tmp_path / "c.yaml").write_text("cdiVersion: 0.3.0\nkind: a.com/b\n"
+                                     "devices: [{name: d, containerEdits: {env: [A=1]}}]\n")
+    assert run(["cdi", "validate", "--no-host", "-o", "json", str(tmp_path)]) == 1
+    found = json.loads(capsys.readouterr().out)["findings"]
+    files = {Path(f["file"]).name for f in found}
+    assert files == {"a.yaml", "b.json"}
+    assert {f["field"] for f in found if f["file"].endswith("b.json")} >= {"cdiVersion",
+                                                                          "devices"}
+    assert all(f["check"] == "spec" for f in found)

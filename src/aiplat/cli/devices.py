@@ -176,20 +176,22 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
 def cdi_validate(paths: tuple[str, ...], no_host: bool, root: str, strict: bool,
                  output: str) -> None:
     """Check CDI spec FILEs or DIRs as the reference loader and the host would. DIRs are read
-    in the order given; a device defined again in a later directory overrides (warning)."""
+    in the order given; a device defined again in a later directory overrides (warning).
+    CHECK 'spec': the reference loader rejects it too; 'host-check': aiplat's stricter checks
+    (the loader accepts the file, the runtime or the host would not)."""
     files = host.spec_files(paths)
     h = None if no_host else host.RealHost(root)
     findings: list[cdi.Finding] = []
     docs = []
     for f in files:
-        doc = host.read_spec(f)
+        doc, found = host.check_spec_file(f, h)
         docs.append((f, doc))
-        findings += cdi.validate_spec(doc, f, h)
+        findings += found
     findings += cdi.validate_set(docs)
     bad = [f for f in findings if f.severity == "error" or strict]
     _emit({"files": files, "findings": [f.as_dict() for f in findings]}, output,
-          lambda: _table(["SEVERITY", "FILE", "DEVICE", "FIELD", "PROBLEM"],
-                         [[f.severity, f.file, f.device or "-", f.field,
+          lambda: _table(["SEVERITY", "CHECK", "FILE", "DEVICE", "FIELD", "PROBLEM"],
+                         [[f.severity, f.check, f.file, f.device or "-", f.field,
                            f.message + (f" (fix: {f.hint})" if f.hint else "")]
                           for f in findings]) if findings
           else f"{len(files)} file(s) valid\n")

@@ -4,11 +4,17 @@ Pure: no file or host access. Validation needs a few host facts (does a path exi
 the device node behind it, is a hook executable); they come in through the small ``Host``
 protocol so tests pass a dictionary and ``aiplat.devices.host`` passes the real machine.
 
-Why hand-written rules rather than only the JSON schema: the schema (CDI 1.1.0) does not
-reject unknown fields, does not know the name grammar, the minimum version a field needs,
-conflicts between files or anything about the host — all of which the reference Go loader
-(or the runtime at container start) does enforce, so a spec that passes the schema can still
-leave a pod with "unresolvable CDI devices". Each finding names file, device and field.
+Two classes of finding, kept apart:
+
+- ``spec``: what the reference loader (``tags.cncf.io/container-device-interface`` v1.1.2,
+  ``pkg/cdi`` + ``specs-go``, the code containerd, CRI-O and Podman link) rejects. A file is
+  first decoded as that loader decodes it (:mod:`aiplat.devices.cdiyaml`), then checked with
+  its rules, each citing the upstream function it follows. The differential tests run the
+  real loader on the same files and require the same verdict.
+- ``host-check``: aiplat's deliberate strictness, for specs the loader accepts but that fail
+  or leak at container start: relative container paths, missing host files or nodes, a node
+  that differs from the host's, a hook that is not executable, a writable bind mount, a
+  negative hook timeout, one device's node granted to another.
 
 Specs are ``dict[str, Any]`` exactly as they will be serialised: what is validated is what is
 written, with no model layer in between that could hide an unknown key.
@@ -24,32 +30,30 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
+from aiplat.devices import cdiyaml
+
 VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0",
             "1.1.0")
+EARLIEST = "0.3.0"  # specs-go/version.go vEarliest: 0.1.0 and 0.2.0 parse but never load
 HOOK_NAMES = ("prestart", "createRuntime", "createContainer", "startContainer", "poststart",
               "poststop")
 SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")  # later wins on conflict
+NO_PERMISSIONS = "none"  # pkg/cdi container-edits.go: a node the cgroup does not open
 
 _KEYS: dict[str, frozenset[str]] = {
-    "spec": frozenset({"cdiVersion", "kind", "annotations", "devices", "containerEdits"}),
-    "device": frozenset({"name", "annotations", "containerEdits"}),
-    "containerEdits": frozenset({"env", "deviceNodes", "hooks", "mounts", "netDevices",
-                                 "intelRdt", "additionalGids"}),
-    "deviceNodes": frozenset({"path", "hostPath", "type", "major", "minor", "fileMode",
-                              "permissions", "uid", "gid"}),
-    "mounts": frozenset({"hostPath", "containerPath", "options", "type"}),
-    "hooks": frozenset({"hookName", "path", "args", "env", "timeout"}),
-    "netDevices": frozenset({"hostInterfaceName", "name"}),
-    "intelRdt": frozenset({"closID", "l3CacheSchema", "memBwSchema", "schemata",
-                           "enableMonitoring"}),
-}
+    k: frozenset(t.fields) for k, t in (
+        ("spec", cdiyaml.SPEC), ("device", cdiyaml.DEVICE), ("containerEdits", cdiyaml.EDITS),
+        ("deviceNodes", cdiyaml.NODE), ("mounts", cdiyaml.MOUNT), ("hooks", cdiyaml.HOOK),
+        ("netDevices", cdiyaml.NET), ("intelRdt", cdiyaml.RDT))}
 
-_VENDOR = re.compile(r"^[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?$")
+# pkg/parser/parser.go: validateVendorOrClassName and ValidateDeviceName (ASCII only)
+_VENDOR = re.compile(r"[A-Za-z]([A-Za-z0-9_.-]*[A-Za-z0-9])?")
 _CLASS = _VENDOR
-_DEVICE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?$")
-_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_DEVICE = re.compile(r"[A-Za-z0-9]([A-Za-z0-9_.:-]*[A-Za-z0-9])?")
+MAX_UINT32 = 2**32 - 1
 
 Severity = Literal["error", "warning"]
+Check = Literal["spec", "host-check"]
 
 
 @dataclass(frozen=True)
@@ -62,15 +66,23 @@ class Finding:
     message: str
     hint: str = ""
     severity: Severity = "error"
+    check: Check = "spec"
 
     def __str__(self) -> str:
         dev = f" device '{self.device}'" if self.device else ""
         fix = f" (fix: {self.hint})" if self.hint else ""
-        return f"{self.file}:{dev} {self.field}: {self.message}{fix}"
+        tag = " [host-check]" if self.check == "host-check" else ""
+        return f"{self.file}:{dev} {self.field}: {self.message}{fix}{tag}"
 
     def as_dict(self) -> dict[str, str]:
         return {"file": self.file, "device": self.device, "field": self.field,
-                "severity": self.severity, "message": self.message, "hint": self.hint}
+                "severity": self.severity, "check": self.check, "message": self.message,
+                "hint": self.hint}
+
+
+def spec_errors(findings: Iterable[Finding]) -> list[Finding]:
+    """The findings that are the reference loader's verdict too: it would reject the file."""
+    return [f for f in findings if f.severity == "error" and f.check == "spec"]
 
 
 @dataclass(frozen=True)
@@ -99,10 +111,15 @@ class Host(Protocol):
 
 
 def split_kind(kind: str) -> tuple[str, str]:
+    """pkg/parser ParseQualifier: cut at the first '/'; both halves must be non-empty."""
     vendor, sep, cls = kind.partition("/")
-    if not sep:
+    if not sep or not vendor or not cls:
         raise ValueError(f"kind '{kind}' is not 'vendor/class'")
     return vendor, cls
+
+
+_NAME_RULE = ("must start with a letter, end with a letter or digit and hold only letters, "
+              "digits, '_', '.', '-'")
 
 
 def kind_problems(kind: str) -> list[str]:
@@ -111,17 +128,15 @@ def kind_problems(kind: str) -> list[str]:
     except ValueError as e:
         return [str(e) + ", e.g. 'nvidia.com/gpu'"]
     out = []
-    if not _VENDOR.match(vendor):
-        out.append(f"vendor '{vendor}' must start with a letter, end with a letter or digit and "
-                   "hold only letters, digits, '_', '.', '-'")
-    if not _CLASS.match(cls):
-        out.append(f"class '{cls}' must start with a letter, end with a letter or digit and "
-                   "hold only letters, digits, '_', '.', '-'")
+    if not _VENDOR.fullmatch(vendor):
+        out.append(f"vendor '{vendor}' {_NAME_RULE}")
+    if not _CLASS.fullmatch(cls):
+        out.append(f"class '{cls}' {_NAME_RULE}")
     return out
 
 
 def device_name_ok(name: str) -> bool:
-    return bool(_DEVICE.match(name))
+    return bool(_DEVICE.fullmatch(name))
 
 
 def qualified(kind: str, name: str) -> str:
@@ -135,9 +150,18 @@ def _vkey(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
+def normal_version(v: object) -> str | None:
+    """specs-go newVersion: one leading 'v' is dropped; None unless a released version."""
+    if not isinstance(v, str):
+        return None
+    v = v.removeprefix("v")
+    return v if v in VERSIONS else None
+
+
 def required_version(doc: Mapping[str, Any]) -> tuple[str, str]:
-    """The lowest ``cdiVersion`` whose fields cover ``doc``, and the field that needs it."""
-    need = ("0.3.0", "the base fields")
+    """The lowest ``cdiVersion`` whose fields cover ``doc``, and the field that needs it
+    (specs-go/version.go requiresV040 … requiresV110)."""
+    need = (EARLIEST, "the base fields")
 
     def bump(v: str, why: str) -> None:
         nonlocal need
@@ -150,13 +174,13 @@ def required_version(doc: Mapping[str, Any]) -> tuple[str, str]:
     if doc.get("annotations"):
         bump("0.6.0", "annotations")
     kind = doc.get("kind")
-    if isinstance(kind, str) and "." in kind.partition("/")[2]:
+    if isinstance(kind, str) and "/" in kind and "." in kind.partition("/")[2]:
         bump("0.6.0", f"a '.' in the class of kind '{kind}'")
     for d in _list(doc.get("devices")):
         if not isinstance(d, Mapping):
             continue
         name = d.get("name")
-        if isinstance(name, str) and name and not name[0].isalpha():
+        if isinstance(name, str) and name[:1].isdigit() and name[0].isascii():
             bump("0.5.0", f"device name '{name}' starting with a digit")
         if d.get("annotations"):
             bump("0.6.0", f"annotations on device '{name}'")
@@ -172,9 +196,11 @@ def required_version(doc: Mapping[str, Any]) -> tuple[str, str]:
         if e.get("additionalGids"):
             bump("0.7.0", f"{where}.additionalGids")
         rdt = e.get("intelRdt")
-        if rdt:
+        if rdt is not None:  # even an empty intelRdt: {} (requiresV070 tests != nil)
             bump("0.7.0", f"{where}.intelRdt")
-            if isinstance(rdt, Mapping) and ("schemata" in rdt or "enableMonitoring" in rdt):
+            # requiresV110: Schemata != nil (an empty list counts), EnableMonitoring true
+            if isinstance(rdt, Mapping) and (rdt.get("schemata") is not None or
+                                             rdt.get("enableMonitoring") is True):
                 bump("1.1.0", f"{where}.intelRdt.schemata/enableMonitoring")
         if e.get("netDevices"):
             bump("1.1.0", f"{where}.netDevices")
@@ -198,6 +224,28 @@ class _Ctx:
             severity: Severity = "error") -> None:
         self.out.append(Finding(self.file, device, fld, msg, hint, severity))
 
+    def strict(self, device: str, fld: str, msg: str, hint: str = "",
+               severity: Severity = "error") -> None:
+        self.out.append(Finding(self.file, device, fld, msg, hint, severity, "host-check"))
+
+
+def check_text(text: str, file: str, host: Host | None = None) -> tuple[
+        dict[str, Any] | None, list[Finding]]:
+    """Decode ``text`` as the reference loader does, then every rule (see the module doc):
+    the decoded data (None if nothing decodes) and the findings."""
+    d = cdiyaml.decode_spec(text)
+    out = [Finding(file, "", "(decode)", e, "fix the YAML/JSON; field names are "
+                   "case-sensitive, each key appears once") for e in d.errors]
+    if d.doc is None:
+        if not out:
+            out.append(Finding(file, "", "(document)", "no Spec data"))
+        return None, out
+    return d.doc, out + validate_spec(d.doc, file, host)
+
+
+def validate_text(text: str, file: str, host: Host | None = None) -> list[Finding]:
+    return check_text(text, file, host)[1]
+
 
 def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Finding]:
     """Every rule for one spec document. ``host=None`` skips the host checks."""
@@ -207,17 +255,9 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
               "start from `aiplat cdi generate`")
         return c.out
     _unknown(c, "", "", doc, "spec")
-    version = doc.get("cdiVersion")
-    if not isinstance(version, str) or version not in VERSIONS:
-        c.add("", "cdiVersion", f"'{version}' is not a released CDI version",
-              "use one of " + ", ".join(VERSIONS))
-    else:
-        need, why = required_version(doc)
-        if _vkey(version) < _vkey(need):
-            c.add("", "cdiVersion", f"{version} is too low: {why} needs {need}",
-                  f"set cdiVersion: {need}, or drop that field")
+    _version(c, doc)
     kind = doc.get("kind")
-    if not isinstance(kind, str):
+    if not isinstance(kind, str) or not kind:
         c.add("", "kind", "missing or not a string", "set kind: vendor.com/class")
     else:
         for p in kind_problems(kind):
@@ -229,28 +269,7 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
         devices = []
     seen: set[str] = set()
     for i, d in enumerate(devices):
-        if not isinstance(d, Mapping):
-            c.add(f"#{i}", f"devices[{i}]", "must be a mapping with name and containerEdits")
-            continue
-        name = d.get("name")
-        label = name if isinstance(name, str) else f"#{i}"
-        _unknown(c, label, f"devices[{i}]", d, "device")
-        if not isinstance(name, str) or not device_name_ok(name):
-            c.add(label, f"devices[{i}].name",
-                  f"'{name}' is not a valid device name: start and end with a letter or digit, "
-                  "middle letters, digits, '_', '.', ':', '-'", "rename the device")
-        elif name in seen:
-            c.add(label, f"devices[{i}].name", "duplicate device name in this spec",
-                  "give every device a unique name")
-        else:
-            seen.add(name)
-        _annotations(c, label, f"devices[{i}].annotations", d.get("annotations"))
-        edits = d.get("containerEdits")
-        if not isinstance(edits, Mapping) or not edits:
-            c.add(label, f"devices[{i}].containerEdits", "a device needs non-empty containerEdits",
-                  "add deviceNodes, mounts or env")
-        else:
-            _edits(c, label, f"devices[{i}].containerEdits", edits)
+        _device(c, i, d, seen)
     common = doc.get("containerEdits")
     if common is not None:
         if isinstance(common, Mapping):
@@ -261,11 +280,58 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
     return c.out
 
 
+def _version(c: _Ctx, doc: Mapping[str, Any]) -> None:
+    raw = doc.get("cdiVersion")
+    version = normal_version(raw)
+    if raw in (None, ""):
+        c.add("", "cdiVersion", "missing", f"set cdiVersion: \"{required_version(doc)[0]}\"")
+    elif version is None:
+        c.add("", "cdiVersion", f"'{raw}' is not a released CDI version",
+              "use one of " + ", ".join(VERSIONS[2:]))
+    else:
+        need, why = required_version(doc)
+        if _vkey(version) < _vkey(need):
+            c.add("", "cdiVersion", f"{raw} is too low: {why} needs {need}",
+                  f"set cdiVersion: {need}, or drop that field")
+
+
+def _device(c: _Ctx, i: int, d: object, seen: set[str]) -> None:
+    if not isinstance(d, Mapping):
+        c.add(f"#{i}", f"devices[{i}]", "must be a mapping with name and containerEdits")
+        return
+    name = d.get("name")
+    label = name if isinstance(name, str) and name else f"#{i}"
+    _unknown(c, label, f"devices[{i}]", d, "device")
+    if not isinstance(name, str) or not device_name_ok(name):
+        c.add(label, f"devices[{i}].name",
+              f"'{name}' is not a valid device name: start and end with a letter or digit, "
+              "middle letters, digits, '_', '.', ':', '-'", "rename the device")
+    elif name in seen:
+        c.add(label, f"devices[{i}].name", "duplicate device name in this spec",
+              "give every device a unique name")
+    else:
+        seen.add(name)
+    _annotations(c, label, f"devices[{i}].annotations", d.get("annotations"))
+    edits = d.get("containerEdits")
+    if not isinstance(edits, Mapping) or _empty_edits(edits):
+        c.add(label, f"devices[{i}].containerEdits", "a device needs non-empty containerEdits",
+              "add deviceNodes, mounts or env")
+    if isinstance(edits, Mapping):
+        _edits(c, label, f"devices[{i}].containerEdits", edits)
+
+
+def _empty_edits(e: Mapping[str, Any]) -> bool:
+    """pkg/cdi container-edits.go isEmpty: empty lists count as absent, intelRdt never."""
+    return e.get("intelRdt") is None and not any(
+        e.get(k) for k in ("env", "deviceNodes", "hooks", "mounts", "additionalGids",
+                           "netDevices"))
+
+
 def _unknown(c: _Ctx, dev: str, at: str, obj: Mapping[str, Any], what: str) -> None:
     for k in obj:
         if k not in _KEYS[what]:
             near = [x for x in _KEYS[what] if x.lower() == str(k).lower()]
-            hint = f"did you mean '{near[0]}'?" if near else \
+            hint = f"did you mean '{near[0]}'? (names are case-sensitive)" if near else \
                 "remove it; allowed: " + ", ".join(sorted(_KEYS[what]))
             c.add(dev, f"{at}.{k}".lstrip("."),
                   "unknown field (the reference loader rejects it; the JSON schema does not)",
@@ -280,96 +346,163 @@ def _annotations(c: _Ctx, dev: str, at: str, ann: object) -> None:
         c.add(dev, at, "annotations must map strings to strings", "quote the values")
 
 
+def env_ok(v: object) -> bool:
+    """pkg/cdi ValidateEnv: any text with a '=' after at least one character."""
+    return isinstance(v, str) and v.find("=") > 0
+
+
+def _env(c: _Ctx, dev: str, at: str, env: object) -> None:
+    for j, v in enumerate(_list(env)):
+        if not env_ok(v):
+            c.add(dev, f"{at}[{j}]", f"'{v}' is not NAME=value", "write it as NAME=value")
+
+
+def _entries(c: _Ctx, dev: str, at: str, items: object, what: str) -> list[
+        tuple[str, Mapping[str, Any]]]:
+    out = []
+    for j, x in enumerate(_list(items)):
+        if isinstance(x, Mapping):
+            out.append((f"{at}[{j}]", x))
+        else:  # a null entry: the reference loader errors (or, for deviceNodes, panics)
+            c.add(dev, f"{at}[{j}]", f"must be a mapping ({what})")
+    return out
+
+
 def _edits(c: _Ctx, dev: str, at: str, e: Mapping[str, Any]) -> None:
     _unknown(c, dev, at, e, "containerEdits")
-    for j, env in enumerate(_list(e.get("env"))):
-        if not isinstance(env, str) or not _ENV.match(env):
-            c.add(dev, f"{at}.env[{j}]", f"'{env}' is not KEY=VALUE", "write it as NAME=value")
-    for j, n in enumerate(_list(e.get("deviceNodes"))):
-        if isinstance(n, Mapping):
-            _node(c, dev, f"{at}.deviceNodes[{j}]", n)
-        else:
-            c.add(dev, f"{at}.deviceNodes[{j}]", "must be a mapping with path")
-    for j, m in enumerate(_list(e.get("mounts"))):
-        if isinstance(m, Mapping):
-            _mount(c, dev, f"{at}.mounts[{j}]", m)
-        else:
-            c.add(dev, f"{at}.mounts[{j}]", "must be a mapping")
-    for j, h in enumerate(_list(e.get("hooks"))):
-        if isinstance(h, Mapping):
-            _hook(c, dev, f"{at}.hooks[{j}]", h)
-        else:
-            c.add(dev, f"{at}.hooks[{j}]", "must be a mapping")
-    for j, nd in enumerate(_list(e.get("netDevices"))):
-        if isinstance(nd, Mapping):
-            _unknown(c, dev, f"{at}.netDevices[{j}]", nd, "netDevices")
-            if not nd.get("hostInterfaceName") or not nd.get("name"):
-                c.add(dev, f"{at}.netDevices[{j}]", "needs hostInterfaceName and name")
+    _env(c, dev, f"{at}.env", e.get("env"))
+    for where, n in _entries(c, dev, f"{at}.deviceNodes", e.get("deviceNodes"), "path"):
+        _node(c, dev, where, n)
+    for where, m in _entries(c, dev, f"{at}.mounts", e.get("mounts"), "hostPath, "
+                             "containerPath"):
+        _mount(c, dev, where, m)
+    for where, h in _entries(c, dev, f"{at}.hooks", e.get("hooks"), "hookName, path"):
+        _hook(c, dev, where, h)
+    _net_devices(c, dev, f"{at}.netDevices", e.get("netDevices"))
     rdt = e.get("intelRdt")
-    if isinstance(rdt, Mapping):
-        _unknown(c, dev, f"{at}.intelRdt", rdt, "intelRdt")
+    if rdt is not None:
+        if isinstance(rdt, Mapping):
+            _unknown(c, dev, f"{at}.intelRdt", rdt, "intelRdt")
+            if not _closid_ok(rdt.get("closID", "")):
+                c.add(dev, f"{at}.intelRdt.closID",
+                      f"'{rdt.get('closID')}' is not a valid CLOS name: a file name ('/' for "
+                      "the root CLOS), no '/' or newline, not '.' or '..'")
+        else:
+            c.add(dev, f"{at}.intelRdt", "must be a mapping (closID, l3CacheSchema, ...)")
     for j, g in enumerate(_list(e.get("additionalGids"))):
-        if not isinstance(g, int) or isinstance(g, bool) or not 0 <= g <= 0xFFFFFFFF:
+        if not _uint32(g):
             c.add(dev, f"{at}.additionalGids[{j}]", f"'{g}' is not a uint32 group id")
+
+
+def _closid_ok(c: object) -> bool:
+    """pkg/cdi IntelRdt.Validate: a valid Linux file name, or '/' for the root CLOS."""
+    if not isinstance(c, str):
+        return False
+    return c == "/" or not (len(c.encode()) >= 4096 or c in (".", "..") or "/" in c
+                            or "\n" in c)
+
+
+def _net_devices(c: _Ctx, dev: str, at: str, items: object) -> None:
+    """pkg/cdi ValidateNetDevices: both names set, each unique across the list."""
+    hosts: set[str] = set()
+    names: set[str] = set()
+    for where, nd in _entries(c, dev, at, items, "hostInterfaceName, name"):
+        _unknown(c, dev, where, nd, "netDevices")
+        host_name, name = nd.get("hostInterfaceName"), nd.get("name")
+        if not host_name or not name:
+            c.add(dev, where, "needs hostInterfaceName and name")
+            continue
+        if host_name in hosts:
+            c.add(dev, f"{where}.hostInterfaceName", f"'{host_name}' is given twice",
+                  "move each host interface into the container once")
+        if name in names:
+            c.add(dev, f"{where}.name", f"'{name}' is given twice",
+                  "give each interface a unique name in the container")
+        hosts.add(str(host_name))
+        names.add(str(name))
 
 
 def _int(v: object) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def _uint32(v: object) -> bool:
+    return _int(v) and 0 <= v <= MAX_UINT32  # type: ignore[operator]
+
+
+def permissions_ok(p: object) -> bool:
+    """pkg/cdi DeviceNode.Validate: '', 'none', or letters of 'rwm' (repeats allowed)."""
+    return isinstance(p, str) and (p in ("", NO_PERMISSIONS) or not set(p) - set("rwm"))
+
+
 def _node(c: _Ctx, dev: str, at: str, n: Mapping[str, Any]) -> None:
     _unknown(c, dev, at, n, "deviceNodes")
     path = n.get("path")
-    if not isinstance(path, str) or not path.startswith("/"):
-        c.add(dev, f"{at}.path", f"'{path}' is not an absolute container path",
-              "use e.g. /dev/nvidia0")
+    if not isinstance(path, str) or not path:
+        c.add(dev, f"{at}.path", "missing", "set path: /dev/...")
         return
+    if not path.startswith("/"):
+        c.strict(dev, f"{at}.path", f"'{path}' is not an absolute container path: the "
+                 "runtime resolves it against its own working directory",
+                 "use e.g. /dev/nvidia0")
     host_path = n.get("hostPath") or path
     typ = n.get("type")
-    if typ is not None and typ not in ("c", "b", "u", "p"):
+    if typ not in (None, "", "c", "b", "u", "p"):
         c.add(dev, f"{at}.type", f"'{typ}' is not a device type", "use c, b, u or p")
-    for k in ("major", "minor", "uid", "gid", "fileMode"):
+    for k in ("major", "minor"):  # -1 would be a cgroup wildcard
         if k in n and (not _int(n[k]) or n[k] < 0):
             c.add(dev, f"{at}.{k}", f"'{n[k]}' is not a non-negative integer")
+    for k in ("uid", "gid", "fileMode"):
+        if n.get(k) is not None and not _uint32(n[k]):
+            c.add(dev, f"{at}.{k}", f"'{n[k]}' is not a uint32")
     perms = n.get("permissions")
-    if perms is not None and (not isinstance(perms, str) or not perms or
-                              set(perms) - set("rwm")):
-        c.add(dev, f"{at}.permissions", f"'{perms}' is not a subset of 'rwm'",
-              "use e.g. rw or rwm")
-    if c.host is None or not isinstance(host_path, str):
-        return
+    if perms is not None and not permissions_ok(perms):
+        c.add(dev, f"{at}.permissions", f"'{perms}' is not '{NO_PERMISSIONS}' or letters of "
+              "'rwm'", "use e.g. rw or rwm")
+    if c.host is not None and isinstance(host_path, str):
+        _node_on_host(c, dev, at, n, host_path)
+
+
+def _node_on_host(c: _Ctx, dev: str, at: str, n: Mapping[str, Any], host_path: str) -> None:
+    assert c.host is not None
+    typ = n.get("type")
     fact = c.host.node(host_path)
     if fact is None:
         what = "is not a device node" if c.host.exists(host_path) else "does not exist"
-        c.add(dev, f"{at}.hostPath" if n.get("hostPath") else f"{at}.path",
-              f"host path {host_path} {what}",
-              "load the driver / create the node, or regenerate the spec")
+        c.strict(dev, f"{at}.hostPath" if n.get("hostPath") else f"{at}.path",
+                 f"host path {host_path} {what}",
+                 "load the driver / create the node, or regenerate the spec")
         return
     if typ in ("c", "b") and typ != fact.type:
-        c.add(dev, f"{at}.type", f"spec says '{typ}', host {host_path} is '{fact.type}'",
-              f"set type: {fact.type}")
+        c.strict(dev, f"{at}.type", f"spec says '{typ}', host {host_path} is '{fact.type}'",
+                 f"set type: {fact.type}")
     if _int(n.get("major")) and _int(n.get("minor")) and (n["major"], n["minor"]) != (
             fact.major, fact.minor):
-        c.add(dev, f"{at}.major/minor",
-              f"spec says {n['major']}:{n['minor']}, host {host_path} is "
-              f"{fact.major}:{fact.minor}",
-              f"set major: {fact.major}, minor: {fact.minor} (or regenerate the spec)")
+        c.strict(dev, f"{at}.major/minor",
+                 f"spec says {n['major']}:{n['minor']}, host {host_path} is "
+                 f"{fact.major}:{fact.minor}",
+                 f"set major: {fact.major}, minor: {fact.minor} (or regenerate the spec)")
     fm = n.get("fileMode")
     if fm is None and fact.mode & 0o666 != 0o666:
-        c.add(dev, f"{at}.fileMode",
-              f"not set: runtimes create the node 0666, the host's {host_path} is "
-              f"0{fact.mode & 0o777:o}", f"set fileMode: {fact.mode & 0o777}", "warning")
+        c.strict(dev, f"{at}.fileMode",
+                 f"not set: runtimes create the node 0666, the host's {host_path} is "
+                 f"0{fact.mode & 0o777:o}", f"set fileMode: {fact.mode & 0o777}", "warning")
     if isinstance(fm, int) and (fm & 0o777) & ~fact.mode & 0o777:
-        c.add(dev, f"{at}.fileMode",
-              f"{fm & 0o777:o} grants more than the host node's {fact.mode & 0o777:o}",
-              f"use fileMode {fact.mode & 0o777} (0{fact.mode & 0o777:o})", "warning")
+        c.strict(dev, f"{at}.fileMode",
+                 f"{fm & 0o777:o} grants more than the host node's {fact.mode & 0o777:o}",
+                 f"use fileMode {fact.mode & 0o777} (0{fact.mode & 0o777:o})", "warning")
 
 
 def _mount(c: _Ctx, dev: str, at: str, m: Mapping[str, Any]) -> None:
+    """pkg/cdi Mount.Validate: both paths non-empty; the rest is host-check."""
     _unknown(c, dev, at, m, "mounts")
     hp, cp = m.get("hostPath"), m.get("containerPath")
-    if not isinstance(cp, str) or not cp.startswith("/"):
-        c.add(dev, f"{at}.containerPath", f"'{cp}' is not an absolute path")
+    if not isinstance(cp, str) or not cp:
+        c.add(dev, f"{at}.containerPath", "missing")
+    elif not cp.startswith("/"):
+        c.strict(dev, f"{at}.containerPath", f"'{cp}' is not an absolute path: runc refuses "
+                 "or resolves it in the container's working directory",
+                 "give the absolute path in the container")
     if not isinstance(hp, str) or not hp:
         c.add(dev, f"{at}.hostPath", "missing")
         return
@@ -381,28 +514,36 @@ def _mount(c: _Ctx, dev: str, at: str, m: Mapping[str, Any]) -> None:
     opts = opts or []
     mtype = m.get("type")
     if (not mtype or mtype == "bind") and "ro" not in opts:
-        c.add(dev, f"{at}.options",
-              f"bind mount of {hp} is writable in the container",
-              "add 'ro' (aiplat generates ro,nosuid,nodev,bind)", "warning")
+        c.strict(dev, f"{at}.options", f"bind mount of {hp} is writable in the container",
+                 "add 'ro' (aiplat generates ro,nosuid,nodev,bind)", "warning")
     if c.host is not None and hp.startswith("/") and (not mtype or mtype == "bind") \
             and not c.host.exists(hp):
-        c.add(dev, f"{at}.hostPath", f"host path {hp} does not exist",
-              "install the driver files, or regenerate the spec")
+        c.strict(dev, f"{at}.hostPath", f"host path {hp} does not exist",
+                 "install the driver files, or regenerate the spec")
 
 
 def _hook(c: _Ctx, dev: str, at: str, h: Mapping[str, Any]) -> None:
+    """pkg/cdi Hook.Validate: a known name, a non-empty path, NAME=value env."""
     _unknown(c, dev, at, h, "hooks")
     name = h.get("hookName")
     if name not in HOOK_NAMES:
         c.add(dev, f"{at}.hookName", f"'{name}' is not a hook name",
               "use one of " + ", ".join(HOOK_NAMES))
+    _env(c, dev, f"{at}.env", h.get("env"))
+    timeout = h.get("timeout")
+    if timeout is not None and (not _int(timeout) or timeout <= 0):
+        # runtime-spec config.md (hooks): "If set, timeout MUST be greater than zero."
+        c.strict(dev, f"{at}.timeout", f"{timeout} is not a positive number of seconds: the "
+                 "OCI runtime refuses the container", "drop timeout or set it above 0")
     path = h.get("path")
-    if not isinstance(path, str) or not path.startswith("/"):
-        c.add(dev, f"{at}.path", f"hook path '{path}' is not absolute",
-              "give the absolute path of the hook binary")
+    if not isinstance(path, str) or not path:
+        c.add(dev, f"{at}.path", "missing", "give the absolute path of the hook binary")
+    elif not path.startswith("/"):
+        c.strict(dev, f"{at}.path", f"hook path '{path}' is not absolute",
+                 "give the absolute path of the hook binary")
     elif c.host is not None and not c.host.executable(path):
-        c.add(dev, f"{at}.path", f"hook {path} is missing or not executable on the host",
-              f"install it or chmod +x {path}")
+        c.strict(dev, f"{at}.path", f"hook {path} is missing or not executable on the host",
+                 f"install it or chmod +x {path}")
 
 
 def _nodes_of(edits: object) -> list[Mapping[str, Any]]:
@@ -453,11 +594,11 @@ def _leaks(c: _Ctx, doc: Mapping[str, Any]) -> None:
         for n in _nodes_of(d.get("containerEdits")):
             hp = str(n.get("hostPath") or n.get("path"))
             if hp in foreign:
-                c.add(d["name"], "containerEdits.deviceNodes",
-                      f"host node {hp} belongs to device '{foreign[hp]}': a container asking "
-                      f"for '{d['name']}' would get that device too",
-                      "remove the node from this device, or move it to the spec-level "
-                      "containerEdits if every device needs it")
+                c.strict(d["name"], "containerEdits.deviceNodes",
+                         f"host node {hp} belongs to device '{foreign[hp]}': a container "
+                         f"asking for '{d['name']}' would get that device too",
+                         "remove the node from this device, or move it to the spec-level "
+                         "containerEdits if every device needs it")
 
 
 def validate_set(docs: Sequence[tuple[str, object]]) -> list[Finding]:
@@ -595,8 +736,7 @@ def dumps(doc: Mapping[str, Any], fmt: str = "json") -> str:
     return json.dumps(doc, indent=2) + "\n"
 
 
-def loads(text: str, file: str) -> object:
-    """Parse a spec file; YAML is a superset of JSON but ``.json`` files must be JSON."""
-    if file.endswith(".json"):
-        return json.loads(text)
-    return yaml.safe_load(text)
+def loads(text: str) -> dict[str, Any] | None:
+    """A spec file's data as the reference loader reads it (``.json`` or YAML alike: both
+    go through yaml.v3); None when nothing usable decodes."""
+    return cdiyaml.decode_spec(text).doc

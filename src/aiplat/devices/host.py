@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiplat.devices import cdi
+from aiplat.devices import cdi, cdiyaml
 from aiplat.devices.cdi import DeviceEntry, Edits, Hook, Mount, NodeFact
 from aiplat.errors import InputError
 
@@ -412,15 +412,31 @@ def spec_files(paths: Iterable[str]) -> list[str]:
 
 
 def read_spec(file: str) -> Any:
+    """A spec file's data as the reference loader decodes it (JSON or YAML alike);
+    DeviceError when it cannot be read or decoded."""
     from aiplat import inputs
 
-    what = "a CDI spec"
     try:
-        text = inputs.read_text(file, what)
-        return inputs.parse_json(text, file, what) if file.endswith(".json") \
-            else inputs.parse_yaml(text, file, what)
+        text = inputs.read_text(file, "a CDI spec")
     except InputError as e:
         raise DeviceError(str(e)) from None
+    d = cdiyaml.decode_spec(text)
+    if d.doc is None or d.errors:
+        raise DeviceError(f"{file}: not a CDI spec: {'; '.join(d.errors) or 'no Spec data'}; "
+                          "fix: run 'aiplat cdi validate' on it")
+    return d.doc
+
+
+def check_spec_file(file: str, h: cdi.Host | None) -> tuple[Any, list[cdi.Finding]]:
+    """One file's data and findings; an unreadable or undecodable file is a finding, not
+    an exception, so a directory's other files are still checked."""
+    from aiplat import inputs
+
+    try:
+        text = inputs.read_text(file, "a CDI spec")
+    except InputError as e:
+        return None, [cdi.Finding(file, "", "(file)", str(e), "fix the file or remove it")]
+    return cdi.check_text(text, file, h)
 
 
 def read_json(file: str) -> Any:

@@ -1,0 +1,42 @@
+"""aiplat's verdict on issue #20's edge cases equals the reference loader's.
+
+The verdicts in tests/fixtures/cdi_cases.yaml were taken from the real loader and are
+proven against it again by tests/integration/test_cdi_reference.py; this file holds aiplat
+to them without Go. A case marked ``host_check`` is accepted by the loader and reported by
+aiplat only in its stricter ``host-check`` class.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.devices import cdi
+
+CASES: list[dict[str, Any]] = yaml.safe_load(
+    (Path(__file__).parents[1] / "fixtures" / "cdi_cases.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
+def test_verdict_matches_the_reference(case: dict[str, Any]) -> None:
+    found = cdi.validate_text(case["text"], "case" + case.get("suffix", ".yaml"))
+    errors = cdi.spec_errors(found)
+    assert bool(errors) == (case["reference"] == "reject"), [str(f) for f in found]
+    strict = [f for f in found if f.check == "host-check" and f.severity == "error"]
+    assert bool(strict) == bool(case.get("host_check")), [str(f) for f in strict]
+
+
+def test_missing_version_says_missing_not_none() -> None:
+    found = cdi.validate_text("kind: a.com/b\ndevices: [{name: d, containerEdits: "
+                              "{env: [A=1]}}]\n", "x.yaml")
+    assert [f.message for f in found if f.field == "cdiVersion"] == ["missing"]
+
+
+def test_decode_errors_carry_the_line() -> None:
+    found = cdi.validate_text("cdiVersion: 0.3.0\nkind: a.com/b\ndevices:\n- name: d\n"
+                              "  containerEdits: {Env: [A=1]}\n", "x.yaml")
+    assert any(f.field == "(decode)" and f.message.startswith("line 5: field Env not found")
+               and "did you mean 'env'" in f.message for f in found)
