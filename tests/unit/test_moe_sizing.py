@@ -311,3 +311,22 @@ def test_cost_per_run_and_per_million_tokens_at_a_gpu_hour_price() -> None:
     month = serve.gpus * 730 * 2.5
     assert serve.cost_per_run == pytest.approx(month)
     assert serve.cost_per_million_tokens == pytest.approx(month / (10 * 200 * 730 * 3600 / 1e6))
+
+
+def test_tensor_parallel_traffic_by_hand_and_across_nodes() -> None:
+    """Megatron TP: 4 all-reduces of b·s·h·2 bytes per layer and micro-batch, 2(t−1)/t of it
+    sent by each GPU (Narayanan et al. 2021, 3.3). Llama-3-70B, TP 8 in a node: over NVLink
+    (450 GB/s a direction on H100); TP 16 spans two nodes and goes over 50 GB/s of IB per GPU,
+    9x slower, and is flagged."""
+    base: dict[str, Any] = {"kind": "pretrain", "pool": "h100", "model": "llama-3-70b",
+                            "data": {"tokens": 1e9}}
+    w = plan_one({**base, "parallelism": {"tensor": 8, "data": 4, "globalBatch": 64,
+                                          "sequenceLength": 4096}})
+    t = w.results["model_parallel_traffic"]
+    micro_steps = 64 // 4
+    by_hand = 80 * 4 * 2 * 7 / 8 * (1 * 4096 * 8192 * 2) * micro_steps
+    assert t["tp_bytes_per_step"] == pytest.approx(by_hand)
+    assert t["tp_seconds"] == pytest.approx(by_hand / 450e9)
+    wide = plan_one({**base, "parallelism": {"tensor": 16, "data": 2, "globalBatch": 32,
+                                             "sequenceLength": 4096}})
+    assert wide.results["model_parallel_traffic"]["inputs"]["tp_bytes_per_second"] == 50e9

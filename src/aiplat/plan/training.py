@@ -119,6 +119,8 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
                         "each step idles (Narayanan et al. 2021, eq. 1)",
                 fix="raise parallelism.globalBatch (more micro-batches per step) or lower "
                     "pipeline"))
+    _model_parallel_comm(w, arch, hw, micro_steps=micro_steps, step_seconds=step.seconds,
+                         results=results, key=key, findings=findings)
     if dp > 1 and not lora:
         _allreduce(w, arch, hw, dp=dp, nodes=nodes, step_seconds=step.seconds, results=results,
                    key=key, findings=findings)
@@ -382,6 +384,34 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, results: dict[st
     ckpt = training.checkpoint_size(adapters, precision="bf16", optimizer="adam",
                                     master_weights=False)
     return mem, ckpt
+
+
+def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, micro_steps: int,
+                         step_seconds: float, results: dict[str, Result], key: dict[str, str],
+                         findings: list[Finding]) -> None:
+    par = w.parallelism
+    if par.tensor == 1 and par.pipeline == 1:
+        return
+    nvlink = hw.gpu.interconnect_gbps / 2 * 1e9  # one direction
+    network = hw.hpc_bytes_per_second_per_gpu() or nvlink
+    tp_bw = nvlink if par.tensor <= hw.gpus_per_node else network
+    pp_bw = network if par.tensor * par.pipeline > hw.gpus_per_node else nvlink
+    traffic = training.model_parallel_traffic(
+        micro_batch=par.micro_batch, seq_len=par.sequence_length // par.context,
+        hidden=arch.hidden, layers_per_stage=math.ceil(arch.layers / par.pipeline),
+        micro_steps=micro_steps, tp=par.tensor, pp=par.pipeline, tp_bytes_per_second=tp_bw,
+        pp_bytes_per_second=pp_bw, full_recompute=par.recompute.value == "full")
+    results["model_parallel_traffic"] = traffic
+    share = (traffic.tp_seconds + traffic.pp_seconds) / step_seconds
+    key["TP/PP communication"] = (f"{traffic.tp_seconds + traffic.pp_seconds:.3g} s per step "
+                                  f"({share:.0%} of it if not overlapped)")
+    if share > 0.25:
+        findings.append(Finding(
+            severity="warning", subject=f"workload {w.name}",
+            message=f"tensor/pipeline-parallel traffic takes {share:.0%} of the "
+                    f"{step_seconds:.3g}-s step at {tp_bw / 1e9:.0f} GB/s unless overlapped; "
+                    f"the assumed MFU {w.mfu:.0%} may not hold",
+            fix="keep tensor parallelism inside a node, or measure achievedTflopsPerGpu"))
 
 
 def _allreduce(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, dp: int, nodes: int,

@@ -16,7 +16,8 @@ from aiplat.plan.models import Plan
 from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Table
 from aiplat.report.kube_doc import kube_section
 
-MEMORY_PARTS = ("weights", "gradients", "optimizer", "activations", "kv cache", "overhead")
+MEMORY_PARTS = ("weights", "adapters", "gradients", "optimizer", "activations", "kv cache",
+                "overhead")
 
 
 def plan_document(
@@ -88,12 +89,17 @@ def _workloads(plan: Plan) -> Section:
     rows = [[w.name, w.kind, w.tenant, w.pool, w.model, str(w.gpus),
              f"{w.run_hours:,.1f} h" if w.run_hours is not None else "always on",
              f"{w.gpu_hours_per_month:,.0f}",
-             f"{bytes_h(sum(w.memory_per_gpu_bytes.values()))} / {bytes_h(w.gpu_memory_bytes)}"]
+             f"{bytes_h(sum(w.memory_per_gpu_bytes.values()))} / {bytes_h(w.gpu_memory_bytes)}",
+             f"{w.goodput:.0%}" if w.goodput is not None else "—",
+             f"{w.cost_per_run:,.0f}" if w.cost_per_run is not None else "—",
+             f"{w.cost_per_million_tokens:.3g}" if w.cost_per_million_tokens is not None
+             else "—"]
             for w in ws]
     charts = []
     tables = [Table(columns=["workload", "kind", "tenant", "pool", "model", "GPUs", "run",
-                             "GPU-h / month", "memory per GPU"], rows=rows,
-                    align=["left"] * 5 + ["right"] * 4)]
+                             "GPU-h / month", "memory per GPU", "goodput",
+                             "cost / run (serving: month)", "cost / M tokens"], rows=rows,
+                    align=["left"] * 5 + ["right"] * 7)]
     if ws:
         names = [w.name for w in ws]
         charts.append(Chart(

@@ -559,3 +559,49 @@ def gradient_allreduce_bandwidth(
         comm_seconds=budget,
         bandwidth_bps=sent / budget,
     )
+
+
+class ModelParallelTraffic(Result):
+    tp_bytes_per_step: float
+    pp_bytes_per_step: float
+    tp_seconds: float
+    pp_seconds: float
+
+
+def model_parallel_traffic(
+    *, micro_batch: int, seq_len: int, hidden: int, layers_per_stage: int, micro_steps: int,
+    tp: int, pp: int, tp_bytes_per_second: float, pp_bytes_per_second: float,
+    full_recompute: bool = False, activation_bytes: float = 2.0,
+) -> ModelParallelTraffic:
+    """Tensor- and pipeline-parallel bytes a GPU sends per step, and their time if not
+    overlapped.
+
+    Megatron's tensor parallelism all-reduces the b·s·h activations twice per layer forward
+    and twice backward (Narayanan et al. 2021, section 3.3; Korthikanti et al. 2022: with
+    sequence parallelism as reduce-scatter + all-gather, the same bytes), twice more when full
+    recomputation re-runs the forward; a ring all-reduce sends 2(t−1)/t of the buffer. Each
+    pipeline boundary sends b·s·h activations forward and their gradients back per
+    micro-batch.
+    """
+    require_positive(micro_batch=micro_batch, seq_len=seq_len, hidden=hidden,
+                     layers_per_stage=layers_per_stage, micro_steps=micro_steps, tp=tp, pp=pp)
+    require_positive(tp_bytes_per_second=tp_bytes_per_second,
+                     pp_bytes_per_second=pp_bytes_per_second)
+    buffer = micro_batch * seq_len * hidden * activation_bytes
+    reductions = 6 if full_recompute else 4
+    tp_bytes = (layers_per_stage * reductions * 2 * (tp - 1) / tp * buffer * micro_steps
+                if tp > 1 else 0.0)
+    pp_bytes = 2 * buffer * micro_steps if pp > 1 else 0.0
+    return ModelParallelTraffic(
+        formula=("TP: layers/stage · (4, 6 recomputed) all-reduces · 2(t−1)/t · b·s·h·2 B per "
+                 "micro-batch; PP: 2 · b·s·h·2 B per micro-batch (Narayanan 2021, 3.3)"),
+        inputs={"micro_batch": micro_batch, "seq_len": seq_len, "hidden": hidden,
+                "layers_per_stage": layers_per_stage, "micro_steps": micro_steps, "tp": tp,
+                "pp": pp, "tp_bytes_per_second": tp_bytes_per_second,
+                "pp_bytes_per_second": pp_bytes_per_second, "full_recompute": full_recompute},
+        notes=["upper bound: frameworks overlap part of it with compute"],
+        tp_bytes_per_step=tp_bytes,
+        pp_bytes_per_step=pp_bytes,
+        tp_seconds=tp_bytes / tp_bytes_per_second,
+        pp_seconds=pp_bytes / pp_bytes_per_second,
+    )
