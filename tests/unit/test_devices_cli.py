@@ -152,3 +152,20 @@ def test_validate_dir_reports_every_file_past_an_unparsable_one(
     assert {f["field"] for f in found if f["file"].endswith("b.json")} >= {"cdiVersion",
                                                                           "devices"}
     assert all(f["check"] == "spec" for f in found)
+
+
+def test_generate_warns_when_the_target_runtime_cannot_load_the_version(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    lib = tmp_path / "lib.so"
+    lib.write_text("")
+    # a device named with a leading digit needs cdiVersion 0.5.0 (specs-go requiresV050)
+    dev = "/dev/null"
+    args = ["cdi", "generate", "--char", f"example.com/x=0:{dev}", "--mount", str(lib),
+            "-o", "json"]
+    assert run([*args, "--target-runtime", "podman:4.2.0", "--target-runtime",
+                "podman:4.3.0"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["cdiVersion"] == "0.5.0"
+    warned = [ln for ln in out.err.splitlines() if ln.startswith("warning: example.com/x")]
+    assert len(warned) == 1 and "podman 4.2.0" in warned[0] and "v0.4.0" in warned[0]
+    assert run([*args, "--target-runtime", "podman"]) == 2

@@ -64,9 +64,63 @@ def test_containerd_2_uses_version_3_sections_and_defaults() -> None:
         "cdi_spec_dirs"] == ["/etc/cdi", "/opt/cdi"]
 
 
-def test_crio_nri_and_spec_dirs() -> None:
-    m = runtime.merge("crio", "", "1.30.0")
+def test_crio_cdi_from_1_24() -> None:
+    with pytest.raises(RuntimeConfigError, match=r"CRI-O 1\.23\.9 has no CDI"):
+        runtime.merge("crio", "", "1.23.9", nri=False)
+    assert runtime.merge("crio", "", "1.24.0", nri=False).changes == []
+
+
+def test_crio_nri_is_added_before_1_30_and_only_corrected_from_1_30() -> None:
+    m = runtime.merge("crio", "", "1.29.4")
     assert tomllib.loads(m.after) == {"crio": {"nri": {"enable_nri": True}}}
+    m = runtime.merge("crio", "", "1.30.0")
+    assert m.changes == [] and any("NRI is on by default" in n for n in m.notes)
+    m = runtime.merge("crio", "[crio.nri]\nenable_nri = false\n", "1.31.2")
+    assert tomllib.loads(m.after) == {"crio": {"nri": {"enable_nri": True}}}
+
+
+CUSTOM = {"containerd": "version = 2\n[plugins.'io.containerd.grpc.v1.cri']\n"
+                        "enable_cdi = true\ncdi_spec_dirs = ['/opt/cdi']\n",
+          "crio": "[crio.runtime]\ncdi_spec_dirs = ['/opt/cdi']\n",
+          "podman": "[engine]\ncdi_spec_dirs = ['/opt/cdi']\n"}
+
+
+@pytest.mark.parametrize(("rt", "version"), [("containerd", "1.7.12"), ("crio", "1.28.1"),
+                                             ("podman", "5.5.0")])
+def test_a_custom_spec_dir_list_is_kept(rt: str, version: str) -> None:
+    m = runtime.merge(rt, CUSTOM[rt], version, nri=False)
+    assert m.changes == [] and m.after == CUSTOM[rt]
+    m = runtime.merge(rt, CUSTOM[rt], version, nri=False, spec_dirs=("/etc/cdi", "/srv/cdi"))
+    assert [(c.key.rsplit(".", 1)[-1], c.new) for c in m.changes] == [
+        ("cdi_spec_dirs", ["/etc/cdi", "/srv/cdi"])]
+
+
+def test_containerd_enable_cdi_is_removed_from_2_3() -> None:
+    text = ("version = 3\n[plugins.'io.containerd.cri.v1.runtime']\nenable_cdi = false\n"
+            "cdi_spec_dirs = ['/etc/cdi']\n")
+    # 2.2.x still reads the key: a false is corrected
+    m = runtime.merge("containerd", text, "2.2.9", nri=False)
+    assert tomllib.loads(m.after)["plugins"]["io.containerd.cri.v1.runtime"][
+        "enable_cdi"] is True
+    for v in ("2.3.0", "2.4.2"):  # deprecated in 2.3, ignored from 2.4: removed, not set
+        m = runtime.merge("containerd", text, v, nri=False)
+        assert tomllib.loads(m.after)["plugins"]["io.containerd.cri.v1.runtime"] == {
+            "cdi_spec_dirs": ["/etc/cdi"]}
+        assert [(c.key, c.old, c.new) for c in m.changes] == [
+            ("plugins.io.containerd.cri.v1.runtime.enable_cdi", False, None)]
+        assert runtime.merge("containerd", m.after, v, nri=False).changes == []
+    with pytest.raises(RuntimeConfigError, match="always has CDI on"):
+        runtime.merge("containerd", text, "2.4.0", cdi=False, nri=False)
+
+
+@pytest.mark.parametrize(("rt", "version", "newest"), [
+    ("podman", "4.1.0", "0.4.0"), ("podman", "4.2.2", "0.4.0"), ("podman", "4.3.0", "0.5.0"),
+    ("podman", "5.0.1", "0.6.0"), ("podman", "5.4.0", "0.8.0"), ("podman", "5.5.0", None),
+    ("crio", "1.24.3", "0.3.0"), ("crio", "1.25.0", "0.5.0"), ("crio", "1.30.0", "0.7.0"),
+    ("containerd", "1.7.12", "0.5.0"), ("podman", "4.0.0", None)])
+def test_newest_cdi_version_each_release_loads(rt: str, version: str,
+                                               newest: str | None) -> None:
+    assert runtime.max_cdi_version(rt, version) == newest
 
 
 @pytest.mark.parametrize(("rt", "text", "version", "fragment"), [
@@ -74,7 +128,7 @@ def test_crio_nri_and_spec_dirs() -> None:
     ("containerd", "version = 3\n", "1.7.12", "config version 3 needs containerd 2.x"),
     ("containerd", "root = '/x'\n", "1.7.12", "containerd config migrate"),
     ("containerd", "version = 2\n[plugins\n", "1.7.12", "not valid TOML"),
-    ("crio", "", "1.22.0", "CRI-O >= 1.23"),
+    ("crio", "", "1.23.0", "CRI-O >= 1.24"),
     ("crio", "", "1.24.0", "--no-nri"),
     ("podman", "", "4.0.2", "Podman >= 4.1"),
     ("docker", "", "1.0.0", "unknown runtime"),
@@ -85,10 +139,12 @@ def test_unsupported_combinations_are_refused(rt: str, text: str, version: str,
         runtime.merge(rt, text, version)
 
 
-def test_podman_custom_dirs_need_podman_5() -> None:
-    with pytest.raises(RuntimeConfigError, match=r"Podman >= 5\.0"):
-        runtime.merge("podman", "", "4.9.3", spec_dirs=("/opt/cdi",))
-    m = runtime.merge("podman", "", "5.2.0", spec_dirs=("/opt/cdi",))
+def test_podman_custom_dirs_need_podman_5_5() -> None:
+    # Podman 5.4.0 never passes Engine.CdiSpecDirs to the CDI cache; 5.5.0 does
+    for old in ("4.9.3", "5.4.2"):
+        with pytest.raises(RuntimeConfigError, match=r"Podman >= 5\.5"):
+            runtime.merge("podman", "", old, spec_dirs=("/opt/cdi",))
+    m = runtime.merge("podman", "", "5.5.0", spec_dirs=("/opt/cdi",))
     assert tomllib.loads(m.after) == {"engine": {"cdi_spec_dirs": ["/opt/cdi"]}}
 
 

@@ -116,6 +116,32 @@ def _generate(root: str, inventory: str | None, chars: Sequence[str], *,
     return specs
 
 
+def _target(text: str) -> tuple[str, str]:
+    rt, sep, ver = text.partition(":")
+    if not sep or rt not in runtime.RUNTIMES:
+        raise InputError(f"--target-runtime '{text}' is not RUNTIME:VERSION; fix: e.g. "
+                         f"podman:4.2.0 (runtimes: {', '.join(runtime.RUNTIMES)})")
+    try:
+        runtime.parse_version(ver)
+    except runtime.RuntimeConfigError as e:
+        raise InputError(f"--target-runtime '{text}': {e}") from None
+    return rt, ver
+
+
+def _warn_version(doc: dict[str, Any], rt: str, ver: str) -> None:
+    newest = runtime.max_cdi_version(rt, ver)
+    lib = runtime.cdi_library(rt, ver)
+    if newest is None or lib is None or cdi.normal_version(doc["cdiVersion"]) is None:
+        return
+    have = cdi.normal_version(doc["cdiVersion"]) or ""
+    if tuple(int(x) for x in have.split(".")) > tuple(int(x) for x in newest.split(".")):
+        why = cdi.required_version(doc)[1]
+        click.echo(f"warning: {doc['kind']}: cdiVersion {have} ({why}) is newer than {rt} "
+                   f"{ver} loads: it links CDI library v{'.'.join(map(str, lib))} (cdiVersion "
+                   f"<= {newest}); the runtime will refuse every device of this spec. To fix: "
+                   f"upgrade {rt}", err=True)
+
+
 @click.group("cdi")
 def cdi_group() -> None:
     """Generate, validate and verify (in real containers) Container Device Interface specs."""
@@ -129,14 +155,23 @@ def cdi_group() -> None:
 @click.option("--write", "write_dir", type=click.Path(file_okay=False),
               help="write the specs atomically (0644) into DIR, e.g. /etc/cdi or /var/run/cdi")
 @click.option("--dry-run", is_flag=True, help="with --write: show the diff, write nothing")
+@click.option("--target-runtime", "targets", multiple=True, metavar="RUNTIME:VERSION",
+              help="warn when this runtime's CDI library cannot load the spec's cdiVersion, "
+              "e.g. podman:4.2.0 or crio:1.24.0")
 def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
                  env: tuple[str, ...], mounts: tuple[str, ...], spec_file: str | None,
                  pool_name: str | None, kind: str | None,
-                 output: str, write_dir: str | None, dry_run: bool) -> None:
+                 output: str, write_dir: str | None, dry_run: bool,
+                 targets: tuple[str, ...]) -> None:
     """Build CDI specs from the host (or --root / --inventory): one device per GPU by index
-    and UUID, MIG devices, AMD, RDMA and --char devices, plus 'all'."""
+    and UUID, MIG devices, AMD, RDMA and --char devices, plus 'all'. Each spec gets the
+    lowest cdiVersion its fields need."""
+    checks = [_target(t) for t in targets]
     specs = _generate(root, inventory, chars, env=env, mounts=mounts,
                       spec_file=spec_file, pool_name=pool_name)
+    for doc in specs.values():
+        for rt, ver in checks:
+            _warn_version(doc, rt, ver)
     if kind:
         specs = {f: d for f, d in specs.items() if d["kind"] == kind}
         if not specs:
@@ -293,7 +328,7 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
                          "--version X.Y.Z")
     try:
         m = runtime.merge(name, text, ver, cdi=not no_cdi, nri=not no_nri and name != "podman",
-                          spec_dirs=spec_dirs or runtime.DEFAULT_SPEC_DIRS)
+                          spec_dirs=spec_dirs or None)
     except runtime.RuntimeConfigError as e:
         raise InputError(f"{path} ({name} {ver}): {e}") from e
     for n in m.notes:
