@@ -136,7 +136,25 @@ BROKEN: dict[str, tuple[Callable[[dict[str, Any]], Any], str, str]] = {
         options=["nosuid", "nodev", "bind"]), "1", "writable"),
     "no-filemode": (lambda d: _nodes(d, "1")[0].pop("fileMode"), "1",
                     "grants more than the host's 0640"),
+    # issue #20: leaks the /dev-only scan and a per-node cgroup check let through
+    "host-dev-mounted": (lambda d: d["containerEdits"]["mounts"].append(
+        {"hostPath": "/dev", "containerPath": "/hostdev", "options": ["ro", "bind"]}), "1",
+        "host device nodes visible through mounts: /hostdev/"),
+    "other-node-mounted": (lambda d: _edits(d, "0").setdefault("mounts", []).append(
+        {"hostPath": "{dir}/acc1", "containerPath": "/opt/acc1", "options": ["ro", "bind"]}),
+        "0", "/opt/acc1 (c {major}:1)"),
+    "spec-level-wider-grant": (lambda d: (
+        _nodes(d, "1")[0].update(permissions="r"),
+        d["containerEdits"].setdefault("deviceNodes", []).append(
+            {"path": "/dev/acc1", "hostPath": "{dir}/acc1", "permissions": "rw"})), "1",
+        "c {major}:1 allows 'rw', the spec grants this device 'r'"),
 }
+
+
+def _edits(doc: dict[str, Any], device: str) -> dict[str, Any]:
+    edits: dict[str, Any] = next(x for x in doc["devices"] if x["name"] == device)[
+        "containerEdits"]
+    return edits
 
 
 @pytest.mark.parametrize("name", sorted(BROKEN), ids=str)

@@ -40,3 +40,17 @@ def test_decode_errors_carry_the_line() -> None:
                               "  containerEdits: {Env: [A=1]}\n", "x.yaml")
     assert any(f.field == "(decode)" and f.message.startswith("line 5: field Env not found")
                and "did you mean 'env'" in f.message for f in found)
+
+
+def test_leaking_specs_are_host_check_errors() -> None:
+    base = ("cdiVersion: 0.5.0\nkind: a.com/b\ncontainerEdits:\n  deviceNodes: [{path: /dev/x1,"
+            " permissions: rw}]\n  mounts: [{hostPath: /dev, containerPath: /hostdev, options:"
+            " [ro, bind]}]\ndevices:\n- name: d0\n  containerEdits: {deviceNodes: [{path: "
+            "/dev/x0}], mounts: [{hostPath: /dev/x1, containerPath: /opt/x1, options: [ro]}]}\n"
+            "- name: d1\n  containerEdits: {deviceNodes: [{path: /dev/x1, permissions: r}]}\n")
+    found = cdi.validate_text(base, "leaky.yaml")
+    assert cdi.spec_errors(found) == []  # the reference loader takes it
+    strict = {(f.device, f.field) for f in found if f.check == "host-check"}
+    assert ("", "containerEdits.mounts[0].hostPath") in strict
+    assert ("d0", "devices[0].containerEdits.mounts[0].hostPath") in strict
+    assert ("d1", "containerEdits.deviceNodes") in strict

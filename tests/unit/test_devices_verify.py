@@ -12,10 +12,13 @@ from aiplat.devices import host
 from aiplat.devices.cdi import NodeFact
 from aiplat.devices.host import DeviceError
 from aiplat.devices.verify import (
+    CGROUP_V1,
+    OCI_RULES,
     Observed,
     PodmanOptions,
     check_baseline,
     check_device,
+    oci_device_rules,
     parse_probe,
     rootfs_tar,
 )
@@ -30,13 +33,16 @@ PATH=/bin
 @@mounts
 73 48 0:40 / / rw,relatime - overlay overlay rw
 @@cgroup
+c 1:3 rwm
+c *:* m
+@@mntdev
 @@end
 """
 
 WITH_ACC0 = BASE.replace("@@env", "/dev/acc0|21b0|3d|0|660|0|44\n@@env").replace(
     "PATH=/bin", "PATH=/bin\nACC=1").replace(
     "@@cgroup", "80 73 254:0 /tmp/lib /usr/lib/acc ro,nosuid,nodev - ext4 /dev/vda rw\n@@cgroup"
-).replace("@@cgroup\n", "@@cgroup\nc 1:3 rwm\nc 61:0 rw\n")
+).replace("@@cgroup\n", "@@cgroup\nc 61:0 rw\n")
 
 SPEC = {
     "cdiVersion": "0.5.0", "kind": "example.com/acc",
@@ -67,14 +73,15 @@ def test_probe_output_parses() -> None:
     assert obs.entries["/dev/pts"].type == "d" and obs.entries["/dev/fd"].type == "l"
     assert "ACC=1" in obs.env
     assert obs.mounts["/usr/lib/acc"] >= {"ro", "nosuid", "nodev"}
-    assert obs.cgroup == ["c 1:3 rwm", "c 61:0 rw"]
+    assert obs.cgroup == ["c 61:0 rw", "c 1:3 rwm", "c *:* m"]
 
 
 def test_matching_container_passes() -> None:
     checks = check_device(SPEC, "0", parse_probe(WITH_ACC0), parse_probe(BASE), HOST)
     assert _failed(checks) == {}
     assert {c.what for c in checks} == {"node /dev/acc0", "env ACC", "mount /usr/lib/acc",
-                                        "other devices absent",
+                                        "other devices absent", CGROUP_V1,
+                                        "no device node reachable outside /dev",
                                         "/dev holds only defaults and injected nodes"}
 
 
@@ -89,7 +96,12 @@ def test_matching_container_passes() -> None:
     (lambda t: t.replace(" ro,nosuid", " rw,nosuid"), "mount /usr/lib/acc", "writable"),
     (lambda t: t.replace("80 73 254:0 /tmp/lib /usr/lib/acc", "80 73 254:0 /tmp/lib /elsewhere"),
      "mount /usr/lib/acc", "not mounted"),
-    (lambda t: t.replace("c 61:0 rw", "c 61:0 r"), "node /dev/acc0", "device cgroup allows 'r'"),
+    (lambda t: t.replace("c 61:0 rw", "c 61:0 r"), CGROUP_V1, "c 61:0 allows only 'mr'"),
+    (lambda t: t.replace("c 61:0 rw", "c 61:0 rw\nc 61:1 rw"), CGROUP_V1,
+     "'c 61:1 rw' is not granted by the spec"),
+    (lambda t: t.replace("@@mntdev\n", "@@mntdev\n/opt/acc1|21a0|3d|1|640|0|0\n"),
+     "no device node reachable outside /dev", "1 host device nodes visible through mounts: "
+     "/opt/acc1 (c 61:1)"),
     (lambda t: t.replace("@@env", "/dev/acc1|21a0|3d|1|640|0|0\n@@env"), "other devices absent",
      "leaked: /dev/acc1 (61:1, device '1')"),
     (lambda t: t.replace("@@env", "/dev/sneaky|21a0|3d|9|640|0|0\n@@env"),
@@ -208,3 +220,23 @@ def test_generate_reports_missing_nodes(tmp_path: Path) -> None:
 
 def test_observed_defaults_are_empty() -> None:
     assert Observed().entries == {} and parse_probe("") == Observed()
+
+
+def test_a_wider_spec_level_grant_is_caught_in_the_oci_rules() -> None:
+    """Device '0' asks r; the spec-level edits grant rw on the same node: the runtime's
+    rules (what cgroup v2 enforces) give rw, more than the device's own grant."""
+    spec = {**SPEC, "containerEdits": {**SPEC["containerEdits"], "deviceNodes": [
+        {"path": "/dev/acc0", "hostPath": "/h/acc0", "permissions": "rw"}]}}
+    spec["devices"] = [{"name": "0", "containerEdits": {"deviceNodes": [
+        {"path": "/dev/acc0", "hostPath": "/h/acc0", "permissions": "r"}]}}, SPEC["devices"][1]]
+    obs = parse_probe(WITH_ACC0.replace("c 61:0 rw\n", ""))
+    obs.oci_devices = oci_device_rules({"linux": {"resources": {"devices": [
+        {"allow": False, "access": "rwm"}, {"allow": True, "type": "c", "major": 1,
+                                            "minor": 3, "access": "rwm"},
+        {"allow": True, "type": "c", "major": 61, "minor": 0, "access": "r"},
+        {"allow": True, "type": "c", "major": 61, "minor": 0, "access": "rw"}]}}})
+    assert obs.oci_devices[0] == "!a *:* rwm"
+    base = parse_probe(BASE)
+    base.oci_devices = ["!a *:* rwm", "c 1:3 rwm"]
+    failed = _failed(check_device(spec, "0", obs, base, HOST))
+    assert "c 61:0 allows 'rw', the spec grants this device 'r'" in failed[OCI_RULES]

@@ -586,7 +586,53 @@ def foreign_nodes(doc: Mapping[str, Any], name: str) -> dict[str, str]:
     return {hp: o for hp, o in owner.items() if not related(name, o)}
 
 
+def _mount_leaks(c: _Ctx, dev: str, at: str, edits: object) -> None:
+    """A bind mount of /dev (or of a node under it) shows host device nodes beside the
+    ones deviceNodes declares: aiplat cdi verify finds them in the container."""
+    if not isinstance(edits, Mapping):
+        return
+    for j, m in enumerate(_list(edits.get("mounts"))):
+        hp = m.get("hostPath") if isinstance(m, Mapping) else None
+        if not isinstance(hp, str) or m.get("type") not in (None, "", "bind"):
+            continue
+        is_node = c.host is not None and c.host.node(hp) is not None
+        if hp.rstrip("/") == "/dev" or hp.startswith("/dev/") or is_node:
+            c.strict(dev, f"{at}.mounts[{j}].hostPath",
+                     f"bind mount of {hp} puts host device nodes in the container outside "
+                     "deviceNodes", "declare the nodes the device needs in deviceNodes")
+
+
+def _wider_common_grants(c: _Ctx, doc: Mapping[str, Any]) -> None:
+    """A spec-level node granting more than a device's own entry for the same node: the
+    runtime adds both rules and the container gets the wider access."""
+    def perms(n: Mapping[str, Any]) -> str:
+        p = str(n.get("permissions") or "rwm")
+        return "" if p == NO_PERMISSIONS else p
+
+    common = {str(n.get("hostPath") or n.get("path")): perms(n)
+              for n in _nodes_of(doc.get("containerEdits"))}
+    for d in _list(doc.get("devices")):
+        if not isinstance(d, Mapping):
+            continue
+        for n in _nodes_of(d.get("containerEdits")):
+            hp = str(n.get("hostPath") or n.get("path"))
+            own = perms(n)
+            wide = common.get(hp)
+            if wide is not None and set(wide) - set(own):
+                c.strict(str(d.get("name")), "containerEdits.deviceNodes",
+                         f"{hp} has permissions '{own}' here but the spec-level "
+                         f"containerEdits grant '{wide}' on it: the container gets '{wide}'",
+                         "drop the node from the spec-level edits, or give it the same "
+                         "permissions")
+
+
 def _leaks(c: _Ctx, doc: Mapping[str, Any]) -> None:
+    _mount_leaks(c, "", "containerEdits", doc.get("containerEdits"))
+    _wider_common_grants(c, doc)
+    for i, d in enumerate(_list(doc.get("devices"))):
+        if isinstance(d, Mapping):
+            _mount_leaks(c, str(d.get("name")), f"devices[{i}].containerEdits",
+                         d.get("containerEdits"))
     for d in _list(doc.get("devices")):
         if not isinstance(d, Mapping) or not isinstance(d.get("name"), str):
             continue

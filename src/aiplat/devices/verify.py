@@ -14,6 +14,14 @@ mounts read-only; nodes of other (unrelated) devices must be absent; and ``/dev`
 nothing beyond the baseline and the injected nodes. One container per device keeps each
 proof independent; the probe batches every check into that one start (~0.3 s each).
 
+Leaks outside ``/dev`` count too: the probe also lists every character or block node under
+every other mount point (a spec that binds the host's ``/dev`` elsewhere, or another
+device's node at some path, shows there). And the device access the container really has
+is compared with exactly what the spec grants that device (its own ``permissions`` for the
+node, not a wider grant the spec-level edits add for the same node): on cgroup v1 from the
+container's ``devices.list``, and on any cgroup version from the container's OCI config
+(``linux.resources.devices``, the rules runc turns into cgroup v2's eBPF device filter).
+
 Podman reads specs only from its CDI directories (4.x has no per-call spec dir), so a spec
 outside them is staged for the run as ``<stage_dir>/aiplat-verify-<pid>-<name>.json`` (the
 dynamic directory, which wins over ``/etc/cdi``) and removed afterwards.
@@ -23,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import re
 import shutil
@@ -39,10 +48,16 @@ from aiplat.devices import cdi
 from aiplat.devices.cdi import NodeFact
 from aiplat.devices.host import DeviceError, RealHost, read_spec, runtime_version
 
+_STAT = "-exec stat -c '%n|%f|%t|%T|%a|%u|%g' {} +"
 PROBE = (
-    "echo @@dev; find /dev -mindepth 1 -exec stat -c '%n|%f|%t|%T|%a|%u|%g' {} +; "
+    f"echo @@dev; find /dev -mindepth 1 {_STAT}; "
     "echo @@env; env; echo @@mounts; cat /proc/self/mountinfo; "
-    "echo @@cgroup; cat /sys/fs/cgroup/devices/devices.list 2>/dev/null; echo @@end"
+    "echo @@cgroup; cat /sys/fs/cgroup/devices/devices.list 2>/dev/null; "
+    # device nodes under every other mount point (-xdev: each mount scanned once)
+    "echo @@mntdev; while read -r _id _p _mm _root m _rest; do case \"$m\" in "
+    "/dev|/dev/*|/proc|/proc/*|/sys|/sys/*) ;; "
+    f"*) find \"$m\" -xdev \\( -type c -o -type b \\) {_STAT} 2>/dev/null;; esac; "
+    "done < /proc/self/mountinfo; echo @@end"
 )
 APPLETS = ("sh", "find", "stat", "cat", "env", "ls")
 ACCEL_PATTERNS = (r"^/dev/nvidia", r"^/dev/dri(/|$)", r"^/dev/kfd$", r"^/dev/infiniband(/|$)",
@@ -91,11 +106,44 @@ class Observed:
     entries: dict[str, Entry] = field(default_factory=dict)
     env: set[str] = field(default_factory=set)
     mounts: dict[str, set[str]] = field(default_factory=dict)  # mount point -> options
-    cgroup: list[str] = field(default_factory=list)
+    cgroup: list[str] = field(default_factory=list)  # v1 devices.list
+    mounted_nodes: dict[str, Entry] = field(default_factory=dict)  # nodes outside /dev
+    oci_devices: list[str] = field(default_factory=list)  # OCI rules, as devices.list lines
 
 
 _FMT = {0o020000: "c", 0o060000: "b", 0o040000: "d", 0o120000: "l", 0o100000: "f",
         0o010000: "p", 0o140000: "s"}
+
+
+def _entry(line: str) -> Entry | None:
+    parts = line.split("|")
+    if len(parts) != 7:
+        return None
+    try:
+        raw = int(parts[1], 16)
+        return Entry(parts[0], _FMT.get(raw & 0o170000, "?"), int(parts[2], 16),
+                     int(parts[3], 16), int(parts[4], 8), int(parts[5]), int(parts[6]))
+    except ValueError:
+        return None
+
+
+def oci_device_rules(config: Mapping[str, Any]) -> list[str]:
+    """``linux.resources.devices`` of an OCI config as devices.list-style lines, in order;
+    a deny rule is kept as ``!c 1:3 rwm`` (runc's cgroup v2 eBPF filter and its v1 writer
+    both apply the list in order, later rules winning)."""
+    linux = config.get("linux") if isinstance(config.get("linux"), Mapping) else {}
+    res = linux.get("resources") if isinstance(linux, Mapping) else None
+    rules = res.get("devices") if isinstance(res, Mapping) else None
+    out = []
+    for r in rules if isinstance(rules, list) else []:
+        if not isinstance(r, Mapping):
+            continue
+        typ = r.get("type") or "a"
+        major = "*" if r.get("major") is None or r.get("major") == -1 else r["major"]
+        minor = "*" if r.get("minor") is None or r.get("minor") == -1 else r["minor"]
+        access = r.get("access") or "rwm"
+        out.append(f"{'' if r.get('allow') else '!'}{typ} {major}:{minor} {access}")
+    return out
 
 
 def parse_probe(text: str) -> Observed:
@@ -105,14 +153,10 @@ def parse_probe(text: str) -> Observed:
         if line.startswith("@@"):
             section = line[2:]
             continue
-        if section == "dev":
-            parts = line.split("|")
-            if len(parts) != 7:
-                continue
-            raw = int(parts[1], 16)
-            e = Entry(parts[0], _FMT.get(raw & 0o170000, "?"), int(parts[2], 16),
-                      int(parts[3], 16), int(parts[4], 8), int(parts[5]), int(parts[6]))
-            obs.entries[e.path] = e
+        if section in ("dev", "mntdev"):
+            e = _entry(line)
+            if e is not None:
+                (obs.entries if section == "dev" else obs.mounted_nodes)[e.path] = e
         elif section == "env":
             obs.env.add(line)
         elif section == "mounts":
@@ -181,15 +225,62 @@ def _fmt(x: Entry | NodeFact) -> str:
 
 
 def _cg_allows(cgroup: Sequence[str], typ: str, major: int, minor: int) -> set[str]:
+    """The access a rule list gives one node: rules in order, a deny (``!``) taking back."""
     perms: set[str] = set()
     for line in cgroup:
-        m = re.match(r"^([abc]) (\*|\d+):(\*|\d+) ([rwm]+)$", line)
+        m = re.match(r"^(!?)([abc]) (\*|\d+):(\*|\d+) ([rwm]+)$", line)
         if not m:
             continue
-        t, ma, mi, p = m.groups()
+        deny, t, ma, mi, p = m.groups()
         if t in ("a", typ) and ma in ("*", str(major)) and mi in ("*", str(minor)):
-            perms |= set(p)
+            perms = perms - set(p) if deny else perms | set(p)
     return perms
+
+
+CGROUP_V1 = "device cgroup v1 (devices.list)"
+OCI_RULES = "device rules (OCI linux.resources.devices; cgroup v2 enforces these)"
+
+
+def granted(doc: Mapping[str, Any], name: str,
+            host: Mapping[str, NodeFact | None]) -> dict[tuple[str, int, int], str]:
+    """What the spec grants a container asking for ``name``, per host node: the device's
+    own ``permissions`` for it, else the spec-level one ('rwm' when unset, '' for 'none')."""
+    out: dict[tuple[str, int, int], str] = {}
+    edits = _edits_of(doc, name)  # spec-level first, the device's own last (it decides)
+    for e in edits:
+        for n in e.get("deviceNodes", []) or []:
+            if not isinstance(n, Mapping):
+                continue
+            h = host.get(str(n.get("hostPath") or n.get("path")))
+            if h is None:
+                continue
+            p = n.get("permissions") or "rwm"
+            out[(h.type, h.major, h.minor)] = "" if p == cdi.NO_PERMISSIONS else p
+    return out
+
+
+def _access_checks(label: str, rules: Sequence[str], base_rules: Sequence[str],
+                   want: Mapping[tuple[str, int, int], str]) -> list[Check]:
+    """The rule list gives each spec node exactly its grant, and nothing beyond the
+    baseline container's rules besides."""
+    problems = []
+    for (typ, major, minor), perms in sorted(want.items()):
+        have = _cg_allows(rules, typ, major, minor)
+        base = _cg_allows(base_rules, typ, major, minor)
+        if have - set(perms) - base:
+            problems.append(f"{typ} {major}:{minor} allows '{''.join(sorted(have))}', the spec "
+                            f"grants this device '{''.join(sorted(perms)) or 'none'}'")
+        elif set(perms) - have:
+            problems.append(f"{typ} {major}:{minor} allows only '{''.join(sorted(have))}', "
+                            f"the spec grants '{''.join(sorted(perms))}'")
+    nums = {(t, str(a), str(b)) for t, a, b in want}
+    for line in rules:
+        m = re.match(r"^([abc]) (\*|\d+):(\*|\d+) ([rwm]+)$", line)
+        if m and line not in base_rules and (m.group(1), m.group(2), m.group(3)) not in nums:
+            problems.append(f"'{line}' is not granted by the spec")
+    return [Check(not problems, label, "; ".join(problems) if problems
+                  else f"{len(rules)} rules: the spec's {len(want)} nodes get exactly their "
+                       "permissions")]
 
 
 def check_device(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Observed,
@@ -228,12 +319,6 @@ def check_device(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Obs
             for k in ("uid", "gid"):
                 if isinstance(n.get(k), int) and getattr(e, k) != n[k]:
                     problems.append(f"{k} {getattr(e, k)}, spec {n[k]}")
-            if obs.cgroup:
-                allowed = _cg_allows(obs.cgroup, e.type, e.major, e.minor)
-                need = set(str(n.get("permissions") or "rwm"))
-                if not need <= allowed:
-                    problems.append(f"device cgroup allows '{''.join(sorted(allowed))}', "
-                                    f"spec permissions '{''.join(sorted(need))}'")
             checks.append(Check(not problems, what,
                                 "; ".join(problems) if problems else f"{seen} (host {want})"))
         for env in edits.get("env", []) or []:
@@ -263,6 +348,12 @@ def check_device(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Obs
     checks.append(Check(not leaked, "other devices absent",
                         "leaked: " + ", ".join(leaked) if leaked
                         else f"none of {len(foreign)} foreign nodes visible"))
+    checks += _outside_dev(doc, name, obs, baseline, host)
+    grants = granted(doc, name, host)
+    if obs.cgroup:
+        checks += _access_checks(CGROUP_V1, obs.cgroup, baseline.cgroup, grants)
+    if obs.oci_devices:
+        checks += _access_checks(OCI_RULES, obs.oci_devices, baseline.oci_devices, grants)
     # nothing beyond the runtime's defaults and the injected nodes
     parents = {str(Path(p).parent) for p in expected_paths}
     extra = sorted(p for p in obs.entries if p not in baseline.entries
@@ -272,6 +363,20 @@ def check_device(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Obs
                         else f"{len(obs.entries)} entries = {len(baseline.entries)} defaults "
                              f"+ {len(obs.entries) - len(baseline.entries)} injected"))
     return checks
+
+
+def _outside_dev(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Observed,
+                 host: Mapping[str, NodeFact | None]) -> list[Check]:
+    """Device nodes reachable through mounts: only the device's own nodes may be there."""
+    own = set(granted(doc, name, host))
+    extra = sorted(f"{e.path} ({e.type} {e.major}:{e.minor})"
+                   for e in obs.mounted_nodes.values()
+                   if e.path not in baseline.mounted_nodes
+                   and (e.type, e.major, e.minor) not in own)
+    shown = ", ".join(extra[:5]) + (f" and {len(extra) - 5} more" if len(extra) > 5 else "")
+    return [Check(not extra, "no device node reachable outside /dev",
+                  f"{len(extra)} host device nodes visible through mounts: {shown}" if extra
+                  else f"{len(obs.mounted_nodes)} nodes outside /dev, all the device's own")]
 
 
 def check_baseline(doc: Mapping[str, Any], obs: Observed,
@@ -368,15 +473,32 @@ def remove_image(opts: PodmanOptions) -> None:
     _podman(opts, "rmi", "-f", opts.image)
 
 
-def _run_probe(opts: PodmanOptions, devices: Sequence[str]) -> tuple[int, str, str, float]:
-    args = opts.run_args()[1:]
+def _run_probe(opts: PodmanOptions, devices: Sequence[str]) -> tuple[int, str, str, float,
+                                                                      list[str]]:
+    """Run the probe; the container is kept until its OCI config's device rules are read
+    (the allow-list cgroup v2 enforces with eBPF and no file inside shows), then removed."""
+    name = f"aiplat-verify-{os.getpid()}-{time.monotonic_ns()}"
+    args = [a for a in opts.run_args()[1:] if a != "--rm"] + ["--name", name]
     for d in devices:
         args += ["--device", d]
     t0 = time.perf_counter()
-    res = _podman(opts, *args, opts.image, "/bin/sh", "-c", PROBE)
-    dt = time.perf_counter() - t0
+    try:
+        res = _podman(opts, *args, opts.image, "/bin/sh", "-c", PROBE)
+        dt = time.perf_counter() - t0
+        rules = _oci_rules(opts, name) if res.returncode == 0 else []
+    finally:
+        _podman(opts, "rm", "-f", "-i", name)
     return (res.returncode, res.stdout.decode(errors="replace"),
-            res.stderr.decode(errors="replace"), dt)
+            res.stderr.decode(errors="replace"), dt, rules)
+
+
+def _oci_rules(opts: PodmanOptions, name: str) -> list[str]:
+    cp = _podman(opts, "inspect", "--format", "{{.OCIConfigPath}}", name)
+    path = cp.stdout.decode().strip()
+    try:
+        return oci_device_rules(json.loads(Path(path).read_text()))
+    except (OSError, ValueError):
+        return []
 
 
 @contextlib.contextmanager
@@ -441,17 +563,18 @@ def verify_spec(file: str, opts: PodmanOptions = PodmanOptions(),
     ensure_image(opts)
     results: list[DeviceResult] = []
     with staged(file, doc, opts):
-        rc, out, err, dt = _run_probe(opts, [])
+        rc, out, err, dt, rules = _run_probe(opts, [])
         base = DeviceResult("(no device)", seconds=dt)
         if rc != 0:
             base.error = f"podman failed (exit {rc}): {err.strip()[-400:]}"
             return Verification(file, kind, [base], findings)
         baseline = parse_probe(out)
+        baseline.oci_devices = rules
         base.checks = check_baseline(doc, baseline, host)
         results.append(base)
         for name in names:
             q = cdi.qualified(kind, name)
-            rc, out, err, dt = _run_probe(opts, [q])
+            rc, out, err, dt, rules = _run_probe(opts, [q])
             r = DeviceResult(q, seconds=dt)
             if rc != 0 or "@@end" not in out:
                 hint = ""
@@ -460,7 +583,9 @@ def verify_spec(file: str, opts: PodmanOptions = PodmanOptions(),
                             f"know cdiVersion {doc['cdiVersion']}; Podman 4.3 knows <= 0.5.0)")
                 r.error = f"container did not start (exit {rc}): {err.strip()[-300:]}{hint}"
             else:
-                r.checks = check_device(doc, name, parse_probe(out), baseline, host,
+                obs = parse_probe(out)
+                obs.oci_devices = rules
+                r.checks = check_device(doc, name, obs, baseline, host,
                                         allow_rw=opts.allow_rw)
             results.append(r)
     return Verification(file, kind, results, findings)
