@@ -330,3 +330,29 @@ def test_tensor_parallel_traffic_by_hand_and_across_nodes() -> None:
     wide = plan_one({**base, "parallelism": {"tensor": 16, "data": 2, "globalBatch": 32,
                                              "sequenceLength": 4096}})
     assert wide.results["model_parallel_traffic"]["inputs"]["tp_bytes_per_second"] == 50e9
+
+
+def test_deepseek_v3_full_finetune_states_are_16_bytes_per_param_over_the_gpus() -> None:
+    """ZeRO (Rajbhandari et al. 2020, arXiv:1910.02054) Figure 1: mixed-precision Adam holds
+    2 + 2 + 12 = 16 bytes per parameter, and stage 3 divides all of it by the data-parallel
+    degree. DeepSeek-V3 fine-tuned on 256 GPUs with 8-way expert parallelism: the dense part
+    is sharded over 256 ranks, each expert over 8 x 32; together 16 x 671B bytes."""
+    w = plan_one({"kind": "finetune", "pool": "h800", "model": "deepseek-v3",
+                  "parallelism": {"tensor": 1, "pipeline": 1, "expert": 8, "data": 256,
+                                  "zeroStage": 3, "recompute": "full", "globalBatch": 256},
+                  "data": {"tokens": 1e9}})
+    m = w.memory_per_gpu_bytes
+    states = m["weights"] + m["gradients"] + m["optimizer"]
+    assert states * 256 == pytest.approx(16 * 671.025e9, rel=1e-4)
+
+
+def test_p99_time_to_first_token_is_reported_and_a_miss_flagged() -> None:
+    serve: dict[str, Any] = {"kind": "online-inference", "pool": "h100", "model": "mixtral-8x7b",
+                             "slo": {"queriesPerSecond": 40, "promptTokens": 4000,
+                                     "timeToFirstTokenMs": 2000}}
+    w = plan_one(serve)
+    p95, p99 = (float(x.replace(",", "")) for x in
+                w.key_figures["TTFT p95 / p99"].removesuffix(" ms").split(" / "))
+    assert w.results["slo"]["prefill_seconds"] * 1000 <= p95 <= p99
+    tight = plan_one({**serve, "slo": {**serve["slo"], "timeToFirstTokenP99Ms": p99 / 2}})
+    assert any("p99 time to first token" in f.message for f in tight.findings)

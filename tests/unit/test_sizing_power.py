@@ -169,3 +169,14 @@ def test_results_are_frozen() -> None:
     r = facility_power(it_power_w=1, pue=1.5)
     with pytest.raises(Exception):  # noqa: B017 - pydantic's ValidationError on frozen models
         r.facility_power_w = 2.0  # type: ignore[misc]
+
+
+def test_a_node_of_small_gpus_is_never_below_its_host() -> None:
+    """Issue 21: 4 x L4 (72 W each, NVIDIA L4 datasheet) came out at 0.52 kW, GPUs x TDP x 1.8,
+    less than a two-socket server draws alone (the catalog's cpu-mgmt-2s: 0.8 kW)."""
+    from aiplat.sizing.power import HOST_FLOOR_W, node_power
+
+    r = node_power(gpus_per_node=4, gpu_tdp_w=72)
+    assert r.node_power_w == 4 * 72 + HOST_FLOOR_W
+    assert r.estimated and any("estimated from the GPUs alone" in n for n in r.notes)
+    assert node_power(gpus_per_node=8, gpu_tdp_w=700).node_power_w == pytest.approx(8 * 700 * 1.8)

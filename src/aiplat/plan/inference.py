@@ -22,7 +22,7 @@ from aiplat.plan.context import Arch, PoolHardware
 from aiplat.plan.format import bytes_h, count_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.training import dump_results
-from aiplat.sizing import inference, rag
+from aiplat.sizing import inference, queueing, rag
 from aiplat.sizing.result import Result
 from aiplat.spec.models import Platform, WorkloadKind, WorkloadSpec
 
@@ -141,6 +141,7 @@ def plan_inference(
             key["batch per replica"] = str(sized.batch_per_replica)
             key["time to first token"] = f"{sized.ttft_seconds * 1000:,.0f} ms"
             key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
+            _tail_latency(w, qps / sized.replicas, sized.prefill_seconds, key, findings)
         else:
             gpus = layout.gpus
             findings.append(Finding(
@@ -182,6 +183,20 @@ def plan_inference(
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
         results=dump_results(results), findings=findings,
     )
+
+
+def _tail_latency(w: WorkloadSpec, rate: float, prefill_s: float, key: dict[str, str],
+                  findings: list[Finding]) -> None:
+    """p95/p99 time to first token: the prefill plus the M/D/1 wait quantile."""
+    p95, p99 = (prefill_s + queueing.md1_wait_quantile(rate, prefill_s, q) for q in (0.95, 0.99))
+    key["TTFT p95 / p99"] = f"{p95 * 1000:,.0f} / {p99 * 1000:,.0f} ms"
+    target = w.slo.time_to_first_token_p99_ms
+    if target is not None and p99 * 1000 > target:
+        findings.append(Finding(
+            severity="warning", subject=f"workload {w.name}",
+            message=f"p99 time to first token {p99 * 1000:,.0f} ms is over the {target:g} ms "
+                    "target (Poisson arrivals queueing for prefill)",
+            fix="add replicas (lower each one's load), or shorten prompts"))
 
 
 def _cost(w: WorkloadSpec, hw: PoolHardware, *, gpus: int, hours: float,

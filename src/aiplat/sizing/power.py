@@ -43,6 +43,10 @@ BTU_PER_H_PER_TON = 12_000.0
 DEFAULT_NODE_OVERHEAD_FACTOR = 1.8
 """Whole-node power / GPU power: DGX H100 10.2 kW / (8 x 700 W) = 1.82; DGX A100 6.5/3.2 = 2.03."""
 
+HOST_FLOOR_W = 800.0
+"""A two-socket server's own draw under load (the catalog's cpu-mgmt-2s): a node estimated
+from small GPUs (4 x L4 = 288 W) cannot draw less than its host plus its GPUs."""
+
 AIR_COOLING_LIMIT_W = 40_000.0
 """Rack load above which air cooling is doubtful (stated assumption; see module docstring)."""
 
@@ -132,17 +136,22 @@ def node_power(
         )
     _positive("overhead_factor", overhead_factor)
     notes = [
-        f"estimated with overhead factor {overhead_factor} for CPUs, memory, NICs, switches, "
-        "fans and PSU loss (DGX H100 shows 1.82, DGX A100 2.03); prefer the vendor's figure"
+        f"estimated from the GPUs alone: TDP x overhead factor {overhead_factor} for CPUs, "
+        "memory, NICs, switches, fans and PSU loss (DGX H100 shows 1.82, DGX A100 2.03); "
+        "give the vendor's figure (nodeType or powerKW)"
     ]
     if overhead_factor < 1.0:
         notes.append("an overhead factor below 1 means the node draws less than its GPUs' TDP")
+    estimate = gpu_w * overhead_factor
+    if estimate < gpu_w + HOST_FLOOR_W:
+        estimate = gpu_w + HOST_FLOOR_W
+        notes.append(f"low-power GPUs: GPUs + a {HOST_FLOOR_W:.0f} W two-socket host instead")
     return NodePower(
-        node_power_w=gpu_w * overhead_factor,
+        node_power_w=estimate,
         gpu_power_w=gpu_w,
         overhead_factor=overhead_factor,
         estimated=True,
-        formula="node power = GPUs per node x GPU TDP x overhead factor",
+        formula="node power = max(GPUs x TDP x overhead factor, GPUs x TDP + host floor)",
         inputs=inputs,
         notes=notes,
     )

@@ -594,6 +594,10 @@ class SloSpec(SpecModel):
     output_tokens: int = Field(default=256, ge=1, le=MAX_TOKENS)
     time_to_first_token_ms: float | None = Field(default=None, gt=0, le=3_600_000,
                                                   alias="timeToFirstTokenMs")
+    time_to_first_token_p99_ms: float | None = Field(
+        default=None, gt=0, le=3_600_000, alias="timeToFirstTokenP99Ms",
+        description="99th-percentile TTFT target (M/D/1 tail of the prefill queue); a miss is "
+        "a finding")
     tokens_per_second: float | None = Field(
         default=None, gt=0, description="decode rate each user sees"
     )
