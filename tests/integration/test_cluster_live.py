@@ -144,8 +144,29 @@ def _admitted(w: Obj) -> bool:
     return c is not None and c["status"] == "True"
 
 
+def local_nvme_volumes(api: Api, storage_class: str = "fast-scratch") -> None:
+    """What the local static provisioner publishes: one PersistentVolume per GPU node's NVMe
+    (the example's local-nvme class has no dynamic provisioner, so the serving pods' model
+    cache volumes bind to these on the pod's node)."""
+    for n in api.objects("v1", "Node"):
+        if "aiplat.io/pool" not in n["metadata"]["labels"]:
+            continue
+        node = n["metadata"]["name"]
+        api.apply({"apiVersion": "v1", "kind": "PersistentVolume",
+                   "metadata": {"name": f"nvme-{node}"},
+                   "spec": {"capacity": {"storage": "3Ti"}, "accessModes": ["ReadWriteOnce"],
+                            "persistentVolumeReclaimPolicy": "Delete",
+                            "storageClassName": storage_class,
+                            "local": {"path": "/mnt/nvme0"},
+                            "nodeAffinity": {"required": {"nodeSelectorTerms": [{
+                                "matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                      "operator": "In",
+                                                      "values": [node]}]}]}}}})
+
+
 @pytest.fixture(scope="module")
 def applied(cluster: Cluster) -> list[Obj]:
+    local_nvme_volumes(cluster.api)
     cp = cluster.aiplat("kube", "apply", str(cluster.tree), "-o", "json")
     outcomes = json.loads(cp.stdout)
     assert cp.returncode == 0, [o for o in outcomes if o["action"].endswith("refused")]
@@ -250,10 +271,13 @@ def test_example_tree_applies_cleanly_and_again_changes_nothing(
     assert {"ClusterQueue", "LimitRange", "ResourceQuota", "DeviceClass",
             "ResourceClaimTemplate", "JobSet", "Job", "Deployment", "ConfigMap",
             "Gateway", "InferencePool", "VolumeSnapshotClass"} <= kinds
-    assert not [o for o in applied if o["action"] not in ("created", "configured", "unchanged")]
+    assert not [o for o in applied if o["action"] not in (
+        "created", "configured", "unchanged", "pods admitted")]
     again = cluster.aiplat("kube", "apply", str(cluster.tree), "--diff", "-o", "json")
     assert again.returncode == 0
-    changed = [o for o in json.loads(again.stdout) if o["action"] != "unchanged"]
+    # ("pods admitted": a probe's note, e.g. a pod that fits the quota others now use)
+    changed = [o for o in json.loads(again.stdout)
+               if o["action"] not in ("unchanged", "pods admitted")]
     assert changed == [], "\n".join(o.get("diff", "") for o in changed)
 
 
@@ -270,12 +294,27 @@ def test_workloads_admitted_on_the_planned_flavor(cluster: Cluster, applied: lis
     assert docs["resourceUsage"]["gpu-l40s-48gb"] == "12"
 
 
+def _parallelism(tree: Path, name: str) -> int:
+    """Pods of one workload as the tree renders it (the plan sizes it)."""
+    for d in yaml.safe_load_all((tree / "workloads" / "examples.yaml").read_text()):
+        if d and d["metadata"]["name"] == name:
+            spec = d["spec"]
+            if d["kind"] == "JobSet":
+                spec = spec["replicatedJobs"][0]["template"]["spec"]
+            return int(spec.get("parallelism") or spec.get("replicas") or 1)
+    raise AssertionError(f"{name} not in the tree")
+
+
 def test_pods_scheduled_onto_the_pools_nodes(cluster: Cluster, applied: list[Obj]) -> None:
+    pretrain = _parallelism(cluster.tree, "domain-pretrain")
+    want = pretrain + _parallelism(cluster.tree, "assistant-finetune") + _parallelism(
+        cluster.tree, "assistant") + 2  # docs-search: the l40s pool has room for 2 pods
+
     def running() -> list[Obj]:
         pods = [p for p in cluster.api.objects("v1", "Pod")
                 if p["metadata"]["namespace"] in ("research", "serving")]
         ok = [p for p in pods if p["status"].get("phase") == "Running"]
-        return ok if len(ok) >= 7 else []  # 3 + 1 + 1 + 2 (the l40s pool has room for 2)
+        return ok if len(ok) >= want else []
     pods = _eventually("the admitted workloads' pods run", running)
     nodes = {n["metadata"]["name"]: n["metadata"]["labels"]
              for n in cluster.api.objects("v1", "Node")}
@@ -285,10 +324,10 @@ def test_pods_scheduled_onto_the_pools_nodes(cluster: Cluster, applied: list[Obj
         by_app.setdefault(app, []).append(p["spec"]["nodeName"])
     for app, placed in by_app.items():
         assert {nodes[n]["aiplat.io/pool"] for n in placed} == {EXPECT_ADMITTED[app]}
-    # domain-pretrain requires one block (TAS): its 3 whole-node pods share it.
-    assert len(by_app["domain-pretrain"]) == 3
+    # domain-pretrain requires one block (TAS): its whole-node pods share it.
+    assert len(by_app["domain-pretrain"]) == pretrain > 1
     assert len({nodes[n]["topology.aiplat.io/block"] for n in by_app["domain-pretrain"]}) == 1
-    assert len(set(by_app["domain-pretrain"])) == 3
+    assert len(set(by_app["domain-pretrain"])) == pretrain
 
 
 def test_dra_claims_allocated_to_devices_the_deviceclass_selects(
@@ -454,6 +493,10 @@ def test_lint_rules_agree_with_the_servers_verdict(cluster: Cluster, applied: li
         return [no_restart, no_topology, implied]
 
     tree = _edit_tree(cluster.tree, tmp_path / "seeded", seed)
+    # The example fills the h100 pool; the pre-training gang (its placement proven above)
+    # makes room for the seeded whole-node jobs.
+    cluster.api.delete({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+                        "metadata": {"name": "domain-pretrain", "namespace": "research"}})
     lint = cluster.aiplat("kube", "lint", str(tree), "-o", "json")
     flagged = {(f["rule"], f["object"]) for f in json.loads(lint.stdout)}
     assert ("workload-shape", "Job/research/no-restart-policy") in flagged
@@ -596,3 +639,31 @@ def test_h100_whole_and_mig_devices_are_allocated_by_their_classes(tmp_path: Pat
             assert "-mig-2g20gb-14-" in got["m2"][0]
     finally:
         _aiplat(env, "lab", "cluster", "down", "--name", "dra")
+
+
+def test_image_volume_of_the_model_is_accepted_by_the_api_server(
+        cluster: Cluster, applied: list[Obj]) -> None:
+    """On a 1.36 target with CRI-O the serving pods mount the ModelPack artifact as an image
+    volume; the live API server (ImageVolume GA) and the serving namespace's Pod Security
+    'restricted' accept it. kwok does not mount it: no kubelet pulls the artifact here."""
+    from aiplat.catalog import load_catalog
+    from aiplat.kube.render import render
+    from aiplat.spec.load import example_text, parse_platform
+
+    data = yaml.safe_load(example_text())
+    data["kubernetes"]["version"] = "1.36"
+    for e in data["versions"]["approved"]:
+        e |= {"kubernetes": "1.36", "containerRuntime": "cri-o 1.36"}
+    platform = parse_platform(yaml.safe_dump(data), "variant.yaml", load_catalog())
+    dep = next(o for o in render(platform, load_catalog()).manifests["workloads/examples.yaml"]
+               if o["metadata"]["name"] == "assistant")
+    vol = next(v for v in dep["spec"]["template"]["spec"]["volumes"] if v["name"] == "model")
+    assert "image" in vol
+    stored = cluster.api.apply(dep, dry_run=True)
+    got = next(v for v in stored["spec"]["template"]["spec"]["volumes"] if v["name"] == "model")
+    assert got["image"]["reference"] == vol["image"]["reference"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "image-volume-probe", "namespace": "serving"},
+           "spec": dep["spec"]["template"]["spec"]}
+    created = cluster.api.create(pod, dry_run=True)  # admission: Pod Security, LimitRange
+    assert any("image" in v for v in created["spec"]["volumes"])

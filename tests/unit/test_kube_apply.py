@@ -74,3 +74,19 @@ def test_kubeconfig_contexts_and_the_environment(tmp_path: Path,
     (tmp_path / "empty").write_text("{}")
     with pytest.raises(InputError, match="kubeconfig"):
         Api.from_kubeconfig(str(tmp_path / "empty"))
+
+
+def test_a_quota_refusal_only_from_present_use_is_not_a_refused_pod() -> None:
+    """The API server's words when a namespace's quota is in use: a pod that fits the hard
+    limit waits; one larger than the quota itself never runs."""
+    from aiplat.kube.apply import fits_quota_when_free
+
+    busy = ('pods "x" is forbidden: exceeded quota: aiplat-quota, requested: '
+            'requests.nvidia.com/gpu=8, used: requests.nvidia.com/gpu=40, '
+            'limited: requests.nvidia.com/gpu=44')
+    assert fits_quota_when_free(busy)
+    assert not fits_quota_when_free(busy.replace("gpu=8,", "gpu=48,"))
+    two = ('exceeded quota: q, requested: limits.memory=64Gi,requests.cpu=8, used: '
+           'limits.memory=0,requests.cpu=0, limited: limits.memory=32Gi,requests.cpu=16')
+    assert not fits_quota_when_free(two)
+    assert not fits_quota_when_free('pods "x" is forbidden: violates PodSecurity "restricted"')

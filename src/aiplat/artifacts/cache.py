@@ -73,6 +73,21 @@ def hash_file(path: Path, buf_size: int = READ_SIZE) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def link_snapshot(snapshot: Path, link: Path) -> None:
+    """Point the symlink ``link`` at ``snapshot``, atomically (a reader sees the old model or
+    the new one, never none): a stable path for a server's arguments (``pull --link``).
+    Relative when both sit in one tree, so it resolves wherever that tree is mounted."""
+    if link.is_symlink() or not link.exists():
+        parent = link.parent.resolve()
+        target = os.path.relpath(snapshot.resolve(), parent) if parent.exists() else str(snapshot)
+        tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        os.symlink(target, tmp)
+        os.replace(tmp, link)
+        return
+    raise FileExistsError(errno.EEXIST, "exists and is not a symlink", str(link))
+
+
 @dataclass(frozen=True)
 class SnapshotInfo:
     digest: str

@@ -380,7 +380,10 @@ def _record_ref(cache: Cache, ref: Reference, digest: str, notes: list[str]) -> 
 
 def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy | None = None,
          concurrency: int = 4, max_rate: float | None = None,
-         max_cache_bytes: int | None = None, progress: Progress | None = None) -> PullResult:
+         max_cache_bytes: int | None = None, progress: Progress | None = None,
+         on_total: Callable[[int], None] | None = None) -> PullResult:
+    """Pull ``ref`` into ``cache``; ``on_total(bytes)`` once the manifest says how much there
+    is, then ``progress(digest, n)`` per chunk read (cached blobs count whole, once)."""
     t0 = time.perf_counter()
     if policy is not None:
         policy.decide(ref.name)  # a repository the policy refuses needs no request at all
@@ -414,9 +417,17 @@ def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy
         todo = sorted(blobs.values(), key=lambda d: -d.size)
         limiter = _RateLimiter(max_rate) if max_rate else None
 
+        if on_total is not None:
+            on_total(sum(d.size for d in todo))
+
         def one(d: Descriptor) -> _BlobOutcome:
-            return fetch_blob(client, cache, ref.repository, d, limiter=limiter,
-                              progress=progress)
+            out = fetch_blob(client, cache, ref.repository, d, limiter=limiter,
+                             progress=progress)
+            if progress is not None and not out.downloaded:
+                progress(d.digest, d.size)
+            elif progress is not None and out.bytes_resumed:
+                progress(d.digest, out.bytes_resumed)
+            return out
 
         outcomes = _run_all(one, todo, concurrency)
         path = _materialise(cache, digest, manifest, where)

@@ -7,11 +7,14 @@ cache, refused signature, registry failure), 2 bad input.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +74,46 @@ def _emit(data: Any, output: str, table: list[str]) -> None:
             click.echo(line)
 
 
+_QUIET = click.option("-q", "--quiet", is_flag=True,
+                      help="no progress bar and no summary on stderr (errors still show)")
+_quiet = False
+
+
 def _info(msg: str) -> None:
-    click.echo(msg, err=True)
+    if not _quiet:
+        click.echo(msg, err=True)
+
+
+@contextlib.contextmanager
+def _transfer_bar(verb: str, quiet: bool) -> Iterator[tuple[Any, Any]]:
+    """(on_total, progress) callbacks for push/pull: a bar with bytes and rate on a terminal,
+    nothing when stderr is a file or pipe (logs stay clean) or with --quiet."""
+    global _quiet  # noqa: PLW0603 (one flag for the command's stderr lines)
+    _quiet = quiet
+    if quiet or not sys.stderr.isatty():
+        yield None, None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    bar = Progress(TextColumn(f"{verb}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    task = bar.add_task(verb, total=None)
+    lock = threading.Lock()
+
+    def advance(_digest: str, n: int) -> None:
+        with lock:  # blobs transfer in parallel threads
+            bar.advance(task, n)
+
+    with bar:
+        yield (lambda total: bar.update(task, total=total)), advance
 
 
 @click.group()
@@ -94,10 +135,11 @@ def model() -> None:
               help="private key (PEM, or cosign.key with COSIGN_PASSWORD): sign the pushed"
                    " manifest in cosign's format")
 @_PLAIN
+@_QUIET
 @_OUTPUT
 def push(*, directory: str, ref: str, name: str | None, version: str, mount_from: tuple[str, ...],
          chunk_size: str, concurrency: int, sign_key: str | None, plain_http: bool | None,
-         output: str) -> None:
+         quiet: bool, output: str) -> None:
     """Package DIRECTORY as a ModelPack artifact and push it to REF (HOST/REPO:TAG)."""
     from aiplat.artifacts.package import package_dir
     from aiplat.artifacts.push import push_package
@@ -106,14 +148,17 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
     if r.digest:
         raise ArtifactInputError(f"{ref}: push to a tag, not a digest (the digest is computed)")
     key = _load_key(sign_key) if sign_key else None
+    global _quiet  # noqa: PLW0603
+    _quiet = quiet
     t0 = time.perf_counter()
     info = ModelInfo(name=name or r.repository.rsplit("/", 1)[-1], version=version or r.tag or "")
     pkg = package_dir(directory, info)
     _info(f"packaged {len(pkg.layers)} layers, {human_bytes(pkg.manifest.total_size)}")
-    with open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client:
-        res = push_package(client, r, pkg, mount_from=list(mount_from),
-                           chunk_size=parse_size(chunk_size, "--chunk-size"),
-                           concurrency=concurrency)
+    chunk = parse_size(chunk_size, "--chunk-size")
+    with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
+          _transfer_bar("push", quiet) as (on_total, progress)):
+        res = push_package(client, r, pkg, mount_from=list(mount_from), chunk_size=chunk,
+                           concurrency=concurrency, progress=progress, on_total=on_total)
         signature = None
         if key is not None:
             from aiplat.artifacts.signatures import attach_signature
@@ -151,10 +196,15 @@ def _load_key(path: str) -> Any:
 @click.option("--max-rate", help="bandwidth cap, bytes/s with units (e.g. 500M)")
 @click.option("--max-cache-size", help="evict least recently used snapshots above this size")
 @click.option("--pin", is_flag=True, help="pin the snapshot: eviction never removes it")
+@click.option("--link", type=click.Path(),
+              help="also point this symlink at the snapshot (a stable path for a server's "
+                   "arguments, e.g. vllm serve /models/NAME); replaced atomically")
 @_PLAIN
+@_QUIET
 @_OUTPUT
 def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_rate: str | None,
-         max_cache_size: str | None, pin: bool, plain_http: bool | None, output: str) -> None:
+         max_cache_size: str | None, pin: bool, link: str | None, plain_http: bool | None,
+         quiet: bool, output: str) -> None:
     """Pull REF into the cache and print the model directory (a snapshot of hard links)."""
     from aiplat.artifacts.pull import pull as do_pull
     from aiplat.artifacts.signing import parse_policy
@@ -164,9 +214,18 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
     rate = parse_size(max_rate, "--max-rate") if max_rate else None
     limit = parse_size(max_cache_size, "--max-cache-size") if max_cache_size else None
     cache = Cache(cache_dir)
-    with open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client:
+    with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
+          _transfer_bar("pull", quiet) as (on_total, progress)):
         res = do_pull(client, cache, r, policy=pol, concurrency=concurrency, max_rate=rate,
-                      max_cache_bytes=limit)
+                      max_cache_bytes=limit, progress=progress, on_total=on_total)
+    if link:
+        from aiplat.artifacts.cache import link_snapshot
+
+        try:
+            link_snapshot(res.path, Path(link))
+        except OSError as e:
+            raise storage_error(e, f"pulled {res.path} but cannot link it at", Path(link)) \
+                from None
     if pin:
         try:
             cache.pin(res.digest, str(r))

@@ -22,10 +22,12 @@ import copy
 import difflib
 import json
 import os
+import re
 import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import httpx2
@@ -36,6 +38,7 @@ from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ConfigError
 
 from aiplat.errors import AiplatError, InputError
+from aiplat.kube.quantity import parse_quantity
 
 Obj = dict[str, Any]
 FIELD_MANAGER = "aiplat"
@@ -470,6 +473,29 @@ def _apply_one(api: Api, o: Obj, file: str | None, *, dry_run: bool, diff: bool,
         return Outcome(name, file, "refused", str(e))
 
 
+_QUOTA = re.compile(r"exceeded quota: [^,]+, requested: (?P<req>.*?), used: .*?, "
+                    r"limited: (?P<lim>.*)$")
+
+
+def fits_quota_when_free(message: str) -> bool:
+    """Whether a ResourceQuota refusal is only the quota's present use: each requested
+    figure within the hard limit (the pod would be admitted on an idle namespace), not a
+    pod bigger than the quota itself."""
+    m = _QUOTA.search(message)
+    if m is None:
+        return False
+
+    def figures(text: str) -> dict[str, Decimal]:
+        pairs = (kv.split("=", 1) for kv in text.split(",") if "=" in kv)
+        return {k.strip(): parse_quantity(v.strip()) for k, v in pairs}
+
+    try:
+        req, lim = figures(m["req"]), figures(m["lim"])
+    except ValueError:
+        return False
+    return bool(req) and all(k in lim and v <= lim[k] for k, v in req.items())
+
+
 def _probe(api: Api, items: list[tuple[str, Obj]], scratch: dict[str, str]) -> list[Outcome]:
     """Each pod template as a dry-run Pod; refusals (and what could not be checked)."""
     tree_classes = {o["metadata"]["name"] for _f, o in items if o.get("kind") == "PriorityClass"}
@@ -488,8 +514,12 @@ def _probe(api: Api, items: list[tuple[str, Obj]], scratch: dict[str, str]) -> l
             try:
                 api.create(pod, dry_run=True)
             except ApiError as e:
-                out.append(Outcome(label(o), f, "pods refused",
-                                   f"pod set {podset}: {e}".replace(scratch.get(ns, ns), ns)))
+                msg = f"pod set {podset}: {e}".replace(scratch.get(ns, ns), ns)
+                if fits_quota_when_free(str(e)):
+                    out.append(Outcome(label(o), f, "pods admitted", f"{msg} (it fits the "
+                                       "quota: its pods wait until running ones finish)"))
+                else:
+                    out.append(Outcome(label(o), f, "pods refused", msg))
                 continue
             if unchecked:
                 out.append(Outcome(label(o), f, "pods admitted",

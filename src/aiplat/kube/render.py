@@ -20,6 +20,7 @@ from aiplat.kube.objects import Obj
 from aiplat.kube.render_apps import render_serving, render_storage, render_workloads
 from aiplat.kube.render_cluster import render_cluster
 from aiplat.kube.render_kueue import render_kueue
+from aiplat.kube.render_models import trust_configmaps
 from aiplat.kube.render_tenants import render_tenants
 from aiplat.kube.yamlout import dump_docs
 from aiplat.spec.models import Platform
@@ -94,7 +95,9 @@ def render(platform: Platform, catalog: Catalog, gpus: dict[str, int] | None = N
     manifests.update(render_tenants(platform, pools))
     manifests.update(render_storage(platform, params))
     manifests.update(render_serving(platform))
-    manifests.update(render_workloads(platform, pools, gpus))
+    manifests.update(render_workloads(platform, pools, gpus, params))
+    for cm in trust_configmaps(platform):
+        manifests[f"tenants/{cm['metadata']['namespace']}/model-trust.yaml"] = [cm]
     inventory = from_facts(platform, pools)
     other["cluster/nodes/inventory.yaml"] = (
         "# The pools as lint sees them; replace with what the nodes report if they differ.\n"

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiplat.kube.facts import POOL_LABEL, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
+from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
 
@@ -61,6 +62,7 @@ def render_storage(platform: Platform, params: dict[str, float]) -> dict[str, li
         ]
     shared = next((sc for sc in classes if sc.tier == "file"), None)
     cache_class = next((sc for sc in classes if sc.tier in ("file", "object")), None)
+    # (the model-cache PVC: read-only weights for serving pods when there is no model store)
     pvcs: list[Obj] = []
     for t in platform.tenants:
         ws = [w for w in platform.workloads if w.tenant == t.name]
@@ -139,8 +141,8 @@ def _priority(w: WorkloadSpec) -> str:
     return "training" if w.kind.trains else "batch"
 
 
-def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
-                  mode: str) -> Obj:
+def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_pod: int,
+                  pods: int, weight_bytes: float) -> Obj:
     serving = _priority(w) == "serving"
     labels = {"app.kubernetes.io/name": w.name}
     if serving:
@@ -163,7 +165,7 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
     spec: Obj = {}
     if pool.gpu is not None:
         mig = pool.spec.sharing.mig_layout
-        if mode == "device-plugin":
+        if pool.gpu_mode == "device-plugin":
             res = f"nvidia.com/mig-{mig[0]}" if mig else "nvidia.com/gpu"
             requests[res] = str(per_pod)  # as stored: JobSet keeps what it is given
             container["resources"]["limits"][res] = str(per_pod)
@@ -201,6 +203,8 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
         probe = {"httpGet": {"path": "/health", "port": "http"}}
         container["startupProbe"] = {**probe, "periodSeconds": 10, "failureThreshold": 180}
         container["readinessProbe"] = {**probe, "periodSeconds": 5, "failureThreshold": 3}
+        attach_model(platform, w, spec, container, tensor_parallel=per_pod,
+                     weight_bytes=weight_bytes, model_cache_pvc=_model_cache_class(platform))
     meta: Obj = {"labels": labels}
     ann = topology_annotation(pool, pods)
     if ann:
@@ -208,8 +212,13 @@ def _pod_template(w: WorkloadSpec, pool: PoolFacts, per_pod: int, pods: int,
     return {"metadata": meta, "spec": spec}
 
 
-def render_workloads(platform: Platform, pools: list[PoolFacts],
-                     gpus: dict[str, int]) -> dict[str, list[Obj]]:
+def _model_cache_class(platform: Platform) -> bool:
+    """Whether ``render_storage`` gives each tenant a ``model-cache`` PVC."""
+    return any(sc.tier in ("file", "object") for sc in platform.storage.classes)
+
+
+def render_workloads(platform: Platform, pools: list[PoolFacts], gpus: dict[str, int],
+                     params: dict[str, float]) -> dict[str, list[Obj]]:
     by_name = {p.name: p for p in pools}
     objs: list[Obj] = []
     for w in platform.workloads:
@@ -220,7 +229,9 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
         labels = {"kueue.x-k8s.io/queue-name": w.tenant,
                   "kueue.x-k8s.io/priority-class": _priority(w)}
         deployment = _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE
-        template = _pod_template(w, pool, per_pod, 1 if deployment else pods, pool.gpu_mode)
+        weights = params.get(w.name, 0.0) * BYTES_PER_PARAM[w.precision.value]
+        template = _pod_template(platform, w, pool, per_pod=per_pod,
+                                 pods=1 if deployment else pods, weight_bytes=weights)
         if deployment:
             sel = {"app.kubernetes.io/name": w.name}
             objs.append(obj("apps/v1", "Deployment", w.name, w.tenant, labels=labels, spec={

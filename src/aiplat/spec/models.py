@@ -745,8 +745,64 @@ class StorageClassSpec(SpecModel):
     provisioner: str | None = None
 
 
+REGISTRY_PREFIX = r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
+"""host[:port][/path]: what `aiplat model push` and the kubelet accept as a repository prefix."""
+
+
+class ModelStoreSpec(SpecModel):
+    """Where serving pods get their weights: a ModelPack artifact in an OCI registry, mounted
+    as an image volume where the nodes can, else pulled by an init container running
+    ``aiplat model pull`` with the trust policy (see ``kube/render_apps.py``)."""
+
+    registry: Annotated[str, StringConstraints(pattern=REGISTRY_PREFIX)] = Field(
+        description="repository prefix the models are pushed under, e.g. "
+              "'registry.ai.internal/models'; a model's reference is <registry>/<model>:latest "
+              "unless references names it")
+    references: dict[str, str] = Field(
+        default_factory=dict,
+        description="model name -> full reference (tag or @sha256 digest) where it is not "
+        "<registry>/<model>:latest")
+    mount: Literal["auto", "image-volume", "init-container"] = Field(
+        default="auto", description="auto: an image volume where Kubernetes has ImageVolume on "
+        "by default (1.35+) and every approved container runtime mounts OCI artifacts (CRI-O "
+        ">= 1.33; containerd mounts runnable images only), else an init container")
+    puller_image: str | None = Field(
+        default=None, description="image with aiplat installed for the init container; unset: "
+        "<registry host>/aiplat/aiplat:<aiplat version>")
+    signing_keys: dict[Name, str] = Field(
+        default_factory=dict,
+        description="name -> PEM public key; when given, the init container refuses a model "
+        "not signed by one of them (cosign key-pair signatures)")
+    cache_class: Name | None = Field(
+        default=None, description="StorageClass of each pod's model cache volume (a generic "
+        "ephemeral volume); unset: the local-nvme class if there is one, else an emptyDir")
+
+    @field_validator("signing_keys")
+    @classmethod
+    def _pem(cls, keys: dict[str, str]) -> dict[str, str]:
+        for name, pem in keys.items():
+            if "-----BEGIN PUBLIC KEY-----" not in pem:
+                raise SpecValueError(f"signingKeys.{name} is not a PEM public key",
+                                     "paste the .pub file cosign or `aiplat model sign "
+                                     "--generate-key` wrote (-----BEGIN PUBLIC KEY----- ...)",
+                                     (name,))
+        return keys
+
+
 class StorageSpec(SpecModel):
     classes: list[StorageClassSpec] = []
+    model_store: ModelStoreSpec | None = Field(
+        default=None, description="the registry serving pods take their models from")
+
+    @model_validator(mode="after")
+    def _cache_class_known(self) -> Self:
+        store = self.model_store
+        names = [c.name for c in self.classes]
+        if store is not None and store.cache_class and store.cache_class not in names:
+            raise SpecValueError(f"modelStore.cacheClass '{store.cache_class}' is not a storage"
+                                 " class of this spec", f"use one of {names} or leave it unset",
+                                 ("modelStore", "cacheClass"))
+        return self
 
 
 class SegmentSpec(SpecModel):
