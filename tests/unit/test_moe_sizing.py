@@ -356,3 +356,11 @@ def test_p99_time_to_first_token_is_reported_and_a_miss_flagged() -> None:
     assert w.results["slo"]["prefill_seconds"] * 1000 <= p95 <= p99
     tight = plan_one({**serve, "slo": {**serve["slo"], "timeToFirstTokenP99Ms": p99 / 2}})
     assert any("p99 time to first token" in f.message for f in tight.findings)
+
+
+def test_pure_data_parallel_plan_shows_deepspeeds_figure_too() -> None:
+    w = plan_one({"kind": "pretrain", "pool": "h100", "model": "llama-3-8b",
+                  "parallelism": {"data": 8, "zeroStage": 3}, "data": {"tokens": 1e9}})
+    est = w.results["deepspeed_estimate"]
+    assert est["deepspeed_bytes"] == pytest.approx(4 * 128256 * 4096 + 18 * 8030261248 / 8)
+    assert "DeepSpeed's estimator" in " ".join(w.key_figures)

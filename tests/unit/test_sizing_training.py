@@ -485,3 +485,21 @@ def test_unknown_names_are_input_errors() -> None:
         activation_memory(**GPT3, recompute="partial")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="dp"):
         model_state_memory(1e9, dp=0)
+
+
+def test_deepspeed_estimator_convention_beside_the_zero_paper() -> None:
+    """DeepSpeed's estimate_zero2_model_states_mem_needs (deepspeed/runtime/zero/
+    stage_1_and_2.py): 2·P + 18·P/N per GPU; stage 3 (stage3.py): 4·largest layer + 18·P/N.
+    Llama-3-8B on 8 GPUs at ZeRO-3: 4·128256·4096 + 18·8.03e9/8 = 20.2 GB; the ZeRO paper's
+    16 bytes give 16.1 GB; the 4.2 GB difference is named."""
+    from aiplat.sizing.memory import deepspeed_model_states, model_state_memory
+
+    p = 8_030_261_248
+    ours = model_state_memory(p, zero_stage=3, dp=8)
+    r = deepspeed_model_states(p, largest_layer_params=128256 * 4096, gpus=8, zero_stage=3,
+                               aiplat_bytes=ours.total_bytes)
+    assert r.deepspeed_bytes == pytest.approx(4 * 128256 * 4096 + 18 * p / 8)
+    assert ours.total_bytes == pytest.approx(16 * p / 8)
+    assert r.difference_bytes == pytest.approx(r.deepspeed_bytes - 16 * p / 8)
+    z2 = deepspeed_model_states(p, largest_layer_params=1, gpus=8, zero_stage=2, aiplat_bytes=0)
+    assert z2.deepspeed_bytes == pytest.approx(2 * p + 18 * p / 8)

@@ -109,6 +109,12 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
                                   gpus=gpus, **speed)
     results["step"] = step
     key: dict[str, str] = {"step time": f"{step.seconds:.3g} s ({global_batch} × {seq} tokens)"}
+    estimate = results.get("deepspeed_estimate")
+    if isinstance(estimate, memory.DeepSpeedEstimate):
+        key["model states, DeepSpeed's estimator"] = (
+            f"{bytes_h(estimate.deepspeed_bytes)} per GPU vs {bytes_h(estimate.aiplat_bytes)} here "
+            "(+ fp32 gradient copy" + (", largest tensor gathered" if par.zero_stage == 3 else "")
+            + ")")
     bubble = (pp - 1) / micro_steps
     if pp > 1:
         key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/m, 1F1B)"
@@ -318,6 +324,12 @@ def _full_memory(w: WorkloadSpec, arch: Arch, *, dp: int, micro_steps: int,
         "activations": acts.total_bytes,
     }
     mem["overhead"] = _allowance(mem)
+    if par.tensor == par.pipeline == par.context == 1 and arch.moe is None and par.zero_stage:
+        # Pure data parallelism: DeepSpeed's estimator applies; give its figure beside ours.
+        results["deepspeed_estimate"] = memory.deepspeed_model_states(
+            arch.params, largest_layer_params=arch.vocab * arch.hidden, gpus=dp,
+            zero_stage=par.zero_stage,
+            aiplat_bytes=mem["weights"] + mem["gradients"] + mem["optimizer"])
     return mem
 
 

@@ -581,3 +581,41 @@ def finetune_memory(
         headroom_bytes=gpu_memory_bytes - total,
         fits=total <= gpu_memory_bytes,
     )
+
+
+class DeepSpeedEstimate(Result):
+    """DeepSpeed's own model-state estimate per GPU (no offload), beside aiplat's."""
+
+    deepspeed_bytes: float
+    aiplat_bytes: float
+    difference_bytes: float
+
+
+def deepspeed_model_states(
+    params: float, *, largest_layer_params: float, gpus: int, zero_stage: int,
+    aiplat_bytes: float,
+) -> DeepSpeedEstimate:
+    """What ``estimate_zero2_model_states_mem_needs`` / ``estimate_zero3_...`` print for pure
+    data parallelism without offload, so a reader can match DeepSpeed's figure.
+
+    deepspeed/runtime/zero/stage_1_and_2.py: 2·P + 18·P/N (18 = 16-bit grads 2 + fp32 grads 4
+    + fp32 params 4 + Adam states 8); stage3.py: 4·largest layer + 18·P/N. The named
+    difference: DeepSpeed counts an fp32 gradient buffer (4 bytes per parameter) that the
+    ZeRO paper's 16 bytes leave out, and stage 3's gather buffer for the largest tensor.
+    """
+    require_positive(params=params, largest_layer_params=largest_layer_params, gpus=gpus)
+    if zero_stage not in (1, 2, 3):
+        raise InputError(f"DeepSpeed's estimators cover ZeRO stages 1-3, got {zero_stage!r}")
+    shard = 18 * params / gpus
+    ds = (4 * largest_layer_params if zero_stage == 3 else 2 * params) + shard
+    return DeepSpeedEstimate(
+        formula=("ZeRO-1/2: 2P + 18P/N; ZeRO-3: 4·largest layer + 18P/N (DeepSpeed "
+                 "estimate_zero{2,3}_model_states_mem_needs)"),
+        inputs={"params": params, "largest_layer_params": largest_layer_params, "gpus": gpus,
+                "zero_stage": zero_stage, "aiplat_bytes": aiplat_bytes},
+        notes=["DeepSpeed adds an fp32 gradient copy (18 vs the ZeRO paper's 16 bytes per "
+               "parameter) and, at stage 3, the largest tensor gathered whole"],
+        deepspeed_bytes=ds,
+        aiplat_bytes=aiplat_bytes,
+        difference_bytes=ds - aiplat_bytes,
+    )
