@@ -364,3 +364,33 @@ def test_pure_data_parallel_plan_shows_deepspeeds_figure_too() -> None:
     est = w.results["deepspeed_estimate"]
     assert est["deepspeed_bytes"] == pytest.approx(4 * 128256 * 4096 + 18 * 8030261248 / 8)
     assert "DeepSpeed's estimator" in " ".join(w.key_figures)
+
+
+def test_interleaved_schedule_divides_the_bubble() -> None:
+    """Narayanan et al. 2021 eq. 1-2: 1F1B idles (p−1)/m of a step, interleaved with v chunks
+    per stage (p−1)/(m·v)."""
+    base: dict[str, Any] = {"kind": "pretrain", "pool": "h100", "model": "llama-3-70b",
+                            "data": {"tokens": 1e9}}
+    par = {"tensor": 8, "pipeline": 4, "data": 2, "globalBatch": 16}
+    plain = plan_one({**base, "parallelism": par})
+    inter = plan_one({**base, "parallelism": {**par, "virtualStages": 5}})
+    assert plain.key_figures["pipeline bubble"].startswith("38%")  # 3/8
+    assert inter.key_figures["pipeline bubble"].startswith("8%")  # 3/40
+    assert any("pipeline bubble" in f.message for f in plain.findings)
+    assert not any("pipeline bubble" in f.message for f in inter.findings)
+
+
+def test_zero_offload_moves_the_optimizer_states_to_host_memory() -> None:
+    """ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840): the 12 bytes per parameter of fp32
+    Adam states and master copy live in host memory; the GPU keeps 2 + 2 (bf16 weights,
+    gradients). Llama-3-8B on one H100: 16 B/param = 128 GB does not fit, 4 B/param does."""
+    base: dict[str, Any] = {"kind": "finetune", "pool": "h100", "model": "llama-3-8b",
+                            "parallelism": {"data": 1, "zeroStage": 0, "recompute": "full"},
+                            "data": {"tokens": 1e8}}
+    on_gpu = plan_one(base)
+    assert any(f.severity == "error" for f in on_gpu.findings)
+    off = plan_one({**base, "parallelism": {**base["parallelism"], "offload": "optimizer"}})
+    assert "optimizer" not in off.memory_per_gpu_bytes
+    assert off.memory_per_gpu_bytes["weights"] == pytest.approx(2 * 8030261248)
+    assert not any(f.severity == "error" for f in off.findings)
+    assert off.key_figures["offloaded to host memory"].startswith("96.4 GB")

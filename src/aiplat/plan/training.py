@@ -79,7 +79,7 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         mem, ckpt = _lora_memory(w, arch, hw, results)
         fix = "raise parallelism.tensor/pipeline (shards the base), or set lora.quantizedBase"
     else:
-        mem = _full_memory(w, arch, dp=dp, micro_steps=micro_steps, results=results)
+        mem = _full_memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results)
         ckpt = training.checkpoint_size(arch.params, precision=w.precision.value,
                                         optimizer=OPTIMIZER[w.optimizer])
         fix = ("raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
@@ -115,16 +115,23 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
             f"{bytes_h(estimate.deepspeed_bytes)} per GPU vs {bytes_h(estimate.aiplat_bytes)} here "
             "(+ fp32 gradient copy" + (", largest tensor gathered" if par.zero_stage == 3 else "")
             + ")")
-    bubble = (pp - 1) / micro_steps
+    # Narayanan et al. 2021: 1F1B idles (p−1)/m of the step (eq. 1), interleaved with v model
+    # chunks per stage (p−1)/(m·v) (eq. 2).
+    v = par.virtual_stages
+    if par.offload != "none" and not lora:
+        key["offloaded to host memory"] = (f"{bytes_h(_offloaded(w, results))} per GPU "
+                                           f"({par.offload}; ZeRO-Offload)")
+    bubble = (pp - 1) / (micro_steps * v)
     if pp > 1:
-        key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/m, 1F1B)"
+        schedule = "1F1B" if v == 1 else f"interleaved 1F1B, {v} chunks per stage"
+        key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/(m·v), {schedule})"
         if bubble > 0.1:
             findings.append(Finding(
                 severity="warning", subject=subject,
-                message=f"pipeline bubble (p−1)/m = ({pp}−1)/{micro_steps} = {bubble:.0%} of "
-                        "each step idles (Narayanan et al. 2021, eq. 1)",
-                fix="raise parallelism.globalBatch (more micro-batches per step) or lower "
-                    "pipeline"))
+                message=f"pipeline bubble (p−1)/(m·v) = ({pp}−1)/({micro_steps}·{v}) = "
+                        f"{bubble:.0%} of each step idles (Narayanan et al. 2021, eq. 1-2)",
+                fix="raise parallelism.globalBatch (more micro-batches per step), "
+                    "virtualStages (interleaving), or lower pipeline"))
     _model_parallel_comm(w, arch, hw, micro_steps=micro_steps, step_seconds=step.seconds,
                          results=results, key=key, findings=findings)
     if dp > 1 and not lora:
@@ -295,7 +302,27 @@ def _states(
         zero_stage=w.parallelism.zero_stage, dp=dp, tp=shard, pp=pp)
 
 
-def _full_memory(w: WorkloadSpec, arch: Arch, *, dp: int, micro_steps: int,
+def _offloaded(w: WorkloadSpec, results: dict[str, Result]) -> float:
+    """Host bytes per GPU under offload: the states ``_full_memory`` moved off the GPU."""
+    parts = [r for k, r in results.items() if k in ("memory_states", "memory_expert_states")
+             and isinstance(r, memory.ModelStateMemory)]
+    moved = sum(p.optimizer_bytes for p in parts)
+    if w.parallelism.offload == "optimizer-and-params" and w.parallelism.zero_stage == 3:
+        moved += sum(p.weights_bytes for p in parts)
+    return moved
+
+
+def _check_host_memory(w: WorkloadSpec, hw: PoolHardware, host_per_gpu: float) -> None:
+    need = host_per_gpu * hw.gpus_per_node
+    have = hw.pool.node.memory_gib * 2**30
+    if need > 0.8 * have:
+        raise InputError(
+            f"workload {w.name}: parallelism.offload puts {bytes_h(need)} of optimizer state "
+            f"in each node's host memory; a {hw.pool.name} node has {bytes_h(have)} (80 % "
+            "usable). To fix: raise zeroStage or data parallelism, or offload: none")
+
+
+def _full_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, dp: int, micro_steps: int,
                  results: dict[str, Result]) -> dict[str, float]:
     """States: the dense part over tp × pp and ZeRO over dp; routed experts over tp × pp × ep
     and ZeRO over the dp/ep ranks holding the same experts (Megatron-Core's expert-data-
@@ -323,6 +350,14 @@ def _full_memory(w: WorkloadSpec, arch: Arch, *, dp: int, micro_steps: int,
         "optimizer": sum(p.optimizer_bytes for p in parts),
         "activations": acts.total_bytes,
     }
+    if par.offload != "none":
+        # ZeRO-Offload (Ren et al. 2021, arXiv:2101.06840): the optimizer states, fp32 master
+        # copy included, live and update in host memory; the GPU keeps 16-bit weights and
+        # gradients. With optimizer-and-params (ZeRO-Infinity) ZeRO-3's weight shard moves too.
+        host = mem.pop("optimizer")
+        if par.offload == "optimizer-and-params" and par.zero_stage == 3:
+            host += mem.pop("weights")
+        _check_host_memory(w, hw, host)
     mem["overhead"] = _allowance(mem)
     if par.tensor == par.pipeline == par.context == 1 and arch.moe is None and par.zero_stage:
         # Pure data parallelism: DeepSpeed's estimator applies; give its figure beside ours.

@@ -575,6 +575,12 @@ class ParallelismSpec(SpecModel):
     context: int = Field(default=1, ge=1, le=1024, description="context parallelism: each "
                          "sequence split over this many GPUs (GPUs = tensor × pipeline × "
                          "context × data)")
+    virtual_stages: int = Field(default=1, ge=1, le=128, description="interleaved 1F1B: "
+                                "model chunks per pipeline stage (Megatron's virtual pipeline "
+                                "size); the bubble shrinks by this factor")
+    offload: Literal["none", "optimizer", "optimizer-and-params"] = Field(
+        default="none", description="ZeRO-Offload / ZeRO-Infinity: optimizer states (and with "
+        "ZeRO-3 the fp32 master weights) held in host memory instead of on the GPU")
 
 
 class DataSpec(SpecModel):
