@@ -297,6 +297,9 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
                   "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"],
          "env": ["NVIDIA_CTK_DEBUG=false"]},
         {"hookName": "createContainer", "path": str(hook),
+         "args": ["nvidia-cdi-hook", "enable-cuda-compat", "--host-driver-version=550.54.15"],
+         "env": ["NVIDIA_CTK_DEBUG=false"]},
+        {"hookName": "createContainer", "path": str(hook),
          "args": ["nvidia-cdi-hook", "update-ldcache", "--folder", "/usr/lib/x86_64-linux-gnu"],
          "env": ["NVIDIA_CTK_DEBUG=false"]}]
     spec_file = tmp_path / "nvidia.json"
@@ -308,9 +311,10 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
     # Each container started with a device ran both hooks, in the spec's order; the baseline
     # container without a device ran none.
     with_device = [r for r in v.results if r.device != "(no device)"]
-    assert len(with_device) == 8 and len(calls) == 2 * len(with_device)
-    assert calls[:2] == [
+    assert len(with_device) == 8 and len(calls) == 3 * len(with_device)
+    assert calls[:3] == [
         "create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+        "enable-cuda-compat --host-driver-version=550.54.15",
         "update-ldcache --folder /usr/lib/x86_64-linux-gnu"]
     args = ["cdi", "generate", "--root", str(root), "--inventory", str(inventory), "-o", "yaml"]
     assert _run(args) == 0

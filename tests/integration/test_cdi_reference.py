@@ -169,3 +169,83 @@ def test_mutated_specs_agree(oracle: Path, tmp_path: Path) -> None:
     assert 0.2 * len(files) < rejected < 0.95 * len(files)  # both verdicts well exercised
     bad = _disagreements(oracle, files)
     assert bad == [], f"{len(bad)} disagreements, first:\n" + "\n".join(bad[:5])
+
+
+def _ctk_default_golden(ctk_dir: Path, driver_root: str) -> dict[str, Any]:
+    """nvidia-ctk's expected spec of its 'default' generate case (mock NVML, one GPU,
+    driver 999.88.77 under testdata/lookup/rootfs-1), with the driver root filled in."""
+    text = next(t for t in upstream_specs(ctk_dir, [CTK_TESTS[0]]).values())
+    doc: dict[str, Any] = yaml.safe_load(text.replace("/fake/driverRoot", driver_root))
+    return doc
+
+
+def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
+        oracle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same driver files as nvidia-ctk's rootfs-1 fixture; aiplat's spec has the env,
+    the library mounts at their versioned files and the hooks of nvidia-ctk's golden spec,
+    less the two 1.18+ hooks aiplat leaves out on purpose (host.nvidia_hooks)."""
+    if os.geteuid() != 0:
+        _need("mknod of the fake driver root needs root")
+    try:
+        ctk_dir = oracles.module_source(*oracles.NVIDIA_CTK)
+    except InputError as e:
+        _need(str(e))
+    root = tmp_path / "rootfs-1"
+    lib = root / "lib/x86_64-linux-gnu"
+    (lib / "vdpau").mkdir(parents=True)
+    (lib / "libcuda.so.999.88.77").write_text("")
+    (lib / "libcuda.so.1").symlink_to("libcuda.so.999.88.77")
+    (lib / "vdpau/libvdpau_nvidia.so.999.88.77").write_text("")
+    (root / "dev").mkdir()
+    os.mknod(root / "dev/nvidia0", 0o020666, os.makedev(195, 0))
+    os.mknod(root / "dev/nvidiactl", 0o020666, os.makedev(195, 255))
+    hook = root / "usr/bin/nvidia-cdi-hook"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    monkeypatch.chdir(tmp_path)  # a relative root: the spec's host paths still absolute
+    gpu = host.GpuIdentity(index=0, uuid="", minor=0)
+    doc = host.generate("rootfs-1", gpus=[gpu], ldcache={
+        "libcuda.so.1": "/lib/x86_64-linux-gnu/libcuda.so.1"})["aiplat-nvidia.com-gpu.json"]
+    want = _ctk_default_golden(ctk_dir, str(root))
+    ours, theirs = doc["containerEdits"], want["containerEdits"]
+    assert ours["env"] == theirs["env"]
+    lib_mounts = [m for m in theirs["mounts"] if ".so." in m["containerPath"]]
+    assert [(m["hostPath"], m["containerPath"]) for m in ours["mounts"]] == [
+        (m["hostPath"], m["containerPath"]) for m in lib_mounts]
+    later = {"disable-device-node-modification", "update-application-profile"}
+    assert [h["args"] for h in ours["hooks"]] == [
+        h["args"] for h in theirs["hooks"] if h["args"][1] not in later]
+    assert all(m["hostPath"].startswith("/") for m in ours["mounts"])
+    assert [n["hostPath"] for n in doc["devices"][0]["containerEdits"]["deviceNodes"]] == [
+        str(root / "dev/nvidia0")]
+    spec = tmp_path / "gpu.yaml"
+    spec.write_text(cdi.dumps(doc, "yaml"))
+    assert _disagreements(oracle, [spec]) == []
+
+
+def test_dri_nodes_and_registered_majors(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        _need("mknod of the fake driver root needs root")
+    root, gpus = nvidia_root(tmp_path / "root")
+    dri = root / "dev/dri"
+    (dri / "by-path").mkdir(parents=True)
+    os.mknod(dri / "card1", 0o020660, os.makedev(226, 1))
+    os.mknod(dri / "renderD129", 0o020666, os.makedev(226, 129))
+    (dri / "by-path/pci-0000:17:00.0-card").symlink_to("../card1")
+    (dri / "by-path/pci-0000:17:00.0-render").symlink_to("../renderD129")
+    # the driver now has nvidia-uvm at 511: the stale node's 509 must not reach the spec
+    (root / "proc/devices").write_text("Character devices:\n195 nvidia-frontend\n"
+                                       "511 nvidia-uvm\n510 nvidia-caps\n")
+    gpus[0]["pci"] = "00000000:17:00.0"
+    inv = host.gpus_from_inventory({"gpus": gpus})
+    doc = host.generate(str(root), gpus=inv, ldcache={})["aiplat-nvidia.com-gpu.json"]
+    dev0 = next(d for d in doc["devices"] if d["name"] == "0")["containerEdits"]
+    assert [n["path"] for n in dev0["deviceNodes"]] == ["/dev/nvidia0", "/dev/dri/card1",
+                                                        "/dev/dri/renderD129"]
+    mig = next(d for d in doc["devices"] if d["name"] == "0:0")["containerEdits"]
+    assert mig["deviceNodes"][0]["path"] == "/dev/nvidia0"
+    assert all("/dev/dri" not in n["path"] for n in mig["deviceNodes"])
+    uvm = [n for n in doc["containerEdits"]["deviceNodes"] if "uvm" in n["path"]]
+    assert {n["major"] for n in uvm} == {511}
+    assert {n["major"] for n in mig["deviceNodes"][1:]} == {510}

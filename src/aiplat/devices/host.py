@@ -15,6 +15,7 @@ interface, ``GpuIdentity``, fed by either source:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from aiplat.devices import cdi, cdiyaml
+from aiplat.devices import nvidia_files as nvf
 from aiplat.devices.cdi import DeviceEntry, Edits, Hook, Mount, NodeFact
 from aiplat.errors import InputError
 
@@ -94,7 +96,7 @@ NVIDIA_LIBS = ("libcuda.so", "libcudadebugger.so", "libnvidia-ml.so", "libnvidia
                "libnvidia-nvvm.so", "libnvidia-opencl.so", "libnvidia-cfg.so",
                "libnvidia-gpucomp.so", "libnvidia-allocator.so")
 NVIDIA_BINS = ("nvidia-smi", "nvidia-debugdump", "nvidia-persistenced", "nvidia-cuda-mps-control",
-               "nvidia-cuda-mps-server")
+               "nvidia-cuda-mps-server", "nvidia-imex", "nvidia-imex-ctl")
 
 _LDCACHE_LINE = re.compile(r"^\s+(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
 
@@ -149,6 +151,32 @@ class GpuIdentity:
     vendor: str = "nvidia"
     render_node: str = ""  # AMD: renderD128
     mig: tuple[MigIdentity, ...] = field(default=())
+    pci: str = ""  # bus id, e.g. 0000:17:00.0: finds the GPU's /dev/dri nodes
+
+
+def pci_bus_id(text: str) -> str:
+    """``00000000:17:00.0`` (nvidia-smi) or ``0000:17:00.0`` → ``0000:17:00.0``."""
+    m = re.fullmatch(r"([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])",
+                     text.strip())
+    if not m:
+        return ""
+    return f"{int(m.group(1), 16):04x}:{m.group(2).lower()}:{m.group(3).lower()}.{m.group(4)}"
+
+
+def dri_nodes(pci: str, root: str) -> tuple[NodeFact, ...]:
+    """The GPU's DRM card and render nodes, by ``/dev/dri/by-path/pci-<bus>-card|render``
+    (nvidia-ctk's per-GPU graphics nodes, internal/discover/graphics.go)."""
+    out = []
+    for what in ("card", "render"):
+        link = _under(root, f"/dev/dri/by-path/pci-{pci}-{what}")
+        if not pci or not os.path.lexists(link):
+            continue
+        real = os.path.realpath(link)
+        path = "/" + os.path.relpath(real, root) if root not in ("", "/") else real
+        n = stat_node(path, root)
+        if n is not None and path.startswith("/dev/dri/"):
+            out.append(n)
+    return tuple(out)
 
 
 def parse_nvidia_smi_xml(text: str) -> list[GpuIdentity]:
@@ -169,7 +197,7 @@ def parse_nvidia_smi_xml(text: str) -> list[GpuIdentity]:
                 profile=(m.findtext("profile_name") or "").strip()))
         gpus.append(GpuIdentity(index=i, uuid=(g.findtext("uuid") or "").strip(),
                                 minor=int(g.findtext("minor_number", str(i))),
-                                mig=tuple(migs)))
+                                mig=tuple(migs), pci=pci_bus_id(g.get("id", ""))))
     return gpus
 
 
@@ -198,7 +226,8 @@ def gpus_from_inventory(doc: object, file: str = "inventory") -> list[GpuIdentit
             out.append(GpuIdentity(index=int(g.get("index", i)), uuid=str(g.get("uuid", "")),
                                    minor=int(g.get("minor", i)),
                                    vendor=str(g.get("vendor", "nvidia")).lower(),
-                                   render_node=str(g.get("renderNode", "")), mig=migs))
+                                   render_node=str(g.get("renderNode", "")), mig=migs,
+                                   pci=pci_bus_id(str(g.get("pci", "")))))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise DeviceError(f"{file}: gpus[{i}]: {e!r} — each GPU needs index, uuid, minor; "
                               "each MIG device index, gi, ci") from e
@@ -264,6 +293,8 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
     """Specs (file name → document) for everything found: NVIDIA GPUs and MIG devices, AMD
     GPUs, RDMA verbs devices and the generic devices given. ``env`` and ``mounts`` (read-only
     binds) go to the common edits of the generic devices' specs."""
+    # host paths in a spec must be absolute: a relative --root would break every container
+    root = os.path.abspath(root) if root not in ("", "/") else "/"
     specs: dict[str, dict[str, Any]] = {}
     common_env = tuple(env)
     extra_mounts = tuple(Mount(_under(root, m.host_path), m.container_path, m.options)
@@ -325,7 +356,8 @@ def nvidia_hook_binary(root: str) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
-def nvidia_hooks(root: str, mounts: Iterable[Mount]) -> tuple[Hook, ...]:
+def nvidia_hooks(root: str, mounts: Iterable[Mount],
+                 driver_version: str | None = None) -> tuple[Hook, ...]:
     """The createContainer hooks ``nvidia-ctk cdi generate`` adds for mounted driver libraries.
 
     The libraries are bind-mounted at their host paths; an image whose dynamic linker does
@@ -333,8 +365,11 @@ def nvidia_hooks(root: str, mounts: Iterable[Mount]) -> tuple[Hook, ...]:
     ``/usr/lib/x86_64-linux-gnu``) would not find ``libcuda.so.1`` without ``update-ldcache``
     for the directories, and frameworks that ``dlopen("libcuda.so")`` need the unversioned
     link (``create-symlinks``). Same hook names, arguments and order as nvidia-ctk 1.17
-    (minus ``enable-cuda-compat``, which needs the driver version). None when no hook binary
-    is installed under ``root``: a spec naming a missing hook would fail every container.
+    (``enable-cuda-compat`` only with the driver version, which it needs). Not the 1.18+
+    hooks (``disable-device-node-modification``, ``update-application-profile``): an older
+    toolkit's hook binary does not know them and would fail every container. None when no
+    hook binary is installed under ``root``: a spec naming a missing hook would fail every
+    container.
     """
     found = nvidia_hook_binary(root)
     if found is None:
@@ -346,6 +381,9 @@ def nvidia_hooks(root: str, mounts: Iterable[Mount]) -> tuple[Hook, ...]:
                                             f"libcuda.so.1::{os.path.dirname(lib)}/libcuda.so"),
                   env)
              for lib in libs if os.path.basename(lib).startswith("libcuda.so.")]
+    if driver_version and hooks:  # pkg/nvcdi: right after create-symlinks, as nvidia-ctk
+        hooks.append(Hook("createContainer", path, (
+            *argv, "enable-cuda-compat", f"--host-driver-version={driver_version}"), env))
     folders = sorted({os.path.dirname(lib) for lib in libs})
     if folders:
         hooks.append(Hook("createContainer", path,
@@ -355,26 +393,46 @@ def nvidia_hooks(root: str, mounts: Iterable[Mount]) -> tuple[Hook, ...]:
 
 
 def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) -> Edits:
-    nodes = [n for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
-                         "/dev/nvidia-modeset")
+    majors = nvf.proc_devices(root)
+    nodes = [_registered(n, majors) for p in ("/dev/nvidiactl", "/dev/nvidia-uvm",
+                                               "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
              if (n := stat_node(p, root)) is not None]
     if not nodes:
         raise DeviceError(f"{_under(root, '/dev/nvidiactl')} does not exist; fix: load the "
                           "NVIDIA driver (modprobe nvidia; nvidia-modprobe -c 0 -u)")
-    mounts = library_mounts(ldcache, NVIDIA_LIBS, root)
+    version = nvf.driver_version(root, ldcache)
+    if version:
+        paths = nvf.driver_libraries(root, ldcache, version) + nvf.firmware(root, version)
+        mounts = [Mount(_under(root, p), p) for p in paths]
+    else:  # no version to match: the library families, at their files
+        mounts = library_mounts(ldcache, NVIDIA_LIBS, root)
     for b in NVIDIA_BINS:
         for d in ("/usr/bin", "/usr/sbin"):
             if os.path.isfile(_under(root, f"{d}/{b}")):
                 mounts.append(Mount(_under(root, f"{d}/{b}"), f"{d}/{b}"))
                 break
-    return Edits(tuple(nodes), env, tuple(mounts), nvidia_hooks(root, mounts))
+    mounts += [Mount(_under(root, p), p) for p in nvf.existing(root, nvf.GRAPHICS + nvf.IPC)]
+    cuda = [m.container_path for m in mounts
+            if os.path.basename(m.container_path).startswith("libcuda.so.")]
+    # pkg/nvcdi: the spec-level env nvidia-ctk writes (void: the legacy hook injects nothing)
+    spec_env = (*((f"NVIDIA_CTK_LIBCUDA_DIR={os.path.dirname(cuda[0])}",) if cuda else ()),
+                "NVIDIA_VISIBLE_DEVICES=void")
+    return Edits(tuple(nodes), (*spec_env, *env), tuple(mounts),
+                 nvidia_hooks(root, mounts, version))
+
+
+def _registered(n: NodeFact, majors: Mapping[str, int]) -> NodeFact:
+    """The node with the major the driver registered (``/proc/devices``), not a stale one."""
+    major = nvf.registered_major(n.path, majors)
+    return n if major is None or major == n.major else dataclasses.replace(n, major=major)
 
 
 def _nvidia_devices(gpus: list[GpuIdentity], root: str,
                     mig_minors: Mapping[tuple[int, int, int | None], int]) -> list[DeviceEntry]:
     out = []
+    majors = nvf.proc_devices(root)
     for g in gpus:
-        gpu = Edits((need_node(f"/dev/nvidia{g.minor}", root),))
+        gpu = Edits((need_node(f"/dev/nvidia{g.minor}", root), *dri_nodes(g.pci, root)))
         out.append(DeviceEntry(str(g.index), gpu))
         if g.uuid:
             out.append(DeviceEntry(g.uuid, gpu))
@@ -386,8 +444,9 @@ def _nvidia_devices(gpus: list[GpuIdentity], root: str,
                                       + (f"/ci{key[2]}" if key[2] is not None else "")
                                       + " in /proc/driver/nvidia-caps/mig-minors; fix: "
                                       "check the MIG layout (nvidia-smi mig -lgi)")
-                caps.append(need_node(f"/dev/nvidia-caps/nvidia-cap{mig_minors[key]}", root))
-            edits = Edits(gpu.nodes + tuple(caps))
+                caps.append(_registered(
+                    need_node(f"/dev/nvidia-caps/nvidia-cap{mig_minors[key]}", root), majors))
+            edits = Edits(gpu.nodes[:1] + tuple(caps))
             out.append(DeviceEntry(f"{g.index}:{m.index}", edits))
             if m.uuid:
                 out.append(DeviceEntry(m.uuid, edits))

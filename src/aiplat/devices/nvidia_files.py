@@ -1,0 +1,140 @@
+"""The NVIDIA driver's files on a host (or under a driver ``root``), found as nvidia-ctk finds
+them, for the GPU spec's common edits.
+
+Each rule follows nvidia-container-toolkit v1.20 (cited per function): the driver version
+(``/proc/driver/nvidia/version``), every library of the linker cache whose file ends in
+``.so.<driver version>`` plus the ``vdpau`` ones, mounted at that versioned file (not the
+soname link, which the image may not have); GSP firmware; the graphics/compute config files
+(EGL/Vulkan ICDs, ``nvoptix.bin``); the persistenced and fabric manager sockets and the MPS
+pipe directory; and the character-device majors the driver registered in ``/proc/devices``
+(``nvidia-uvm`` and ``nvidia-caps`` are dynamic). Reads files only; returns plain data.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+
+
+def _under(root: str, path: str) -> str:
+    return path if root in ("", "/") else os.path.join(root, path.lstrip("/"))
+
+
+def _strip(root: str, path: str) -> str:
+    """``path`` (under ``root``) as the host sees it."""
+    if root in ("", "/"):
+        return path
+    rel = os.path.relpath(path, root)
+    return "/" + rel if not rel.startswith("..") else path
+
+
+def driver_version(root: str, ldcache: Mapping[str, str]) -> str | None:
+    """The kernel module's version (``NVRM version: ... Kernel Module  550.54.15``), else
+    the suffix of the file ``libcuda.so.1`` resolves to."""
+    try:
+        m = _VERSION.search(Path(_under(root, "/proc/driver/nvidia/version")).read_text())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    cuda = ldcache.get("libcuda.so.1")
+    if cuda:
+        real = _strip(root, os.path.realpath(_under(root, cuda)))
+        m = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", real)
+        if m:
+            return m.group(1)
+    return None
+
+
+def driver_libraries(root: str, ldcache: Mapping[str, str], version: str) -> list[str]:
+    """Host paths (without ``root``) of the driver's libraries: each linker-cache entry
+    resolved to its file, kept when it ends in ``.so.<version>``, plus
+    ``<dir>/vdpau/*.so.<version>`` (pkg/nvcdi/driver-nvml.go getVersionLibs: the ldcache
+    searched for ``*.so.<version>``, with the vdpau subdirectory)."""
+    suffix = f".so.{version}"
+    found: set[str] = set()
+    for path in ldcache.values():
+        real = _strip(root, os.path.realpath(_under(root, path)))
+        if real.endswith(suffix) and os.path.isfile(_under(root, real)):
+            found.add(real)
+    for d in sorted({os.path.dirname(p) for p in found}):
+        for p in glob.glob(_under(root, f"{d}/vdpau/*{suffix}")):
+            found.add(_strip(root, p))
+    return sorted(found)
+
+
+def firmware(root: str, version: str) -> list[str]:
+    """GSP and ucode firmware of this driver version (driver-nvml.go
+    newDriverFirmwareDiscoverer: nvidia/<version>/gsp*.bin, ucodes*.bin under
+    /lib/firmware)."""
+    out = []
+    for base in ("/lib/firmware/updates", "/lib/firmware"):
+        for pat in ("gsp*.bin", "ucodes*.bin"):
+            out += glob.glob(_under(root, f"{base}/nvidia/{version}/{pat}"))
+    return sorted({_strip(root, p) for p in out})
+
+
+# internal/discover/graphics.go: the EGL vendor and platform files and nvoptix.bin under
+# /usr/share, the Vulkan ICD and layer files under /etc (or /usr/share)
+GRAPHICS = (
+    "/usr/share/glvnd/egl_vendor.d/10_nvidia.json",
+    "/usr/share/egl/egl_external_platform.d/15_nvidia_gbm.json",
+    "/usr/share/egl/egl_external_platform.d/10_nvidia_wayland.json",
+    "/usr/share/egl/egl_external_platform.d/09_nvidia_wayland2.json",
+    "/usr/share/egl/egl_external_platform.d/20_nvidia_xcb.json",
+    "/usr/share/egl/egl_external_platform.d/20_nvidia_xlib.json",
+    "/usr/share/nvidia/nvoptix.bin",
+    "/etc/vulkan/icd.d/nvidia_icd.json", "/usr/share/vulkan/icd.d/nvidia_icd.json",
+    "/etc/vulkan/icd.d/nvidia_icd.x86_64.json", "/usr/share/vulkan/icd.d/nvidia_icd.x86_64.json",
+    "/etc/vulkan/icd.d/nvidia_layers.json", "/usr/share/vulkan/icd.d/nvidia_layers.json",
+    "/etc/vulkan/implicit_layer.d/nvidia_layers.json",
+    "/usr/share/vulkan/implicit_layer.d/nvidia_layers.json",
+)
+# internal/discover/ipc.go: sockets under /run (or /var/run) and the MPS pipe directory
+IPC = ("/run/nvidia-persistenced/socket", "/var/run/nvidia-persistenced/socket",
+       "/run/nvidia-fabricmanager/socket", "/var/run/nvidia-fabricmanager/socket",
+       "/tmp/nvidia-mps")
+
+
+def existing(root: str, paths: tuple[str, ...]) -> list[str]:
+    """The paths present under ``root``; of a /run and /var/run pair only the first."""
+    out: list[str] = []
+    for p in paths:
+        twin = p.replace("/var/run/", "/run/", 1)
+        if os.path.lexists(_under(root, p)) and twin not in out:
+            out.append(p)
+    return out
+
+
+def proc_devices(root: str) -> dict[str, int]:
+    """``/proc/devices``' character devices: driver name → major."""
+    out: dict[str, int] = {}
+    try:
+        text = Path(_under(root, "/proc/devices")).read_text()
+    except OSError:
+        return out
+    block = False
+    for line in text.splitlines():
+        if line.startswith("Block devices"):
+            block = True
+        parts = line.split()
+        if not block and len(parts) == 2 and parts[0].isdigit():
+            out.setdefault(parts[1], int(parts[0]))
+    return out
+
+
+# the driver name in /proc/devices behind each node family (the uvm and caps majors are
+# dynamic: a stale node from an earlier module load can carry an old one)
+DYNAMIC_MAJORS = (("/dev/nvidia-uvm", "nvidia-uvm"), ("/dev/nvidia-caps/", "nvidia-caps"))
+
+
+def registered_major(path: str, majors: Mapping[str, int]) -> int | None:
+    for prefix, driver in DYNAMIC_MAJORS:
+        if path.startswith(prefix) and driver in majors:
+            return majors[driver]
+    return None
