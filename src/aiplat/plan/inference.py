@@ -3,13 +3,17 @@
 1. Layout: the smallest tensor-parallel group whose GPUs hold the weights, one sequence at the
    full ``contextLength`` and the runtime overhead (``gpus_per_replica``).
 2. Batch: as many average sequences (prompt + output) as the KV budget of that layout holds,
-   capped at vLLM's default ``max_num_seqs`` of 256.
+   capped at ``serving.maxBatch`` (vLLM's default ``max_num_seqs``, 256).
 3. Online and RAG: replicas for the queries/s, time-to-first-token and per-user decode SLO
    (``replicas_for_slo``); an SLO the GPU cannot meet at any replica count is an error
-   finding with the reason. RAG adds the retrieved chunks to every prompt, GPUs for query
+   finding with the reason; p95/p99 TTFT from the M/D/1 tail (``sizing.queueing``). RAG adds the retrieved chunks to every prompt, GPUs for query
    embedding, the vector index's memory and CPU cores for retrieval, and the one-off
    ingestion time of the corpus.
 4. Batch: replicas that finish ``data.tokens`` within ``slo.completionHours``.
+A mixture of experts holds every expert and, per decode step, reads the experts its batch
+touches (``sizing.shape``); MLA models cache one latent per token and layer. The serving
+efficiencies come from the spec's ``serving`` block (defaults: ``sizing.inference``); cost
+is GPU-hours at the pool's ``pricePerGpuHour``.
 """
 
 from __future__ import annotations

@@ -1,11 +1,18 @@
 """Plan a training workload (pretrain, full fine-tune, LoRA/QLoRA) from the spec.
 
 Order of decisions, as an administrator would take them:
-1. GPUs: from the target time (``slo.targetDays``) at the assumed MFU, rounded to whole
-   model replicas and whole nodes; or ``tensor × pipeline × data`` when data is fixed.
-2. Memory per GPU at that parallelism; a workload that does not fit is an error finding with
-   the knobs to turn, not a silent re-plan.
-3. Time, checkpoint bandwidth, dataset capacity and read rate, gradient traffic against the
+0. Layouts no framework can run are refused (``InputError``, exit 2) with the rule and the
+   fix: globalBatch not a multiple of microBatch × data, more pipeline stages than layers,
+   tensor parallelism not dividing the heads, expert/context parallelism not dividing.
+1. GPUs: from the target time (``slo.targetDays``) at the assumed MFU (or measured TFLOP/s,
+   or HFU), rounded to whole model replicas and whole nodes; or
+   ``tensor × pipeline × context × data`` when data is fixed. One FLOP count per token,
+   k·N_active + 2k·l·s·d_attn, serves the GPUs, the run and the step.
+2. Memory per GPU at that parallelism (a mixture of experts' routed experts sharded over
+   expert parallelism); a workload that does not fit is an error finding with the knobs to
+   turn, not a silent re-plan.
+3. Time with goodput (checkpoints, interruptions, restarts), checkpoint bandwidth, dataset
+   capacity and read rate, pipeline bubble, TP/PP and gradient traffic against NVLink and the
    pool's high-performance NICs, energy and cost per run.
 LoRA counts 4 FLOPs per parameter and token (forward 2, activation gradients 2, no weight
 gradients for the frozen base), 6 with full recomputation; its base weights are sharded over
