@@ -6,9 +6,9 @@
    capped at ``serving.maxBatch`` (vLLM's default ``max_num_seqs``, 256).
 3. Online and RAG: replicas for the queries/s, time-to-first-token and per-user decode SLO
    (``replicas_for_slo``); an SLO the GPU cannot meet at any replica count is an error
-   finding with the reason; p95/p99 TTFT from the M/D/1 tail (``sizing.queueing``). RAG adds the retrieved chunks to every prompt, GPUs for query
-   embedding, the vector index's memory and CPU cores for retrieval, and the one-off
-   ingestion time of the corpus.
+   finding with the reason; p95/p99 TTFT from the M/D/1 tail (``sizing.queueing``). RAG adds
+   the retrieved chunks to every prompt, GPUs for query embedding, the vector index's memory
+   and CPU cores for retrieval, and the one-off ingestion time of the corpus.
 4. Batch: replicas that finish ``data.tokens`` within ``slo.completionHours``.
 A mixture of experts holds every expert and, per decode step, reads the experts its batch
 touches (``sizing.shape``); MLA models cache one latent per token and layer. The serving
