@@ -394,3 +394,17 @@ def test_zero_offload_moves_the_optimizer_states_to_host_memory() -> None:
     assert off.memory_per_gpu_bytes["weights"] == pytest.approx(2 * 8030261248)
     assert not any(f.severity == "error" for f in off.findings)
     assert off.key_figures["offloaded to host memory"].startswith("96.4 GB")
+
+
+def test_serving_block_overrides_the_stack_efficiencies_and_speculation() -> None:
+    base: dict[str, Any] = {"kind": "online-inference", "pool": "h100", "model": "llama-3-8b",
+                            "slo": {"queriesPerSecond": 2, "tokensPerSecond": 20}}
+    plain = plan_one(base).results["slo"]
+    tuned = plan_one({**base, "serving": {"bandwidthEfficiency": 0.6, "draftTokens": 4,
+                                          "acceptanceRate": 0.7}}).results["slo"]
+    assert tuned["inputs"]["bandwidth_efficiency"] == 0.6
+    assert tuned["inputs"]["draft_tokens"] == 4
+    assert (tuned["max_decode_tokens_per_second_per_user"]
+            > plain["max_decode_tokens_per_second_per_user"])
+    with pytest.raises(SpecError, match="draftTokens without acceptanceRate"):
+        plan_one({**base, "serving": {"draftTokens": 4}})

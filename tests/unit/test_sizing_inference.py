@@ -485,3 +485,20 @@ def test_batch_inference_leaves_remainder_gpus_idle() -> None:
     assert r.replicas == 2
     assert any("idle" in n for n in r.notes)
     assert math.isfinite(r.seconds)
+
+
+def test_speculative_decoding_matches_leviathans_improvement_factor() -> None:
+    """Leviathan et al. 2023 (arXiv:2211.17192), Theorem 3.8: the walltime improvement is
+    (1 − α^(γ+1)) / ((1 − α)(γc + 1)) when verifying γ + 1 tokens costs one target step, which
+    holds while decode is memory-bound (batch 1 here). At a compute-bound batch the gain falls
+    below it: verification multiplies the FLOPs."""
+    spec = ServingEfficiency(draft_tokens=4, acceptance_rate=0.7, draft_cost=0.05)
+    factor = (1 - 0.7**5) / ((1 - 0.7) * (4 * 0.05 + 1))
+    base = decode_throughput(**DECODE_8B, batch=1, context_tokens=1000)
+    fast = decode_throughput(**DECODE_8B, batch=1, context_tokens=1000, efficiency=spec)
+    assert fast.tokens_per_second_per_sequence == pytest.approx(
+        factor * base.tokens_per_second_per_sequence)
+    busy = decode_throughput(**DECODE_8B, batch=1024, context_tokens=0)
+    busy_fast = decode_throughput(**DECODE_8B, batch=1024, context_tokens=0, efficiency=spec)
+    assert busy.bound == "compute"
+    assert busy_fast.tokens_per_second < factor * busy.tokens_per_second

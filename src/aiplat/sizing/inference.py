@@ -62,15 +62,35 @@ DEFAULT_TP_EFFICIENCY = 0.9
 
 @dataclass(frozen=True)
 class ServingEfficiency:
-    """How close the serving stack gets to the roofline; measure and override per stack."""
+    """How close the serving stack gets to the roofline, and speculative decoding if it
+    drafts: measure and override per stack.
+
+    Speculative decoding (Leviathan et al. 2023, "Fast Inference from Transformers via
+    Speculative Decoding", ICML, section 3): a draft proposes ``draft_tokens`` γ tokens, each
+    step of the target verifies γ + 1 positions per sequence and keeps on average
+    (1 − α^(γ+1)) / (1 − α) of them (α: ``acceptance_rate``); each draft token costs
+    ``draft_cost`` c of a target step.
+    """
 
     bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
     compute: float = DEFAULT_COMPUTE_EFFICIENCY
     tensor_parallel: float = DEFAULT_TP_EFFICIENCY
+    draft_tokens: int = 0
+    acceptance_rate: float = 0.0
+    draft_cost: float = 0.0
 
     def __post_init__(self) -> None:
         _require_fraction(bandwidth_efficiency=self.bandwidth, compute_efficiency=self.compute,
                           tp_efficiency=self.tensor_parallel)
+        if self.draft_tokens < 0 or not 0 <= self.acceptance_rate < 1 or self.draft_cost < 0:
+            raise ValueError("speculative decoding needs draft_tokens >= 0, 0 <= "
+                             "acceptance_rate < 1 and draft_cost >= 0")
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Expected tokens kept per target step (Leviathan et al. 2023, eq. 1)."""
+        a, g = self.acceptance_rate, self.draft_tokens
+        return (1 - a ** (g + 1)) / (1 - a)
 
 
 @dataclass(frozen=True)
@@ -467,6 +487,7 @@ class _Model:
     bandwidth_efficiency: float
     compute_efficiency: float
     tp_factor: float
+    speculation: ServingEfficiency
 
     @property
     def layers(self) -> int:
@@ -481,27 +502,33 @@ def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
     stage_layers = math.ceil(shape.layers / m.pp)
     layer_share = stage_layers / shape.layers
     kv_heads_gpu, _ = _kv_heads_per_gpu(m.tp, shape.kv_heads)
+    # Speculative decoding verifies γ + 1 positions per sequence in one step.
+    spec = m.speculation
+    positions = micro * (spec.draft_tokens + 1)
     # A mixture of experts streams the experts the micro-batch's tokens route to (shape.py).
-    weights_read = shape.params_read(micro) * m.weight_bytes * layer_share / m.tp
+    weights_read = shape.params_read(positions) * m.weight_bytes * layer_share / m.tp
     kv_per_token = stage_layers * shape.kv_values_per_token(kv_heads_gpu) * m.kv_bytes
     kv_read = micro * context_tokens * kv_per_token
     memory_s = (weights_read + kv_read) / (m.bandwidth_bps * m.bandwidth_efficiency)
     # 2 FLOPs per active parameter, plus QK^T and AV over the cached context: 4·layers·ctx·d
     flops_per_token = 2 * shape.flops_params + 4 * shape.layers * context_tokens * (
         shape.attention_dim)
-    compute_s = (micro * flops_per_token * layer_share / m.tp) / (
+    compute_s = (positions * flops_per_token * layer_share / m.tp) / (
         m.peak_flops * m.compute_efficiency
     )
     stage_s = max(memory_s, compute_s) / m.tp_factor
+    # Per output token: the target step plus γ draft steps of cost c, over the tokens kept.
+    per_token = stage_s * m.pp * (1 + spec.draft_tokens * spec.draft_cost) / (
+        spec.tokens_per_step)
     return _Step(
         weights_read_per_gpu=weights_read,
         kv_read_per_gpu=kv_read,
         memory_seconds=memory_s,
         compute_seconds=compute_s,
         stage_seconds=stage_s,
-        step_seconds=stage_s * m.pp,
+        step_seconds=per_token,
         flops_per_token=flops_per_token,
-        experts_touched=shape.moe.experts_touched(micro) if shape.moe else 0.0,
+        experts_touched=shape.moe.experts_touched(positions) if shape.moe else 0.0,
     )
 
 
@@ -560,6 +587,7 @@ def _model(
         bandwidth_efficiency=efficiency.bandwidth,
         compute_efficiency=efficiency.compute,
         tp_factor=efficiency.tensor_parallel if tensor_parallel > 1 else 1.0,
+        speculation=efficiency,
     )
 
 
@@ -575,6 +603,9 @@ def _model_inputs(m: _Model, weight_precision: str, kv_precision: str) -> dict[s
         "bandwidth_efficiency": m.bandwidth_efficiency,
         "compute_efficiency": m.compute_efficiency,
         "tp_efficiency": m.tp_factor,
+        "draft_tokens": m.speculation.draft_tokens,
+        "acceptance_rate": m.speculation.acceptance_rate,
+        "draft_cost": m.speculation.draft_cost,
     }
 
 

@@ -646,6 +646,20 @@ class ServingSpec(SpecModel):
         description="activations, CUDA context, NCCL and CUDA graphs per GPU, GiB")
     max_batch: int = Field(default=256, ge=1, le=65536,
                            description="sequences a replica runs at once (vLLM max_num_seqs)")
+    draft_tokens: int = Field(default=0, ge=0, le=64, description="speculative decoding: "
+                              "tokens the draft proposes per step (0: off)")
+    acceptance_rate: float = Field(default=0.0, ge=0, lt=1, description="speculative "
+                                   "decoding: chance the target keeps a draft token (measured)")
+    draft_cost: float = Field(default=0.0, ge=0, le=1, description="speculative decoding: one "
+                              "draft step's time / one target step's")
+
+    @model_validator(mode="after")
+    def _speculation(self) -> Self:
+        if self.draft_tokens and not self.acceptance_rate:
+            raise SpecValueError("draftTokens without acceptanceRate",
+                                 "give the acceptance rate measured on your traffic, e.g. 0.7",
+                                 ("acceptanceRate",))
+        return self
 
 
 class CheckpointSpec(SpecModel):
