@@ -319,10 +319,6 @@ def test_modctl_and_aiplat_exchange_models(
     assert json.loads((path / "config.json").read_text())["seed"] == 6
 
 
-@pytest.mark.xfail(raises=AssertionError, reason=(
-    "modctl v0.2.2 (the newest on the module proxy) checks a tar layer's digest over the bytes"
-    " its tar reader consumed, not the whole blob: aiplat's config tar (weight.config.v1.tar,"
-    " padded to a 10240-byte record) fails 'failed to validate the digest of the blob'"))
 def test_modctl_pulls_a_model_aiplat_pushed(
         v2: Registry, bins: dict[str, Path], tool_env: dict[str, str], tmp_path: Path) -> None:
     modctl = bins["modctl"]

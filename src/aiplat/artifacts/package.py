@@ -89,7 +89,10 @@ def _tar(root: Path, names: list[str]) -> bytes:
             info.uname = info.gname = ""
             with open(full, "rb") as f:
                 tar.addfile(info, f)
-    return buf.getvalue()
+    # End at the two zero blocks that close the archive, as Go's archive/tar writes it,
+    # without tarfile's padding to a 10 KiB record: modctl (and other Go readers that hash
+    # what their tar reader consumed) refuse a blob whose digest covers bytes past the end.
+    return buf.getvalue()[:tar.offset]
 
 
 def package_dir(path: str | Path, info: ModelInfo) -> Package:
