@@ -294,7 +294,8 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
     assert doc["containerEdits"]["hooks"] == [
         {"hookName": "createContainer", "path": str(hook),
          "args": ["nvidia-cdi-hook", "create-symlinks", "--link",
-                  "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so"],
+                  "libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so", "--link",
+                  "libcuda.so.550.54.15::/usr/lib/x86_64-linux-gnu/libcuda.so.1"],
          "env": ["NVIDIA_CTK_DEBUG=false"]},
         {"hookName": "createContainer", "path": str(hook),
          "args": ["nvidia-cdi-hook", "enable-cuda-compat", "--host-driver-version=550.54.15"],
@@ -313,7 +314,8 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
     with_device = [r for r in v.results if r.device != "(no device)"]
     assert len(with_device) == 8 and len(calls) == 3 * len(with_device)
     assert calls[:3] == [
-        "create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so",
+        "create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so --link "
+        "libcuda.so.550.54.15::/usr/lib/x86_64-linux-gnu/libcuda.so.1",
         "enable-cuda-compat --host-driver-version=550.54.15",
         "update-ldcache --folder /usr/lib/x86_64-linux-gnu"]
     args = ["cdi", "generate", "--root", str(root), "--inventory", str(inventory), "-o", "yaml"]

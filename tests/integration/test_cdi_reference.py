@@ -17,6 +17,8 @@ Locally the tests skip when Go or the oracle is missing; in CI (CI=true) they fa
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -214,8 +216,13 @@ def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
     assert [(m["hostPath"], m["containerPath"]) for m in ours["mounts"]] == [
         (m["hostPath"], m["containerPath"]) for m in lib_mounts]
     later = {"disable-device-node-modification", "update-application-profile"}
-    assert [h["args"] for h in ours["hooks"]] == [
-        h["args"] for h in theirs["hooks"] if h["args"][1] not in later]
+    # the same hooks; rootfs-1's linker cache has no soname entries, ours does, so aiplat
+    # adds libcuda.so.999.88.77::libcuda.so.1 (the live nvidia-ctk run below adds it too)
+    assert [h["args"][1] for h in ours["hooks"]] == [
+        h["args"][1] for h in theirs["hooks"] if h["args"][1] not in later]
+    assert [h["args"] for h in ours["hooks"][1:]] == [
+        h["args"] for h in theirs["hooks"][1:] if h["args"][1] not in later]
+    assert set(theirs["hooks"][0]["args"]) <= set(ours["hooks"][0]["args"])
     assert all(m["hostPath"].startswith("/") for m in ours["mounts"])
     assert [n["hostPath"] for n in doc["devices"][0]["containerEdits"]["deviceNodes"]] == [
         str(root / "dev/nvidia0")]
@@ -249,3 +256,82 @@ def test_dri_nodes_and_registered_majors(tmp_path: Path) -> None:
     uvm = [n for n in doc["containerEdits"]["deviceNodes"] if "uvm" in n["path"]]
     assert {n["major"] for n in uvm} == {511}
     assert {n["major"] for n in mig["deviceNodes"][1:]} == {510}
+
+
+def _elf_driver_root(root: Path, version: str) -> None:
+    """A driver root with real ELF libraries (gcc, each with its soname), a linker cache
+    made by ``ldconfig -r`` and real character nodes: what nvidia-ctk's locators read."""
+    lib = root / "usr/lib/x86_64-linux-gnu"
+    (lib / "vdpau").mkdir(parents=True)
+    src = root / "x.c"
+    src.write_text("int x;\n")
+    for name in ("libcuda", "libnvidia-ml", "libnvidia-encode", "libnvcuvid", "libEGL_nvidia",
+                 "vdpau/libvdpau_nvidia"):
+        subprocess.run(["gcc", "-shared", "-o", f"{lib}/{name}.so.{version}",
+                        f"-Wl,-soname,{Path(name).name}.so.1", str(src)], check=True)
+    (root / "etc").mkdir()
+    (root / "etc/ld.so.conf").write_text("/usr/lib/x86_64-linux-gnu\n")
+    subprocess.run(["ldconfig", "-r", str(root)], check=True)
+    dev = root / "dev"
+    dev.mkdir()
+    for name, major, minor in (("nvidia0", 195, 0), ("nvidia1", 195, 1),
+                               ("nvidiactl", 195, 255), ("nvidia-uvm", 509, 0),
+                               ("nvidia-uvm-tools", 509, 1)):
+        os.mknod(dev / name, 0o020666, os.makedev(major, minor))
+        os.chmod(dev / name, 0o666)
+    proc = root / "proc/driver/nvidia"
+    proc.mkdir(parents=True)
+    (proc / "version").write_text(f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}"
+                                  "  Thu Feb 22 01:44:30 UTC 2024\n")
+    hook = root / "usr/bin/nvidia-cdi-hook"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+
+
+def test_generated_gpu_spec_matches_nvidia_ctk_run_on_the_same_fake_root(
+        oracle: Path, tmp_path: Path) -> None:
+    """nvidia-ctk's own generator (pkg/nvcdi, DGX A100 NVML mock for two GPUs) and aiplat
+    on one fake driver root: the same devices, nodes, env, library mounts and hooks, except
+    for the differences listed (each deliberate, see host.nvidia_hooks)."""
+    if os.geteuid() != 0 or shutil.which("gcc") is None or shutil.which("ldconfig") is None:
+        _need("the ELF driver root needs root (mknod), gcc and ldconfig")
+    try:
+        ctk = oracles.build_ctk()
+    except InputError as e:
+        _need(str(e))
+    root = tmp_path / "root"
+    _elf_driver_root(root, "550.54.15")
+    inventory = tmp_path / "inventory.json"
+    cp = subprocess.run([str(ctk), "-root", str(root), "-gpus", "2", "-inventory",
+                         str(inventory)], capture_output=True, text=True, check=True)
+    theirs: dict[str, Any] = yaml.safe_load(cp.stdout)
+    gpus = host.gpus_from_inventory(host.read_json(str(inventory)))
+    ours = host.generate(str(root), gpus=gpus)["aiplat-nvidia.com-gpu.json"]
+
+    def devices(doc: dict[str, Any]) -> dict[str, list[str]]:
+        return {d["name"]: [n["path"] for n in d["containerEdits"].get("deviceNodes", [])]
+                for d in doc["devices"]}
+
+    assert ours["cdiVersion"] == theirs["cdiVersion"] == "0.5.0"
+    mine = devices(ours)
+    assert {n: mine[n] for n in devices(theirs)} == devices(theirs)
+    assert set(mine) - set(devices(theirs)) == {g.uuid for g in gpus}  # aiplat's UUID aliases
+    o, t = ours["containerEdits"], theirs["containerEdits"]
+    assert o["env"] == t["env"]
+    assert sorted(n["path"] for n in o["deviceNodes"]) == sorted(
+        n["path"] for n in t["deviceNodes"])
+    void = "/var/run/nvidia-container-devices/void"  # nvidia-ctk's legacy-hook marker
+    assert [m["containerPath"] for m in o["mounts"]] == [
+        m["containerPath"] for m in t["mounts"] if m["containerPath"] != void]
+    later = {"disable-device-node-modification", "update-application-profile"}
+    assert [h["args"] for h in o["hooks"]] == [h["args"] for h in t["hooks"]
+                                               if h["args"][1] not in later]
+    # nvidia-ctk 1.20 adds apply-cuda-memory-limits per device; aiplat leaves it out
+    assert {h["args"][1] for d in theirs["devices"]
+            for h in d["containerEdits"].get("hooks", [])} == {"apply-cuda-memory-limits"}
+    both = tmp_path / "specs"
+    both.mkdir()
+    (both / "ours.yaml").write_text(cdi.dumps(ours, "yaml"))
+    (both / "theirs.yaml").write_text(cp.stdout)
+    assert _disagreements(oracle, sorted(both.iterdir())) == []

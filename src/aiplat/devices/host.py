@@ -356,8 +356,8 @@ def nvidia_hook_binary(root: str) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
-def nvidia_hooks(root: str, mounts: Iterable[Mount],
-                 driver_version: str | None = None) -> tuple[Hook, ...]:
+def nvidia_hooks(root: str, mounts: Iterable[Mount], driver_version: str | None = None,
+                 sonames: Mapping[str, str] | None = None) -> tuple[Hook, ...]:
     """The createContainer hooks ``nvidia-ctk cdi generate`` adds for mounted driver libraries.
 
     The libraries are bind-mounted at their host paths; an image whose dynamic linker does
@@ -377,10 +377,15 @@ def nvidia_hooks(root: str, mounts: Iterable[Mount],
     path, argv = found
     libs = [m.container_path for m in mounts if ".so" in os.path.basename(m.container_path)]
     env = ("NVIDIA_CTK_DEBUG=false",)
-    hooks = [Hook("createContainer", path, (*argv, "create-symlinks", "--link",
-                                            f"libcuda.so.1::{os.path.dirname(lib)}/libcuda.so"),
-                  env)
-             for lib in libs if os.path.basename(lib).startswith("libcuda.so.")]
+    links = {f"libcuda.so.1::{os.path.dirname(lib)}/libcuda.so" for lib in libs
+             if os.path.basename(lib).startswith("libcuda.so.")}
+    if driver_version:  # each versioned library under its soname, as nvidia-ctk links them
+        links |= {f"{os.path.basename(file)}::{os.path.dirname(file)}/{so}"
+                  for so, file in (sonames or {}).items()
+                  if file in libs and os.path.basename(file) != so}
+    hooks = [Hook("createContainer", path,
+                  (*argv, "create-symlinks", *(a for ln in sorted(links) for a in ("--link", ln))),
+                  env)] if links else []
     if driver_version and hooks:  # pkg/nvcdi: right after create-symlinks, as nvidia-ctk
         hooks.append(Hook("createContainer", path, (
             *argv, "enable-cuda-compat", f"--host-driver-version={driver_version}"), env))
@@ -418,7 +423,7 @@ def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) 
     spec_env = (*((f"NVIDIA_CTK_LIBCUDA_DIR={os.path.dirname(cuda[0])}",) if cuda else ()),
                 "NVIDIA_VISIBLE_DEVICES=void")
     return Edits(tuple(nodes), (*spec_env, *env), tuple(mounts),
-                 nvidia_hooks(root, mounts, version))
+                 nvidia_hooks(root, mounts, version, nvf.sonames(root, ldcache)))
 
 
 def _registered(n: NodeFact, majors: Mapping[str, int]) -> NodeFact:

@@ -68,6 +68,12 @@ def driver_libraries(root: str, ldcache: Mapping[str, str], version: str) -> lis
     return sorted(found)
 
 
+def sonames(root: str, ldcache: Mapping[str, str]) -> dict[str, str]:
+    """soname → the file (host path, without ``root``) its cache entry resolves to."""
+    return {so: _strip(root, os.path.realpath(_under(root, path)))
+            for so, path in ldcache.items()}
+
+
 def firmware(root: str, version: str) -> list[str]:
     """GSP and ucode firmware of this driver version (driver-nvml.go
     newDriverFirmwareDiscoverer: nvidia/<version>/gsp*.bin, ucodes*.bin under

@@ -81,6 +81,37 @@ def build(cache: Path | None = None, progress: Progress = lambda _m: None,
             "seconds": round(time.monotonic() - t0, 1)}
 
 
+CTK_TOOLS = Path(str(resources.files("aiplat.devices") / "ctk-tools"))
+
+
+def ctk_binary(cache: Path | None = None) -> Path:
+    return (cache or default_cache()) / "bin" / "ctk-generate"
+
+
+def build_ctk(cache: Path | None = None, progress: Progress = lambda _m: None) -> Path:
+    """``ctk-generate`` (nvidia-ctk's pkg/nvcdi with go-nvml's DGX A100 mock): cgo, so
+    built here with CGO_ENABLED=1 rather than by go_build (which builds static binaries);
+    rebuilt when its go.mod or main change."""
+    exe = ctk_binary(cache)
+    recipe = hashlib.sha256(b"".join((CTK_TOOLS / f).read_bytes() for f in (
+        "go.mod", "go.sum", "ctk-generate/main.go"))).hexdigest()
+    stamp = exe.parent / "ctk-generate.recipe"
+    if exe.is_file() and stamp.is_file() and stamp.read_text() == recipe:
+        return exe
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    progress(f"building ctk-generate with {go} (cgo)")
+    cp = subprocess.run([go, "build", "-ldflags=-s -w", "-o", str(exe), "./ctk-generate"],
+                        cwd=CTK_TOOLS, capture_output=True, text=True, check=False,
+                        env={**os.environ, "CGO_ENABLED": "1",
+                             "GOFLAGS": "-mod=readonly -buildvcs=false"})
+    if cp.returncode != 0:
+        raise InputError(f"go build ctk-generate failed (needs gcc for cgo):\n"
+                         f"{cp.stderr.strip()[-3000:]}")
+    stamp.write_text(recipe)
+    return exe
+
+
 def module_source(module: str, version: str) -> Path:
     """The module's source in the Go module cache (``go mod download``: from the proxy the
     first time), for the upstream fixtures the differential tests read."""
@@ -114,10 +145,11 @@ def reference_verdicts(files: Sequence[str], binary: Path | None = None,
 def main() -> int:
     try:
         report = build(progress=lambda m: print(m, file=sys.stderr))
+        build_ctk(progress=lambda m: print(m, file=sys.stderr))
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    what = "built cdi-oracle" if report["built"] else "up to date"
+    what = "built cdi-oracle" if report["built"] else "up to date"  # + ctk-generate
     print(f"CDI reference loader {report['version']}: {what} in {report['seconds']} s: "
           f"{report['cache']}")
     return 0
