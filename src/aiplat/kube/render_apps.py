@@ -14,18 +14,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from aiplat.catalog.storage import DEFAULT_PROVISIONERS, driver
 from aiplat.kube.facts import POOL_LABEL, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
 from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
 
-DEFAULT_PROVISIONERS = {
-    "block": "rbd.csi.ceph.com",
-    "file": "nfs.csi.k8s.io",
-    "object": "s3.csi.aws.com",
-    "local-nvme": "kubernetes.io/no-provisioner",
-}
 SERVING_PORT = 8000
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
 SERVE_IMAGE = "vllm/vllm-openai:v0.11.0"
@@ -36,57 +31,89 @@ def _provisioner(sc: StorageClassSpec) -> str:
     return sc.provisioner or DEFAULT_PROVISIONERS[sc.tier]
 
 
+def _can(sc: StorageClassSpec, what: str) -> bool:
+    """Whether the class's driver implements ``what`` (catalog/storage.py); a driver aiplat
+    does not know keeps what its tier usually has."""
+    d = driver(_provisioner(sc))
+    if d is not None:
+        return bool(getattr(d, what))
+    usual = driver(DEFAULT_PROVISIONERS[sc.tier])
+    return usual is not None and bool(getattr(usual, what))
+
+
 def render_storage(platform: Platform, params: dict[str, float]) -> dict[str, list[Obj]]:
     classes = platform.storage.classes
     out: dict[str, list[Obj]] = {}
     scs = []
     for sc in classes:
-        local = sc.tier == "local-nvme"
+        extra = {"parameters": dict(sc.parameters)} if sc.parameters else {}
         scs.append(obj("storage.k8s.io/v1", "StorageClass", sc.name,
                        labels={"aiplat.io/tier": sc.tier},
-                       provisioner=_provisioner(sc),
-                       reclaimPolicy="Delete" if local else "Retain",
+                       provisioner=_provisioner(sc), **extra,
+                       reclaimPolicy="Delete" if sc.tier == "local-nvme" else "Retain",
                        volumeBindingMode="WaitForFirstConsumer",
-                       allowVolumeExpansion=not local))
+                       allowVolumeExpansion=_can(sc, "expansion")))
     if not scs:
         return out
     out["storage/storageclasses.yaml"] = scs
-    snap = [sc for sc in classes if sc.tier in ("block", "file")]
-    if snap:
+    snap = [sc for sc in classes if _can(sc, "snapshots")]
+    group = [sc for sc in classes if _can(sc, "group_snapshots")]
+    if snap or group:
         out["storage/snapshotclasses.yaml"] = [
             *(obj("snapshot.storage.k8s.io/v1", "VolumeSnapshotClass", f"{sc.name}-snapshot",
                   driver=_provisioner(sc), deletionPolicy="Retain") for sc in snap),
             *(obj("groupsnapshot.storage.k8s.io/v1beta2", "VolumeGroupSnapshotClass",
                   f"{sc.name}-group-snapshot", driver=_provisioner(sc), deletionPolicy="Retain")
-              for sc in snap),
+              for sc in group),
         ]
+    pvcs = _tenant_claims(platform, params)
+    if pvcs:
+        out["storage/pvcs.yaml"] = pvcs
+    return out
+
+
+def _tenant_claims(platform: Platform, params: dict[str, float]) -> list[Obj]:
+    """Per tenant: the read-only model cache (file or object tier) and, for training, the
+    shared checkpoints (file tier); a static PV first where the driver cannot provision."""
+    classes = platform.storage.classes
     shared = next((sc for sc in classes if sc.tier == "file"), None)
     cache_class = next((sc for sc in classes if sc.tier in ("file", "object")), None)
-    # (the model-cache PVC: read-only weights for serving pods when there is no model store)
-    pvcs: list[Obj] = []
+    out: list[Obj] = []
     for t in platform.tenants:
         ws = [w for w in platform.workloads if w.tenant == t.name]
         if not ws:
             continue
         if cache_class is not None:
             gib = sum(params[w.name] * BYTES_PER_PARAM[w.precision.value] for w in ws) * 1.2
-            pvcs.append(_pvc("model-cache", t.name, cache_class.name, "ReadOnlyMany",
-                             max(10, math.ceil(gib / 2**30))))
+            out += _claim("model-cache", t.name, cache_class, "ReadOnlyMany",
+                          max(10, math.ceil(gib / 2**30)))
         train = [w for w in ws if w.kind.trains]
         if train and shared is not None:
             # weights + fp32 master + Adam moments ≈ 16 bytes/param; keep three checkpoints.
             gib = max(params[w.name] for w in train) * 16 * 3
-            pvcs.append(_pvc("checkpoints", t.name, shared.name, "ReadWriteMany",
-                             max(10, math.ceil(gib / 2**30))))
-    if pvcs:
-        out["storage/pvcs.yaml"] = pvcs
+            out += _claim("checkpoints", t.name, shared, "ReadWriteMany",
+                          max(10, math.ceil(gib / 2**30)))
     return out
 
 
-def _pvc(name: str, ns: str, sc: str, mode: str, gib: int) -> Obj:
-    return obj("v1", "PersistentVolumeClaim", name, ns, spec={
-        "accessModes": [mode], "storageClassName": sc,
+def _claim(name: str, ns: str, sc: StorageClassSpec, mode: str, gib: int) -> list[Obj]:
+    pvc = obj("v1", "PersistentVolumeClaim", name, ns, spec={
+        "accessModes": [mode], "storageClassName": sc.name,
         "resources": {"requests": {"storage": f"{gib}Gi"}, "limits": {"storage": f"{gib}Gi"}}})
+    if _can(sc, "dynamic") or sc.tier != "object":
+        return [pvc]
+    # Mountpoint for S3 provisions nothing: a PV names the bucket, one prefix per tenant,
+    # bound to exactly this claim.
+    pv_name = f"{sc.name}-{ns}-{name}"
+    pvc["spec"]["volumeName"] = pv_name
+    pv = obj("v1", "PersistentVolume", pv_name, spec={
+        "capacity": {"storage": f"{gib}Gi"}, "accessModes": [mode],
+        "persistentVolumeReclaimPolicy": "Retain", "storageClassName": sc.name,
+        "mountOptions": [f"prefix {ns}/"] + (["read-only"] if mode == "ReadOnlyMany" else []),
+        "claimRef": {"namespace": ns, "name": name},
+        "csi": {"driver": _provisioner(sc), "volumeHandle": pv_name,
+                "volumeAttributes": {"bucketName": sc.parameters.get("bucketName", "")}}})
+    return [pv, pvc]
 
 
 def render_serving(platform: Platform) -> dict[str, list[Obj]]:

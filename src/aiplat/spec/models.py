@@ -762,7 +762,26 @@ class StorageClassSpec(SpecModel):
     capacity_tb: float = Field(gt=0, le=1_000_000, alias="capacityTB")
     read_gbps: float | None = Field(default=None, gt=0, le=100_000, alias="readGBps")
     write_gbps: float | None = Field(default=None, gt=0, le=100_000, alias="writeGBps")
-    provisioner: str | None = None
+    provisioner: str | None = Field(
+        default=None, description="CSI driver; unset: the tier's usual one (block: Ceph RBD, "
+        "file: csi-driver-nfs, object: Mountpoint for S3, local-nvme: local static PVs)")
+    parameters: dict[str, str] = Field(
+        default_factory=dict, description="StorageClass parameters the driver needs, e.g. "
+        "server and share for NFS, clusterID and pool for Ceph RBD, bucketName for S3")
+
+    @model_validator(mode="after")
+    def _driver_parameters(self) -> Self:
+        from aiplat.catalog.storage import DEFAULT_PROVISIONERS, driver
+
+        d = driver(self.provisioner or DEFAULT_PROVISIONERS[self.tier])
+        missing = [k for k in d.required if not self.parameters.get(k)] if d else []
+        if d is not None and missing:
+            example = ", ".join(f"{k}: {d.example.get(k, '...')}" for k in missing)
+            raise SpecValueError(
+                f"storage class '{self.name}' ({d.name}) needs parameters "
+                f"{', '.join(missing)}: the driver refuses to create volumes without them",
+                f"add parameters: {{{example}}}", ("parameters",))
+        return self
 
 
 REGISTRY_PREFIX = r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
