@@ -11,8 +11,8 @@ import yaml
 from aiplat.catalog import load_catalog
 from aiplat.catalog.storage import DRIVERS
 from aiplat.errors import AiplatError
-from aiplat.kube.render import render
 from aiplat.kube.crds import index_crds
+from aiplat.kube.render import render
 from aiplat.kube.validate import validate_objects
 from aiplat.spec.load import example_text, parse_platform
 from aiplat.spec.models import Platform

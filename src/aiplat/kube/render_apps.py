@@ -46,13 +46,14 @@ def render_storage(platform: Platform, params: dict[str, float]) -> dict[str, li
     out: dict[str, list[Obj]] = {}
     scs = []
     for sc in classes:
-        extra = {"parameters": dict(sc.parameters)} if sc.parameters else {}
-        scs.append(obj("storage.k8s.io/v1", "StorageClass", sc.name,
-                       labels={"aiplat.io/tier": sc.tier},
-                       provisioner=_provisioner(sc), **extra,
-                       reclaimPolicy="Delete" if sc.tier == "local-nvme" else "Retain",
-                       volumeBindingMode="WaitForFirstConsumer",
-                       allowVolumeExpansion=_can(sc, "expansion")))
+        cls = obj("storage.k8s.io/v1", "StorageClass", sc.name,
+                  labels={"aiplat.io/tier": sc.tier}, provisioner=_provisioner(sc))
+        if sc.parameters:
+            cls["parameters"] = dict(sc.parameters)
+        cls |= {"reclaimPolicy": "Delete" if sc.tier == "local-nvme" else "Retain",
+                "volumeBindingMode": "WaitForFirstConsumer",
+                "allowVolumeExpansion": _can(sc, "expansion")}
+        scs.append(cls)
     if not scs:
         return out
     out["storage/storageclasses.yaml"] = scs
