@@ -287,6 +287,10 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
     hook.parent.mkdir(parents=True)
     hook.write_text(f'#!/bin/sh\ncat > /dev/null\necho "$*" >> {log}\n')
     hook.chmod(0o755)
+    status = root / "var/lib/dpkg/status"  # toolkit 1.20: its hook binary knows every hook
+    status.parent.mkdir(parents=True)
+    status.write_text("Package: nvidia-container-toolkit-base\nStatus: install ok installed\n"
+                      "Version: 1.20.2-1\n")
     gpus = host.gpus_from_inventory(host.read_json(str(inventory)), str(inventory))
     specs = host.generate(str(root), gpus=gpus, ldcache={
         "libcuda.so.1": "/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15"})
@@ -302,6 +306,12 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
          "env": ["NVIDIA_CTK_DEBUG=false"]},
         {"hookName": "createContainer", "path": str(hook),
          "args": ["nvidia-cdi-hook", "update-ldcache", "--folder", "/usr/lib/x86_64-linux-gnu"],
+         "env": ["NVIDIA_CTK_DEBUG=false"]},
+        {"hookName": "createContainer", "path": str(hook),
+         "args": ["nvidia-cdi-hook", "disable-device-node-modification"],
+         "env": ["NVIDIA_CTK_DEBUG=false"]},
+        {"hookName": "createContainer", "path": str(hook),
+         "args": ["nvidia-cdi-hook", "update-application-profile"],
          "env": ["NVIDIA_CTK_DEBUG=false"]}]
     spec_file = tmp_path / "nvidia.json"
     spec_file.write_text(cdi.dumps(doc))
@@ -312,15 +322,19 @@ def test_nvidia_hooks_run_at_container_creation(lab: Lab, tmp_path: Path,
     # Each container started with a device ran both hooks, in the spec's order; the baseline
     # container without a device ran none.
     with_device = [r for r in v.results if r.device != "(no device)"]
-    assert len(with_device) == 8 and len(calls) == 3 * len(with_device)
-    assert calls[:3] == [
+    assert len(with_device) == 8 and len(calls) == 5 * len(with_device)
+    assert calls[:5] == [
         "create-symlinks --link libcuda.so.1::/usr/lib/x86_64-linux-gnu/libcuda.so --link "
         "libcuda.so.550.54.15::/usr/lib/x86_64-linux-gnu/libcuda.so.1",
         "enable-cuda-compat --host-driver-version=550.54.15",
-        "update-ldcache --folder /usr/lib/x86_64-linux-gnu"]
+        "update-ldcache --folder /usr/lib/x86_64-linux-gnu",
+        "disable-device-node-modification", "update-application-profile"]
     args = ["cdi", "generate", "--root", str(root), "--inventory", str(inventory), "-o", "yaml"]
     assert _run(args) == 0
     assert "warning" not in capsys.readouterr().err
+    status.unlink()  # no toolkit version: only the hooks every hook binary knows, and why
+    assert _run(args) == 0
+    assert "Toolkit's version is unknown" in capsys.readouterr().err
     hook.chmod(0o644)  # a hook that cannot run: validation says so before any container does
     found = cdi.validate_spec(doc, str(spec_file), host.RealHost())
     assert any("hooks[0].path" in f.field and "not executable" in f.message for f in found)

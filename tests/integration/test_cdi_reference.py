@@ -183,9 +183,9 @@ def _ctk_default_golden(ctk_dir: Path, driver_root: str) -> dict[str, Any]:
 
 def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
         oracle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same driver files as nvidia-ctk's rootfs-1 fixture; aiplat's spec has the env,
-    the library mounts at their versioned files and the hooks of nvidia-ctk's golden spec,
-    less the two 1.18+ hooks aiplat leaves out on purpose (host.nvidia_hooks)."""
+    """The same driver files as nvidia-ctk's rootfs-1 fixture (and toolkit 1.20.2
+    installed); aiplat's spec has the env, the library mounts at their versioned files and
+    the hooks of nvidia-ctk's golden spec."""
     if os.geteuid() != 0:
         _need("mknod of the fake driver root needs root")
     try:
@@ -205,6 +205,7 @@ def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
     hook.parent.mkdir(parents=True)
     hook.write_text("#!/bin/sh\n")
     hook.chmod(0o755)
+    _dpkg_toolkit(root, "1.20.2")
     monkeypatch.chdir(tmp_path)  # a relative root: the spec's host paths still absolute
     gpu = host.GpuIdentity(index=0, uuid="", minor=0)
     doc = host.generate("rootfs-1", gpus=[gpu], ldcache={
@@ -215,13 +216,10 @@ def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
     lib_mounts = [m for m in theirs["mounts"] if ".so." in m["containerPath"]]
     assert [(m["hostPath"], m["containerPath"]) for m in ours["mounts"]] == [
         (m["hostPath"], m["containerPath"]) for m in lib_mounts]
-    later = {"disable-device-node-modification", "update-application-profile"}
     # the same hooks; rootfs-1's linker cache has no soname entries, ours does, so aiplat
     # adds libcuda.so.999.88.77::libcuda.so.1 (the live nvidia-ctk run below adds it too)
-    assert [h["args"][1] for h in ours["hooks"]] == [
-        h["args"][1] for h in theirs["hooks"] if h["args"][1] not in later]
-    assert [h["args"] for h in ours["hooks"][1:]] == [
-        h["args"] for h in theirs["hooks"][1:] if h["args"][1] not in later]
+    assert [h["args"][1] for h in ours["hooks"]] == [h["args"][1] for h in theirs["hooks"]]
+    assert [h["args"] for h in ours["hooks"][1:]] == [h["args"] for h in theirs["hooks"][1:]]
     assert set(theirs["hooks"][0]["args"]) <= set(ours["hooks"][0]["args"])
     assert all(m["hostPath"].startswith("/") for m in ours["mounts"])
     assert [n["hostPath"] for n in doc["devices"][0]["containerEdits"]["deviceNodes"]] == [
@@ -258,6 +256,13 @@ def test_dri_nodes_and_registered_majors(tmp_path: Path) -> None:
     assert {n["major"] for n in mig["deviceNodes"][1:]} == {510}
 
 
+def _dpkg_toolkit(root: Path, version: str) -> None:
+    status = root / "var/lib/dpkg/status"
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text(f"Package: nvidia-container-toolkit-base\nStatus: install ok installed\n"
+                      f"Version: {version}-1\n\n")
+
+
 def _elf_driver_root(root: Path, version: str) -> None:
     """A driver root with real ELF libraries (gcc, each with its soname), a linker cache
     made by ``ldconfig -r`` and real character nodes: what nvidia-ctk's locators read."""
@@ -287,13 +292,14 @@ def _elf_driver_root(root: Path, version: str) -> None:
     hook.parent.mkdir(parents=True)
     hook.write_text("#!/bin/sh\n")
     hook.chmod(0o755)
+    _dpkg_toolkit(root, "1.20.2")
 
 
 def test_generated_gpu_spec_matches_nvidia_ctk_run_on_the_same_fake_root(
         oracle: Path, tmp_path: Path) -> None:
     """nvidia-ctk's own generator (pkg/nvcdi, DGX A100 NVML mock for two GPUs) and aiplat
     on one fake driver root: the same devices, nodes, env, library mounts and hooks, except
-    for the differences listed (each deliberate, see host.nvidia_hooks)."""
+    for the differences listed."""
     if os.geteuid() != 0 or shutil.which("gcc") is None or shutil.which("ldconfig") is None:
         _need("the ELF driver root needs root (mknod), gcc and ldconfig")
     try:
@@ -324,9 +330,7 @@ def test_generated_gpu_spec_matches_nvidia_ctk_run_on_the_same_fake_root(
     void = "/var/run/nvidia-container-devices/void"  # nvidia-ctk's legacy-hook marker
     assert [m["containerPath"] for m in o["mounts"]] == [
         m["containerPath"] for m in t["mounts"] if m["containerPath"] != void]
-    later = {"disable-device-node-modification", "update-application-profile"}
-    assert [h["args"] for h in o["hooks"]] == [h["args"] for h in t["hooks"]
-                                               if h["args"][1] not in later]
+    assert [h["args"] for h in o["hooks"]] == [h["args"] for h in t["hooks"]]
     # nvidia-ctk 1.20 adds apply-cuda-memory-limits per device; aiplat leaves it out
     assert {h["args"][1] for d in theirs["devices"]
             for h in d["containerEdits"].get("hooks", [])} == {"apply-cuda-memory-limits"}

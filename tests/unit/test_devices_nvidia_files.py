@@ -83,3 +83,26 @@ def test_pci_bus_ids_are_normalised() -> None:
     assert host.pci_bus_id("00000000:17:00.0") == "0000:17:00.0"
     assert host.pci_bus_id("0000:AB:00.1") == "0000:ab:00.1"
     assert host.pci_bus_id("nope") == ""
+
+
+def test_hooks_follow_what_the_installed_toolkit_knows(tmp_path: Path) -> None:
+    hook = tmp_path / "usr/bin/nvidia-cdi-hook"
+    hook.parent.mkdir(parents=True)
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+    mounts = [host.Mount(f"{tmp_path}{LIB}/libcuda.so.{V}", f"{LIB}/libcuda.so.{V}")]
+
+    def names(toolkit: tuple[int, int, int] | None) -> list[str]:
+        return [h.args[1] for h in host.nvidia_hooks(str(tmp_path), mounts, V, {}, toolkit)]
+
+    assert names(None) == ["create-symlinks", "update-ldcache"]  # unknown: 1.16's hooks
+    assert names((1, 17, 8)) == ["create-symlinks", "update-ldcache"]
+    assert names((1, 18, 0)) == ["create-symlinks", "enable-cuda-compat", "update-ldcache",
+                                 "disable-device-node-modification"]
+    assert names((1, 20, 2))[-1] == "update-application-profile"
+    status = tmp_path / "var/lib/dpkg/status"
+    status.parent.mkdir(parents=True)
+    status.write_text("Package: nvidia-container-toolkit\nStatus: deinstall ok config-files\n"
+                      "Version: 1.14.0-1\n\nPackage: nvidia-container-toolkit-base\n"
+                      "Status: install ok installed\nVersion: 1.18.1-1\n")
+    assert host.toolkit_version(str(tmp_path)) == (1, 18, 1)

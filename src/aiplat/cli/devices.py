@@ -182,6 +182,11 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
                    "create-symlinks hooks, so images whose linker does not search the host's "
                    "library directory will not find libcuda.so.1; install the NVIDIA Container "
                    "Toolkit and generate again", err=True)
+    elif "aiplat-nvidia.com-gpu.json" in specs and host.toolkit_version(root) is None:
+        click.echo("warning: the NVIDIA Container Toolkit's version is unknown (no dpkg "
+                   "status under the root): only the hooks every nvidia-cdi-hook knows "
+                   "(create-symlinks, update-ldcache) are written, not enable-cuda-compat, "
+                   "disable-device-node-modification or update-application-profile", err=True)
     if write_dir is None:
         if len(specs) > 1 and output == "json":
             raise InputError(f"{len(specs)} specs ({', '.join(d['kind'] for d in specs.values())})"

@@ -356,44 +356,72 @@ def nvidia_hook_binary(root: str) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
+# The toolkit release whose hook binary first has each subcommand (nvidia-container-toolkit
+# CHANGELOG.md: nvidia-cdi-hook in 1.16.0; enable-cuda-compat and
+# disable-device-node-modification in 1.18.0-rc.1; update-application-profile in 1.20.0)
+HOOK_SINCE = {"create-symlinks": (1, 16, 0), "update-ldcache": (1, 16, 0),
+              "enable-cuda-compat": (1, 18, 0), "disable-device-node-modification": (1, 18, 0),
+              "update-application-profile": (1, 20, 0)}
+
+
+def toolkit_version(root: str) -> tuple[int, int, int] | None:
+    """The NVIDIA Container Toolkit installed under ``root`` (dpkg's status of
+    nvidia-container-toolkit-base or nvidia-container-toolkit), None if not found."""
+    try:
+        text = Path(_under(root, "/var/lib/dpkg/status")).read_text(errors="replace")
+    except OSError:
+        return None
+    for block in text.split("\n\n"):
+        if re.search(r"^Package: nvidia-container-toolkit(-base)?$", block, re.M) and \
+                re.search(r"^Status: install ok installed$", block, re.M):
+            m = re.search(r"^Version: (\d+)\.(\d+)\.(\d+)", block, re.M)
+            if m:
+                return int(m.group(1)), int(m.group(2)), int(m.group(3))
+    return None
+
+
 def nvidia_hooks(root: str, mounts: Iterable[Mount], driver_version: str | None = None,
-                 sonames: Mapping[str, str] | None = None) -> tuple[Hook, ...]:
-    """The createContainer hooks ``nvidia-ctk cdi generate`` adds for mounted driver libraries.
+                 sonames: Mapping[str, str] | None = None,
+                 toolkit: tuple[int, int, int] | None = None) -> tuple[Hook, ...]:
+    """The createContainer hooks ``nvidia-ctk cdi generate`` (v1.20) adds, in its order.
 
     The libraries are bind-mounted at their host paths; an image whose dynamic linker does
     not search that directory (a RHEL-based image on an Ubuntu host: ``/usr/lib64`` vs
     ``/usr/lib/x86_64-linux-gnu``) would not find ``libcuda.so.1`` without ``update-ldcache``
-    for the directories, and frameworks that ``dlopen("libcuda.so")`` need the unversioned
-    link (``create-symlinks``). Same hook names, arguments and order as nvidia-ctk 1.17
-    (``enable-cuda-compat`` only with the driver version, which it needs). Not the 1.18+
-    hooks (``disable-device-node-modification``, ``update-application-profile``): an older
-    toolkit's hook binary does not know them and would fail every container. None when no
-    hook binary is installed under ``root``: a spec naming a missing hook would fail every
-    container.
+    for the directories, and frameworks that ``dlopen("libcuda.so")`` need the soname and
+    unversioned links (``create-symlinks``). A hook is written only when the installed
+    toolkit's hook binary knows it (``HOOK_SINCE``; an unknown toolkit counts as 1.16): a
+    subcommand it lacks fails every container. ``enable-cuda-compat`` also needs the driver
+    version. None when no hook binary is installed under ``root``: a spec naming a missing
+    hook would fail every container.
     """
     found = nvidia_hook_binary(root)
     if found is None:
         return ()
     path, argv = found
+    have = toolkit or (1, 16, 0)
     libs = [m.container_path for m in mounts if ".so" in os.path.basename(m.container_path)]
     env = ("NVIDIA_CTK_DEBUG=false",)
+
+    def hook(*args: str) -> Hook:
+        return Hook("createContainer", path, (*argv, *args), env)
+
     links = {f"libcuda.so.1::{os.path.dirname(lib)}/libcuda.so" for lib in libs
              if os.path.basename(lib).startswith("libcuda.so.")}
     if driver_version:  # each versioned library under its soname, as nvidia-ctk links them
         links |= {f"{os.path.basename(file)}::{os.path.dirname(file)}/{so}"
                   for so, file in (sonames or {}).items()
                   if file in libs and os.path.basename(file) != so}
-    hooks = [Hook("createContainer", path,
-                  (*argv, "create-symlinks", *(a for ln in sorted(links) for a in ("--link", ln))),
-                  env)] if links else []
-    if driver_version and hooks:  # pkg/nvcdi: right after create-symlinks, as nvidia-ctk
-        hooks.append(Hook("createContainer", path, (
-            *argv, "enable-cuda-compat", f"--host-driver-version={driver_version}"), env))
+    hooks = [hook("create-symlinks", *(a for ln in sorted(links) for a in ("--link", ln)))] \
+        if links else []
+    if driver_version and hooks and have >= HOOK_SINCE["enable-cuda-compat"]:
+        hooks.append(hook("enable-cuda-compat", f"--host-driver-version={driver_version}"))
     folders = sorted({os.path.dirname(lib) for lib in libs})
     if folders:
-        hooks.append(Hook("createContainer", path,
-                          (*argv, "update-ldcache", *(a for f in folders for a in ("--folder", f))),
-                          env))
+        hooks.append(hook("update-ldcache", *(a for f in folders for a in ("--folder", f))))
+    for name in ("disable-device-node-modification", "update-application-profile"):
+        if have >= HOOK_SINCE[name]:
+            hooks.append(hook(name))
     return tuple(hooks)
 
 
@@ -423,7 +451,8 @@ def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) 
     spec_env = (*((f"NVIDIA_CTK_LIBCUDA_DIR={os.path.dirname(cuda[0])}",) if cuda else ()),
                 "NVIDIA_VISIBLE_DEVICES=void")
     return Edits(tuple(nodes), (*spec_env, *env), tuple(mounts),
-                 nvidia_hooks(root, mounts, version, nvf.sonames(root, ldcache)))
+                 nvidia_hooks(root, mounts, version, nvf.sonames(root, ldcache),
+                              toolkit_version(root)))
 
 
 def _registered(n: NodeFact, majors: Mapping[str, int]) -> NodeFact:
