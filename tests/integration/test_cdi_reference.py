@@ -339,3 +339,29 @@ def test_generated_gpu_spec_matches_nvidia_ctk_run_on_the_same_fake_root(
     (both / "ours.yaml").write_text(cdi.dumps(ours, "yaml"))
     (both / "theirs.yaml").write_text(cp.stdout)
     assert _disagreements(oracle, sorted(both.iterdir())) == []
+
+
+def test_imex_channels_match_nvidia_ctk(oracle: Path, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        _need("mknod of the fake driver root needs root")
+    try:
+        ctk_dir = oracles.module_source(*oracles.NVIDIA_CTK)
+    except InputError as e:
+        _need(str(e))
+    root = tmp_path / "root"
+    chan = root / "dev/nvidia-caps-imex-channels"
+    chan.mkdir(parents=True)
+    for i in (0, 1, 2047):
+        os.mknod(chan / f"channel{i}", 0o020666, os.makedev(234, i))
+    doc = host.generate(str(root))["aiplat-nvidia.com-imex-channel.json"]
+    text = next(iter(upstream_specs(ctk_dir, ["pkg/nvcdi/lib-imex_test.go"]).values()))
+    want = yaml.safe_load(text.replace("/fake/hostRoot", str(root)))
+    assert [(d["name"], [(n["path"], n["hostPath"]) for n in d["containerEdits"]["deviceNodes"]])
+            for d in doc["devices"]] == [
+        (d["name"], [(n["path"], n["hostPath"]) for n in d["containerEdits"]["deviceNodes"]])
+        for d in want["devices"]]
+    assert doc["containerEdits"]["env"] == want["containerEdits"]["env"]
+    assert (doc["kind"], doc["cdiVersion"]) == (want["kind"], want["cdiVersion"])
+    spec = tmp_path / "imex.json"
+    spec.write_text(cdi.dumps(doc))
+    assert _disagreements(oracle, [spec]) == []

@@ -320,6 +320,11 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
             ldcache = linker_cache(root)
         add("nvidia.com/gpu", _nvidia_devices(nv, root, mig_minors), _nvidia_common(root, ldcache,
                                                                                     common_env))
+    channels = imex_channels(root)
+    if channels:  # pkg/nvcdi/lib-imex.go: one device per channel, no "all"
+        specs[cdi.spec_filename("nvidia.com/imex-channel")] = cdi.build_spec(
+            "nvidia.com/imex-channel", [DeviceEntry(str(i), Edits((n,))) for i, n in channels],
+            Edits(env=("NVIDIA_VISIBLE_DEVICES=void",)), all_device=False)
     amd = [g for g in gpus if g.vendor == "amd"]
     if amd:
         devs = []
@@ -341,6 +346,17 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
     for kind, devs in by_kind.items():
         add(kind, devs, Edits((), common_env, extra_mounts))
     return specs
+
+
+def imex_channels(root: str) -> list[tuple[int, NodeFact]]:
+    """The IMEX channel nodes (``/dev/nvidia-caps-imex-channels/channelN``), by N."""
+    out = []
+    for p in Path(_under(root, "/dev/nvidia-caps-imex-channels")).glob("channel*"):
+        if p.name[7:].isdigit():
+            n = stat_node(f"/dev/nvidia-caps-imex-channels/{p.name}", root)
+            if n is not None:
+                out.append((int(p.name[7:]), n))
+    return sorted(out, key=lambda x: x[0])
 
 
 NVIDIA_HOOK_BINARIES = (("/usr/bin/nvidia-cdi-hook", ("nvidia-cdi-hook",)),
