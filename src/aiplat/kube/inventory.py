@@ -34,6 +34,11 @@ class PoolInventory:
     def all_label_keys(self) -> set[str]:
         return set(self.labels) | set(self.topology_labels) | {HOSTNAME_LABEL}
 
+    def per_node(self, resource: str) -> int:
+        """Units of an extended resource one node has (pools are uniform; a pod must fit
+        on one node, whatever the pool's total)."""
+        return self.capacity.get(resource, 0) // max(self.nodes, 1)
+
 
 @dataclass(frozen=True)
 class Inventory:

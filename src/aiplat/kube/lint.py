@@ -26,7 +26,16 @@ workload can be stuck or a tenant fenced wrongly; warnings need a decision. Rule
   pod-security              pods pass their namespace's Pod Security level (hostPath,
                             privileged, host namespaces; restricted's securityContext rules)
 
-and those of ``lint_admission``: what a live cluster refuses although schemas accept it.
+and those of the modules beside it, each with its classes' symptoms and upstream sources in
+its docstring:
+
+  lint_admission   what a live cluster refuses although schemas accept it (limitrange-admits,
+                   kueue-dra-mapping, resourcequota-dra, dra-device-plugin, tas-autoscaled,
+                   workload-shape)
+  lint_kueue       who admits a workload: cohort-cycle, quota-without-cohort, kueue-managed,
+                   workload-unqueued, queue-stopped, kueue-config
+  lint_fit         pods that fit nothing: gpu-per-node, resource-unserved, pvc-access-mode
+  lint_selectors   what selects pods: netpol-default-deny, selector-matches
 """
 
 from __future__ import annotations
@@ -623,9 +632,14 @@ RULES: tuple[Callable[[Context], list[Finding]], ...] = (
 
 
 def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
-    from aiplat.kube.lint_admission import ADMISSION_RULES  # its rules build on this module
+    # The rule modules build on this one's helpers, so they are imported here.
+    from aiplat.kube.lint_admission import ADMISSION_RULES
+    from aiplat.kube.lint_fit import FIT_RULES
+    from aiplat.kube.lint_kueue import KUEUE_RULES
+    from aiplat.kube.lint_selectors import SELECTOR_RULES
 
     ctx = Context(objects, inventory)
-    findings = [f for rule in RULES + ADMISSION_RULES for f in rule(ctx)]
+    rules = RULES + ADMISSION_RULES + KUEUE_RULES + FIT_RULES + SELECTOR_RULES
+    findings = [f for rule in rules for f in rule(ctx)]
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order.get(f.severity, 2), f.rule, f.object))

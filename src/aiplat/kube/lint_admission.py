@@ -3,7 +3,9 @@ defect class the lab cluster (``aiplat lab cluster``) revealed, so users without
 are warned too. Rules, by name:
 
   limitrange-admits   a container's request above the limit a LimitRange gives it (its
-                      default limit, which the API server sets to the max when unset)
+                      default limit, which the API server sets to the max when unset), a
+                      request below its min, a pod's sum above a Pod item's max (the
+                      LimitRanger admission plugin, plugin/pkg/admission/limitranger)
   kueue-dra-mapping   claim templates of queued workloads on a DeviceClass that Kueue's
                       Configuration does not map, or with firstAvailable / All / adminAccess
                       (Kueue marks such workloads inadmissible)
@@ -77,12 +79,49 @@ def limitrange_admits(ctx: Context) -> list[Finding]:
                     "as its limit, and the API server refuses the pod (request above limit)",
                     f"set default.{r} to the max ({maximum[r]}) or drop it"))
     for o in ctx.objects:
-        default, maximum = _container_limits(items.get(namespace(o), []))
-        if not default and not maximum:
-            continue
+        lr_items = items.get(namespace(o), [])
+        default, maximum = _container_limits(lr_items)
         for spec in _pod_specs(o):
             for c in spec.get("containers") or []:
-                out += _container_findings(o, c, default, maximum)
+                if default or maximum:
+                    out += _container_findings(o, c, default, maximum)
+                out += _min_findings(o, c, lr_items)
+            out += _pod_item_findings(o, spec, lr_items)
+    return out
+
+
+def _min_findings(o: Obj, c: Obj, lr_items: list[Obj]) -> list[Finding]:
+    requests = ((c.get("resources") or {}).get("requests")) or {}
+    out = []
+    for item in lr_items:
+        if item.get("type", "Container") != "Container":
+            continue
+        for r, low in (item.get("min") or {}).items():
+            if r in requests and _q(requests[r]) < _q(low):
+                out.append(Finding(
+                    "error", "limitrange-admits", ref(o),
+                    f"container {c.get('name')!r} requests {requests[r]} {r}, below the "
+                    f"LimitRange min {low}: the API server refuses its pods ('minimum {r} "
+                    "usage per Container')", f"request at least {low} {r}"))
+    return out
+
+
+def _pod_item_findings(o: Obj, spec: Obj, lr_items: list[Obj]) -> list[Finding]:
+    """A Pod item's max caps the sum over the pod's containers (requests and limits)."""
+    from aiplat.kube.lint_fit import pod_requests  # lint_fit builds on this module
+
+    total = pod_requests(spec)
+    out = []
+    for item in lr_items:
+        if item.get("type") != "Pod":
+            continue
+        for r, high in (item.get("max") or {}).items():
+            if r in total and total[r] > _q(high):
+                out.append(Finding(
+                    "error", "limitrange-admits", ref(o),
+                    f"its pods ask for {total[r]:g} {r} in all, above the LimitRange's Pod max "
+                    f"{high}: the API server refuses them ('maximum {r} usage per Pod')",
+                    f"lower the containers' {r} or raise the Pod max"))
     return out
 
 

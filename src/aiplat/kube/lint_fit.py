@@ -1,0 +1,207 @@
+"""Lint rules for pods that can never fit what they ask for: a node, a device, a volume.
+Each class, with its page at night and the rule's source:
+
+  gpu-per-node      a pod asks for more GPUs (an extended resource, or a DRA claim's
+                    device count) than one node of any pool has. Symptom: Kueue admits it
+                    (quota is pooled), the scheduler leaves it Pending, 'Insufficient
+                    nvidia.com/gpu' / 'cannot allocate all claims'. Source: kube-scheduler
+                    NodeResourcesFit filter (pkg/scheduler/framework/plugins/noderesources/
+                    fit.go), DRA allocates a claim's devices from one node's slices
+                    (staging/src/k8s.io/dynamic-resource-allocation/structured).
+  resource-unserved a pod asks for a resource no pool provides, e.g. a MIG profile
+                    (nvidia.com/mig-3g.40gb) on pools where MIG is off. Symptom: Kueue marks
+                    it inadmissible ('resource ... unavailable in ClusterQueue') or, outside
+                    Kueue, the scheduler never places it. Source: Kueue pkg/scheduler/
+                    flavorassigner (resources not covered by the ClusterQueue); the GPU
+                    operator's mig-manager names MIG resources nvidia.com/mig-<profile>
+                    only with the mixed strategy on MIG-enabled nodes.
+  pvc-access-mode   a PersistentVolumeClaim (or an ephemeral volume's claim template) asks
+                    for an access mode its StorageClass's CSI driver cannot serve. Symptom:
+                    the PVC stays Pending, the pod with it never starts. Source: the CSI
+                    driver's advertised volume capabilities (table below); a StorageClass
+                    the tree does not define is a warning (the cluster may have it; if not,
+                    'storageclass.storage.k8s.io not found').
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Any
+
+from aiplat.kube import cel
+from aiplat.kube.inventory import PoolInventory
+from aiplat.kube.lint import Context, Finding, _pod_specs, _q, name, namespace
+from aiplat.kube.lint_admission import _requests
+from aiplat.kube.validate import ref
+
+Obj = dict[str, Any]
+RWO, ROX, RWX, RWOP = "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"
+# Access modes each CSI driver serves (its ControllerServer/NodeServer volume capabilities):
+# csi-driver-nfs pkg/nfs/nfs.go (all multi-node modes); ceph-csi README support matrix (RBD
+# file mode RWO only, CephFS RWX); mountpoint-s3-csi-driver docs/CONFIGURATION.md (ROX, RWX;
+# static only); aws-ebs-csi-driver pkg/driver/controller.go (single-node writer, RWOP);
+# Kubernetes local volumes (one node).
+ACCESS_MODES = {
+    "nfs.csi.k8s.io": {RWO, ROX, RWX, RWOP},
+    "rbd.csi.ceph.com": {RWO, RWOP},
+    "cephfs.csi.ceph.com": {RWO, ROX, RWX, RWOP},
+    "s3.csi.aws.com": {ROX, RWX},
+    "ebs.csi.aws.com": {RWO, RWOP},
+    "kubernetes.io/no-provisioner": {RWO, RWOP},
+}
+NOT_EXTENDED = {"cpu", "memory", "ephemeral-storage"}
+
+
+def pod_requests(spec: Obj) -> dict[str, Decimal]:
+    """What one pod asks of a node: the sum over its containers, at least each init
+    container (extended resources: the request, or the limit it defaults to)."""
+    def of(c: Obj) -> dict[str, Decimal]:
+        res = c.get("resources") or {}
+        return {k: _q(v) for k, v in {**(res.get("limits") or {}),
+                                      **(res.get("requests") or {})}.items()}
+    total: dict[str, Decimal] = defaultdict(Decimal)
+    for c in spec.get("containers") or []:
+        for k, v in of(c).items():
+            total[k] += v
+    for c in spec.get("initContainers") or []:
+        for k, v in of(c).items():
+            total[k] = max(total[k], v)
+    return dict(total)
+
+
+def _extended(spec: Obj) -> Iterable[tuple[str, Decimal]]:
+    for k, v in sorted(pod_requests(spec).items()):
+        if k not in NOT_EXTENDED and not k.startswith("hugepages-") and v > 0:
+            yield k, v
+
+
+def _class_devices(ctx: Context, cls: str) -> dict[str, int]:
+    """Devices one node of each pool offers to a DeviceClass (its CEL selectors)."""
+    dc = next((d for d in ctx.kind("DeviceClass") if name(d) == cls), None)
+    if dc is None:
+        return {}
+    exprs = [(s.get("cel") or {}).get("expression", "")
+             for s in (dc.get("spec") or {}).get("selectors") or []]
+    out: dict[str, int] = {}
+    for p in ctx.inventory.pools:
+        try:
+            n = sum(all(cel.evaluate(e, p.driver, d) for e in exprs) for d in p.devices)
+        except cel.CelError:
+            continue  # deviceclass-matches reports a selector that does not evaluate
+        if n:
+            out[p.name] = n
+    return out
+
+
+def _claim_counts(ctx: Context, o: Obj, spec: Obj) -> Iterable[tuple[str, str, int]]:
+    """(template, DeviceClass, devices) of each ExactCount request a pod's claims make."""
+    templates = {name(t): t for t in ctx.kind("ResourceClaimTemplate")
+                 if namespace(t) == namespace(o)}
+    for rc in spec.get("resourceClaims") or []:
+        t = templates.get(rc.get("resourceClaimTemplateName", ""))
+        if t is None:
+            continue
+        for req in _requests(t):
+            ex = req.get("exactly") or {}
+            if ex.get("deviceClassName") and ex.get("allocationMode", "ExactCount") == \
+                    "ExactCount":
+                yield name(t), ex["deviceClassName"], int(ex.get("count", 1))
+
+
+def _largest(pools: list[PoolInventory], res: str) -> tuple[int, str]:
+    return max(((p.per_node(res), p.name) for p in pools if p.capacity.get(res)),
+               default=(0, ""))
+
+
+def gpu_per_node(ctx: Context) -> list[Finding]:
+    out = []
+    for o in ctx.objects:
+        for spec in _pod_specs(o):
+            for res, want in _extended(spec):
+                most, pool = _largest(ctx.inventory.pools, res)
+                if most and want > most:
+                    out.append(Finding(
+                        "error", "gpu-per-node", ref(o),
+                        f"one pod asks for {want:g} {res} but the largest node (pool {pool}) "
+                        f"has {most}: it is admitted and then Pending forever (Insufficient "
+                        f"{res})", f"ask for at most {most} per pod and add pods (parallelism"
+                        " or replicas) for the rest"))
+            for tname, cls, count in _claim_counts(ctx, o, spec):
+                per_pool = _class_devices(ctx, cls)
+                if per_pool and count > max(per_pool.values()):
+                    out.append(Finding(
+                        "error", "gpu-per-node", ref(o),
+                        f"claim template {tname} asks for {count} devices of {cls} but one "
+                        f"node has at most {max(per_pool.values())} ({per_pool}): the claim "
+                        "never allocates ('cannot allocate all claims')",
+                        f"lower the request's count to {max(per_pool.values())} or less"))
+    return out
+
+
+def resource_unserved(ctx: Context) -> list[Finding]:
+    served = {r for p in ctx.inventory.pools for r in p.capacity}
+    if not ctx.inventory.pools:
+        return []
+    out = []
+    for o in ctx.objects:
+        for spec in _pod_specs(o):
+            for res, _ in _extended(spec):
+                if res in served:
+                    continue
+                mig = res.startswith("nvidia.com/mig-")
+                why = (f"asks for {res}, a MIG profile no pool has: MIG is off (or laid out "
+                       "otherwise) on every pool" if mig else
+                       f"asks for {res}, which no pool provides")
+                out.append(Finding(
+                    "error", "resource-unserved", ref(o),
+                    why + ": Kueue finds it no flavor ('unavailable in ClusterQueue') and "
+                    "no node could run it", f"ask for one of {sorted(served)}" + (
+                        ", or enable MIG with this profile on a pool (sharing: mig, "
+                        "migLayout)" if mig else "")))
+    return out
+
+
+def _claims(ctx: Context) -> Iterable[tuple[Obj, str, Obj]]:
+    """(object, claim label, PVC spec) for PVCs and pods' ephemeral claim templates."""
+    for pvc in ctx.kind("PersistentVolumeClaim"):
+        yield pvc, "", pvc.get("spec") or {}
+    for o in ctx.objects:
+        for spec in _pod_specs(o):
+            for v in spec.get("volumes") or []:
+                tpl = ((v.get("ephemeral") or {}).get("volumeClaimTemplate") or {})
+                if tpl:
+                    yield o, f"ephemeral volume {v.get('name')!r}: ", tpl.get("spec") or {}
+
+
+def pvc_access_mode(ctx: Context) -> list[Finding]:
+    classes = {name(sc): str(sc.get("provisioner", "")) for sc in ctx.kind("StorageClass")}
+    out = []
+    for o, label, spec in _claims(ctx):
+        sc = spec.get("storageClassName")
+        if not sc:
+            continue  # the cluster's default class; the tree cannot tell which
+        if sc not in classes:
+            out.append(Finding(
+                "warning", "pvc-access-mode", ref(o),
+                f"{label}storageClassName {sc!r} is not a StorageClass of this tree: unless "
+                "the cluster has one by that name the claim stays Pending",
+                f"use one of {sorted(classes)} or add the StorageClass"))
+            continue
+        modes = ACCESS_MODES.get(classes[sc])
+        bad = sorted(set(spec.get("accessModes") or []) - modes) if modes else []
+        if bad:
+            out.append(Finding(
+                "error", "pvc-access-mode", ref(o),
+                f"{label}asks for {', '.join(bad)} on StorageClass {sc}, whose driver "
+                f"{classes[sc]} serves only {sorted(modes or ())}: the claim stays Pending "
+                "and its pods never start",
+                f"use {sorted(modes or ())[0]} or a StorageClass whose driver serves "
+                f"{bad[0]}"))
+    return out
+
+
+FIT_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
+    gpu_per_node, resource_unserved, pvc_access_mode,
+)

@@ -1,0 +1,219 @@
+"""Lint rules for who admits a workload: Kueue's cohort tree, its quota rules and which jobs
+its webhook and reconciler manage at all. Each class, with the page an admin gets and where
+the rule comes from (Kueue v0.19.2 unless said otherwise):
+
+  cohort-cycle          Cohorts whose parentName links form a cycle. Symptom: every
+                        ClusterQueue under them is inactive, nothing admitted, no error on
+                        apply. Source: pkg/cache/scheduler/snapshot.go (inactive reason
+                        HasCycle), Cohort CRD doc of spec.parentName.
+  quota-without-cohort  borrowingLimit on a ClusterQueue without a cohort. Symptom: the API
+                        server refuses the ClusterQueue, so its tenant has no queue. Source:
+                        apis/kueue/v1beta2 ClusterQueueSpec CEL rule ("borrowingLimit must be
+                        nil when cohort is empty"). A lendingLimit there is a warning: it lends
+                        to nobody.
+  kueue-managed         a queued Job/JobSet/... that Kueue cannot hold back: its kind is not
+                        in the Configuration's integrations.frameworks, or its namespace is
+                        outside managedJobsNamespaceSelector (the webhook suspends it, the
+                        reconciler never creates its Workload: it never runs), or it is in
+                        kube-system / Kueue's namespace, which Kueue's webhooks never see (it
+                        starts at once, outside quota). Source: pkg/controller/jobframework
+                        utils.go WorkloadShouldBeSuspended, reconciler.go ReconcileGenericJob
+                        ("Namespace not opted in"), config/components/webhook/kustomization.yaml.
+  workload-unqueued     a workload without a queue-name label in a tenant namespace (one with
+                        a LocalQueue). With manageJobsWithoutQueueName false Kueue ignores it
+                        and it runs beside the quota, taking GPUs admitted work was promised;
+                        with it true Kueue suspends it and, without a LocalQueue named
+                        "default", it never runs. Source: reconciler.go ("queue-name label is
+                        not set, ignoring the job"), jobframework defaults.go
+                        (ApplyDefaultLocalQueue).
+  queue-stopped         a ClusterQueue or LocalQueue with stopPolicy Hold/HoldAndDrain.
+                        Symptom: workloads pending with "is stopped". Source: apis/kueue/
+                        v1beta2 StopPolicy.
+  kueue-config          a Configuration Kueue refuses to start with: managedJobsNamespaceSelector
+                        matching kube-system or Kueue's own namespace. Source: pkg/config/
+                        validation.go validateManagedJobsNamespaceSelector.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from aiplat.kube.lint import Context, Finding, _cohort, name, namespace, selector_matches
+from aiplat.kube.lint_admission import QUEUE_LABEL, _kueue_configuration
+from aiplat.kube.validate import ref
+
+Obj = dict[str, Any]
+# Kueue's job kinds and the framework name that enables each (pkg/controller/jobs/*).
+FRAMEWORKS = {"Job": "batch/job", "JobSet": "jobset.x-k8s.io/jobset", "Pod": "pod",
+              "Deployment": "deployment", "StatefulSet": "statefulset",
+              "LeaderWorkerSet": "leaderworkerset.x-k8s.io/leaderworkerset",
+              "RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster",
+              "PyTorchJob": "kubeflow.org/pytorchjob", "TrainJob": "trainer.kubeflow.org/trainjob",
+              "MPIJob": "kubeflow.org/mpijob", "AppWrapper": "workload.codeflare.dev/appwrapper"}
+KUEUE_NS = "kueue-system"
+NAME_LABEL = "kubernetes.io/metadata.name"
+# Kueue's own default for managedJobsNamespaceSelector (apis/config/v1beta2/defaults.go).
+DEFAULT_MANAGED = {"matchExpressions": [{"key": NAME_LABEL, "operator": "NotIn",
+                                         "values": ["kube-system", KUEUE_NS]}]}
+
+
+def ns_labels(ctx: Context, ns: str) -> dict[str, str]:
+    """A namespace's labels as selectors see them (the API server adds its name label)."""
+    for n in ctx.kind("Namespace"):
+        if name(n) == ns:
+            return {**((n.get("metadata") or {}).get("labels") or {}), NAME_LABEL: ns}
+    return {NAME_LABEL: ns}
+
+
+def cohort_cycle(ctx: Context) -> list[Finding]:
+    parents = {name(c): str((c.get("spec") or {}).get("parentName") or "")
+               for c in ctx.kind("Cohort")}
+    reported: set[str] = set()
+    out = []
+    for start in sorted(parents):
+        path: list[str] = []
+        node = start
+        while node and node not in path and node not in reported:
+            path.append(node)
+            node = parents.get(node, "")
+        if not node or node in reported or node not in path:
+            continue
+        cycle = path[path.index(node):]
+        reported |= set(cycle)
+        cqs = sorted(name(cq) for cq in ctx.kind("ClusterQueue") if _cohort(cq) in cycle)
+        out.append(Finding(
+            "error", "cohort-cycle", f"Cohort/{min(cycle)}",
+            f"spec.parentName links {' -> '.join([*cycle, cycle[0]])} form a cycle: Kueue "
+            f"makes every ClusterQueue below it inactive (HasCycle)"
+            + (f", so {', '.join(cqs)} admit nothing" if cqs else ""),
+            "point one of these Cohorts' spec.parentName at the tree's root (or drop it)"))
+    return out
+
+
+def quota_without_cohort(ctx: Context) -> list[Finding]:
+    out = []
+    for cq in ctx.kind("ClusterQueue"):
+        if _cohort(cq):
+            continue
+        for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+            for fl in rg.get("flavors") or []:
+                for r in fl.get("resources") or []:
+                    where = f"flavor {fl.get('name')} resource {r.get('name')}"
+                    if "borrowingLimit" in r:
+                        out.append(Finding(
+                            "error", "quota-without-cohort", ref(cq),
+                            f"borrowingLimit on {where} but spec.cohortName is empty: the API "
+                            "server refuses the ClusterQueue ('borrowingLimit must be nil "
+                            "when cohort is empty'), its tenant has no queue",
+                            "set spec.cohortName, or drop borrowingLimit"))
+                    if "lendingLimit" in r:
+                        out.append(Finding(
+                            "warning", "quota-without-cohort", ref(cq),
+                            f"lendingLimit on {where} but the queue is in no cohort: there is "
+                            "nobody to lend to", "set spec.cohortName, or drop lendingLimit"))
+    return out
+
+
+def _config(ctx: Context) -> tuple[Obj | None, list[str], bool, Obj]:
+    """(Configuration, frameworks, manageJobsWithoutQueueName, managed selector), defaulted
+    as Kueue defaults them."""
+    cfg = _kueue_configuration(ctx)
+    c = cfg or {}
+    frameworks = list((c.get("integrations") or {}).get("frameworks") or ["batch/job"])
+    managed = c.get("managedJobsNamespaceSelector")  # {} selects every namespace
+    return (cfg, frameworks, bool(c.get("manageJobsWithoutQueueName", False)),
+            DEFAULT_MANAGED if managed is None else managed)
+
+
+def _top_level(o: Obj) -> bool:
+    """Not owned by another object (a JobSet's Jobs, a Deployment's Pods are managed
+    through their owner)."""
+    return not (o.get("metadata") or {}).get("ownerReferences")
+
+
+def kueue_managed(ctx: Context) -> list[Finding]:
+    cfg, frameworks, _, managed = _config(ctx)
+    kueue_ns = str((cfg or {}).get("namespace") or KUEUE_NS)
+    out = []
+    for o in ctx.objects:
+        labels = (o.get("metadata") or {}).get("labels") or {}
+        kind = str(o.get("kind"))
+        if QUEUE_LABEL not in labels or kind not in FRAMEWORKS or not _top_level(o):
+            continue
+        ns = namespace(o)
+        if FRAMEWORKS[kind] not in frameworks:
+            why = (f"Kueue's integrations.frameworks {frameworks} leave out "
+                   f"{FRAMEWORKS[kind]!r}: its webhook never suspends it, so it starts at "
+                   "once outside any quota")
+            fix = f"add {FRAMEWORKS[kind]} to integrations.frameworks in kueue-manager-config"
+        elif ns in ("kube-system", kueue_ns):
+            why = (f"Kueue's webhooks skip namespace {ns}: it is created running and admitted "
+                   "by no ClusterQueue")
+            fix = "run queued workloads in a tenant namespace"
+        elif not selector_matches(managed, ns_labels(ctx, ns)):
+            why = (f"namespace {ns} is outside Kueue's managedJobsNamespaceSelector: the "
+                   "webhook suspends it but the reconciler never creates its Workload, so it "
+                   "stays suspended forever")
+            fix = (f"label namespace {ns} to match managedJobsNamespaceSelector {managed}, "
+                   "or widen the selector")
+        else:
+            continue
+        out.append(Finding("error", "kueue-managed", ref(o), why, fix))
+    return out
+
+
+def workload_unqueued(ctx: Context) -> list[Finding]:
+    _, frameworks, without_name, managed = _config(ctx)
+    queues: dict[str, set[str]] = {}
+    for lq in ctx.kind("LocalQueue"):
+        queues.setdefault(namespace(lq), set()).add(name(lq))
+    out = []
+    for o in ctx.objects:
+        kind, ns = str(o.get("kind")), namespace(o)
+        labels = (o.get("metadata") or {}).get("labels") or {}
+        if ns not in queues or kind not in FRAMEWORKS or QUEUE_LABEL in labels \
+                or not _top_level(o):
+            continue
+        handled = FRAMEWORKS[kind] in frameworks and selector_matches(managed, ns_labels(
+            ctx, ns))
+        if without_name and handled and "default" in queues[ns]:
+            continue  # Kueue puts it in the namespace's default LocalQueue
+        if without_name and handled:
+            why = ("manageJobsWithoutQueueName suspends it and the namespace has no "
+                   "LocalQueue named 'default': it never runs")
+        else:
+            why = ("Kueue ignores it (no queue-name label): it runs beside the quota, on "
+                   "GPUs the ClusterQueue promised to admitted work")
+        out.append(Finding("error", "workload-unqueued", ref(o),
+                           f"namespace {ns} is a Kueue tenant ({', '.join(sorted(queues[ns]))})"
+                           f" but this {kind} has no {QUEUE_LABEL}: {why}",
+                           f"label it {QUEUE_LABEL}: {sorted(queues[ns])[0]}"))
+    return out
+
+
+def queue_stopped(ctx: Context) -> list[Finding]:
+    return [Finding("error", "queue-stopped", ref(q),
+                    f"spec.stopPolicy is {q['spec']['stopPolicy']}: it admits no new workload "
+                    "(they stay pending, 'is stopped')", "set spec.stopPolicy: None")
+            for q in ctx.kind("ClusterQueue") + ctx.kind("LocalQueue")
+            if (q.get("spec") or {}).get("stopPolicy") in ("Hold", "HoldAndDrain")]
+
+
+def kueue_config(ctx: Context) -> list[Finding]:
+    cfg, _, _, managed = _config(ctx)
+    if cfg is None:
+        return []
+    kueue_ns = str(cfg.get("namespace") or KUEUE_NS)
+    return [Finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
+                    f"managedJobsNamespaceSelector matches namespace {ns}: Kueue refuses the "
+                    "Configuration and does not start, so nothing is admitted",
+                    f"exclude {ns} (key {NAME_LABEL}, operator NotIn)")
+            for ns in ("kube-system", kueue_ns)
+            if selector_matches(managed, {NAME_LABEL: ns})]
+
+
+KUEUE_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
+    cohort_cycle, quota_without_cohort, kueue_managed, workload_unqueued, queue_stopped,
+    kueue_config,
+)
