@@ -502,3 +502,18 @@ def test_speculative_decoding_matches_leviathans_improvement_factor() -> None:
     busy_fast = decode_throughput(**DECODE_8B, batch=1024, context_tokens=0, efficiency=spec)
     assert busy.bound == "compute"
     assert busy_fast.tokens_per_second < factor * busy.tokens_per_second
+
+
+def test_prefix_cache_hits_are_not_recomputed() -> None:
+    """A cached prefix of c = h·s tokens skips its 2·P·c FLOPs; the s − c new tokens still
+    attend to everything before them: 2·layers·(s² − c²)·d of causal attention."""
+    s, h = 4096, 0.75
+    cached = ServingEfficiency(compute=0.5, tensor_parallel=0.9, prefix_cache_hit=h)
+    r = prefill_time(model=M70B, prompt_tokens=s, hardware=H100, tensor_parallel=4,
+                     efficiency=cached)
+    c = h * s
+    flops = 2 * LLAMA3_70B_PARAMS * (s - c) + 2 * 80 * (s**2 - c**2) * 64 * 128
+    assert r.flops == pytest.approx(flops)
+    full = prefill_time(model=M70B, prompt_tokens=s, hardware=H100, tensor_parallel=4,
+                        efficiency=ServingEfficiency(compute=0.5, tensor_parallel=0.9))
+    assert r.ttft_seconds < 0.5 * full.ttft_seconds

@@ -61,7 +61,8 @@ def plan_inference(
     eff = inference.ServingEfficiency(
         bandwidth=serving.bandwidth_efficiency, compute=serving.compute_efficiency,
         tensor_parallel=serving.tensor_parallel_efficiency, draft_tokens=serving.draft_tokens,
-        acceptance_rate=serving.acceptance_rate, draft_cost=serving.draft_cost)
+        acceptance_rate=serving.acceptance_rate, draft_cost=serving.draft_cost,
+        prefix_cache_hit=serving.prefix_cache_hit_ratio)
     roof = inference.ServingHardware(memory_bandwidth_bps=hw.gpu.memory_bandwidth_tbps * 1e12,
                                      dense_tflops=hw.peak_tflops(w.precision))
 

@@ -78,10 +78,15 @@ class ServingEfficiency:
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
     draft_cost: float = 0.0
+    prefix_cache_hit: float = 0.0
+    """Share of each prompt found in the prefix cache (vLLM automatic prefix caching): those
+    tokens are not recomputed; the rest still attend to them."""
 
     def __post_init__(self) -> None:
         _require_fraction(bandwidth_efficiency=self.bandwidth, compute_efficiency=self.compute,
                           tp_efficiency=self.tensor_parallel)
+        if not 0 <= self.prefix_cache_hit < 1:
+            raise ValueError(f"prefix_cache_hit must be in [0, 1), got {self.prefix_cache_hit!r}")
         if self.draft_tokens < 0 or not 0 <= self.acceptance_rate < 1 or self.draft_cost < 0:
             raise ValueError("speculative decoding needs draft_tokens >= 0, 0 <= "
                              "acceptance_rate < 1 and draft_cost >= 0")
@@ -538,9 +543,12 @@ def _prefill(m: _Model, prompt_tokens: int) -> tuple[float, float, float]:
     Pipeline stages run one after another for a single prompt, so TTFT sees only TP GPUs.
     """
     shape = m.shape
-    # Causal attention: QK^T and AV over the lower triangle, 2·layers·s²·(heads·head_dim)
-    flops = 2 * shape.flops_params * prompt_tokens + (
-        2 * shape.layers * prompt_tokens**2 * shape.attention_dim
+    # Causal attention: QK^T and AV over the lower triangle, 2·layers·s²·(heads·head_dim);
+    # with c cached prefix tokens only s − c are computed, attending to all before them:
+    # 2·layers·(s² − c²)·d.
+    cached = m.speculation.prefix_cache_hit * prompt_tokens
+    flops = 2 * shape.flops_params * (prompt_tokens - cached) + (
+        2 * shape.layers * (prompt_tokens**2 - cached**2) * shape.attention_dim
     )
     compute_s = flops / (m.tp * m.peak_flops * m.compute_efficiency * m.tp_factor)
     memory_s = (
@@ -606,6 +614,7 @@ def _model_inputs(m: _Model, weight_precision: str, kv_precision: str) -> dict[s
         "draft_tokens": m.speculation.draft_tokens,
         "acceptance_rate": m.speculation.acceptance_rate,
         "draft_cost": m.speculation.draft_cost,
+        "prefix_cache_hit": m.speculation.prefix_cache_hit,
     }
 
 

@@ -652,6 +652,9 @@ class ServingSpec(SpecModel):
                                    "decoding: chance the target keeps a draft token (measured)")
     draft_cost: float = Field(default=0.0, ge=0, le=1, description="speculative decoding: one "
                               "draft step's time / one target step's")
+    prefix_cache_hit_ratio: float = Field(
+        default=0.0, ge=0, lt=1, description="share of prompt tokens served from the prefix "
+        "cache (shared system prompts, multi-turn history); not recomputed in prefill")
 
     @model_validator(mode="after")
     def _speculation(self) -> Self:
