@@ -129,10 +129,17 @@ def test_every_generated_spec_loads(oracle: Path, tmp_path: Path) -> None:
     (root / "dev/acc0").write_text("")
     os.unlink(root / "dev/acc0")
     os.mknod(root / "dev/acc0", 0o020666, os.makedev(240, 0))
-    inv = host.gpus_from_inventory({"gpus": gpus})
+    for rel, major, minor in (("dev/kfd", 241, 0), ("dev/dri/renderD128", 226, 128),
+                              ("dev/infiniband/uverbs0", 231, 192),
+                              ("dev/infiniband/rdma_cm", 10, 58)):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        os.mknod(root / rel, 0o020666, os.makedev(major, minor))
+    inv = host.gpus_from_inventory({"gpus": [*gpus, {"index": 0, "uuid": "", "minor": 0,
+                                                     "vendor": "amd"}]})
     specs = host.generate(str(root), gpus=inv, chars=[
         host.parse_char_option("example.com/acc=0:/dev/acc0")], env=["A=1"], ldcache={})
-    assert {d["kind"] for d in specs.values()} == {"nvidia.com/gpu", "example.com/acc"}
+    assert {d["kind"] for d in specs.values()} == {"nvidia.com/gpu", "example.com/acc",
+                                                   "amd.com/gpu", "rdma.aiplat.io/hca"}
     out = tmp_path / "specs"
     out.mkdir()
     files = []

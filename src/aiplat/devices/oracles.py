@@ -145,10 +145,13 @@ def reference_verdicts(files: Sequence[str], binary: Path | None = None,
 def main() -> int:
     try:
         report = build(progress=lambda m: print(m, file=sys.stderr))
-        build_ctk(progress=lambda m: print(m, file=sys.stderr))
     except InputError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    try:  # needs gcc (cgo): without it only the nvidia-ctk comparison test cannot run
+        build_ctk(progress=lambda m: print(m, file=sys.stderr))
+    except InputError as e:
+        print(f"warning: {e}", file=sys.stderr)
     what = "built cdi-oracle" if report["built"] else "up to date"  # + ctk-generate
     print(f"CDI reference loader {report['version']}: {what} in {report['seconds']} s: "
           f"{report['cache']}")
