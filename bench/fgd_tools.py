@@ -93,7 +93,9 @@ def _git_dir(source: Path) -> Path:
 def gpu_nodes(folder: Path, every: int = 1) -> list[Node]:
     """The GPU nodes (``data/prepare_input.sh``: the GPU node list only); with ``every`` > 1,
     every n-th of them in name order: a smaller cluster that both simulators get."""
-    nodes = sorted((n for n in load_nodes(folder) if n.gpus), key=lambda n: n.name)
+    gpu_list = folder / "openb_node_list_gpu_node.csv"  # its names, as the simulator's input
+    loaded = load_nodes(folder, gpu_only=gpu_list.is_file())
+    nodes = sorted((n for n in loaded if n.gpus), key=lambda n: n.name)
     return nodes[::every]
 
 

@@ -28,6 +28,8 @@ from aiplat.sched.cluster import MILLI, ClusterState, Node, Request
 from aiplat.sched.fgd_policies import FgdScore, TieRule, Ties, make_published
 from aiplat.sched.fgd_protocol import (
     AllocLog,
+    Draws,
+    NumpyDraws,
     curve,
     headline,
     node_ranks,
@@ -73,8 +75,10 @@ class FgdOptions:
 
 def cluster_nodes(nodes: Sequence[Node], options: FgdOptions) -> list[Node]:
     """The nodes the experiment runs on (rule 2)."""
+    # in name order: the order the seed's permutation is laid over (syncClusterResourceList)
+    nodes = sorted(nodes, key=lambda n: n.name)
     if options.nodes == "all":
-        return list(nodes)
+        return nodes
     gpu = [n for n in nodes if n.gpus > 0]
     if not gpu:
         raise ValueError("the node list has no GPU node; the FGD protocol needs GPUs")
@@ -128,10 +132,11 @@ def sample_workload(requests: Sequence[Request], capacity_milli: int, seed: int,
 def run_fgd(nodes: Sequence[Node], requests: Sequence[Request], policy: str, seed: int,
             *, arrival_limit: float = 1.3, typical: TypicalWorkload | None = None,
             tick: Callable[[], None] | None = None,
-            options: FgdOptions | None = None) -> FgdRun:
+            options: FgdOptions | None = None, draws: Draws | None = None) -> FgdRun:
     """One experiment: one policy, one seed, the rules of ``options`` (default: the
     published simulator's). ``nodes`` may include CPU-only nodes: ``options.nodes`` decides
-    whether they take part."""
+    whether they take part. ``draws`` replaces numpy's generator for the pod sequence and
+    the node order (the published protocol only)."""
     options = options or FgdOptions()
     nodes = cluster_nodes(nodes, options)
     typical = typical or typical_workload(requests, options)
@@ -139,19 +144,21 @@ def run_fgd(nodes: Sequence[Node], requests: Sequence[Request], policy: str, see
         return _run_aiplat(nodes, requests, policy, seed, arrival_limit=arrival_limit,
                            typical=typical, tick=tick)
     return _run_published(nodes, requests, policy, seed, arrival_limit=arrival_limit,
-                          typical=typical, tick=tick, options=options)
+                          typical=typical, tick=tick, options=options, draws=draws)
 
 
 def _run_published(nodes: list[Node], requests: Sequence[Request], policy: str, seed: int,
                    *, arrival_limit: float, typical: TypicalWorkload,
-                   tick: Callable[[], None] | None, options: FgdOptions) -> FgdRun:
+                   tick: Callable[[], None] | None, options: FgdOptions,
+                   draws: Draws | None) -> FgdRun:
     state = ClusterState(nodes)
     capacity = state.total_gpu_milli
     # one generator, drawn from in the simulator's order: pods, then node names, then
     # whatever the policy draws (core.go Simulate, simulator.go syncClusterResourceList)
     rng = np.random.default_rng(seed)
-    pods = pod_sequence(requests, capacity, rng, arrival_limit)
-    ties = Ties(options.ties, node_ranks(len(nodes), rng), rng)
+    drawn = draws or NumpyDraws(rng)
+    pods = pod_sequence(requests, capacity, drawn, arrival_limit)
+    ties = Ties(options.ties, node_ranks(len(nodes), drawn), rng)
     pol = make_published(policy, ties, typical, options.fgd_score)
     arrived = np.zeros(len(pods), dtype=np.int64)
     allocated = np.zeros(len(pods), dtype=np.int64)
@@ -175,7 +182,8 @@ def _run_published(nodes: list[Node], requests: Sequence[Request], policy: str, 
     return FgdRun(policy=policy, seed=seed, pods=len(pods), unplaced=unplaced,
                   allocation_ratio=headline(log, pct),
                   curve=curve(log, range(0, pct + 1, 5)),
-                  fragmentation=100.0 * frag / capacity, variant=options.label)
+                  fragmentation=100.0 * frag / capacity,
+                  variant=options.label + ("" if drawn.name == "numpy" else f" [{drawn.name}]"))
 
 
 def _run_aiplat(nodes: list[Node], requests: Sequence[Request], policy: str, seed: int,

@@ -14,9 +14,10 @@ Paths below are in that repository. Each function is one of the issue's rules:
 - :func:`headline` / :func:`curve` (rule 9): the allocation ratio is logged after every pod;
   the figure at 130% is the mean over the lines whose arrival rounds to 130%.
 
-The generator is numpy's, not Go's ``math/rand``: per-seed sequences differ from the
-simulator's, the distributions do not, so 10-seed means are comparable and single seeds are
-not. Pure: no I/O.
+The generator is numpy's by default: per-seed sequences differ from the simulator's, the
+distributions do not, so 10-seed means are comparable and single seeds are not. A
+:class:`Draws` replaying Go's ``math/rand`` (bench/fgd_gorand.py, which reads Go's own
+tables) makes single seeds comparable too. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +38,47 @@ Kind = tuple[int, int, int, frozenset[str]]
 POPULARITY_THRESHOLD = 95  # scripts/generate_config_and_run.py --pod-popularity-threshold
 
 
-def pod_sequence(requests: Sequence[Request], capacity_milli: int, rng: np.random.Generator,
-                 ratio: float = 1.3) -> list[Request]:
+class Draws(Protocol):
+    """The random draws the protocol makes, in the simulator's terms (Go ``math/rand``'s
+    ``Shuffle``, ``Intn``, ``Perm``), so a replay of Go's generator can stand in for numpy's."""
+
+    name: str
+
+    def shuffle_order(self, n: int) -> list[int]:
+        """Where the items 0..n-1 end up after a shuffle: ``out[k]`` is the k-th item."""
+        ...
+
+    def below(self, n: int) -> int:
+        """A uniform integer in [0, n)."""
+        ...
+
+    def perm(self, n: int) -> list[int]:
+        """A random permutation of 0..n-1."""
+        ...
+
+
+class NumpyDraws:
+    """numpy's generator: the default (per-seed sequences differ from the simulator's)."""
+
+    name = "numpy"
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def shuffle_order(self, n: int) -> list[int]:
+        out: list[int] = self.rng.permutation(n).tolist()
+        return out
+
+    def below(self, n: int) -> int:
+        return int(self.rng.integers(n))
+
+    def perm(self, n: int) -> list[int]:
+        out: list[int] = self.rng.permutation(n).tolist()
+        return out
+
+
+def pod_sequence(requests: Sequence[Request], capacity_milli: int,
+                 rng: np.random.Generator | Draws, ratio: float = 1.3) -> list[Request]:
     """The pods in the order the simulator creates them.
 
     ``pkg/simulator/simulator.go``: ``SortClusterPods`` sorts by name and shuffles (the
@@ -47,27 +88,27 @@ def pod_sequence(requests: Sequence[Request], capacity_milli: int, rng: np.rando
     next draw's *per-GPU* milli would pass it: that draw is dropped, and a CPU-only draw
     (per-GPU milli 0) only stops the loop once the total is already past the target.
     """
-    pods = [requests[i] for i in rng.permutation(len(requests))]
+    draws = NumpyDraws(rng) if isinstance(rng, np.random.Generator) else rng
+    pods = [requests[i] for i in draws.shuffle_order(len(requests))]
     target = ratio * capacity_milli
     total = sum(r.gpu_total_milli for r in pods)
     if total <= 0:
         raise ValueError("the pod list requests no GPU; the FGD protocol needs GPU pods")
     if total > target:
         while total > target:  # tuneDownPods
-            victim = pods.pop(int(rng.integers(len(pods))))
+            victim = pods.pop(draws.below(len(pods)))
             total -= victim.gpu_total_milli
         return pods
     n = len(requests)
-    while True:  # tuneUpPods, drawing in chunks: far fewer generator calls
-        for i in rng.integers(n, size=1024):
-            r = requests[int(i)]
-            if total + (r.gpu_milli if r.num_gpu else 0) > target:
-                return pods
-            total += r.gpu_total_milli
-            pods.append(r)
+    while True:  # tuneUpPods: draws index the trace in file order (sim.workloadPods)
+        r = requests[draws.below(n)]
+        if total + (r.gpu_milli if r.num_gpu else 0) > target:
+            return pods
+        total += r.gpu_total_milli
+        pods.append(r)
 
 
-def node_ranks(n: int, rng: np.random.Generator) -> IntArray:
+def node_ranks(n: int, rng: np.random.Generator | Draws) -> IntArray:
     """Each node's place in the seed's tie-break order (0 wins).
 
     ``syncClusterResourceList`` (``simulator.go``) renames node i of the name-sorted list
@@ -75,7 +116,8 @@ def node_ranks(n: int, rng: np.random.Generator) -> IntArray:
     (``vendor/k8s.io/kubernetes/pkg/scheduler/core/generic_scheduler.go``) keeps the
     smallest name among the best scores (its random reservoir choice is commented out).
     """
-    out: IntArray = rng.permutation(n).astype(np.int64)
+    draws = NumpyDraws(rng) if isinstance(rng, np.random.Generator) else rng
+    out: IntArray = np.array(draws.perm(n), dtype=np.int64)
     return out
 
 
