@@ -8,7 +8,7 @@ reduced seed set are tests/unit/test_fgd_published.py.
 
 Usage: .venv/bin/python bench/fgd_compare.py [--trace T ...] [--seeds 10] [--jobs 2]
        [--ties random] [--fgd-score exact] [--typical all] [--nodes all] [--variant aiplat]
-       [--data ../shared/data] [--markdown]
+       [--data ../shared/data] [--markdown] [--rng go]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from statistics import mean
 
 from aiplat.sched.alibaba import load_nodes, load_pods, trace_dir
-from aiplat.sched.fgd import PAPER_POLICIES, FgdOptions, fgd_table
+from aiplat.sched.fgd import PAPER_POLICIES, FgdOptions, fgd_table, run_fgd
 
 HERE = Path(__file__).resolve().parent
 PUBLISHED = HERE / "fgd_published.csv"
@@ -43,13 +43,36 @@ def published_means(trace: str) -> dict[str, float]:
     return {p: mean(v.values()) for p, v in published()[trace].items()}
 
 
-def _one(job: tuple[Path, str, int, FgdOptions]) -> tuple[str, dict[str, float], str]:
-    data, trace, seeds, options = job
+def _one(job: tuple[Path, str, int, FgdOptions, bool]) -> tuple[str, dict[str, float], str]:
+    data, trace, seeds, options, go = job
     folder = trace_dir(data)
     reqs = {trace: [p.request for p in load_pods(folder, trace)]}
+    if go:
+        return _one_go(folder, trace, seeds, options)
     t = fgd_table(load_nodes(folder), reqs, list(PAPER_POLICIES), list(range(42, 42 + seeds)),
                   options=options)
     return trace, t["mean"][trace], t["variant"]
+
+
+def _one_go(folder: Path, trace: str, seeds: int, options: FgdOptions
+            ) -> tuple[str, dict[str, float], str]:
+    """Go's math/rand replayed: also counts the seeds equal to the published one."""
+    from fgd_gorand import GoRand
+
+    nodes = load_nodes(folder, gpu_only=True)
+    reqs = [p.request for p in load_pods(folder, trace)]
+    theirs = published()[trace]
+    means, label, equal = {}, "", dict.fromkeys(PAPER_POLICIES, 0)
+    for policy in PAPER_POLICIES:
+        vals = []
+        for seed in range(42, 42 + seeds):
+            r = run_fgd(nodes, reqs, policy, seed, options=options, draws=GoRand(seed))
+            vals.append(r.allocation_ratio)
+            label = r.variant
+            equal[policy] += abs(r.allocation_ratio - theirs[policy][seed]) < 1e-9
+        means[policy] = mean(vals)
+    exact = ", ".join(f"{p} {n}/{seeds}" for p, n in equal.items())
+    return trace, means, f"{label}; seeds equal to the published: {exact}"
 
 
 def main() -> None:
@@ -64,6 +87,9 @@ def main() -> None:
     ap.add_argument("--nodes", choices=["gpu", "all"], default="gpu")
     ap.add_argument("--data", type=Path, default=HERE.parents[1] / "shared" / "data")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--rng", choices=["numpy", "go"], default="numpy",
+                    help="go: replay Go's math/rand (bench/fgd_gorand.py) and count the seeds "
+                    "equal to the published ones")
     a = ap.parse_args()
     options = (FgdOptions.aiplat() if a.variant == "aiplat"
                else FgdOptions(ties=a.ties, fgd_score=a.fgd_score, typical=a.typical,
@@ -75,7 +101,8 @@ def main() -> None:
     if a.markdown:
         print("| trace | policy | aiplat | published | diff (pp) |\n|---|---|---|---|---|")
     with ProcessPoolExecutor(a.jobs) as pool:
-        results = pool.map(_one, [(a.data, t, a.seeds, options) for t in traces])
+        results = pool.map(_one, [(a.data, t, a.seeds, options, a.rng == "go")
+                                  for t in traces])
         worst = max(_report(r, pub, markdown=a.markdown) for r in results)
     print(f"{len(traces) * 6 * a.seeds} experiments in {time.perf_counter() - t0:.0f} s; "
           f"largest |difference|: {worst:.2f} pp")
@@ -84,8 +111,10 @@ def main() -> None:
 def _report(result: tuple[str, dict[str, float], str],
             pub: dict[str, dict[str, dict[int, float]]], *, markdown: bool) -> float:
     """Prints one trace's rows; returns its largest |difference|."""
-    trace, ours, _label = result
+    trace, ours, label = result
     worst = 0.0
+    if "seeds equal" in label:
+        print(f"{trace}: {label}")
     theirs = {p: mean(v.values()) for p, v in pub[trace].items()}
     for p in PAPER_POLICIES:
         d = ours[p] - theirs[p]
