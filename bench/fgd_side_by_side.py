@@ -4,8 +4,9 @@ For each policy: the published simulator (built from its Go module by bench/fgd_
 and ``aiplat.sched.fgd.run_fgd`` on the same trace and seed; prints both wall times, their
 ratio, and both allocation ratios at 130% arrivals (the published metric, computed by the
 same code from the simulator's own ``[Alloc]`` log lines). Per-seed figures differ by
-design (numpy's generator, not Go's), so compare the 10-seed means in bench/fgd_compare.py;
-this measures speed and that the binary runs the protocol we read.
+design unless ``--rng go`` (the default) replays Go's math/rand: then the allocation ratios
+are the same, and for every policy but Random (whose Go run depends on goroutine order) the
+script counts the pods that both put on the same node.
 
 Usage:
   .venv/bin/python bench/fgd_side_by_side.py --source GIT_DIR [--build] [--policy P ...]
@@ -25,10 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 import fgd_tools
 from aiplat.sched.alibaba import load_pods, trace_dir
-from aiplat.sched.fgd import PAPER_POLICIES, run_fgd
-from aiplat.sched.fgd_protocol import headline
+from aiplat.sched.cluster import ClusterState, Node, Request
+from aiplat.sched.fgd import PAPER_POLICIES, FgdOptions, cluster_nodes, run_fgd, typical_workload
+from aiplat.sched.fgd_policies import Ties, make_published
+from aiplat.sched.fgd_protocol import headline, node_ranks, pod_sequence
+from fgd_gorand import GoRand
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -68,6 +74,9 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=1800.0)
     ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     ap.add_argument("--work", type=Path, help="keep inputs and logs here")
+    ap.add_argument("--rng", choices=["numpy", "go"], default="go",
+                    help="go (default): replay Go's math/rand, so the seed is the simulator's "
+                    "and every pod's node can be compared")
     ap.add_argument("--every", type=int, default=1,
                     help="every n-th GPU node only: a smaller cluster for both (default: all)")
     args = ap.parse_args()
@@ -91,10 +100,37 @@ def main() -> None:
         log = fgd_tools.run(simon, cc, sc, out / "simon.log", args.timeout)
         theirs = time.perf_counter() - t0
         t0 = time.perf_counter()
-        ours = run_fgd(nodes, reqs, policy, args.seed)
+        ours = run_fgd(nodes, reqs, policy, args.seed,
+                       draws=GoRand(args.seed) if args.rng == "go" else None)
         mine = time.perf_counter() - t0
+        same = ""
+        if args.rng == "go" and policy != "random":
+            got = our_placements(nodes, reqs, policy, args.seed)
+            want = fgd_tools.placements((out / "simon.log").read_text(errors="replace"))
+            equal = sum(a == b for a, b in zip(got, want, strict=False))
+            same = f"{equal:>7,}/{len(want):,} pods on the same node"
         print(f"{policy:<11}{theirs:>12.1f}{mine:>10.2f}{theirs / mine:>8.0f}x"
-              f"{headline(log):>13.2f}{ours.allocation_ratio:>10.2f}", flush=True)
+              f"{headline(log):>13.2f}{ours.allocation_ratio:>10.2f}{same}", flush=True)
+
+
+def our_placements(nodes: list[Node], reqs: list[Request], policy: str, seed: int
+                   ) -> list[str | None]:
+    """The node of each pod in aiplat's run with Go's generator (run_fgd's loop, recorded)."""
+    options = FgdOptions()
+    nodes = cluster_nodes(nodes, options)
+    state = ClusterState(nodes)
+    draws = GoRand(seed)
+    pods = pod_sequence(reqs, state.total_gpu_milli, draws)
+    ties = Ties("node-order", node_ranks(len(nodes), draws), np.random.default_rng(seed))
+    pol = make_published(policy, ties, typical_workload(reqs, options))
+    out: list[str | None] = []
+    for req in pods:
+        where = pol.place(state, req)
+        out.append(None if where is None else nodes[where.node].name)
+        if where is not None:
+            state.allocate(req, where)
+            pol.placed(state, req, where)
+    return out
 
 
 if __name__ == "__main__":

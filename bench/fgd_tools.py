@@ -183,3 +183,18 @@ def parse_log(text: str) -> AllocLog:
         raise RuntimeError("no [Alloc] lines in the simulator's log")
     arr = np.array(rows, dtype=np.int64)
     return AllocLog(arrived=arr[:, 0], allocated=arr[:, 1], gpus=int(arr[0, 2]))
+
+
+CREATE = re.compile(r"\[(\d+)\] attempt to create pod\(")
+BOUND = re.compile(r"is scheduled to node\(\d{4}-([^)]+)\)")
+
+
+def placements(text: str) -> list[str | None]:
+    """The node each pod went to, in creation order (None: not placed), from simon's log."""
+    out: list[str | None] = []
+    for line in text.splitlines():
+        if CREATE.search(line):
+            out.append(None)
+        elif out and (m := BOUND.search(line)):
+            out[-1] = m[1]
+    return out
