@@ -187,8 +187,9 @@ def test_cluster_is_up_with_the_pools_nodes(cluster: Cluster) -> None:
     assert all(c["alive"] for c in status["components"])
     assert status["kueue"]["webhook"] is True
     nodes = {n["metadata"]["name"]: n for n in cluster.api.objects("v1", "Node")}
-    # 6 fixed h100 nodes, the autoscaled l40s pool at its minimum of 2.
-    assert sorted(nodes) == [*(f"h100-{i}" for i in range(6)), "l40s-0", "l40s-1"]
+    # 6 fixed h100 nodes, the autoscaled l40s pool at its minimum of 2, 2 system nodes.
+    assert sorted(nodes) == [*(f"h100-{i}" for i in range(6)), "l40s-0", "l40s-1",
+                             "system-0", "system-1"]
     h = nodes["h100-3"]
     assert h["metadata"]["labels"]["aiplat.io/pool"] == "h100"
     assert h["metadata"]["labels"]["topology.aiplat.io/rack"] == "h100-rack-1"
@@ -313,7 +314,8 @@ def test_pods_scheduled_onto_the_pools_nodes(cluster: Cluster, applied: list[Obj
     def running() -> list[Obj]:
         pods = [p for p in cluster.api.objects("v1", "Pod")
                 if p["metadata"]["namespace"] in ("research", "serving")]
-        ok = [p for p in pods if p["status"].get("phase") == "Running"]
+        ok = [p for p in pods if p["status"].get("phase") == "Running"
+              and p["metadata"]["labels"]["app.kubernetes.io/name"] in EXPECT_ADMITTED]
         return ok if len(ok) >= want else []
     pods = _eventually("the admitted workloads' pods run", running)
     nodes = {n["metadata"]["name"]: n["metadata"]["labels"]
@@ -328,6 +330,25 @@ def test_pods_scheduled_onto_the_pools_nodes(cluster: Cluster, applied: list[Obj
     assert len(by_app["domain-pretrain"]) == pretrain > 1
     assert len({nodes[n]["topology.aiplat.io/block"] for n in by_app["domain-pretrain"]}) == 1
     assert len(set(by_app["domain-pretrain"])) == pretrain
+
+
+def test_the_endpoint_picker_runs_beside_its_pool(cluster: Cluster, applied: list[Obj]) -> None:
+    """The InferencePool's endpoint picker: its Deployment's pod runs (on a system node: it
+    asks for no GPU and tolerates no GPU taint), its Service selects it."""
+    def epp() -> Obj | None:
+        return next((p for p in cluster.api.objects("v1", "Pod", "serving")
+                     if p["metadata"]["labels"].get("app.kubernetes.io/name") == "assistant-epp"
+                     and p["status"].get("phase") == "Running"), None)
+    pod = _eventually("the endpoint picker runs", epp)
+    assert pod["spec"]["nodeName"].startswith("system-")
+    pool = cluster.api.get({"apiVersion": "inference.networking.k8s.io/v1",
+                            "kind": "InferencePool",
+                            "metadata": {"name": "assistant", "namespace": "serving"}})
+    assert pool is not None
+    svc = cluster.api.get({"apiVersion": "v1", "kind": "Service", "metadata": {
+        "name": pool["spec"]["endpointPickerRef"]["name"], "namespace": "serving"}})
+    assert svc is not None and all(pod["metadata"]["labels"].get(k) == v
+                                   for k, v in svc["spec"]["selector"].items())
 
 
 def test_dra_claims_allocated_to_devices_the_deviceclass_selects(
@@ -665,5 +686,12 @@ def test_image_volume_of_the_model_is_accepted_by_the_api_server(
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "image-volume-probe", "namespace": "serving"},
            "spec": dep["spec"]["template"]["spec"]}
-    created = cluster.api.create(pod, dry_run=True)  # admission: Pod Security, LimitRange
-    assert any("image" in v for v in created["spec"]["volumes"])
+    # Admission: Pod Security, LimitRange, then ResourceQuota last (kube-apiserver's plugin
+    # order), so a refusal only for the quota the running pods use means the rest accepted it.
+    from aiplat.kube.apply import ApiError, fits_quota_when_free
+    try:
+        created = cluster.api.create(pod, dry_run=True)
+    except ApiError as e:
+        assert fits_quota_when_free(str(e)), str(e)
+    else:
+        assert any("image" in v for v in created["spec"]["volumes"])

@@ -274,9 +274,10 @@ def test_near_misses_are_clean() -> None:
     objs, inv = clean()
     del _job(objs)["metadata"]["labels"][QUEUE]
     _kueue_cfg(objs, lambda c: c.update(manageJobsWithoutQueueName=True))
-    default = copy.deepcopy(find(objs, "LocalQueue", "batch", "batch"))
-    default["metadata"]["name"] = "default"
-    objs.append(default)
+    for tenant in ("batch", "serving"):  # serving: its endpoint picker is unqueued too
+        default = copy.deepcopy(find(objs, "LocalQueue", tenant, tenant))
+        default["metadata"]["name"] = "default"
+        objs.append(default)
     assert lint(objs, inv) == []
 
 

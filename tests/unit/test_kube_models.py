@@ -141,3 +141,32 @@ def test_bad_model_store_input_is_refused_with_the_field() -> None:
                         (bad_class, "cacheClass 'nope' is not a storage class")):
         with pytest.raises(AiplatError, match=words):
             platform_from(edit)
+
+
+def test_each_inference_pool_names_an_endpoint_picker_the_tree_runs() -> None:
+    """The pool's endpointPickerRef is a Service in its namespace on the EPP's ext-proc port,
+    selecting the picker's pods; the picker may read exactly its pool and the pods."""
+    m = render(platform_from(), load_catalog()).manifests
+    gw = m["serving/gateway.yaml"]
+    cls = next(o for o in gw if o["kind"] == "GatewayClass")
+    gateway = next(o for o in gw if o["kind"] == "Gateway")
+    assert gateway["spec"]["gatewayClassName"] == cls["metadata"]["name"]
+    assert cls["spec"]["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
+    epp = m["serving/endpoint-pickers.yaml"]
+    for pool in (o for o in gw if o["kind"] == "InferencePool"):
+        ns, ref = pool["metadata"]["namespace"], pool["spec"]["endpointPickerRef"]
+        svc = next(o for o in epp if o["kind"] == "Service" and o["metadata"]["name"] ==
+                   ref["name"] and o["metadata"]["namespace"] == ns)
+        assert ref["port"]["number"] in [p["port"] for p in svc["spec"]["ports"]]
+        dep = next(o for o in epp if o["kind"] == "Deployment" and o["metadata"]["name"] ==
+                   ref["name"])
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        assert all(labels.get(k) == v for k, v in svc["spec"]["selector"].items())
+        args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--pool-name") + 1] == pool["metadata"]["name"]
+        assert args[args.index("--pool-namespace") + 1] == ns
+        role = next(o for o in epp if o["kind"] == "Role" and o["metadata"]["name"] ==
+                    ref["name"])
+        assert {r for rule in role["rules"] for r in rule["resources"]} == {
+            "pods", "inferencepools"}
+        assert {v for rule in role["rules"] for v in rule["verbs"]} == {"get", "list", "watch"}

@@ -101,5 +101,21 @@ def resource_slice(pool: PoolFacts, index: int, node_uid: str | None = None) -> 
                      "devices": devices}}
 
 
+SYSTEM_NODES = 2
+"""Untainted CPU nodes for what every cluster runs beside the GPU pools (the inference
+endpoint pickers, operators): in a real cluster the system role's nodes."""
+
+
+def system_node(index: int) -> Obj:
+    cap = {"cpu": "16", "memory": "64Gi", "pods": "110", "ephemeral-storage": "200Gi"}
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": f"system-{index}",
+                         "labels": {"kubernetes.io/hostname": f"system-{index}",
+                                    "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+                                    "aiplat.io/role": "system", "type": "kwok"},
+                         "annotations": {**KWOK_ANNOTATION, "node.alpha.kubernetes.io/ttl": "0"}},
+            "spec": {}, "status": {"capacity": dict(cap), "allocatable": dict(cap)}}
+
+
 def lab_nodes(pools: list[PoolFacts]) -> list[tuple[PoolFacts, int]]:
     return [(p, i) for p in pools for i in range(lab_node_count(p))]

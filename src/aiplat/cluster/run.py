@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from aiplat.cluster import config as cfg
 from aiplat.cluster.assets import Assets, versions
-from aiplat.cluster.nodes import lab_nodes, node, resource_slice
+from aiplat.cluster.nodes import SYSTEM_NODES, lab_nodes, node, resource_slice, system_node
 from aiplat.cluster.pki import Pki, make_pki
 from aiplat.errors import AiplatError, InputError
 from aiplat.fsutil import atomic_write
@@ -261,7 +261,10 @@ class _Run:
             "v1", "ServiceAccount", "default", "default"), "kube-controller-manager")
 
     def add_nodes(self, api: Api, pools: list[PoolFacts]) -> None:
-        self.progress(f"{len(lab_nodes(pools))} kwok nodes and their ResourceSlices")
+        self.progress(f"{len(lab_nodes(pools))} kwok nodes and their ResourceSlices, "
+                      f"{SYSTEM_NODES} system nodes")
+        for i in range(SYSTEM_NODES):
+            self.state.nodes.append(api.create_or_get(system_node(i))["metadata"]["name"])
         for pool, i in lab_nodes(pools):
             created = api.create_or_get(node(pool, i))
             self.state.nodes.append(created["metadata"]["name"])

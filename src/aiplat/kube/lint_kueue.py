@@ -39,7 +39,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from aiplat.kube.lint import Context, Finding, _cohort, name, namespace, selector_matches
+from aiplat.kube.lint import (
+    Context,
+    Finding,
+    _cohort,
+    _pod_specs,
+    name,
+    namespace,
+    selector_matches,
+)
 from aiplat.kube.lint_admission import QUEUE_LABEL, _kueue_configuration
 from aiplat.kube.validate import ref
 
@@ -182,6 +190,8 @@ def workload_unqueued(ctx: Context) -> list[Finding]:
         if without_name and handled:
             why = ("manageJobsWithoutQueueName suspends it and the namespace has no "
                    "LocalQueue named 'default': it never runs")
+        elif not _uses_accelerators(o):
+            continue  # a CPU-only service (an endpoint picker, a proxy) is not queued work
         else:
             why = ("Kueue ignores it (no queue-name label): it runs beside the quota, on "
                    "GPUs the ClusterQueue promised to admitted work")
@@ -190,6 +200,19 @@ def workload_unqueued(ctx: Context) -> list[Finding]:
                            f" but this {kind} has no {QUEUE_LABEL}: {why}",
                            f"label it {QUEUE_LABEL}: {sorted(queues[ns])[0]}"))
     return out
+
+
+def _uses_accelerators(o: Obj) -> bool:
+    """Whether its pods ask for GPUs: an extended resource of a device vendor, or DRA claims."""
+    for spec in _pod_specs(o):
+        if spec.get("resourceClaims"):
+            return True
+        for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
+            res = c.get("resources") or {}
+            names = {*(res.get("requests") or {}), *(res.get("limits") or {})}
+            if any("/" in n and not n.startswith(("kubernetes.io/", "hugepages-")) for n in names):
+                return True
+    return False
 
 
 def queue_stopped(ctx: Context) -> list[Finding]:

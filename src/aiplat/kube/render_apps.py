@@ -17,6 +17,13 @@ from typing import Any
 from aiplat.catalog.storage import DEFAULT_PROVISIONERS, driver
 from aiplat.kube.facts import POOL_LABEL, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
+from aiplat.kube.render_gateway import (
+    EPP_GRPC,
+    GATEWAY_CLASS,
+    endpoint_pickers,
+    epp_name,
+    gateway_class,
+)
 from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
@@ -126,7 +133,7 @@ def render_serving(platform: Platform) -> dict[str, list[Obj]]:
         obj("v1", "Namespace", GATEWAY_NS, labels={
             "pod-security.kubernetes.io/enforce": "restricted"}),
         obj(gw, "Gateway", "aiplat-inference", GATEWAY_NS, spec={
-            "gatewayClassName": "aiplat",
+            "gatewayClassName": GATEWAY_CLASS,
             "listeners": [{"name": "http", "protocol": "HTTP", "port": 80,
                            "allowedRoutes": {"namespaces": {"from": "Selector", "selector": {
                                "matchExpressions": [{"key": "aiplat.io/tenant",
@@ -137,14 +144,15 @@ def render_serving(platform: Platform) -> dict[str, list[Obj]]:
         objs.append(obj("inference.networking.k8s.io/v1", "InferencePool", w.name, w.tenant,
                         spec={"selector": {"matchLabels": labels},
                               "targetPorts": [{"number": SERVING_PORT}],
-                              "endpointPickerRef": {"name": f"{w.name}-epp", "port":
-                                                    {"number": 9002}}}))
+                              "endpointPickerRef": {"name": epp_name(w), "port":
+                                                    {"number": EPP_GRPC}}}))
         objs.append(obj(gw, "HTTPRoute", w.name, w.tenant, spec={
             "parentRefs": [{"name": "aiplat-inference", "namespace": GATEWAY_NS}],
             "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": f"/{w.name}"}}],
                        "backendRefs": [{"group": "inference.networking.k8s.io",
                                         "kind": "InferencePool", "name": w.name}]}]}))
-    return {"serving/gateway.yaml": objs}
+    return {"serving/gateway.yaml": [gateway_class(platform), *objs],
+            "serving/endpoint-pickers.yaml": endpoint_pickers(platform)}
 
 
 def topology_annotation(pool: PoolFacts, pods: int) -> dict[str, str]:

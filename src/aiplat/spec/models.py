@@ -122,6 +122,10 @@ class KubernetesSpec(SpecModel):
         "claims on DeviceClasses (Kueue counts them via deviceClassMappings)",
     )
     kueue_api: Literal["v1beta2", "v1beta1"] = "v1beta2"
+    gateway_controller: str = Field(
+        default="gateway.envoyproxy.io/gatewayclass-controller",
+        description="controllerName of the GatewayClass the inference Gateway uses (the "
+        "Gateway API implementation installed: Envoy Gateway by default)")
     fair_sharing: bool = Field(
         default=True, description="Kueue fair sharing between the tenants' ClusterQueues by "
         "their weights (the Configuration's fairSharing); off: classic borrowing order")
