@@ -12,8 +12,12 @@ def bytes_h(n: float) -> str:
 
 
 def rate_h(bps: float) -> str:
-    """Bytes per second, with the bit rate network people think in."""
-    return f"{bytes_h(bps)}/s ({bps * 8 / 1e9:,.3g} Gbit/s)"
+    """Bytes per second, with the bit rate network people think in (never '1.01e+03')."""
+    if 0 < bps < 1:
+        return "< 1 B/s"
+    gbit = bps * 8 / 1e9
+    bits = f"{gbit:,.0f}" if gbit >= 100 else f"{gbit:.3g}"
+    return f"{bytes_h(bps)}/s ({bits} Gbit/s)"
 
 
 def kw_h(watts: float) -> str:
