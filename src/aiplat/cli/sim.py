@@ -23,8 +23,9 @@ from rich.table import Table
 from aiplat.cli.main import SEED, Finite
 from aiplat.errors import InputError
 from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
-from aiplat.sched.fgd import ENGINE_VARIANT, fgd_table
+from aiplat.sched.fgd import fgd_table
 from aiplat.sched.platform import STRATEGIES, simulate_platform
+from aiplat.sched.policies import ENGINE_VARIANT
 
 DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
 

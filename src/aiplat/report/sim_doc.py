@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from aiplat.report.document import Chart, Section, Series, Table
-from aiplat.sched.fgd import ENGINE_VARIANT
 from aiplat.sched.metrics import SimResult
+from aiplat.sched.policies import ENGINE_VARIANT
 
 TIME_BUCKETS = 15
 

@@ -40,10 +40,6 @@ from aiplat.sched.frag import FragMeter, TypicalWorkload
 from aiplat.sched.policies import GpuClustering, make_policy
 
 PAPER_POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd")
-ENGINE_VARIANT = "aiplat"
-"""The variant behind ``sim run``/``sim compare`` and the plan report: the queueing engine
-places with :mod:`aiplat.sched.policies` (random ties, exact FGD deltas, every shape of the
-workload in the fragmentation measure)."""
 CURVE_POINTS = 27  # arrivals 0%, 5%, ... 130%
 
 

@@ -39,6 +39,10 @@ from aiplat.sched.cluster import MILLI, ClusterState, IntArray, Placement, Reque
 from aiplat.sched.frag import FragMeter, TypicalWorkload
 
 MAX_SCORE = 100
+ENGINE_VARIANT = "aiplat"
+"""The variant behind ``sim run``/``sim compare`` and the plan report: the queueing engine
+places with these policies (random ties, exact FGD deltas, every shape of the workload in
+the fragmentation measure), not the published simulator's (:mod:`aiplat.sched.fgd`)."""
 
 
 class Policy(Protocol):
