@@ -4,7 +4,10 @@ Each class, with its page at night and the rule's source:
   gpu-per-node      a pod asks for more GPUs (an extended resource, or a DRA claim's
                     device count) than one node of any pool has. Symptom: Kueue admits it
                     (quota is pooled), the scheduler leaves it Pending, 'Insufficient
-                    nvidia.com/gpu' / 'cannot allocate all claims'. Source: kube-scheduler
+                    nvidia.com/gpu' / 'cannot allocate all claims'; on a flavor with a
+                    Topology Kueue itself refuses it ('topology ... doesn't allow to fit
+                    any of 1 pod(s)', pkg/cache/scheduler/tas_flavor_snapshot.go). Source:
+                    kube-scheduler
                     NodeResourcesFit filter (pkg/scheduler/framework/plugins/noderesources/
                     fit.go), DRA allocates a claim's devices from one node's slices
                     (staging/src/k8s.io/dynamic-resource-allocation/structured).
@@ -31,6 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from aiplat.kube import cel
+from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
 from aiplat.kube.lint import Context, Finding, _pod_specs, _q, name, namespace
 from aiplat.kube.lint_admission import _requests
@@ -115,6 +119,18 @@ def _largest(pools: list[PoolInventory], res: str) -> tuple[int, str]:
                default=(0, ""))
 
 
+def _never(ctx: Context, pool: str, res: str) -> str:
+    """How the cluster says no: Kueue's topology-aware admission counts node capacity, plain
+    quota does not (then the scheduler does)."""
+    topo = next((str(fl["spec"]["topologyName"]) for fl in ctx.kind("ResourceFlavor")
+                 if ((fl.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL) == pool
+                 and fl["spec"].get("topologyName")), None)
+    if topo:
+        return (f"Kueue never admits it (topology {topo!r} doesn't allow to fit any of the "
+                "pods)")
+    return f"it is admitted and then Pending forever (Insufficient {res})"
+
+
 def gpu_per_node(ctx: Context) -> list[Finding]:
     out = []
     for o in ctx.objects:
@@ -125,9 +141,8 @@ def gpu_per_node(ctx: Context) -> list[Finding]:
                     out.append(Finding(
                         "error", "gpu-per-node", ref(o),
                         f"one pod asks for {want:g} {res} but the largest node (pool {pool}) "
-                        f"has {most}: it is admitted and then Pending forever (Insufficient "
-                        f"{res})", f"ask for at most {most} per pod and add pods (parallelism"
-                        " or replicas) for the rest"))
+                        f"has {most}: {_never(ctx, pool, res)}", f"ask for at most {most} "
+                        "per pod and add pods (parallelism or replicas) for the rest"))
             for tname, cls, count in _claim_counts(ctx, o, spec):
                 per_pool = _class_devices(ctx, cls)
                 if per_pool and count > max(per_pool.values()):

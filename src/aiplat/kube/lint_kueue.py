@@ -27,8 +27,8 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
                         not set, ignoring the job"), jobframework defaults.go
                         (ApplyDefaultLocalQueue).
   queue-stopped         a ClusterQueue or LocalQueue with stopPolicy Hold/HoldAndDrain.
-                        Symptom: workloads pending with "is stopped". Source: apis/kueue/
-                        v1beta2 StopPolicy.
+                        Symptom: workloads pending with "LocalQueue X is inactive". Source:
+                        apis/kueue/v1beta2 StopPolicy.
   kueue-config          a Configuration Kueue refuses to start with: managedJobsNamespaceSelector
                         matching kube-system or Kueue's own namespace. Source: pkg/config/
                         validation.go validateManagedJobsNamespaceSelector.
@@ -94,7 +94,8 @@ def cohort_cycle(ctx: Context) -> list[Finding]:
             "error", "cohort-cycle", f"Cohort/{min(cycle)}",
             f"spec.parentName links {' -> '.join([*cycle, cycle[0]])} form a cycle: Kueue "
             f"makes every ClusterQueue below it inactive (HasCycle)"
-            + (f", so {', '.join(cqs)} admit nothing" if cqs else ""),
+            + (f", so {', '.join(cqs)} admit nothing ('ClusterQueue {cqs[0]} is inactive')"
+               if cqs else ""),
             "point one of these Cohorts' spec.parentName at the tree's root (or drop it)"))
     return out
 
@@ -218,7 +219,8 @@ def _uses_accelerators(o: Obj) -> bool:
 def queue_stopped(ctx: Context) -> list[Finding]:
     return [Finding("error", "queue-stopped", ref(q),
                     f"spec.stopPolicy is {q['spec']['stopPolicy']}: it admits no new workload "
-                    "(they stay pending, 'is stopped')", "set spec.stopPolicy: None")
+                    f"(they stay pending: '{q['kind']} {name(q)} is inactive')",
+                    "set spec.stopPolicy: None")
             for q in ctx.kind("ClusterQueue") + ctx.kind("LocalQueue")
             if (q.get("spec") or {}).get("stopPolicy") in ("Hold", "HoldAndDrain")]
 

@@ -1,0 +1,341 @@
+"""The lint classes of issue #18 against the real system: each mistake, seeded as new
+objects beside the example tree on a lab cluster of its own (``aiplat lab cluster up
+--name lintlive``), is named by ``aiplat kube lint`` and shown by the API server, Kueue or
+the scheduler; where a fix is one field, the fixed object is admitted, so the mistake and
+not the setup is the cause.
+
+Shown live: quota-without-cohort (API server CEL), cohort-cycle and queue-stopped (Kueue
+admits nothing, then admits once fixed), kueue-managed for kube-system and
+workload-unqueued (jobs that run with no Workload), resource-unserved (Kueue: MIG resource
+not in the ClusterQueue), gpu-per-node for GPUs and DRA claims (admitted, unschedulable),
+limitrange-admits min and Pod max (the LimitRanger refuses the pods), pvc-access-mode's
+missing StorageClass (the PV controller). Lint alone: NetworkPolicy isolation and selectors
+(no CNI enforces policies here), access modes (no CSI driver runs here), Kueue
+Configurations other than the rendered one (the lab starts Kueue with that).
+
+Needs the components built (``aiplat lab cluster build``); fails, not skips, in CI.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_cluster_live import _aiplat, _cond, _eventually, _need_components, _zombie
+
+from aiplat.kube.apply import Api, ApiError, apply_tree
+from aiplat.kube.tree import read_tree
+
+pytestmark = pytest.mark.integration
+NAME = "lintlive"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+QUEUE = "kueue.x-k8s.io/queue-name"
+Obj = dict[str, Any]
+
+
+@dataclass
+class Lab:
+    env: dict[str, str]
+    api: Api
+    tree: Path
+    objects: list[Obj]
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    _need_components()
+    tmp = tmp_path_factory.mktemp("lint")
+    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
+    _aiplat(env, "plan", "-o", str(tmp / "plan"), check=True)
+    up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
+    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
+    api = Api.from_kubeconfig(kubeconfig)
+    tree = tmp / "plan" / "kube"
+    items, _ = read_tree(tree)
+    # Everything but the example workloads: the seeds need the queues and GPUs free.
+    base = [(f, o) for f, o in items if not f.startswith("workloads/")]
+    refused = [o for o in apply_tree(api, base, force=True) if "refused" in o.action]
+    assert not refused, refused
+    try:
+        yield Lab({**env, "KUBECONFIG": kubeconfig}, api, tree, [o for _f, o in items])
+    finally:
+        api.close()
+        state = json.loads((tmp / "runs" / NAME / "state.json").read_text())
+        down = _aiplat(env, "lab", "cluster", "down", "--name", NAME)
+        assert down.returncode == 0, down.stderr
+        assert all(not Path(f"/proc/{p['pid']}").exists() or _zombie(p["pid"])
+                   for p in state["procs"])
+
+
+# --- the seeds: new objects beside the tree, each one mistake ----------------------------
+
+def _workload(objs: list[Obj], src: str, name: str, *, ns: str | None = None,
+              queue: str | None = None, resources: Obj | None = None) -> Obj:
+    """A one-pod copy of a rendered Job (its Pod Security-clean template)."""
+    job = copy.deepcopy(next(o for o in objs if o["kind"] == "Job"
+                             and o["metadata"]["name"] == src))
+    meta = job["metadata"]
+    meta["name"] = name
+    meta["namespace"] = ns or meta["namespace"]
+    if queue is None:
+        meta["labels"].pop(QUEUE)
+    else:
+        meta["labels"][QUEUE] = queue
+    job["spec"]["parallelism"] = job["spec"]["completions"] = 1
+    job["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] = name
+    pod = job["spec"]["template"]["spec"]
+    pod.pop("initContainers", None)  # the model pull: no model store in this lab
+    pod["volumes"] = [v for v in pod.get("volumes") or [] if "ephemeral" not in v]
+    kept = {v["name"] for v in pod["volumes"]}
+    for c in pod["containers"]:
+        c["volumeMounts"] = [m for m in c.get("volumeMounts") or [] if m["name"] in kept]
+    if resources is not None:
+        spec = job["spec"]["template"]["spec"]
+        spec.pop("resourceClaims", None)
+        spec["containers"][0]["resources"] = resources
+    return job
+
+
+def _res(extra: dict[str, str] | None = None) -> Obj:
+    amounts = {"cpu": "1", "memory": "1Gi", **(extra or {})}
+    return {"requests": dict(amounts), "limits": dict(amounts)}
+
+
+def _pod(name: str, ns: str, containers: list[Obj]) -> Obj:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns},
+            "spec": {"restartPolicy": "Never", "containers": containers}}
+
+
+def _ns(name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
+    small = _res()
+    cq = {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "lint-cyclic"},
+          "spec": {"cohortName": "lint-a", "namespaceSelector": {"matchLabels": {
+              "kubernetes.io/metadata.name": "lint-cycle"}},
+              "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [{
+                  "name": "l40s", "resources": [{"name": "cpu", "nominalQuota": "2"},
+                                                {"name": "memory", "nominalQuota": "2Gi"}]}]}]}}
+    nocohort = copy.deepcopy(cq)
+    nocohort["metadata"]["name"] = "lint-nocohort"
+    del nocohort["spec"]["cohortName"]
+    nocohort["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = "1"
+    cycle_job = {"apiVersion": "batch/v1", "kind": "Job",
+                 "metadata": {"name": "lint-cycle-job", "namespace": "lint-cycle",
+                              "labels": {QUEUE: "lint-cycle"}},
+                 "spec": {"template": {"spec": {**_pod("x", "x", [{
+                     "name": "c", "image": "busybox", "resources": small}])["spec"],
+                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}}}}
+    held = {"apiVersion": KUEUE, "kind": "LocalQueue",
+            "metadata": {"name": "lint-held", "namespace": "batch"},
+            "spec": {"clusterQueue": "batch", "stopPolicy": "Hold"}}
+    claim8 = copy.deepcopy(next(o for o in objs if o["kind"] == "ResourceClaimTemplate"
+                                and o["metadata"]["name"] == "l40s-gpu-4"
+                                and o["metadata"]["namespace"] == "serving"))
+    claim8["metadata"]["name"] = "lint-l40s-8"
+    claim8["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 8
+    claim8["spec"]["spec"]["devices"].pop("constraints", None)
+    dra8 = _workload(objs, "docs-search", "lint-dra-8", queue="serving")
+    dra8["spec"]["template"]["spec"]["resourceClaims"][0]["resourceClaimTemplateName"] = \
+        "lint-l40s-8"
+    lr = {"apiVersion": "v1", "kind": "LimitRange",
+          "metadata": {"name": "lint-lr", "namespace": "lint-lr"},
+          "spec": {"limits": [{"type": "Container", "min": {"cpu": "2"}},
+                              {"type": "Pod", "max": {"memory": "2Gi"}}]}}
+    two = _res({"cpu": "2", "memory": "1536Mi"})
+    return {
+        "quota-without-cohort": [nocohort],
+        "cohort-cycle": [
+            _ns("lint-cycle"),
+            {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": "lint-a"},
+             "spec": {"parentName": "lint-b"}},
+            {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": "lint-b"},
+             "spec": {"parentName": "lint-a"}},
+            cq, {"apiVersion": KUEUE, "kind": "LocalQueue",
+                 "metadata": {"name": "lint-cycle", "namespace": "lint-cycle"},
+                 "spec": {"clusterQueue": "lint-cyclic"}}, cycle_job],
+        "queue-stopped": [held, _workload(objs, "nightly-eval", "lint-held-job",
+                                          queue="lint-held", resources=small)],
+        "kueue-managed": [_workload(objs, "nightly-eval", "lint-system-job", ns="kube-system",
+                                    queue="batch", resources=small)],
+        "workload-unqueued": [_workload(objs, "nightly-eval", "lint-unqueued")],
+        "resource-unserved": [_workload(objs, "assistant-finetune", "lint-mig", queue="research",
+                                        resources=_res({"nvidia.com/mig-3g.40gb": "1"}))],
+        "gpu-per-node": [_workload(objs, "assistant-finetune", "lint-16-gpus",
+                                   queue="research", resources=_res({"nvidia.com/gpu": "16"})),
+                         claim8, dra8],
+        "limitrange-admits": [_ns("lint-lr"), lr,
+                              _pod("lint-below-min", "lint-lr", [{
+                                  "name": "c", "image": "busybox", "resources": small}]),
+                              _pod("lint-pod-max", "lint-lr", [
+                                  {"name": "a", "image": "busybox", "resources": two},
+                                  {"name": "b", "image": "busybox", "resources": two}])],
+        "pvc-access-mode": [{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                             "metadata": {"name": "lint-no-class", "namespace": "lint-lr"},
+                             "spec": {"accessModes": ["ReadWriteOnce"],
+                                      "storageClassName": "shared",
+                                      "resources": {"requests": {"storage": "1Gi"}}}}],
+    }
+
+
+EXPECTED = {  # rule -> the objects lint must name
+    "quota-without-cohort": {"ClusterQueue/lint-nocohort"},
+    "cohort-cycle": {"Cohort/lint-a"},
+    "queue-stopped": {"LocalQueue/batch/lint-held"},
+    "kueue-managed": {"Job/kube-system/lint-system-job"},
+    "workload-unqueued": {"Job/batch/lint-unqueued"},
+    "resource-unserved": {"Job/research/lint-mig"},
+    "gpu-per-node": {"Job/research/lint-16-gpus", "Job/serving/lint-dra-8"},
+    "limitrange-admits": {"Pod/lint-lr/lint-below-min", "Pod/lint-lr/lint-pod-max"},
+    "pvc-access-mode": {"PersistentVolumeClaim/lint-lr/lint-no-class"},
+}
+
+
+def test_lint_names_every_seeded_mistake(lab: Lab, tmp_path: Path) -> None:
+    """On the user's path: the seeds added to a copy of the tree, `aiplat kube lint DIR`."""
+    tree = tmp_path / "seeded"
+    shutil.copytree(lab.tree, tree)
+    f = tree / "workloads" / "examples.yaml"
+    docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
+    docs += [o for objs in seeds(lab.objects).values() for o in objs]
+    f.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    cp = _aiplat(lab.env, "kube", "lint", str(tree), "-o", "json")
+    assert cp.returncode == 1, cp.stderr
+    found = {(x["rule"], x["object"]) for x in json.loads(cp.stdout)}
+    missing = {(r, o) for r, objs in EXPECTED.items() for o in objs} - found
+    assert not missing, sorted(found)
+    clean = _aiplat(lab.env, "kube", "lint", str(lab.tree), "-o", "json")
+    assert clean.returncode == 0 and json.loads(clean.stdout) == [], clean.stdout
+
+
+def _seed(lab: Lab, rule: str) -> list[Obj]:
+    return seeds(lab.objects)[rule]
+
+
+def _wl(api: Api, job: str, ns: str) -> Obj | None:
+    return next((w for w in api.objects(KUEUE, "Workload", ns)
+                 if any(r["name"] == job for r in w["metadata"].get("ownerReferences") or [])),
+                None)
+
+
+def _pending(api: Api, job: str, ns: str) -> Obj:
+    """Kueue's QuotaReserved=False condition of the job's Workload."""
+    return dict(_eventually(f"{job}: Kueue holds it back", lambda: (
+        w := _wl(api, job, ns)) and (c := _cond(w, "QuotaReserved")) and c["status"] == "False"
+        and c.get("message") and c))
+
+
+def _admitted(api: Api, job: str, ns: str) -> Obj:
+    return dict(_eventually(f"{job}: admitted", lambda: (w := _wl(api, job, ns)) and (
+        c := _cond(w, "Admitted")) and c["status"] == "True" and w))
+
+
+def _unschedulable(api: Api, app: str, ns: str) -> str:
+    def probe() -> str:
+        for p in api.objects("v1", "Pod", ns):
+            if p["metadata"].get("labels", {}).get("app.kubernetes.io/name") == app:
+                c = _cond(p, "PodScheduled")
+                if c and c["status"] == "False" and c.get("message"):
+                    return str(c["message"])
+        return ""
+    return str(_eventually(f"{app}: the scheduler leaves it Pending", probe))
+
+
+def test_borrowing_limit_without_cohort_is_refused(lab: Lab) -> None:
+    with pytest.raises(ApiError, match="borrowingLimit must be nil when cohort is empty"):
+        lab.api.apply(_seed(lab, "quota-without-cohort")[0])
+
+
+def test_cohort_cycle_stops_admission_until_broken(lab: Lab) -> None:
+    objs = _seed(lab, "cohort-cycle")
+    lab.api.apply_all(objs[:-1])
+    _eventually("lint-cycle ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", "lint-cycle"))
+    lab.api.create(objs[-1])
+    cond = _pending(lab.api, "lint-cycle-job", "lint-cycle")
+    assert cond["message"] == "ClusterQueue lint-cyclic is inactive", cond
+    # lint-b no longer points back at lint-a (its parent: an implicit root cohort)
+    lab.api.apply({**objs[2], "spec": {"parentName": "lint-root"}})
+    _admitted(lab.api, "lint-cycle-job", "lint-cycle")
+
+
+def test_stopped_local_queue_admits_nothing_until_released(lab: Lab) -> None:
+    held, job = _seed(lab, "queue-stopped")
+    lab.api.apply(held)
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-held-job", "batch")
+    assert cond["message"] == "LocalQueue lint-held is inactive", cond
+    lab.api.apply({**held, "spec": {**held["spec"], "stopPolicy": "None"}})
+    _admitted(lab.api, "lint-held-job", "batch")
+
+
+def _runs_without_kueue(api: Api, job: Obj) -> None:
+    ns, name = job["metadata"]["namespace"], job["metadata"]["name"]
+    api.create(job)
+    pods = _eventually(f"{name}: the Job controller makes its pod", lambda: [
+        p for p in api.objects("v1", "Pod", ns)
+        if p["metadata"].get("labels", {}).get("job-name") == name])
+    assert pods
+    live = api.get(job)
+    assert live is not None and not live["spec"].get("suspend"), live
+    assert _wl(api, name, ns) is None  # no Workload: no quota was ever charged
+
+
+def test_queued_job_in_kube_system_starts_outside_kueue(lab: Lab) -> None:
+    _runs_without_kueue(lab.api, _seed(lab, "kueue-managed")[0])
+
+
+def test_unqueued_job_in_a_tenant_namespace_runs_beside_the_quota(lab: Lab) -> None:
+    _runs_without_kueue(lab.api, _seed(lab, "workload-unqueued")[0])
+
+
+def test_mig_resource_where_mig_is_off_is_inadmissible(lab: Lab) -> None:
+    lab.api.create(_seed(lab, "resource-unserved")[0])
+    cond = _pending(lab.api, "lint-mig", "research")
+    assert "nvidia.com/mig-3g.40gb" in cond["message"], cond
+
+
+def test_more_gpus_than_a_node_never_runs(lab: Lab) -> None:
+    """On the h100 pool (a Topology) Kueue's TAS counts nodes and refuses; on the DRA pool
+    (no Topology) quota admits it and the scheduler finds no node with 8 L40S."""
+    job, claim, dra = _seed(lab, "gpu-per-node")
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-16-gpus", "research")
+    assert 'topology "h100" doesn\'t allow to fit any of 1 pod(s)' in cond["message"], cond
+    lab.api.apply(claim)
+    lab.api.create(dra)
+    _admitted(lab.api, "lint-dra-8", "serving")
+    assert "cannot allocate all claims" in _unschedulable(lab.api, "lint-dra-8", "serving")
+
+
+def test_limitrange_min_and_pod_max_refuse_the_pods(lab: Lab) -> None:
+    ns, lr, below, pod_max = _seed(lab, "limitrange-admits")
+    lab.api.apply_all([ns, lr])
+    _eventually("lint-lr ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", "lint-lr"))
+    with pytest.raises(ApiError, match="minimum cpu usage per Container is 2"):
+        lab.api.create(below, dry_run=True)
+    with pytest.raises(ApiError, match="maximum memory usage per Pod is 2Gi"):
+        lab.api.create(pod_max, dry_run=True)
+
+
+def test_claim_on_a_missing_storage_class_stays_pending(lab: Lab) -> None:
+    lab.api.apply_all([_ns("lint-lr")])
+    pvc = _seed(lab, "pvc-access-mode")[0]
+    lab.api.create(pvc)
+    event = _eventually("the PV controller reports the missing class", lambda: next((
+        e for e in lab.api.objects("v1", "Event", "lint-lr")
+        if e["involvedObject"]["name"] == "lint-no-class"
+        and "not found" in e.get("message", "")), None))
+    assert '"shared" not found' in event["message"], event
+    assert (lab.api.get(pvc) or {})["status"]["phase"] == "Pending"
