@@ -5,7 +5,8 @@ the scheduler; where a fix is one field, the fixed object is admitted, so the mi
 not the setup is the cause.
 
 Shown live: quota-without-cohort (API server CEL), cohort-cycle and queue-stopped (Kueue
-admits nothing, then admits once fixed), kueue-managed for kube-system and
+admits nothing, then admits once fixed), workload-quota and flavor-affinity (Kueue: never
+admitted), kueue-managed for kube-system and
 workload-unqueued (jobs that run with no Workload), resource-unserved (Kueue: MIG resource
 not in the ClusterQueue), gpu-per-node for GPUs and DRA claims (admitted, unschedulable),
 limitrange-admits min and Pod max (the LimitRanger refuses the pods), pvc-access-mode's
@@ -153,6 +154,10 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
           "spec": {"limits": [{"type": "Container", "min": {"cpu": "2"}},
                               {"type": "Pod", "max": {"memory": "2Gi"}}]}}
     two = _res({"cpu": "2", "memory": "1536Mi"})
+    too_big = _workload(objs, "nightly-eval", "lint-too-big", queue="batch")
+    too_big["spec"]["parallelism"] = too_big["spec"]["completions"] = 13  # 715 CPU > 370
+    pinned = _workload(objs, "nightly-eval", "lint-pinned", queue="batch", resources=small)
+    pinned["spec"]["template"]["spec"]["nodeSelector"] = {"aiplat.io/pool": "h100"}
     return {
         "quota-without-cohort": [nocohort],
         "cohort-cycle": [
@@ -169,6 +174,8 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
         "kueue-managed": [_workload(objs, "nightly-eval", "lint-system-job", ns="kube-system",
                                     queue="batch", resources=small)],
         "workload-unqueued": [_workload(objs, "nightly-eval", "lint-unqueued")],
+        "workload-quota": [too_big],
+        "flavor-affinity": [pinned],
         "resource-unserved": [_workload(objs, "assistant-finetune", "lint-mig", queue="research",
                                         resources=_res({"nvidia.com/mig-3g.40gb": "1"}))],
         "gpu-per-node": [_workload(objs, "assistant-finetune", "lint-16-gpus",
@@ -195,6 +202,8 @@ EXPECTED = {  # rule -> the objects lint must name
     "kueue-managed": {"Job/kube-system/lint-system-job"},
     "workload-unqueued": {"Job/batch/lint-unqueued"},
     "resource-unserved": {"Job/research/lint-mig"},
+    "workload-quota": {"Job/batch/lint-too-big"},
+    "flavor-affinity": {"Job/batch/lint-pinned"},
     "gpu-per-node": {"Job/research/lint-16-gpus", "Job/serving/lint-dra-8"},
     "limitrange-admits": {"Pod/lint-lr/lint-below-min", "Pod/lint-lr/lint-pod-max"},
     "pvc-access-mode": {"PersistentVolumeClaim/lint-lr/lint-no-class"},
@@ -303,6 +312,19 @@ def test_mig_resource_where_mig_is_off_is_inadmissible(lab: Lab) -> None:
     lab.api.create(_seed(lab, "resource-unserved")[0])
     cond = _pending(lab.api, "lint-mig", "research")
     assert "nvidia.com/mig-3g.40gb" in cond["message"], cond
+
+
+def test_workload_beyond_its_queue_is_never_admitted(lab: Lab) -> None:
+    lab.api.create(_seed(lab, "workload-quota")[0])
+    cond = _pending(lab.api, "lint-too-big", "batch")
+    assert "insufficient quota" in cond["message"], cond
+    assert "maximum capacity" in cond["message"], cond
+
+
+def test_pod_pinned_to_a_pool_its_queue_lacks_is_never_admitted(lab: Lab) -> None:
+    lab.api.create(_seed(lab, "flavor-affinity")[0])
+    cond = _pending(lab.api, "lint-pinned", "batch")
+    assert "doesn't match node affinity" in cond["message"], cond
 
 
 def test_more_gpus_than_a_node_never_runs(lab: Lab) -> None:

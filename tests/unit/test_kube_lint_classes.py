@@ -97,6 +97,17 @@ def kueue_manages_kube_system(o: list[Obj], inv: Inventory) -> None:
     _kueue_cfg(o, lambda c: c.update(managedJobsNamespaceSelector={}))
 
 
+# --- lint_quota --------------------------------------------------------------------------
+
+def job_bigger_than_its_queue(o: list[Obj], inv: Inventory) -> None:
+    # 13 pods x 55 CPU = 715 > batch's 123 nominal + 247 borrowing on flavor l40s
+    _job(o)["spec"]["parallelism"] = _job(o)["spec"]["completions"] = 13
+
+
+def job_pinned_to_a_pool_its_queue_lacks(o: list[Obj], inv: Inventory) -> None:
+    _job(o)["spec"]["template"]["spec"]["nodeSelector"] = {"aiplat.io/pool": "h100"}
+
+
 # --- lint_fit ----------------------------------------------------------------------------
 
 def pod_asks_more_gpus_than_a_node(o: list[Obj], inv: Inventory) -> None:
@@ -126,6 +137,13 @@ def ephemeral_claim_rwx_on_local_disk(o: list[Obj], inv: Inventory) -> None:
     vol = next(v for v in _job(o, "assistant")["spec"]["template"]["spec"]["volumes"]
                if "ephemeral" in v)
     vol["ephemeral"]["volumeClaimTemplate"]["spec"]["accessModes"] = ["ReadWriteMany"]
+
+
+def pvc_on_static_only_driver(o: list[Obj], inv: Inventory) -> None:
+    pvc = copy.deepcopy(find(o, "PersistentVolumeClaim", "model-cache", "batch"))
+    pvc["metadata"]["name"] = "weights"
+    pvc["spec"]["storageClassName"] = "model-store"  # Mountpoint for S3: no CreateVolume
+    o.append(pvc)
 
 
 def pvc_names_missing_storageclass(o: list[Obj], inv: Inventory) -> None:
@@ -208,6 +226,10 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
     (clusterqueue_held_and_drained, "queue-stopped", "ClusterQueue/serving", "HoldAndDrain"),
     (kueue_manages_kube_system, "kueue-config", "ConfigMap/kueue-system/kueue-manager-config",
      "matches namespace kube-system"),
+    (job_bigger_than_its_queue, "workload-quota", "Job/batch/nightly-eval",
+     "ask for 715 cpu in all but ClusterQueue batch can give at most 370"),
+    (job_pinned_to_a_pool_its_queue_lacks, "flavor-affinity", "Job/batch/nightly-eval",
+     "pinned to pool h100"),
     (pod_asks_more_gpus_than_a_node, "gpu-per-node", "Job/research/assistant-finetune",
      "asks for 16 nvidia.com/gpu but the largest node (pool h100) has 8"),
     (claim_asks_more_devices_than_a_node, "gpu-per-node", "Job/serving/docs-search",
@@ -218,6 +240,8 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "PersistentVolumeClaim/research/checkpoints", "ReadWriteMany"),
     (ephemeral_claim_rwx_on_local_disk, "pvc-access-mode", "Deployment/serving/assistant",
      "ephemeral volume 'model'"),
+    (pvc_on_static_only_driver, "pvc-access-mode", "PersistentVolumeClaim/batch/weights",
+     "provisions nothing (static only)"),
     (pvc_names_missing_storageclass, "pvc-access-mode",
      "PersistentVolumeClaim/research/checkpoints", "not a StorageClass of this tree"),
     (limitrange_max_below_request, "limitrange-admits", "Job/research/assistant-finetune",
@@ -269,6 +293,15 @@ def test_near_misses_are_clean() -> None:
                  "metadata": {"name": "assistant", "namespace": "serving"},
                  "spec": {"selector": {"app.kubernetes.io/name": "assistant"},
                           "ports": [{"port": 8000}]}})
+    assert lint(objs, inv) == []
+
+    objs, inv = clean()  # a claim on S3 with the static PV made for it
+    pvc_on_static_only_driver(objs, inv)
+    objs.append({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "w"},
+                 "spec": {"storageClassName": "model-store", "accessModes": ["ReadOnlyMany"],
+                          "capacity": {"storage": "18Gi"}, "csi": {
+                              "driver": "s3.csi.aws.com", "volumeHandle": "w"},
+                          "claimRef": {"name": "weights", "namespace": "batch"}}})
     assert lint(objs, inv) == []
 
     objs, inv = clean()

@@ -34,6 +34,7 @@ its docstring:
                    workload-shape)
   lint_kueue       who admits a workload: cohort-cycle, quota-without-cohort, kueue-managed,
                    workload-unqueued, queue-stopped, kueue-config
+  lint_quota       what its queue can never admit: workload-quota, flavor-affinity
   lint_fit         pods that fit nothing: gpu-per-node, resource-unserved, pvc-access-mode
   lint_selectors   what selects pods: netpol-default-deny, selector-matches
 """
@@ -636,10 +637,11 @@ def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
     from aiplat.kube.lint_admission import ADMISSION_RULES
     from aiplat.kube.lint_fit import FIT_RULES
     from aiplat.kube.lint_kueue import KUEUE_RULES
+    from aiplat.kube.lint_quota import QUOTA_RULES
     from aiplat.kube.lint_selectors import SELECTOR_RULES
 
     ctx = Context(objects, inventory)
-    rules = RULES + ADMISSION_RULES + KUEUE_RULES + FIT_RULES + SELECTOR_RULES
+    rules = RULES + ADMISSION_RULES + KUEUE_RULES + QUOTA_RULES + FIT_RULES + SELECTOR_RULES
     findings = [f for rule in rules for f in rule(ctx)]
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order.get(f.severity, 2), f.rule, f.object))

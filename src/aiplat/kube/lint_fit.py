@@ -19,11 +19,13 @@ Each class, with its page at night and the rule's source:
                     operator's mig-manager names MIG resources nvidia.com/mig-<profile>
                     only with the mixed strategy on MIG-enabled nodes.
   pvc-access-mode   a PersistentVolumeClaim (or an ephemeral volume's claim template) asks
-                    for an access mode its StorageClass's CSI driver cannot serve. Symptom:
-                    the PVC stays Pending, the pod with it never starts. Source: the CSI
-                    driver's advertised volume capabilities (table below); a StorageClass
-                    the tree does not define is a warning (the cluster may have it; if not,
-                    'storageclass.storage.k8s.io not found').
+                    for an access mode its StorageClass's CSI driver cannot serve, or sits on
+                    a static-only driver (Mountpoint for S3) with no PersistentVolume for
+                    it. Symptom: the PVC stays Pending, the pod with it never starts.
+                    Source: each driver's capabilities, with their sources, in
+                    catalog/storage.py. A StorageClass the tree does not define is a
+                    warning (the cluster may have it; if not, 'storageclass.storage.k8s.io
+                    not found').
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
 
+from aiplat.catalog.storage import driver
 from aiplat.kube import cel
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
@@ -41,20 +44,6 @@ from aiplat.kube.lint_admission import _requests
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]
-RWO, ROX, RWX, RWOP = "ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"
-# Access modes each CSI driver serves (its ControllerServer/NodeServer volume capabilities):
-# csi-driver-nfs pkg/nfs/nfs.go (all multi-node modes); ceph-csi README support matrix (RBD
-# file mode RWO only, CephFS RWX); mountpoint-s3-csi-driver docs/CONFIGURATION.md (ROX, RWX;
-# static only); aws-ebs-csi-driver pkg/driver/controller.go (single-node writer, RWOP);
-# Kubernetes local volumes (one node).
-ACCESS_MODES = {
-    "nfs.csi.k8s.io": {RWO, ROX, RWX, RWOP},
-    "rbd.csi.ceph.com": {RWO, RWOP},
-    "cephfs.csi.ceph.com": {RWO, ROX, RWX, RWOP},
-    "s3.csi.aws.com": {ROX, RWX},
-    "ebs.csi.aws.com": {RWO, RWOP},
-    "kubernetes.io/no-provisioner": {RWO, RWOP},
-}
 NOT_EXTENDED = {"cpu", "memory", "ephemeral-storage"}
 
 
@@ -190,6 +179,20 @@ def _claims(ctx: Context) -> Iterable[tuple[Obj, str, Obj]]:
                     yield o, f"ephemeral volume {v.get('name')!r}: ", tpl.get("spec") or {}
 
 
+def _bound(ctx: Context, pvc: Obj, sc: str) -> bool:
+    """A PersistentVolume of the tree that this claim can bind (its class, and its claimRef
+    or the claim's volumeName when either is set)."""
+    want = (pvc.get("spec") or {}).get("volumeName")
+    for pv in ctx.kind("PersistentVolume"):
+        spec = pv.get("spec") or {}
+        ref_ = spec.get("claimRef") or {}
+        if spec.get("storageClassName") == sc and (not want or want == name(pv)) and (
+                not ref_ or (ref_.get("name"), ref_.get("namespace")) == (name(pvc),
+                                                                          namespace(pvc))):
+            return True
+    return False
+
+
 def pvc_access_mode(ctx: Context) -> list[Finding]:
     classes = {name(sc): str(sc.get("provisioner", "")) for sc in ctx.kind("StorageClass")}
     out = []
@@ -204,16 +207,27 @@ def pvc_access_mode(ctx: Context) -> list[Finding]:
                 "the cluster has one by that name the claim stays Pending",
                 f"use one of {sorted(classes)} or add the StorageClass"))
             continue
-        modes = ACCESS_MODES.get(classes[sc])
-        bad = sorted(set(spec.get("accessModes") or []) - modes) if modes else []
+        d = driver(classes[sc])
+        if d is None:
+            continue  # the admin's own provisioner: nothing known about it
+        bad = sorted(set(spec.get("accessModes") or []) - set(d.access_modes))
         if bad:
             out.append(Finding(
                 "error", "pvc-access-mode", ref(o),
                 f"{label}asks for {', '.join(bad)} on StorageClass {sc}, whose driver "
-                f"{classes[sc]} serves only {sorted(modes or ())}: the claim stays Pending "
+                f"{d.name} serves only {sorted(d.access_modes)}: the claim stays Pending "
                 "and its pods never start",
-                f"use {sorted(modes or ())[0]} or a StorageClass whose driver serves "
+                f"use {sorted(d.access_modes)[0]} or a StorageClass whose driver serves "
                 f"{bad[0]}"))
+        # Local disks come from the local static provisioner, whose PVs no tree holds.
+        if not label and not d.dynamic and d.name != "kubernetes.io/no-provisioner" \
+                and not _bound(ctx, o, sc):
+            out.append(Finding(
+                "error", "pvc-access-mode", ref(o),
+                f"StorageClass {sc}'s driver {d.name} provisions nothing (static only) and "
+                "no PersistentVolume of the tree is there for this claim: it stays Pending "
+                "('waiting for a volume to be created')", "add a PersistentVolume for it "
+                "(claimRef to this claim, the class's name), or use a dynamic class"))
     return out
 
 

@@ -1,0 +1,171 @@
+"""Lint rules for queued workloads their ClusterQueue can never admit, whatever else runs:
+too big for the queue, or pinned to nodes none of its flavors has. Each class, with its page
+at night and the rule's source (Kueue v0.19.2):
+
+  workload-quota    a queued workload (all its pods: Kueue admits a Job's parallelism, a
+                    JobSet's replicated Jobs, a StatefulSet's replicas together) asks for
+                    more of a resource than its ClusterQueue can ever give, nominal quota
+                    plus what it may borrow (its borrowingLimit, else what its cohort can
+                    lend). Symptom: Pending forever, "insufficient quota ... request >
+                    maximum capacity". Source: pkg/scheduler/flavorassigner
+                    (fitsResourceQuota, the maximum capacity of a flavor).
+  flavor-affinity   a queued pod template pinned (nodeSelector or required node affinity on
+                    aiplat.io/pool) to a pool none of its ClusterQueue's flavors selects.
+                    Symptom: inadmissible, "flavor X doesn't match node affinity". Source:
+                    flavorassigner checks each flavor's nodeLabels against the pod's
+                    affinity.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from aiplat.kube.facts import POOL_LABEL
+from aiplat.kube.lint import Context, Finding, _cohort, _q, cohort_root, name, namespace
+from aiplat.kube.lint_admission import QUEUE_LABEL, _kueue_configuration, _pool_of
+from aiplat.kube.lint_fit import _claim_counts, pod_requests
+from aiplat.kube.validate import ref
+
+Obj = dict[str, Any]
+
+
+def _podsets(o: Obj) -> list[tuple[int, Obj]]:
+    """(pods, pod spec) of each pod set Kueue admits together for one workload."""
+    spec = o.get("spec") or {}
+    kind = o.get("kind")
+    if kind == "JobSet":
+        out = []
+        for rj in spec.get("replicatedJobs") or []:
+            job = (rj.get("template") or {}).get("spec") or {}
+            pods = int(rj.get("replicas", 1)) * int(job.get("parallelism", 1))
+            out.append((pods, ((job.get("template") or {}).get("spec") or {})))
+        return out
+    if kind == "Job":
+        return [(int(spec.get("parallelism", 1)), (spec.get("template") or {}).get("spec") or {})]
+    if kind == "StatefulSet":
+        return [(int(spec.get("replicas", 1)), (spec.get("template") or {}).get("spec") or {})]
+    if kind == "Deployment":  # the pod integration: each pod is its own workload
+        return [(1, (spec.get("template") or {}).get("spec") or {})]
+    if kind == "Pod":
+        return [(1, spec)]
+    return []
+
+
+def _queue_of(ctx: Context, o: Obj) -> Obj | None:
+    q = ((o.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    lq = next((lq for lq in ctx.kind("LocalQueue")
+               if name(lq) == q and namespace(lq) == namespace(o)), None)
+    cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
+    return next((cq for cq in ctx.kind("ClusterQueue") if name(cq) == cq_name), None)
+
+
+def _mapped(ctx: Context) -> dict[str, str]:
+    """DeviceClass -> the resource name Kueue charges its devices as."""
+    cfg = _kueue_configuration(ctx) or {}
+    return {c: str(m.get("name")) for m in (cfg.get("resources") or {}).get(
+        "deviceClassMappings") or [] for c in m.get("deviceClassNames") or []}
+
+
+def _demand(ctx: Context, o: Obj) -> dict[str, Decimal]:
+    total: dict[str, Decimal] = defaultdict(Decimal)
+    mapped = _mapped(ctx)
+    for pods, spec in _podsets(o):
+        for res, v in pod_requests(spec).items():
+            total[res] += v * pods
+        for _t, cls, count in _claim_counts(ctx, o, spec):
+            if cls in mapped:
+                total[mapped[cls]] += count * pods
+    return dict(total)
+
+
+def _lendable(ctx: Context, cq: Obj, flavor: str, res: str) -> Decimal:
+    """What the rest of the cohort tree can lend of one flavor's resource."""
+    c = _cohort(cq)
+    if not c:
+        return Decimal(0)
+    root = cohort_root(c, ctx.kind("Cohort"))
+    total = Decimal(0)
+    for other in ctx.kind("ClusterQueue"):
+        oc = _cohort(other)
+        if other is cq or not oc or cohort_root(oc, ctx.kind("Cohort")) != root:
+            continue
+        for rg in (other.get("spec") or {}).get("resourceGroups") or []:
+            for fl in rg.get("flavors") or []:
+                for r in fl.get("resources") or []:
+                    if fl.get("name") == flavor and r.get("name") == res:
+                        total += _q(r.get("lendingLimit", r.get("nominalQuota", 0)))
+    return total
+
+
+def _capacity(ctx: Context, cq: Obj) -> dict[str, tuple[Decimal, str]]:
+    """Per resource: the most one flavor of the queue can ever give, and that flavor."""
+    best: dict[str, tuple[Decimal, str]] = {}
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for fl in rg.get("flavors") or []:
+            for r in fl.get("resources") or []:
+                res = str(r.get("name"))
+                borrow = (_q(r["borrowingLimit"]) if "borrowingLimit" in r
+                          else _lendable(ctx, cq, str(fl.get("name")), res))
+                cap = _q(r.get("nominalQuota", 0)) + borrow
+                if res not in best or cap > best[res][0]:
+                    best[res] = (cap, str(fl.get("name")))
+    return best
+
+
+def _fmt(v: Decimal, res: str) -> str:
+    if res == "memory":
+        return f"{(v / 2**30).quantize(Decimal('0.1')).normalize():f}Gi"
+    return f"{v:g}"
+
+
+def workload_quota(ctx: Context) -> list[Finding]:
+    out = []
+    for o in ctx.objects:
+        cq = _queue_of(ctx, o)
+        if cq is None:
+            continue  # workload-queue reports a queue that does not exist
+        cap = _capacity(ctx, cq)
+        for res, want in sorted(_demand(ctx, o).items()):
+            if res in cap and want > cap[res][0]:
+                most, flavor = cap[res]
+                out.append(Finding(
+                    "error", "workload-quota", ref(o),
+                    f"its pods ask for {_fmt(want, res)} {res} in all but ClusterQueue "
+                    f"{name(cq)} can give at most {_fmt(most, res)} (flavor {flavor}, "
+                    "nominal plus borrowing): Kueue never admits it ('request > maximum "
+                    "capacity')", f"shrink it to {_fmt(most, res)} {res} (fewer or smaller "
+                    "pods), or raise the queue's nominalQuota / borrowingLimit"))
+    return out
+
+
+def flavor_affinity(ctx: Context) -> list[Finding]:
+    pools = {name(fl): ((fl.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
+             for fl in ctx.kind("ResourceFlavor")}
+    out = []
+    for o in ctx.objects:
+        cq = _queue_of(ctx, o)
+        if cq is None:
+            continue
+        flavors = [str(fl.get("name")) for rg in (cq.get("spec") or {}).get(
+            "resourceGroups") or [] for fl in rg.get("flavors") or []]
+        known = {p.name for p in ctx.inventory.pools}
+        if any(pools.get(f) not in known for f in flavors):
+            continue  # clusterqueue-flavor / flavor-pool report a flavor without its pool
+        served = {pools[f] for f in flavors}
+        for _pods, spec in _podsets(o):
+            pinned = _pool_of(spec)
+            if pinned and pinned not in served:
+                out.append(Finding(
+                    "error", "flavor-affinity", ref(o),
+                    f"its pods are pinned to pool {pinned} ({POOL_LABEL}) but ClusterQueue "
+                    f"{name(cq)}'s flavors {flavors} select other pools: Kueue finds no "
+                    "flavor for them ('doesn't match node affinity')",
+                    f"drop the pin (the flavor places the pods) or queue it where a flavor "
+                    f"selects pool {pinned}"))
+    return out
+
+
+QUOTA_RULES: tuple[Callable[[Context], list[Finding]], ...] = (workload_quota, flavor_affinity)
