@@ -695,3 +695,26 @@ def test_image_volume_of_the_model_is_accepted_by_the_api_server(
         assert fits_quota_when_free(str(e)), str(e)
     else:
         assert any("image" in v for v in created["spec"]["volumes"])
+
+
+def test_monitoring_objects_apply_beside_the_tree(cluster: Cluster, applied: list[Obj],
+                                                  tmp_path: Path) -> None:
+    """`aiplat monitoring render` writes the alert rules as a PrometheusRule and Kueue's
+    ServiceMonitor; the API server, with prometheus-operator's CRDs, accepts both as they
+    are, and the PrometheusRule holds exactly the rules of the rule file promtool tests."""
+    out = tmp_path / "monitoring"
+    cluster.aiplat("monitoring", "render", "-o", str(out), check=True)
+    cp = cluster.aiplat("kube", "apply", str(out / "kubernetes"), "-o", "json")
+    outcomes = json.loads(cp.stdout)
+    assert cp.returncode == 0, outcomes
+    assert {o["object"].split()[0] for o in outcomes} >= {"PrometheusRule", "ServiceMonitor"}
+    stored = cluster.api.get({"apiVersion": "monitoring.coreos.com/v1",
+                              "kind": "PrometheusRule",
+                              "metadata": {"name": "aiplat", "namespace": "monitoring"}})
+    rules = yaml.safe_load((out / "aiplat-rules.yaml").read_text())
+    assert stored is not None and stored["spec"]["groups"] == rules["groups"]
+    sm = cluster.api.get({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+                          "metadata": {"name": "kueue-controller-manager",
+                                       "namespace": "kueue-system"}})
+    assert sm is not None
+    assert sm["spec"]["endpoints"][0]["tlsConfig"]["insecureSkipVerify"] is False

@@ -160,8 +160,16 @@ def test_rule_file_and_test_file_shapes() -> None:
     assert len(silent) == n_alerts
     assert all(t["alert_rule_test"][0]["exp_alerts"] == [] for t in silent)
     files = render_monitoring(example())
-    assert set(files) == {RULES_FILE, TESTS_FILE, "prometheus.yaml", "checklist.md"}
+    assert set(files) == {RULES_FILE, TESTS_FILE, "prometheus.yaml", "checklist.md",
+                          "kubernetes/prometheusrule.yaml",
+                          "kubernetes/servicemonitor-kueue.yaml"}
     assert yaml.safe_load(files[RULES_FILE]) == rules
+    # The PrometheusRule carries the very rules the rule file (and promtool's tests) hold.
+    prom_rule = list(yaml.safe_load_all(files["kubernetes/prometheusrule.yaml"]))[-1]
+    assert prom_rule["kind"] == "PrometheusRule" and prom_rule["spec"] == rules
+    sm = yaml.safe_load(files["kubernetes/servicemonitor-kueue.yaml"])
+    tls = sm["spec"]["endpoints"][0]["tlsConfig"]
+    assert tls["insecureSkipVerify"] is False and tls["serverName"] == KUEUE_METRICS_SERVER_NAME
     assert yaml.safe_load(files[TESTS_FILE]) == tests
 
 

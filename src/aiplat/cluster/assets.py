@@ -71,9 +71,14 @@ MANIFESTS = (
     ("sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases", "crds/inference"),
     ("github.com/kubernetes-csi/external-snapshotter/client/v8", "config/crd",
      "crds/snapshotter"),
+    # ServiceMonitor and PrometheusRule: the tree's monitoring objects for prometheus-operator.
+    *(("github.com/prometheus-operator/prometheus-operator",
+       f"example/prometheus-operator-crd/monitoring.coreos.com_{kind}.yaml",
+       f"crds/prometheus/{kind}.yaml") for kind in ("servicemonitors", "prometheusrules")),
 )
 CRD_MODULES = ("sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api-inference-extension",
-               "github.com/kubernetes-csi/external-snapshotter/client/v8")
+               "github.com/kubernetes-csi/external-snapshotter/client/v8",
+               "github.com/prometheus-operator/prometheus-operator")
 
 Progress = Callable[[str], None]
 
@@ -218,7 +223,7 @@ def build(cache: Path | None = None, progress: Progress = lambda _m: None,
     t0 = time.monotonic()
     built = go_build(TOOLS, list(COMPONENTS), cache, ldflags(pinned), progress=progress,
                      force=force, stamp_extra={"versions": pinned})
-    if built or not (cache / "manifests" / "crds").is_dir():
+    if built or any(not (cache / "manifests" / dst).exists() for _m, _s, dst in MANIFESTS):
         _copy_manifests(_go(), cache / "manifests")
     return {"cache": str(cache), "versions": pinned, "built": built,
             "seconds": round(time.monotonic() - t0, 1)}

@@ -43,6 +43,9 @@ RULES_FILE = "aiplat-rules.yaml"
 TESTS_FILE = "aiplat-rules.test.yaml"
 SCRAPE_FILE = "prometheus.yaml"
 CHECKLIST_FILE = "checklist.md"
+PROMETHEUS_RULE_FILE = "kubernetes/prometheusrule.yaml"
+SERVICE_MONITOR_FILE = "kubernetes/servicemonitor-kueue.yaml"
+MONITORING_NS = "monitoring"
 RUNBOOK_PAGE = "runbook.html"
 
 # Critical XIDs watched by the AzureHPC node health checks (see FACTS.md).
@@ -910,6 +913,35 @@ def checklist_document(platform: Platform, groups: list[RuleGroup]) -> Document:
     )
 
 
+def prometheus_rule(groups: Iterable[RuleGroup]) -> dict[str, Any]:
+    """The same rules as a prometheus-operator PrometheusRule (its Prometheus must select
+    the label ``app.kubernetes.io/part-of: aiplat`` in ``ruleSelector``)."""
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "aiplat", "namespace": MONITORING_NS,
+                         "labels": {"app.kubernetes.io/part-of": "aiplat"}},
+            "spec": rules_data(groups)}
+
+
+def kueue_service_monitor() -> dict[str, Any]:
+    """Kueue's metrics endpoint for prometheus-operator, as Kueue's own
+    config/components/prometheus (monitor.yaml with monitor_tls_patch.yaml) has it: the
+    Prometheus ServiceAccount token goes only to a server whose certificate the metrics CA
+    signed for the Service's name, never with insecureSkipVerify."""
+    return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
+            "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system",
+                         "labels": {"app.kubernetes.io/part-of": "aiplat"}},
+            "spec": {
+                "selector": {"matchLabels": {"control-plane": "controller-manager",
+                                             "app.kubernetes.io/name": "kueue"}},
+                "endpoints": [{
+                    "port": "https", "scheme": "https", "path": "/metrics",
+                    "bearerTokenFile": "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                    "tlsConfig": {"serverName": KUEUE_METRICS_SERVER_NAME,
+                                  "insecureSkipVerify": False,
+                                  "ca": {"secret": {"name": "metrics-server-cert",
+                                                    "key": "ca.crt"}}}}]}}
+
+
 def _dump(data: Any) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=4096,
                           allow_unicode=True)
@@ -928,4 +960,8 @@ def render_monitoring(platform: Platform,
         TESTS_FILE: "# promtool test rules " + TESTS_FILE + "\n" + _dump(rule_tests_data(groups)),
         SCRAPE_FILE: _dump(scrape_config(platform, discovery)),
         CHECKLIST_FILE: render_markdown(checklist_document(platform, groups)),
+        PROMETHEUS_RULE_FILE: yaml.safe_dump_all(
+            [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NS}},
+             prometheus_rule(groups)], sort_keys=False, width=4096, allow_unicode=True),
+        SERVICE_MONITOR_FILE: _dump(kueue_service_monitor()),
     }

@@ -5,6 +5,12 @@ module aiplat.local/tools/cluster/crds
 
 go 1.26.0
 
+// CRDs only (example/prometheus-operator-crd); no package of it is imported, so this
+// require stays as written (never `go mod tidy` this file).
+require (
+	github.com/prometheus-operator/prometheus-operator v0.88.0
+)
+
 require (
 	github.com/kubernetes-csi/external-snapshotter/client/v8 v8.6.0
 	sigs.k8s.io/gateway-api v1.6.1
