@@ -9,9 +9,11 @@ admits nothing, then admits once fixed), workload-quota and flavor-affinity (Kue
 admitted), kueue-managed for kube-system and
 workload-unqueued (jobs that run with no Workload), resource-unserved (Kueue: MIG resource
 not in the ClusterQueue), gpu-per-node for GPUs and DRA claims (admitted, unschedulable),
-limitrange-admits min and Pod max (the LimitRanger refuses the pods), pvc-access-mode's
+limitrange-admits min and Pod max (the LimitRanger refuses the pods), pod-security's
+IPC_LOCK in a restricted namespace (Pod Security admission), pvc-access-mode's
 missing StorageClass (the PV controller). Lint alone: NetworkPolicy isolation and selectors
-(no CNI enforces policies here), access modes (no CSI driver runs here), Kueue
+(no CNI enforces policies here), access modes and static-only drivers (no CSI driver runs
+here), topology-spread (a placement that runs, only slower), Kueue
 Configurations other than the rendered one (the lab starts Kueue with that).
 
 Needs the components built (``aiplat lab cluster build``); fails, not skips, in CI.
@@ -154,6 +156,15 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
           "spec": {"limits": [{"type": "Container", "min": {"cpu": "2"}},
                               {"type": "Pod", "max": {"memory": "2Gi"}}]}}
     two = _res({"cpu": "2", "memory": "1536Mi"})
+    ipc = copy.deepcopy(next(o for o in objs if o["kind"] == "Job"
+                             and o["metadata"]["name"] == "assistant-finetune"))
+    spec = ipc["spec"]["template"]["spec"]
+    ipc = {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": "lint-ipc-lock", "namespace": "research"}, "spec": {
+        "restartPolicy": "Never", "securityContext": spec.get("securityContext") or {},
+        "containers": [{**spec["containers"][0], "resources": small}]}}
+    ipc["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
+    ipc["spec"]["containers"][0].pop("volumeMounts", None)
     too_big = _workload(objs, "nightly-eval", "lint-too-big", queue="batch")
     too_big["spec"]["parallelism"] = too_big["spec"]["completions"] = 13  # 715 CPU > 370
     pinned = _workload(objs, "nightly-eval", "lint-pinned", queue="batch", resources=small)
@@ -174,6 +185,7 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
         "kueue-managed": [_workload(objs, "nightly-eval", "lint-system-job", ns="kube-system",
                                     queue="batch", resources=small)],
         "workload-unqueued": [_workload(objs, "nightly-eval", "lint-unqueued")],
+        "pod-security": [ipc],
         "workload-quota": [too_big],
         "flavor-affinity": [pinned],
         "resource-unserved": [_workload(objs, "assistant-finetune", "lint-mig", queue="research",
@@ -203,6 +215,7 @@ EXPECTED = {  # rule -> the objects lint must name
     "workload-unqueued": {"Job/batch/lint-unqueued"},
     "resource-unserved": {"Job/research/lint-mig"},
     "workload-quota": {"Job/batch/lint-too-big"},
+    "pod-security": {"Pod/research/lint-ipc-lock"},
     "flavor-affinity": {"Job/batch/lint-pinned"},
     "gpu-per-node": {"Job/research/lint-16-gpus", "Job/serving/lint-dra-8"},
     "limitrange-admits": {"Pod/lint-lr/lint-below-min", "Pod/lint-lr/lint-pod-max"},
@@ -349,6 +362,11 @@ def test_limitrange_min_and_pod_max_refuse_the_pods(lab: Lab) -> None:
         lab.api.create(below, dry_run=True)
     with pytest.raises(ApiError, match="maximum memory usage per Pod is 2Gi"):
         lab.api.create(pod_max, dry_run=True)
+
+
+def test_ipc_lock_is_refused_by_the_restricted_namespace(lab: Lab) -> None:
+    with pytest.raises(ApiError, match="IPC_LOCK"):
+        lab.api.create(_seed(lab, "pod-security")[0], dry_run=True)
 
 
 def test_claim_on_a_missing_storage_class_stays_pending(lab: Lab) -> None:

@@ -108,6 +108,17 @@ def job_pinned_to_a_pool_its_queue_lacks(o: list[Obj], inv: Inventory) -> None:
     _job(o)["spec"]["template"]["spec"]["nodeSelector"] = {"aiplat.io/pool": "h100"}
 
 
+def gang_without_topology_level(o: list[Obj], inv: Inventory) -> None:
+    js = _job(o, "domain-pretrain")
+    js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"][
+        "annotations"] = {"kueue.x-k8s.io/podset-unconstrained-topology": "true"}
+
+
+def container_adds_ipc_lock(o: list[Obj], inv: Inventory) -> None:
+    c = _job(o, "assistant-finetune")["spec"]["template"]["spec"]["containers"][0]
+    c["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]  # research is restricted
+
+
 # --- lint_fit ----------------------------------------------------------------------------
 
 def pod_asks_more_gpus_than_a_node(o: list[Obj], inv: Inventory) -> None:
@@ -230,6 +241,10 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "ask for 715 cpu in all but ClusterQueue batch can give at most 370"),
     (job_pinned_to_a_pool_its_queue_lacks, "flavor-affinity", "Job/batch/nightly-eval",
      "pinned to pool h100"),
+    (gang_without_topology_level, "topology-spread", "JobSet/research/domain-pretrain",
+     "every collective crossing the spine"),
+    (container_adds_ipc_lock, "pod-security", "Job/research/assistant-finetune",
+     "adds capabilities ['IPC_LOCK']"),
     (pod_asks_more_gpus_than_a_node, "gpu-per-node", "Job/research/assistant-finetune",
      "asks for 16 nvidia.com/gpu but the largest node (pool h100) has 8"),
     (claim_asks_more_devices_than_a_node, "gpu-per-node", "Job/serving/docs-search",

@@ -24,7 +24,8 @@ workload can be stuck or a tenant fenced wrongly; warnings need a decision. Rule
                             proxy, token minting; Secrets only when granted
   workload-queue            example workloads name a LocalQueue and priority class that exist
   pod-security              pods pass their namespace's Pod Security level (hostPath,
-                            privileged, host namespaces; restricted's securityContext rules)
+                            privileged, host namespaces, added capabilities such as IPC_LOCK;
+                            restricted's securityContext rules)
 
 and those of the modules beside it, each with its classes' symptoms and upstream sources in
 its docstring:
@@ -34,7 +35,8 @@ its docstring:
                    workload-shape)
   lint_kueue       who admits a workload: cohort-cycle, quota-without-cohort, kueue-managed,
                    workload-unqueued, queue-stopped, kueue-config
-  lint_quota       what its queue can never admit: workload-quota, flavor-affinity
+  lint_quota       what its queue can never admit or places badly: workload-quota,
+                   flavor-affinity, topology-spread
   lint_fit         pods that fit nothing: gpu-per-node, resource-unserved, pvc-access-mode
   lint_selectors   what selects pods: netpol-default-deny, selector-matches
 """
@@ -552,6 +554,10 @@ _POD_KINDS = {"Pod": ("spec",), "Job": ("spec", "template", "spec"),
               "StatefulSet": ("spec", "template", "spec"),
               "DaemonSet": ("spec", "template", "spec"),
               "JobSet": ("spec", "replicatedJobs", 0, "template", "spec", "template", "spec")}
+# Capabilities baseline lets a container add (k8s.io/pod-security-admission policy/
+# check_capabilities_baseline.go); restricted allows only NET_BIND_SERVICE.
+_BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                  "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
 _RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
                        "persistentVolumeClaim", "projected", "secret", "name"}
 
@@ -591,6 +597,10 @@ def pod_security_violations(spec: Obj, level: str) -> list[str]:
             out.append(f"container {name!r} is privileged")
         if any(p.get("hostPort") for p in c.get("ports") or []):
             out.append(f"container {name!r} uses a hostPort")
+        added = set((sc.get("capabilities") or {}).get("add") or [])
+        allowed = {"NET_BIND_SERVICE"} if level == "restricted" else _BASELINE_CAPS
+        if added - allowed:  # e.g. IPC_LOCK for RDMA memory registration
+            out.append(f"container {name!r} adds capabilities {sorted(added - allowed)}")
         if level != "restricted":
             continue
         if sc.get("allowPrivilegeEscalation") is not False:

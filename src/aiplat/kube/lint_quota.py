@@ -14,6 +14,14 @@ at night and the rule's source (Kueue v0.19.2):
                     Symptom: inadmissible, "flavor X doesn't match node affinity". Source:
                     flavorassigner checks each flavor's nodeLabels against the pod's
                     affinity.
+  topology-spread   a multi-pod JobSet (distributed training) on a topology flavor that
+                    asks for no required or preferred topology level (none, or
+                    unconstrained). Symptom: slower than planned: Kueue may place its ranks
+                    across blocks and racks, so every all-reduce crosses the spine (a
+                    warning: only lint can say it). Source: Kueue TAS annotations
+                    kueue.x-k8s.io/podset-required-topology / -preferred-topology
+                    (apis/kueue/v1beta2 topology annotations, pkg/cache/scheduler/
+                    tas_flavor_snapshot.go).
 """
 
 from __future__ import annotations
@@ -25,7 +33,12 @@ from typing import Any
 
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.lint import Context, Finding, _cohort, _q, cohort_root, name, namespace
-from aiplat.kube.lint_admission import QUEUE_LABEL, _kueue_configuration, _pool_of
+from aiplat.kube.lint_admission import (
+    QUEUE_LABEL,
+    _kueue_configuration,
+    _pool_of,
+    _templates,
+)
 from aiplat.kube.lint_fit import _claim_counts, pod_requests
 from aiplat.kube.validate import ref
 
@@ -168,4 +181,43 @@ def flavor_affinity(ctx: Context) -> list[Finding]:
     return out
 
 
-QUOTA_RULES: tuple[Callable[[Context], list[Finding]], ...] = (workload_quota, flavor_affinity)
+_LEVELS = ("kueue.x-k8s.io/podset-required-topology", "kueue.x-k8s.io/podset-preferred-topology")
+
+
+def _gang(o: Obj) -> bool:
+    """A distributed workload whose pods work as one: a JobSet of several pods. (An Indexed
+    Job may as well be independent shards of batch inference: not flagged.)"""
+    return o.get("kind") == "JobSet" and sum(n for n, _ in _podsets(o)) > 1
+
+
+def topology_spread(ctx: Context) -> list[Finding]:
+    tas = {name(fl) for fl in ctx.kind("ResourceFlavor")
+           if (fl.get("spec") or {}).get("topologyName")}
+    out = []
+    for o in ctx.objects:
+        cq = _queue_of(ctx, o)
+        if cq is None or not _gang(o):
+            continue
+        # The topology flavors with quota for the accelerators these pods ask for.
+        wants = set(_demand(ctx, o)) - {"cpu", "memory"}
+        flavors = {str(fl.get("name")) for rg in (cq.get("spec") or {}).get(
+            "resourceGroups") or [] for fl in rg.get("flavors") or [] for r in fl.get(
+                "resources") or [] if r.get("name") in wants and _q(r.get("nominalQuota", 0))}
+        if not flavors & tas:
+            continue
+        for t in _templates(o):
+            ann = (t.get("metadata") or {}).get("annotations") or {}
+            if not any(a in ann for a in _LEVELS):
+                out.append(Finding(
+                    "warning", "topology-spread", ref(o),
+                    f"its pods run as one on topology flavor(s) {sorted(flavors & tas)} but "
+                    "ask for no required or preferred topology level: Kueue may spread the "
+                    "ranks over blocks and racks, every collective crossing the spine",
+                    "annotate the pod template kueue.x-k8s.io/podset-required-topology "
+                    "(or -preferred-topology) with the block or rack level"))
+    return out
+
+
+QUOTA_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
+    workload_quota, flavor_affinity, topology_spread,
+)
