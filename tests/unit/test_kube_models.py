@@ -170,3 +170,37 @@ def test_each_inference_pool_names_an_endpoint_picker_the_tree_runs() -> None:
         assert {r for rule in role["rules"] for r in rule["resources"]} == {
             "pods", "inferencepools"}
         assert {v for rule in role["rules"] for v in rule["verbs"]} == {"get", "list", "watch"}
+
+
+def _pretrain(p: Platform) -> Obj:
+    objs = render(p, load_catalog()).manifests["workloads/examples.yaml"]
+    js = next(o for o in objs if o["metadata"]["name"] == "domain-pretrain")
+    return js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+def test_a_gang_across_infiniband_nodes_gets_the_hcas_and_nccl_settings() -> None:
+    from aiplat.kube.facts import RDMA_RESOURCE
+    from aiplat.kube.render_kueue import kueue_configuration
+
+    p = platform_from()
+    c = _pretrain(p)["containers"][0]
+    assert c["resources"]["requests"][RDMA_RESOURCE] == c["resources"]["limits"][RDMA_RESOURCE]
+    env = {e["name"]: e["value"] for e in c["env"]}
+    assert env["NCCL_IB_HCA"] == "mlx5" and "NCCL_IB_GID_INDEX" not in env  # IB, not RoCE
+    # research enforces 'restricted', which refuses IPC_LOCK: the pod does not ask for it.
+    assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    # Kueue would refuse the gang for a resource its ClusterQueue does not cover.
+    from aiplat.kube.facts import pool_facts
+    cfg = kueue_configuration(p, pool_facts(p, load_catalog()))
+    assert cfg["resources"]["excludeResourcePrefixes"] == ["rdma/"]
+    # The single-node fine-tune and the l40s pool (Ethernet only) get none of it.
+    objs = render(p, load_catalog()).manifests["workloads/examples.yaml"]
+    others = [o for o in objs if o["metadata"]["name"] != "domain-pretrain"]
+    assert RDMA_RESOURCE not in yaml.safe_dump(others)
+
+
+def test_a_privileged_tenant_gets_ipc_lock_for_nccl() -> None:
+    def edit(d: Obj) -> None:
+        d["tenants"][0]["podSecurity"] = "privileged"
+    c = _pretrain(platform_from(edit))["containers"][0]
+    assert c["securityContext"]["capabilities"]["add"] == ["IPC_LOCK"]

@@ -19,6 +19,8 @@ from aiplat.kube.facts import (
     GPU_RESOURCE,
     HOSTNAME_LABEL,
     NVIDIA_DRIVER,
+    RDMA_PODS_PER_NODE,
+    RDMA_RESOURCE,
     PoolFacts,
 )
 from aiplat.spec.models import SharingStrategy
@@ -66,7 +68,8 @@ def node(pool: PoolFacts, index: int) -> Obj:
     storage_gi = (int(node_spec.nvme.count * node_spec.nvme.size_tb * 1000**4 / 1024**3)
                   if node_spec.nvme else 500)
     common = {"pods": "110", "ephemeral-storage": f"{storage_gi}Gi",
-              **{k: str(v) for k, v in gpu_extended_resources(pool).items()}}
+              **{k: str(v) for k, v in gpu_extended_resources(pool).items()},
+              **({RDMA_RESOURCE: str(RDMA_PODS_PER_NODE)} if pool.rdma else {})}
     taints = [{"key": t.key, **({"value": t.value} if t.value else {}), "effect": t.effect.value}
               for t in pool.taints]
     return {

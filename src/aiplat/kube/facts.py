@@ -33,6 +33,11 @@ MANAGED_BY = {"app.kubernetes.io/managed-by": "aiplat"}
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_RESOURCE = "nvidia.com/gpu"
+# The NVIDIA network operator's RDMA shared device plugin (rdmaSharedDevicePlugin, its
+# example config: resourceName rdma_shared_device_a, rdmaHcaMax 63): every pod on the node
+# may open the HCAs through /dev/infiniband, counted so the kubelet hands out the devices.
+RDMA_RESOURCE = "rdma/rdma_shared_device_a"
+RDMA_PODS_PER_NODE = 63
 
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -74,6 +79,12 @@ class PoolFacts:
     @property
     def gpus_per_node(self) -> int:
         return self.spec.node.gpu.count if self.spec.node.gpu else 0
+
+    @property
+    def rdma(self) -> str | None:
+        """'infiniband' or 'roce' when the nodes have RDMA NICs (GPUDirect RDMA for NCCL)."""
+        kinds = {n.type.value for n in self.spec.node.nics}
+        return next((k for k in ("infiniband", "roce") if k in kinds), None)
 
     @property
     def taints(self) -> list[Taint]:

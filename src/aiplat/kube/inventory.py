@@ -12,7 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.errors import InputError
-from aiplat.kube.facts import HOSTNAME_LABEL, NVIDIA_DRIVER, PoolFacts
+from aiplat.kube.facts import (
+    HOSTNAME_LABEL,
+    NVIDIA_DRIVER,
+    RDMA_PODS_PER_NODE,
+    RDMA_RESOURCE,
+    PoolFacts,
+)
 from aiplat.spec.models import Platform, SegmentPurpose
 
 
@@ -101,7 +107,9 @@ def from_facts(platform: Platform, pools: list[PoolFacts]) -> Inventory:
         pools=[PoolInventory(
             name=p.name, nodes=p.nodes, labels=p.node_labels,
             taints=[{"key": t.key, "value": t.value, "effect": t.effect.value} for t in p.taints],
-            topology_labels=p.topology_levels, capacity=p.capacity(),
+            topology_labels=p.topology_levels,
+            capacity={**p.capacity(),
+                      **({RDMA_RESOURCE: RDMA_PODS_PER_NODE * p.nodes} if p.rdma else {})},
             cpu=p.cpu_allocatable * p.nodes, memory_gib=p.memory_allocatable_gib * p.nodes,
             devices=p.devices() if p.gpu_mode == "dra" else [],
             autoscaled=p.spec.autoscaling is not None,

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from aiplat.catalog.storage import DEFAULT_PROVISIONERS, driver
-from aiplat.kube.facts import POOL_LABEL, PoolFacts, uses_tas
+from aiplat.kube.facts import POOL_LABEL, RDMA_RESOURCE, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
 from aiplat.kube.render_gateway import (
     EPP_GRPC,
@@ -217,6 +217,8 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
             spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": template}]
             container["resources"]["claims"] = [{"name": "gpus"}]
     container["resources"]["requests"] = requests
+    if w.kind.trains and pods > 1 and pool.rdma:
+        _rdma(platform, w, pool, container)
     if serving:
         container["ports"] = [{"name": "http", "containerPort": SERVING_PORT}]
     spec.update({
@@ -246,6 +248,25 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
     if ann:
         meta["annotations"] = ann
     return {"metadata": meta, "spec": spec}
+
+
+def _rdma(platform: Platform, w: WorkloadSpec, pool: PoolFacts, container: Obj) -> None:
+    """A gang across nodes on an RDMA fabric: the HCAs (RDMA shared device plugin) and
+    NCCL told to use them. IPC_LOCK (NCCL pins its buffers) only where the tenant's Pod
+    Security level admits it: 'restricted' and 'baseline' refuse the capability, so there
+    the container runtime's memlock limit must be unlimited (lint says so)."""
+    res = container["resources"]
+    res["requests"][RDMA_RESOURCE] = "1"
+    res["limits"][RDMA_RESOURCE] = "1"
+    env = [{"name": "NCCL_IB_HCA", "value": "mlx5"},
+           {"name": "NCCL_SOCKET_IFNAME", "value": "eth0"},
+           {"name": "NCCL_DEBUG", "value": "WARN"}]
+    if pool.rdma == "roce":
+        env.append({"name": "NCCL_IB_GID_INDEX", "value": "3"})  # RoCE v2 GID
+    container["env"] = env
+    tenant = next((t for t in platform.tenants if t.name == w.tenant), None)
+    if tenant is not None and tenant.pod_security == "privileged":
+        container["securityContext"]["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
 
 
 def _model_cache_class(platform: Platform) -> bool:

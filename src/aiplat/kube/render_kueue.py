@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from aiplat.kube.facts import POOL_LABEL, TENANT_LABEL, PoolFacts, uses_tas
+from aiplat.kube.facts import POOL_LABEL, RDMA_RESOURCE, TENANT_LABEL, PoolFacts, uses_tas
 from aiplat.kube.objects import Obj, obj, toleration
 from aiplat.kube.quantity import canonical_decimal, format_number
 from aiplat.kube.yamlout import dump_docs
@@ -171,7 +171,14 @@ def kueue_configuration(platform: Platform, pools: list[PoolFacts]) -> Obj:
         cfg["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare",
                                                        "LessThanInitialShare"]}
     classes = sorted({r for p in pools if p.gpu_mode == "dra" for r in p.gpu_resources})
+    resources: Obj = {}
     if classes:
-        cfg["resources"] = {"deviceClassMappings": [
-            {"name": c, "deviceClassNames": [c]} for c in classes]}
+        resources["deviceClassMappings"] = [
+            {"name": c, "deviceClassNames": [c]} for c in classes]
+    if any(p.rdma for p in pools):
+        # The HCAs are shared, not quota: without this Kueue refuses every gang that asks
+        # for them ("resource rdma/... unavailable in ClusterQueue").
+        resources["excludeResourcePrefixes"] = [RDMA_RESOURCE.split("/")[0] + "/"]
+    if resources:
+        cfg["resources"] = resources
     return cfg
