@@ -174,3 +174,30 @@ def test_cli_refuses_cleanly_without_binaries_or_a_cluster(
     assert code == 1 and "is not up" in err
     code, err = run("lab", "cluster", "down")
     assert code == 0 and "nothing" in err
+
+
+def test_two_clusters_never_remove_each_others_kueue_metrics_certs(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kueue reads /etc/kueue/metrics/certs once, at start: the cluster that started last
+    owns the files, and an older cluster's down leaves them for the running one."""
+    from aiplat.cluster import run
+    from aiplat.cluster.pki import Pki
+
+    certs = tmp_path / "etc" / "certs"
+    monkeypatch.setattr(run, "METRICS_CERTS", certs)
+    monkeypatch.setenv("AIPLAT_CLUSTER_DIR", str(tmp_path / "runs"))
+    states = {}
+    for name in ("a", "b"):
+        d = run.run_dir(name)
+        (d / "pki").mkdir(parents=True)
+        for ext in ("crt", "key"):
+            (d / "pki" / f"webhooks.{ext}").write_text(f"{name}-{ext}")
+        st = run.ClusterState(name=name, dir=str(d), server="", ports={}, versions={})
+        run._metrics_certs(st, Pki(d / "pki"))
+        run._save(st)
+        states[name] = st
+    assert (certs / "tls.crt").read_text() == "b-crt"  # the newest cluster's
+    run.down("a")
+    assert (certs / "tls.crt").read_text() == "b-crt" and (certs / "tls.key").exists()
+    run.down("b")
+    assert not certs.exists()

@@ -289,16 +289,19 @@ def _docs(path: Path) -> list[dict[str, Any]]:
 
 
 def _metrics_certs(state: ClusterState, pki: Pki) -> None:
-    """Kueue reads its metrics certificate from a fixed path when its own cert management
-    is off. Written only where absent, recorded, and removed by ``down``."""
+    """Kueue reads its metrics certificate from a fixed path (when its own cert management
+    is off) once, at start. So each cluster writes its own just before its Kueue starts
+    (atomically: another cluster's Kueue may be reading), and ``down`` removes them only if
+    they are still this cluster's: two lab clusters (two test modules, two users) never pull
+    the files from under each other's Kueue."""
     for name in ("tls.crt", "tls.key"):
         target = METRICS_CERTS / name
-        if target.exists():
-            continue
         try:
             METRICS_CERTS.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(pki.path(f"webhooks.{name.split('.')[1]}"), target)
-            target.chmod(0o600)
+            tmp = target.with_name(f".{name}.{os.getpid()}")
+            shutil.copyfile(pki.path(f"webhooks.{name.split('.')[1]}"), tmp)
+            tmp.chmod(0o600)
+            os.replace(tmp, target)
         except OSError as e:
             raise InputError(f"Kueue needs {target} (a fixed path in Kueue's main.go): {e} "
                              "(fix: run as root, or create it)") from e
@@ -341,6 +344,13 @@ def _settle(api: Api, timeout: float, quiet: float = 3.0) -> None:
         time.sleep(0.5)
 
 
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.read_bytes() == b.read_bytes()
+    except OSError:
+        return False
+
+
 def down(name: str) -> list[str]:
     """Stop every process the state lists (newest first) and remove the run's folder and
     the files it created. Returns what was stopped."""
@@ -350,9 +360,14 @@ def down(name: str) -> list[str]:
         for p in reversed(state.procs):
             if sh.stop(p, grace=5.0):
                 stopped.append(p.name)
+        pki = run_dir(name) / "pki"
         for f in state.created_files:
+            path = Path(f)
+            if path.parent == METRICS_CERTS and not _same(
+                    path, pki / f"webhooks.{path.name.split('.')[1]}"):
+                continue  # another cluster's since: its Kueue serves with them
             with contextlib.suppress(OSError):
-                Path(f).unlink()
+                path.unlink()
         with contextlib.suppress(OSError):
             METRICS_CERTS.rmdir()
             METRICS_CERTS.parent.rmdir()
