@@ -74,13 +74,18 @@ def _emit(data: Any, output: str, table: list[str]) -> None:
             click.echo(line)
 
 
-_QUIET = click.option("-q", "--quiet", is_flag=True,
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
+    ctx.meta["aiplat.quiet"] = value  # this invocation only (never module state)
+    return value
+
+
+_QUIET = click.option("-q", "--quiet", is_flag=True, callback=_set_quiet, is_eager=True,
                       help="no progress bar and no summary on stderr (errors still show)")
-_quiet = False
 
 
 def _info(msg: str) -> None:
-    if not _quiet:
+    ctx = click.get_current_context(silent=True)
+    if not (ctx is not None and ctx.meta.get("aiplat.quiet")):
         click.echo(msg, err=True)
 
 
@@ -88,8 +93,6 @@ def _info(msg: str) -> None:
 def _transfer_bar(verb: str, quiet: bool) -> Iterator[tuple[Any, Any]]:
     """(on_total, progress) callbacks for push/pull: a bar with bytes and rate on a terminal,
     nothing when stderr is a file or pipe (logs stay clean) or with --quiet."""
-    global _quiet  # noqa: PLW0603 (one flag for the command's stderr lines)
-    _quiet = quiet
     if quiet or not sys.stderr.isatty():
         yield None, None
         return
@@ -148,8 +151,6 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
     if r.digest:
         raise ArtifactInputError(f"{ref}: push to a tag, not a digest (the digest is computed)")
     key = _load_key(sign_key) if sign_key else None
-    global _quiet  # noqa: PLW0603
-    _quiet = quiet
     t0 = time.perf_counter()
     info = ModelInfo(name=name or r.repository.rsplit("/", 1)[-1], version=version or r.tag or "")
     pkg = package_dir(directory, info)
