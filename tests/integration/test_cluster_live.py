@@ -144,29 +144,8 @@ def _admitted(w: Obj) -> bool:
     return c is not None and c["status"] == "True"
 
 
-def local_nvme_volumes(api: Api, storage_class: str = "fast-scratch") -> None:
-    """What the local static provisioner publishes: one PersistentVolume per GPU node's NVMe
-    (the example's local-nvme class has no dynamic provisioner, so the serving pods' model
-    cache volumes bind to these on the pod's node)."""
-    for n in api.objects("v1", "Node"):
-        if "aiplat.io/pool" not in n["metadata"]["labels"]:
-            continue
-        node = n["metadata"]["name"]
-        api.apply({"apiVersion": "v1", "kind": "PersistentVolume",
-                   "metadata": {"name": f"nvme-{node}"},
-                   "spec": {"capacity": {"storage": "3Ti"}, "accessModes": ["ReadWriteOnce"],
-                            "persistentVolumeReclaimPolicy": "Delete",
-                            "storageClassName": storage_class,
-                            "local": {"path": "/mnt/nvme0"},
-                            "nodeAffinity": {"required": {"nodeSelectorTerms": [{
-                                "matchExpressions": [{"key": "kubernetes.io/hostname",
-                                                      "operator": "In",
-                                                      "values": [node]}]}]}}}})
-
-
 @pytest.fixture(scope="module")
 def applied(cluster: Cluster) -> list[Obj]:
-    local_nvme_volumes(cluster.api)
     cp = cluster.aiplat("kube", "apply", str(cluster.tree), "-o", "json")
     outcomes = json.loads(cp.stdout)
     assert cp.returncode == 0, [o for o in outcomes if o["action"].endswith("refused")]
@@ -196,6 +175,11 @@ def test_cluster_is_up_with_the_pools_nodes(cluster: Cluster) -> None:
     assert h["metadata"]["labels"]["topology.aiplat.io/block"] == "h100-block-0"
     assert h["status"]["allocatable"]["nvidia.com/gpu"] == "8"
     assert h["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    # The local static provisioner's PVs for the example's local-nvme class, one per GPU node.
+    pvs = {p["metadata"]["name"]: p for p in cluster.api.objects("v1", "PersistentVolume")}
+    assert {f"fast-scratch-{n}" for n in nodes if not n.startswith("system-")} <= set(pvs)
+    assert pvs["fast-scratch-h100-0"]["spec"]["nodeAffinity"]["required"][
+        "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["h100-0"]
     lab = nodes["l40s-0"]["metadata"]["labels"]
     assert "nvidia.com/gpu" not in nodes["l40s-0"]["status"]["allocatable"]  # DRA pool
     assert lab["nvidia.com/gpu.deploy.device-plugin"] == "false"

@@ -58,6 +58,7 @@ def build(cache: Path | None, force: bool, output: str) -> None:
 def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None:
     """Start the cluster for SPEC's pools (default: the built-in example)."""
     from aiplat.catalog import load_catalog
+    from aiplat.catalog.storage import DEFAULT_PROVISIONERS, driver
     from aiplat.cluster.assets import locate
     from aiplat.cluster.nodes import lab_nodes
     from aiplat.cluster.run import kubeconfig_path
@@ -75,8 +76,13 @@ def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None
                          "or autoscaling.min above 0)")
     found = locate(assets)
     t0 = time.monotonic()
+    # The local static provisioner's PVs, which a kwok cluster has no disks to publish.
+    local = tuple(c.name for c in platform.storage.classes if c.tier == "local-nvme"
+                  and not getattr(driver(c.provisioner or DEFAULT_PROVISIONERS[c.tier]),
+                                  "dynamic", False))
     state = do_up(name, pools, kueue_configuration(platform, pools), found,
-                  progress=lambda m: _err(f"starting {m}"), timeout=timeout)
+                  local_classes=local, progress=lambda m: _err(f"starting {m}"),
+                  timeout=timeout)
     _err(f"lab cluster {name} up in {time.monotonic() - t0:.1f} s: {state.server}, "
          f"{len(state.nodes)} nodes")
     click.echo(f"export KUBECONFIG={kubeconfig_path(name)}")

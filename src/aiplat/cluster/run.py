@@ -30,7 +30,14 @@ from pydantic import BaseModel, ConfigDict
 
 from aiplat.cluster import config as cfg
 from aiplat.cluster.assets import Assets, versions
-from aiplat.cluster.nodes import SYSTEM_NODES, lab_nodes, node, resource_slice, system_node
+from aiplat.cluster.nodes import (
+    SYSTEM_NODES,
+    lab_nodes,
+    local_volumes,
+    node,
+    resource_slice,
+    system_node,
+)
 from aiplat.cluster.pki import Pki, make_pki
 from aiplat.errors import AiplatError, InputError
 from aiplat.fsutil import atomic_write
@@ -118,10 +125,12 @@ def _http_ok(url: str, timeout: float = 1.0) -> bool:
 
 
 def up(name: str, pools: list[PoolFacts], kueue_config: dict[str, Any], assets: Assets, *,
-       progress: Progress = lambda _m: None, timeout: float = 120.0) -> ClusterState:
+       local_classes: tuple[str, ...] = (), progress: Progress = lambda _m: None,
+       timeout: float = 120.0) -> ClusterState:
     """Start a cluster for ``pools`` with Kueue configured by ``kueue_config`` (the rendered
-    Configuration). Raises InputError when one runs already; on any failure stops what it
-    started and removes its folder."""
+    Configuration) and, per node, a local PersistentVolume on each of ``local_classes``.
+    Raises InputError when one runs already; on any failure stops what it started and
+    removes its folder."""
     existing = load_state(name)
     if existing is not None:
         raise InputError(f"lab cluster {name!r} is already up ({existing.server}) (fix: "
@@ -136,7 +145,8 @@ def up(name: str, pools: list[PoolFacts], kueue_config: dict[str, Any], assets: 
                          ports=asdict(ports), versions=versions(), started=time.time())
     _save(state)
     try:
-        run = _Run(state, d, ports, make_pki(d / "pki"), assets, progress, timeout)
+        run = _Run(state, d, ports, make_pki(d / "pki"), assets, progress, timeout,
+                   local_classes)
         run.start(pools, kueue_config)
     except BaseException:
         progress("start failed: stopping what was started")
@@ -158,6 +168,7 @@ class _Run:
     assets: Assets
     progress: Progress
     timeout: float
+    local_classes: tuple[str, ...] = ()
 
     @property
     def kubeconfig(self) -> Path:
@@ -271,6 +282,7 @@ class _Run:
             rs = resource_slice(pool, i, created["metadata"].get("uid"))
             if rs is not None:
                 api.apply_all([rs])
+            api.apply_all([local_volumes(pool, i, c) for c in self.local_classes])
         _save(self.state)
         self.wait("nodes Ready", lambda: api.nodes_ready(self.state.nodes), "kwok")
 

@@ -10,11 +10,12 @@ Each class, with its page at night and the rule's source:
   selector-matches     a Service, InferencePool or PodDisruptionBudget whose selector matches
                        no pod template of its namespace (no endpoints: requests fail with 503
                        / no healthy upstream; a PDB protecting nothing lets a drain take every
-                       replica at once), or a NetworkPolicy whose podSelector asks for labels
-                       no pod of the tree carries (a typo: the pods it should open stay
-                       fenced). Source: EndpointSlice controller (pkg/controller/
-                       endpointslice), Gateway API inference extension InferencePool
-                       spec.selector, policy/v1 PodDisruptionBudget. Templated allow-policies
+                       replica at once), or, a warning, a NetworkPolicy whose podSelector asks
+                       for labels no pod of the tree carries (a typo: the pods it should open
+                       stay fenced; with no such pods yet it opens nothing). Source:
+                       EndpointSlice controller (pkg/controller/endpointslice), Gateway API
+                       inference extension InferencePool spec.selector, policy/v1
+                       PodDisruptionBudget. Templated allow-policies
                        for pods a tenant may not run yet (allow-gateway where no serving pod
                        is) are not flagged: their labels exist in the tree.
 """
@@ -110,7 +111,9 @@ def selector_matches_pods(ctx: Context) -> list[Finding]:
                                           "at once",
                    "NetworkPolicy": "no pod carries these labels: the pods it should open "
                                     "stay fenced"}[kind]
-            out.append(Finding("error", "selector-matches", ref(o),
+            # A NetworkPolicy that opens nothing breaks nothing now; a typo in it would, later.
+            severity = "warning" if kind == "NetworkPolicy" else "error"
+            out.append(Finding(severity, "selector-matches", ref(o),
                                f"its selector {sel} matches no pod in namespace {ns}: {why}",
                                "make the selector match the workload's pod template labels "
                                "(app.kubernetes.io/name)"))

@@ -24,7 +24,8 @@ Layout (pure core first, edges last):
 Why a hand-written heapq loop and numpy arrays: a discrete-event loop is ~3x faster than
 SimPy here, and scoring every node with a few array operations keeps the FGD protocol
 (10,000+ placements on 1,523 nodes) at seconds instead of the published simulator's ten
-minutes (measured side by side: bench/fgd_side_by_side.py). Everything but ``alibaba`` is pure (no I/O) and deterministic for a given seed.
+minutes (measured side by side: bench/fgd_side_by_side.py). Everything but ``alibaba`` is
+pure (no I/O) and deterministic for a given seed.
 """
 
 from __future__ import annotations
