@@ -433,3 +433,21 @@ def test_lower_or_newer_equal_priority_preempts_a_newer_equal(
     r = simulate(nodes(), jobs, cfg)
     assert victims(r) == victim
     assert starts(r)["older"] == start
+
+
+def test_jain_counts_no_unfairness_when_nobody_waits() -> None:
+    """Equal weights, one tenant asks for little: it gets far less than half the GPU-hours
+    but never waits, so nothing was unfair (the raw obtained/fair ratios, 0.2 and 1.8, give
+    Jain 0.6); once it does wait behind the other, the index drops again."""
+    shared = FlavorQuotas("a", {GPU: Quota(12)})
+    cfg = KueueConfig((cq("light", 0, weight=1.0), cq("heavy", 0, weight=1.0)),
+                      cohorts=(Cohort("co", flavors=(shared,)),), fair_sharing=True)
+    jobs = [job("light-0", "light", 1, dur=100.0),
+            *(job(f"heavy-{i}", "heavy", 1, dur=100.0) for i in range(9))]
+    r = simulate(nodes(n=2, gpus=6), jobs, cfg, horizon=1000)
+    assert r.tenant("light").obtained_share < 0.15 and r.tenant("light").waiting == 0
+    assert r.jain_index == 1.0
+    crowded = [job(f"heavy-{i}", "heavy", 6, pods=2, dur=500.0) for i in range(3)] + [
+        job("light-late", "light", 6, pods=2, dur=100.0, submit=1.0)]
+    r2 = simulate(nodes(n=2, gpus=6), crowded, cfg, horizon=1000)
+    assert r2.jain_index < 1.0

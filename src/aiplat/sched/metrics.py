@@ -6,7 +6,9 @@
   share = the tenant's fair-sharing weight over the weights of the tenants that submitted
   work (what Kueue's fair sharing aims at when every tenant wants more than its share).
 - Jain's fairness index over obtained ÷ fair share: 1 = perfectly proportional, 1/n = one
-  tenant got everything.
+  tenant got everything. A share below the fair one is no unfairness when the tenant never
+  waited (it got all it asked for), so such a tenant counts as 1: with nobody waiting the
+  index is 1, whatever the shares.
 - Utilisation = allocated ÷ provisioned GPU-hours (provisioned counts idle and starting
   nodes). Fragmentation = the FGD measure (GPUs the typical workload could not use).
 - Preemption waste = GPU-hours of work lost by evicted jobs (they restart from scratch).
@@ -101,6 +103,10 @@ def _round(x: Any) -> Any:
     return x
 
 
+SERVED_WAIT_H = 1 / 60
+"""A tenant whose jobs all started within a minute got what it asked for."""
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else 0.0
 
@@ -134,8 +140,11 @@ def summarize(sim: Simulator, end: float) -> SimResult:
         waits = [(r.first_start - r.job.submit) / 3600 for r in mine if r.first_start is not None]
         fair = weight / total_w if q in active else 0.0
         obtained = used[q] / total_used
+        served = all(w <= SERVED_WAIT_H for w in waits) and not any(
+            r.first_start is None and r.state == "pending" for r in mine)
         if q in active and fair > 0:
-            ratios.append(obtained / fair)
+            ratio = obtained / fair
+            ratios.append(1.0 if served and ratio < 1 else ratio)
         tenants.append(TenantResult(
             name=q, jobs=len(mine), started=len(waits),
             waiting=sum(1 for r in mine if r.first_start is None and r.state == "pending"),
@@ -144,9 +153,10 @@ def summarize(sim: Simulator, end: float) -> SimResult:
             fair_share=fair, weight=weight,
         ))
     frag = [p.fragmented_gpus for p in sim.timeline]
+    contended = any(t.waiting or t.wait_p99_h > SERVED_WAIT_H for t in tenants)
     return SimResult(
         tenants=tenants,
-        jain_index=jain(ratios),
+        jain_index=jain(ratios) if contended else 1.0,
         jobs=len(runs),
         finished=sum(1 for r in runs if r.state == "finished"),
         never_fit=sum(1 for r in runs if r.state == "never-fits"),
