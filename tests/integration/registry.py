@@ -22,6 +22,7 @@ import time
 import urllib.request
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 BINARY = "docker-registry"
 
@@ -56,6 +57,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_serving(reg: Any, name: str, timeout: float = 15.0) -> None:
+    """Until ``reg`` (a started registry: url, _proc, stop, log_text) answers /v2/ with 200;
+    stops it and raises with its log's tail when the process exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{reg.url}/v2/", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if reg._proc.poll() is not None or time.monotonic() > deadline:
+            reg.stop()
+            raise RuntimeError(f"{name} did not start; log:\n{reg.log_text()[-2000:]}")
+        time.sleep(0.05)
+
+
 class Registry:
     """One registry process; use as a context manager."""
 
@@ -84,18 +102,8 @@ class Registry:
             [BINARY, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT, env=env
         )
         log.close()
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/v2/", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                pass
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{BINARY} did not start; log:\n{self.log_text()[-2000:]}")
-            time.sleep(0.05)
+        wait_serving(self, BINARY)
+        return self
 
     def stop(self) -> None:
         if self._proc is not None and self._proc.poll() is None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from registry import Registry, in_ci, missing
+from registry import Registry, in_ci, missing, wait_serving
 from registry import model_cli as run
 from safetensors.numpy import load_file, save_file
 
@@ -60,8 +60,6 @@ class V3Registry(Registry):
         return [str(self.binary), "serve", str(config)]
 
     def start(self) -> V3Registry:
-        import time
-        import urllib.request
 
         from registry import _CONFIG
 
@@ -72,19 +70,8 @@ class V3Registry(Registry):
         with self.log_path.open("ab") as log:
             self._proc = subprocess.Popen(self.command(config), stdout=log,
                                           stderr=subprocess.STDOUT, env=env)
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                with urllib.request.urlopen(f"{self.url}/v2/", timeout=1) as r:
-                    if r.status == 200:
-                        return self
-            except OSError:
-                pass
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise RuntimeError(f"{self.binary.name} did not start; log:\n"
-                                   f"{self.log_text()[-2000:]}")
-            time.sleep(0.05)
+        wait_serving(self, self.binary.name)
+        return self
 
 
 class ReferrersRegistry(V3Registry):

@@ -85,7 +85,7 @@ def _tenant_claims(platform: Platform, params: dict[str, float]) -> list[Obj]:
     shared checkpoints (file tier); a static PV first where the driver cannot provision."""
     classes = platform.storage.classes
     shared = next((sc for sc in classes if sc.tier == "file"), None)
-    cache_class = next((sc for sc in classes if sc.tier in ("file", "object")), None)
+    cache_class = _model_cache_class(platform)
     out: list[Obj] = []
     for t in platform.tenants:
         ws = [w for w in platform.workloads if w.tenant == t.name]
@@ -242,7 +242,8 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         container["startupProbe"] = {**probe, "periodSeconds": 10, "failureThreshold": 180}
         container["readinessProbe"] = {**probe, "periodSeconds": 5, "failureThreshold": 3}
         attach_model(platform, w, spec, container, tensor_parallel=per_pod,
-                     weight_bytes=weight_bytes, model_cache_pvc=_model_cache_class(platform))
+                     weight_bytes=weight_bytes,
+                     model_cache_pvc=_model_cache_class(platform) is not None)
     meta: Obj = {"labels": labels}
     ann = topology_annotation(pool, pods)
     if ann:
@@ -269,9 +270,9 @@ def _rdma(platform: Platform, w: WorkloadSpec, pool: PoolFacts, container: Obj) 
         container["securityContext"]["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
 
 
-def _model_cache_class(platform: Platform) -> bool:
-    """Whether ``render_storage`` gives each tenant a ``model-cache`` PVC."""
-    return any(sc.tier in ("file", "object") for sc in platform.storage.classes)
+def _model_cache_class(platform: Platform) -> StorageClassSpec | None:
+    """The class of each tenant's ``model-cache`` PVC: the first file or object class."""
+    return next((sc for sc in platform.storage.classes if sc.tier in ("file", "object")), None)
 
 
 def render_workloads(platform: Platform, pools: list[PoolFacts], gpus: dict[str, int],
