@@ -1,7 +1,10 @@
 """The ``aiplat`` command group and its error handling.
 
 Subcommands load lazily: each lives in its own module with heavy imports (jinja2,
-kubernetes-validate, numpy, httpx), and a command should pay only for what it uses.
+kubernetes-validate, numpy, httpx), and a command should pay only for what it uses. The
+top-level ``--help`` and the completion of command names read ``SUMMARIES`` (each command's
+one-line help, kept equal to the real one by tests/unit/test_cli_startup.py) instead of
+importing every module, which is what keeps ``aiplat --help`` near bare-interpreter time.
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ import importlib
 import math
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from aiplat import __version__
 from aiplat.errors import AiplatError
+
+if TYPE_CHECKING:
+    from click.shell_completion import CompletionItem
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module, attribute), in the order `aiplat --help` lists them
@@ -37,6 +43,32 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "accept": ("aiplat.cli.handover", "accept_group"),
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
+}
+
+SUMMARIES: dict[str, str] = {
+    # name: the command's short help as click derives it (its first sentence)
+    "plan": "Size the platform in SPEC (default: the built-in example) and write the plan.",
+    "spec": "Validate the platform spec, print its JSON Schema or the built-in example.",
+    "node": "Inspect, check and prepare a Linux accelerator node.",
+    "cdi": "Generate, validate and verify (in real containers) Container Device Interface "
+           "specs.",
+    "runtime": "Container runtime configuration for CDI and NRI.",
+    "sharing": "GPU sharing: strategies, MIG layout plans, device plugin / DRA configs, "
+               "comparison.",
+    "accounting": "GPU-hours and weighted slice-hours per tenant.",
+    "kube": "Kubernetes manifests for the platform: render, validate, lint, explain pending "
+            "work.",
+    "sim": "Simulate Kueue queues and GPU placement: waits, fairness, fragmentation, cost.",
+    "model": "Package, sign, push, pull, cache, verify and benchmark model artifacts (OCI).",
+    "lab": "A lab on this host: network namespaces as nodes on management, storage, service "
+           "and hpc bridges, a model store, Prometheus; fault injection.",
+    "net": "Network checks.",
+    "diagnose": "Rank causes of slow model pulls and network trouble from Prometheus metrics.",
+    "matrix": "The approved version combinations, checked against compatibility facts.",
+    "accept": "Acceptance: function, performance, isolation and repeatability in one record.",
+    "monitoring": "Prometheus rules, their unit tests, scrape configuration and checklist.",
+    "runbook": "Write the runbook for SPEC (default: the built-in example) as Markdown and "
+               "HTML.",
 }
 
 
@@ -69,6 +101,34 @@ class LazyGroup(click.Group):
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command)
         return command
+
+    def _listed(self, ctx: click.Context, name: str) -> click.Command | None:
+        """The command as a listing shows it: a stand-in carrying its summary when one is
+        known (no import), else the real command."""
+        if name in SUMMARIES and name in COMMANDS:
+            return click.Command(name, help=SUMMARIES[name])
+        return self.get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click.Group.format_commands, with the stand-ins instead of imported commands.
+        commands = [(n, c) for n in self.list_commands(ctx)
+                    if (c := self._listed(ctx, n)) is not None and not c.hidden]
+        if not commands:
+            return
+        limit = formatter.width - 6 - max(len(n) for n, _ in commands)
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, c.get_short_help_str(limit)) for n, c in commands])
+
+    def shell_complete(self, ctx: click.Context,
+                       incomplete: str) -> list[CompletionItem]:
+        # click.Group.shell_complete, with the stand-ins: completing a command name imports
+        # nothing; completing below it loads that one command.
+        from click.shell_completion import CompletionItem
+
+        items = [CompletionItem(n, help=c.get_short_help_str())
+                 for n in self.list_commands(ctx) if n.startswith(incomplete)
+                 if (c := self._listed(ctx, n)) is not None and not c.hidden]
+        return items + click.Command.shell_complete(self, ctx, incomplete)
 
 
 @click.group(cls=LazyGroup,
