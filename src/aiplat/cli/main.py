@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "accept": ("aiplat.cli.handover", "accept_group"),
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
+    "version": ("aiplat.cli.version", "version"),
 }
 
 SUMMARIES: dict[str, str] = {
@@ -69,6 +70,7 @@ SUMMARIES: dict[str, str] = {
     "monitoring": "Prometheus rules, their unit tests, scrape configuration and checklist.",
     "runbook": "Write the runbook for SPEC (default: the built-in example) as Markdown and "
                "HTML.",
+    "version": "Print aiplat's version, commit, Python and the upstream versions it targets.",
 }
 
 

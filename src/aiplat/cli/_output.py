@@ -1,0 +1,42 @@
+"""Data on stdout in the formats a kubectl user expects: ``-o table|json|yaml``.
+
+One helper for the commands that list things (``aiplat catalog``, ``aiplat version``): the
+same data goes to JSON and YAML as is, and to a table as the rows the command picks.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+FORMATS = ("table", "json", "yaml")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def output_option(default: str = "table") -> Callable[[F], F]:
+    return click.option("-o", "--output", "fmt", type=click.Choice(FORMATS), default=default,
+                        show_default=True, help="Output format.")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Columns padded to their widest cell, upper-case headers, two spaces apart (kubectl's
+    layout), no trailing blanks."""
+    cells = [[h.upper() for h in headers], *[["" if c is None else str(c) for c in r]
+                                             for r in rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in cells)
+
+
+def emit(fmt: str, data: Any, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    elif fmt == "yaml":
+        from aiplat.kube.yamlout import dump_value
+
+        click.echo(dump_value(data), nl=False)
+    else:
+        click.echo(table(headers, rows))
