@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
     "version": ("aiplat.cli.version", "version"),
+    "completion": ("aiplat.cli.completion", "completion"),
 }
 
 SUMMARIES: dict[str, str] = {
@@ -71,6 +72,7 @@ SUMMARIES: dict[str, str] = {
     "runbook": "Write the runbook for SPEC (default: the built-in example) as Markdown and "
                "HTML.",
     "version": "Print aiplat's version, commit, Python and the upstream versions it targets.",
+    "completion": "Print the shell completion script for bash, zsh or fish.",
 }
 
 
