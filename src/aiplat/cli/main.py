@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "accept": ("aiplat.cli.handover", "accept_group"),
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
+    "catalog": ("aiplat.cli.catalog", "catalog"),
     "version": ("aiplat.cli.version", "version"),
     "completion": ("aiplat.cli.completion", "completion"),
 }
@@ -71,6 +72,7 @@ SUMMARIES: dict[str, str] = {
     "monitoring": "Prometheus rules, their unit tests, scrape configuration and checklist.",
     "runbook": "Write the runbook for SPEC (default: the built-in example) as Markdown and "
                "HTML.",
+    "catalog": "List the built-in catalog: GPUs, models and node types.",
     "version": "Print aiplat's version, commit, Python and the upstream versions it targets.",
     "completion": "Print the shell completion script for bash, zsh or fish.",
 }
