@@ -32,6 +32,7 @@ from aiplat.kube.apply import Api, apply_order, apply_tree
 from aiplat.kube.facts import pool_facts
 from aiplat.kube.render_kueue import kueue_configuration
 from aiplat.netdiag import sh
+from aiplat.plan.resolve import resolve
 from aiplat.spec import EXAMPLE, example_text, parse_platform
 
 
@@ -68,7 +69,7 @@ def peer_apply(api: Api, items: list[tuple[str, dict]]) -> float:  # type: ignor
 def main() -> None:
     catalog = load_catalog()
     platform = parse_platform(example_text(), EXAMPLE, catalog)
-    pools = pool_facts(platform, catalog)
+    pools = pool_facts(resolve(platform, catalog))
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         os.environ["AIPLAT_CLUSTER_DIR"] = str(tmp / "runs")

@@ -21,8 +21,11 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import yaml
 
 from aiplat.catalog import load_catalog
-from aiplat.kube import CrdIndex, lint, load_crds, render, validate_objects
+from aiplat.kube import CrdIndex, lint, load_crds, validate_objects
 from aiplat.kube.pipeline import rendered_items
+from aiplat.kube.render import render_plan
+from aiplat.plan.build import plan_resolved
+from aiplat.plan.resolve import resolve
 from aiplat.spec import parse_platform
 
 POOL_TYPES: list[tuple[dict[str, Any], int, int, dict[str, Any]]] = [
@@ -93,7 +96,9 @@ def main() -> None:
     platform, t_spec = timed(lambda: parse_platform(text, "bench.yaml", catalog))
     crds, t_crd = timed(lambda: load_crds(args.crd_dir) if Path(args.crd_dir).is_dir()
                         else CrdIndex())
-    rendered, t_render = timed(lambda: render(platform, catalog, gpus={}))
+    resolved = resolve(platform, catalog)
+    plan = plan_resolved(resolved)  # sizing is plan's time (bench/plan.py), not the renderer's
+    rendered, t_render = timed(lambda: render_plan(resolved, plan))
     files, t_files = timed(rendered.files)
     items = rendered_items(rendered)
     result, t_val = timed(lambda: validate_objects(items, "1.34", crds))

@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import pytest
 
-from aiplat.artifacts.guidance import HEADROOM, ROLLOUT_COPIES, storage_guidance
 from aiplat.catalog import load_catalog
 from aiplat.catalog.models import Catalog
+from aiplat.plan import build_plan
+from aiplat.plan.storage import HEADROOM, ROLLOUT_COPIES, StorageGuidance
 from aiplat.report import render_markdown
 from aiplat.report.artifacts_doc import storage_section
 from aiplat.report.document import Document
 from aiplat.spec import EXAMPLE, Platform, example_text, parse_platform
 
 Example = tuple[Platform, Catalog]
+
+
+def storage_guidance(platform: Platform, catalog: Catalog) -> StorageGuidance:
+    return build_plan(platform, catalog).storage
 
 
 @pytest.fixture(scope="module")

@@ -18,12 +18,13 @@ from aiplat.cluster.config import local_webhooks
 from aiplat.cluster.nodes import lab_nodes, node, resource_slice
 from aiplat.cluster.pki import make_pki
 from aiplat.kube.facts import pool_facts
+from aiplat.plan.resolve import resolve
 from aiplat.spec import EXAMPLE, example_text, parse_platform
 
 
 def _pools():  # type: ignore[no-untyped-def]
     catalog = load_catalog()
-    return pool_facts(parse_platform(example_text(), EXAMPLE, catalog), catalog)
+    return pool_facts(resolve(parse_platform(example_text(), EXAMPLE, catalog), catalog))
 
 
 def test_versions_are_read_from_the_tools_module() -> None:
@@ -96,7 +97,7 @@ def test_mig_devices_are_named_as_the_driver_names_them() -> None:
         "    topology:\n      nodesPerRack: 2",
         "    gpuResources: dra\n    sharing: {strategy: mig, migLayout: [3g.40gb, 2g.20gb, "
         "2g.20gb]}\n    topology:\n      nodesPerRack: 2")
-    h100 = pool_facts(parse_platform(text, "mig.yaml", catalog), catalog)[0]
+    h100 = pool_facts(resolve(parse_platform(text, "mig.yaml", catalog), catalog))[0]
     names = [d["name"] for d in h100.devices()][:3]
     # gpu-<minor>-mig-<profile without dots>-<GI profile id>-<placement start>
     # 2g.20gb may start at 0, 2, 4 and 3g.40gb at 0, 4: the only layout is 2g, 2g, 3g.

@@ -9,6 +9,7 @@ import pytest
 from aiplat.catalog.load import load_catalog
 from aiplat.devices import accounting as acct
 from aiplat.devices import sharing
+from aiplat.plan.resolve import resolve
 from aiplat.spec import Platform
 from aiplat.spec.load import load_platform
 
@@ -55,13 +56,11 @@ def _example() -> Platform:
 
 
 def test_compare_recommends_with_reasons() -> None:
-    platform = _example()
-    for pool in platform.pools:
-        if pool.node.gpu is None:
+    resolved = resolve(_example(), CATALOG)
+    for pool in resolved.pools:
+        if pool.gpu is None:
             continue
-        gpu = CATALOG.gpu(pool.node.gpu.model)
-        assert gpu is not None
-        c = sharing.compare(platform, pool, gpu)
+        c = sharing.compare(resolved, pool)
         assert c.recommended in sharing.STRATEGIES and c.reasons
         assert {o.strategy for o in c.options} == {"exclusive", "mig", "mps", "time-slicing"}
         excl = next(o for o in c.options if o.strategy == "exclusive")

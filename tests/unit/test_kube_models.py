@@ -14,6 +14,7 @@ from aiplat.catalog import load_catalog
 from aiplat.cli.model import model as model_cli
 from aiplat.kube.render import render
 from aiplat.kube.render_models import model_mount
+from aiplat.plan.resolve import resolve
 from aiplat.spec.load import example_text, parse_platform
 from aiplat.spec.models import Platform
 
@@ -191,7 +192,7 @@ def test_a_gang_across_infiniband_nodes_gets_the_hcas_and_nccl_settings() -> Non
     assert c["securityContext"]["capabilities"] == {"drop": ["ALL"]}
     # Kueue would refuse the gang for a resource its ClusterQueue does not cover.
     from aiplat.kube.facts import pool_facts
-    cfg = kueue_configuration(p, pool_facts(p, load_catalog()))
+    cfg = kueue_configuration(p, pool_facts(resolve(p, load_catalog())))
     assert cfg["resources"]["excludeResourcePrefixes"] == ["rdma/"]
     # The single-node fine-tune and the l40s pool (Ethernet only) get none of it.
     objs = render(p, load_catalog()).manifests["workloads/examples.yaml"]

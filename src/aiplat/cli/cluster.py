@@ -65,12 +65,13 @@ def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None
     from aiplat.cluster.run import up as do_up
     from aiplat.kube.facts import pool_facts
     from aiplat.kube.render_kueue import kueue_configuration
+    from aiplat.plan.resolve import resolve
     from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
                 else parse_platform(example_text(), EXAMPLE, catalog))
-    pools = pool_facts(platform, catalog)
+    pools = pool_facts(resolve(platform, catalog))
     if not lab_nodes(pools):
         raise InputError(f"{spec or 'the example'}: no pool has nodes (fix: give a pool count "
                          "or autoscaling.min above 0)")

@@ -367,31 +367,33 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
 
 def _gpu_and_pool(spec_file: str | None, pool_name: str | None, gpu_name: str | None
                   ) -> tuple[Any, Any, Any]:
+    """(GPU model, resolved platform, resolved pool): the pool named, or the one workloads
+    without a pool run on; the platform and pool are None without --spec."""
     from aiplat.catalog.load import load_catalog
+    from aiplat.plan.resolve import resolve
     from aiplat.spec import load_platform
 
     catalog = load_catalog()
-    platform = pool = None
+    resolved = pool = None
     if spec_file:
-        platform = load_platform(spec_file)
-        gpu_pools = [p for p in platform.pools if p.node.gpu]
+        resolved = resolve(load_platform(spec_file), catalog)
         if pool_name:
-            pool = platform.pool(pool_name)
-            if pool is None:
+            if resolved.spec.pool(pool_name) is None:
                 raise InputError(f"{spec_file}: no pool '{pool_name}'; fix: use one of "
-                                 + ", ".join(p.name for p in platform.pools))
-        elif gpu_pools:
-            pool = gpu_pools[0]
-        if pool is None or pool.node.gpu is None:
+                                 + ", ".join(p.name for p in resolved.pools))
+            pool = resolved.pool(pool_name)
+        else:
+            pool = resolved.default_pool
+        if pool is None or pool.gpu is None:
             raise InputError(f"{spec_file}: no GPU pool; fix: pass --pool with node.gpu")
-        gpu_name = gpu_name or pool.node.gpu.model
+        gpu_name = gpu_name or pool.gpu.name
     if not gpu_name:
         raise InputError("no GPU model; fix: pass --gpu MODEL or --spec FILE [--pool NAME]")
     gpu = catalog.gpu(gpu_name)
     if gpu is None:
         raise InputError(f"unknown GPU model '{gpu_name}'; fix: use one of "
                          + ", ".join(g.name for g in catalog.gpus))
-    return gpu, platform, pool
+    return gpu, resolved, pool
 
 
 @click.group("sharing")
@@ -453,7 +455,7 @@ def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str 
     gpu, _platform, pool = _gpu_and_pool(spec_file, pool_name, gpu_name)
     if available is None and pool is not None:
         available = pool.gpus
-    per_node = gpus_per_node or (pool.node.gpu.count if pool is not None else 8)
+    per_node = gpus_per_node or (pool.gpus_per_node if pool is not None else 8)
     by_tenant = _demand(demand)
     total: dict[str, int] = {}
     for wants in by_tenant.values():
@@ -522,8 +524,8 @@ def sharing_config(*, strategy: str, target: str, replicas: int, rename_by_defau
 def sharing_compare(spec_file: str, pool_name: str | None, replicas: int | None,
                     output: str) -> None:
     """Compare strategies for the pool's workloads and tenants; end with a recommendation."""
-    gpu, platform, pool = _gpu_and_pool(spec_file, pool_name, None)
-    c = sharing.compare(platform, pool, gpu, replicas=replicas)
+    _gpu, resolved, pool = _gpu_and_pool(spec_file, pool_name, None)
+    c = sharing.compare(resolved, pool, replicas=replicas)
 
     def table() -> str:
         rows = [[o.strategy, f"{o.units_per_gpu:g}", f"{o.capacity:g}",

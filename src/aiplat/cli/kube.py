@@ -28,8 +28,7 @@ from aiplat.kube import (
     validate_objects,
     why_pending,
 )
-from aiplat.kube.facts import pool_facts
-from aiplat.kube.inventory import Inventory, from_facts
+from aiplat.kube.inventory import Inventory
 from aiplat.kube.yamlout import dump_value
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.spec.models import Platform
@@ -130,10 +129,9 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
     inv: Inventory | None
     if path.is_file():
         platform = _platform(target)
-        catalog = load_catalog()
-        rendered = render(platform, catalog)
+        rendered = render(platform, load_catalog())
         objects = rendered.objects()
-        inv = from_facts(platform, pool_facts(platform, catalog))
+        inv = rendered.inventory
     else:
         items, inv = read_tree(path)
         objects = [o for _f, o in items]

@@ -12,21 +12,22 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from aiplat.artifacts.guidance import storage_guidance
 from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
 from aiplat.fsutil import write_tree
 from aiplat.kube.crds import load_crds
-from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_platform, plan_files
+from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_plan, plan_files
 from aiplat.ops.acceptance import Record, load_record
 from aiplat.ops.acceptance_report import handover_section
 from aiplat.ops.matrix import check_matrix, matrix_document
 from aiplat.ops.monitoring import monitoring_rules, render_monitoring
 from aiplat.ops.runbook import runbook_document
-from aiplat.plan import Plan, build_plan
+from aiplat.plan import Plan
+from aiplat.plan.build import plan_resolved
+from aiplat.plan.resolve import resolve
 from aiplat.report import Document, render_html, render_markdown
 from aiplat.report.artifacts_doc import storage_section
-from aiplat.report.network_doc import network_section, plan_network
+from aiplat.report.network_doc import network_section
 from aiplat.report.plan_doc import plan_document
 from aiplat.report.sim_doc import sim_sections
 from aiplat.sched.metrics import SimResult
@@ -61,10 +62,10 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
                 else parse_platform(example_text(), EXAMPLE, catalog))
-    result = build_plan(platform, catalog)
-    kube = check_platform(platform, catalog, load_crds(crd_dir) if crd_dir else None,
-                          versions=k8s_versions,
-                          gpus={w.name: w.gpus for w in result.workloads})
+    resolved = resolve(platform, catalog)
+    result = plan_resolved(resolved)
+    kube = check_plan(resolved, result, load_crds(crd_dir) if crd_dir else None,
+                      versions=k8s_versions)
     # A month of the spec's workloads through the queues the kube tree renders.
     sim = simulate_platform(platform, result, seed=0)
     matrix = check_matrix(platform, date.today())
@@ -72,8 +73,8 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                                {p.name: p.spare_nodes for p in result.pools},
                                monitoring_rules(platform))
     doc = plan_document(result, kube, [
-        network_section(plan_network(platform)),
-        storage_section(storage_guidance(platform, catalog)),
+        network_section(result.network),
+        storage_section(result.storage),
         *sim_sections(sim, subject=platform.metadata.name),
         handover_section(matrix, _last_acceptance(Path(out_dir)), HANDOVER_LINKS),
     ])
@@ -169,7 +170,7 @@ def _summary_data(p: Plan) -> dict[str, object]:
                    "racks": q.racks} for q in p.pools],
         "it_power_kw": round(p.facility.it_power_kw, 2),
         "facility_power_kw": round(p.facility.facility_power_kw, 2),
-        "deployment": p.deployment["recommendation"],
+        "deployment": p.deployment.recommendation,
         "findings": [f.model_dump() for f in p.all_findings],
     }
 
@@ -197,7 +198,7 @@ def _print_table(p: Plan) -> None:
     console.print(
         f"IT power {f.it_power_kw:,.1f} kW of {f.power_budget_kw:g} kW budget · facility "
         f"{f.facility_power_kw:,.1f} kW · cooling {f.cooling_btu_per_hour:,.0f} BTU/h · "
-        f"{f.racks} racks · deployment: {p.deployment['recommendation']}"
+        f"{f.racks} racks · deployment: {p.deployment.recommendation}"
     )
     for x in p.all_findings:
         console.print(f"{x.severity}: {x.subject}: {x.message} (fix: {x.fix})")

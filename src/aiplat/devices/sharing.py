@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiplat.catalog import GpuModel
-from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, WorkloadKind
+from aiplat.plan.resolve import Resolved, ResolvedPool, gpu_of
+from aiplat.spec.models import PoolSpec, SharingStrategy, WorkloadKind
 
 
 @dataclass(frozen=True)
@@ -132,20 +133,20 @@ def _isolation(s: Strategy) -> str:
     return ", ".join(held) if held else "none"
 
 
-def compare(platform: Platform, pool: PoolSpec, gpu: GpuModel,
-            mig_layout: list[str] | None = None, replicas: int | None = None) -> Comparison:
+def compare(resolved: Resolved, pool: ResolvedPool, mig_layout: list[str] | None = None,
+            replicas: int | None = None) -> Comparison:
     """Strategies for ``pool``'s workload mix, ending in a recommendation with reasons."""
-    workloads = [w for w in platform.workloads
-                 if (w.pool or next((p.name for p in platform.pools if p.node.gpu), None))
-                 == pool.name]
-    tenants = {w.tenant for w in workloads} | {t.name for t in platform.tenants
+    gpu = gpu_of(pool)
+    workloads = [w.spec for w in resolved.workloads_on(pool.name)]
+    tenants = {w.tenant for w in workloads} | {t.name for t in resolved.spec.tenants
                                                if pool.name in t.quota}
     trains = [w.name for w in workloads if w.kind in (WorkloadKind.PRETRAIN,
                                                       WorkloadKind.FINETUNE)]
     serves = [w.name for w in workloads if not w.kind.trains]
     gpus = pool.gpus
-    reps = replicas or pool.sharing.replicas or 4
-    layout = mig_layout or pool.sharing.mig_layout or _default_layout(gpu)
+    sharing = pool.spec.sharing
+    reps = replicas or sharing.replicas or 4
+    layout = mig_layout or sharing.mig_layout or _default_layout(gpu)
     by = {p.name: p for p in gpu.mig_profiles}
     options = [Option("exclusive", 1, gpus, gpu.memory_gb, _isolation(STRATEGIES["exclusive"]),
                       STRATEGIES["exclusive"].interference, True)]

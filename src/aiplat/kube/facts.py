@@ -22,8 +22,9 @@ import uuid as _uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiplat.catalog.models import Catalog, GpuModel
+from aiplat.catalog.models import GpuModel
 from aiplat.devices.mig import layouts as mig_layouts
+from aiplat.plan.resolve import Resolved
 from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, Taint
 
 POOL_LABEL = "aiplat.io/pool"
@@ -246,22 +247,13 @@ def approved_cuda(platform: Platform) -> str | None:
     return next((v.cuda for v in platform.versions.approved if v.cuda), None)
 
 
-def _nodes_per_rack(platform: Platform, pool: PoolSpec, catalog: Catalog) -> int:
-    if pool.topology.nodes_per_rack:
-        return pool.topology.nodes_per_rack
-    power = pool.node.power_kw
-    if power is None and pool.node.node_type:
-        nt = catalog.node_type(pool.node.node_type)
-        power = nt.system_power_kw if nt else None
-    power = power or 1.0
-    return max(1, min(64, int(platform.site.rack_power_limit_kw // power)))
-
-
-def pool_facts(platform: Platform, catalog: Catalog) -> list[PoolFacts]:
+def pool_facts(resolved: Resolved) -> list[PoolFacts]:
+    """Each pool's Kubernetes facts; hardware and rack layout as ``plan/`` resolved them."""
+    platform = resolved.spec
     out = []
-    for pool in platform.pools:
+    for rp in resolved.pools:
+        pool, gpu = rp.spec, rp.gpu
         mode = pool.gpu_resources or platform.kubernetes.gpu_resources
-        gpu = catalog.gpu(pool.node.gpu.model) if pool.node.gpu else None
         units: dict[str, int] = {}
         sharing = pool.sharing
         if gpu is not None:
@@ -275,7 +267,7 @@ def pool_facts(platform: Platform, catalog: Catalog) -> list[PoolFacts]:
             else:
                 units[gpu_device_class(gpu)] = 1
         out.append(PoolFacts(spec=pool, gpu=gpu, gpu_mode=mode,
-                             nodes_per_rack=_nodes_per_rack(platform, pool, catalog),
+                             nodes_per_rack=rp.nodes_per_rack,
                              driver_version=approved_driver(platform),
                              cuda_version=approved_cuda(platform), units_per_gpu=units))
     return out

@@ -15,8 +15,11 @@ from typing import Any
 from aiplat.catalog.models import Catalog
 from aiplat.kube.crds import CrdIndex
 from aiplat.kube.lint import Finding, lint
-from aiplat.kube.render import Rendered, render
+from aiplat.kube.render import Rendered, render_plan
 from aiplat.kube.validate import ValidationResult, validate_objects
+from aiplat.plan.build import plan_resolved
+from aiplat.plan.models import Plan
+from aiplat.plan.resolve import Resolved, resolve
 from aiplat.spec.models import Platform
 
 DEFAULT_VERSIONS = ("1.34", "1.35")
@@ -39,9 +42,16 @@ def rendered_items(rendered: Rendered) -> list[tuple[str, dict[str, object]]]:
 
 
 def check_platform(platform: Platform, catalog: Catalog, crds: CrdIndex | None = None,
-                   versions: tuple[str, ...] = DEFAULT_VERSIONS,
-                   gpus: dict[str, int] | None = None) -> KubeCheck:
-    rendered = render(platform, catalog, gpus=gpus)
+                   versions: tuple[str, ...] = DEFAULT_VERSIONS) -> KubeCheck:
+    """Resolve, size, render and check a spec (commands that start from a spec)."""
+    resolved = resolve(platform, catalog)
+    return check_plan(resolved, plan_resolved(resolved), crds, versions)
+
+
+def check_plan(resolved: Resolved, plan: Plan, crds: CrdIndex | None = None,
+               versions: tuple[str, ...] = DEFAULT_VERSIONS) -> KubeCheck:
+    """Render the tree of a sized plan, validate it for each version and lint it."""
+    rendered = render_plan(resolved, plan)
     items = rendered_items(rendered)
     index = crds if crds is not None else CrdIndex()
     validations = [validate_objects(items, v, index) for v in versions]

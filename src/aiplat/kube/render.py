@@ -1,6 +1,6 @@
 """Render the whole tree from the spec: pure, in memory, deterministic.
 
-``render(platform, catalog)`` returns a ``Rendered``: manifests by file (what kustomize
+``render_plan(resolved, plan)`` returns a ``Rendered``: manifests by file (what kustomize
 applies), other files by path (node scripts and patches, kubelet drop-ins, Helm values,
 Kueue configuration fragments), and ``files()`` — everything as text, with a
 ``kustomization.yaml`` in each directory that holds manifests and one at the top listing
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.catalog.models import Catalog
-from aiplat.kube.facts import PoolFacts, pool_facts
+from aiplat.kube.facts import pool_facts
 from aiplat.kube.inventory import Inventory, from_facts
 from aiplat.kube.objects import Obj
 from aiplat.kube.render_apps import render_serving, render_storage, render_workloads
@@ -23,6 +23,9 @@ from aiplat.kube.render_kueue import render_kueue
 from aiplat.kube.render_models import trust_configmaps
 from aiplat.kube.render_tenants import render_tenants
 from aiplat.kube.yamlout import dump_docs
+from aiplat.plan.build import plan_resolved
+from aiplat.plan.models import Plan
+from aiplat.plan.resolve import Resolved, resolve
 from aiplat.spec.models import Platform
 
 LAYERS = ("cluster", "kueue", "tenants", "storage", "serving", "workloads")
@@ -72,18 +75,13 @@ def _kustomization(resources: list[str]) -> str:
                        "resources": resources}])
 
 
-def workload_gpus(platform: Platform, catalog: Catalog) -> dict[str, int]:
-    """GPUs per workload from the plan's sizing."""
-    from aiplat.plan import build_plan
-
-    return {w.name: w.gpus for w in build_plan(platform, catalog).workloads}
-
-
-def render(platform: Platform, catalog: Catalog, gpus: dict[str, int] | None = None,
-           pools: list[PoolFacts] | None = None) -> Rendered:
-    pools = pools if pools is not None else pool_facts(platform, catalog)
-    gpus = gpus if gpus is not None else workload_gpus(platform, catalog)
-    params = _params(platform, catalog)
+def render_plan(resolved: Resolved, plan: Plan) -> Rendered:
+    """The tree for a resolved and sized platform: pools, racks, GPUs per workload and model
+    sizes all come from ``plan/``, never from the raw spec again."""
+    platform = resolved.spec
+    pools = pool_facts(resolved)
+    sized = {w.name: w for w in plan.workloads}
+    params = {name: w.params for name, w in sized.items()}
     manifests: dict[str, list[Obj]] = {}
     other: dict[str, Any] = {}
     m, f = render_cluster(platform, pools)
@@ -95,7 +93,7 @@ def render(platform: Platform, catalog: Catalog, gpus: dict[str, int] | None = N
     manifests.update(render_tenants(platform, pools))
     manifests.update(render_storage(platform, params))
     manifests.update(render_serving(platform))
-    manifests.update(render_workloads(platform, pools, gpus, params))
+    manifests.update(render_workloads(platform, pools, sized))
     for cm in trust_configmaps(platform):
         manifests[f"tenants/{cm['metadata']['namespace']}/model-trust.yaml"] = [cm]
     inventory = from_facts(platform, pools)
@@ -105,12 +103,8 @@ def render(platform: Platform, catalog: Catalog, gpus: dict[str, int] | None = N
     return Rendered(manifests=manifests, inventory=inventory, other=other)
 
 
-def _params(platform: Platform, catalog: Catalog) -> dict[str, float]:
-    out = {}
-    for w in platform.workloads:
-        if w.model.params:
-            out[w.name] = w.model.params
-        else:
-            arch = catalog.model(w.model.name or "")
-            out[w.name] = arch.params if arch else 0.0
-    return out
+def render(platform: Platform, catalog: Catalog) -> Rendered:
+    """Resolve, size and render a spec in one call (commands and tests that start from a
+    spec); a caller that already has the plan calls ``render_plan`` with it."""
+    resolved = resolve(platform, catalog)
+    return render_plan(resolved, plan_resolved(resolved))

@@ -26,6 +26,7 @@ from aiplat.kube.render_gateway import (
 )
 from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
+from aiplat.plan.models import WorkloadPlan
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
 
 SERVING_PORT = 8000
@@ -275,19 +276,22 @@ def _model_cache_class(platform: Platform) -> StorageClassSpec | None:
     return next((sc for sc in platform.storage.classes if sc.tier in ("file", "object")), None)
 
 
-def render_workloads(platform: Platform, pools: list[PoolFacts], gpus: dict[str, int],
-                     params: dict[str, float]) -> dict[str, list[Obj]]:
+def render_workloads(platform: Platform, pools: list[PoolFacts],
+                     sized: dict[str, WorkloadPlan]) -> dict[str, list[Obj]]:
+    """A Job, JobSet or Deployment per workload, on the pool and with the GPUs it was sized
+    for."""
     by_name = {p.name: p for p in pools}
     objs: list[Obj] = []
     for w in platform.workloads:
-        pool = by_name[w.pool] if w.pool else next(p for p in pools if p.gpu is not None)
-        total = max(1, gpus.get(w.name, 1))
+        size = sized[w.name]
+        pool = by_name[size.pool]
+        total = max(1, size.gpus)
         per_pod = 1 if pool.spec.sharing.mig_layout else min(total, max(1, pool.gpus_per_node))
         pods = math.ceil(total / per_pod)
         labels = {"kueue.x-k8s.io/queue-name": w.tenant,
                   "kueue.x-k8s.io/priority-class": _priority(w)}
         deployment = _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE
-        weights = params.get(w.name, 0.0) * BYTES_PER_PARAM[w.precision.value]
+        weights = size.params * BYTES_PER_PARAM[w.precision.value]
         template = _pod_template(platform, w, pool, per_pod=per_pod,
                                  pods=1 if deployment else pods, weight_bytes=weights)
         if deployment:

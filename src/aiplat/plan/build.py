@@ -1,9 +1,10 @@
 """Assemble the plan: workloads -> pools -> facility, roles and deployment model.
 
-Pure: takes a validated ``Platform`` and the catalog, returns a ``Plan``. Each workload is
+Pure: takes the ``Resolved`` platform (``plan.resolve``), returns a ``Plan``. Each workload is
 sized on the pool it names; pools then add up their workloads' demand (peak: all running at
 once; average: GPU-hours per month over 730 h) and compare it with what they hold, their
-tenants' quotas and their spares; the facility adds up the pools and the non-compute roles.
+tenants' quotas and their spares; the facility adds up the pools and the non-compute roles;
+network and storage advice follow from the sized workloads.
 Findings say what a reviewer must act on; nothing is silently re-planned.
 """
 
@@ -15,34 +16,34 @@ from typing import Any
 
 from aiplat import __version__
 from aiplat.catalog import Catalog
-from aiplat.plan.context import HOURS_PER_MONTH, pool_hardware, resolve_arch
 from aiplat.plan.inference import plan_inference
 from aiplat.plan.models import FacilityPlan, Finding, Plan, PoolPlan, WorkloadPlan
-from aiplat.plan.training import node_watts, plan_training
-from aiplat.sizing import deployment, power, reserve, roles
-from aiplat.spec.models import Cooling, Platform, PoolSpec, WorkloadKind
-
-CPU_NODE_W = 800.0
-"""A two-socket CPU server under load, when the spec gives no power (catalog cpu-mgmt-2s)."""
-NODE_HEIGHT_U = {0: 2, 1: 2, 2: 2, 4: 4, 8: 8}
-"""Rack units by GPUs per node when no node type says (typical 2U/4U/8U chassis)."""
+from aiplat.plan.network import plan_network
+from aiplat.plan.resolve import CPU_NODE_W, HOURS_PER_MONTH, Resolved, ResolvedPool, resolve
+from aiplat.plan.storage import plan_storage
+from aiplat.plan.training import plan_training
+from aiplat.sizing import deployment, power, roles
+from aiplat.spec.models import Platform, WorkloadKind
 
 
 def build_plan(platform: Platform, catalog: Catalog) -> Plan:
+    """Resolve the spec and size it: what ``aiplat plan`` computes."""
+    return plan_resolved(resolve(platform, catalog))
+
+
+def plan_resolved(resolved: Resolved) -> Plan:
+    platform = resolved.spec
     workloads: list[WorkloadPlan] = []
-    for w in platform.workloads:
-        arch = resolve_arch(w.model, catalog)
-        hw = pool_hardware(platform, catalog, w)
-        if w.kind.trains:
-            workloads.append(plan_training(w, arch, hw, platform))
+    for w in resolved.workloads:
+        if w.spec.kind.trains:
+            workloads.append(plan_training(w.spec, w.arch, w.pool, platform))
         else:
-            workloads.append(plan_inference(w, arch, hw, platform, catalog))
+            workloads.append(plan_inference(w.spec, w.arch, w.pool, platform, resolved.catalog))
 
     findings: list[Finding] = []
-    pools = [_plan_pool(p, platform, catalog, workloads, findings) for p in platform.pools]
-    role_plan = _roles(platform, catalog, pools, workloads)
+    pools = [_plan_pool(p, platform, workloads, findings) for p in resolved.pools]
+    role_plan = _roles(resolved, pools, workloads)
     facility = _facility(platform, pools, role_plan, findings)
-    dep = _deployment(platform, pools, workloads)
     return Plan(
         platform=platform.metadata.name,
         description=platform.metadata.description,
@@ -51,61 +52,36 @@ def build_plan(platform: Platform, catalog: Catalog) -> Plan:
         workloads=workloads,
         pools=pools,
         facility=facility,
-        roles=role_plan.model_dump(mode="json"),
-        deployment=dep.model_dump(mode="json"),
+        roles=role_plan,
+        deployment=_deployment(platform, pools, workloads),
+        network=plan_network(platform, workloads),
+        storage=plan_storage(resolved),
         findings=findings,
     )
 
 
 def _plan_pool(
-    pool: PoolSpec,
+    pool: ResolvedPool,
     platform: Platform,
-    catalog: Catalog,
     workloads: Sequence[WorkloadPlan],
     findings: list[Finding],
 ) -> PoolPlan:
-    gpn = pool.node.gpu.count if pool.node.gpu else 0
-    gpu = catalog.gpu(pool.node.gpu.model) if pool.node.gpu else None
-    node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
+    gpn, gpu = pool.gpus_per_node, pool.gpu
     mine = [w for w in workloads if w.pool == pool.name]
     peak = sum(w.gpus for w in mine)
     always_on = sum(w.gpus for w in mine if w.run_hours is None)
     average = sum(w.gpu_hours_per_month for w in mine) / HOURS_PER_MONTH
     quota = sum(t.quota[pool.name].gpus for t in platform.tenants if pool.name in t.quota)
     subject = f"pool {pool.name}"
-    results: dict[str, Any] = {}
-
-    if gpu is not None:
-        node_w = node_watts(pool, gpu.tdp_w, node_type)
-    else:
-        node_w = (pool.node.power_kw * 1000 if pool.node.power_kw else
-                  node_type.system_power_kw * 1000 if node_type else CPU_NODE_W)
-    pool_w = power.pool_power(pool=pool.name, nodes=pool.nodes, node_power_w=node_w)
-    height = node_type.rack_units if node_type else NODE_HEIGHT_U.get(gpn, 4)
-    spares = reserve.spare_nodes(
-        nodes=pool.nodes, failures_per_node_year=platform.reserve.node_failures_per_year,
-        lead_time_days=platform.reserve.replacement_lead_time_days,
-        target_availability=platform.reserve.target_availability, gpus_per_node=gpn,
-    )
-    racks = power.rack_layout(
-        nodes=pool.nodes + spares.spare_nodes, node_power_w=node_w, node_height_u=height,
-        rack_power_limit_w=platform.site.rack_power_limit_kw * 1000,
-        rack_units=platform.site.rack_units,
-        cooling="air" if platform.site.cooling is Cooling.AIR else "liquid",
-    )
-    results |= {"power": pool_w, "racks": racks, "reserve": spares}
-    nodes_per_rack = racks.nodes_per_rack
-    wanted = pool.topology.nodes_per_rack
-    if wanted is not None:
-        if wanted > racks.nodes_per_rack:
-            findings.append(Finding(
-                severity="error", subject=subject,
-                message=f"topology.nodesPerRack {wanted} exceeds what a rack holds: "
-                        f"{racks.nodes_per_rack} (limited by {racks.limited_by})",
-                fix=f"set nodesPerRack ≤ {racks.nodes_per_rack} or raise rackPowerLimitKW"))
-        else:
-            nodes_per_rack = wanted
-    rack_count = math.ceil((pool.nodes + spares.spare_nodes) / nodes_per_rack) if pool.nodes else 0
+    racks = pool.racks
+    pool_w = power.pool_power(pool=pool.name, nodes=pool.nodes, node_power_w=pool.node_power_w)
+    results: dict[str, Any] = {"power": pool_w, "racks": racks, "reserve": pool.spares}
+    if pool.nodes_per_rack_too_high:
+        findings.append(Finding(
+            severity="error", subject=subject,
+            message=f"topology.nodesPerRack {pool.spec.topology.nodes_per_rack} exceeds what a "
+                    f"rack holds: {racks.nodes_per_rack} (limited by {racks.limited_by})",
+            fix=f"set nodesPerRack ≤ {racks.nodes_per_rack} or raise rackPowerLimitKW"))
     if racks.air_cooling_exceeded:
         findings.append(Finding(
             severity="warning", subject=subject,
@@ -114,42 +90,52 @@ def _plan_pool(
 
     gpus = pool.gpus
     if gpn:
-        if always_on > gpus:
-            findings.append(Finding(
-                severity="error", subject=subject,
-                message=f"always-on inference needs {always_on} GPUs; the pool has {gpus}",
-                fix=f"grow the pool to ≥ {math.ceil(always_on / gpn)} nodes"))
-        if average > gpus:
-            findings.append(Finding(
-                severity="error", subject=subject,
-                message=f"monthly work averages {average:.1f} GPUs; the pool has {gpus}",
-                fix=f"grow the pool to ≥ {math.ceil(average / gpn)} nodes or run less often"))
-        elif peak > gpus:
-            findings.append(Finding(
-                severity="warning", subject=subject,
-                message=f"all workloads at once need {peak} GPUs; the pool has {gpus}: "
-                        "jobs will queue",
-                fix=f"accept queueing (Kueue), or grow to {math.ceil(peak / gpn)} nodes"))
-        if quota > gpus:
-            findings.append(Finding(
-                severity="warning", subject=subject,
-                message=f"tenants' nominal quotas add up to {quota:g} GPUs; the pool has "
-                        f"{gpus}: admitted jobs can stay pending",
-                fix="lower the quotas to the pool's size, or grow the pool"))
+        findings += _demand_findings(subject, gpus, gpn, always_on=always_on, average=average,
+                                     peak=peak, quota=quota)
     return PoolPlan(
-        name=pool.name, zone=pool.zone, gpu_model=gpu.name if gpu else None, gpus_per_node=gpn,
-        nodes=pool.nodes, gpus=gpus, autoscaling=pool.autoscaling is not None,
+        name=pool.name, zone=pool.spec.zone, gpu_model=gpu.name if gpu else None,
+        gpus_per_node=gpn, nodes=pool.nodes, gpus=gpus,
+        autoscaling=pool.spec.autoscaling is not None,
         peak_demand_gpus=peak, average_demand_gpus=average, quota_gpus=quota,
-        spare_nodes=spares.spare_nodes, node_power_kw=node_w / 1000,
-        pool_power_kw=pool_w.pool_power_w / 1000, nodes_per_rack=nodes_per_rack,
-        racks=rack_count, results={k: r.model_dump(mode="json") for k, r in results.items()},
+        spare_nodes=pool.spares.spare_nodes, node_power_kw=pool.node_power_w / 1000,
+        pool_power_kw=pool_w.pool_power_w / 1000, nodes_per_rack=pool.nodes_per_rack,
+        racks=pool.rack_count,
+        results={k: r.model_dump(mode="json") for k, r in results.items()},
     )
 
 
+def _demand_findings(subject: str, gpus: int, gpn: int, *, always_on: int, average: float,
+                     peak: int, quota: float) -> list[Finding]:
+    out = []
+    if always_on > gpus:
+        out.append(Finding(
+            severity="error", subject=subject,
+            message=f"always-on inference needs {always_on} GPUs; the pool has {gpus}",
+            fix=f"grow the pool to ≥ {math.ceil(always_on / gpn)} nodes"))
+    if average > gpus:
+        out.append(Finding(
+            severity="error", subject=subject,
+            message=f"monthly work averages {average:.1f} GPUs; the pool has {gpus}",
+            fix=f"grow the pool to ≥ {math.ceil(average / gpn)} nodes or run less often"))
+    elif peak > gpus:
+        out.append(Finding(
+            severity="warning", subject=subject,
+            message=f"all workloads at once need {peak} GPUs; the pool has {gpus}: "
+                    "jobs will queue",
+            fix=f"accept queueing (Kueue), or grow to {math.ceil(peak / gpn)} nodes"))
+    if quota > gpus:
+        out.append(Finding(
+            severity="warning", subject=subject,
+            message=f"tenants' nominal quotas add up to {quota:g} GPUs; the pool has "
+                    f"{gpus}: admitted jobs can stay pending",
+            fix="lower the quotas to the pool's size, or grow the pool"))
+    return out
+
+
 def _roles(
-    platform: Platform, catalog: Catalog, pools: Sequence[PoolPlan],
-    workloads: Sequence[WorkloadPlan],
+    resolved: Resolved, pools: Sequence[PoolPlan], workloads: Sequence[WorkloadPlan],
 ) -> roles.RolePlan:
+    platform = resolved.spec
     segments = {s.purpose.value: s for s in platform.network.segments}
     nic_types = {n.type.value for p in platform.pools for n in p.node.nics if n.segment == "hpc"}
     hpc = segments.get("hpc")
@@ -163,7 +149,7 @@ def _roles(
     sizes = {w.model: int(w.params * 2) for w in workloads}  # bf16 weights per model
     return roles.plan_roles(
         pools=[roles.ComputePool(name=p.name, nodes=p.nodes, gpus_per_node=p.gpus_per_node,
-                                 hpc_nics=_has_hpc_nics(platform.pool(p.name)))
+                                 hpc_nics=resolved.pool(p.name).hpc_nics)
                for p in pools],
         tenants=len(platform.tenants),
         managed_control_plane=platform.kubernetes.managed_control_plane,
@@ -171,10 +157,6 @@ def _roles(
         storage_gateway=any(c.tier == "file" for c in platform.storage.classes),
         fabric=fabric,
     )
-
-
-def _has_hpc_nics(pool: PoolSpec | None) -> bool:
-    return pool is not None and any(n.segment.value == "hpc" for n in pool.node.nics)
 
 
 def _facility(
@@ -221,11 +203,8 @@ def _deployment(
     gpus = sum(p.gpus for p in pools) or 1
     online = sum(w.gpus for w in workloads
                  if w.kind in (WorkloadKind.ONLINE_INFERENCE.value, WorkloadKind.RAG.value))
-    pool_by_name = {p.name: p for p in pools}
-    multi_node = any(
-        w.kind in ("pretrain", "finetune") and w.gpus > pool_by_name[w.pool].gpus_per_node
-        for w in workloads
-    )
+    multi_node = any(w.multi_node for w in workloads
+                     if w.kind in (WorkloadKind.PRETRAIN.value, WorkloadKind.FINETUNE.value))
     return deployment.assess_deployment(
         tenants=len(platform.tenants),
         multi_node_rdma_training=multi_node,

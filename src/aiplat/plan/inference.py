@@ -22,9 +22,9 @@ import math
 from typing import TypedDict
 
 from aiplat.catalog import Catalog
-from aiplat.plan.context import Arch, PoolHardware
 from aiplat.plan.format import bytes_h, count_h
 from aiplat.plan.models import Finding, WorkloadPlan
+from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.plan.training import dump_results
 from aiplat.sizing import inference, queueing, rag
 from aiplat.sizing.result import Result
@@ -47,7 +47,7 @@ DEFAULT_DECODE_TPS = 10.0
 
 
 def plan_inference(
-    w: WorkloadSpec, arch: Arch, hw: PoolHardware, platform: Platform, catalog: Catalog
+    w: WorkloadSpec, arch: Arch, hw: ResolvedPool, platform: Platform, catalog: Catalog
 ) -> WorkloadPlan:
     slo = w.slo
     subject = f"workload {w.name}"
@@ -63,7 +63,7 @@ def plan_inference(
         tensor_parallel=serving.tensor_parallel_efficiency, draft_tokens=serving.draft_tokens,
         acceptance_rate=serving.acceptance_rate, draft_cost=serving.draft_cost,
         prefix_cache_hit=serving.prefix_cache_hit_ratio)
-    roof = inference.ServingHardware(memory_bandwidth_bps=hw.gpu.memory_bandwidth_tbps * 1e12,
+    roof = inference.ServingHardware(memory_bandwidth_bps=gpu_of(hw).memory_bandwidth_tbps * 1e12,
                                      dense_tflops=hw.peak_tflops(w.precision))
 
     prompt = slo.prompt_tokens
@@ -97,7 +97,7 @@ def plan_inference(
         findings.append(Finding(
             severity="error", subject=subject,
             message=f"{arch.name} with a {context}-token context does not fit "
-                    f"{hw.gpus_per_node} × {hw.gpu.name}",
+                    f"{hw.gpus_per_node} × {gpu_of(hw).name}",
             fix="use fp8 or int4 weights, a shorter contextLength, or a larger GPU"))
     batch = max(1, min(serving.max_batch, layout.kv_token_capacity // max(seq_tokens, 1)))
     par = _Layout(tensor_parallel=layout.tensor_parallel,
@@ -152,7 +152,7 @@ def plan_inference(
             gpus = layout.gpus
             findings.append(Finding(
                 severity="error", subject=subject,
-                message="the latency SLO cannot be met on " + hw.gpu.name + ": "
+                message="the latency SLO cannot be met on " + gpu_of(hw).name + ": "
                         + "; ".join(sized.reasons),
                 fix="relax timeToFirstTokenMs/tokensPerSecond, quantize, or use a faster GPU"))
         key["queries/s"] = f"{qps:g}"
@@ -181,8 +181,8 @@ def plan_inference(
         key[f"cost per {what}"] = (f"{cost:,.0f} {platform.site.currency} "
                                    f"({per_million:.3g} per million tokens)")
     return WorkloadPlan(
-        name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.pool.name,
-        gpu_model=hw.gpu.name, model=arch.name, params=arch.params,
+        name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.name,
+        gpu_model=gpu_of(hw).name, model=arch.name, params=arch.params,
         precision=w.precision.value, gpus=gpus, nodes=gpus / hw.gpus_per_node,
         cost_per_run=cost, cost_per_million_tokens=per_million,
         run_hours=run_hours, gpu_hours_per_month=gpus * hours * w.runs_per_month,
@@ -205,11 +205,11 @@ def _tail_latency(w: WorkloadSpec, rate: float, prefill_s: float, key: dict[str,
             fix="add replicas (lower each one's load), or shorten prompts"))
 
 
-def _cost(w: WorkloadSpec, hw: PoolHardware, *, gpus: int, hours: float,
+def _cost(w: WorkloadSpec, hw: ResolvedPool, *, gpus: int, hours: float,
           output_tokens_per_run: float) -> tuple[float | None, float | None]:
     """GPU-hours at the pool's pricePerGpuHour; per million tokens processed (batch) or
     generated at the sized load (online: a month, fully used)."""
-    price = hw.pool.node.gpu.price_per_gpu_hour if hw.pool.node.gpu else None
+    price = hw.spec.node.gpu.price_per_gpu_hour if hw.spec.node.gpu else None
     if price is None:
         return None, None
     cost = gpus * hours * price
@@ -217,7 +217,7 @@ def _cost(w: WorkloadSpec, hw: PoolHardware, *, gpus: int, hours: float,
 
 
 def _plan_rag(
-    w: WorkloadSpec, hw: PoolHardware, catalog: Catalog, *, qps: float,
+    w: WorkloadSpec, hw: ResolvedPool, catalog: Catalog, *, qps: float,
     results: dict[str, Result], key: dict[str, str], findings: list[Finding],
 ) -> int:
     """Embedding, index and retrieval for a RAG workload; returns the extra GPUs it needs."""
@@ -242,11 +242,11 @@ def _plan_rag(
     key["index memory"] = bytes_h(index.index_bytes)
     key["retrieval CPU cores"] = str(cores.cores)
     key["corpus ingest"] = f"{ingest.seconds / 3600:.1f} h on {hw.gpus_per_node} GPUs"
-    node_ram = hw.pool.node.memory_gib * 2**30
+    node_ram = hw.spec.node.memory_gib * 2**30
     if index.index_bytes > 0.5 * node_ram:
         findings.append(Finding(
             severity="warning", subject=f"workload {w.name}",
             message=f"the vector index needs {bytes_h(index.index_bytes)}, over half of a "
-                    f"{hw.pool.name} node's memory",
+                    f"{hw.name} node's memory",
             fix="use ivf-pq or int8 vectors, or shard the index over several nodes"))
     return query.gpus

@@ -9,22 +9,18 @@ code of ``aiplat plan --strict``.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from aiplat.plan.findings import Finding, PlanModel
+from aiplat.plan.network import NetworkAdvice
+from aiplat.plan.storage import StorageGuidance
+from aiplat.sizing.deployment import DeploymentAssessment
+from aiplat.sizing.roles import RolePlan
 
 PLAN_SCHEMA = "aiplat.plan/v1alpha1"
-
-
-class PlanModel(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Finding(PlanModel):
-    severity: Literal["info", "warning", "error"]
-    subject: str = Field(description="what the finding is about, e.g. 'pool h100'")
-    message: str
-    fix: str = ""
+__all__ = ["PLAN_SCHEMA", "FacilityPlan", "Finding", "Plan", "PoolPlan", "WorkloadPlan"]
 
 
 class WorkloadPlan(PlanModel):
@@ -51,7 +47,13 @@ class WorkloadPlan(PlanModel):
         "million output tokens at the sized load")
     key_figures: dict[str, str] = Field(description="human-readable headline figures")
     results: dict[str, dict[str, Any]] = Field(description="sizing results: figures + inputs")
-    findings: list[Finding] = []
+    findings: list[Finding] = Field(default_factory=list)
+
+    @property
+    def multi_node(self) -> bool:
+        """Holds GPUs on more than one node: its collectives cross the node network. The one
+        rule the report, the network plan and the deployment assessment use."""
+        return self.nodes > 1
 
 
 class PoolPlan(PlanModel):
@@ -95,8 +97,10 @@ class Plan(PlanModel):
     workloads: list[WorkloadPlan]
     pools: list[PoolPlan]
     facility: FacilityPlan
-    roles: dict[str, Any]
-    deployment: dict[str, Any]
+    roles: RolePlan
+    deployment: DeploymentAssessment
+    network: NetworkAdvice
+    storage: StorageGuidance
     findings: list[Finding]
 
     @property

@@ -24,14 +24,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from aiplat.catalog import NodeType
 from aiplat.errors import InputError
-from aiplat.plan.context import Arch, PoolHardware
 from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
+from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.sizing import goodput, memory, power, training
 from aiplat.sizing.result import Result
-from aiplat.spec.models import LoraSpec, Platform, PoolSpec, WorkloadKind, WorkloadSpec
+from aiplat.spec.models import LoraSpec, Platform, WorkloadKind, WorkloadSpec
 
 OPTIMIZER = {"adamw": "adam", "adamw-8bit": "adam8bit", "sgd": "sgd_momentum"}
 TOKENS_PER_STEP = 4_000_000
@@ -40,7 +39,7 @@ GPU_UTILISATION = 0.8
 """Average share of TDP a GPU draws during training, for energy (an assumption)."""
 
 
-def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform) -> WorkloadPlan:
+def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform) -> WorkloadPlan:
     par = w.parallelism
     tp, pp, cp, ep = par.tensor, par.pipeline, par.context, par.expert
     tokens = (w.data.tokens or 0) * w.data.epochs
@@ -95,7 +94,7 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
     if total > hw.gpu_memory_bytes:
         findings.append(Finding(
             severity="error", subject=subject,
-            message=f"needs {bytes_h(total)} per GPU; {hw.gpu.name} has "
+            message=f"needs {bytes_h(total)} per GPU; {gpu_of(hw).name} has "
                     f"{bytes_h(hw.gpu_memory_bytes)}",
             fix=fix))
 
@@ -154,11 +153,11 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
                                         f"interruptions, over the {w.slo.target_days:g}-day "
                                         "target (GPUs are sized on compute time)",
                                 fix="raise parallelism.data or drop slo.targetDays"))
-    node_w = node_watts(hw.pool, hw.gpu.tdp_w, hw.node_type)
+    node_w = hw.node_power_w
     energy = power.run_energy(
-        gpus=gpus, hours=hours, gpu_tdp_w=hw.gpu.tdp_w, avg_utilisation=GPU_UTILISATION,
+        gpus=gpus, hours=hours, gpu_tdp_w=gpu_of(hw).tdp_w, avg_utilisation=GPU_UTILISATION,
         pue=site.site.pue, price_per_kwh=site.site.electricity_price_per_kwh,
-        host_overhead_factor=node_w / (hw.gpus_per_node * hw.gpu.tdp_w),
+        host_overhead_factor=node_w / (hw.gpus_per_node * gpu_of(hw).tdp_w),
     )
     results["energy"] = energy
     layout = f"{tp}×TP, {pp}×PP" + (f", {cp}×CP" if cp > 1 else "") + f", {dp}×DP" + (
@@ -181,14 +180,14 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: PoolHardware, site: Platform)
         active_b, total_b = arch.active_params / 1e9, arch.params / 1e9
         key["FLOPs per token"] = (f"{fpt.flops_per_token:.3g} ({k:g}·{active_b:.1f}B active "
                                   f"of {total_b:.0f}B + attention)")
-    price = hw.pool.node.gpu.price_per_gpu_hour if hw.pool.node.gpu else None
+    price = hw.spec.node.gpu.price_per_gpu_hour if hw.spec.node.gpu else None
     cost = gpus * hours * price if price is not None else None
     if cost is not None:
         key["cost per run"] = (f"{cost:,.0f} {site.site.currency} "
                                f"({cost / (tokens / 1e6):.3g} per million tokens)")
     return WorkloadPlan(
-        name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.pool.name,
-        gpu_model=hw.gpu.name, model=arch.name, params=arch.params,
+        name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.name,
+        gpu_model=gpu_of(hw).name, model=arch.name, params=arch.params,
         precision=w.precision.value, gpus=gpus, nodes=gpus / hw.gpus_per_node,
         goodput=gp.goodput, cost_per_run=cost,
         cost_per_million_tokens=cost / (tokens / 1e6) if cost is not None else None,
@@ -319,17 +318,17 @@ def _offloaded(w: WorkloadSpec, results: dict[str, Result]) -> float:
     return moved
 
 
-def _check_host_memory(w: WorkloadSpec, hw: PoolHardware, host_per_gpu: float) -> None:
+def _check_host_memory(w: WorkloadSpec, hw: ResolvedPool, host_per_gpu: float) -> None:
     need = host_per_gpu * hw.gpus_per_node
-    have = hw.pool.node.memory_gib * 2**30
+    have = hw.spec.node.memory_gib * 2**30
     if need > 0.8 * have:
         raise InputError(
             f"workload {w.name}: parallelism.offload puts {bytes_h(need)} of optimizer state "
-            f"in each node's host memory; a {hw.pool.name} node has {bytes_h(have)} (80 % "
+            f"in each node's host memory; a {hw.name} node has {bytes_h(have)} (80 % "
             "usable). To fix: raise zeroStage or data parallelism, or offload: none")
 
 
-def _full_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, dp: int, micro_steps: int,
+def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_steps: int,
                  results: dict[str, Result]) -> dict[str, float]:
     """States: the dense part over tp × pp and ZeRO over dp; routed experts over tp × pp × ep
     and ZeRO over the dp/ep ranks holding the same experts (Megatron-Core's expert-data-
@@ -405,7 +404,7 @@ def _lora_adapters(arch: Arch, spec_lora: LoraSpec) -> tuple[memory.LoraParams, 
     return lora, n
 
 
-def _lora_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, results: dict[str, Result],
+def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[str, Result],
                  ) -> tuple[dict[str, float], training.CheckpointSize]:
     """The base sharded over tp × pp (FSDP style), adapters replicated; the checkpoint holds
     the adapters and their optimizer states only (the base is not trained). QLoRA stores
@@ -440,13 +439,13 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: PoolHardware, results: dict[st
     return mem, ckpt
 
 
-def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, micro_steps: int,
+def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, micro_steps: int,
                          step_seconds: float, results: dict[str, Result], key: dict[str, str],
                          findings: list[Finding]) -> None:
     par = w.parallelism
     if par.tensor == 1 and par.pipeline == 1:
         return
-    nvlink = hw.gpu.interconnect_gbps / 2 * 1e9  # one direction
+    nvlink = gpu_of(hw).interconnect_gbps / 2 * 1e9  # one direction
     network = hw.hpc_bytes_per_second_per_gpu() or nvlink
     tp_bw = nvlink if par.tensor <= hw.gpus_per_node else network
     pp_bw = network if par.tensor * par.pipeline > hw.gpus_per_node else nvlink
@@ -468,7 +467,7 @@ def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, micro
             fix="keep tensor parallelism inside a node, or measure achievedTflopsPerGpu"))
 
 
-def _allreduce(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, dp: int, nodes: int,
+def _allreduce(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, nodes: int,
                step_seconds: float, results: dict[str, Result], key: dict[str, str],
                findings: list[Finding]) -> None:
     par = w.parallelism
@@ -493,16 +492,6 @@ def _allreduce(w: WorkloadSpec, arch: Arch, hw: PoolHardware, *, dp: int, nodes:
 
 def _dataset_bytes(w: WorkloadSpec, estimated: float) -> float:
     return w.data.dataset_size_gb * 1e9 if w.data.dataset_size_gb else estimated
-
-
-def node_watts(pool: PoolSpec, gpu_tdp_w: float, node_type: NodeType | None) -> float:
-    """A node's power: measured (spec) beats the vendor's figure (catalog) beats an estimate."""
-    if pool.node.power_kw:
-        return pool.node.power_kw * 1000
-    if node_type is not None:
-        return node_type.system_power_kw * 1000
-    gpus = pool.node.gpu.count if pool.node.gpu else 0
-    return power.node_power(gpus_per_node=gpus, gpu_tdp_w=gpu_tdp_w).node_power_w
 
 
 def dump_results(results: dict[str, Result]) -> dict[str, dict[str, Any]]:

@@ -1,13 +1,13 @@
-"""The plan's "Model storage and cache" section, built from
-:func:`aiplat.artifacts.guidance.storage_guidance` (pure: data in, a Section out).
+"""The plan's "Model storage and cache" section: renders the Plan's storage guidance
+(:mod:`aiplat.plan.storage`; pure: data in, a Section out).
 
-The lead wires it into :func:`aiplat.report.plan_doc.plan_document`; PVCs for caches and
-the prefetch DaemonSet come from the Kubernetes builders, which this section points to.
+PVCs for caches and the prefetch DaemonSet come from the Kubernetes builders, which this
+section points to.
 """
 
 from __future__ import annotations
 
-from aiplat.artifacts.guidance import StorageGuidance
+from aiplat.plan.storage import StorageGuidance
 from aiplat.report.document import Section, Table
 
 
@@ -35,7 +35,7 @@ def storage_section(g: StorageGuidance) -> Section:
     tiers = Table(
         title="Storage tiers for models",
         columns=["tier", "use for models", "access pattern", "classes in the spec"],
-        rows=[[t, role, pattern, ", ".join(names) or "–"] for t, role, pattern, names in g.tiers],
+        rows=[[t.tier, t.role, t.pattern, ", ".join(t.classes) or "–"] for t in g.tiers],
     )
     store = (f"{g.store_read_gbytes:g} GB/s" if g.store_read_gbytes
              else "not given (add readGBps to the object class)")

@@ -58,7 +58,7 @@ def _summary(plan: Plan) -> list[KeyFigure]:
                   detail=", ".join(f"{p.gpus} × {p.gpu_model}" for p in plan.pools if p.gpus)),
         KeyFigure(label="Nodes", value=str(sum(p.nodes for p in plan.pools)),
                   detail=f"+ {sum(p.spare_nodes for p in plan.pools)} spare, "
-                         f"+ {plan.roles['non_compute_nodes']} non-compute"),
+                         f"+ {plan.roles.non_compute_nodes} non-compute"),
         KeyFigure(label="IT power", value=f"{f.it_power_kw:,.1f} kW",
                   detail=f"budget {f.power_budget_kw:g} kW"),
         KeyFigure(label="Facility power", value=f"{f.facility_power_kw:,.1f} kW",
@@ -66,7 +66,7 @@ def _summary(plan: Plan) -> list[KeyFigure]:
         KeyFigure(label="Racks", value=str(f.racks)),
         KeyFigure(label="Energy at full load", value=f"{f.energy_cost_per_month:,.0f} {f.currency}",
                   detail="per month"),
-        KeyFigure(label="Deployment model", value=str(plan.deployment["recommendation"])),
+        KeyFigure(label="Deployment model", value=plan.deployment.recommendation),
         KeyFigure(label="Findings", value=f"{errors} errors, {warnings} warnings"),
     ]
 
@@ -189,36 +189,33 @@ def _reserve(plan: Plan) -> Section:
 
 
 def _roles(plan: Plan) -> Section:
-    roles: list[dict[str, Any]] = plan.roles["roles"]
-    zones: list[dict[str, Any]] = plan.roles["zones"]
     return Section(
         id="roles", title="Node roles and network zones",
         tables=[
             Table(columns=["role", "nodes", "CPU cores", "memory GiB", "disk", "zones", "why"],
-                  rows=[[r["role"], str(r["nodes"]), _opt(r["cpu_cores"]),
-                         _opt(r["memory_gib"]),
-                         bytes_h(r["disk_bytes"]) if r["disk_bytes"] else "—",
-                         ", ".join(r["zones"]), r["reason"]] for r in roles]),
+                  rows=[[r.role, str(r.nodes), _opt(r.cpu_cores), _opt(r.memory_gib),
+                         bytes_h(r.disk_bytes) if r.disk_bytes else "—",
+                         ", ".join(r.zones), r.reason] for r in plan.roles.roles]),
             Table(columns=["zone", "MTU", "RDMA", "roles", "guidance"],
-                  rows=[[z["zone"], str(z["mtu_bytes"]), "yes" if z["rdma"] else "no",
-                         ", ".join(z["roles"]), z["guidance"]] for z in zones]),
+                  rows=[[z.zone, str(z.mtu_bytes), "yes" if z.rdma else "no",
+                         ", ".join(z.roles), z.guidance] for z in plan.roles.zones]),
         ],
-        notes=list(plan.roles.get("notes", [])),
+        notes=list(plan.roles.notes),
     )
 
 
 def _deployment(plan: Plan) -> Section:
     d = plan.deployment
-    criteria = [c["criterion"] for c in d["criteria"]]
+    criteria = [c.criterion for c in d.criteria]
     rows = []
-    for opt in d["options"]:
-        scores = {s["criterion"]: s for s in opt["scores"]}
-        total = "ruled out" if opt["disqualified"] else f"{opt['weighted_score']:.2f}"
-        rows.append([opt["option"], *(f"{scores[c]['score']:g}" for c in criteria), total])
-    reasons = [[c["criterion"], f"{c['effective_weight']:.3f}", c["reason"]] for c in d["criteria"]]
+    for opt in d.options:
+        scores = {s.criterion: s for s in opt.scores}
+        total = "ruled out" if opt.disqualified else f"{opt.weighted_score:.2f}"
+        rows.append([opt.option, *(f"{scores[c].score:g}" for c in criteria), total])
+    reasons = [[c.criterion, f"{c.effective_weight:.3f}", c.reason] for c in d.criteria]
     return Section(
-        id="deployment", title=f"Deployment model: {d['recommendation']}",
-        paragraphs=list(d["reasons"]),
+        id="deployment", title=f"Deployment model: {d.recommendation}",
+        paragraphs=list(d.reasons),
         tables=[Table(title="Scores (0-5)", columns=["option", *criteria, "weighted"], rows=rows),
                 Table(title="Weights", columns=["criterion", "weight", "why"], rows=reasons)],
     )

@@ -1,0 +1,287 @@
+"""The one place the spec is interpreted: every default decided once, typed (pure).
+
+``resolve(platform, catalog)`` turns a validated spec into a ``Resolved`` platform that
+sizing, the Kubernetes renderer, the simulator, device planning and the reports read:
+
+- each workload's pool (the spec's rule "unset: the first pool with GPUs") and its model's
+  merged shape (``Arch``: a catalog model, a full architecture, or a catalog model with
+  overrides such as a longer context);
+- each pool's hardware (GPU model, node type, GPUs per node), node power (measured beats
+  the vendor's figure beats an estimate), spares, and rack layout: nodes per rack is what
+  power and space allow, or ``topology.nodesPerRack`` when it fits — the one figure the plan,
+  the node rack labels, the Topology levels and the simulator all use.
+
+Nothing downstream re-derives these from the raw spec; a rule changes here or nowhere.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aiplat.catalog import Catalog, GpuModel, ModelArchitecture, NodeType
+from aiplat.sizing import power, reserve
+from aiplat.sizing.shape import ModelShape, MoeShape
+from aiplat.spec.models import (
+    Cooling,
+    ModelRef,
+    Platform,
+    PoolSpec,
+    Precision,
+    WorkloadSpec,
+)
+
+GB = 1e9
+HOURS_PER_MONTH = 730.0
+
+
+@dataclass(frozen=True)
+class Arch:
+    name: str
+    params: float
+    active_params: float
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    kv_heads: int
+    vocab: int
+    max_context: int
+    embedding_dim: int | None = None
+    explicit_head_dim: int | None = None
+    moe: MoeShape | None = None
+    kv_latent_dim: int | None = None
+    """MLA (DeepSeek-V3): values cached per token and layer instead of K and V per head."""
+    expert_ffn_hidden: int | None = None
+    dense_layers: int = 0
+    """Mixture of experts: layers with a dense FFN (``ffn_hidden`` wide) instead of experts."""
+
+    @property
+    def head_dim(self) -> int:
+        return self.explicit_head_dim or self.hidden // self.heads
+
+    @property
+    def shape(self) -> ModelShape:
+        """The value object the sizing functions take."""
+        return ModelShape(
+            params=self.params, layers=self.layers, hidden=self.hidden, heads=self.heads,
+            kv_heads=self.kv_heads, head_dim=self.head_dim,
+            active_params=self.active_params if self.moe else None, moe=self.moe,
+            kv_latent_dim=self.kv_latent_dim)
+
+
+def _moe(ref: ModelRef, base: ModelArchitecture | None, params_overridden: bool) -> MoeShape | None:
+    experts = ref.experts or (base.experts if base else 1)
+    per_token = ref.experts_per_token or (base.experts_per_token if base else 1)
+    shared = ref.shared_experts if ref.shared_experts is not None else (
+        base.shared_experts if base else 0)
+    if experts <= 1 or (params_overridden and ref.experts is None and ref.active_params is None):
+        return None
+    return MoeShape(experts=experts, experts_per_token=per_token, shared_experts=shared)
+
+
+def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
+    base = catalog.model(ref.name) if ref.name else None
+    layers = ref.layers or (base.layers if base else None)
+    hidden = ref.hidden or (base.hidden if base else None)
+    heads = ref.heads or (base.heads if base else None)
+    vocab = ref.vocab or (base.vocab if base else None)
+    # The spec's validators and the reference check guarantee a complete shape here.
+    assert layers and hidden and heads and vocab, "unresolved model shape"
+    ffn = ref.ffn_hidden or (base.ffn_hidden if base else 4 * hidden)
+    kv_heads = ref.kv_heads or (base.kv_heads if base else heads)
+    # Without a published count, a dense decoder has about 12·l·h² + 2·V·h parameters
+    # (attention 4h², MLP 8h² at ffn = 4h; input and output embeddings).
+    params = ref.params or (base.params if base else 12 * layers * hidden**2 + 2 * vocab * hidden)
+    # A mixture of experts touches only its active parameters per token; an override of
+    # params means a different model, so the catalog's active count no longer applies unless
+    # the spec gives its own.
+    moe = _moe(ref, base, ref.params is not None)
+    active = ref.active_params or (
+        base.active_params if base and base.active_params and not ref.params else params)
+    if moe is None:
+        active = params
+    mla = base.mla if base and not ref.params else None
+    return Arch(
+        name=base.name if base else (ref.name or f"custom-{params / 1e9:.1f}b"),
+        params=params,
+        active_params=active,
+        layers=layers,
+        hidden=hidden,
+        ffn_hidden=ffn,
+        heads=heads,
+        kv_heads=kv_heads,
+        vocab=vocab,
+        max_context=ref.max_context or (base.max_context if base else 4096),
+        embedding_dim=base.embedding_dim if base else None,
+        explicit_head_dim=ref.head_dim or (base.head_dim if base else None),
+        moe=moe,
+        kv_latent_dim=mla.kv_lora_rank + mla.qk_rope_head_dim if mla else None,
+        expert_ffn_hidden=(base.expert_ffn_hidden if base and moe else None),
+        dense_layers=base.dense_layers if base and moe else 0,
+    )
+
+
+CPU_NODE_W = 800.0
+"""A two-socket CPU server under load, when the spec gives no power (catalog cpu-mgmt-2s)."""
+NODE_HEIGHT_U = {0: 2, 1: 2, 2: 2, 4: 4, 8: 8}
+"""Rack units by GPUs per node when no node type says (typical 2U/4U/8U chassis)."""
+
+
+@dataclass(frozen=True)
+class ResolvedPool:
+    """A pool with its hardware looked up and its rack layout decided."""
+
+    spec: PoolSpec
+    gpu: GpuModel | None
+    node_type: NodeType | None
+    node_power_w: float
+    spares: reserve.SpareNodes
+    racks: power.RackLayout
+    """What power and space allow per rack, for the pool's nodes plus spares."""
+    nodes_per_rack: int
+    """``topology.nodesPerRack`` when it fits a rack, else what the rack holds."""
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def nodes(self) -> int:
+        return self.spec.nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.spec.node.gpu.count if self.spec.node.gpu else 0
+
+    @property
+    def gpus(self) -> int:
+        return self.spec.gpus
+
+    @property
+    def rack_count(self) -> int:
+        return math.ceil((self.nodes + self.spares.spare_nodes) / self.nodes_per_rack) \
+            if self.nodes else 0
+
+    @property
+    def nodes_per_rack_too_high(self) -> bool:
+        """The spec asks for more nodes per rack than power or space allow."""
+        wanted = self.spec.topology.nodes_per_rack
+        return wanted is not None and wanted > self.racks.nodes_per_rack
+
+    @property
+    def gpu_memory_bytes(self) -> float:
+        # Vendors' "80 GB" is at least 80e9 usable bytes; decimal keeps the estimate safe.
+        assert self.gpu is not None
+        return self.gpu.memory_gb * GB
+
+    def peak_tflops(self, precision: Precision) -> float:
+        gpu = self.gpu
+        assert gpu is not None
+        if precision is Precision.FP8 and gpu.fp8_tflops:
+            return gpu.fp8_tflops
+        if precision is Precision.FP32:
+            return gpu.fp32_tflops
+        if precision in (Precision.INT8, Precision.INT4) and gpu.int8_tops:
+            return gpu.int8_tops
+        return gpu.bf16_tflops
+
+    def hpc_bytes_per_second_per_gpu(self) -> float:
+        nics = [n for n in self.spec.node.nics if n.segment.value == "hpc"]
+        total_gbps = sum(n.rate_gbps * n.count for n in nics)
+        return total_gbps * 1e9 / 8 / self.gpus_per_node
+
+    @property
+    def hpc_nics(self) -> bool:
+        return any(n.segment.value == "hpc" for n in self.spec.node.nics)
+
+
+def gpu_of(pool: ResolvedPool) -> GpuModel:
+    """The GPU of a pool a workload runs on (the spec loader refuses GPU-less ones)."""
+    assert pool.gpu is not None, f"pool {pool.name} has no GPUs"
+    return pool.gpu
+
+
+@dataclass(frozen=True)
+class ResolvedWorkload:
+    """A workload with its pool and its model's shape decided."""
+
+    spec: WorkloadSpec
+    pool: ResolvedPool
+    arch: Arch
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The platform as every stage after ``plan/`` reads it."""
+
+    spec: Platform
+    catalog: Catalog
+    pools: tuple[ResolvedPool, ...]
+    workloads: tuple[ResolvedWorkload, ...]
+
+    def pool(self, name: str) -> ResolvedPool:
+        return next(p for p in self.pools if p.name == name)
+
+    def workload(self, name: str) -> ResolvedWorkload:
+        return next(w for w in self.workloads if w.name == name)
+
+    @property
+    def default_pool(self) -> ResolvedPool | None:
+        """Where a workload without ``pool`` runs: the first pool with GPUs (the spec's
+        documented rule; this is its only implementation)."""
+        return next((p for p in self.pools if p.gpu is not None), None)
+
+    def workloads_on(self, pool: str) -> list[ResolvedWorkload]:
+        return [w for w in self.workloads if w.pool.name == pool]
+
+
+def resolve(platform: Platform, catalog: Catalog) -> Resolved:
+    pools = Resolved(platform, catalog, tuple(resolve_pool(p, platform, catalog)
+                                              for p in platform.pools), ())
+    workloads = []
+    for w in platform.workloads:
+        pool = pools.pool(w.pool) if w.pool else pools.default_pool
+        assert pool is not None, "the spec loader refuses workloads without a GPU pool"
+        workloads.append(ResolvedWorkload(w, pool, resolve_arch(w.model, catalog)))
+    return Resolved(platform, catalog, pools.pools, tuple(workloads))
+
+
+def node_watts(pool: PoolSpec, gpu: GpuModel | None, node_type: NodeType | None) -> float:
+    """A node's power: measured (spec) beats the vendor's figure (catalog) beats an estimate."""
+    if pool.node.power_kw:
+        return pool.node.power_kw * 1000
+    if node_type is not None:
+        return node_type.system_power_kw * 1000
+    if gpu is None:
+        return CPU_NODE_W
+    gpus = pool.node.gpu.count if pool.node.gpu else 0
+    return power.node_power(gpus_per_node=gpus, gpu_tdp_w=gpu.tdp_w).node_power_w
+
+
+def resolve_pool(pool: PoolSpec, platform: Platform, catalog: Catalog) -> ResolvedPool:
+    gpn = pool.node.gpu.count if pool.node.gpu else 0
+    gpu = catalog.gpu(pool.node.gpu.model) if pool.node.gpu else None
+    node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
+    node_w = node_watts(pool, gpu, node_type)
+    spares = reserve.spare_nodes(
+        nodes=pool.nodes, failures_per_node_year=platform.reserve.node_failures_per_year,
+        lead_time_days=platform.reserve.replacement_lead_time_days,
+        target_availability=platform.reserve.target_availability, gpus_per_node=gpn,
+    )
+    racks = power.rack_layout(
+        nodes=pool.nodes + spares.spare_nodes, node_power_w=node_w,
+        node_height_u=node_type.rack_units if node_type else NODE_HEIGHT_U.get(gpn, 4),
+        rack_power_limit_w=platform.site.rack_power_limit_kw * 1000,
+        rack_units=platform.site.rack_units,
+        cooling="air" if platform.site.cooling is Cooling.AIR else "liquid",
+    )
+    wanted = pool.topology.nodes_per_rack
+    per_rack = wanted if wanted is not None and wanted <= racks.nodes_per_rack \
+        else racks.nodes_per_rack
+    return ResolvedPool(pool, gpu, node_type, node_w, spares, racks, per_rack)
