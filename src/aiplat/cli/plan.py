@@ -16,22 +16,11 @@ from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
 from aiplat.fsutil import write_tree
 from aiplat.kube.crds import load_crds
-from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_plan, plan_files
+from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck
 from aiplat.ops.acceptance import Record, load_record
-from aiplat.ops.acceptance_report import handover_section
-from aiplat.ops.matrix import check_matrix, matrix_document
-from aiplat.ops.monitoring import monitoring_rules, render_monitoring
-from aiplat.ops.runbook import runbook_document
+from aiplat.ops.plan_outputs import plan_outputs
 from aiplat.plan import Plan
-from aiplat.plan.build import plan_resolved
-from aiplat.plan.resolve import resolve
-from aiplat.report import Document, render_html, render_markdown
-from aiplat.report.artifacts_doc import storage_section
-from aiplat.report.network_doc import network_section
-from aiplat.report.plan_doc import plan_document
-from aiplat.report.sim_doc import sim_sections
 from aiplat.sched.metrics import SimResult
-from aiplat.sched.platform import simulate_platform
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 
 
@@ -62,52 +51,22 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
                 else parse_platform(example_text(), EXAMPLE, catalog))
-    resolved = resolve(platform, catalog)
-    result = plan_resolved(resolved)
-    kube = check_plan(resolved, result, load_crds(crd_dir) if crd_dir else None,
-                      versions=k8s_versions)
-    # A month of the spec's workloads through the queues the kube tree renders.
-    sim = simulate_platform(platform, result, seed=0)
-    matrix = check_matrix(platform, date.today())
-    runbook = runbook_document(platform, spec or "platform.yaml",
-                               {p.name: p.spare_nodes for p in result.pools},
-                               monitoring_rules(platform))
-    doc = plan_document(result, kube, [
-        network_section(result.network),
-        storage_section(result.storage),
-        *sim_sections(sim, subject=platform.metadata.name),
-        handover_section(matrix, _last_acceptance(Path(out_dir)), HANDOVER_LINKS),
-    ])
-    # Render everything before writing anything: a failure leaves DIR untouched.
-    files = {
-        "plan.json": result.model_dump_json(indent=2, by_alias=True) + "\n",
-        "report.md": render_markdown(doc),
-        "report.html": render_html(doc),
-        "simulation.json": json.dumps(sim.to_dict() | {"timeline": None}, indent=2) + "\n",
-        **plan_files(kube),
-        **_documents({"matrix/matrix": matrix_document(matrix), "runbook/runbook": runbook}),
-        **{f"monitoring/{k}": v for k, v in render_monitoring(platform).items()},
-    }
-    write_tree(out_dir, files)
+    out = plan_outputs(platform, catalog, today=date.today(), spec_path=spec or "platform.yaml",
+                       crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
+                       acceptance=_last_acceptance(Path(out_dir)))
+    write_tree(out_dir, out.files)
     if fmt == "json":
-        click.echo(json.dumps(_summary_data(result) | {"simulation": _sim_summary(sim)}, indent=2))
+        click.echo(json.dumps(_summary_data(out.plan) | {"simulation": _sim_summary(out.sim)},
+                              indent=2))
     else:
-        _print_table(result)
-        _print_sim(sim)
-    click.echo(_kube_line(kube), err=True)
+        _print_table(out.plan)
+        _print_sim(out.sim)
+    click.echo(_kube_line(out.kube), err=True)
     elapsed = time.perf_counter() - t0
     click.echo(f"wrote plan.json, report.md, report.html, kube/, matrix/, runbook/, monitoring/ "
-               f"({len(files)} files) to {out_dir} in {elapsed:.2f} s", err=True)
-    if any(f.severity == "error" for f in result.all_findings) or not kube.ok:
+               f"({len(out.files)} files) to {out_dir} in {elapsed:.2f} s", err=True)
+    if not out.ok:
         sys.exit(1)
-
-
-HANDOVER_LINKS = {
-    "matrix": "matrix/matrix.html",
-    "runbook": "runbook/runbook.html",
-    "monitoring": "monitoring/aiplat-rules.yaml",
-    "acceptance": "acceptance/acceptance.html",
-}
 
 
 def _last_acceptance(out: Path) -> Record | None:
@@ -122,14 +81,6 @@ def _last_acceptance(out: Path) -> Record | None:
     except (InputError, ValueError) as e:
         raise InputError(f"{path}: not an acceptance record ({e}); run `aiplat accept run "
                          f"-w {path.parent}` again or remove it") from e
-
-
-def _documents(docs: dict[str, Document]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for stem, d in docs.items():
-        out[f"{stem}.md"] = render_markdown(d)
-        out[f"{stem}.html"] = render_html(d)
-    return out
 
 
 def _sim_summary(sim: SimResult) -> dict[str, object]:

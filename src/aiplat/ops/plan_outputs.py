@@ -1,0 +1,95 @@
+"""Everything ``aiplat plan`` writes, from one spec, in memory (pure).
+
+``plan_outputs`` is the pipeline the command runs: resolve and size the spec once
+(``plan/``), render and check the Kubernetes tree from that plan, simulate a month of its
+workloads, build the handover (version matrix, runbook, monitoring rules) and the report,
+and return every file by relative path. The command only loads the spec and the last
+acceptance record (I/O) and writes the mapping atomically; a failure anywhere leaves the
+output directory untouched because nothing is written before everything is rendered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import date
+
+from aiplat.catalog import Catalog
+from aiplat.kube.crds import CrdIndex
+from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_plan, plan_files
+from aiplat.ops.acceptance import Record
+from aiplat.ops.acceptance_report import handover_section
+from aiplat.ops.matrix import check_matrix, matrix_document
+from aiplat.ops.monitoring import monitoring_rules, render_monitoring
+from aiplat.ops.runbook import runbook_document
+from aiplat.plan.build import plan_resolved
+from aiplat.plan.models import Plan
+from aiplat.plan.resolve import resolve
+from aiplat.report import Document, render_html, render_markdown
+from aiplat.report.artifacts_doc import storage_section
+from aiplat.report.network_doc import network_section
+from aiplat.report.plan_doc import plan_document
+from aiplat.report.sim_doc import sim_sections
+from aiplat.sched.metrics import SimResult
+from aiplat.sched.platform import simulate_platform
+from aiplat.spec.models import Platform
+
+HANDOVER_LINKS = {
+    "matrix": "matrix/matrix.html",
+    "runbook": "runbook/runbook.html",
+    "monitoring": "monitoring/aiplat-rules.yaml",
+    "acceptance": "acceptance/acceptance.html",
+}
+
+
+@dataclass(frozen=True)
+class PlanOutputs:
+    plan: Plan
+    kube: KubeCheck
+    sim: SimResult
+    files: dict[str, str]
+    """Relative path -> text, ready for ``fsutil.write_tree``."""
+
+    @property
+    def ok(self) -> bool:
+        """No error finding in the plan, and the tree validates and lints clean."""
+        return self.kube.ok and not any(f.severity == "error" for f in self.plan.all_findings)
+
+
+def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
+                 spec_path: str = "platform.yaml", crds: CrdIndex | None = None,
+                 versions: tuple[str, ...] = DEFAULT_VERSIONS,
+                 acceptance: Record | None = None) -> PlanOutputs:
+    resolved = resolve(platform, catalog)
+    plan = plan_resolved(resolved)
+    kube = check_plan(resolved, plan, crds, versions)
+    # A month of the spec's workloads through the queues the kube tree renders.
+    sim = simulate_platform(platform, plan, seed=0)
+    matrix = check_matrix(platform, today)
+    runbook = runbook_document(platform, spec_path,
+                               {p.name: p.spare_nodes for p in plan.pools},
+                               monitoring_rules(platform))
+    doc = plan_document(plan, kube, [
+        network_section(plan.network),
+        storage_section(plan.storage),
+        *sim_sections(sim, subject=platform.metadata.name),
+        handover_section(matrix, acceptance, HANDOVER_LINKS),
+    ])
+    files = {
+        "plan.json": plan.model_dump_json(indent=2, by_alias=True) + "\n",
+        "report.md": render_markdown(doc),
+        "report.html": render_html(doc),
+        "simulation.json": json.dumps(sim.to_dict() | {"timeline": None}, indent=2) + "\n",
+        **plan_files(kube),
+        **_documents({"matrix/matrix": matrix_document(matrix), "runbook/runbook": runbook}),
+        **{f"monitoring/{k}": v for k, v in render_monitoring(platform).items()},
+    }
+    return PlanOutputs(plan, kube, sim, files)
+
+
+def _documents(docs: dict[str, Document]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for stem, d in docs.items():
+        out[f"{stem}.md"] = render_markdown(d)
+        out[f"{stem}.html"] = render_html(d)
+    return out
