@@ -114,21 +114,58 @@ def matrix_check(spec: str | None, output: str, today: Any, strict: bool) -> Non
 
 @matrix_group.command("diff")
 @SPEC
+@click.argument("after_spec", metavar="[AFTER]", required=False,
+                type=click.Path(dir_okay=False))
 @OUTPUT
 @TODAY
-@click.option("--entry", help="the approved entry to patch (default: the first)")
-@click.option("--set", "changes", multiple=True, metavar="KEY=VALUE", required=True,
+@click.option("--entry", help="the approved entry to patch (default: the first; with AFTER: "
+                              "the last of each spec)")
+@click.option("--set", "changes", multiple=True, metavar="KEY=VALUE",
               help="a planned change, e.g. --set driver=580.105.08 (KEY= removes the pin)")
-def matrix_diff(spec: str | None, output: str, today: Any, entry: str | None,
-                changes: tuple[str, ...]) -> None:
+def matrix_diff(*, spec: str | None, after_spec: str | None, output: str, today: Any,
+                entry: str | None, changes: tuple[str, ...]) -> None:
     """What a planned patch changes in an approved entry and which facts it violates; exit 1
-    when the planned entry violates a fact."""
-    from aiplat.ops.matrix import diff_entries, fact_line, find_entry, parse_changes, planned_entry
+    when the planned entry violates a fact.
 
-    platform = _platform(spec)
-    current = find_entry(platform, entry)
-    after = planned_entry(current, parse_changes(list(changes)), f"{current.name}-planned")
+    The patch is given by --set on SPEC's entry, or by a second spec: `aiplat matrix diff
+    platform.yaml.previous platform.yaml` compares the entries of the spec before and after
+    a change (the runbook's rollout does)."""
+    from aiplat.ops.matrix import diff_entries, find_entry, parse_changes, planned_entry
+
+    if after_spec is not None and changes:
+        raise InputError("give either a second spec or --set KEY=VALUE, not both (fix: "
+                         "`aiplat matrix diff BEFORE AFTER` or `aiplat matrix diff SPEC --set "
+                         "driver=...`)")
+    if after_spec is None and not changes:
+        raise InputError("nothing to compare (fix: add --set KEY=VALUE, e.g. --set "
+                         "driver=580.105.08, or a second spec: aiplat matrix diff "
+                         "platform.yaml.previous platform.yaml)")
+    if after_spec is not None:
+        before_p, platform = _platform(spec), _platform(after_spec)
+        current = _entry_of(before_p, entry, spec)
+        after = _entry_of(platform, entry, after_spec)
+    else:
+        platform = _platform(spec)
+        current = find_entry(platform, entry)
+        after = planned_entry(current, parse_changes(list(changes)), f"{current.name}-planned")
     d = diff_entries(current, after, platform, _today(today))
+    _print_diff(d, output)
+    if d.status == "fail":
+        sys.exit(1)
+
+
+def _entry_of(platform: Platform, name: str | None, path: str | None) -> Any:
+    from aiplat.ops.matrix import find_entry
+
+    try:
+        return find_entry(platform, name, last=True)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from e
+
+
+def _print_diff(d: Any, output: str) -> None:
+    from aiplat.ops.matrix import fact_line
+
     if output == "json":
         _json({"status": d.status, **d.model_dump(mode="json")})
     else:
@@ -139,8 +176,6 @@ def matrix_diff(spec: str | None, output: str, today: Any, entry: str | None,
         for f in d.resolved:
             click.echo(f"gone  {fact_line(f)}")
         click.echo(f"planned entry: {d.status}")
-    if d.status == "fail":
-        sys.exit(1)
 
 
 # ------------------------------------------------------------------------------ accept

@@ -234,12 +234,14 @@ def check_matrix(platform: Platform, today: date) -> MatrixCheck:
                        aiplat=__version__, entries=entries, facts=facts)
 
 
-def find_entry(platform: Platform, name: str | None) -> VersionEntry:
+def find_entry(platform: Platform, name: str | None, *, last: bool = False) -> VersionEntry:
+    """The approved entry ``name``; without a name the first (``last``: the last, where the
+    runbook's updates go)."""
     approved = platform.versions.approved
     if not approved:
         raise InputError("the spec has no versions.approved entries (fix: add one)")
     if name is None:
-        return approved[0]
+        return approved[-1] if last else approved[0]
     for e in approved:
         if e.name == name:
             return e

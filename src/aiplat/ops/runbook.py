@@ -43,6 +43,10 @@ COMPONENT_AREA: dict[str, str] = {
 BATCH_MINUTES = 45
 """Assumed time to take one batch of nodes through cordon, drain, update, reboot, check."""
 
+KUBECONFIG = "${KUBECONFIG:-$HOME/.kube/config}"
+"""The kubeconfig the runbook's aiplat commands read, as kubectl finds it (one file)."""
+KUEUE_RELEASES = "https://github.com/kubernetes-sigs/kueue/releases/download"
+
 _DOW = ["Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays"]
 
 
@@ -163,7 +167,7 @@ def _kueue_drain_steps() -> tuple[Step, ...]:
              "while read NS WL; do kubectl patch workloads.kueue.x-k8s.io -n $NS $WL "
              "--type=merge -p '{\"spec\":{\"active\":true}}'; done < workloads-$NODE.txt",
              "each is admitted or pending; explain a pending one with "
-             "aiplat kube why-pending $WL -n $NS"),
+             f"aiplat kube why-pending $WL -n $NS --kubeconfig {KUBECONFIG}"),
     )
 
 
@@ -305,6 +309,10 @@ def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
     steps = (
         Step("Check the Kueue version and API in the matrix", f"aiplat matrix check {spec}",
              f"exit 0 (running {v}, API {platform.kubernetes.kueue_api})"),
+        Step("Fetch the new release's manifests (its CRDs among them)",
+             "mkdir -p kueue-$VERSION-crds && curl -fsSL -o kueue-$VERSION-crds/manifests.yaml "
+             f"{KUEUE_RELEASES}/v$VERSION/manifests.yaml",
+             "the file holds the release's CustomResourceDefinitions"),
         Step("Validate the rendered queues against the new release's CRDs",
              f"aiplat kube render {spec} -o out/kube && aiplat kube validate out/kube "
              "--crd-dir kueue-$VERSION-crds",
@@ -314,8 +322,7 @@ def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
              "kueue-before.yaml",
              "file written"),
         Step("Install the release (server-side apply)",
-             "kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/"
-             "releases/download/v$VERSION/manifests.yaml",
+             f"kubectl apply --server-side -f {KUEUE_RELEASES}/v$VERSION/manifests.yaml",
              "objects configured"),
         Step("Wait for the controller",
              "kubectl -n kueue-system rollout status deploy/kueue-controller-manager",
@@ -326,8 +333,7 @@ def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
     )
     rollback = (
         Step("Re-apply the previous release (same storage API version only)",
-             f"kubectl apply --server-side -f https://github.com/kubernetes-sigs/kueue/"
-             f"releases/download/v{v}/manifests.yaml"),
+             f"kubectl apply --server-side -f {KUEUE_RELEASES}/v{v}/manifests.yaml"),
     )
     return Procedure("kueue-upgrade", "Kueue upgrade", "queues",
                      "A new approved Kueue release.", steps, rollback)
