@@ -14,6 +14,8 @@ Without promtool the tests skip locally and fail in CI (``CI=true``).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -110,6 +112,49 @@ def test_scrape_config_is_valid(promtool: str, tmp_path: Path) -> None:
     r = run(promtool, "check", "config", SCRAPE_FILE, cwd=d)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "1 rule files found" in r.stdout
+
+
+def test_the_checks_monitoring_render_prints_pass_as_written(promtool: str,
+                                                              tmp_path: Path) -> None:
+    """Issue 22: the help said 'promtool check config' and it failed on what render wrote.
+    The command's own check line, run by bash as printed (a folder with a space too)."""
+    from aiplat.cli.main import main
+
+    out = tmp_path / "mon itoring"
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(["monitoring", "render", "-o", str(out), "--discovery", "file"]) == 0
+    line = next(x for x in err.getvalue().splitlines() if x.startswith("check: "))
+    r = subprocess.run(["bash", "-ec", line.removeprefix("check: ")], capture_output=True,
+                       text=True, timeout=120, check=False, cwd=tmp_path,
+                       env={**os.environ, "PATH": f"{Path(promtool).parent}:{os.environ['PATH']}"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    # Without the token the full check refuses, as the note says; with it, it passes.
+    assert run(promtool, "check", "config", SCRAPE_FILE, cwd=out).returncode != 0
+    (out / KUEUE_TOKEN_FILE).write_text("token\n")
+    assert run(promtool, "check", "config", SCRAPE_FILE, cwd=out).returncode == 0
+
+
+def test_kubernetes_discovery_config_is_valid_but_for_the_discovery_debian_lacks(
+    promtool: str, tmp_path: Path
+) -> None:
+    """Debian's promtool has no Kubernetes discovery: its only complaint is that field, and
+    with each job's kubernetes_sd_configs swapped for file_sd_configs the rest (relabelling,
+    TLS, authorization) passes the real tool's check."""
+    d = rendered(tmp_path, example())
+    r = run(promtool, "check", "config", "--syntax-only", SCRAPE_FILE, cwd=d)
+    complaints = [x for x in (r.stdout + r.stderr).splitlines() if x.strip().startswith("line ")]
+    if r.returncode == 0:  # a promtool built with Kubernetes discovery: nothing more to show
+        return
+    assert complaints and all("field kubernetes_sd_configs not found" in x
+                              for x in complaints), r.stdout + r.stderr
+    config = yaml.safe_load((d / SCRAPE_FILE).read_text())
+    for job in config["scrape_configs"]:
+        if job.pop("kubernetes_sd_configs", None) is not None:
+            job["file_sd_configs"] = [{"files": [f"targets/{job['job_name']}.yaml"]}]
+    (d / "swapped.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    r = run(promtool, "check", "config", "--syntax-only", "swapped.yaml", cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_a_wrong_threshold_fails_the_shipped_tests(promtool: str, tmp_path: Path) -> None:

@@ -7,13 +7,20 @@ what was written and the open items go to stderr.
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
 
 from aiplat.catalog import load_catalog
 from aiplat.fsutil import write_tree
-from aiplat.ops.monitoring import monitoring_rules, render_monitoring
+from aiplat.ops.monitoring import (
+    Discovery,
+    monitoring_rules,
+    render_monitoring,
+    verify_commands,
+    verify_notes,
+)
 from aiplat.ops.runbook import gaps, runbook_document
 from aiplat.plan import build_plan
 from aiplat.report import render_html, render_markdown
@@ -41,17 +48,23 @@ def monitoring() -> None:
 def monitoring_render(spec: str | None, out_dir: str, discovery: str) -> None:
     """Write the rules, their promtool tests, prometheus.yaml and the checklist for SPEC.
 
-    Check them with: promtool check rules / test rules / check config.
+    Check them with promtool in DIR: check rules, test rules and check config --syntax-only
+    (the full check config once the Kueue token file is in place; Kubernetes discovery needs
+    a promtool built with it, which Debian's is not). The commands are printed at the end.
     """
+    mode: Discovery = "file" if discovery == "file" else "kubernetes"
     platform = _platform(spec)
     groups = monitoring_rules(platform)
-    files = render_monitoring(platform, "file" if discovery == "file" else "kubernetes")
-    written = write_tree(out_dir, files)
+    written = write_tree(out_dir, render_monitoring(platform, mode))
     for g in groups:
         names = ", ".join(a.name for a in g.alerts)
         records = len(g.rules) - len(g.alerts)
         click.echo(f"{g.name}: {len(g.alerts)} alerts, {records} recording rules — {names}")
     click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+    checks = " && ".join(cmd for _, cmd in verify_commands(mode))
+    click.echo(f"check: cd {shlex.quote(out_dir)} && {checks}", err=True)
+    for note in verify_notes(mode):
+        click.echo(f"note: {note}", err=True)
 
 
 @click.command()

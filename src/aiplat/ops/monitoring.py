@@ -823,7 +823,30 @@ def target_files(platform: Platform) -> dict[str, str]:
     return out
 
 
-def checklist_document(platform: Platform, groups: list[RuleGroup]) -> Document:
+def verify_commands(discovery: Discovery = "kubernetes") -> list[tuple[str, str]]:
+    """(what it shows, the command) to check the rendered files, run in their directory.
+
+    ``promtool check config`` also checks that the files the configuration names exist
+    (rule files, the Kueue token; cmd/promtool/main.go checkConfig), so until the token is
+    in place only ``--syntax-only`` passes."""
+    return [("rules valid", f"promtool check rules {RULES_FILE}"),
+            ("alerts fire and stay silent as tested", f"promtool test rules {TESTS_FILE}"),
+            ("configuration valid", f"promtool check config --syntax-only {SCRAPE_FILE}")]
+
+
+def verify_notes(discovery: Discovery = "kubernetes") -> list[str]:
+    """What the checks of :func:`verify_commands` need beyond the rendered files."""
+    if discovery == "file":
+        return [f"Once {KUEUE_TOKEN_FILE} (a token that may GET Kueue's /metrics) is next to "
+                f"{SCRAPE_FILE}, `promtool check config {SCRAPE_FILE}` checks the files it "
+                "names too."]
+    return ["Kubernetes discovery needs a promtool built with it (Prometheus's release or "
+            "container image): Debian's prometheus package has none and refuses "
+            "kubernetes_sd_configs; for it, render with --discovery file."]
+
+
+def checklist_document(platform: Platform, groups: list[RuleGroup],
+                       discovery: Discovery = "kubernetes") -> Document:
     """What "minimum monitoring" covers, where each signal comes from and its alerts."""
     by_component: dict[str, list[str]] = {}
     for g in groups:
@@ -901,11 +924,9 @@ def checklist_document(platform: Platform, groups: list[RuleGroup]) -> Document:
                     tables=[Table(columns=["metric", "type", "meaning"],
                                   rows=[list(x) for x in AIPLAT_METRICS])]),
             Section(id="verify", title="Verify",
+                    paragraphs=["In the directory of these files:", *verify_notes(discovery)],
                     tables=[Table(columns=["step", "command"], rows=[
-                        ["rules valid", f"promtool check rules {RULES_FILE}"],
-                        ["alerts fire and stay silent as tested",
-                         f"promtool test rules {TESTS_FILE}"],
-                        ["configuration valid", f"promtool check config {SCRAPE_FILE}"],
+                        *([what, cmd] for what, cmd in verify_commands(discovery)),
                         ["targets up", "curl -s http://PROMETHEUS:9090/api/v1/query "
                                        "--data-urlencode 'query=up == 0'"],
                     ])]),
@@ -959,7 +980,7 @@ def render_monitoring(platform: Platform,
                     "spec and render again.\n" + _dump(rules_data(groups)),
         TESTS_FILE: "# promtool test rules " + TESTS_FILE + "\n" + _dump(rule_tests_data(groups)),
         SCRAPE_FILE: _dump(scrape_config(platform, discovery)),
-        CHECKLIST_FILE: render_markdown(checklist_document(platform, groups)),
+        CHECKLIST_FILE: render_markdown(checklist_document(platform, groups, discovery)),
         PROMETHEUS_RULE_FILE: yaml.safe_dump_all(
             [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NS}},
              prometheus_rule(groups)], sort_keys=False, width=4096, allow_unicode=True),
