@@ -15,9 +15,7 @@ from aiplat.course.exercises import (
     ACCEPT_CLEAN,
     ACCEPT_REGRESSED,
     EXERCISES,
-    MODEL_REF,
     REGRESSION_ID,
-    STORE,
     TREE_FACTS,
     exercise,
 )
@@ -31,12 +29,17 @@ class DictFiles:
         return self.files.get(rel)
 
 
+LAB_STORE = "10.250.1.2:5000"
+"""A lab on other subnets than the default one (the course names no address itself)."""
+
+
 def j(data: Any) -> str:
     return json.dumps(data)
 
 
 def _pull(warm: bool, seconds: float, downloaded: int) -> str:
-    return j({"reference": f"{MODEL_REF}@sha256:aa", "digest": "sha256:aa", "warm": warm,
+    return j({"reference": f"{LAB_STORE}/course/mini:v1@sha256:aa", "digest": "sha256:aa",
+              "warm": warm,
               "bytesDownloaded": downloaded, "seconds": seconds})
 
 
@@ -88,6 +91,7 @@ GOOD: dict[str, str] = {
     "ex4/sharing.json": j({"gpus": 3, "layouts": [{"gpus": 2}]}),
     "ex4/sim-fair.json": _sim(0.33, 0.67),
     "ex4/sim-classic.json": _sim(0.5, 0.5),
+    "ex5/lab.json": j({"prefix": "blab", "registry": f"http://{LAB_STORE}"}),
     "ex5/pull-cold.json": _pull(False, 0.1, 16 << 20),
     "ex5/pull-warm.json": _pull(True, 0.01, 0),
     "ex5/bench.json": j({"figures": {w: {"seconds": 0.1} for w in ("cold", "warm", "load")}}),
@@ -163,7 +167,12 @@ def test_check_fails_on_each_missing_result(number: int) -> None:
     (5, "ex5/pull-warm.json", _pull(True, 0.1, 100), "not served from the cache"),
     (5, "ex5/pull-cold.json", _pull(True, 0.1, 0), "not a cold pull"),
     (5, "ex5/pull-cold.json", j({"reference": "docker.io/x", "warm": False,
-                                 "bytesDownloaded": 5, "digest": "sha256:aa"}), STORE),
+                                 "bytesDownloaded": 5, "digest": "sha256:aa"}),
+     f"not pulled from the lab store {LAB_STORE}"),
+    # The store is the lab's, read from its state: another lab's address is no pull from it.
+    (5, "ex5/lab.json", j({"registry": "http://10.99.1.2:5000"}),
+     "not pulled from the lab store 10.99.1.2:5000"),
+    (5, "ex5/lab.json", j({"phase": "down"}), "ex5/lab.json: no model store"),
     (5, "ex5/bench.json", j({"figures": {"cold": {"seconds": 1}}}), "no measured warm"),
     (6, "ex6/pull-slow.json", _pull(False, 0.1, 16 << 20), "not slower"),
     (6, "ex6/diagnose-fault.json", j({"causes": [{"kind": "mtu", "evidence": ["x"]}]}),

@@ -83,3 +83,69 @@ def test_lab_exercises_refuse_to_run_without_a_lab(tmp_path: Path,
     assert "exercise 5 (artifacts): NOT done" in res.stdout
     assert "aiplat lab up" in res.stdout or "need root" in res.stdout
     assert not (tmp_path / "course" / "ex5").exists()
+
+
+def test_an_exercise_runs_in_a_course_folder_with_spaces(tmp_path: Path) -> None:
+    """Issue 22: the steps' unquoted $COURSE split a path with a space into two words."""
+    course = tmp_path / "my course" / "results dir"
+    root = Path(__file__).parents[2]
+    res = CliRunner().invoke(exercise, ["1", "--course", str(course), "--root", str(root)])
+    assert res.exit_code == 0, res.stdout + res.stderr
+    assert "exercise 1 (plan): done" in res.stdout
+    assert (course / "ex1" / "plan" / "plan.json").is_file()
+    assert not (tmp_path / "my").exists()
+
+
+def _save_lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ipaddress import IPv4Network
+
+    from aiplat.netdiag.model import SegmentInput, plan_lab
+    from aiplat.netdiag.state import LabState, save_state
+
+    monkeypatch.setenv("AIPLAT_LAB_DIR", str(tmp_path / "labs"))
+    segs = [SegmentInput(name="oob", purpose="management", cidr=IPv4Network("10.99.0.0/24")),
+            SegmentInput(name="data", purpose="storage", mtu=9000,
+                         cidr=IPv4Network("10.99.7.0/24"))]
+    save_state(LabState(plan=plan_lab(segs, nodes=2, prefix="blab"), phase="up"))
+
+
+def test_the_steps_get_the_named_labs_addresses(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 22: the course was hard-coded to lab 'alab' and its subnets."""
+    from aiplat.course.runner import step_env
+
+    _save_lab(tmp_path, monkeypatch)
+    env = step_env(tmp_path / "c d", "blab")
+    assert (env["COURSE"], env["LAB"], env["LAB_NODE"]) == (str(tmp_path / "c d"), "blab",
+                                                            "blab-node-1")
+    assert env["LAB_STORE"].startswith("10.99.7.") and env["LAB_STORE"].endswith(":5000")
+    assert step_env(tmp_path, "nolab")["LAB"] == "nolab" and "LAB_STORE" not in step_env(
+        tmp_path, "nolab")
+
+
+def test_lab_status_prints_the_lab_as_shell_variables(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+
+    from aiplat.cli.lab import lab
+
+    _save_lab(tmp_path, monkeypatch)
+    res = CliRunner().invoke(lab, ["status", "--prefix", "blab", "-o", "env"])
+    assert res.exit_code == 0, res.stdout
+    shown = subprocess.run(["bash", "-c", res.stdout + 'echo "$LAB $LAB_NODE $LAB_STORE"'],
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert shown[:2] == ["blab", "blab-node-1"] and shown[2].startswith("10.99.7.")
+    down = CliRunner().invoke(lab, ["status", "--prefix", "zlab", "-o", "env"])
+    assert down.exit_code == 1 and down.stdout == ""
+
+
+def test_a_corrupt_lab_state_is_a_clear_error(tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiplat.cli.main import main
+    from aiplat.netdiag.state import state_path
+
+    monkeypatch.setenv("AIPLAT_LAB_DIR", str(tmp_path / "labs"))
+    state_path("blab").parent.mkdir(parents=True)
+    for text in ("{}", "\xff not json", "[" * 5000):
+        state_path("blab").write_text(text, errors="surrogateescape")
+        assert main(["lab", "status", "--prefix", "blab"]) == 2

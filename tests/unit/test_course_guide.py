@@ -39,5 +39,18 @@ def test_shell_steps_write_only_under_course() -> None:
     for ex in EXERCISES:
         for s in ex.steps:
             for target in re.findall(r"(?:>|-w|-o|--write|--cache)\s+(\S+)", s.cmd):
-                assert target.startswith("$COURSE/") or target in {"json", "/dev/null"}, (
+                assert target.startswith('"$COURSE/') or target in {"json", "/dev/null"}, (
                     ex.number, s.cmd)
+
+
+def test_shell_steps_quote_every_path_and_name_no_lab_address() -> None:
+    """Issue 22: a course folder with a space broke the unquoted $COURSE, and the steps named
+    lab 'alab' and its subnets; they name the lab through $LAB, $LAB_NODE, $LAB_STORE."""
+    for ex in EXERCISES:
+        for s in ex.steps:
+            unquoted = re.findall(r'(?<!")\$(?:COURSE|LAB_NODE|LAB_STORE|LAB|kc)\b', s.cmd)
+            assert not unquoted, (ex.number, s.cmd)
+            assert "alab" not in s.cmd and not re.search(r"\b10\.\d+\.\d+\.\d+", s.cmd), (
+                ex.number, s.cmd)
+            if re.search(r"aiplat (lab fault|diagnose|lab status)", s.cmd):
+                assert '--prefix "$LAB"' in s.cmd, (ex.number, s.cmd)

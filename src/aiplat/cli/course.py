@@ -1,4 +1,5 @@
-"""``aiplat lab exercise N|all [--check] [--step NAME]``: thin command over :mod:`aiplat.course`.
+"""``aiplat lab exercise N|all [--check] [--step NAME] [--lab PREFIX]``: thin command over
+:mod:`aiplat.course`.
 
 Exported as :data:`exercise` (a click command) and :func:`register`, which adds it to the
 ``lab`` group: ``register(lab)`` at the end of :mod:`aiplat.cli.lab`, or
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from aiplat.course.exercises import LAB_PREFIX
 from aiplat.errors import InputError
 
 
@@ -27,7 +29,11 @@ from aiplat.errors import InputError
               help="folder of the participant's results")
 @click.option("--root", type=click.Path(file_okay=False, exists=True), default=".",
               show_default=True, help="the aiplat checkout the commands run from")
-def exercise(which: str, check_only: bool, step: str | None, course_dir: str, root: str) -> None:
+@click.option("--lab", "lab", default=lambda: os.environ.get("LAB", LAB_PREFIX),
+              show_default=f"$LAB or {LAB_PREFIX}",
+              help="the lab (its --prefix) exercises 5-7 run on")
+def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str, root: str,
+             lab: str) -> None:
     """Run exercise N of the lab course (or all seven) and check its result; with --check,
     only check what is on disk, as an instructor would."""
     from aiplat.course.exercises import EXERCISES
@@ -51,7 +57,7 @@ def exercise(which: str, check_only: bool, step: str | None, course_dir: str, ro
             click.echo(f"exercise {ex.number}: {ex.title}", err=True)
             try:
                 problems = run_exercise(ex, course, Path(root).absolute(),
-                                        lambda m: click.echo(m, err=True), only=step)
+                                        lambda m: click.echo(m, err=True), only=step, lab=lab)
             except CourseError as e:
                 problems = [str(e)]
         if step and not problems:

@@ -120,7 +120,9 @@ def up(  # noqa: PLR0917 (one parameter per click option)
 
 @lab.command()
 @PREFIX
-@OUTPUT
+@click.option("-o", "--output", type=click.Choice(["table", "json", "env"]), default="table",
+              show_default=True, help="stdout format (env: LAB, LAB_NODE and LAB_STORE as shell "
+                                      "assignments, for eval)")
 def status(prefix: str, output: str) -> None:
     """Show the lab: segments, nodes, processes, active faults. Exit 1 when it is not up."""
     st = labio.status(prefix)
@@ -128,9 +130,13 @@ def status(prefix: str, output: str) -> None:
         if output == "json":
             _json({"prefix": prefix, "phase": "down"})
         else:
-            click.echo(f"lab {prefix}: down (no state file)")
+            click.echo(f"lab {prefix}: down (no state file)", err=output == "env")
         sys.exit(1)
-    if output == "json":
+    if output == "env":
+        state = load_state(prefix)
+        for k, v in (state.plan.shell_env() if state else {}).items():
+            click.echo(f"export {k}={shlex.quote(v)}")
+    elif output == "json":
         _json(st)
     else:
         _print_status(st)

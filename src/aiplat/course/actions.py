@@ -18,7 +18,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from aiplat.course.exercises import ACCEPT_CLEAN, LAB_PREFIX, NODE_NS
+from aiplat.course.exercises import ACCEPT_CLEAN
 from aiplat.errors import AiplatError
 from aiplat.spec.models import Platform
 
@@ -62,24 +62,31 @@ versions:
 """
 
 
-def lab_network_probe(scale: float) -> tuple[float, str]:
-    """iperf3 from lab node-1 to the store over management: MiB/s."""
+def lab_network_probe(lab: str) -> Callable[[float], tuple[float, str]]:
+    """iperf3 from the first compute node of lab ``lab`` to the store over management:
+    MiB/s."""
+    return lambda scale: _iperf(lab, scale)
+
+
+def _iperf(lab: str, scale: float) -> tuple[float, str]:
     from aiplat.netdiag.state import load_state
 
-    state = load_state(LAB_PREFIX)
+    state = load_state(lab)
     if state is None:
-        raise AiplatError(f"no lab '{LAB_PREFIX}' is up (fix: run 'aiplat lab up' first)")
+        raise AiplatError(f"no lab '{lab}' is up (fix: run 'aiplat lab up --prefix {lab}' "
+                          "first)")
     plan = state.plan
     addr = str(plan.store.addrs[plan.management.name])
+    node_ns = plan.compute[0].ns
     seconds = max(1, round(4 * scale))
-    proc = subprocess.run(["ip", "netns", "exec", NODE_NS, "iperf3", "-c", addr, "-t",
+    proc = subprocess.run(["ip", "netns", "exec", node_ns, "iperf3", "-c", addr, "-t",
                            str(seconds), "-J"], capture_output=True, text=True, check=False)
     try:
         bps = float(json.loads(proc.stdout)["end"]["sum_received"]["bits_per_second"])
     except (ValueError, KeyError, TypeError) as e:
-        raise AiplatError(f"iperf3 from {NODE_NS} to {addr} failed: "
+        raise AiplatError(f"iperf3 from {node_ns} to {addr} failed: "
                           f"{(proc.stderr or proc.stdout)[-300:]}") from e
-    return bps / 8 / 2**20, f"iperf3 {NODE_NS} -> {addr} ({seconds} s)"
+    return bps / 8 / 2**20, f"iperf3 {node_ns} -> {addr} ({seconds} s)"
 
 
 def _platform(course: Path) -> Platform:
@@ -89,7 +96,7 @@ def _platform(course: Path) -> Platform:
     return load_platform(str(course / SPEC), load_catalog())
 
 
-def write_spec(course: Path, root: Path) -> None:
+def write_spec(course: Path, root: Path, lab: str) -> None:
     from aiplat.fsutil import write_tree
     from aiplat.node.collect import collect_inventory
 
@@ -101,8 +108,8 @@ def write_spec(course: Path, root: Path) -> None:
         inv.host.cpu.threads, inv.host.memory_kib // 2**20, kernel)})
 
 
-def _accept(course: Path, root: Path, out: str, suites: list[str], baseline: str | None
-            ) -> None:
+def _accept(course: Path, root: Path, lab: str, out: str, *, suites: list[str],
+            baseline: str | None) -> None:
     from aiplat.devices.verify import PodmanOptions, remove_image
     from aiplat.fsutil import write_tree
     from aiplat.ops.acceptance import load_record
@@ -116,7 +123,7 @@ def _accept(course: Path, root: Path, out: str, suites: list[str], baseline: str
                    spec_file=str(course / SPEC),
                    crd_dir=str(root.parent / "shared" / "schemas")
                    if (root.parent / "shared" / "schemas").is_dir() else None,
-                   network_probe=lab_network_probe, podman_image=PROBE_IMAGE)
+                   network_probe=lab_network_probe(lab), podman_image=PROBE_IMAGE)
     try:
         rec = run_acceptance(_platform(course), "lab", opts)
     finally:
@@ -127,15 +134,16 @@ def _accept(course: Path, root: Path, out: str, suites: list[str], baseline: str
         "acceptance.md": render_markdown(doc), "acceptance.html": render_html(doc)})
 
 
-def accept(course: Path, root: Path) -> None:
-    _accept(course, root, "ex7/baseline",
-            ["function", "performance", "isolation", "repeatability"], None)
+def accept(course: Path, root: Path, lab: str) -> None:
+    _accept(course, root, lab, "ex7/baseline",
+            suites=["function", "performance", "isolation", "repeatability"], baseline=None)
 
 
-def repeat(course: Path, root: Path) -> None:
-    _accept(course, root, "ex7/regressed", ["performance", "repeatability"], ACCEPT_CLEAN)
+def repeat(course: Path, root: Path, lab: str) -> None:
+    _accept(course, root, lab, "ex7/regressed", suites=["performance", "repeatability"],
+            baseline=ACCEPT_CLEAN)
 
 
-ACTIONS: dict[str, Callable[[Path, Path], None]] = {
+ACTIONS: dict[str, Callable[[Path, Path, str], None]] = {
     "spec": write_spec, "accept": accept, "repeat": repeat,
 }

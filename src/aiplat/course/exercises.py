@@ -22,10 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 LAB_PREFIX = "alab"
-NODE_NS = f"{LAB_PREFIX}-node-1"
-STORE = "10.247.1.2:5000"
+"""The lab the course uses unless told another (``--lab``, ``$LAB``): ``aiplat lab up``'s."""
+# The steps name the lab through shell variables set from its state (``aiplat lab status
+# -o env``), so any lab runs the course: another prefix, other subnets (from a spec).
+NODE_NS = "$LAB_NODE"
+STORE = "$LAB_STORE"
 MODEL_REF = f"{STORE}/course/mini:v1"
 POOL = "h100"
+LAB_OPT = '--prefix "$LAB"'
 
 
 class Files(Protocol):
@@ -314,6 +318,15 @@ Kueue's strategies allow, so the check demands team-b's share be over 1.5× team
 # ---------------------------------------------------------------------------- exercise 5
 
 
+def _lab_store(files: Files, problems: list[str]) -> str | None:
+    """The lab's model store (host:port) from ``ex5/lab.json`` (``aiplat lab status``)."""
+    lab = _need(files, "ex5/lab.json", problems)
+    registry = str(_get(lab, "registry") or "")
+    if lab is not None and not registry.startswith("http://"):
+        problems.append("ex5/lab.json: no model store (registry) of the lab")
+    return registry.removeprefix("http://") or None
+
+
 def check_artifacts(files: Files) -> list[str]:
     problems: list[str] = []
     cold = _need(files, "ex5/pull-cold.json", problems)
@@ -321,8 +334,9 @@ def check_artifacts(files: Files) -> list[str]:
     if cold is not None:
         if _get(cold, "warm") is not False or not _get(cold, "bytesDownloaded"):
             problems.append("ex5/pull-cold.json: not a cold pull (nothing downloaded)")
-        if not str(_get(cold, "reference") or "").startswith(STORE):
-            problems.append(f"ex5/pull-cold.json: not pulled from the lab store {STORE}")
+        store = _lab_store(files, problems)
+        if store and not str(_get(cold, "reference") or "").startswith(f"{store}/"):
+            problems.append(f"ex5/pull-cold.json: not pulled from the lab store {store}")
     if warm is not None and (_get(warm, "warm") is not True or _get(warm, "bytesDownloaded")):
         problems.append("ex5/pull-warm.json: the second pull was not served from the cache")
     if cold is not None and warm is not None and _get(cold, "digest") != _get(warm, "digest"):
@@ -430,7 +444,7 @@ workloads:
      runsPerMonth: 60}
 """
 
-AIPLAT_PULL = f"ip netns exec {NODE_NS} aiplat model pull {MODEL_REF} --plain-http"
+AIPLAT_PULL = (f'ip netns exec "{NODE_NS}" aiplat model pull "{MODEL_REF}" --plain-http')
 CLUSTER = "course"
 BORROW_JOB = """\
 apiVersion: batch/v1
@@ -473,10 +487,11 @@ EXERCISES: tuple[Exercise, ...] = (
              "users online and through a RAG service) as a platform spec, and size it.",
         steps=(
             Step("Start from the example spec: it holds exactly this use case",
-                 cmd="mkdir -p $COURSE/ex1 && aiplat spec example > $COURSE/ex1/platform.yaml"),
-            Step("Validate it", cmd="aiplat spec validate $COURSE/ex1/platform.yaml"),
+                 cmd="mkdir -p \"$COURSE/ex1\" && aiplat spec example > "
+                     "\"$COURSE/ex1/platform.yaml\""),
+            Step("Validate it", cmd="aiplat spec validate \"$COURSE/ex1/platform.yaml\""),
             Step("Size it: pools, node roles, zones, power, reserve, deployment model",
-                 cmd="aiplat plan $COURSE/ex1/platform.yaml -o $COURSE/ex1/plan"),
+                 cmd="aiplat plan \"$COURSE/ex1/platform.yaml\" -o \"$COURSE/ex1/plan\""),
         ),
         check=check_plan, results=("ex1/platform.yaml", "ex1/plan/plan.json"),
         means="The Pools table gives nodes, GPUs, peak/average demand, spares and kW per "
@@ -496,35 +511,38 @@ EXERCISES: tuple[Exercise, ...] = (
              "record a baseline.",
         steps=(
             Step("Inventory this host",
-                 cmd="mkdir -p $COURSE/ex2 && aiplat node inventory -o json > "
-                     "$COURSE/ex2/inventory.json"),
+                 cmd="mkdir -p \"$COURSE/ex2\" && aiplat node inventory -o json > "
+                     "\"$COURSE/ex2/inventory.json\""),
             Step("Build the recorded 8-GPU HGX H100 tree and inventory it",
-                 cmd="rm -rf $COURSE/ex2/hgx && python -c 'import os, pathlib; "
+                 cmd="rm -rf \"$COURSE/ex2/hgx\" && python -c 'import os, pathlib; "
                      "from tests.fixtures.nodes import hgx_h100; "
                      "hgx_h100(pathlib.Path(os.environ[\"COURSE\"]) / \"ex2/hgx\")' "
-                     "&& aiplat node inventory --root $COURSE/ex2/hgx -o json > "
-                     "$COURSE/ex2/hgx-inventory.json"),
+                     "&& aiplat node inventory --root \"$COURSE/ex2/hgx\" -o json > "
+                     "\"$COURSE/ex2/hgx-inventory.json\""),
             Step("Check the HGX node against the h100 pool of the spec",
-                 cmd=f"aiplat node check --root $COURSE/ex2/hgx --spec $COURSE/ex1/platform.yaml "
-                     f"--pool {POOL} -o json > $COURSE/ex2/check.json"),
+                 cmd=f"aiplat node check --root \"$COURSE/ex2/hgx\" --spec "
+                     f"\"$COURSE/ex1/platform.yaml\" "
+                     f"--pool {POOL} -o json > \"$COURSE/ex2/check.json\""),
             Step("Write the preparation script for review (aiplat never runs it)",
-                 cmd=f"aiplat node prepare --spec $COURSE/ex1/platform.yaml --pool {POOL} "
-                     "--dry-run -w $COURSE/ex2/prepare.sh > /dev/null"),
+                 cmd=f"aiplat node prepare --spec \"$COURSE/ex1/platform.yaml\" --pool {POOL} "
+                     "--dry-run -w \"$COURSE/ex2/prepare.sh\" > /dev/null"),
             Step("Make two accelerator device nodes (a major number no driver owns)",
-                 cmd="mkdir -p $COURSE/ex2/dev && rm -f $COURSE/ex2/dev/acc0 "
-                     "$COURSE/ex2/dev/acc1 && mknod -m 0660 $COURSE/ex2/dev/acc0 c 240 0 && "
-                     "mknod -m 0640 $COURSE/ex2/dev/acc1 c 240 1"),
+                 cmd="mkdir -p \"$COURSE/ex2/dev\" && rm -f \"$COURSE/ex2/dev/acc0\" "
+                     "\"$COURSE/ex2/dev/acc1\" && "
+                     "mknod -m 0660 \"$COURSE/ex2/dev/acc0\" c 240 0 && "
+                     "mknod -m 0640 \"$COURSE/ex2/dev/acc1\" c 240 1"),
             Step("Generate their CDI spec",
-                 cmd="aiplat cdi generate --char example.com/acc=0:/dev/acc0=$COURSE/ex2/dev/acc0"
-                     " --char example.com/acc=1:/dev/acc1=$COURSE/ex2/dev/acc1 "
-                     "--write $COURSE/ex2/cdi"),
+                 cmd="aiplat cdi generate "
+                     "--char example.com/acc=0:/dev/acc0=\"$COURSE/ex2/dev/acc0\""
+                     " --char example.com/acc=1:/dev/acc1=\"$COURSE/ex2/dev/acc1\" "
+                     "--write \"$COURSE/ex2/cdi\""),
             Step("Prove every device in a Podman container (and none without a request)",
-                 cmd="aiplat cdi verify $COURSE/ex2/cdi/aiplat-example.com-acc.json "
+                 cmd="aiplat cdi verify \"$COURSE/ex2/cdi/aiplat-example.com-acc.json\" "
                      "--remove-image -o json > "
-                     "$COURSE/ex2/cdi-verify.json"),
+                     "\"$COURSE/ex2/cdi-verify.json\""),
             Step("Record a short baseline",
                  cmd="aiplat node baseline record --runs 3 --scale 0.1 "
-                     "-w $COURSE/ex2/baseline.json"),
+                     "-w \"$COURSE/ex2/baseline.json\""),
         ),
         check=check_node,
         results=("ex2/inventory.json", "ex2/hgx-inventory.json", "ex2/check.json",
@@ -546,34 +564,35 @@ EXERCISES: tuple[Exercise, ...] = (
              "requirement cannot be met.",
         steps=(
             Step("Render the tree",
-                 cmd="mkdir -p $COURSE/ex3 && aiplat kube render $COURSE/ex1/platform.yaml "
-                     "-o $COURSE/ex3/kube"),
+                 cmd="mkdir -p \"$COURSE/ex3\" && aiplat kube render \"$COURSE/ex1/platform.yaml\" "
+                     "-o \"$COURSE/ex3/kube\""),
             Step("Validate against Kubernetes schemas and the CRDs",
-                 cmd="aiplat kube validate $COURSE/ex3/kube --crd-dir ../shared/schemas "
-                     "-o json > $COURSE/ex3/validate.json"),
+                 cmd="aiplat kube validate \"$COURSE/ex3/kube\" --crd-dir ../shared/schemas "
+                     "-o json > \"$COURSE/ex3/validate.json\""),
             Step("Lint across layers",
-                 cmd="aiplat kube lint $COURSE/ex3/kube -o json > $COURSE/ex3/lint.json"),
+                 cmd="aiplat kube lint \"$COURSE/ex3/kube\" -o json > \"$COURSE/ex3/lint.json\""),
             Step("Explain a pending job on a recorded cluster snapshot",
                  cmd="aiplat kube why-pending pretrain-big --snapshot "
                      "tests/data/snapshots/tas-rack-too-small -o json > "
-                     "$COURSE/ex3/why-pending.json"),
+                     "\"$COURSE/ex3/why-pending.json\""),
             Step("Start a real control plane (Kubernetes, Kueue, JobSet) with kwok nodes for "
                  "the spec's pools and the DRA driver's ResourceSlices",
                  cmd=f"aiplat lab cluster status --name {CLUSTER} >/dev/null 2>&1 || aiplat "
-                     f"lab cluster up $COURSE/ex1/platform.yaml --name {CLUSTER}"),
+                     f"lab cluster up \"$COURSE/ex1/platform.yaml\" --name {CLUSTER}"),
             Step("Apply the tree: a server dry run first, then for real",
-                 cmd=f"kc=$(aiplat lab cluster kubeconfig --name {CLUSTER}) && aiplat kube "
-                     "apply --kubeconfig $kc --dry-run=server $COURSE/ex3/kube >/dev/null && "
-                     "aiplat kube apply --kubeconfig $kc $COURSE/ex3/kube -o json > "
-                     "$COURSE/ex3/apply.json"),
+                 cmd=f"kc=\"$(aiplat lab cluster kubeconfig --name {CLUSTER})\" && aiplat kube "
+                     "apply --kubeconfig \"$kc\" --dry-run=server \"$COURSE/ex3/kube\" "
+                     ">/dev/null && "
+                     "aiplat kube apply --kubeconfig \"$kc\" \"$COURSE/ex3/kube\" -o json > "
+                     "\"$COURSE/ex3/apply.json\""),
             Step("See where Kueue admitted each workload, where the scheduler put its pods and "
                  "which GPUs their claims got",
                  cmd=f"aiplat lab cluster status --name {CLUSTER} --settle 60 -o json > "
-                     "$COURSE/ex3/cluster.json"),
+                     "\"$COURSE/ex3/cluster.json\""),
             Step("Ask the live cluster why a workload waits",
                  cmd=f"aiplat kube why-pending nightly-eval -n batch --kubeconfig "
-                     f"$(aiplat lab cluster kubeconfig --name {CLUSTER}) -o json > "
-                     "$COURSE/ex3/why-pending-live.json"),
+                     f"\"$(aiplat lab cluster kubeconfig --name {CLUSTER})\" -o json > "
+                     "\"$COURSE/ex3/why-pending-live.json\""),
         ),
         check=check_kube,
         results=("ex3/kube/kustomization.yaml", "ex3/validate.json", "ex3/lint.json",
@@ -597,30 +616,31 @@ EXERCISES: tuple[Exercise, ...] = (
              "sharing.",
         steps=(
             Step("Plan MIG instances for two teams on the h100 pool",
-                 cmd=f"mkdir -p $COURSE/ex4 && aiplat sharing plan --spec "
-                     f"$COURSE/ex1/platform.yaml --pool {POOL} --demand team-a:1g.10gb=10 "
-                     "--demand team-b:3g.40gb=2 -o json > $COURSE/ex4/sharing.json"),
+                 cmd=f"mkdir -p \"$COURSE/ex4\" && aiplat sharing plan --spec "
+                     f"\"$COURSE/ex1/platform.yaml\" --pool {POOL} --demand team-a:1g.10gb=10 "
+                     "--demand team-b:3g.40gb=2 -o json > \"$COURSE/ex4/sharing.json\""),
             Step("The cohort and ClusterQueues with fair-sharing weights",
-                 cmd="cat $COURSE/ex3/kube/kueue/cohorts.yaml "
-                     "$COURSE/ex3/kube/kueue/clusterqueues.yaml"),
+                 cmd="cat \"$COURSE/ex3/kube/kueue/cohorts.yaml\" "
+                     "\"$COURSE/ex3/kube/kueue/clusterqueues.yaml\""),
             Step("Write a contended platform: two teams (weights 1 and 2) whose nightly "
                  "evaluations want more than the pool, and an idle team that lends its quota",
-                 cmd="cat > $COURSE/ex4/teams.yaml <<'EOF'\n" + TEAMS_SPEC + "EOF"),
+                 cmd="cat > \"$COURSE/ex4/teams.yaml\" <<'EOF'\n" + TEAMS_SPEC + "EOF"),
             Step("Simulate a month with fair sharing",
-                 cmd="aiplat sim run $COURSE/ex4/teams.yaml -o json > "
-                     "$COURSE/ex4/sim-fair.json"),
+                 cmd="aiplat sim run \"$COURSE/ex4/teams.yaml\" -o json > "
+                     "\"$COURSE/ex4/sim-fair.json\""),
             Step("... and without (classic Kueue ordering)",
-                 cmd="aiplat sim run $COURSE/ex4/teams.yaml --classic -o json > "
-                     "$COURSE/ex4/sim-classic.json"),
+                 cmd="aiplat sim run \"$COURSE/ex4/teams.yaml\" --classic -o json > "
+                     "\"$COURSE/ex4/sim-classic.json\""),
             Step("On the live cluster of exercise 3, submit a batch job that needs more than "
                  "the batch team's nominal quota, so it borrows from the cohort",
-                 cmd="mkdir -p $COURSE/ex4/borrow && cat > $COURSE/ex4/borrow/job.yaml <<'EOF'\n"
+                 cmd="mkdir -p \"$COURSE/ex4/borrow\" && "
+                     "cat > \"$COURSE/ex4/borrow/job.yaml\" <<'EOF'\n"
                      + BORROW_JOB + "EOF\n"
-                     f"aiplat kube apply --kubeconfig $(aiplat lab cluster kubeconfig --name "
-                     f"{CLUSTER}) $COURSE/ex4/borrow -o json > $COURSE/ex4/borrow.json"),
+                     f"aiplat kube apply --kubeconfig \"$(aiplat lab cluster kubeconfig --name "
+                     f"{CLUSTER})\" \"$COURSE/ex4/borrow\" -o json > \"$COURSE/ex4/borrow.json\""),
             Step("Read Kueue's fair-sharing view: each ClusterQueue's weighted share",
                  cmd=f"aiplat lab cluster status --name {CLUSTER} --settle 60 -o json > "
-                     "$COURSE/ex4/queues-live.json"),
+                     "\"$COURSE/ex4/queues-live.json\""),
         ),
         check=check_sharing,
         cleanup=f"aiplat lab cluster down --name {CLUSTER} >/dev/null 2>&1 || true",
@@ -647,28 +667,30 @@ EXERCISES: tuple[Exercise, ...] = (
              "node-1; measure cold, warm and load.",
         steps=(
             Step("Make a small model: 16 MiB of safetensors weights and a config",
-                 cmd="mkdir -p $COURSE/ex5/model && python -c 'import json, os, struct, sys; "
+                 cmd="mkdir -p \"$COURSE/ex5/model\" && python -c 'import json, os, struct, sys; "
                      "n = 16 << 20; h = json.dumps({\"w\": {\"dtype\": \"F32\", "
                      "\"shape\": [n // 4], \"data_offsets\": [0, n]}}).encode(); "
                      "h += b\" \" * (-len(h) % 8); open(sys.argv[1], \"wb\").write("
                      "struct.pack(\"<Q\", len(h)) + h + os.urandom(n))' "
-                     "$COURSE/ex5/model/model.safetensors && echo '{\"arch\": \"mini\"}' > "
-                     "$COURSE/ex5/model/config.json"),
+                     "\"$COURSE/ex5/model/model.safetensors\" && echo '{\"arch\": \"mini\"}' > "
+                     "\"$COURSE/ex5/model/config.json\""),
+            Step("Note the lab's addresses: its model store is where the model goes",
+                 cmd=f"aiplat lab status {LAB_OPT} -o json > \"$COURSE/ex5/lab.json\""),
             Step("Push it to the store from node-1",
-                 cmd=f"ip netns exec {NODE_NS} aiplat model push $COURSE/ex5/model "
-                     f"{MODEL_REF} --plain-http"),
+                 cmd=f"ip netns exec \"{NODE_NS}\" aiplat model push \"$COURSE/ex5/model\" "
+                     f"\"{MODEL_REF}\" --plain-http"),
             Step("Cold pull into an empty cache",
-                 cmd=f"rm -rf $COURSE/ex5/cache && {AIPLAT_PULL} --cache $COURSE/ex5/cache "
-                     "-o json > $COURSE/ex5/pull-cold.json"),
+                 cmd=f"rm -rf \"$COURSE/ex5/cache\" && {AIPLAT_PULL} --cache \"$COURSE/ex5/cache\" "
+                     "-o json > \"$COURSE/ex5/pull-cold.json\""),
             Step("Warm pull",
-                 cmd=f"{AIPLAT_PULL} --cache $COURSE/ex5/cache -o json > "
-                     "$COURSE/ex5/pull-warm.json"),
+                 cmd=f"{AIPLAT_PULL} --cache \"$COURSE/ex5/cache\" -o json > "
+                     "\"$COURSE/ex5/pull-warm.json\""),
             Step("Cold, warm and load against same-run ceilings",
-                 cmd=f"ip netns exec {NODE_NS} aiplat model bench {MODEL_REF} --plain-http "
-                     "--no-oras --rounds 1 -o json > $COURSE/ex5/bench.json"),
+                 cmd=f"ip netns exec \"{NODE_NS}\" aiplat model bench \"{MODEL_REF}\" --plain-http "
+                     "--no-oras --rounds 1 -o json > \"$COURSE/ex5/bench.json\""),
         ),
         check=check_artifacts,
-        results=("ex5/pull-cold.json", "ex5/pull-warm.json", "ex5/bench.json"),
+        results=("ex5/lab.json", "ex5/pull-cold.json", "ex5/pull-warm.json", "ex5/bench.json"),
         means="The cold pull downloads every blob; the warm pull hard-links a snapshot and "
               "downloads nothing. `bench` sets both against the ceilings measured in the "
               "same run.",
@@ -681,18 +703,18 @@ EXERCISES: tuple[Exercise, ...] = (
              "cause with evidence, clear the fault and confirm recovery.",
         steps=(
             Step("Inject the fault",
-                 cmd="mkdir -p $COURSE/ex6 && aiplat lab fault add slow-storage"),
+                 cmd=f"mkdir -p \"$COURSE/ex6\" && aiplat lab fault add slow-storage {LAB_OPT}"),
             Step("Reproduce the symptom: a slow cold pull",
-                 cmd=f"rm -rf $COURSE/ex6/cache && {AIPLAT_PULL} --cache $COURSE/ex6/cache "
-                     "-o json > $COURSE/ex6/pull-slow.json"),
+                 cmd=f"rm -rf \"$COURSE/ex6/cache\" && {AIPLAT_PULL} --cache \"$COURSE/ex6/cache\" "
+                     "-o json > \"$COURSE/ex6/pull-slow.json\""),
             Step("Diagnose (exit 1: a cause was found)",
-                 cmd="aiplat diagnose -o json > $COURSE/ex6/diagnose-fault.json",
+                 cmd=f"aiplat diagnose {LAB_OPT} -o json > \"$COURSE/ex6/diagnose-fault.json\"",
                  ok_rc=(0, 1)),
-            Step("Clear the fault", cmd="aiplat lab fault clear --all"),
+            Step("Clear the fault", cmd=f"aiplat lab fault clear --all {LAB_OPT}"),
             Step("Confirm recovery",
-                 cmd="aiplat diagnose -o json > $COURSE/ex6/diagnose-clear.json"),
+                 cmd=f"aiplat diagnose {LAB_OPT} -o json > \"$COURSE/ex6/diagnose-clear.json\""),
         ),
-        check=check_diagnosis, cleanup="aiplat lab fault clear --all",
+        check=check_diagnosis, cleanup=f"aiplat lab fault clear --all {LAB_OPT}",
         results=("ex6/pull-slow.json", "ex6/diagnose-fault.json", "ex6/diagnose-clear.json"),
         means="`diagnose` ranks causes by score: the first names the fault kind, node and "
               "segment, with evidence such as the storage receive rate flat near the cap.",
@@ -708,20 +730,22 @@ EXERCISES: tuple[Exercise, ...] = (
             Step("Write an acceptance spec for this host (its CPUs, memory, kernel)",
                  action="spec"),
             Step("Check the version matrix against the compatibility facts",
-                 cmd="aiplat matrix check $COURSE/ex7/lab.yaml -o json > "
-                     "$COURSE/ex7/matrix.json"),
+                 cmd="aiplat matrix check \"$COURSE/ex7/lab.yaml\" -o json > "
+                     "\"$COURSE/ex7/matrix.json\""),
             Step("Accept the node: function, isolation, performance, repeatability",
                  action="accept"),
             Step("Introduce a regression: cap node-1's management port at 100 Mbit/s",
-                 cmd="aiplat lab fault add rate --node node-1 --segment mgmt --value 100"),
+                 cmd="aiplat lab fault add rate --node node-1 --segment management "
+                     f"--value 100 {LAB_OPT}"),
             Step("Repeat the performance and repeatability suites against the baseline",
                  action="repeat"),
-            Step("Clear the fault", cmd="aiplat lab fault clear --all"),
+            Step("Clear the fault", cmd=f"aiplat lab fault clear --all {LAB_OPT}"),
             Step("Compare the two records (exit 1: a criterion newly fails)",
-                 cmd=f"aiplat accept compare $COURSE/{ACCEPT_CLEAN} $COURSE/{ACCEPT_REGRESSED} "
-                     "-o json > $COURSE/ex7/compare.json", ok_rc=(0, 1)),
+                 cmd=f"aiplat accept compare \"$COURSE/{ACCEPT_CLEAN}\" "
+                     f"\"$COURSE/{ACCEPT_REGRESSED}\" "
+                     "-o json > \"$COURSE/ex7/compare.json\"", ok_rc=(0, 1)),
         ),
-        check=check_acceptance, cleanup="aiplat lab fault clear --all",
+        check=check_acceptance, cleanup=f"aiplat lab fault clear --all {LAB_OPT}",
         results=("ex7/matrix.json", ACCEPT_CLEAN, "ex7/baseline/acceptance.html",
                  ACCEPT_REGRESSED, "ex7/compare.json"),
         means="The acceptance record lists every criterion with expected and observed "

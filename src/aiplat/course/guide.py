@@ -26,9 +26,14 @@ src/aiplat/course/exercises.py instead -->
 
 ```bash
 python3 -m venv .venv && .venv/bin/pip install -q -e . && . .venv/bin/activate
-export COURSE=$PWD/course CI=true
+export COURSE="$PWD/course" CI=true
 aiplat lab up            # the lab: 3 compute nodes and a model store in network namespaces
+eval "$(aiplat lab status -o env)"   # LAB, LAB_NODE, LAB_STORE: the lab the steps name
 ```
+
+Another lab works the same way (`aiplat lab up --prefix NAME` or a spec's segments and
+subnets: `eval "$(aiplat lab status --prefix NAME -o env)"`, and `aiplat lab exercise N
+--lab NAME`); the steps name the lab only through these variables. Paths may hold spaces.
 
 Every command runs from the checkout's root (exercise 2 builds a recorded HGX tree from
 `tests/fixtures`, exercise 3 reads `tests/data/snapshots` and `../shared/schemas`).

@@ -139,6 +139,12 @@ class LabPlan(_Model):
     def registry_url(self) -> str:
         return f"http://{self.store.addrs[self.storage_segment.name]}:{REGISTRY_PORT}"
 
+    def shell_env(self) -> dict[str, str]:
+        """The lab as shell variables (``aiplat lab status -o env``; the lab course's steps
+        use them): its prefix, the first compute node's namespace, the store's address."""
+        return {"LAB": self.prefix, "LAB_NODE": self.compute[0].ns,
+                "LAB_STORE": self.registry_url.removeprefix("http://")}
+
 
 class SegmentInput(_Model):
     """What the lab needs from a spec segment (``aiplat.spec.models.SegmentSpec``)."""

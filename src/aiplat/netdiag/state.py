@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aiplat.fsutil import atomic_write
-from aiplat.netdiag.model import LabPlan
+from aiplat.netdiag.model import LabInputError, LabPlan
 
 
 def lab_root() -> Path:
@@ -83,10 +83,22 @@ def state_path(prefix: str) -> Path:
 
 
 def load_state(prefix: str) -> LabState | None:
+    """The lab's state, None when there is none; a file that is not one is an input error
+    (it names the file and the way out), never a traceback."""
     path = state_path(prefix)
     if not path.exists():
         return None
-    return LabState.model_validate_json(path.read_text())
+    from aiplat import inputs
+
+    try:
+        return LabState.model_validate_json(inputs.read_text(path, "a lab state file"))
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(x) for x in first["loc"]) or "(document)"
+        raise LabInputError(
+            f"{path}: not a lab state file ({where}: {first['msg']}) (fix: take the lab's "
+            f"objects down by hand, 'ip netns list | grep {prefix}-', then remove "
+            f"{path.parent})") from e
 
 
 def save_state(state: LabState) -> None:
