@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from aiplat.cluster.assets import Component, go_build
+from aiplat.gobuild import Component, go_build
 from aiplat.sched.alibaba import load_nodes, load_pods
 from aiplat.sched.cluster import Node
 from aiplat.sched.fgd_protocol import AllocLog

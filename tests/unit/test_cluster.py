@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from aiplat import gobuild
 from aiplat.catalog import load_catalog
 from aiplat.cli.main import main
 from aiplat.cluster import assets
@@ -40,8 +41,8 @@ def test_version_stamps_and_binary_names() -> None:
     flags = assets.ldflags(assets.versions())
     assert "-X=k8s.io/component-base/version.gitVersion=v1.36." in flags
     assert "-X=k8s.io/component-base/version.gitMinor=36" in flags
-    assert assets._binary_name("go.etcd.io/etcd/server/v3") == "server"
-    assert assets._binary_name("sigs.k8s.io/kueue/cmd/kueue") == "kueue"
+    assert gobuild.binary_name("go.etcd.io/etcd/server/v3") == "server"
+    assert gobuild.binary_name("sigs.k8s.io/kueue/cmd/kueue") == "kueue"
 
 
 def test_locate_names_what_is_missing_and_how_to_build_it(tmp_path: Path) -> None:

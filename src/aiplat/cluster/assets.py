@@ -22,22 +22,17 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from aiplat.errors import InputError
+from aiplat.gobuild import Component, Progress, go_build
+from aiplat.gobuild import go as _go
+
+__all__ = ["Component", "Progress", "go_build"]
 
 TOOLS = Path(str(resources.files("aiplat.cluster") / "tools"))
-GO_MIN = (1, 26)
-
-
-@dataclass(frozen=True)
-class Component:
-    name: str  # the binary
-    module: str
-    package: str
 
 
 COMPONENTS = (
@@ -80,7 +75,6 @@ CRD_MODULES = ("sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api-inference-ext
                "github.com/kubernetes-csi/external-snapshotter/client/v8",
                "github.com/prometheus-operator/prometheus-operator")
 
-Progress = Callable[[str], None]
 
 
 def versions(go_mod: Path = TOOLS / "go.mod", modules: tuple[str, ...] = tuple(SHORT)
@@ -144,20 +138,6 @@ def locate(assets: Path | None = None, cache: Path | None = None) -> Assets:
     return Assets(bins=bins, manifests=manifests)
 
 
-def _go() -> str:
-    go = shutil.which("go")
-    if go is None:
-        raise InputError("go is not on PATH (fix: install Go >= 1.26, e.g. the golang "
-                         "package, or pass --assets DIR with prebuilt binaries)")
-    out = subprocess.run([go, "env", "GOVERSION"], capture_output=True, text=True,
-                         check=False).stdout.strip()
-    m = re.match(r"go(\d+)\.(\d+)", out)
-    if not m or (int(m.group(1)), int(m.group(2))) < GO_MIN:
-        raise InputError(f"{go} is {out or 'unknown'}; the pinned modules need Go "
-                         f">= {GO_MIN[0]}.{GO_MIN[1]} (fix: install a newer Go)")
-    return go
-
-
 def crd_versions() -> dict[str, str]:
     return versions(TOOLS / "crds" / "go.mod", CRD_MODULES)
 
@@ -176,42 +156,6 @@ def _module_dirs(go: str, modules: set[str], cwd: Path) -> dict[str, Path]:
         info, i = dec.raw_decode(text, i)
         out[info["Path"]] = Path(info["Dir"])
     return out
-
-
-def go_build(tools: Path, programs: list[Component], cache: Path, flags: str, *,
-             progress: Progress = lambda _m: None, force: bool = False,
-             stamp_extra: dict[str, object] | None = None) -> list[str]:
-    """Build the ``programs`` of the Go tools module ``tools`` into ``cache/bin`` with one
-    ``go build`` (shared packages compile once): those missing, all of them when the recipe
-    (pinned versions, ldflags) changed since the last build, or with ``force``. Returns the
-    names built. Shared by the lab cluster and the model store's interop oracles."""
-    bindir = cache / "bin"
-    stamp = cache / "build.json"
-    recipe = {**(stamp_extra or {}), "ldflags": flags}
-    try:
-        stale = json.loads(stamp.read_text()) != recipe
-    except (OSError, ValueError):
-        stale = True
-    todo = [c for c in programs if force or stale or not (bindir / c.name).is_file()]
-    if todo:
-        go = _go()
-        bindir.mkdir(parents=True, exist_ok=True)
-        progress(f"building {', '.join(c.name for c in todo)} with {go} (the first build "
-                 "takes minutes on 2 cores; the Go caches make later builds fast)")
-        tmp = cache / "bin.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false", "CGO_ENABLED": "0"}
-        cp = subprocess.run([go, "build", f"-ldflags={flags}", "-o", f"{tmp}/",
-                             *(c.package for c in todo)],
-                            cwd=tools, env=env, capture_output=True, text=True, check=False)
-        if cp.returncode != 0:
-            raise InputError(f"go build failed:\n{cp.stderr.strip()[-4000:]}")
-        for c in todo:
-            os.replace(tmp / _binary_name(c.package), bindir / c.name)
-        shutil.rmtree(tmp, ignore_errors=True)
-    stamp.write_text(json.dumps(recipe, indent=2) + "\n")
-    return [c.name for c in todo]
 
 
 def build(cache: Path | None = None, progress: Progress = lambda _m: None,
@@ -241,13 +185,6 @@ def ldflags(pinned: dict[str, str]) -> str:
                    f"{pkg}.gitMinor": minor, f"{pkg}.gitTreeState": "clean"}
     stamps["sigs.k8s.io/kueue/pkg/version.GitVersion"] = pinned["sigs.k8s.io/kueue"]
     return " ".join(["-s", "-w", *(f"-X={k}={v}" for k, v in stamps.items())])
-
-
-def _binary_name(package: str) -> str:
-    """The file ``go build -o DIR/`` writes: the last path element, or the one before a
-    major-version suffix (``.../server/v3`` -> ``server``)."""
-    parts = package.split("/")
-    return parts[-2] if re.fullmatch(r"v\d+", parts[-1]) else parts[-1]
 
 
 def _copy_manifests(go: str, dest: Path) -> None:

@@ -3,7 +3,7 @@
 ``tools/go.mod`` next to this file pins ``tags.cncf.io/container-device-interface`` (the
 loader containerd, CRI-O and Podman link); ``tools/cdi-oracle/main.go`` is a main of ours
 that runs ``cdi.ReadSpec`` on each file and prints one JSON verdict per line. ``build`` runs
-``go build`` through :func:`aiplat.cluster.assets.go_build` into
+``go build`` through :func:`aiplat.gobuild.go_build` into
 ``$XDG_CACHE_HOME/aiplat/devices/<version>/bin`` (nothing of theirs is committed);
 ``reference_verdicts`` feeds any number of files to one process, so thousands of generated
 specs cost one start. ``python -m aiplat.devices.oracles`` builds and prints what it did.
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from aiplat.cluster.assets import Component, go_build
 from aiplat.errors import InputError
+from aiplat.gobuild import Component, go_build
 
 TOOLS = Path(str(resources.files("aiplat.devices") / "tools"))
 MODULE = "tags.cncf.io/container-device-interface"
