@@ -5,6 +5,7 @@ object it names, and by nothing else; near misses that Kubernetes or Kueue accep
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -117,6 +118,16 @@ def gang_without_topology_level(o: list[Obj], inv: Inventory) -> None:
 def container_adds_ipc_lock(o: list[Obj], inv: Inventory) -> None:
     c = _job(o, "assistant-finetune")["spec"]["template"]["spec"]["containers"][0]
     c["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]  # research is restricted
+
+
+# --- lint_runtime ------------------------------------------------------------------------
+
+def _runtime_keeps_memlock(inv: Inventory) -> None:
+    inv.pools[:] = [dataclasses.replace(p, memlock_unlimited=False) for p in inv.pools]
+
+
+def rdma_without_memlock(o: list[Obj], inv: Inventory) -> None:
+    _runtime_keeps_memlock(inv)  # the drop-in kube render ships was not installed
 
 
 # --- lint_fit ----------------------------------------------------------------------------
@@ -245,6 +256,8 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "every collective crossing the spine"),
     (container_adds_ipc_lock, "pod-security", "Job/research/assistant-finetune",
      "adds capabilities ['IPC_LOCK']"),
+    (rdma_without_memlock, "rdma-memlock", "JobSet/research/domain-pretrain",
+     "falls back to TCP sockets"),
     (pod_asks_more_gpus_than_a_node, "gpu-per-node", "Job/research/assistant-finetune",
      "asks for 16 nvidia.com/gpu but the largest node (pool h100) has 8"),
     (claim_asks_more_devices_than_a_node, "gpu-per-node", "Job/serving/docs-search",
@@ -327,6 +340,32 @@ def test_near_misses_are_clean() -> None:
         default["metadata"]["name"] = "default"
         objs.append(default)
     assert lint(objs, inv) == []
+
+
+def test_rdma_with_ipc_lock_in_a_privileged_namespace_needs_no_runtime_limit() -> None:
+    objs, inv = clean()
+    _runtime_keeps_memlock(inv)
+    find(objs, "Namespace", "research")["metadata"]["labels"][
+        "pod-security.kubernetes.io/enforce"] = "privileged"
+    js = _job(objs, "domain-pretrain")
+    c = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    c["securityContext"]["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+    assert [f for f in lint(objs, inv) if f.rule in ("rdma-memlock", "pod-security")] == []
+
+
+def test_rdma_pools_ship_the_runtime_memlock_drop_in() -> None:
+    from aiplat.catalog import load_catalog
+    from aiplat.kube.render import render
+    from aiplat.spec import EXAMPLE, example_text, parse_platform
+
+    catalog = load_catalog()
+    r = render(parse_platform(example_text(), EXAMPLE, catalog), catalog)
+    rdma = {p.name for p in r.inventory.pools if any(k.startswith("rdma/") for k in p.capacity)}
+    shipped = {k.split("/")[2] for k in r.other if k.endswith("/runtime-memlock.conf")}
+    assert rdma and shipped == rdma
+    assert {p.name for p in r.inventory.pools if p.memlock_unlimited} == rdma
+    conf = r.other[f"cluster/nodes/{sorted(rdma)[0]}/runtime-memlock.conf"]
+    assert "[Service]\nLimitMEMLOCK=infinity\n" in conf
 
 
 def test_queued_kinds_map_to_kueue_frameworks() -> None:

@@ -35,6 +35,8 @@ class PoolInventory:
     driver: str = NVIDIA_DRIVER
     devices: list[dict[str, Any]] = field(default_factory=list)  # DRA pools only
     autoscaled: bool = False
+    memlock_unlimited: bool = False
+    """The container runtime lifts RLIMIT_MEMLOCK (RDMA without IPC_LOCK works)."""
 
     @property
     def all_label_keys(self) -> set[str]:
@@ -60,7 +62,7 @@ class Inventory:
                 "name": p.name, "nodes": p.nodes, "labels": p.labels, "taints": p.taints,
                 "topologyLabels": p.topology_labels, "capacity": p.capacity, "cpu": p.cpu,
                 "memoryGiB": p.memory_gib, "driver": p.driver, "devices": p.devices,
-                "autoscaled": p.autoscaled,
+                "autoscaled": p.autoscaled, "memlockUnlimited": p.memlock_unlimited,
             } for p in self.pools],
         }
 
@@ -96,6 +98,7 @@ class Inventory:
                 cpu=int(p.get("cpu", 0)), memory_gib=int(p.get("memoryGiB", 0)),
                 driver=p.get("driver", NVIDIA_DRIVER), devices=list(p.get("devices") or []),
                 autoscaled=bool(p.get("autoscaled", False)),
+                memlock_unlimited=bool(p.get("memlockUnlimited", False)),
             ) for p in d.get("pools") or []],
             model_store_cidrs=list(d.get("modelStoreCIDRs") or []),
             secrets_allowed=list(d.get("secretsAllowed") or []),
@@ -113,6 +116,8 @@ def from_facts(platform: Platform, pools: list[PoolFacts]) -> Inventory:
             cpu=p.cpu_allocatable * p.nodes, memory_gib=p.memory_allocatable_gib * p.nodes,
             devices=p.devices() if p.gpu_mode == "dra" else [],
             autoscaled=p.spec.autoscaling is not None,
+            # kube render ships the runtime drop-in that lifts it on RDMA pools.
+            memlock_unlimited=p.rdma is not None,
         ) for p in pools],
         model_store_cidrs=[str(s.cidr) for s in platform.network.segments
                            if s.purpose is SegmentPurpose.STORAGE and s.cidr is not None],

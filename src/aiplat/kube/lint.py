@@ -648,10 +648,12 @@ def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
     from aiplat.kube.lint_fit import FIT_RULES
     from aiplat.kube.lint_kueue import KUEUE_RULES
     from aiplat.kube.lint_quota import QUOTA_RULES
+    from aiplat.kube.lint_runtime import RUNTIME_RULES
     from aiplat.kube.lint_selectors import SELECTOR_RULES
 
     ctx = Context(objects, inventory)
-    rules = RULES + ADMISSION_RULES + KUEUE_RULES + QUOTA_RULES + FIT_RULES + SELECTOR_RULES
+    rules = (RULES + ADMISSION_RULES + KUEUE_RULES + QUOTA_RULES + FIT_RULES + SELECTOR_RULES
+             + RUNTIME_RULES)
     findings = [f for rule in rules for f in rule(ctx)]
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order.get(f.severity, 2), f.rule, f.object))

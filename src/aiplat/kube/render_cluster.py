@@ -356,4 +356,21 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
     for p in pools:
         files[f"cluster/nodes/{p.name}/node-patch.yaml"] = dump_docs([_node_patch(p)])
         files[f"cluster/nodes/{p.name}/kubelet-config.yaml"] = dump_docs([kubelet_policy(p)])
+        if p.rdma:
+            files[f"cluster/nodes/{p.name}/runtime-memlock.conf"] = RUNTIME_MEMLOCK
     return manifests, files
+
+
+# Pods in namespaces whose Pod Security level refuses IPC_LOCK still register RDMA buffers:
+# containers inherit RLIMIT_MEMLOCK from the runtime's service (systemd default 8 MiB).
+RUNTIME_MEMLOCK = """\
+# systemd drop-in for the container runtime on RDMA nodes: containers inherit its
+# RLIMIT_MEMLOCK, and NCCL/verbs pin every buffer they send from. Without it, pods that
+# cannot have IPC_LOCK (Pod Security baseline/restricted) fall back to TCP or fail.
+# Install as /etc/systemd/system/containerd.service.d/50-memlock.conf
+#         (or /etc/systemd/system/crio.service.d/50-memlock.conf), then
+#   systemctl daemon-reload && systemctl restart containerd   # or crio
+# Check: cat /proc/$(pgrep -o containerd)/limits | grep 'locked memory'  -> unlimited
+[Service]
+LimitMEMLOCK=infinity
+"""
