@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -160,51 +160,57 @@ def normal_version(v: object) -> str | None:
 
 def required_version(doc: Mapping[str, Any]) -> tuple[str, str]:
     """The lowest ``cdiVersion`` whose fields cover ``doc``, and the field that needs it
-    (specs-go/version.go requiresV040 … requiresV110)."""
+    (specs-go/version.go requiresV040 … requiresV110): the first field seen that needs the
+    highest version."""
     need = (EARLIEST, "the base fields")
-
-    def bump(v: str, why: str) -> None:
-        nonlocal need
+    for v, why in _needs(doc):
         if _vkey(v) > _vkey(need[0]):
             need = (v, why)
+    return need
 
+
+def _needs(doc: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """(version, field) for every field of ``doc`` newer than the base spec, in spec order."""
     edits: list[tuple[str, Mapping[str, Any]]] = []
     if isinstance(doc.get("containerEdits"), Mapping):
         edits.append(("containerEdits", doc["containerEdits"]))
     if doc.get("annotations"):
-        bump("0.6.0", "annotations")
+        yield "0.6.0", "annotations"
     kind = doc.get("kind")
     if isinstance(kind, str) and "/" in kind and "." in kind.partition("/")[2]:
-        bump("0.6.0", f"a '.' in the class of kind '{kind}'")
+        yield "0.6.0", f"a '.' in the class of kind '{kind}'"
     for d in _list(doc.get("devices")):
         if not isinstance(d, Mapping):
             continue
         name = d.get("name")
         if isinstance(name, str) and name[:1].isdigit() and name[0].isascii():
-            bump("0.5.0", f"device name '{name}' starting with a digit")
+            yield "0.5.0", f"device name '{name}' starting with a digit"
         if d.get("annotations"):
-            bump("0.6.0", f"annotations on device '{name}'")
+            yield "0.6.0", f"annotations on device '{name}'"
         if isinstance(d.get("containerEdits"), Mapping):
             edits.append((f"devices[{name}].containerEdits", d["containerEdits"]))
     for where, e in edits:
-        for m in _list(e.get("mounts")):
-            if isinstance(m, Mapping) and m.get("type"):
-                bump("0.4.0", f"{where}.mounts[].type")
-        for n in _list(e.get("deviceNodes")):
-            if isinstance(n, Mapping) and n.get("hostPath"):
-                bump("0.5.0", f"{where}.deviceNodes[].hostPath")
-        if e.get("additionalGids"):
-            bump("0.7.0", f"{where}.additionalGids")
-        rdt = e.get("intelRdt")
-        if rdt is not None:  # even an empty intelRdt: {} (requiresV070 tests != nil)
-            bump("0.7.0", f"{where}.intelRdt")
-            # requiresV110: Schemata != nil (an empty list counts), EnableMonitoring true
-            if isinstance(rdt, Mapping) and (rdt.get("schemata") is not None or
-                                             rdt.get("enableMonitoring") is True):
-                bump("1.1.0", f"{where}.intelRdt.schemata/enableMonitoring")
-        if e.get("netDevices"):
-            bump("1.1.0", f"{where}.netDevices")
-    return need
+        yield from _edit_needs(where, e)
+
+
+def _edit_needs(where: str, e: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    for m in _list(e.get("mounts")):
+        if isinstance(m, Mapping) and m.get("type"):
+            yield "0.4.0", f"{where}.mounts[].type"
+    for n in _list(e.get("deviceNodes")):
+        if isinstance(n, Mapping) and n.get("hostPath"):
+            yield "0.5.0", f"{where}.deviceNodes[].hostPath"
+    if e.get("additionalGids"):
+        yield "0.7.0", f"{where}.additionalGids"
+    rdt = e.get("intelRdt")
+    if rdt is not None:  # even an empty intelRdt: {} (requiresV070 tests != nil)
+        yield "0.7.0", f"{where}.intelRdt"
+        # requiresV110: Schemata != nil (an empty list counts), EnableMonitoring true
+        if isinstance(rdt, Mapping) and (rdt.get("schemata") is not None or
+                                         rdt.get("enableMonitoring") is True):
+            yield "1.1.0", f"{where}.intelRdt.schemata/enableMonitoring"
+    if e.get("netDevices"):
+        yield "1.1.0", f"{where}.netDevices"
 
 
 # ---------------------------------------------------------------------------- validation
