@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from aiplat.plan.findings import PlanModel
-from aiplat.spec.models import Platform, SegmentPurpose, SegmentSpec, WorkloadKind
+from aiplat.spec.models import Platform, PoolSpec, SegmentPurpose, SegmentSpec, WorkloadKind
 
 if TYPE_CHECKING:
     from aiplat.plan.models import WorkloadPlan
@@ -85,13 +85,23 @@ def plan_network(platform: Platform, workloads: Sequence[WorkloadPlan]) -> Netwo
     prof = load_profile(platform, workloads)
     segs = platform.network.segments
     recs: list[Recommendation] = []
-    by = {p: [s for s in segs if s.purpose is p] for p in SegmentPurpose}
 
     def add(topic: Topic, subject: str, severity: Severity, advice: str, reason: str, /) -> None:
         recs.append(Recommendation(topic=topic, subject=subject, severity=severity,
                                    advice=advice, reason=reason))
 
-    # -- segments present for the load
+    _segments_for_load(segs, prof, add)
+    for s in segs:
+        _segment_rules(s, prof, add)
+    _vlans_and_subnets(segs, add)
+    for pool in platform.pools:
+        _nic_rules(pool, segs, prof, add)
+    return NetworkAdvice(profile=prof, segments=list(segs), recommendations=recs,
+                         qos=[_qos(s) for s in segs])
+
+
+def _segments_for_load(segs: Sequence[SegmentSpec], prof: LoadProfile, add: _Add) -> None:
+    by = {p: [s for s in segs if s.purpose is p] for p in SegmentPurpose}
     if not by[SegmentPurpose.MANAGEMENT]:
         add("segments", "network", "error", "add a management segment",
             "node provisioning, BMC and monitoring need a path that stays up when the data "
@@ -109,10 +119,8 @@ def plan_network(platform: Platform, workloads: Sequence[WorkloadPlan]) -> Netwo
             f"{', '.join(prof.inference)} answer clients; keep that path apart from "
             "east-west data traffic")
 
-    for s in segs:
-        _segment_rules(s, prof, add)
 
-    # -- VLANs and subnets
+def _vlans_and_subnets(segs: Sequence[SegmentSpec], add: _Add) -> None:
     seen_vlan: dict[int, str] = {}
     for s in segs:
         if s.vlan is not None:
@@ -128,25 +136,25 @@ def plan_network(platform: Platform, workloads: Sequence[WorkloadPlan]) -> Netwo
                     f"{a.cidr} and {b.cidr} overlap: routes and source addresses become "
                     "ambiguous")
 
-    # -- NICs per node against the rails the training needs
-    for pool in platform.pools:
-        gpu = pool.node.gpu
-        hpc_nics = sum(n.count for n in pool.node.nics if n.segment is SegmentPurpose.HPC)
-        if (gpu and prof.multi_node_training and pool.nodes > 1
-                and 0 < hpc_nics < gpu.count):
-            add("rate", pool.name, "warning",
-                f"give each GPU its own hpc NIC ({gpu.count} per node, not {hpc_nics})",
-                "rail-aligned all-reduce sends each GPU's share over its own NIC; with "
-                "fewer NICs GPUs share one and PCIe paths cross the CPU")
-        for s in segs:
-            types = {n.type.value for n in pool.node.nics if n.segment is s.purpose}
-            if s.rdma != "none" and types and s.rdma not in types:
-                add("nics", f"{pool.name}/{s.name}", "warning",
-                    f"fit {s.rdma} NICs on {s.name} (the pool has {', '.join(sorted(types))})",
-                    f"segment {s.name} is planned for {s.rdma}; the pool's NICs on it cannot "
-                    "do that RDMA transport")
-    return NetworkAdvice(profile=prof, segments=list(segs), recommendations=recs,
-                         qos=[_qos(s) for s in segs])
+
+def _nic_rules(pool: PoolSpec, segs: Sequence[SegmentSpec], prof: LoadProfile,
+               add: _Add) -> None:
+    """A pool's NICs against the rails the training needs and the segments' RDMA."""
+    gpu = pool.node.gpu
+    hpc_nics = sum(n.count for n in pool.node.nics if n.segment is SegmentPurpose.HPC)
+    if (gpu and prof.multi_node_training and pool.nodes > 1
+            and 0 < hpc_nics < gpu.count):
+        add("rate", pool.name, "warning",
+            f"give each GPU its own hpc NIC ({gpu.count} per node, not {hpc_nics})",
+            "rail-aligned all-reduce sends each GPU's share over its own NIC; with "
+            "fewer NICs GPUs share one and PCIe paths cross the CPU")
+    for s in segs:
+        types = {n.type.value for n in pool.node.nics if n.segment is s.purpose}
+        if s.rdma != "none" and types and s.rdma not in types:
+            add("nics", f"{pool.name}/{s.name}", "warning",
+                f"fit {s.rdma} NICs on {s.name} (the pool has {', '.join(sorted(types))})",
+                f"segment {s.name} is planned for {s.rdma}; the pool's NICs on it cannot "
+                "do that RDMA transport")
 
 
 def _segment_rules(s: SegmentSpec, prof: LoadProfile, add: _Add) -> None:
