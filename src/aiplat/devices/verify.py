@@ -292,50 +292,69 @@ def check_device(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Obs
     expected_paths: set[str] = set()
     for edits in _edits_of(doc, name):
         for n in edits.get("deviceNodes", []) or []:
-            path = str(n.get("path"))
-            hp = str(n.get("hostPath") or path)
-            expected_paths.add(path)
-            e = obs.entries.get(path)
-            h = host.get(hp)
-            what = f"node {path}"
-            if e is None:
-                checks.append(Check(False, what, "missing in the container"))
-                continue
-            seen = _fmt(e)
-            if h is None:
-                checks.append(Check(False, what, f"{seen}, but host {hp} is missing"))
-                continue
-            want = _fmt(h)
-            problems = []
-            if (e.type, e.major, e.minor) != (h.type, h.major, h.minor):
-                problems.append(f"is {e.type} {e.major}:{e.minor}, host {hp} is "
-                                f"{h.type} {h.major}:{h.minor}")
-            fm = n.get("fileMode")
-            if isinstance(fm, int) and e.mode & 0o777 != fm & 0o777:
-                problems.append(f"mode 0{e.mode & 0o777:o}, spec fileMode 0{fm & 0o777:o}")
-            if e.mode & 0o777 & ~h.mode:
-                problems.append(f"mode 0{e.mode & 0o777:o} grants more than the host's "
-                                f"0{h.mode & 0o777:o} (set fileMode)")
-            for k in ("uid", "gid"):
-                if isinstance(n.get(k), int) and getattr(e, k) != n[k]:
-                    problems.append(f"{k} {getattr(e, k)}, spec {n[k]}")
-            checks.append(Check(not problems, what,
-                                "; ".join(problems) if problems else f"{seen} (host {want})"))
+            expected_paths.add(str(n.get("path")))
+            checks.append(_node_check(n, obs, host))
         for env in edits.get("env", []) or []:
             checks.append(Check(env in obs.env, f"env {env.split('=', 1)[0]}",
                                 "present" if env in obs.env else f"'{env}' not in environment"))
-        for m in edits.get("mounts", []) or []:
-            cp = str(m.get("containerPath"))
-            opts = obs.mounts.get(cp)
-            what = f"mount {cp}"
-            if opts is None:
-                checks.append(Check(False, what, "not mounted in the container"))
-            elif "ro" not in opts and cp not in allow_rw:
-                checks.append(Check(False, what, f"writable ({','.join(sorted(opts))}); "
-                                    "device mounts must be read-only: add 'ro' to options"))
-            else:
-                checks.append(Check(True, what, ",".join(sorted(opts))))
-    # nodes of unrelated devices must stay out
+        checks += [_mount_check(m, obs, allow_rw) for m in edits.get("mounts", []) or []]
+    checks.append(_foreign_check(doc, name, obs, host))
+    checks += _outside_dev(doc, name, obs, baseline, host)
+    grants = granted(doc, name, host)
+    if obs.cgroup:
+        checks += _access_checks(CGROUP_V1, obs.cgroup, baseline.cgroup, grants)
+    if obs.oci_devices:
+        checks += _access_checks(OCI_RULES, obs.oci_devices, baseline.oci_devices, grants)
+    checks.append(_dev_extras_check(obs, baseline, expected_paths))
+    return checks
+
+
+def _node_check(n: Mapping[str, Any], obs: Observed,
+                host: Mapping[str, NodeFact | None]) -> Check:
+    """One injected device node: present, the host's device numbers, the spec's mode and
+    owner, and no more access than the host node grants."""
+    path = str(n.get("path"))
+    hp = str(n.get("hostPath") or path)
+    e = obs.entries.get(path)
+    h = host.get(hp)
+    what = f"node {path}"
+    if e is None:
+        return Check(False, what, "missing in the container")
+    seen = _fmt(e)
+    if h is None:
+        return Check(False, what, f"{seen}, but host {hp} is missing")
+    problems = []
+    if (e.type, e.major, e.minor) != (h.type, h.major, h.minor):
+        problems.append(f"is {e.type} {e.major}:{e.minor}, host {hp} is "
+                        f"{h.type} {h.major}:{h.minor}")
+    fm = n.get("fileMode")
+    if isinstance(fm, int) and e.mode & 0o777 != fm & 0o777:
+        problems.append(f"mode 0{e.mode & 0o777:o}, spec fileMode 0{fm & 0o777:o}")
+    if e.mode & 0o777 & ~h.mode:
+        problems.append(f"mode 0{e.mode & 0o777:o} grants more than the host's "
+                        f"0{h.mode & 0o777:o} (set fileMode)")
+    for k in ("uid", "gid"):
+        if isinstance(n.get(k), int) and getattr(e, k) != n[k]:
+            problems.append(f"{k} {getattr(e, k)}, spec {n[k]}")
+    return Check(not problems, what,
+                 "; ".join(problems) if problems else f"{seen} (host {_fmt(h)})")
+
+
+def _mount_check(m: Mapping[str, Any], obs: Observed, allow_rw: Sequence[str]) -> Check:
+    cp = str(m.get("containerPath"))
+    opts = obs.mounts.get(cp)
+    what = f"mount {cp}"
+    if opts is None:
+        return Check(False, what, "not mounted in the container")
+    if "ro" not in opts and cp not in allow_rw:
+        return Check(False, what, f"writable ({','.join(sorted(opts))}); "
+                     "device mounts must be read-only: add 'ro' to options")
+    return Check(True, what, ",".join(sorted(opts)))
+
+
+def _foreign_check(doc: Mapping[str, Any], name: str, obs: Observed,
+                   host: Mapping[str, NodeFact | None]) -> Check:
+    """The nodes of the spec's other devices stay out."""
     foreign = cdi.foreign_nodes(doc, name)
     by_num = {(e.type, e.major, e.minor): e.path for e in obs.entries.values()
               if e.type in ("c", "b")}
@@ -345,24 +364,20 @@ def check_device(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Obs
         if h is not None and (h.type, h.major, h.minor) in by_num:
             leaked.append(f"{by_num[(h.type, h.major, h.minor)]} ({h.major}:{h.minor}, "
                           f"device '{owner}')")
-    checks.append(Check(not leaked, "other devices absent",
-                        "leaked: " + ", ".join(leaked) if leaked
-                        else f"none of {len(foreign)} foreign nodes visible"))
-    checks += _outside_dev(doc, name, obs, baseline, host)
-    grants = granted(doc, name, host)
-    if obs.cgroup:
-        checks += _access_checks(CGROUP_V1, obs.cgroup, baseline.cgroup, grants)
-    if obs.oci_devices:
-        checks += _access_checks(OCI_RULES, obs.oci_devices, baseline.oci_devices, grants)
-    # nothing beyond the runtime's defaults and the injected nodes
+    return Check(not leaked, "other devices absent",
+                 "leaked: " + ", ".join(leaked) if leaked
+                 else f"none of {len(foreign)} foreign nodes visible")
+
+
+def _dev_extras_check(obs: Observed, baseline: Observed, expected_paths: set[str]) -> Check:
+    """Nothing in /dev beyond the runtime's defaults and the injected nodes."""
     parents = {str(Path(p).parent) for p in expected_paths}
     extra = sorted(p for p in obs.entries if p not in baseline.entries
                    and p not in expected_paths and p not in parents)
-    checks.append(Check(not extra, "/dev holds only defaults and injected nodes",
-                        "unexpected: " + ", ".join(extra) if extra
-                        else f"{len(obs.entries)} entries = {len(baseline.entries)} defaults "
-                             f"+ {len(obs.entries) - len(baseline.entries)} injected"))
-    return checks
+    return Check(not extra, "/dev holds only defaults and injected nodes",
+                 "unexpected: " + ", ".join(extra) if extra
+                 else f"{len(obs.entries)} entries = {len(baseline.entries)} defaults "
+                      f"+ {len(obs.entries) - len(baseline.entries)} injected")
 
 
 def _outside_dev(doc: Mapping[str, Any], name: str, obs: Observed, baseline: Observed,
