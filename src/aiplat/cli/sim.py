@@ -328,3 +328,132 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
                   f"{r.provisioned_gpu_hours:,.0f}", str(r.preemptions),
                   f"{r.preempted_gpu_hours:,.0f}", str(sum(x.waiting for x in r.tenants)))
     _out().print(t)
+
+
+# ---------------------------------------------------------------------------- replay
+
+_LIVE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
+               "WorkloadPriorityClass", "Workload")
+
+
+def _snapshot_files(path: Path) -> list[Any]:
+    """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
+    from aiplat import inputs
+    from aiplat.sched.kueue_snapshot import unpack
+
+    files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) \
+        if path.is_dir() else [path]
+    if not files:
+        raise InputError(f"{path}: no .yaml/.yml/.json file (fix: pass the output of "
+                         "'kubectl get clusterqueues,workloads,... -A -o yaml')")
+    objects: list[Any] = []
+    for f in files:
+        text = inputs.read_text(f, "a cluster snapshot")
+        docs = ([inputs.parse_json(text, f, "a cluster snapshot")]
+                if f.suffix == ".json" or text.lstrip()[:1] in ("{", "[")
+                else inputs.parse_yaml_all(text, f, "a cluster snapshot"))
+        objects.extend(unpack([d for d in docs if d is not None], str(f)))
+    return objects
+
+
+def _snapshot_live(kubeconfig: str | None) -> list[Any]:
+    """The same objects read from the API server (Kueue's ConfigMap when present)."""
+    from aiplat.kube.apply import Api, ApiError
+
+    api = Api.from_kubeconfig(kubeconfig)
+    out: list[Any] = []
+    try:
+        for kind in _LIVE_KINDS:
+            try:
+                items = api.objects("kueue.x-k8s.io/v1beta2", kind)
+            except ApiError as e:
+                if kind == "Topology":
+                    continue
+                raise InputError(f"{kind}: {e} (fix: is Kueue v0.19 installed?)") from None
+            out += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, **o} for o in items]
+        try:
+            cms = api.objects("v1", "ConfigMap", "kueue-system")
+        except ApiError:
+            cms = []
+        out += [{"apiVersion": "v1", "kind": "ConfigMap", **c} for c in cms
+                if "controller_manager_config.yaml" in (c.get("data") or {})]
+    except ApiError as e:
+        raise InputError(f"reading the cluster: {e}") from None
+    finally:
+        api.close()
+    return out
+
+
+def _embedded(text: str, where: str) -> list[Any]:
+    from aiplat import inputs
+
+    docs = inputs.parse_yaml_all(text, where, "Kueue's Configuration")
+    return [d for d in docs if isinstance(d, dict)]
+
+
+def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
+    t = Table(title=f"replay: {len(rows)} workloads, {cycles} scheduling cycle(s)",
+              title_justify="left")
+    for col in ("workload", "ClusterQueue", "decision", "flavors", "reason"):
+        t.add_column(col)
+    for r in rows:
+        flavors = "; ".join(f"{ps}: " + ", ".join(f"{res}={f}" for res, f in fl.items())
+                            for ps, fl in (r.get("flavors") or {}).items())
+        why = ""
+        if r["decision"] != "admitted":
+            why = f"{r['pending']}: {r['reason']}" + (f" — {r['message']}" if r["message"]
+                                                     else "")
+        if r.get("preemptionReasons"):
+            why = f"preempted ({', '.join(r['preemptionReasons'])}) " + why
+        t.add_row(r["workload"], r["clusterQueue"], r["decision"], flavors, why)
+    _out().print(t)
+
+
+@sim.command()
+@click.argument("snapshot", required=False, type=click.Path(path_type=Path))
+@click.option("--kubeconfig", metavar="FILE", help="read the objects from this cluster "
+              "instead of SNAPSHOT ($KUBECONFIG when given without SNAPSHOT)")
+@click.option("--until-quiet", "until_quiet", is_flag=True, default=True,
+              help="cycle until nothing changes (default)")
+@click.option("--cycles", type=click.IntRange(1, 1_000_000), help="run exactly N cycles")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+              default="table", show_default=True)
+def replay(snapshot: Path | None, kubeconfig: str | None, until_quiet: bool,
+           cycles: int | None, fmt: str) -> None:
+    """What Kueue would do with SNAPSHOT: a file or folder of objects as 'kubectl get -o
+    yaml|json' returns them (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, Topology,
+    WorkloadPriorityClass, Workload, Node, Kueue's Configuration or its ConfigMap).
+
+    Runs Kueue v0.19's scheduling cycle on them and prints, per workload, the decision
+    (admitted, preempted, pending), the flavor per pod set and resource, the preemption
+    reason, and for pending ones whether Kueue would retry it (active) or wait for quota
+    to be released (inadmissible) with the reason in Kueue's words.
+    """
+    from aiplat.sched.kueue_cycle import Replay
+    from aiplat.sched.kueue_snapshot import parse
+
+    del until_quiet  # the default; --cycles N overrides it
+    if snapshot is None and kubeconfig is None:
+        raise InputError("no snapshot (fix: pass a file or folder of 'kubectl get -o yaml' "
+                         "output, or --kubeconfig FILE to read a cluster)")
+    if snapshot is not None and not snapshot.exists():
+        raise InputError(f"{snapshot}: no such file or folder")
+    objects = _snapshot_files(snapshot) if snapshot is not None else _snapshot_live(kubeconfig)
+    source = str(snapshot) if snapshot is not None else "cluster"
+    try:
+        snap = parse(objects, source, load_text=_embedded)
+    except (TypeError, AttributeError, KeyError, ValueError) as e:
+        raise InputError(f"{source}: not the shape of Kueue objects ({type(e).__name__}: "
+                         f"{e}) (fix: pass 'kubectl get ... -o yaml' output)") from None
+    for line in dict.fromkeys(snap.unsupported):
+        click.echo(f"warning: not replayed: {line}", err=True)
+    r = Replay(snap)
+    rows = [o.as_dict() for o in r.run(cycles)]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+    elif fmt == "yaml":
+        import yaml
+
+        click.echo(yaml.safe_dump(rows, sort_keys=False), nl=False)
+    else:
+        _print_replay(rows, r.cycle)

@@ -1,0 +1,271 @@
+"""Kueue's flavor assigner: per pod set and resource group, a flavor in the group's order.
+
+``pkg/scheduler/flavorassigner/flavorassigner.go``: for each pod set, each resource group
+it requests is assigned one flavor, trying the group's flavors in order (from where the last
+scan stopped, ``FlavorFungibilityPreserveScanProgress``). A flavor is checked against the
+pod set first (taints the pod does not tolerate, a ``nodeSelector`` on the flavor's label
+keys), then every resource of the group is charged in it: ``Fit`` (fits the unused quota,
+with the borrowing height of the lowest subtree where it fits), ``Preempt`` (fits the
+quota, not its unused part: preemption is simulated, ``Reclaim`` when every victim is in
+another queue), or ``NoFit`` (over the most the queue could get, or preemption forbidden:
+over nominal without ``borrowWithinCohort``). The flavor's mode is the worst of its
+resources. The scan stops at a flavor that fits without borrowing, at one that borrows under
+``whenCanBorrow: MayStopSearch`` or needs preemption under ``whenCanPreempt:
+MayStopSearch``; otherwise the best flavor seen is kept, by ``flavorFungibility.preference``.
+A requested resource no group covers makes the pod set (and the workload) NoFit. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from aiplat.sched import kueue_preempt
+from aiplat.sched.kueue_quota import Node, Tree
+from aiplat.sched.kueue_snapshot import (
+    FR,
+    ClusterQueue,
+    Flavor,
+    Fungibility,
+    PodSet,
+    ResourceGroup,
+    Workload,
+    show,
+)
+
+NOFIT, PREEMPT, FIT = 0, 1, 3  # FlavorAssignmentMode (DeferredFit = 2 is not reached)
+# granular preemption modes, worst first
+_NOFIT, _NO_CANDIDATES, _PREEMPT, _RECLAIM, _FIT = range(5)
+Mode = tuple[int, int]  # (granular mode, borrowing level)
+WORST: Mode = (_NOFIT, 1 << 30)
+BEST: Mode = (_FIT, 0)
+
+
+def preferred(a: Mode, b: Mode, fung: Fungibility) -> bool:
+    """``isPreferred``: is ``a`` better than ``b``?"""
+    if a[0] == _NOFIT:
+        return False
+    if b[0] == _NOFIT:
+        return True
+    if (a[0] == _NO_CANDIDATES) != (b[0] == _NO_CANDIDATES):
+        return a[0] != _NO_CANDIDATES
+    if fung.preference == "PreemptionOverBorrowing":
+        return a[1] < b[1] if a[1] != b[1] else a[0] > b[0]
+    return a[0] > b[0] if a[0] != b[0] else a[1] < b[1]
+
+
+def _try_next(mode: Mode, fung: Fungibility) -> bool:
+    if mode[0] in (_NOFIT, _NO_CANDIDATES):
+        return True
+    if mode[0] in (_PREEMPT, _RECLAIM) and fung.when_can_preempt == "TryNextFlavor":
+        return True
+    return mode[1] != 0 and fung.when_can_borrow == "TryNextFlavor"
+
+
+def _public(granular: int) -> int:
+    return FIT if granular == _FIT else NOFIT if granular == _NOFIT else PREEMPT
+
+
+@dataclass
+class PodSetAssignment:
+    name: str
+    flavors: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # res -> f, mode, b
+    reasons: list[str] = field(default_factory=list)
+    failed: bool = False
+
+
+@dataclass
+class Assignment:
+    podsets: list[PodSetAssignment]
+    usage: dict[FR, int]
+    borrowing: int = 0
+    tried: dict[tuple[int, str], int] = field(default_factory=dict)  # (podset, res) -> idx
+
+    @property
+    def mode(self) -> int:
+        """RepresentativeMode: the worst mode of any assigned resource; NoFit if a pod set
+        failed."""
+        if not self.podsets or any(p.failed for p in self.podsets):
+            return NOFIT
+        modes = [m for p in self.podsets for _, m, _ in p.flavors.values()]
+        return min(modes) if modes else FIT
+
+    def message(self) -> str:
+        """The condition message Kueue writes for a workload that is not admitted."""
+        parts = []
+        for p in self.podsets:
+            if p.reasons:
+                parts.append(f"couldn't assign flavors to pod set {p.name}: "
+                             + ", ".join(p.reasons))
+        return "; ".join(parts)
+
+    def pending_flavors(self) -> bool:
+        return any(i != -1 for i in self.tried.values())
+
+    def needs_preemption(self) -> set[FR]:
+        return {(f, r) for p in self.podsets for r, (f, m, _) in p.flavors.items()
+                if m == PREEMPT}
+
+
+def _tolerated(taint: dict[str, object], tolerations: tuple[dict[str, object], ...]) -> bool:
+    for t in tolerations:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        op = t.get("operator", "Equal")
+        if not t.get("key") and op == "Exists":
+            return True
+        if t.get("key") != taint.get("key"):
+            continue
+        if op == "Exists" or t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def check_flavor(flavor: Flavor | None, name: str, ps: PodSet) -> str | None:
+    """Why ``ps`` cannot use ``flavor`` (``checkFlavorForPodSets``), or None."""
+    if flavor is None:
+        return f"flavor {name} not found"
+    tolerations = (*ps.tolerations, *flavor.tolerations)
+    for taint in flavor.node_taints:
+        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(
+                taint, tolerations):
+            shown = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
+            return f"untolerated taint {shown} in flavor {name}"
+    for k, v in ps.node_selector.items():
+        if k in flavor.node_labels and flavor.node_labels[k] != v:
+            return f"flavor {name} doesn't match node affinity"
+    return None
+
+
+class Assigner:
+    """One workload's flavor assignment against the tree (``FlavorAssigner``)."""
+
+    def __init__(self, tree: Tree, spec: ClusterQueue, flavors: dict[str, Flavor],
+                 wl: Workload, *, fair: bool, strategies: tuple[str, ...],
+                 last: dict[tuple[int, str], int] | None) -> None:
+        self.tree = tree
+        self.spec = spec
+        self.cq: Node = tree.cqs[spec.name]
+        self.flavors = flavors
+        self.wl = wl
+        self.fair = fair
+        self.strategies = strategies
+        self.last = last or {}
+
+    def assign(self) -> Assignment:
+        a = Assignment([], {})
+        pods_group = self.spec.group_of("pods")
+        for i, ps in enumerate(self.wl.podsets):
+            requests = ps.total()
+            if pods_group is not None:
+                requests["pods"] = ps.count
+            psa = PodSetAssignment(ps.name)
+            for res, qty in requests.items():
+                group = self.spec.group_of(res)
+                if group is None:
+                    if qty == 0:
+                        continue
+                    psa.reasons.append(f"resource {res} unavailable in ClusterQueue")
+                    psa.failed = True
+                    break
+                if res in psa.flavors:
+                    continue
+                got, reasons = self._find(i, ps, group, requests, res=res, a=a)
+                psa.reasons += reasons
+                if not got:
+                    psa.failed = True
+                    break
+                psa.flavors.update(got)
+            a.podsets.append(psa)
+            if psa.failed:
+                return a
+            for res, (f, _, b) in psa.flavors.items():
+                a.borrowing = max(a.borrowing, b)
+                a.usage[(f, res)] = a.usage.get((f, res), 0) + requests.get(res, 0)
+        return a
+
+    def _find(self, i: int, ps: PodSet, group: ResourceGroup, requests: dict[str, int], *,
+              res: str, a: Assignment) -> tuple[dict[str, tuple[str, int, int]], list[str]]:
+        reqs = {r: v for r, v in requests.items() if r in group.covered}
+        fung = self.spec.fungibility
+        best: dict[str, tuple[str, int, int]] = {}
+        best_mode = WORST
+        reasons: list[str] = []
+        start = self.last.get((i, res), -1) + 1
+        tried = -1
+        for idx in range(start, len(group.flavors)):
+            tried = idx
+            fname = group.flavors[idx].flavor
+            why = check_flavor(self.flavors.get(fname), fname, ps)
+            if why is not None:
+                reasons.append(why)
+                continue
+            rep = BEST
+            got: dict[str, tuple[str, int, int]] = {}
+            for r, val in reqs.items():
+                fr = (fname, r)
+                granular, borrow, why = self._fits(fr, a.usage.get(fr, 0), val)
+                if why:
+                    reasons.append(why)
+                m = (granular, borrow)
+                if preferred(rep, m, fung):
+                    rep = m
+                if rep[0] == _NOFIT:
+                    break
+                got[r] = (fname, _public(granular), borrow)
+            if not _try_next(rep, fung):
+                best, best_mode = got, rep
+                break
+            if preferred(rep, best_mode, fung):
+                best, best_mode = got, rep
+        for r in best:
+            a.tried[(i, r)] = -1 if tried == len(group.flavors) - 1 else tried
+        if best_mode[0] == _FIT:
+            reasons = []
+        return (best if best_mode[0] != _NOFIT else {}), reasons
+
+    def _fits(self, fr: FR, assumed: int, request: int) -> tuple[int, int, str]:
+        """``fitsResourceQuota``: (granular mode, borrowing level, reason)."""
+        cq, tree = self.cq, self.tree
+        available = max(0, tree.available(cq, fr))
+        most = tree.potential(cq, fr)
+        val = assumed + request
+        f, r = fr
+        if val > most:
+            return _NOFIT, 0, (
+                f"insufficient quota for {r} in flavor {f}, previously considered podsets "
+                f"requests ({show(r, assumed)}) + current podset request ({show(r, request)}) "
+                f"> maximum capacity ({show(r, most)})")
+        borrow, may_reclaim = lowest_fit(cq, fr, val)
+        if val <= available:
+            return _FIT, borrow, ""
+        why = (f"insufficient unused quota for {r} in flavor {f}, "
+               f"{show(r, val - available)} more needed")
+        pre = self.spec.preemption
+        while_borrowing = pre.borrow_within_cohort != "Never" or (
+            self.fair and pre.reclaim_within_cohort != "Never")
+        if cq.nominal(fr) >= val or may_reclaim or while_borrowing:
+            victims = kueue_preempt.targets(tree, self.spec, self.wl, {fr}, {fr: val},
+                                            fair=self.fair, strategies=self.strategies)
+            if not victims:
+                return _NO_CANDIDATES, lowest_fit(cq, fr, val)[0], why
+            for t in victims:
+                tree.release(t.victim)
+            after = lowest_fit(cq, fr, val)[0]
+            for t in victims:
+                tree.admit(t.victim)
+            own = any(t.victim.wl.cluster_queue == self.spec.name for t in victims)
+            return (_PREEMPT if own else _RECLAIM), after, why
+        return _NOFIT, borrow, why
+
+
+def lowest_fit(cq: Node, fr: FR, val: int) -> tuple[int, bool]:
+    """``FindHeightOfLowestSubtreeThatFits``: the borrowing level, and whether a higher
+    cohort exists to reclaim in."""
+    if not cq.borrowing_with(fr, val) or cq.parent is None:
+        return 0, cq.parent is not None
+    remaining = val - cq.local_available(fr)
+    for node in cq.ancestors():
+        if not node.borrowing_with(fr, remaining):
+            return node.height(), node.parent is not None
+        remaining -= node.local_available(fr)
+    return cq.root().height(), False

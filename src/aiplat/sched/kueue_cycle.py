@@ -1,0 +1,357 @@
+"""Kueue's scheduling cycle over a snapshot, repeated until nothing changes: ``sim replay``.
+
+One cycle (``pkg/scheduler/scheduler.go`` schedule):
+1. *Heads*: the first pending workload of each active ClusterQueue's queue (priority, then
+   creation time, then UID; a workload waiting for its victims stays first).
+2. *Nominate* each head against the same state: a flavor assignment
+   (:mod:`aiplat.sched.kueue_assign`) and, when it needs preemption, its victims
+   (:mod:`aiplat.sched.kueue_preempt`).
+3. *Order* the heads: classic — no borrowing first (by borrowing level), higher priority,
+   older; fair sharing — the tournament down each cohort tree
+   (:mod:`aiplat.sched.kueue_fairshare`).
+4. *Process* in that order: NoFit and no-candidates wait (inadmissible; a queue that cannot
+   always reclaim keeps the quota it would use, so lower ones in the cohort cannot take it
+   in this cycle); a head whose victims overlap an earlier head's, or that no longer fits
+   after earlier heads, is skipped and retried next cycle (not re-assigned now); a head that
+   needs preemption evicts its victims and waits for them (never admitted in the same
+   cycle); the rest are admitted.
+5. *Requeue*: skipped heads and preemptors go straight back; the others wait until quota is
+   released in their cohort tree (a victim's eviction completes between cycles and moves
+   every inadmissible workload of the tree back).
+
+The engine here only applies these decisions; the decisions are pure functions of the
+tree. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiplat.sched import kueue_preempt
+from aiplat.sched.kueue_assign import FIT, NOFIT, PREEMPT, Assigner, Assignment
+from aiplat.sched.kueue_fairshare import tournament
+from aiplat.sched.kueue_quota import Admitted, Node, Tree
+from aiplat.sched.kueue_snapshot import FR, ClusterQueue, Snapshot, Workload
+
+
+@dataclass
+class _Pending:
+    wl: Workload
+    inadmissible: bool = False
+    sticky: bool = False  # a preemptor waiting for its victims stays at the head
+    last: dict[tuple[int, str], int] | None = None
+    last_cycle: int = 0
+    last_gen: int = 0
+    message: str = ""
+    reason: str = ""
+
+
+@dataclass
+class Outcome:
+    """What became of one workload (the replay's output row)."""
+
+    workload: str
+    cluster_queue: str
+    decision: str  # admitted | preempted | pending
+    flavors: dict[str, dict[str, str]] = field(default_factory=dict)
+    preempted: list[str] = field(default_factory=list)  # Kueue's reasons, in order
+    pending: str = ""  # active | inadmissible
+    reason: str = ""
+    message: str = ""
+    cycle: int | None = None  # the cycle it was admitted in (None: already admitted)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"workload": self.workload, "clusterQueue": self.cluster_queue,
+                               "decision": self.decision}
+        if self.flavors:
+            out["flavors"] = self.flavors
+        if self.preempted:
+            out["preemptionReasons"] = self.preempted
+        if self.decision != "admitted":
+            out["pending"] = self.pending
+            out["reason"] = self.reason
+            out["message"] = self.message
+        if self.cycle is not None:
+            out["cycle"] = self.cycle
+        return out
+
+
+@dataclass
+class _Entry:
+    p: _Pending
+    cq: ClusterQueue
+    a: Assignment
+    targets: list[kueue_preempt.Target]
+    status: str = ""  # skipped | preempting | admitted | inadmissible
+
+
+def _usage(wl: Workload, flavors: dict[str, dict[str, str]]) -> dict[FR, int]:
+    usage: dict[FR, int] = {}
+    for ps in wl.podsets:
+        total = ps.total()
+        total.setdefault("pods", ps.count)
+        for res, flavor in flavors.get(ps.name, {}).items():
+            fr = (flavor, res)
+            usage[fr] = usage.get(fr, 0) + total.get(res, 0)
+    return usage
+
+
+class Replay:
+    """The snapshot's state and Kueue's queues; :meth:`run` cycles until quiet."""
+
+    def __init__(self, snap: Snapshot) -> None:
+        self.snap = snap
+        self.tree = Tree(snap)
+        self.cycle = 0
+        self.pending: dict[str, dict[str, _Pending]] = {q: {} for q in snap.cluster_queues}
+        self.outcomes: dict[str, Outcome] = {}
+        self.inactive = self._inactive()
+        for wl in snap.workloads:
+            out = Outcome(wl.key, wl.cluster_queue, "pending")
+            self.outcomes[wl.key] = out
+            if wl.admission is not None:
+                self.tree.admit(Admitted(wl, wl.admission, _usage(wl, wl.admission),
+                                         wl.admitted_at))
+                out.decision, out.flavors = "admitted", wl.admission
+            elif wl.active:
+                self.pending[wl.cluster_queue][wl.key] = _Pending(wl)
+            else:
+                out.pending, out.reason = "inadmissible", "Inactive"
+                out.message = "The workload is deactivated (spec.active: false)"
+
+    def _inactive(self) -> dict[str, str]:
+        out = {}
+        for q in self.snap.cluster_queues.values():
+            missing = [f.flavor for g in q.groups for f in g.flavors
+                       if f.flavor not in self.snap.flavors]
+            node = self.tree.cqs[q.name]
+            if q.stop_policy != "None":
+                out[q.name] = f"ClusterQueue {q.name} is inactive (stopPolicy {q.stop_policy})"
+            elif missing:
+                out[q.name] = (f"ClusterQueue {q.name} is inactive (flavor "
+                               f"{', '.join(missing)} not found)")
+            elif node.parent is not None and node.root().parent is not None:
+                out[q.name] = f"ClusterQueue {q.name} is inactive (cohort cycle)"
+        return out
+
+    # ------------------------------------------------------------------ queues
+
+    def _queue_key(self, p: _Pending) -> tuple[bool, int, float, str]:
+        return (not p.sticky, -p.wl.priority, p.wl.created, p.wl.uid)
+
+    def _heads(self) -> list[_Pending]:
+        heads = []
+        for name, queue in self.pending.items():
+            if name in self.inactive or not queue:
+                continue
+            active = [p for p in queue.values() if not p.inadmissible]
+            if active:
+                heads.append(min(active, key=self._queue_key))
+        return heads
+
+    def _requeue_tree(self, cq: str) -> None:
+        """Quota was released: every inadmissible workload of the cohort tree retries."""
+        root = self.tree.cqs[cq].root()
+        names = [c.name for c in root.cluster_queues()] if not root.is_cq else [cq]
+        for n in names:
+            for p in self.pending[n].values():
+                p.inadmissible = False
+
+    # ------------------------------------------------------------------ decisions
+
+    def _nominate(self, p: _Pending) -> _Entry:
+        spec = self.snap.cluster_queues[p.wl.cluster_queue]
+        if p.last is not None and self.cycle - p.last_cycle > 1 \
+                and self.tree.generation > p.last_gen:
+            p.last = None  # lastAssignmentOutdated
+        a = Assigner(self.tree, spec, self.snap.flavors, p.wl, fair=self.snap.fair_sharing,
+                     strategies=self.snap.strategies, last=p.last).assign()
+        p.last, p.last_cycle, p.last_gen = dict(a.tried), self.cycle, self.tree.generation
+        targets: list[kueue_preempt.Target] = []
+        if a.mode == PREEMPT:
+            targets = kueue_preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
+                                            a.usage, fair=self.snap.fair_sharing,
+                                            strategies=self.snap.strategies)
+        return _Entry(p, spec, a, targets)
+
+    def _order(self, entries: list[_Entry]) -> list[_Entry]:
+        def tie(e: _Entry) -> tuple[object, ...]:
+            return (-e.p.wl.priority, e.p.wl.created, e.p.wl.uid)
+        if not self.snap.fair_sharing:
+            return sorted(entries, key=lambda e: (e.a.borrowing, *tie(e)))
+        return entries  # fair sharing: ordered as processed (tournament per pop)
+
+    def _fits(self, node: Node, usage: dict[FR, int], taken: list[Admitted]) -> bool:
+        for v in taken:
+            self.tree.release(v)
+        ok = self.tree.fits(node, usage)
+        for v in taken:
+            self.tree.admit(v)
+        return ok
+
+    def _reserve(self, e: _Entry, node: Node) -> dict[FR, int]:
+        """``resourcesToReserve``: what a preemptor without candidates keeps."""
+        out = {}
+        for fr, v in e.a.usage.items():
+            q = node.quotas.get(fr)
+            used = node.usage.get(fr, 0)
+            if e.a.borrowing > 0:
+                out[fr] = v if q is None or q.borrowing_limit is None else min(
+                    v, node.nominal(fr) + q.borrowing_limit - used)
+            else:
+                out[fr] = max(0, min(v, node.nominal(fr) - used))
+        return {fr: v for fr, v in out.items() if v > 0}
+
+    def _process(self, e: _Entry, taken: dict[str, Admitted], undo: list[
+            tuple[Node, dict[FR, int]]], victims: list[tuple[kueue_preempt.Target,
+                                                            _Entry]]) -> None:
+        node = self.tree.cqs[e.cq.name]
+        mode = e.a.mode
+        msg = e.a.message()
+        if mode == NOFIT:
+            e.status, e.p.message, e.p.reason = "inadmissible", msg, "NoFit"
+            return
+        if mode == PREEMPT and not e.targets:
+            e.status, e.p.message, e.p.reason = "inadmissible", msg, "PreemptionNoCandidates"
+            if e.cq.preemption.reclaim_within_cohort != "Any":
+                held = self._reserve(e, node)
+                self.tree.add_usage(node, held)
+                undo.append((node, held))
+            return
+        if any(t.victim.wl.key in taken for t in e.targets):
+            e.status = "skipped"
+            e.p.message = "Workload has overlapping preemption targets with another workload"
+            e.p.reason = "Skipped"
+            return
+        merged = list(taken.values()) + [t.victim for t in e.targets
+                                         if t.victim.wl.key not in taken]
+        if not self._fits(node, e.a.usage, merged):
+            e.status = "skipped"
+            e.p.message = "Workload no longer fits after processing another workload"
+            e.p.reason = "Skipped"
+            return
+        for t in e.targets:
+            taken[t.victim.wl.key] = t.victim
+        if mode == PREEMPT:
+            self.tree.add_usage(node, e.a.usage)
+            undo.append((node, e.a.usage))
+            e.status = "preempting"
+            e.p.message = (f"{msg}. Pending the preemption of {len(e.targets)} workload(s)"
+                           if msg else f"Pending the preemption of {len(e.targets)} "
+                           "workload(s)")
+            e.p.reason = "PendingPreemption"
+            victims.extend((t, e) for t in e.targets)
+            return
+        flavors = {ps.name: {r: f for r, (f, _, _) in ps.flavors.items()}
+                   for ps in e.a.podsets}
+        self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), float(self.cycle)))
+        e.status = "admitted"
+        del self.pending[e.cq.name][e.p.wl.key]
+        out = self.outcomes[e.p.wl.key]
+        out.decision, out.flavors, out.cycle = "admitted", flavors, self.cycle
+        out.pending = out.reason = out.message = ""
+
+    def step(self) -> bool:
+        """One scheduling cycle; True when it admitted or preempted something."""
+        heads = self._heads()
+        if not heads:
+            return False
+        self.cycle += 1
+        entries = [self._nominate(p) for p in heads]
+        taken: dict[str, Admitted] = {}
+        undo: list[tuple[Node, dict[FR, int]]] = []
+        victims: list[tuple[kueue_preempt.Target, _Entry]] = []
+        for e in self._ordered(entries):
+            self._process(e, taken, undo, victims)
+        for node, usage in undo:
+            self.tree.remove_usage(node, usage)
+        for e in entries:
+            self._requeue(e)
+        for t, e in victims:
+            self._evict(t, e)
+        return any(e.status in ("admitted", "preempting") for e in entries)
+
+    def _ordered(self, entries: list[_Entry]) -> Any:
+        if not self.snap.fair_sharing:
+            yield from self._order(entries)
+            return
+        left = {e.cq.name: e for e in entries}
+        while left:
+            name = next(iter(left))
+            node = self.tree.cqs[name]
+            if node.parent is None:
+                yield left.pop(name)
+                continue
+            root = node.root()
+            got = tournament(self.tree, root, left, lambda e: e.a.usage,
+                             lambda e: (-e.p.wl.priority, e.p.wl.created, e.p.wl.uid))
+            assert got is not None
+            yield left.pop(got.cq.name)
+
+    def _requeue(self, e: _Entry) -> None:
+        if e.status == "admitted":
+            return
+        p = e.p
+        immediate = e.status in ("skipped", "preempting")
+        if e.status == "preempting":
+            p.sticky, p.last = True, None
+        strict = e.cq.queueing_strategy == "StrictFIFO"
+        p.inadmissible = not (strict or immediate or (p.last is not None and any(
+            i != -1 for i in p.last.values())))
+        out = self.outcomes[p.wl.key]
+        out.pending = "inadmissible" if p.inadmissible else "active"
+        out.reason, out.message = p.reason, p.message
+
+    def _evict(self, t: kueue_preempt.Target, by: _Entry) -> None:
+        a = t.victim
+        if a.wl.key not in self.tree.cqs[a.wl.cluster_queue].workloads:
+            return
+        self.tree.release(a)
+        out = self.outcomes[a.wl.key]
+        out.decision, out.flavors, out.cycle = "preempted", {}, None
+        out.preempted.append(t.reason)
+        out.pending, out.reason = "active", "Preempted"
+        out.message = (f"Preempted to accommodate a workload ({by.p.wl.key}) due to "
+                       f"{_HUMAN[t.reason]}")
+        self.pending[a.wl.cluster_queue][a.wl.key] = _Pending(a.wl)
+        self._requeue_tree(a.wl.cluster_queue)
+        for p in self.pending[by.cq.name].values():
+            if p.wl.key == by.p.wl.key:
+                p.sticky = True
+
+    def run(self, cycles: int | None = None, quiet: int = 3, limit: int = 100000
+            ) -> list[Outcome]:
+        """Cycle ``cycles`` times, or until ``quiet`` cycles in a row change nothing."""
+        idle = 0
+        n = 0
+        while n < (cycles if cycles is not None else limit):
+            n += 1
+            changed = self.step()
+            if cycles is None:
+                idle = 0 if changed else idle + 1
+                if idle >= quiet or not self._heads():
+                    break
+        for name, queue in self.pending.items():
+            for p in queue.values():
+                out = self.outcomes[p.wl.key]
+                if name in self.inactive:
+                    out.pending, out.reason = "inadmissible", "Inactive"
+                    out.message = self.inactive[name]
+                elif not out.pending:
+                    out.pending, out.reason = "active", "Pending"
+                    out.message = f"waiting behind the head of ClusterQueue {name}"
+        return [self.outcomes[w.key] for w in self.snap.workloads]
+
+
+_HUMAN = {kueue_preempt.IN_CQ: "prioritization in the ClusterQueue",
+          kueue_preempt.RECLAIM: "reclamation within the cohort",
+          kueue_preempt.FAIR: "Fair Sharing within the cohort",
+          kueue_preempt.RECLAIM_BORROWING: "reclamation within the cohort while borrowing"}
+
+
+def replay(snap: Snapshot, cycles: int | None = None) -> list[Outcome]:
+    return Replay(snap).run(cycles)
+
+
+__all__ = ["FIT", "Outcome", "Replay", "replay"]

@@ -1,0 +1,506 @@
+"""A cluster's Kueue objects, as ``kubectl get -o yaml|json`` returns them -> a :class:`Snapshot`.
+
+The snapshot is what Kueue's scheduler works from (``pkg/cache/scheduler/snapshot.go``):
+ResourceFlavors, Cohorts, ClusterQueues with their resource groups, LocalQueues,
+WorkloadPriorityClasses, Workloads (admitted ones with ``status.admission``), Topologies,
+Nodes, and Kueue's Configuration (its ConfigMap or the file). ``kind: List`` documents are
+unpacked. Pure: it reads plain dicts (parsed YAML/JSON); no I/O.
+
+Amounts are integers in Kueue's own units (``pkg/resources``): ``cpu`` in milli-cores,
+every other resource (``memory`` in bytes, ``nvidia.com/gpu``, ``pods``, extended
+resources) as its value rounded up — so quota arithmetic is exact.
+
+Bad input raises :class:`~aiplat.errors.InputError` naming the object and the field
+(unknown kinds, other Kueue API versions, a Workload whose LocalQueue or a LocalQueue whose
+ClusterQueue is missing). Fields Kueue has but the replay does not model are collected in
+``Snapshot.unsupported`` by name, never dropped silently.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from fractions import Fraction
+from typing import Any, Literal
+
+from aiplat.errors import InputError
+
+Obj = dict[str, Any]
+KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
+CONFIG_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
+KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
+               "WorkloadPriorityClass", "Workload")
+FR = tuple[str, str]  # (flavor, resource)
+
+_SUFFIX = {"": Fraction(1), "m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6),
+           "G": Fraction(10**9), "T": Fraction(10**12), "P": Fraction(10**15),
+           "E": Fraction(10**18), "Ki": Fraction(2**10), "Mi": Fraction(2**20),
+           "Gi": Fraction(2**30), "Ti": Fraction(2**40), "Pi": Fraction(2**50),
+           "Ei": Fraction(2**60)}
+
+
+def amount(value: object, resource: str, where: str) -> int:
+    """A Kubernetes quantity in Kueue's unit for ``resource`` (cpu: milli; else: value)."""
+    text = str(value).strip()
+    m = re.fullmatch(r"([+-]?[0-9]*\.?[0-9]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)", text)
+    if not m or m.group(3) not in _SUFFIX:
+        raise InputError(f"{where}: {text!r} is not a quantity (fix: e.g. 8, 500m, 64Gi)")
+    q = Fraction(m.group(1)) * _SUFFIX[m.group(3)] * Fraction(10) ** int(m.group(2) or 0)
+    return math.ceil(q * 1000) if resource == "cpu" else math.ceil(q)
+
+
+def show(resource: str, value: int) -> str:
+    """An amount as Kueue prints it in messages (cpu ``500m`` / ``2``, memory ``4Gi``)."""
+    if resource == "cpu":
+        return f"{value // 1000}" if value % 1000 == 0 else f"{value}m"
+    if resource == "memory" or resource.endswith("storage"):
+        for suffix, scale in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+            if value and value % scale == 0:
+                return f"{value // scale}{suffix}"
+    return str(value)
+
+
+# ---------------------------------------------------------------------------- the model
+
+
+@dataclass(frozen=True)
+class Quota:
+    nominal: int
+    borrowing_limit: int | None = None
+    lending_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class FlavorQuota:
+    flavor: str
+    resources: dict[str, Quota]
+
+
+@dataclass(frozen=True)
+class ResourceGroup:
+    covered: tuple[str, ...]
+    flavors: tuple[FlavorQuota, ...]
+
+
+@dataclass(frozen=True)
+class Preemption:
+    within_cluster_queue: str = "Never"  # Never | LowerPriority | LowerOrNewerEqualPriority
+    reclaim_within_cohort: str = "Never"  # Never | LowerPriority | Any
+    borrow_within_cohort: str = "Never"  # Never | LowerPriority
+    max_priority_threshold: int | None = None
+
+    @property
+    def never(self) -> bool:
+        return (self.within_cluster_queue == "Never" and self.reclaim_within_cohort == "Never"
+                and self.borrow_within_cohort == "Never")
+
+
+@dataclass(frozen=True)
+class Fungibility:
+    when_can_borrow: str = "MayStopSearch"  # v1beta1 "Borrow" reads as MayStopSearch
+    when_can_preempt: str = "TryNextFlavor"  # v1beta1 "Preempt" reads as MayStopSearch
+    preference: str | None = None  # BorrowingOverPreemption | PreemptionOverBorrowing
+
+
+@dataclass(frozen=True)
+class ClusterQueue:
+    name: str
+    groups: tuple[ResourceGroup, ...]
+    cohort: str | None = None
+    queueing_strategy: str = "BestEffortFIFO"
+    preemption: Preemption = Preemption()
+    fungibility: Fungibility = Fungibility()
+    weight: float = 1.0
+    stop_policy: str = "None"
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        for g in self.groups:
+            if resource in g.covered:
+                return g
+        return None
+
+
+@dataclass(frozen=True)
+class Cohort:
+    name: str
+    parent: str | None = None
+    groups: tuple[ResourceGroup, ...] = ()
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    node_labels: dict[str, str] = field(default_factory=dict)
+    node_taints: tuple[Obj, ...] = ()
+    tolerations: tuple[Obj, ...] = ()
+    topology: str | None = None
+
+
+@dataclass(frozen=True)
+class PodSet:
+    name: str
+    count: int
+    requests: dict[str, int]  # per pod, in Kueue's units
+    node_selector: dict[str, str] = field(default_factory=dict)
+    tolerations: tuple[Obj, ...] = ()
+
+    def total(self) -> dict[str, int]:
+        return {r: v * self.count for r, v in self.requests.items()}
+
+
+@dataclass
+class Workload:
+    key: str  # namespace/name
+    uid: str
+    created: float  # creationTimestamp, seconds since the epoch
+    priority: int
+    queue_name: str  # the LocalQueue
+    cluster_queue: str
+    podsets: tuple[PodSet, ...]
+    admission: dict[str, dict[str, str]] | None = None  # podset -> resource -> flavor
+    admitted_at: float = 0.0  # QuotaReserved's lastTransitionTime
+    active: bool = True
+
+
+@dataclass
+class Snapshot:
+    flavors: dict[str, Flavor]
+    cluster_queues: dict[str, ClusterQueue]
+    cohorts: dict[str, Cohort]
+    workloads: list[Workload]
+    fair_sharing: bool = False
+    strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+    unsupported: list[str] = field(default_factory=list)
+    excluded_prefixes: tuple[str, ...] = ()
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+def unpack(docs: Iterable[Any], source: str) -> Iterator[Obj]:
+    for i, d in enumerate(docs):
+        if not isinstance(d, dict):
+            raise InputError(f"{source}: document {i + 1} is {type(d).__name__}, not an "
+                             "object (fix: pass 'kubectl get ... -o yaml' output)")
+        if str(d.get("kind", "")).endswith("List") and isinstance(d.get("items"), list):
+            yield from unpack(d["items"], source)
+        else:
+            yield d
+
+
+def _where(source: str, obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{source}: {obj.get('kind')} {ns}{meta.get('name', '?')}"
+
+
+def _time(value: object, where: str) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, datetime):
+        return value.timestamp()
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise InputError(f"{where}: {value!r} is not an RFC 3339 time") from None
+
+
+def _choice(value: object, allowed: tuple[str, ...], where: str) -> str:
+    if value not in allowed:
+        raise InputError(f"{where}: {value!r} is not one of {', '.join(allowed)}")
+    return str(value)
+
+
+_CQ_FIELDS = {"cohortName", "cohort", "queueingStrategy", "resourceGroups", "preemption",
+              "flavorFungibility", "fairSharing", "stopPolicy", "namespaceSelector"}
+_COHORT_FIELDS = {"parentName", "parent", "resourceGroups", "fairSharing"}
+_RF_FIELDS = {"nodeLabels", "nodeTaints", "tolerations", "topologyName"}
+
+
+def _groups(spec: Obj, where: str) -> tuple[ResourceGroup, ...]:
+    out = []
+    for gi, g in enumerate(spec.get("resourceGroups") or []):
+        gat = f"{where} spec.resourceGroups[{gi}]"
+        covered = tuple(str(r) for r in g.get("coveredResources") or [])
+        flavors = []
+        for fi, f in enumerate(g.get("flavors") or []):
+            fat = f"{gat}.flavors[{fi}]"
+            if not f.get("name"):
+                raise InputError(f"{fat}.name: missing (fix: name a ResourceFlavor)")
+            res: dict[str, Quota] = {}
+            for ri, r in enumerate(f.get("resources") or []):
+                rat = f"{fat}.resources[{ri}]"
+                name = r.get("name")
+                if not name or "nominalQuota" not in r:
+                    raise InputError(f"{rat}: needs name and nominalQuota")
+                res[str(name)] = Quota(
+                    amount(r["nominalQuota"], name, f"{rat}.nominalQuota"),
+                    amount(r["borrowingLimit"], name, f"{rat}.borrowingLimit")
+                    if r.get("borrowingLimit") is not None else None,
+                    amount(r["lendingLimit"], name, f"{rat}.lendingLimit")
+                    if r.get("lendingLimit") is not None else None)
+            flavors.append(FlavorQuota(str(f["name"]), res))
+        if not covered and flavors:
+            covered = tuple(flavors[0].resources)
+        out.append(ResourceGroup(covered, tuple(flavors)))
+    return tuple(out)
+
+
+def _weight(spec: Obj, where: str) -> float:
+    w = (spec.get("fairSharing") or {}).get("weight")
+    if w is None:
+        return 1.0
+    return amount(w, "cpu", f"{where} spec.fairSharing.weight") / 1000
+
+
+def _cluster_queue(obj: Obj, where: str, unsupported: list[str]) -> ClusterQueue:
+    spec = obj.get("spec") or {}
+    for key in sorted(set(spec) - _CQ_FIELDS):
+        unsupported.append(f"{where}: spec.{key}")
+    if spec.get("namespaceSelector") not in (None, {}):
+        unsupported.append(f"{where}: spec.namespaceSelector (every namespace is admitted)")
+    pre = spec.get("preemption") or {}
+    bwc = pre.get("borrowWithinCohort") or {}
+    fung = spec.get("flavorFungibility") or {}
+
+    def stop(value: object, field_: str) -> str:
+        v = _choice(value, ("MayStopSearch", "TryNextFlavor", "Borrow", "Preempt"),
+                    f"{where} spec.flavorFungibility.{field_}")
+        return "TryNextFlavor" if v == "TryNextFlavor" else "MayStopSearch"
+
+    pw = f"{where} spec.preemption"
+    return ClusterQueue(
+        name=str(obj["metadata"]["name"]),
+        groups=_groups(spec, where),
+        cohort=spec.get("cohortName", spec.get("cohort")),
+        queueing_strategy=_choice(spec.get("queueingStrategy", "BestEffortFIFO"),
+                                  ("BestEffortFIFO", "StrictFIFO"),
+                                  f"{where} spec.queueingStrategy"),
+        preemption=Preemption(
+            _choice(pre.get("withinClusterQueue", "Never"),
+                    ("Never", "LowerPriority", "LowerOrNewerEqualPriority"),
+                    f"{pw}.withinClusterQueue"),
+            _choice(pre.get("reclaimWithinCohort", "Never"), ("Never", "LowerPriority", "Any"),
+                    f"{pw}.reclaimWithinCohort"),
+            _choice(bwc.get("policy", "Never"), ("Never", "LowerPriority"),
+                    f"{pw}.borrowWithinCohort.policy"),
+            bwc.get("maxPriorityThreshold")),
+        fungibility=Fungibility(
+            stop(fung.get("whenCanBorrow", "MayStopSearch"), "whenCanBorrow"),
+            stop(fung.get("whenCanPreempt", "TryNextFlavor"), "whenCanPreempt"),
+            None if fung.get("preference") is None else _choice(
+                fung["preference"], ("BorrowingOverPreemption", "PreemptionOverBorrowing"),
+                f"{where} spec.flavorFungibility.preference")),
+        weight=_weight(spec, where),
+        stop_policy=_choice(spec.get("stopPolicy", "None"), ("None", "Hold", "HoldAndDrain"),
+                            f"{where} spec.stopPolicy"),
+    )
+
+
+def _container_requests(c: Obj, where: str) -> dict[str, int]:
+    res = c.get("resources") or {}
+    req = dict(res.get("limits") or {})
+    req.update(res.get("requests") or {})  # limits stand in for missing requests
+    return {str(k): amount(v, str(k), f"{where}.resources.requests.{k}") for k, v in req.items()}
+
+
+def _pod_requests(spec: Obj, where: str) -> dict[str, int]:
+    """Containers add up; an init container runs alone, so the pod needs the larger
+    (Kueue's ``pkg/workload/resources.go`` via the pod's effective request)."""
+    total: dict[str, int] = {}
+    for i, c in enumerate(spec.get("containers") or []):
+        for k, v in _container_requests(c, f"{where}.containers[{i}]").items():
+            total[k] = total.get(k, 0) + v
+    for i, c in enumerate(spec.get("initContainers") or []):
+        for k, v in _container_requests(c, f"{where}.initContainers[{i}]").items():
+            total[k] = max(total.get(k, 0), v)
+    for k, v in (spec.get("overhead") or {}).items():
+        total[k] = total.get(k, 0) + amount(v, k, f"{where}.overhead.{k}")
+    return total
+
+
+def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, int],
+              unsupported: list[str]) -> Workload:
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    ns = str(meta.get("namespace", "default"))
+    qn = spec.get("queueName")
+    if not qn:
+        raise InputError(f"{where}: spec.queueName is missing (fix: name the LocalQueue)")
+    key = f"{ns}/{qn}"
+    if key not in lq:
+        raise InputError(f"{where}: spec.queueName: LocalQueue {key} is not in the snapshot "
+                         f"(fix: include it: 'kubectl get localqueues -A -o yaml')")
+    podsets = []
+    for pi, ps in enumerate(spec.get("podSets") or []):
+        pat = f"{where} spec.podSets[{pi}]"
+        pspec = (ps.get("template") or {}).get("spec") or {}
+        if ps.get("topologyRequest"):
+            unsupported.append(f"{pat}.topologyRequest")
+        if ps.get("minCount") is not None:
+            unsupported.append(f"{pat}.minCount (partial admission)")
+        if (pspec.get("affinity") or {}).get("nodeAffinity"):
+            unsupported.append(f"{pat}.template.spec.affinity.nodeAffinity")
+        podsets.append(PodSet(str(ps.get("name", f"ps{pi}")), int(ps.get("count", 1)),
+                              _pod_requests(pspec, f"{pat}.template.spec"),
+                              dict(pspec.get("nodeSelector") or {}),
+                              tuple(pspec.get("tolerations") or [])))
+    if not podsets:
+        raise InputError(f"{where}: spec.podSets is empty (fix: a Workload needs a pod set)")
+    prio = spec.get("priority")
+    ref = spec.get("priorityClassRef") or {}
+    pcn = ref.get("name") or spec.get("priorityClassName")
+    if prio is None and pcn:
+        if pcn not in priorities:
+            raise InputError(f"{where}: spec.priorityClassRef: WorkloadPriorityClass {pcn} is "
+                             "not in the snapshot (fix: include 'kubectl get "
+                             "workloadpriorityclasses -o yaml')")
+        prio = priorities[pcn]
+    conds = {c.get("type"): c for c in status.get("conditions") or []}
+    admission = None
+    reserved = conds.get("QuotaReserved", {})
+    adm = status.get("admission")
+    if adm and reserved.get("status") == "True":
+        admission = {str(p.get("name")): {str(r): str(f) for r, f in
+                                           (p.get("flavors") or {}).items()}
+                     for p in adm.get("podSetAssignments") or []}
+        if adm.get("clusterQueue") and adm["clusterQueue"] != lq[key]:
+            unsupported.append(f"{where}: status.admission.clusterQueue differs from its "
+                               "LocalQueue's (counted in the LocalQueue's ClusterQueue)")
+    if conds.get("Finished", {}).get("status") == "True":
+        admission = None
+    return Workload(
+        key=f"{ns}/{meta.get('name')}", uid=str(meta.get("uid", meta.get("name"))),
+        created=_time(meta.get("creationTimestamp"), where), priority=int(prio or 0),
+        queue_name=str(qn), cluster_queue=lq[key], podsets=tuple(podsets),
+        admission=admission, admitted_at=_time(reserved.get("lastTransitionTime"), where),
+        active=bool(spec.get("active", True))
+        and conds.get("Finished", {}).get("status") != "True")
+
+
+def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
+    av = cfg.get("apiVersion")
+    if av not in CONFIG_VERSIONS:
+        raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
+                         f"{' or '.join(CONFIG_VERSIONS)}")
+    fs = cfg.get("fairSharing")
+    # v1beta2: the section's presence enables fair sharing; v1beta1 had an enable flag.
+    snap.fair_sharing = fs is not None and (av.endswith("v1beta2") or bool(fs.get("enable")))
+    if fs and fs.get("preemptionStrategies"):
+        snap.strategies = tuple(_choice(s, ("LessThanOrEqualToFinalShare",
+                                            "LessThanInitialShare"),
+                                        f"{where} fairSharing.preemptionStrategies")
+                                for s in fs["preemptionStrategies"])
+    res = cfg.get("resources") or {}
+    snap.excluded_prefixes = tuple(res.get("excludeResourcePrefixes") or ())
+    if cfg.get("admissionFairSharing"):
+        snap.unsupported.append(f"{where}: admissionFairSharing")
+    if (cfg.get("waitForPodsReady") or {}).get("blockAdmission"):
+        snap.unsupported.append(f"{where}: waitForPodsReady.blockAdmission")
+    if res.get("transformations"):
+        snap.unsupported.append(f"{where}: resources.transformations")
+
+
+def parse(objects: Iterable[Obj], source: str = "<snapshot>",
+          load_text: Callable[[str, str], list[Obj]] | None = None) -> Snapshot:
+    """Objects -> Snapshot; see the module docstring for what is read and refused.
+    ``load_text(text, where)`` parses the Configuration embedded in Kueue's ConfigMap (the
+    caller's YAML reader: this module does no parsing of text)."""
+    snap = Snapshot({}, {}, {}, [])
+    lq: dict[str, str] = {}
+    priorities: dict[str, int] = {}
+    workloads: list[tuple[Obj, str]] = []
+    for obj in objects:
+        kind = obj.get("kind")
+        av = str(obj.get("apiVersion", ""))
+        where = _where(source, obj)
+        if not (obj.get("metadata") or {}).get("name") and kind not in ("ConfigMap",
+                                                                         "Configuration"):
+            raise InputError(f"{where}: metadata.name is missing")
+        if kind == "Configuration":
+            _configuration(obj, where, snap)
+            continue
+        if kind == "ConfigMap":
+            text = (obj.get("data") or {}).get("controller_manager_config.yaml")
+            if text is None:
+                continue  # some other ConfigMap: not Kueue's
+            if load_text is None:
+                raise InputError(f"{where}: a ConfigMap's embedded Configuration needs a "
+                                 "YAML reader (fix: pass the Configuration itself)")
+            _configuration(load_text(str(text), where)[0], where, snap)
+            continue
+        if kind in ("Node", "Namespace"):
+            continue  # quota decisions need no nodes (TAS is reported as unsupported)
+        if kind not in KUEUE_KINDS:
+            raise InputError(f"{where}: kind {kind!r} is not a Kueue object this replay reads "
+                             f"(fix: pass only {', '.join(KUEUE_KINDS)}, Node, Configuration)")
+        if av not in KUEUE_VERSIONS:
+            raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
+                             f"{' or '.join(KUEUE_VERSIONS)} (Kueue v0.19)")
+        spec = obj.get("spec") or {}
+        name = str(obj["metadata"]["name"])
+        if kind == "ResourceFlavor":
+            for key in sorted(set(spec) - _RF_FIELDS):
+                snap.unsupported.append(f"{where}: spec.{key}")
+            if spec.get("topologyName"):
+                snap.unsupported.append(f"{where}: spec.topologyName (topology-aware "
+                                        "scheduling is not replayed)")
+            snap.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}),
+                                        tuple(spec.get("nodeTaints") or ()),
+                                        tuple(spec.get("tolerations") or ()),
+                                        spec.get("topologyName"))
+        elif kind == "ClusterQueue":
+            snap.cluster_queues[name] = _cluster_queue(obj, where, snap.unsupported)
+        elif kind == "Cohort":
+            for key in sorted(set(spec) - _COHORT_FIELDS):
+                snap.unsupported.append(f"{where}: spec.{key}")
+            snap.cohorts[name] = Cohort(name, spec.get("parentName", spec.get("parent")),
+                                        _groups(spec, where), _weight(spec, where))
+        elif kind == "LocalQueue":
+            ns = obj["metadata"].get("namespace", "default")
+            if not spec.get("clusterQueue"):
+                raise InputError(f"{where}: spec.clusterQueue is missing")
+            lq[f"{ns}/{name}"] = str(spec["clusterQueue"])
+        elif kind == "WorkloadPriorityClass":
+            priorities[name] = int(obj.get("value", 0))
+        elif kind == "Topology":
+            snap.unsupported.append(f"{where}: Topology (topology-aware scheduling is not "
+                                    "replayed)")
+        else:
+            workloads.append((obj, where))
+    for key, cq in sorted(lq.items()):
+        if cq not in snap.cluster_queues:
+            raise InputError(f"{source}: LocalQueue {key} spec.clusterQueue: ClusterQueue "
+                             f"{cq} is not in the snapshot (fix: include 'kubectl get "
+                             "clusterqueues -o yaml')")
+    for q in snap.cluster_queues.values():
+        for g in q.groups:
+            for f in g.flavors:
+                if f.flavor not in snap.flavors:
+                    snap.unsupported.append(
+                        f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
+                        "not in the snapshot (Kueue keeps the queue inactive)")
+    snap.workloads = [_workload(o, w, lq, priorities, snap.unsupported) for o, w in workloads]
+    _check_cycles(snap, source)
+    return snap
+
+
+def _check_cycles(snap: Snapshot, source: str) -> None:
+    for c in snap.cohorts.values():
+        seen = {c.name}
+        p = c.parent
+        while p is not None:
+            if p in seen:
+                snap.unsupported.append(f"{source}: Cohort {c.name}: parent chain has a cycle "
+                                        f"through {p} (Kueue keeps its queues inactive)")
+                break
+            seen.add(p)
+            p = snap.cohorts[p].parent if p in snap.cohorts else None
+
+
+Decision = Literal["admitted", "preempted", "pending"]

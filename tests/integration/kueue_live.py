@@ -1,0 +1,220 @@
+"""Run a generated scenario on the real Kueue and replay its snapshot: the differential test.
+
+Used by ``test_kueue_diff_live.py`` (the CI seed set) and ``bench/kueue_diff.py`` (the larger
+set). Steps per scenario (:mod:`aiplat.sched.kueue_scenarios`):
+
+1. the cohort tree is created with a cycle through its ``gate`` cohort (every queue
+   inactive), then queues, LocalQueues, priority classes and the phase-a workloads;
+2. the cycle is broken (all queues start at once) and Kueue settles;
+3. the cycle is made again, the phase-b workloads are created, and the snapshot is taken
+   as ``kubectl get -o yaml`` would return it;
+4. the cycle is broken, Kueue settles; each workload's state is read back;
+5. ``aiplat sim replay`` logic runs on the snapshot (the gate open, as in step 4) and every
+   workload's admission and flavors are compared.
+
+Standalone Workloads have no job controller to finish an eviction, so this module plays it
+(as ``jobframework`` does for a stopped job): an Evicted workload that still holds quota gets
+its reservation cleared and is requeued.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiplat.kube.apply import Api, ApiError
+from aiplat.sched.kueue_cycle import replay
+from aiplat.sched.kueue_scenarios import API, Scenario
+from aiplat.sched.kueue_snapshot import parse
+
+Obj = dict[str, Any]
+KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
+         "Workload")
+
+
+@dataclass
+class Result:
+    seed: int
+    kueue: dict[str, tuple[bool, dict[str, dict[str, str]]]]
+    sim: dict[str, tuple[bool, dict[str, dict[str, str]]]]
+    preempted_kueue: dict[str, str] = field(default_factory=dict)
+    preempted_sim: dict[str, str] = field(default_factory=dict)
+    snapshot: list[Obj] = field(default_factory=list)
+
+    def differences(self) -> list[str]:
+        out = []
+        for k in sorted(self.kueue):
+            if self.kueue[k] != self.sim.get(k):
+                out.append(f"seed {self.seed} {k}: kueue {self.kueue[k]} sim {self.sim.get(k)}")
+        return out
+
+
+def _conds(wl: Obj) -> dict[str, Obj]:
+    return {c["type"]: c for c in (wl.get("status") or {}).get("conditions") or []}
+
+
+def _mine(objs: list[Obj], prefix: str) -> list[Obj]:
+    return [o for o in objs if o["metadata"]["name"].startswith(prefix + "-")]
+
+
+def list_objects(api: Api, prefix: str) -> list[Obj]:
+    out = []
+    for kind in KINDS:
+        for o in _mine(api.objects(API, kind), prefix):
+            out.append({"apiVersion": API, "kind": kind, **o})
+    return out
+
+
+def workloads(api: Api, prefix: str) -> list[Obj]:
+    return _mine(api.objects(API, "Workload", "default"), prefix)
+
+
+def _finish_evictions(api: Api, wls: list[Obj]) -> int:
+    """Play the job controller: clear the quota of Evicted workloads (jobframework step 6)."""
+    done = 0
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    for wl in wls:
+        c = _conds(wl)
+        if c.get("Evicted", {}).get("status") != "True" or \
+                c.get("QuotaReserved", {}).get("status") != "True":
+            continue
+        new = copy.deepcopy(wl)
+        st = new.setdefault("status", {})
+        st.pop("admission", None)
+        keep = [x for x in st.get("conditions", []) if x["type"] not in (
+            "QuotaReserved", "Admitted", "Requeued")]
+        msg = c["Evicted"].get("message", "")
+        keep += [
+            {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+             "message": msg, "lastTransitionTime": now},
+            {"type": "Admitted", "status": "False", "reason": "NoReservation",
+             "message": "The workload has no reservation", "lastTransitionTime": now},
+            {"type": "Requeued", "status": "True", "reason": c["Evicted"].get("reason",
+                                                                              "Preempted"),
+             "message": msg, "lastTransitionTime": now}]
+        st["conditions"] = keep
+        path = api.path(new) + "/status"
+        r = api._request("PUT", path, json=new)
+        if r.status_code < 400:
+            done += 1
+    return done
+
+
+def _state(wls: list[Obj]) -> tuple[Any, ...]:
+    return tuple(sorted((w["metadata"]["name"], w["metadata"].get("resourceVersion"))
+                        for w in wls))
+
+
+def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float = 120.0) -> None:
+    """Wait until no workload of the scenario changes for ``quiet`` seconds."""
+    deadline = time.monotonic() + timeout
+    last: tuple[Any, ...] | None = None
+    since = time.monotonic()
+    while time.monotonic() < deadline:
+        wls = workloads(api, prefix)
+        if _finish_evictions(api, wls):
+            last, since = None, time.monotonic()
+            time.sleep(0.2)
+            continue
+        st = _state(wls)
+        if st != last:
+            last, since = st, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"{prefix}: Kueue did not settle within {timeout:.0f} s")
+
+
+def _wait_seen(api: Api, prefix: str, names: set[str], timeout: float = 30.0,
+               any_: bool = False) -> None:
+    """Until Kueue has looked at every new workload (its queue inactive: the gate holds;
+    the ClusterQueue's own Active condition is not refreshed for a cohort cycle)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = {w["metadata"]["name"] for w in workloads(api, prefix)
+                if "QuotaReserved" in _conds(w)}
+        if names <= seen or (any_ and names & seen) or not names:
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"{prefix}: Kueue did not see the workloads {sorted(names - seen)}")
+
+
+def outcome(wl: Obj) -> tuple[bool, dict[str, dict[str, str]]]:
+    c = _conds(wl)
+    adm = (wl.get("status") or {}).get("admission")
+    if c.get("QuotaReserved", {}).get("status") == "True" and adm:
+        return True, {p["name"]: dict(p.get("flavors") or {})
+                      for p in adm.get("podSetAssignments") or []}
+    return False, {}
+
+
+def run(api: Api, sc: Scenario) -> Result:
+    try:
+        return _run(api, sc)
+    finally:
+        cleanup(api, sc.prefix)
+
+
+def _apply(api: Api, objs: list[Obj]) -> None:
+    for o in objs:
+        api.apply(o)
+
+
+def _run(api: Api, sc: Scenario) -> Result:
+    _apply(api, [sc.cohort(sc.gate, sc.root)])  # the cycle: nothing admits yet
+    _apply(api, sc.setup)
+    _apply(api, sc.phase_a)
+    _apply(api, [sc.cohort(sc.gate, None)])
+    settle(api, sc.prefix)
+    _apply(api, [sc.cohort(sc.gate, sc.root)])
+    time.sleep(0.5)  # the cohort controller closes the gate
+    _apply(api, sc.phase_b)
+    # Kueue marks only each queue's head "inactive": wait for those, then for the cache
+    _wait_seen(api, sc.prefix, {w["metadata"]["name"] for w in sc.phase_b}, any_=True)
+    time.sleep(1.0)
+    snapshot = list_objects(api, sc.prefix)
+    for o in snapshot:
+        if o["kind"] == "Cohort" and o["metadata"]["name"] == sc.gate:
+            o["spec"].pop("parentName", None)  # replay what happens next: the gate opens
+    _apply(api, [sc.cohort(sc.gate, None)])
+    settle(api, sc.prefix)
+    final = {w["metadata"]["name"]: w for w in workloads(api, sc.prefix)}
+    objs = snapshot + ([{"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                         "kind": "Configuration", "fairSharing": {}}]
+                       if sc.fair_sharing else [])
+    outcomes = replay(parse(objs, f"seed {sc.seed}"))
+    res = Result(sc.seed, {n: outcome(w) for n, w in final.items()},
+                 {o.workload.split("/", 1)[1]: (o.decision == "admitted", o.flavors)
+                  for o in outcomes}, snapshot=snapshot)
+    for n, w in final.items():
+        p = _conds(w).get("Preempted", {})
+        if p.get("status") == "True":
+            res.preempted_kueue[n] = p.get("reason", "")
+    for o in outcomes:
+        if o.preempted:
+            res.preempted_sim[o.workload.split("/", 1)[1]] = o.preempted[-1]
+    return res
+
+
+def cleanup(api: Api, prefix: str) -> None:
+    gate = f"{prefix}-gate"
+    if api.exists(API, "Cohort", gate):  # open the gate first: no cycle left behind
+        api.apply({"apiVersion": API, "kind": "Cohort", "metadata": {"name": gate},
+                   "spec": {"fairSharing": {"weight": "1"}}})
+    for kind in reversed(KINDS):
+        ns = "default" if kind in ("LocalQueue", "Workload") else None
+        try:
+            objs = _mine(api.objects(API, kind, ns), prefix)
+        except ApiError:
+            continue
+        for o in objs:
+            api.delete({"apiVersion": API, "kind": kind, **o})
+    # ClusterQueues and flavors keep finalizers until their workloads are gone: wait.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if not any(_mine(api.objects(API, k), prefix) for k in ("ClusterQueue",
+                                                                "ResourceFlavor")):
+            break
+        time.sleep(0.3)

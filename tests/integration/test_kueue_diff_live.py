@@ -1,0 +1,116 @@
+"""``aiplat sim replay`` against the real Kueue (v0.19.2 on a lab control plane of its own).
+
+For each seed of the CI set, a generated scenario (:mod:`aiplat.sched.kueue_scenarios`) runs
+on the real Kueue and its snapshot is replayed (:mod:`kueue_live`): every workload's
+admission and flavors must agree. Kueue runs once with classic ordering and preemption
+(no ``fairSharing`` in its Configuration) and once with fair sharing. A snapshot read as
+``kubectl get -o yaml`` returns it goes through the CLI too.
+
+The larger set with the agreement figure: ``bench/kueue_diff.py``. Needs the components
+built (``aiplat lab cluster build``); fails, not skips, in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import kueue_live
+import pytest
+import yaml
+from test_cluster_live import _need_components
+
+from aiplat.kube.apply import Api
+from aiplat.sched.kueue_scenarios import generate
+
+pytestmark = pytest.mark.integration
+CLASSIC_SEEDS = (1, 2, 4, 5, 6, 7, 8)
+FAIR_SEEDS = (1, 2, 4)
+
+
+def _config(fair: bool) -> dict[str, Any]:
+    cfg: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                           "kind": "Configuration", "manageJobsWithoutQueueName": False}
+    if fair:
+        cfg["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare",
+                                                       "LessThanInitialShare"]}
+    return cfg
+
+
+def _lab(tmp: Path, name: str, fair: bool) -> Iterator[tuple[Api, str]]:
+    from aiplat.cluster.assets import locate
+    from aiplat.cluster.run import down, kubeconfig_path, up
+
+    _need_components()
+    os.environ["AIPLAT_CLUSTER_DIR"] = str(tmp / "runs")
+    up(name, [], _config(fair), locate())
+    api = Api.from_kubeconfig(str(kubeconfig_path(name)))
+    try:
+        yield api, str(kubeconfig_path(name))
+    finally:
+        api.close()
+        down(name)
+
+
+@pytest.fixture(scope="module")
+def classic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, str]]:
+    yield from _lab(tmp_path_factory.mktemp("kueuediff"), "kueuediff", fair=False)
+
+
+@pytest.fixture(scope="module")
+def fair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, str]]:
+    yield from _lab(tmp_path_factory.mktemp("kueuefair"), "kueuefair", fair=True)
+
+
+@pytest.mark.parametrize("seed", CLASSIC_SEEDS)
+def test_replay_agrees_with_kueue(classic: tuple[Api, str], seed: int) -> None:
+    res = kueue_live.run(classic[0], generate(seed))
+    assert not res.differences(), "\n".join(res.differences())
+    assert res.kueue, "the scenario had no workloads"
+
+
+@pytest.mark.parametrize("seed", FAIR_SEEDS)
+def test_replay_agrees_with_kueue_fair_sharing(fair: tuple[Api, str], seed: int) -> None:
+    res = kueue_live.run(fair[0], generate(seed, fair_sharing=True))
+    assert not res.differences(), "\n".join(res.differences())
+
+
+def test_cli_replays_a_kubectl_snapshot(classic: tuple[Api, str], tmp_path: Path) -> None:
+    """A snapshot of the live cluster, as kubectl writes it, through ``aiplat sim replay``:
+    the admitted workloads stay admitted on their flavors, the held ones are pending."""
+    api, kubeconfig = classic
+    sc = generate(2)
+    try:
+        for o in [sc.cohort(sc.gate, None), *sc.setup, *sc.phase_a]:
+            api.apply(o)
+        kueue_live.settle(api, sc.prefix)
+        snap = tmp_path / "snap.yaml"
+        kinds = "resourceflavors,cohorts,clusterqueues,localqueues,workloadpriorityclasses," \
+                "workloads"
+        if shutil.which("kubectl"):
+            cp = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", kinds, "-A",
+                                 "-o", "yaml"], capture_output=True, text=True, check=True)
+            snap.write_text(cp.stdout)
+        else:  # the same List kubectl prints, from the API
+            items = kueue_live.list_objects(api, sc.prefix)
+            snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List",
+                                            "items": items}))
+        cp = subprocess.run([sys.executable, "-m", "aiplat.cli.main", "sim", "replay",
+                             str(snap), "-o", "json"], capture_output=True, text=True,
+                            check=False)
+        assert cp.returncode == 0, cp.stderr
+        rows = {r["workload"].split("/", 1)[1]: r for r in json.loads(cp.stdout)}
+        live = {w["metadata"]["name"]: kueue_live.outcome(w)
+                for w in kueue_live.workloads(api, sc.prefix)}
+        for name, (admitted, flavors) in live.items():
+            assert (rows[name]["decision"] == "admitted") == admitted, rows[name]
+            if admitted:
+                assert rows[name]["flavors"] == flavors
+    finally:
+        kueue_live.cleanup(api, sc.prefix)

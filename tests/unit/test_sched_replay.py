@@ -1,0 +1,186 @@
+"""``aiplat sim replay``: Kueue's decisions on small hand-made snapshots, and bad input.
+
+The broad check is the differential test against the real Kueue
+(tests/integration/test_kueue_diff_live.py); these pin single rules so a regression names
+the rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from aiplat.cli.main import cli, main
+from aiplat.errors import InputError
+from aiplat.sched.kueue_cycle import replay
+from aiplat.sched.kueue_quota import Tree
+from aiplat.sched.kueue_snapshot import amount, parse
+
+API = "kueue.x-k8s.io/v1beta2"
+Obj = dict[str, Any]
+
+
+def rf(name: str) -> Obj:
+    return {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+
+def cq(name: str, groups: list[tuple[list[str], list[tuple[str, dict[str, Any]]]]],
+       cohort: str | None = None, **spec: Any) -> list[Obj]:
+    rgs = [{"coveredResources": cov, "flavors": [
+        {"name": f, "resources": [{"name": r, **(q if isinstance(q, dict) else
+                                                 {"nominalQuota": q})}
+                                  for r, q in res.items()]} for f, res in fl]}
+           for cov, fl in groups]
+    s: Obj = {"resourceGroups": rgs, **spec}
+    if cohort:
+        s["cohortName"] = cohort
+    return [{"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": s},
+            {"apiVersion": API, "kind": "LocalQueue",
+             "metadata": {"name": name, "namespace": "ns"}, "spec": {"clusterQueue": name}}]
+
+
+def wl(name: str, queue: str, *podsets: tuple[int, dict[str, str]], priority: int = 0,
+       created: str = "2026-01-01T00:00:00Z", admitted: dict[str, dict[str, str]] | None = None
+       ) -> Obj:
+    o: Obj = {"apiVersion": API, "kind": "Workload",
+              "metadata": {"name": name, "namespace": "ns", "uid": name,
+                           "creationTimestamp": created},
+              "spec": {"queueName": queue, "priority": priority, "podSets": [
+                  {"name": f"ps{i}", "count": n, "template": {"spec": {"containers": [
+                      {"name": "c", "resources": {"requests": req}}]}}}
+                  for i, (n, req) in enumerate(podsets)]}}
+    if admitted is not None:
+        o["status"] = {"admission": {"clusterQueue": queue, "podSetAssignments": [
+            {"name": ps, "flavors": fl} for ps, fl in admitted.items()]},
+            "conditions": [{"type": "QuotaReserved", "status": "True",
+                            "lastTransitionTime": created}]}
+    return o
+
+
+def run(objs: list[Obj], cycles: int | None = None) -> dict[str, Any]:
+    return {o.workload.split("/")[1]: o for o in replay(parse(objs, "t"), cycles)}
+
+
+def test_amounts_are_kueue_units() -> None:
+    assert amount("500m", "cpu", "x") == 500
+    assert amount("2", "cpu", "x") == 2000
+    assert amount("1Gi", "memory", "x") == 2**30
+    assert amount("1.5", "example.com/gpu", "x") == 2  # rounded up, as Quantity.Value()
+    with pytest.raises(InputError, match="not a quantity"):
+        amount("lots", "cpu", "where")
+
+
+def test_each_resource_group_gets_its_own_flavor_and_every_resource_is_charged() -> None:
+    objs = [rf("f0"), rf("f1"), rf("g0"),
+            *cq("q", [(["cpu", "memory"], [("f0", {"cpu": 2, "memory": "8Gi"}),
+                                             ("f1", {"cpu": 8, "memory": "8Gi"})]),
+                      (["example.com/gpu"], [("g0", {"example.com/gpu": 4})])]),
+            wl("w", "q", (3, {"cpu": "1", "memory": "1Gi", "example.com/gpu": "1"}))]
+    out = run(objs)["w"]
+    assert out.decision == "admitted"
+    assert out.flavors == {"ps0": {"cpu": "f1", "memory": "f1", "example.com/gpu": "g0"}}
+
+
+def test_a_resource_no_group_covers_keeps_the_workload_pending() -> None:
+    objs = [rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 8})])]),
+            wl("w", "q", (1, {"cpu": "1", "example.com/fpga": "1"}))]
+    out = run(objs)["w"]
+    assert out.decision == "pending"
+    assert "resource example.com/fpga unavailable in ClusterQueue" in out.message
+
+
+def test_pod_sets_may_land_on_different_flavors() -> None:
+    objs = [rf("f0"), rf("f1"),
+            *cq("q", [(["cpu"], [("f0", {"cpu": 2}), ("f1", {"cpu": 4})])]),
+            wl("w", "q", (2, {"cpu": "1"}), (3, {"cpu": "1"}))]
+    assert run(objs)["w"].flavors == {"ps0": {"cpu": "f0"}, "ps1": {"cpu": "f1"}}
+
+
+def test_preemption_admits_only_in_a_later_cycle() -> None:
+    objs = [rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 4})])],
+                          preemption={"withinClusterQueue": "LowerPriority"}),
+            wl("low", "q", (3, {"cpu": "1"}), priority=1, admitted={"ps0": {"cpu": "f0"}}),
+            wl("high", "q", (3, {"cpu": "1"}), priority=9)]
+    one = run(objs, cycles=1)
+    assert one["low"].decision == "preempted" and one["low"].preempted == ["InClusterQueue"]
+    assert one["high"].decision == "pending"
+    assert one["high"].reason == "PendingPreemption"
+    assert run(objs)["high"].decision == "admitted"
+
+
+def _borrowers(bwc: dict[str, Any] | None) -> list[Obj]:
+    pre: Obj = {"reclaimWithinCohort": "Any"}
+    if bwc:
+        pre["borrowWithinCohort"] = bwc
+    return [rf("f0"),
+            *cq("a", [(["cpu"], [("f0", {"cpu": 2})])], "co", preemption=pre),
+            *cq("b", [(["cpu"], [("f0", {"cpu": 2})])], "co"),
+            # b borrows a's quota with a low-priority workload
+            wl("lowb", "b", (3, {"cpu": "1"}), priority=1, admitted={"ps0": {"cpu": "f0"}}),
+            wl("biga", "a", (3, {"cpu": "1"}), priority=5)]  # above a's nominal 2
+
+
+def test_a_preemptor_above_nominal_needs_borrow_within_cohort() -> None:
+    out = run(_borrowers(None))
+    assert out["biga"].decision == "pending" and out["lowb"].decision == "admitted"
+    out = run(_borrowers({"policy": "LowerPriority"}))
+    assert out["lowb"].preempted == ["InCohortReclaimWhileBorrowing"]
+    assert out["biga"].decision == "admitted"
+
+
+def test_classic_order_puts_heads_that_do_not_borrow_first() -> None:
+    objs = [rf("f0"),
+            *cq("a", [(["cpu"], [("f0", {"cpu": 2})])], "co"),
+            *cq("b", [(["cpu"], [("f0", {"cpu": 2})])], "co"),
+            wl("borrower", "a", (3, {"cpu": "1"}), priority=100),
+            wl("within", "b", (2, {"cpu": "1"}), priority=1)]
+    out = run(objs)
+    assert out["within"].decision == "admitted"
+    assert out["borrower"].decision == "pending"
+
+
+def test_lending_limit_keeps_quota_local() -> None:
+    objs = [rf("f0"),
+            *cq("a", [(["cpu"], [("f0", {"cpu": {"nominalQuota": 4, "lendingLimit": 1}})])],
+                "co"),
+            *cq("b", [(["cpu"], [("f0", {"cpu": 0})])], "co")]
+    tree = Tree(parse(objs, "t"))
+    assert tree.available(tree.cqs["b"], ("f0", "cpu")) == 1000
+    assert tree.available(tree.cqs["a"], ("f0", "cpu")) == 4000
+
+
+@pytest.mark.parametrize(("obj", "needle"), [
+    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "kind 'Pod'"),
+    ({"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "ClusterQueue",
+      "metadata": {"name": "q"}}, "apiVersion 'kueue.x-k8s.io/v1alpha1'"),
+    (wl("w", "missing", (1, {"cpu": "1"})), "LocalQueue ns/missing is not in the snapshot"),
+])
+def test_bad_snapshots_name_object_and_field(obj: Obj, needle: str) -> None:
+    with pytest.raises(InputError, match=needle.replace("(", r"\(")):
+        parse([obj], "snap.yaml")
+
+
+def test_cli_bad_snapshot_exits_2_without_traceback(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        wl("w", "nowhere", (1, {"cpu": "1"}))]}))
+    assert main(["sim", "replay", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "Workload ns/w: spec.queueName: LocalQueue ns/nowhere" in err
+    assert "Traceback" not in err
+
+
+def test_cli_replay_json(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump_all([rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 1})])]),
+                                     wl("w", "q", (1, {"cpu": "1"})),
+                                     wl("x", "q", (1, {"cpu": "1"}),
+                                        created="2026-01-01T00:00:05Z")]))
+    r = CliRunner().invoke(cli, ["sim", "replay", str(f), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert '"decision": "admitted"' in r.output and '"inadmissible"' in r.output
