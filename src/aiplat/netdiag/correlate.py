@@ -19,6 +19,10 @@ aggregated):
   is capped at about the same rate, the shared end is capped: the storage node's port
   (``slow-storage``); otherwise each capped puller's own port (``rate``).
 
+When no pull is slow, loss still shows in the storage node's TCP counters read around each
+pull (more than ``net check``'s loss threshold retransmitted): a few % loss on a short path
+costs TCP little throughput, yet ``net check``'s pings see it, and both must agree.
+
 Interface facts localise directly: no carrier is ``down``; an MTU other than the segment's
 is ``mtu``.
 """
@@ -30,8 +34,14 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aiplat.netdiag.netcheck import LOSS_PCT
+
 SLOW_FACTOR = 3.0
 RETRANS_SHARE = 0.05
+LOSS_SHARE = LOSS_PCT / 100
+"""A pull that is not slow still shows loss when the storage node retransmitted more than
+this share of what it sent during it: the threshold ``net check`` applies to its pings, so
+both agree (a few % loss on a short path costs TCP little throughput)."""
 BUSY_SHARE = 0.6
 GPU_IDLE = 0.2
 
@@ -49,6 +59,16 @@ class PullWindow(_M):
     end: float
     mbit: float
     baseline_mbit: float
+    store_retrans: int | None = Field(
+        default=None, description="TCP segments the storage node retransmitted during the pull")
+    store_sent: int | None = Field(
+        default=None, description="TCP segments the storage node sent during the pull")
+
+    @property
+    def retrans_share(self) -> float | None:
+        if self.store_retrans is None or not self.store_sent:
+            return None
+        return min(self.store_retrans / self.store_sent, 1.0)
 
     @property
     def fall(self) -> float:
@@ -133,6 +153,25 @@ def _interface_causes(facts: Facts, sig: Signals) -> list[Cause]:
     return out
 
 
+def retransmitted(w: PullWindow, facts: Facts, sig: Signals) -> tuple[float, float]:
+    """The storage node's retransmitted share of its TCP segments during pull ``w``: of all
+    it sent, and of the full-size segments it sent on the pull's segment."""
+    seg = facts.pull_segment
+    re = sum(_window_values(sig.retrans.get(facts.store, []), w))
+    sent = sum(_window_values(sig.out_segs.get(facts.store, []), w))
+    share = re / sent if sent > 0 else 0.0
+    # The node's TCP counters include its other traffic (metrics scrapes on the management
+    # segment). A pull stalled in retransmission timeouts sends so little that this traffic
+    # dilutes its retransmissions to ~1%; against the full-size segments the store sent on
+    # the pull's segment they stay near the loss rate. A capped pull keeps that segment busy,
+    # so for it both shares are the same.
+    frame = facts.mtu.get(seg, 1500) + 14  # Ethernet header: interface counters include it
+    seg_sent = sum(v * 1e6 / 8 / frame
+                   for v in _window_values(sig.tx.get(key(facts.store, seg), []), w))
+    seg_share = min(re / seg_sent, 1.0) if seg_sent > 0 else 0.0
+    return share, seg_share
+
+
 def _classify(w: PullWindow, facts: Facts, sig: Signals) -> tuple[str, str | None, list[str]]:
     seg = facts.pull_segment
     puller_rx = _window_values(sig.rx.get(key(w.node, seg), []), w)
@@ -154,18 +193,7 @@ def _classify(w: PullWindow, facts: Facts, sig: Signals) -> tuple[str, str | Non
         return "noisy", w.node, [
             head, f"meanwhile {w.node} itself received {got:.0f} Mbit/s on {seg}, near its "
                   f"port rate {facts.link_mbit:.0f}: other traffic took the link"]
-    re = sum(_window_values(sig.retrans.get(facts.store, []), w))
-    sent = sum(_window_values(sig.out_segs.get(facts.store, []), w))
-    share = re / sent if sent > 0 else 0.0
-    # The node's TCP counters include its other traffic (metrics scrapes on the management
-    # segment). A pull stalled in retransmission timeouts sends so little that this traffic
-    # dilutes its retransmissions to ~1%; against the full-size segments the store sent on
-    # the pull's segment they stay near the loss rate. A capped pull keeps that segment busy,
-    # so for it both shares are the same.
-    frame = facts.mtu.get(seg, 1500) + 14  # Ethernet header: interface counters include it
-    seg_sent = sum(v * 1e6 / 8 / frame
-                   for v in _window_values(sig.tx.get(key(facts.store, seg), []), w))
-    seg_share = min(re / seg_sent, 1.0) if seg_sent > 0 else 0.0
+    share, seg_share = retransmitted(w, facts, sig)
     if max(share, seg_share) > RETRANS_SHARE:
         return "loss", w.node, [
             head, f"{facts.store} retransmitted {share:.0%} of its TCP segments meanwhile, "
@@ -224,8 +252,29 @@ def rank(facts: Facts, windows: Sequence[PullWindow], sig: Signals) -> list[Caus
                                 evidence=flat))
     if slow:
         causes = _gpu_evidence(causes, slow, sig)
+    else:
+        causes += _loss_without_slowdown(facts, windows)
     causes.sort(key=lambda c: -c.score)
     return causes
+
+
+def _loss_without_slowdown(facts: Facts, windows: Sequence[PullWindow]) -> list[Cause]:
+    """Loss that did not slow any pull past :data:`SLOW_FACTOR`: the pulls whose storage
+    node retransmitted more than :data:`LOSS_SHARE`; every pull lossy puts it at the store."""
+    seg = facts.pull_segment
+    lossy = [w for w in windows if (w.retrans_share or 0.0) > LOSS_SHARE]
+    ev = [f"{facts.store} retransmitted {w.store_retrans:,} of the {w.store_sent:,} TCP "
+          f"segments it sent during {w.node}'s pull ({w.retrans_share:.1%}; its TCP counters); "
+          f"the pull got {w.mbit:.0f} Mbit/s, baseline {w.baseline_mbit:.0f}"
+          for w in lossy]
+    if len(windows) >= 2 and len(lossy) == len(windows):
+        return [Cause(kind="loss", node=facts.store, segment=seg, score=0.75,
+                      summary=f"packet loss at {facts.store} on {seg}: every pull retransmits "
+                              "(no pull slowed yet)", evidence=ev)]
+    return [Cause(kind="loss", node=w.node, segment=seg, score=0.75,
+                  summary=f"packet loss on {seg} towards {w.node}: {w.retrans_share:.1%} of "
+                          f"the store's segments retransmitted during its pull (no pull slowed "
+                          "yet)", evidence=[e]) for w, e in zip(lossy, ev, strict=True)]
 
 
 def _gpu_evidence(causes: list[Cause], slow: Sequence[PullWindow], sig: Signals) -> list[Cause]:

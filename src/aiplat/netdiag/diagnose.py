@@ -54,9 +54,17 @@ def _pairs(series: list[PromSeries]) -> list[tuple[dict[str, str], list[tuple[fl
 
 def _pull_window(plan: LabPlan, node: LabNode, digest: str | None,
                  baseline: float) -> PullWindow:
+    # The storage node's TCP counters around the pull: pulls run one at a time, so the
+    # difference is this pull's (its retransmissions show loss a rate series cannot
+    # separate from the neighbouring pulls: irate looks back across the windows).
+    before = labio.tcp_counters(plan.store)
     r = labio.pull(plan, node, digest)
+    after = labio.tcp_counters(plan.store)
+    retrans = sent = None
+    if before is not None and after is not None:
+        retrans, sent = after[0] - before[0], after[1] - before[1]
     return PullWindow(node=node.name, start=r.start, end=r.end, mbit=r.mbit,
-                      baseline_mbit=baseline)
+                      baseline_mbit=baseline, store_retrans=retrans, store_sent=sent)
 
 
 def diagnose_lab(prefix: str, prometheus: str | None = None) -> Diagnosis:

@@ -329,6 +329,20 @@ class PullResult:
         return self.bytes * 8 / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
 
+def tcp_counters(node: LabNode) -> tuple[int, int] | None:
+    """(RetransSegs, OutSegs) of the TCP stack in ``node``'s namespace (``/proc/net/snmp``),
+    or None when it cannot be read."""
+    cp = sh.run([*ns_argv(node.ns), "cat", "/proc/net/snmp"], check=False, timeout=5)
+    rows = [line.split() for line in cp.stdout.splitlines() if line.startswith("Tcp:")]
+    if cp.returncode != 0 or len(rows) != 2:
+        return None
+    tcp = dict(zip(rows[0][1:], rows[1][1:], strict=False))
+    try:
+        return int(tcp["RetransSegs"]), int(tcp["OutSegs"])
+    except (KeyError, ValueError):
+        return None
+
+
 def pull(plan: LabPlan, node: LabNode, digest: str | None,
          seconds: float = PULL_SECONDS) -> PullResult:
     """Pull the seeded blob from inside ``node`` over the storage segment, for at most
