@@ -145,6 +145,8 @@ def load_json(path: str | Path, what: str = "a JSON file") -> Any:
 
 
 def _yaml_error(e: yaml.YAMLError, name: str | Path, what: str) -> InputError:
+    if isinstance(e, yaml.MarkedYAMLError) and "nesting depth" in str(e.problem):
+        return _nested(name, what)  # libyaml's own limit, below ours
     if isinstance(e, yaml.MarkedYAMLError):
         mark = e.problem_mark or e.context_mark
         where = f"{name}:{mark.line + 1}:{mark.column + 1}" if mark else str(name)

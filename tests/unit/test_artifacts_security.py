@@ -406,7 +406,8 @@ def test_basic_credentials_are_not_sent_over_plain_http_to_a_remote_registry() -
 ])
 def test_a_policy_with_a_duplicate_key_is_refused_with_file_and_line(
         text: str, line: int, key: str) -> None:
-    with pytest.raises(ArtifactInputError, match=rf"^p\.yaml:{line}: duplicate key '{key}'"):
+    with pytest.raises(ArtifactInputError,
+                       match=rf"^p\.yaml: key '{key}' appears twice \(line {line}\)"):
         parse_policy(text, "p.yaml")
 
 

@@ -34,7 +34,9 @@ from pathlib import Path
 
 import httpx
 
+from aiplat import inputs
 from aiplat.artifacts.errors import ArtifactInputError, RegistryError
+from aiplat.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -111,14 +113,12 @@ def load_credentials(registry: str, env: Mapping[str, str] | None = None,
                      home: Path | None = None) -> Credentials | None:
     """The credentials the auth files hold for ``registry`` (host[:port]), or ``None``."""
     for path in auth_files(env, home):
-        try:
-            doc = json.loads(path.read_text())
-        except FileNotFoundError:
+        if not path.exists():
             continue
-        except (OSError, ValueError) as e:
-            raise ArtifactInputError(
-                f"{path}: cannot read the auth file ({e}); fix or remove it"
-            ) from None
+        try:  # bounded: a FIFO, /dev/zero or a deep document is an error, not a hang
+            doc = inputs.load_json(path, "a registry auth file (JSON)")
+        except InputError as e:
+            raise ArtifactInputError(f"{e}; or remove the file") from None
         if not isinstance(doc, dict):
             continue
         auths = doc.get("auths") or {}

@@ -27,9 +27,8 @@ import base64
 import fnmatch
 import json
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -38,6 +37,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiplat.artifacts import cosign
 from aiplat.artifacts.cosign import PrivateKey, PublicKey
 from aiplat.artifacts.errors import ArtifactInputError, SignatureError
+from aiplat.errors import InputError
 
 SIGNATURE_TYPE = "application/vnd.aiplat.signature.v1+json"  # the format before cosign's
 PAYLOAD_TYPE = "aiplat model signature v1"
@@ -222,46 +222,23 @@ class Policy:
             f" with repositories: ['{name}'] (require: signed and its keys, or require: none)")
 
 
-class _DuplicateKeyError(Exception):
-    def __init__(self, key: object, line: int, first: int) -> None:
-        super().__init__(key)
-        self.key, self.line, self.first = key, line, first
-
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (merge keys aside)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[object, int] = {}
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=True)
-            try:
-                first = seen.setdefault(key, key_node.start_mark.line)
-            except TypeError:
-                continue  # an unhashable key: SafeLoader reports it below
-            if first != key_node.start_mark.line:
-                raise _DuplicateKeyError(key, key_node.start_mark.line + 1, first + 1)
-        return super().construct_mapping(node, deep=deep)
-
-
 def parse_policy(text: str, source: str) -> Policy:
+    from aiplat import inputs
+
+    fix = "see `aiplat model sign --help` for the TrustPolicy format"
     try:
-        raw = yaml.load(text, Loader=_StrictLoader)  # a SafeLoader subclass
-    except _DuplicateKeyError as e:
-        raise ArtifactInputError(
-            f"{source}:{e.line}: duplicate key {e.key!r} (first at line {e.first}); YAML would"
-            " keep only the last one. To fix: merge the two into one") from None
-    except yaml.YAMLError as e:
-        raise ArtifactInputError(f"{source}: not YAML: {e}") from None
+        # Bounded (nesting, alias expansion), duplicate keys refused with their line: YAML
+        # would keep only the last one, e.g. a second `rules:` that drops the first.
+        raw = inputs.mapping(inputs.parse_yaml(text, source, "a TrustPolicy"), source,
+                             "a TrustPolicy", fix)
+    except InputError as e:
+        raise ArtifactInputError(str(e)) from None
     try:
         doc = PolicyDoc.model_validate(raw)
     except ValidationError as e:
         lines = [f"{source}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
                  for err in e.errors()]
-        raise ArtifactInputError("\n".join(lines) + "\n(fix: see `aiplat model sign --help`"
-                                 " for the TrustPolicy format)") from None
+        raise ArtifactInputError("\n".join(lines) + f"\n(fix: {fix})") from None
     keys = {name: load_public_key(k.public_key, f"{source}: keys.{name}.publicKey")
             for name, k in doc.keys.items()}
     for i, rule in enumerate(doc.rules):

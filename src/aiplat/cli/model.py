@@ -21,6 +21,7 @@ from typing import Any
 import click
 import yaml
 
+from aiplat import inputs
 from aiplat.artifacts.cache import Cache
 from aiplat.artifacts.client import open_client
 from aiplat.artifacts.errors import ArtifactInputError, storage_error
@@ -183,7 +184,7 @@ def _load_key(path: str) -> Any:
     from aiplat.artifacts.signing import load_private_key
 
     password = os.environ.get("COSIGN_PASSWORD")
-    return load_private_key(Path(path).read_bytes(), path,
+    return load_private_key(inputs.read_bytes(path, "a private key (PEM)"), path,
                             None if password is None else password.encode())
 
 
@@ -211,7 +212,8 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
     from aiplat.artifacts.signing import parse_policy
 
     r = parse_reference(ref)
-    pol = parse_policy(Path(policy).read_text(), policy) if policy else None
+    pol = parse_policy(inputs.read_text(policy, "a TrustPolicy file"), policy) \
+        if policy else None
     rate = parse_size(max_rate, "--max-rate") if max_rate else None
     limit = parse_size(max_cache_size, "--max-cache-size") if max_cache_size else None
     cache = Cache(cache_dir)

@@ -34,7 +34,6 @@ import httpx2
 import yaml
 from lightkube.config.client_adapter import Client as HttpClient
 from lightkube.config.client_adapter import ConnectionParams
-from lightkube.config.kubeconfig import KubeConfig
 from lightkube.core.exceptions import ConfigError
 
 from aiplat.errors import AiplatError, InputError
@@ -65,6 +64,13 @@ _VOLATILE = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "ge
 
 class ApiError(AiplatError):
     """The API server refused a request, or could not be reached (exit 1)."""
+
+
+class UnreachableError(ApiError):
+    """No answer from the API server at all (refused, no route, TLS, timeout): the
+    kubeconfig or the cluster is wrong, not an object of the tree (exit 2)."""
+
+    exit_code = 2
 
 
 def apply_order(objs: Iterable[Obj]) -> list[Obj]:
@@ -126,14 +132,15 @@ class Api:
                         timeout: float = 30.0) -> Api:
         path = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
         path = path or os.path.expanduser("~/.kube/config")
+        from aiplat.kube.live import load_kubeconfig
+
+        single = load_kubeconfig(path, context)
         try:
-            single = KubeConfig.from_file(path).get(context_name=context)
-            if single is None:
-                raise ConfigError(f"no context {context!r}")
             http = HttpClient(single, ConnectionParams(timeout=httpx2.Timeout(timeout)))
         except (ConfigError, OSError, ValueError, KeyError, TypeError, AssertionError) as e:
-            raise InputError(f"kubeconfig {path}: {e} (fix: pass --kubeconfig FILE and "
-                             "--context NAME, or set $KUBECONFIG)") from e
+            raise InputError(f"kubeconfig {path}: {e} (fix: check the certificate and key data "
+                             "of its cluster and user, or pass --kubeconfig FILE and "
+                             "--context NAME)") from e
         return cls(http)
 
     def close(self) -> None:
@@ -149,9 +156,9 @@ class Api:
     def _request(self, method: str, path: str, **kw: Any) -> httpx2.Response:
         try:
             return self.http.request(method, path, **kw)
-        except httpx2.HTTPError as e:
-            raise ApiError(f"{method} {path}: {e} (fix: is the API server at "
-                             f"{self.http.base_url} up? 'aiplat lab cluster status')") from e
+        except (httpx2.HTTPError, OSError) as e:  # OSError: TLS set-up (ssl.SSLError)
+            raise UnreachableError(f"{method} {path}: {e} (fix: is the API server at "
+                              f"{self.http.base_url} up? 'aiplat lab cluster status')") from e
 
     def ready(self) -> bool:
         try:
@@ -388,6 +395,34 @@ def probe_pod(owner: Obj, podset: str, template: Obj, namespace: str) -> Obj:
             "spec": template.get("spec", {})}
 
 
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _object_problem(o: Obj) -> str | None:
+    meta = o.get("metadata")
+    if not _text(o.get("apiVersion")):
+        return "apiVersion must be text, e.g. v1 or batch/v1"
+    if not _text(o.get("kind")):
+        return "kind must be text, e.g. Job"
+    if not isinstance(meta, dict) or not _text(meta.get("name")):
+        return "metadata must be a mapping with a name"
+    if not isinstance(meta.get("namespace", ""), str):
+        return "metadata.namespace must be text"
+    return None
+
+
+def check_objects(items: list[tuple[str, Obj]]) -> None:
+    """Refuse, before any request, an object the API paths cannot be built from: apiVersion
+    and kind as text, metadata with a name (the server would refuse it too, one by one)."""
+    for i, (file, o) in enumerate(items):
+        problem = _object_problem(o)
+        if problem:
+            what = o["kind"] if _text(o.get("kind")) else f"object {i + 1}"
+            raise InputError(f"{file}: {what}: {problem} (fix: correct the manifest, or "
+                             "render the tree again)")
+
+
 def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
                diff: bool = False, probe_pods: bool = True, force: bool = False
                ) -> list[Outcome]:
@@ -399,9 +434,12 @@ def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
     namespaces (the server cannot dry-run into a namespace it does not have); what depends
     on a cluster-scoped object the tree would create (a PriorityClass the pods name) is
     reported as not checked rather than refused."""
+    check_objects(items)
     by_id = {id(o): f for f, o in items}
     ordered = apply_order(o for _f, o in items)
     scratch: dict[str, str] = {}
+    if items:
+        api.discover()  # an unreachable server is one error now, not one per object
     try:
         if dry_run:
             scratch = _scratch_namespaces(api, items, _dry_run_namespaces(api, items,

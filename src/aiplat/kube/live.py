@@ -11,11 +11,13 @@ from typing import Any
 
 import httpx2
 from lightkube import Client, KubeConfig
+from lightkube.config.kubeconfig import SingleConfig
 from lightkube.core.exceptions import ApiError, ConfigError
 from lightkube.generic_resource import create_global_resource, create_namespaced_resource
 from lightkube.resources.batch_v1 import Job
 from lightkube.resources.core_v1 import Node, Pod
 
+from aiplat import inputs
 from aiplat.errors import InputError
 from aiplat.kube.snapshot import Obj, Snapshot
 
@@ -23,12 +25,54 @@ GLOBAL = {"nodes", "clusterqueues", "resourceflavors", "cohorts", "topologies",
           "resourceslices", "deviceclasses"}
 
 
+KUBECONFIG_FIX = ("give a kubeconfig as `kubectl config view --raw` prints it: clusters, "
+                  "contexts and users lists and a current-context")
+
+
+def load_kubeconfig(path: str, context: str | None = None) -> SingleConfig:
+    """The context ``context`` (default: the current one) of the kubeconfig ``path``.
+
+    Read bounded (size, nesting, aliases: :mod:`aiplat.inputs`) before lightkube sees it, its
+    shape and the server's URL checked: every way a kubeconfig can be wrong is an
+    ``InputError`` naming the file and the fix, never a traceback from the client."""
+    what = "a kubeconfig"
+    data = inputs.mapping(inputs.load_yaml(path, what), path, what, KUBECONFIG_FIX)
+    for key in ("clusters", "contexts"):
+        inputs.sequence(data.get(key), f"{path}: {key}", key, KUBECONFIG_FIX)
+    try:
+        single = KubeConfig.from_dict(data, fname=path).get(context_name=context)
+    except ConfigError as e:
+        raise InputError(f"{path}: {e} (fix: pass --context NAME, or set current-context)") \
+            from None
+    except KeyError as e:
+        raise InputError(f"{path}: {e} is missing: an entry without a name, or a context "
+                         f"naming a cluster or user the file does not define (fix: "
+                         f"{KUBECONFIG_FIX})") from None
+    except (ValueError, TypeError, AttributeError) as e:  # msgspec's ValidationError too
+        raise InputError(f"{path}: not a kubeconfig ({e}) (fix: {KUBECONFIG_FIX})") from None
+    assert single is not None  # get() without a default raises instead
+    server = single.cluster.server
+    try:
+        url = httpx2.URL(server) if server else None
+    except httpx2.InvalidURL as e:
+        url, problem = None, str(e)
+    else:
+        problem = "" if url is None or (url.scheme in ("http", "https") and url.host) \
+            else "not an http(s) URL with a host"
+    if problem:
+        raise InputError(f"{path}: cluster {single.context.cluster!r} server {server!r}: "
+                         f"{problem} (fix: e.g. server: https://HOST:6443)")
+    return single
+
+
 def read_live(kubeconfig: str, timeout: float = 10.0) -> Snapshot:
     """List the snapshot's resources from a live cluster (read-only) with lightkube."""
+    single = load_kubeconfig(kubeconfig)
     try:
-        client = Client(config=KubeConfig.from_file(kubeconfig), timeout=httpx2.Timeout(timeout))
-    except (ConfigError, OSError, ValueError) as e:
-        raise InputError(f"--kubeconfig {kubeconfig}: {e}") from e
+        client = Client(config=single, timeout=httpx2.Timeout(timeout))
+    except (ConfigError, OSError, ValueError) as e:  # certificates that do not load
+        raise InputError(f"--kubeconfig {kubeconfig}: {e} (fix: check the certificate and "
+                         "key data of its cluster and user)") from e
     kinds: dict[str, Any] = {
         "nodes": Node, "pods": Pod, "jobs": Job,
         "workloads": create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload",
