@@ -40,19 +40,37 @@ Eviction is immediate in the simulation (Kueue waits for the victims to terminat
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+import numpy as np
+
+from aiplat.sched.cluster import ClusterState
 from aiplat.sched.kueue import FR, KueueConfig, QuotaTree
+from aiplat.sched.workload import Job, Run
 
-if TYPE_CHECKING:
-    from aiplat.sched.engine import Simulator, _Run
-    from aiplat.sched.workload import Job
+_Run = Run
+
+
+class Host(Protocol):
+    """What admission needs from the engine that runs it: the clock, the jobs, the nodes,
+    and the four actions it decides (evict, place, start, hand over to placement). The
+    engine implements it; admission never imports the engine."""
+
+    now: float
+    runs: dict[str, Run]
+    state: ClusterState
+    pool_nodes: dict[str, np.ndarray]
+
+    def evict(self, run: Run, reason: str) -> None: ...
+    def try_place(self, run: Run) -> bool: ...
+    def start(self, run: Run) -> None: ...
+    def admitted(self, run: Run) -> None: ...
 
 FIT, BORROW, PREEMPT, NOFIT = 0, 1, 2, 3
 
 
 class Admission:
-    def __init__(self, config: KueueConfig, sim: Simulator) -> None:
+    def __init__(self, config: KueueConfig, sim: Host) -> None:
         self.config = config
         self.sim = sim
         self.tree = QuotaTree(config)

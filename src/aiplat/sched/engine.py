@@ -27,7 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,10 +35,12 @@ from aiplat.sched.admission import Admission
 from aiplat.sched.cluster import MILLI, ClusterState, Node, Placement
 from aiplat.sched.frag import FragMeter, TypicalWorkload
 from aiplat.sched.kueue import KueueConfig
-from aiplat.sched.metrics import JobRecord, SimResult, TimePoint, summarize
+from aiplat.sched.metrics import JobRecord, SimResult, TimePoint, Totals, summarize
 from aiplat.sched.policies import GpuClustering, Policy, make_policy
 from aiplat.sched.tas import plan_podset
-from aiplat.sched.workload import Job
+from aiplat.sched.workload import Job, Run
+
+_Run = Run  # the engine's name for it before the move
 
 
 @dataclass(frozen=True)
@@ -52,25 +54,6 @@ class PoolStrategy:
     warm_nodes: int = 0
     mtbf_h: float | None = None
     mttr_h: float = 24.0
-
-
-@dataclass
-class _Run:
-    job: Job
-    flavor: str = ""
-    need: dict[tuple[str, str], float] = field(default_factory=dict)
-    placements: list[tuple[int, Placement]] = field(default_factory=list)  # (podset, where)
-    admitted_at: float | None = None
-    started_at: float | None = None
-    first_start: float | None = None
-    epoch: int = 0
-    attempts: int = 0
-    evictions: int = 0
-    preempted: int = 0
-    wasted_gpu_s: float = 0.0
-    preempted_at: float | None = None  # when this job last evicted victims
-    finished_at: float | None = None
-    state: str = "pending"  # pending | admitted | running | finished | deactivated | never-fits
 
 
 ARRIVE, FINISH, NODE_UP, NODE_DOWN, REPAIR, IDLE_CHECK, READY_TIMEOUT, REQUEUE = range(8)
@@ -177,7 +160,10 @@ class Simulator:
             self._sample(next_sample)
             next_sample += step
         self._accumulate(end)
-        return summarize(self, end)
+        return summarize(Totals(
+            list(self.runs.values()), {q.name: q.weight for q in self.config.cluster_queues},
+            self.timeline, self.preemptions, self.allocated_gpu_s, self.provisioned_gpu_s,
+            self.events_processed), end)
 
     def _sample(self, t: float) -> None:
         st = self.state

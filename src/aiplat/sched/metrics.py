@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from aiplat.sched.engine import Simulator
+    from aiplat.sched.workload import Run
 
 
 @dataclass(frozen=True)
@@ -118,9 +118,22 @@ def jain(values: list[float]) -> float:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
 
 
-def summarize(sim: Simulator, end: float) -> SimResult:
-    runs = list(sim.runs.values())
-    weights = {q.name: q.weight for q in sim.config.cluster_queues}
+@dataclass(frozen=True)
+class Totals:
+    """What the engine hands over at the end: the jobs and the running totals."""
+
+    runs: list[Run]
+    weights: dict[str, float]  # per ClusterQueue
+    timeline: list[TimePoint]
+    preemptions: int
+    allocated_gpu_s: float
+    provisioned_gpu_s: float
+    events: int
+
+
+def summarize(sim: Totals, end: float) -> SimResult:
+    runs = sim.runs
+    weights = dict(sim.weights)
     used: dict[str, float] = dict.fromkeys(weights, 0.0)
     for r in runs:
         if r.state == "finished":
@@ -168,7 +181,7 @@ def summarize(sim: Simulator, end: float) -> SimResult:
         utilisation=sim.allocated_gpu_s / sim.provisioned_gpu_s if sim.provisioned_gpu_s else 0.0,
         mean_fragmented_gpus=float(np.mean(frag)) if frag else 0.0,
         end_h=end / 3600,
-        events=sim.events_processed,
+        events=sim.events,
         timeline=list(sim.timeline),
         records=[JobRecord(r.job.name, r.job.queue, r.job.submit, r.first_start, r.finished_at,
                            r.flavor, r.evictions, r.state) for r in runs],

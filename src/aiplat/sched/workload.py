@@ -10,10 +10,10 @@ once all pods run; an evicted job restarts from the beginning (its progress is t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from aiplat.sched.cluster import MILLI, Request
+from aiplat.sched.cluster import MILLI, Placement, Request
 from aiplat.sched.kueue import FR, GPU
 
 Level = Literal["block", "rack", "host"]
@@ -67,3 +67,25 @@ class Job:
             "memory": sum(p.count * p.request.memory_mib for p in self.podsets) / 1024,
         }
         return {(flavor, r): amounts.get(r, 0.0) for r in covered}
+
+
+@dataclass
+class Run:
+    """A job's life in a simulation: where it runs, when it was admitted and started, what
+    it lost to evictions (the engine changes it; admission and metrics read it)."""
+
+    job: Job
+    flavor: str = ""
+    need: dict[tuple[str, str], float] = field(default_factory=dict)
+    placements: list[tuple[int, Placement]] = field(default_factory=list)  # (podset, where)
+    admitted_at: float | None = None
+    started_at: float | None = None
+    first_start: float | None = None
+    epoch: int = 0
+    attempts: int = 0
+    evictions: int = 0
+    preempted: int = 0
+    wasted_gpu_s: float = 0.0
+    preempted_at: float | None = None  # when this job last evicted victims
+    finished_at: float | None = None
+    state: str = "pending"  # pending | admitted | running | finished | deactivated | never-fits
