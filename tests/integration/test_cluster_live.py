@@ -383,7 +383,9 @@ def test_pending_workload_and_why_pending_agree_with_kueue(cluster: Cluster,
     # The docs-search pod without a node: the scheduler could not allocate its claim.
     cp = cluster.aiplat("kube", "why-pending", "docs-search", "-n", "serving", "--kubeconfig",
                         cluster.kubeconfig, "-o", "json", check=True)
-    assert json.loads(cp.stdout)["code"] == "NoFreeDevice"
+    # Its class's devices exist (the selector matches the kwok nodes' slices); what blocks it
+    # is that they are held, or too few are free on any one node.
+    assert json.loads(cp.stdout)["code"] in ("DevicesAllocated", "DevicesSpread"), cp.stdout
 
 
 def _edit_tree(src: Path, dst: Path, edit: Callable[[Path, list[Obj]], list[Obj]]) -> Path:

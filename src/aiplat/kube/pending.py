@@ -439,6 +439,69 @@ def _claim_for(snap: Snapshot, pod: Obj, entry: Obj) -> Obj | None:
     return None
 
 
+@dataclass
+class _Candidates:
+    """What the ResourceSlices offer one (sub)request of a claim."""
+
+    matching: int = 0
+    per_node_free: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    errors: set[str] = field(default_factory=set)
+    unmatched: str | None = None
+    """The first selector no published device satisfies, when none matches."""
+
+    @property
+    def best(self) -> int:
+        return max(self.per_node_free.values(), default=0)
+
+
+def _candidates(snap: Snapshot, exprs: list[str],
+                allocated: dict[tuple[str, str, str], str]) -> _Candidates:
+    c = _Candidates()
+    passing = [0] * len(exprs)
+    for sl in snap.list("resourceslices"):
+        s = sl.get("spec") or {}
+        driver, pool = s.get("driver", ""), (s.get("pool") or {}).get("name", "")
+        for dev in s.get("devices") or []:
+            results = []
+            for k, e in enumerate(exprs):
+                try:
+                    ok = bool(cel.evaluate(e, driver, dev))
+                except cel.CelError as err:
+                    c.errors.add(str(err))
+                    ok = False
+                passing[k] += ok
+                results.append(ok)
+            if not all(results):
+                continue
+            c.matching += 1
+            if (driver, pool, dev.get("name", "")) not in allocated:
+                c.per_node_free[s.get("nodeName", pool)] += 1
+    if not c.matching:
+        c.unmatched = next((e for e, n in zip(exprs, passing, strict=True) if n == 0), None)
+    return c
+
+
+def _dra_blocker(cls_name: str, c: _Candidates, count: int,
+                 allocated: dict[tuple[str, str, str], str]) -> tuple[str, str]:
+    """(code, why) for a subrequest the slices cannot serve: no device matches (and which
+    selector excludes them all), every matching device is allocated, or the free ones are
+    spread over nodes with fewer than ``count`` each."""
+    errors = f"; CEL errors: {sorted(c.errors)}" if c.errors else ""
+    if not c.matching:
+        which = (f"selector {c.unmatched!r}" if c.unmatched
+                 else "the selectors together")
+        return ("NoDeviceMatches", f"class {cls_name}: no published device matches {which}"
+                + errors)
+    free = sum(c.per_node_free.values())
+    if not free:
+        held = sorted(set(allocated.values()))
+        return ("DevicesAllocated", f"class {cls_name}: all {c.matching} matching device(s) "
+                f"are allocated (to {', '.join(held[:5])}{', ...' if len(held) > 5 else ''})"
+                + errors)
+    return ("DevicesSpread", f"class {cls_name}: {c.matching} device(s) match, {free} free, "
+            f"but at most {c.best} free on one node (need {count} on one node)" + errors)
+
+
 def _dra(snap: Snapshot, pod: Obj) -> Explanation | None:
     allocated = _allocated_devices(snap)
     for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
@@ -451,50 +514,40 @@ def _dra(snap: Snapshot, pod: Obj) -> Explanation | None:
         if ((claim.get("status") or {}).get("allocation")):
             continue
         for req in (((claim.get("spec") or {}).get("devices") or {}).get("requests")) or []:
-            subs = [req["exactly"]] if "exactly" in req else list(req.get("firstAvailable") or [])
-            tried = []
-            for sub in subs:
-                cls_name = sub.get("deviceClassName", "")
-                dc = snap.get("deviceclasses", cls_name)
-                if dc is None:
-                    tried.append(f"DeviceClass {cls_name} does not exist")
-                    continue
-                exprs = [(s.get("cel") or {}).get("expression", "")
-                         for s in ((dc.get("spec") or {}).get("selectors") or [])
-                         + (sub.get("selectors") or [])]
-                count = int(sub.get("count", 1))
-                per_node_free: dict[str, int] = defaultdict(int)
-                matching = 0
-                errors: set[str] = set()
-                for sl in snap.list("resourceslices"):
-                    s = sl.get("spec") or {}
-                    driver, pool = s.get("driver", ""), (s.get("pool") or {}).get("name", "")
-                    for dev in s.get("devices") or []:
-                        try:
-                            ok = all(cel.evaluate(e, driver, dev) for e in exprs)
-                        except cel.CelError as err:
-                            errors.add(str(err))
-                            ok = False
-                        if not ok:
-                            continue
-                        matching += 1
-                        if (driver, pool, dev.get("name", "")) not in allocated:
-                            per_node_free[s.get("nodeName", pool)] += 1
-                best = max(per_node_free.values(), default=0)
-                if best >= count:
-                    break  # this subrequest can be satisfied; not the blocker
-                held = sorted({v for k, v in allocated.items()})
-                tried.append(
-                    f"class {cls_name}: {matching} device(s) match the selectors, "
-                    f"{sum(per_node_free.values())} free, at most {best} free on one node "
-                    f"(need {count})" + (f"; CEL errors: {sorted(errors)}" if errors else "")
-                    + (f"; allocated to {', '.join(held[:5])}" if matching and held else ""))
-            else:
+            blocked = _request_blocker(snap, req, allocated)
+            if blocked is not None:
+                code, tried = blocked
                 return Explanation(
-                    "", "NoFreeDevice",
-                    f"claim {_ns(claim)}/{_name(claim)} request {req.get('name')!r}: no node "
-                    "has enough free devices matching its DeviceClass selectors", tried)
+                    "", code, f"claim {_ns(claim)}/{_name(claim)} request "
+                    f"{req.get('name')!r}: {tried[0]}", tried)
     return None
+
+
+def _request_blocker(snap: Snapshot, req: Obj, allocated: dict[tuple[str, str, str], str]
+                     ) -> tuple[str, list[str]] | None:
+    """None when some subrequest (``exactly`` or one of ``firstAvailable``) can be served;
+    else the first subrequest's blocker code and every subrequest's reason."""
+    subs = [req["exactly"]] if "exactly" in req else list(req.get("firstAvailable") or [])
+    tried: list[str] = []
+    codes: list[str] = []
+    for sub in subs:
+        cls_name = sub.get("deviceClassName", "")
+        dc = snap.get("deviceclasses", cls_name)
+        if dc is None:
+            codes.append("DeviceClassMissing")
+            tried.append(f"DeviceClass {cls_name} does not exist")
+            continue
+        exprs = [(s.get("cel") or {}).get("expression", "")
+                 for s in ((dc.get("spec") or {}).get("selectors") or [])
+                 + (sub.get("selectors") or [])]
+        count = int(sub.get("count", 1))
+        c = _candidates(snap, exprs, allocated)
+        if c.best >= count:
+            return None  # this subrequest can be satisfied; not the blocker
+        code, why = _dra_blocker(cls_name, c, count, allocated)
+        codes.append(code)
+        tried.append(why)
+    return (codes[0], tried) if codes else None
 
 
 def _placement(snap: Snapshot, pod: Obj) -> Explanation | None:

@@ -334,7 +334,28 @@ def scenarios() -> dict[str, tuple[dict[str, list[Obj]], Obj]]:
                          spec=wl["spec"]["podSets"][0]["template"]["spec"], node_name=None,
                          claim="tp-pair-0-gpus-x2b9q"))
     out["dra-no-free-device"] = (s, {"name": "tp-pair", "namespace": "research",
-                                     "code": "NoFreeDevice", "contains": "at most 1 free"})
+                                     "code": "DevicesSpread",
+                                     "contains": "at most 1 free on one node (need 2"})
+
+    s = copy.deepcopy(s)  # the same claim when every H100 is held: allocated, not spread
+    s["resourceclaims"] = [c for c in s["resourceclaims"] if not c["metadata"]["name"]
+                           .startswith("busy-")]
+    for i in range(4):
+        s["resourceclaims"].append(claim(f"busy-{i}", "serving", 8,
+                                         [(f"h100-{i}", f"gpu-{d}") for d in range(8)]))
+    out["dra-all-allocated"] = (s, {"name": "tp-pair", "namespace": "research",
+                                    "code": "DevicesAllocated",
+                                    "contains": "all 32 matching device(s) are allocated"})
+
+    s = copy.deepcopy(s)  # the nodes publish H200s: the class's H100 selector matches none
+    s["resourceclaims"] = [c for c in s["resourceclaims"] if not c["metadata"]["name"]
+                           .startswith("busy-")]
+    for sl in s["resourceslices"]:
+        for d in sl["spec"]["devices"]:
+            d["attributes"]["productName"] = {"string": "NVIDIA H200"}
+    out["dra-no-device-matches"] = (s, {"name": "tp-pair", "namespace": "research",
+                                        "code": "NoDeviceMatches",
+                                        "contains": "no published device matches selector"})
 
     s = base()  # 3 whole-node pods must share a rack; racks have 2 nodes
     s["workloads"].append(workload("pretrain-big", "research", "research", priority=500,
