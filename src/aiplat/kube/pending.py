@@ -185,6 +185,14 @@ def _flavor_order(cq: Obj) -> list[str]:
     return out
 
 
+def _missing_flavors(snap: Snapshot, cq: Obj) -> list[str]:
+    """Flavors the ClusterQueue names that the snapshot's ResourceFlavors lack (only when the
+    snapshot has ResourceFlavors at all: a snapshot without them says nothing)."""
+    if not snap.list("resourceflavors"):
+        return []
+    return [f for f in _flavor_order(cq) if snap.get("resourceflavors", f) is None]
+
+
 def _tolerated(tols: list[Obj], taint: Obj) -> bool:
     for t in tols:
         if t.get("effect") and t.get("effect") != taint.get("effect"):
@@ -625,12 +633,30 @@ def _explain_workload(snap: Snapshot, wl: Obj) -> Explanation:
                            [f"LocalQueues in {_ns(wl)}: {existing or 'none'}",
                             "fix the kueue.x-k8s.io/queue-name label or create the LocalQueue",
                             *said])
+    lq_stop = (lq.get("spec") or {}).get("stopPolicy", "None")
+    if lq_stop in ("Hold", "HoldAndDrain"):
+        return Explanation(ref, "LocalQueueStopped",
+                           f"LocalQueue {_ns(wl)}/{queue} is stopped (stopPolicy {lq_stop})",
+                           ["a held LocalQueue admits nothing new"
+                            + (" and HoldAndDrain evicts what it admitted"
+                               if lq_stop == "HoldAndDrain" else ""),
+                            f"resume: kubectl patch localqueue {queue} -n {_ns(wl)} --type merge "
+                            "-p '{\"spec\":{\"stopPolicy\":\"None\"}}'", *said])
     cq_name = (lq.get("spec") or {}).get("clusterQueue", "")
     cq = snap.get("clusterqueues", cq_name)
     if cq is None:
         return Explanation(ref, "ClusterQueueMissing",
                            f"LocalQueue {_ns(wl)}/{queue} points at ClusterQueue {cq_name!r}, "
                            "which does not exist", said)
+    missing = _missing_flavors(snap, cq)
+    if missing:
+        return Explanation(ref, "ClusterQueueInactive",
+                           f"ClusterQueue {cq_name} is inactive: its ResourceFlavor"
+                           f"{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                           f"do{'' if len(missing) > 1 else 'es'} not exist",
+                           ["Kueue keeps a ClusterQueue inactive (FlavorNotFound) while a flavor "
+                            "it names is missing; create it or remove it from resourceGroups",
+                            *said])
     active = _cond(cq, "Active")
     stop = (cq.get("spec") or {}).get("stopPolicy", "None")
     if stop in ("Hold", "HoldAndDrain") or (active and active.get("status") == "False"):

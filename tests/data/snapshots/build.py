@@ -376,6 +376,25 @@ def scenarios() -> dict[str, tuple[dict[str, list[Obj]], Obj]]:
                                         "code": "ClusterQueueInactive",
                                         "contains": "FlavorNotFound"})
 
+    s = base()  # the queue names a flavor nobody created: Kueue keeps it inactive
+    s["resourceflavors"] = [flavor("l40s")]
+    s["workloads"].append(workload("sweep", "research", "research", priority=500, count=1, gpus=1,
+                                   reason="Inadmissible",
+                                   message="ClusterQueue research is inactive"))
+    out["clusterqueue-flavor-missing"] = (s, {"name": "sweep", "namespace": "research",
+                                              "code": "ClusterQueueInactive",
+                                              "contains": "ResourceFlavor h100 does not exist"})
+
+    s = base()  # the tenant's LocalQueue is held (an admin paused the team's queue)
+    s["localqueues"][0]["spec"]["stopPolicy"] = "Hold"
+    s["localqueues"][0]["status"]["conditions"][0] |= {
+        "status": "False", "reason": "Stopped", "message": "LocalQueue is stopped"}
+    s["workloads"].append(workload("sweep", "research", "research", priority=500, count=1, gpus=1,
+                                   reason="Inadmissible",
+                                   message="LocalQueue research is inactive"))
+    out["localqueue-held"] = (s, {"name": "sweep", "namespace": "research",
+                                  "code": "LocalQueueStopped", "contains": "stopPolicy Hold"})
+
     s = base()
     s["workloads"].append(workload("typo", "research", "reserch", priority=500, count=1, gpus=1,
                                    reason="Inadmissible",
