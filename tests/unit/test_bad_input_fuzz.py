@@ -8,22 +8,31 @@ specs. The budgets are small and derandomized for CI (about a minute on 2 cores)
 ``AIPLAT_FUZZ_EXAMPLES=N`` to multiply every budget by N for a longer hunt, e.g.
 ``AIPLAT_FUZZ_EXAMPLES=40 pytest tests/unit/test_bad_input_fuzz.py`` (about 10 minutes).
 
-Covered: spec validate, plan, kube render|validate|lint|why-pending, sim run|compare,
-matrix check|show, monitoring render, runbook, accept compare|report, node baseline
+Covered: spec validate, plan, kube render|validate|lint|why-pending|apply, sim run|compare,
+matrix check|show|diff, monitoring render, runbook, accept compare|report, node baseline
 compare|record, node check|inventory|placement|burnin|agent, cdi generate|validate,
 runtime config, sharing plan|config|compare, accounting report, lab fault add (dry run),
-diagnose (option checks). Not covered: commands that need root, a network, a registry or a
-running lab/cluster (lab up|down|status, lab cluster *, net check, kube apply, model *,
-cdi verify, accept run, node prepare, lab exercise) and long burn-ins.
+lab status|fault list (a lab state file), lab exercise --check (course results), diagnose
+(option checks), model pull (a bad --policy; the registry a closed port), model
+ls|verify|gc (a damaged --cache), kube apply|why-pending (a bad --kubeconfig; its server a
+closed port). Not covered: commands that need root, a network, a registry or a running
+lab/cluster to get past their inputs (lab up|down, lab cluster *, net check, model
+push|sign|tags|inspect|bench, cdi verify, accept run, node prepare, lab exercise runs) and
+long burn-ins. ``COMMANDS_COVERED`` counts the distinct leaf commands driven.
 """
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import io
 import json
 import os
+import shutil
+import signal
+import socket
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +47,18 @@ from aiplat.cli.main import main
 from aiplat.spec import example_text
 
 SCALE = max(1, int(os.environ.get("AIPLAT_FUZZ_EXAMPLES", "1")))
+HANG_SECONDS = 120
+"""A command still running after this long is a hang (a FIFO read, a retry loop)."""
+CASES: dict[str, int] = {}
+"""Cases run per leaf command in this session (printed by the last test)."""
+
+
+class Hang(BaseException):
+    """Raised by the alarm in :func:`run`; a BaseException, so no command swallows it."""
+
+
+def _alarm(_signum: int, _frame: object) -> None:
+    raise Hang
 
 # celpy raises the recursion limit the first time a CEL environment is made; hypothesis
 # refuses a test that changes it, so make one before any test runs.
@@ -49,14 +70,34 @@ def budget(n: int) -> settings:
                     database=None, suppress_health_check=list(HealthCheck))
 
 
+def _leaf(argv: list[str]) -> str:
+    words = [a for a in argv[:3] if not a.startswith(("-", "/", "."))]
+    groups = {"spec", "kube", "sim", "matrix", "monitoring", "accept", "node", "cdi", "runtime",
+              "sharing", "accounting", "lab", "model", "baseline", "fault", "config"}
+    leaf = [words[0]] if words else []
+    for w in words[1:]:
+        if leaf[-1] not in groups:
+            break
+        leaf.append(w)
+    return " ".join(leaf)
+
+
 def run(argv: list[str]) -> tuple[int, str]:
     """One command as the console script runs it: (exit code, stderr and stdout)."""
+    CASES[_leaf(argv)] = CASES.get(_leaf(argv), 0) + 1
     out, err = io.StringIO(), io.StringIO()
+    old = signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(HANG_SECONDS)
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code: int | str | None = main(argv)
         except SystemExit as e:  # commands that exit 1 themselves
             code = e.code
+        except Hang:
+            code = "hang"
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, old)
     text = err.getvalue()
     assert "Traceback" not in text + out.getvalue(), f"{argv}: {text}"
     assert code in (0, 1, 2, None), f"{argv}: exit {code!r}: {text}"
@@ -143,7 +184,21 @@ FILE_COMMANDS = [
     "accept compare {f} {f}",
     "accept report {f} -w {out}",
     "sharing plan --spec {f} --demand 1g.10gb=1",
+    "matrix diff {f} {f}",
+    "model pull 127.0.0.1:{port}/m/x:1 --policy {f} --cache {out}/cache -q",
+    "kube apply {small} --kubeconfig {f}",
+    "kube why-pending x --kubeconfig {f}",
 ]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+PORT = _closed_port()
+"""Nothing listens here: a registry or API server that refuses at once."""
 
 
 def _materialise(root: Path, content: bytes | None, kind: str,
@@ -176,10 +231,15 @@ def test_file_inputs_never_crash(cmd: str, content: bytes | None, kind: str,
         f, fdir = _materialise(root, content, kind, name)
         (root / "root").mkdir()
         tree = root / "tree"
+        small = root / "small"
         argv = cmd.format(f=f, out=root / "out", root=root / "root", tree=tree,
-                          fdir=fdir).split()
+                          fdir=fdir, port=PORT, small=small).split()
         if "{tree}" in cmd:
             run(["kube", "render", "-o", str(tree)])
+        if "{small}" in cmd:
+            small.mkdir()
+            (small / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\n"
+                                           "metadata: {name: fuzz}\n")
         before = {p for p in root.rglob("*") if "out" in p.parts}
         code, err = run(argv)
         assert not leftovers(root), leftovers(root)
@@ -305,3 +365,189 @@ def test_mutated_specs_never_crash(mutations: list[tuple[tuple[Any, ...], Any]],
         assert not leftovers(root)
         if code == 2:
             assert not (root / "out").exists() or not any((root / "out").rglob("*"))
+
+
+# ---------------------------------------------------------------------------- live inputs
+
+KUBECONFIG: dict[str, Any] = {
+    "apiVersion": "v1", "kind": "Config", "current-context": "x",
+    "clusters": [{"name": "c", "cluster": {"server": f"https://127.0.0.1:{PORT}",
+                                           "certificate-authority-data": "bm90IGEgY2VydA=="}}],
+    "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": "n"}}],
+    "users": [{"name": "u", "user": {"token": "t", "client-certificate-data": "eA=="}}],
+}
+KUBECONFIG_PATHS = _paths(KUBECONFIG)
+
+
+def _set(doc: Any, path: tuple[Any, ...], value: Any) -> None:
+    cur = doc
+    try:
+        for part in path[:-1]:
+            cur = cur[part]
+        if value is _DELETE:
+            del cur[path[-1]]
+        else:
+            cur[path[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass  # an earlier change removed the place
+
+
+_DELETE = object()
+
+
+@given(changes=st.lists(st.tuples(st.sampled_from(KUBECONFIG_PATHS),
+                                  weird | st.just(_DELETE) | st.sampled_from(
+                                      ["::::", "ftp://h", "http://", "https://127.0.0.1:0",
+                                       f"http://127.0.0.1:{PORT}", "!!notbase64", ""])),
+                        min_size=1, max_size=3),
+       cmd=st.sampled_from(["kube apply {small} --kubeconfig {f}",
+                            "kube apply {small} --kubeconfig {f} --context y",
+                            "kube why-pending x --kubeconfig {f}"]))
+@budget(30)
+def test_mutated_kubeconfigs_never_crash(changes: list[tuple[tuple[Any, ...], Any]],
+                                         cmd: str) -> None:
+    """Kubeconfigs one to three edits away from a valid one (its server a closed port):
+    every answer is a clear error, never a traceback, a hang or a refusal per object."""
+    doc = copy.deepcopy(KUBECONFIG)
+    for path, value in changes:
+        _set(doc, path, value)
+    with workdir() as root:
+        (root / "small").mkdir()
+        (root / "small" / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\n"
+                                                "metadata: {name: fuzz}\n")
+        (root / "kc.yaml").write_text(yaml.safe_dump(doc))
+        code, text = run(cmd.format(small=root / "small", f=root / "kc.yaml").split())
+        assert code == 2 and text.startswith("error: "), f"{cmd} {doc}: exit {code}: {text}"
+
+
+@functools.cache
+def _pristine_cache() -> Path:
+    """A model cache holding one pulled model (through the fake registry of the artifacts
+    tests), made once per session."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from artifacts_fakes import FakeRegistry
+
+    from aiplat.artifacts.cache import Cache
+    from aiplat.artifacts.client import RegistryClient, RetryPolicy
+    from aiplat.artifacts.modelpack import ModelInfo
+    from aiplat.artifacts.package import package_dir
+    from aiplat.artifacts.pull import pull
+    from aiplat.artifacts.push import push_package
+    from aiplat.artifacts.reference import parse_reference
+
+    d = Path(tempfile.mkdtemp(prefix="aiplat-fuzz-cache-"))
+    model = d / "model"
+    model.mkdir()
+    (model / "w.safetensors").write_bytes(os.urandom(4096))
+    (model / "config.json").write_text("{}")
+    client = RegistryClient("reg.test:5000", transport=FakeRegistry().transport,
+                            retry=RetryPolicy(backoff=0))
+    ref = parse_reference("reg.test:5000/m/a:v1")
+    push_package(client, ref, package_dir(model, ModelInfo(name="a")))
+    pull(client, Cache(d / "cache"), ref)
+    return d / "cache"
+
+damage = st.sampled_from(["bytes", "directory", "fifo", "dev-zero-link", "loop-link",
+                          "delete", "empty"])
+
+
+def _damage(target: Path, how: str, content: bytes) -> None:
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+    elif target.exists() or target.is_symlink():
+        target.chmod(0o644) if not target.is_symlink() else None
+        target.unlink()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if how == "bytes":
+        target.write_bytes(content)
+    elif how == "empty":
+        target.write_bytes(b"")
+    elif how == "directory":
+        target.mkdir()
+    elif how == "fifo":
+        os.mkfifo(target)
+    elif how == "dev-zero-link":
+        target.symlink_to("/dev/zero")
+    elif how == "loop-link":
+        target.symlink_to(target.name)
+
+
+@given(pick=st.integers(0, 10**6), how=damage, content=contents,
+       cmd=st.sampled_from(["model ls --cache {c}", "model verify --cache {c}",
+                            "model verify --cache {c} --no-quarantine", "model gc --cache {c}",
+                            "model gc --cache {c} --max-size 1"]))
+@budget(40)
+def test_damaged_caches_never_crash(pick: int, how: str, content: bytes, cmd: str) -> None:
+    """A model cache with one thing damaged: any file or folder of it replaced by other
+    bytes, a folder, a FIFO, a link to /dev/zero or to itself, or removed."""
+    with workdir() as root:
+        cache = root / "cache"
+        subprocess.run(["cp", "-a", str(_pristine_cache()), str(cache)], check=True)  # links
+        places = sorted(p for p in cache.rglob("*") if "locks" not in p.parts)
+        _damage(places[pick % len(places)], how, content)
+        run(cmd.format(c=cache).split())
+
+
+@given(content=contents, kind=special,
+       cmd=st.sampled_from(["lab status --prefix fz", "lab status --prefix fz -o env",
+                            "lab fault list --prefix fz", "lab down --prefix fz",
+                            "diagnose --prefix fz"]))
+@budget(20)
+def test_bad_lab_state_files_never_crash(content: bytes, kind: str, cmd: str) -> None:
+    with workdir() as root:
+        state = root / "labs" / "fz" / "state.json"
+        state.parent.mkdir(parents=True)
+        if kind == "directory":
+            state.mkdir()
+        elif kind == "fifo":
+            os.mkfifo(state)
+        else:
+            state.write_bytes(content)
+        old = os.environ.get("AIPLAT_LAB_DIR")
+        os.environ["AIPLAT_LAB_DIR"] = str(root / "labs")
+        try:
+            code, text = run(cmd.split())
+        finally:
+            if old is None:
+                del os.environ["AIPLAT_LAB_DIR"]
+            else:
+                os.environ["AIPLAT_LAB_DIR"] = old
+        assert code in (1, 2), f"{cmd}: a bad state file gave exit {code}: {text}"
+
+
+@given(files=st.dictionaries(st.sampled_from([
+    "ex1/plan/plan.json", "ex2/inventory.json", "ex2/check.json", "ex3/validate.json",
+    "ex3/why-pending.json", "ex4/sim-fair.json", "ex5/lab.json", "ex5/pull-cold.json",
+    "ex6/diagnose-fault.json", "ex7/baseline/acceptance.json", "ex7/compare.json"]),
+    st.none() | contents, min_size=1, max_size=4), which=st.sampled_from(["all", "5", "7"]))
+@budget(20)
+def test_bad_course_results_never_crash(files: dict[str, bytes | None], which: str) -> None:
+    """``lab exercise --check`` on results of any content (None: a FIFO in its place)."""
+    with workdir() as root:
+        for rel, content in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            if content is None:
+                os.mkfifo(root / rel)
+            else:
+                (root / rel).write_bytes(content)
+        code, text = run(["lab", "exercise", which, "--check", "--course", str(root)])
+        assert code == 1 and "NOT done" in text, text
+
+
+COMMANDS_COVERED = sorted({_leaf(c.split()) for c in [
+    *FILE_COMMANDS, *NUMBER_OPTIONS, "plan", "sim run", "kube render", "matrix show",
+    "runbook", "monitoring render", "kube apply", "kube why-pending", "model ls",
+    "model verify", "model gc", "lab status", "lab fault list", "lab down", "diagnose",
+    "lab exercise"]})
+
+
+def test_zz_report_the_cases_run() -> None:
+    """Runs last (pytest keeps file order): how many cases each leaf command got."""
+    total = sum(CASES.values())
+    print(f"\nfuzz: {len(CASES)} leaf commands driven ({len(COMMANDS_COVERED)} listed), "
+          f"{total} command runs")
+    for leaf, n in sorted(CASES.items()):
+        print(f"  {n:6d}  {leaf}")
+    assert total > 0

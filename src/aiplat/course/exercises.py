@@ -21,6 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from aiplat import inputs
+from aiplat.errors import InputError
+
 LAB_PREFIX = "alab"
 """The lab the course uses unless told another (``--lab``, ``$LAB``): ``aiplat lab up``'s."""
 # The steps name the lab through shell variables set from its state (``aiplat lab status
@@ -43,10 +46,10 @@ def read_json(files: Files, rel: str) -> tuple[Any, str | None]:
     text = files.text(rel)
     if text is None:
         return None, f"{rel} is missing"
-    try:
-        return json.loads(text), None
-    except ValueError as e:
-        return None, f"{rel} is not JSON ({e})"
+    try:  # bounded: a result nested thousands deep is a problem, not a RecursionError
+        return inputs.parse_json(text, rel, "a JSON result"), None
+    except InputError as e:
+        return None, f"{rel} is not a JSON result ({e})"
 
 
 @dataclass(frozen=True)

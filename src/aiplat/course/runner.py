@@ -19,8 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiplat import inputs
 from aiplat.course.exercises import LAB_PREFIX, Exercise, Step
-from aiplat.errors import AiplatError
+from aiplat.errors import AiplatError, InputError
 
 
 class CourseError(AiplatError):
@@ -34,9 +35,11 @@ class DirFiles:
     root: Path
 
     def text(self, rel: str) -> str | None:
+        """The file's text; None when it is missing or no readable text (a directory, a
+        FIFO, a device, binary: read bounded, never blocking)."""
         try:
-            return (self.root / rel).read_text()
-        except (OSError, UnicodeDecodeError):
+            return inputs.read_text(self.root / rel, "a course result")
+        except InputError:
             return None
 
 
