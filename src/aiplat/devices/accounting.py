@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from aiplat.errors import InputError
 
-class AccountingError(ValueError):
+
+class AccountingError(InputError, ValueError):
     """A record that cannot be read; the message names it and the field."""
 
 

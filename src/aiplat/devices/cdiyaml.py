@@ -28,6 +28,8 @@ from typing import Any
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from aiplat.errors import InputError
+
 MAX_INT64 = 2**63 - 1
 MAX_UINT64 = 2**64 - 1
 MAX_UINT32 = 2**32 - 1
@@ -129,8 +131,8 @@ def resolve_plain(text: str) -> tuple[str, Any]:
     return "str", text
 
 
-class DecodeError(Exception):
-    pass
+class DecodeError(InputError):
+    """YAML that the CDI loader's decoder would refuse (the message says where)."""
 
 
 def _scalar(n: ScalarNode) -> tuple[str, Any]:

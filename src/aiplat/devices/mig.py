@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from aiplat.catalog import GpuModel, MigProfile
+from aiplat.errors import AiplatError
 
 MEMORY_SLICES = 8
 COMPUTE_SLICES = 7
 EXACT_TAIL = 12  # instances left for the exact search after greedy batches
 
 
-class MigPlanError(ValueError):
+class MigPlanError(AiplatError, ValueError):
     """The demand cannot be met; the message says why and what to change."""
 
 

@@ -36,6 +36,8 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 from tomlkit.items import Table
 
+from aiplat.errors import InputError
+
 DEFAULT_SPEC_DIRS = ("/etc/cdi", "/var/run/cdi")
 RUNTIMES = ("containerd", "crio", "podman")
 
@@ -87,7 +89,7 @@ def max_cdi_version(runtime: str, version: str) -> str | None:
     return f"{lib[0]}.{lib[1]}.0"
 
 
-class RuntimeConfigError(ValueError):
+class RuntimeConfigError(InputError, ValueError):
     """An unsupported combination or a file that cannot be merged (says what to change)."""
 
 

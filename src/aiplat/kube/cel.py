@@ -29,6 +29,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError
 
+from aiplat.errors import InputError
 from aiplat.kube.celparser import environment
 from aiplat.kube.quantity import QuantityError, parse_quantity
 
@@ -40,8 +41,8 @@ _SEMVER = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
 VARIABLES = frozenset({"device", "cel"})
 
 
-class CelError(Exception):
-    pass
+class CelError(InputError):
+    """A CEL selector that does not compile or evaluate (the message says which)."""
 
 
 @dataclass(frozen=True, order=True)

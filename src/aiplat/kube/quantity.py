@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from aiplat.errors import InputError
+
 _SUFFIX = {
     "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
     "Ti": Decimal(2) ** 40, "Pi": Decimal(2) ** 50, "Ei": Decimal(2) ** 60,
@@ -26,8 +28,8 @@ _QUANTITY = re.compile(
 )
 
 
-class QuantityError(ValueError):
-    pass
+class QuantityError(InputError, ValueError):
+    """A string that is not a Kubernetes quantity (a ValueError too, for parsers)."""
 
 
 def parse_quantity(value: str | int | float) -> Decimal:
