@@ -31,6 +31,7 @@ from typing import Any, Literal, Protocol
 import yaml
 
 from aiplat.devices import cdiyaml
+from aiplat.errors import InputError
 
 VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0",
             "1.1.0")
@@ -54,6 +55,10 @@ MAX_UINT32 = 2**32 - 1
 
 Severity = Literal["error", "warning"]
 Check = Literal["spec", "host-check"]
+
+
+class CdiSpecError(InputError, ValueError):
+    """A CDI spec that cannot be built: a bad kind, no devices, bad device names."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +119,7 @@ def split_kind(kind: str) -> tuple[str, str]:
     """pkg/parser ParseQualifier: cut at the first '/'; both halves must be non-empty."""
     vendor, sep, cls = kind.partition("/")
     if not sep or not vendor or not cls:
-        raise ValueError(f"kind '{kind}' is not 'vendor/class'")
+        raise CdiSpecError(f"kind '{kind}' is not 'vendor/class'")
     return vendor, cls
 
 
@@ -756,14 +761,14 @@ def build_spec(kind: str, devices: Iterable[DeviceEntry], common: Edits = Edits(
     """A spec for ``kind`` with ``devices`` (+ ``all``), at the lowest version it needs."""
     problems = kind_problems(kind)
     if problems:
-        raise ValueError(f"kind '{kind}': " + "; ".join(problems))
+        raise CdiSpecError(f"kind '{kind}': " + "; ".join(problems))
     devs = list(devices)
     if not devs:
-        raise ValueError(f"kind '{kind}': no devices found")
+        raise CdiSpecError(f"kind '{kind}': no devices found")
     names = [d.name for d in devs]
     bad = [n for n in names if not device_name_ok(n)]
     if bad or len(set(names)) != len(names):
-        raise ValueError(f"kind '{kind}': invalid or duplicate device names {bad or names}")
+        raise CdiSpecError(f"kind '{kind}': invalid or duplicate device names {bad or names}")
     out_devs = [{"name": d.name, "containerEdits": edits_dict(d.edits)} for d in devs]
     if all_device and len(devs) > 1 and "all" not in names:
         union = Edits()

@@ -20,8 +20,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiplat.catalog import GpuModel
+from aiplat.errors import InputError
 from aiplat.plan.resolve import Resolved, ResolvedPool, gpu_of
 from aiplat.spec.models import PoolSpec, SharingStrategy, WorkloadKind
+
+
+class SharingError(InputError, ValueError):
+    """A sharing configuration that cannot be made (the message says what to change)."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,13 @@ def device_plugin_config(strategy: str, replicas: int = 0, *, rename_by_default:
         return {"version": "v1", "flags": {"migStrategy": "none"}}
     if strategy == "mig":
         if mig_strategy not in ("single", "mixed"):
-            raise ValueError("migStrategy must be single or mixed")
+            raise SharingError("migStrategy must be single or mixed")
         return {"version": "v1", "flags": {"migStrategy": mig_strategy}}
     if strategy not in ("time-slicing", "mps"):
-        raise ValueError(f"unknown strategy '{strategy}'; use exclusive, mig, time-slicing, "
+        raise SharingError(f"unknown strategy '{strategy}'; use exclusive, mig, time-slicing, "
                          "mps")
     if not 2 <= replicas <= (48 if strategy == "mps" else 1024):
-        raise ValueError(f"{strategy} needs replicas between 2 and "
+        raise SharingError(f"{strategy} needs replicas between 2 and "
                          f"{48 if strategy == 'mps' else 1024}")
     key = "timeSlicing" if strategy == "time-slicing" else "mps"
     return {"version": "v1", "flags": {"migStrategy": "none"},
@@ -85,17 +90,17 @@ def dra_gpu_config(strategy: str, *, interval: str = "Default", replicas: int = 
     base: dict[str, Any] = {"apiVersion": "resource.nvidia.com/v1beta1", "kind": "GpuConfig"}
     if strategy == "time-slicing":
         if interval not in ("Default", "Short", "Medium", "Long"):
-            raise ValueError("interval must be Default, Short, Medium or Long")
+            raise SharingError("interval must be Default, Short, Medium or Long")
         base["sharing"] = {"strategy": "TimeSlicing", "timeSlicingConfig": {"interval": interval}}
     elif strategy == "mps":
         if not 2 <= replicas <= 48:
-            raise ValueError("MPS shares a GPU among 2..48 clients")
+            raise SharingError("MPS shares a GPU among 2..48 clients")
         mps: dict[str, Any] = {"defaultActiveThreadPercentage": 100 // replicas}
         if memory_gb:
             mps["defaultPinnedDeviceMemoryLimit"] = f"{int(memory_gb / replicas)}Gi"
         base["sharing"] = {"strategy": "MPS", "mpsConfig": mps}
     else:
-        raise ValueError("the DRA driver's GpuConfig shares by time-slicing or mps")
+        raise SharingError("the DRA driver's GpuConfig shares by time-slicing or mps")
     return base
 
 
