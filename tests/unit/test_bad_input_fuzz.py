@@ -73,7 +73,7 @@ def budget(n: int) -> settings:
 def _leaf(argv: list[str]) -> str:
     words = [a for a in argv[:3] if not a.startswith(("-", "/", "."))]
     groups = {"spec", "kube", "sim", "matrix", "monitoring", "accept", "node", "cdi", "runtime",
-              "sharing", "accounting", "lab", "model", "baseline", "fault", "config"}
+              "sharing", "accounting", "lab", "model", "baseline", "fault"}
     leaf = [words[0]] if words else []
     for w in words[1:]:
         if leaf[-1] not in groups:
@@ -188,6 +188,13 @@ FILE_COMMANDS = [
     "model pull 127.0.0.1:{port}/m/x:1 --policy {f} --cache {out}/cache -q",
     "kube apply {small} --kubeconfig {f}",
     "kube why-pending x --kubeconfig {f}",
+    "sim replay {f}",
+    "sim replay {fdir}",
+    "sim replay --kubeconfig {f}",
+    "sharing compare --spec {f}",
+    "node prepare --spec {f} --pool h100 -w {out}/prepare.sh",
+    "model sign 127.0.0.1:{port}/m/x:1 --key {f}",
+    "model push {fdir} 127.0.0.1:{port}/m/x:1 -q",
 ]
 
 
@@ -493,6 +500,7 @@ def test_damaged_caches_never_crash(pick: int, how: str, content: bytes, cmd: st
 @given(content=contents, kind=special,
        cmd=st.sampled_from(["lab status --prefix fz", "lab status --prefix fz -o env",
                             "lab fault list --prefix fz", "lab down --prefix fz",
+                            "lab fault clear --all --prefix fz", "net check --prefix fz",
                             "diagnose --prefix fz"]))
 @budget(20)
 def test_bad_lab_state_files_never_crash(content: bytes, kind: str, cmd: str) -> None:
@@ -536,11 +544,19 @@ def test_bad_course_results_never_crash(files: dict[str, bytes | None], which: s
         assert code == 1 and "NOT done" in text, text
 
 
+NO_INPUT = ["spec example", "spec schema", "sharing strategies", "catalog gpus", "version"]
+
+
+def test_commands_without_input_run() -> None:
+    for cmd in NO_INPUT:
+        assert run(cmd.split())[0] == 0, cmd
+
+
 COMMANDS_COVERED = sorted({_leaf(c.split()) for c in [
-    *FILE_COMMANDS, *NUMBER_OPTIONS, "plan", "sim run", "kube render", "matrix show",
-    "runbook", "monitoring render", "kube apply", "kube why-pending", "model ls",
-    "model verify", "model gc", "lab status", "lab fault list", "lab down", "diagnose",
-    "lab exercise"]})
+    *FILE_COMMANDS, *NUMBER_OPTIONS, *NO_INPUT, "plan", "sim run", "kube render",
+    "matrix show", "runbook", "monitoring render", "kube apply", "kube why-pending",
+    "model ls", "model verify", "model gc", "lab status", "lab fault list", "lab down",
+    "lab fault clear", "net check", "diagnose", "lab exercise"]})
 
 
 def test_zz_report_the_cases_run() -> None:

@@ -216,3 +216,23 @@ def test_model_pull_from_an_unreachable_registry_is_a_clear_error(tmp_path: Path
     code, text = run(["model", "pull", f"127.0.0.1:{port}/m/x:1", "--policy", str(policy),
                       "--cache", str(tmp_path / "cache"), "-q"])
     assert code != 0 and f"127.0.0.1:{port}" in text and "Connection refused" in text, text
+
+
+@pytest.mark.parametrize(("content", "expect"), [
+    (b'["x"', "not valid YAML"),
+    (b"\xff\xfe", "not UTF-8 text"),
+    (b'{"kind": "List", "items": 5}', "a List's items must be a list of objects"),
+    (b"[1, 2]", "a manifest must be a mapping"),
+    (b"a: &a [*a]\n", "an alias refers to a value that contains it"),
+    (b"[" * 3000 + b"]" * 3000, "nested more than 64 levels"),
+    (b'{"apiVersion": 5, "kind": "Job", "metadata": {"name": "j"}}', "apiVersion must be"),
+])
+def test_kube_apply_of_a_tree_with_a_bad_file_names_it(content: bytes, expect: str,
+                                                      tmp_path: Path) -> None:
+    (tmp_path / "tree").mkdir()
+    (tmp_path / "tree" / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\n"
+                                               "metadata: {name: a}\n")
+    (tmp_path / "tree" / "x.yaml").write_bytes(content)
+    kc = _files(tmp_path)["unreachable"]
+    code, text = run(["kube", "apply", str(tmp_path / "tree"), "--kubeconfig", str(kc)])
+    assert code == 2 and "x.yaml" in text and expect in text, text
