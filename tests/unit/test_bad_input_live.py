@@ -79,7 +79,8 @@ KUBECONFIGS: dict[str, tuple[Any, str]] = {
                         "No such file"),
     "unreachable": (kubeconfig({"server": UNREACHABLE}), "Connection refused"),
 }
-RAW = {"deep": "[" * 3000 + "]" * 3000, "bomb": "a: &a [*a]\n", "binary": b"\xff\xfe\x00"}
+RAW: dict[str, bytes] = {"deep": b"[" * 3000 + b"]" * 3000, "bomb": b"a: &a [*a]\n",
+                         "binary": b"\xff\xfe\x00"}
 
 
 def _files(tmp_path: Path) -> dict[str, Path]:
@@ -89,10 +90,7 @@ def _files(tmp_path: Path) -> dict[str, Path]:
         out[name].write_text(yaml.safe_dump(content))
     for name, raw in RAW.items():
         out[name] = tmp_path / f"{name}.yaml"
-        if isinstance(raw, bytes):
-            out[name].write_bytes(raw)
-        else:
-            out[name].write_text(raw)
+        out[name].write_bytes(raw)
     out["fifo"] = tmp_path / "fifo.yaml"
     os.mkfifo(out["fifo"])
     return out
