@@ -159,6 +159,7 @@ class Assigner:
             if pods_group is not None:
                 requests["pods"] = ps.count
             psa = PodSetAssignment(ps.name)
+            self._tried: dict[tuple[int, str], int] = {}
             for res, qty in requests.items():
                 group = self.spec.group_of(res)
                 if group is None:
@@ -176,8 +177,9 @@ class Assigner:
                     break
                 psa.flavors.update(got)
             a.podsets.append(psa)
-            if psa.failed:
+            if psa.failed:  # a failed pod set keeps no flavors, so no scan progress either
                 return a
+            a.tried.update(self._tried)
             for res, (f, _, b) in psa.flavors.items():
                 a.borrowing = max(a.borrowing, b)
                 a.usage[(f, res)] = a.usage.get((f, res), 0) + requests.get(res, 0)
@@ -217,8 +219,8 @@ class Assigner:
                 break
             if preferred(rep, best_mode, fung):
                 best, best_mode = got, rep
-        for r in best:
-            a.tried[(i, r)] = -1 if tried == len(group.flavors) - 1 else tried
+        mark = -1 if tried == len(group.flavors) - 1 else tried
+        self._tried.update({(i, r): mark for r in best})
         if best_mode[0] == _FIT:
             reasons = []
         return (best if best_mode[0] != _NOFIT else {}), reasons

@@ -25,6 +25,7 @@ tree. Pure: no I/O.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ class _Pending:
     last_gen: int = 0
     message: str = ""
     reason: str = ""
+    version: int = 0  # of its entry in the queue's heap
 
 
 @dataclass
@@ -105,8 +107,12 @@ class Replay:
         self.tree = Tree(snap)
         self.cycle = 0
         self.pending: dict[str, dict[str, _Pending]] = {q: {} for q in snap.cluster_queues}
+        self.heaps: dict[str, list[tuple[Any, ...]]] = {}
         self.outcomes: dict[str, Outcome] = {}
         self.inactive = self._inactive()
+        # Requeues of inadmissible workloads Kueue batches (requeueBatchPeriod, 1 s): they
+        # land after the active heads have had their cycles. Starting the queues is one.
+        self.notify: set[str] = set(snap.cluster_queues)
         for wl in snap.workloads:
             out = Outcome(wl.key, wl.cluster_queue, "pending")
             self.outcomes[wl.key] = out
@@ -115,7 +121,10 @@ class Replay:
                                          wl.admitted_at))
                 out.decision, out.flavors = "admitted", wl.admission
             elif wl.active:
-                self.pending[wl.cluster_queue][wl.key] = _Pending(wl)
+                # A workload Kueue already tried waits among the inadmissible ones of a
+                # BestEffortFIFO queue until the queues start (StrictFIFO keeps its head).
+                strict = snap.cluster_queues[wl.cluster_queue].queueing_strategy == "StrictFIFO"
+                self._add(_Pending(wl, inadmissible=wl.evaluated and not strict))
             else:
                 out.pending, out.reason = "inadmissible", "Inactive"
                 out.message = "The workload is deactivated (spec.active: false)"
@@ -140,23 +149,50 @@ class Replay:
     def _queue_key(self, p: _Pending) -> tuple[bool, int, float, str]:
         return (not p.sticky, -p.wl.priority, p.wl.created, p.wl.uid)
 
+    def _add(self, p: _Pending) -> None:
+        self.pending[p.wl.cluster_queue][p.wl.key] = p
+        if not p.inadmissible:
+            self._push(p)
+
+    def _push(self, p: _Pending) -> None:
+        """Each ClusterQueue's active workloads in a heap; an entry is stale once the
+        workload left, went inadmissible or was pushed again (its version moved on)."""
+        p.version += 1
+        heapq.heappush(self.heaps.setdefault(p.wl.cluster_queue, []),
+                       (*self._queue_key(p), p.version, p.wl.key))
+
     def _heads(self) -> list[_Pending]:
         heads = []
-        for name, queue in self.pending.items():
-            if name in self.inactive or not queue:
+        for name, heap in self.heaps.items():
+            if name in self.inactive:
                 continue
-            active = [p for p in queue.values() if not p.inadmissible]
-            if active:
-                heads.append(min(active, key=self._queue_key))
+            queue = self.pending[name]
+            while heap:
+                *_, version, key = heap[0]
+                p = queue.get(key)
+                if p is not None and not p.inadmissible and p.version == version:
+                    heads.append(p)
+                    break
+                heapq.heappop(heap)
         return heads
 
     def _requeue_tree(self, cq: str) -> None:
-        """Quota was released: every inadmissible workload of the cohort tree retries."""
+        """Quota was released: every inadmissible workload of the cohort tree will retry
+        (``QueueAssociatedInadmissibleWorkloadsAfter``, batched: see ``notify``)."""
         root = self.tree.cqs[cq].root()
-        names = [c.name for c in root.cluster_queues()] if not root.is_cq else [cq]
-        for n in names:
+        self.notify.update([c.name for c in root.cluster_queues()] if not root.is_cq else [cq])
+
+    def _deliver(self) -> bool:
+        """The batched requeue fires: the notified queues' inadmissible workloads return."""
+        moved = False
+        for n in sorted(self.notify):
             for p in self.pending[n].values():
-                p.inadmissible = False
+                if p.inadmissible:
+                    moved = True
+                    p.inadmissible = False
+                    self._push(p)
+        self.notify.clear()
+        return moved
 
     # ------------------------------------------------------------------ decisions
 
@@ -299,6 +335,8 @@ class Replay:
         strict = e.cq.queueing_strategy == "StrictFIFO"
         p.inadmissible = not (strict or immediate or (p.last is not None and any(
             i != -1 for i in p.last.values())))
+        if not p.inadmissible:
+            self._push(p)
         out = self.outcomes[p.wl.key]
         out.pending = "inadmissible" if p.inadmissible else "active"
         out.reason, out.message = p.reason, p.message
@@ -314,24 +352,32 @@ class Replay:
         out.pending, out.reason = "active", "Preempted"
         out.message = (f"Preempted to accommodate a workload ({by.p.wl.key}) due to "
                        f"{_HUMAN[t.reason]}")
-        self.pending[a.wl.cluster_queue][a.wl.key] = _Pending(a.wl)
+        self._add(_Pending(a.wl))
         self._requeue_tree(a.wl.cluster_queue)
         for p in self.pending[by.cq.name].values():
-            if p.wl.key == by.p.wl.key:
+            if p.wl.key == by.p.wl.key and not p.sticky:
                 p.sticky = True
+                self._push(p)
 
-    def run(self, cycles: int | None = None, quiet: int = 3, limit: int = 100000
-            ) -> list[Outcome]:
-        """Cycle ``cycles`` times, or until ``quiet`` cycles in a row change nothing."""
-        idle = 0
+    def _signature(self) -> tuple[object, ...]:
+        """The heads and their scan progress: the same after a cycle that changed nothing
+        means every later cycle repeats it (a blocked StrictFIFO head, say)."""
+        return tuple((p.wl.key, tuple(sorted((p.last or {}).items())), p.inadmissible)
+                     for p in self._heads())
+
+    def run(self, cycles: int | None = None, limit: int = 100000) -> list[Outcome]:
+        """Cycle ``cycles`` times, or until quiet: no head left, or a cycle that changed
+        nothing and left the heads as they were."""
         n = 0
         while n < (cycles if cycles is not None else limit):
             n += 1
+            before = self._signature()
             changed = self.step()
-            if cycles is None:
-                idle = 0 if changed else idle + 1
-                if idle >= quiet or not self._heads():
-                    break
+            if changed or (self._heads() and self._signature() != before):
+                continue
+            # the active heads are quiet: the batched requeue comes in, or nothing is left
+            if not self._deliver() and cycles is None:
+                break
         for name, queue in self.pending.items():
             for p in queue.values():
                 out = self.outcomes[p.wl.key]

@@ -164,6 +164,7 @@ class Workload:
     admission: dict[str, dict[str, str]] | None = None  # podset -> resource -> flavor
     admitted_at: float = 0.0  # QuotaReserved's lastTransitionTime
     active: bool = True
+    evaluated: bool = False  # Kueue has tried it (QuotaReserved False): waits in inadmissible
 
 
 @dataclass
@@ -380,7 +381,8 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         queue_name=str(qn), cluster_queue=lq[key], podsets=tuple(podsets),
         admission=admission, admitted_at=_time(reserved.get("lastTransitionTime"), where),
         active=bool(spec.get("active", True))
-        and conds.get("Finished", {}).get("status") != "True")
+        and conds.get("Finished", {}).get("status") != "True",
+        evaluated=reserved.get("status") == "False")
 
 
 def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
