@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 
-import kueue_live
+import kueue_live  # type: ignore[import-not-found]  # tests/integration, on sys.path above
 
 from aiplat.cluster.assets import locate
 from aiplat.cluster.run import down, kubeconfig_path, up
