@@ -101,8 +101,21 @@ def test_crd_unserved_version_is_an_error(crds: CrdIndex) -> None:
 
 
 def test_custom_resource_without_crd_is_a_warning_not_a_pass() -> None:
-    res = validate_objects([("f", local_queue())], "1.34", CrdIndex())
+    res = validate_objects([("f", local_queue())], "1.34", CrdIndex(), packaged=False)
     assert [i.severity for i in res.issues] == ["warning"] and res.ok
+    unknown = {**local_queue(), "apiVersion": "example.com/v1", "kind": "Widget"}
+    res = validate_objects([("f", unknown)], "1.34", CrdIndex())  # no packaged CRD either
+    assert [i.severity for i in res.issues] == ["warning"] and res.ok
+    assert "nor in aiplat's CRDs or --crd-dir" in res.issues[0].message
+
+
+def test_packaged_crds_check_custom_resources_without_a_crd_dir() -> None:
+    o = local_queue()
+    assert validate_objects([("f", o)], "1.34", CrdIndex()).issues == []
+    o["spec"]["clusterQueueTypo"] = "batch"
+    res = validate_objects([("f", o)], "1.34", CrdIndex())
+    assert [(i.severity, i.path) for i in res.issues] == [("error", "spec")]
+    assert "'clusterQueueTypo' was unexpected" in res.issues[0].message
 
 
 def test_names_must_be_dns_1123(crds: CrdIndex) -> None:

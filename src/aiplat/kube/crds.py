@@ -1,16 +1,29 @@
-"""Reading CustomResourceDefinitions from a directory (the I/O edge of validation).
+"""Reading CustomResourceDefinitions: packaged with aiplat, or from a directory.
 
 ``load_crds(dir)`` finds every CRD in ``*.yaml``/``*.yml``/``*.json`` below ``dir`` and
 returns a ``CrdIndex``: (group, version, kind) -> the version's openAPIV3Schema, made strict
 (``additionalProperties: false`` wherever an object lists its properties and does not
 preserve unknown fields) because the API server prunes — and ``kubectl apply`` with strict
 field validation rejects — fields a CRD does not declare, so a typo must fail here too.
+
+``packaged_crds()`` is the index of the CRDs aiplat's rendered trees use, shipped in
+``crd_data/`` for the versions aiplat targets (Kueue, JobSet, Gateway API and its inference
+extension, the CSI snapshotter, prometheus-operator's ServiceMonitor and PrometheusRule),
+so validation checks every custom resource from a plain ``pip install``. Each bundle is the
+upstream CRDs of one module at the version pinned in ``cluster/tools/go.mod`` or
+``cluster/tools/crds/go.mod``, cut by ``reduce_crd`` to what validation reads (names, served
+versions, schemas without descriptions); ``scripts/regen_crds.py`` writes them from the Go
+module cache and tests/unit/test_kube_crd_bundle.py checks they match the pins. A user's
+``--crd-dir`` goes on top (``CrdIndex.overlay``): a kind it defines replaces the packaged one.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
+import json
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +50,14 @@ class CrdIndex:
 
     def served_versions(self, group: str, kind: str) -> list[str]:
         return sorted(v for (g, v, k) in self.schemas if g == group and k == kind)
+
+    def overlay(self, top: CrdIndex) -> CrdIndex:
+        """This index with ``top``'s kinds on top: a (group, kind) that ``top`` defines is
+        taken from ``top`` alone (all its versions), so a cluster's own CRDs override."""
+        if not top.sources:
+            return self
+        schemas = {k: s for k, s in self.schemas.items() if (k[0], k[2]) not in top.sources}
+        return CrdIndex(schemas=schemas | top.schemas, sources=self.sources | top.sources)
 
 
 def strict_schema(schema: Any) -> Any:
@@ -113,4 +134,66 @@ def load_crds(directory: str | Path) -> CrdIndex:
                                  "be an object (fix: export them with `kubectl get crd -o "
                                  "yaml`)")
             docs.extend((str(path), d) for d in items)
+    return index_crds(docs)
+
+
+BUNDLE_DIR = "crd_data"  # inside the aiplat.kube package
+# Schema keywords whose values are schemas, lists of schemas, or maps of name -> schema:
+# only these are walked when stripping, so a property *named* "description" survives.
+_SCHEMA_VALUED = {"items", "additionalProperties", "not"}
+_SCHEMA_LISTS = {"allOf", "anyOf", "oneOf"}
+_SCHEMA_MAPS = {"properties", "patternProperties", "definitions", "$defs"}
+
+
+def strip_descriptions(schema: Any) -> Any:
+    """A copy of an OpenAPI v3 schema without ``description`` (prose, most of a CRD's size
+    and nothing validation reads)."""
+    if isinstance(schema, list):  # items given as a tuple of schemas
+        return [strip_descriptions(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key == "description":
+            continue
+        if key in _SCHEMA_VALUED or key in _SCHEMA_LISTS:
+            out[key] = strip_descriptions(value)
+        elif key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: strip_descriptions(s) for name, s in value.items()}
+        else:
+            out[key] = value
+    return out
+
+
+def reduce_crd(doc: dict[str, Any]) -> dict[str, Any]:
+    """The part of an upstream CRD that validation reads: a CRD still (``--crd-dir`` and
+    ``index_crds`` take it), but not one to install: no descriptions, no unserved
+    versions, no conversion or status."""
+    spec = doc["spec"]
+    versions = [{"name": v["name"], "served": True, "storage": bool(v.get("storage")),
+                 "schema": {"openAPIV3Schema": strip_descriptions(
+                     (v.get("schema") or {}).get("openAPIV3Schema") or {})}}
+                for v in spec.get("versions") or [] if v.get("served", True)]
+    return {"apiVersion": doc.get("apiVersion", "apiextensions.k8s.io/v1"),
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": doc["metadata"]["name"]},
+            "spec": {"group": spec["group"], "scope": spec.get("scope"),
+                     "names": {k: spec["names"][k] for k in ("kind", "plural", "singular",
+                                                            "listKind")
+                               if k in spec["names"]},
+                     "versions": versions}}
+
+
+def bundles() -> list[dict[str, Any]]:
+    """The packaged bundles, each ``{"name", "module", "version", "path", "crds"}``."""
+    root = resources.files("aiplat.kube") / BUNDLE_DIR
+    return [json.loads(p.read_text(encoding="utf-8"))
+            for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")]
+
+
+@functools.cache
+def packaged_crds() -> CrdIndex:
+    """The CRDs shipped with aiplat (see the module docstring); built once per process."""
+    docs = [(f"aiplat's {b['name']} {b['version']} CRDs", crd) for b in bundles()
+            for crd in b["crds"]]
     return index_crds(docs)

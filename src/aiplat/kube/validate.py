@@ -6,7 +6,9 @@
    the same files and caches it, which is what makes validating a 50-tenant tree fast.
 2. Custom resources: their CRD's openAPIV3Schema (``CrdIndex``, strict), for the served
    version the object names; a group the CRDs know with an unserved version is an error,
-   a group no CRD defines is a warning (the cluster may have it; we cannot check).
+   a group no CRD defines is a warning (the cluster may have it; we cannot check). The CRDs
+   are aiplat's packaged ones (``crds.packaged_crds``: the versions it targets) with the
+   caller's on top, so a pip install checks every custom resource its trees use.
 3. What neither checks: DNS-1123 names, quantities, DRA one-of rules (``exactly`` vs
    ``firstAvailable``), allocation modes and counts, constraint references, CEL selectors
    (``aiplat.kube.cel.check``), Pod claim references.
@@ -27,7 +29,7 @@ from referencing import Registry, Resource
 
 from aiplat.errors import InputError
 from aiplat.kube import cel
-from aiplat.kube.crds import CrdIndex
+from aiplat.kube.crds import CrdIndex, packaged_crds
 from aiplat.kube.quantity import QuantityError, parse_quantity
 
 SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36", "1.37")
@@ -141,7 +143,8 @@ def _schema_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
                 return [Issue("error", file, r, "apiVersion",
                               f"{api} is not served by the CRD (served: {served})")]
             return [Issue("warning", file, r, "", f"no schema for {api} {kind}: neither a "
-                          f"built-in kind of Kubernetes {version} nor in --crd-dir")]
+                          f"built-in kind of Kubernetes {version} nor in aiplat's CRDs "
+                          "or --crd-dir")]
         validator = jsonschema.validators.Draft202012Validator(schema)
     issues = []
     for e in sorted(validator.iter_errors(o), key=lambda e: list(map(str, e.absolute_path))):
@@ -282,9 +285,13 @@ def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
 
 
 def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
-                     crds: CrdIndex) -> ValidationResult:
-    """Validate (file, object) pairs for Kubernetes ``version`` (e.g. '1.34')."""
+                     crds: CrdIndex, *, packaged: bool = True) -> ValidationResult:
+    """Validate (file, object) pairs for Kubernetes ``version`` (e.g. '1.34') against the
+    built-in schemas and ``crds`` over aiplat's packaged CRDs (``packaged=False``: ``crds``
+    alone)."""
     _schema_version(version)
+    if packaged:
+        crds = packaged_crds().overlay(crds)
     issues: list[Issue] = []
     for file, o in items:
         if not isinstance(o, dict) or "apiVersion" not in o or "kind" not in o:
