@@ -130,3 +130,15 @@ def test_reads_what_aiplat_kube_renders_for_the_example() -> None:
     # CPU and memory quotas as rendered leave room for the jobs' per-GPU requests
     assert result.never_fit == 0
     assert all(t.started > 0 for t in result.tenants)
+
+
+def test_v1beta2_configuration_enables_fair_sharing_by_its_presence() -> None:
+    """Kueue v0.19's v1beta2 Configuration has no ``enable``: the section turns it on (the
+    rendered Configuration writes only preemptionStrategies)."""
+    cq = ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: a}\n"
+          "spec: {resourceGroups: []}\n")
+    on = cq + ("---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+               "fairSharing: {preemptionStrategies: [LessThanInitialShare]}\n")
+    off = cq + "---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
+    assert from_objects(yaml.safe_load_all(on), "k").fair_sharing
+    assert not from_objects(yaml.safe_load_all(off), "k").fair_sharing

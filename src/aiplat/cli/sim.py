@@ -261,13 +261,19 @@ def run(  # noqa: PLR0917 (one parameter per click option)
     else:
         platform, plan = _platform(spec)
         queues = _kueue(kueue_path)
+        if queues is not None and classic:  # --classic overrides the Configuration
+            import dataclasses
+
+            queues = dataclasses.replace(queues, fair_sharing=False)
+        fair = queues.fair_sharing if queues is not None else not classic
         with _progress("simulating", 1.0) as tick:
             result = simulate_platform(platform, plan, seed, policy=policy, months=months,
                                        strategy=strategy, warm_nodes=warm_nodes,
                                        mtbf_h=mtbf_h, mttr_h=mttr_h, fair_sharing=not classic,
                                        queues=queues, progress=tick)
         title = (f"{platform.metadata.name} · {months:g} month(s) · policy {policy} · "
-                 f"pools {strategy} · {'classic' if classic else 'fair sharing'}")
+                 f"pools {strategy} · {'fair sharing' if fair else 'classic'}"
+                 + (f" · queues from {kueue_path}" if kueue_path else ""))
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:

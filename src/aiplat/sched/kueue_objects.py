@@ -182,8 +182,11 @@ def from_objects(objects: Iterable[dict[str, Any]], source: str = "<objects>") -
             continue  # queue names = tenants; priorities come with the jobs; TAS levels are
             # the pools' block/rack/host layout
         elif kind == "Configuration":
-            fs = obj.get("fairSharing") or {}
-            fair = bool(fs.get("enable", False))
+            fs = obj.get("fairSharing")
+            # v1beta2: the section's presence turns fair sharing on (v1beta1: its enable)
+            fair = fs is not None and (str(obj.get("apiVersion", "")).endswith("v1beta2")
+                                       or bool(fs.get("enable", False)))
+            fs = fs or {}
             if fs.get("preemptionStrategies"):
                 strategies = tuple(fs["preemptionStrategies"])
             a = obj.get("admissionFairSharing")
