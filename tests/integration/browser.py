@@ -16,6 +16,10 @@ Design:
 - :meth:`Browser.inspect` returns plain, frozen data (:class:`PageReport`): console entries,
   one :class:`SvgInfo` per ``<svg>``, references that point at no element, and the title,
   so tests assert on values and failures print readably.
+- :meth:`Browser.layout` loads a page at an exact viewport width (CSS pixels, through the
+  DevTools device-metrics override, as a phone would report it) and measures what a reader
+  on that screen gets (:class:`LayoutReport`): whether anything needs a sideways scroll, the
+  smallest rendered size of chart text, and a full-page PNG screenshot.
 - :func:`missing` says why the browser cannot run (or ``None``); the conftest fixture turns
   that into a skip locally and a failure in CI, where integration tests must run.
 """
@@ -70,6 +74,51 @@ for (const el of document.querySelectorAll('svg *')) {
 const background = getComputedStyle(document.body).backgroundColor;
 return {svgs: svgs, dangling: dangling, background: background};
 """
+
+# Rendered font size of SVG text = its font-size in user units x the scale of its screen
+# transform (hypot of the CTM's first column: the same under rotation). Only text that is
+# actually drawn counts (a layout hidden by a media query is not).
+_LAYOUT_JS = """
+const texts = [];
+for (const t of document.querySelectorAll('svg text')) {
+  if (!t.checkVisibility() || t.getClientRects().length === 0) continue;
+  const m = t.getScreenCTM();
+  if (!m) continue;
+  const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+  texts.push([px, t.textContent]);
+}
+texts.sort((a, b) => a[0] - b[0]);
+const overflowing = [];
+for (const el of document.querySelectorAll('body *')) {
+  if (!el.checkVisibility()) continue;
+  const box = el.getBoundingClientRect();
+  const scrolls = el.scrollWidth > el.clientWidth + 1 &&
+      ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+  if (box.right > innerWidth + 1 || scrolls) {
+    overflowing.push(el.tagName.toLowerCase() + (el.className ? '.' + el.className : '') +
+                     ' right=' + Math.round(box.right) + ' scrollWidth=' + el.scrollWidth);
+  }
+}
+return {viewport: innerWidth, scrollWidth: document.scrollingElement.scrollWidth,
+        smallest: texts.slice(0, 5), charts: texts.length, overflowing: overflowing.slice(0, 20),
+        height: document.scrollingElement.scrollHeight};
+"""
+
+
+@dataclass(frozen=True)
+class LayoutReport:
+    """What a reader gets at one viewport width."""
+
+    viewport: int
+    scroll_width: int  # of the document: > viewport means the page scrolls sideways
+    smallest_chart_text: tuple[tuple[float, str], ...]  # (px, text), smallest first
+    chart_texts: int  # drawn <text> elements in SVGs
+    overflowing: tuple[str, ...]  # elements past the viewport or scrolling sideways themselves
+    screenshot: bytes  # full-page PNG
+
+    @property
+    def min_chart_font_px(self) -> float:
+        return self.smallest_chart_text[0][0] if self.smallest_chart_text else float("inf")
 
 
 @dataclass(frozen=True)
@@ -220,6 +269,40 @@ class Browser:
             ),
             dangling_refs=tuple(str(d) for d in found["dangling"]),
             background=str(found["background"]),
+        )
+
+    def layout(self, path: Path, width: int, *, height: int = 900,
+               color_scheme: ColorScheme = "light") -> LayoutReport:
+        """Load ``path`` in a ``width`` × ``height`` CSS-pixel viewport and measure it.
+
+        Widths under 600 emulate a mobile device (the page's viewport meta applies), as a
+        phone's browser would lay the page out.
+        """
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 1,
+                   "mobile": width < 600}
+        driver = self._driver
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"features": [{"name": "prefers-color-scheme", "value": color_scheme}]},
+        )
+        try:
+            driver.get(path.resolve().as_uri())
+            found: dict[str, Any] = driver.execute_script(_LAYOUT_JS)
+            clip = {"x": 0, "y": 0, "width": width, "scale": 1,
+                    "height": min(int(found["height"]), 16384)}  # the whole page
+            shot = driver.execute_cdp_cmd(
+                "Page.captureScreenshot",
+                {"format": "png", "captureBeyondViewport": True, "clip": clip})
+        finally:
+            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+        return LayoutReport(
+            viewport=int(found["viewport"]),
+            scroll_width=int(found["scrollWidth"]),
+            smallest_chart_text=tuple((float(px), str(t)) for px, t in found["smallest"]),
+            chart_texts=int(found["charts"]),
+            overflowing=tuple(str(o) for o in found["overflowing"]),
+            screenshot=base64.b64decode(shot["data"]),
         )
 
     def print_pdf(self, path: Path) -> bytes:

@@ -176,6 +176,16 @@ def test_chart_as_table_adds_totals_for_stacked_charts() -> None:
 # --- SVG charts -------------------------------------------------------------------------
 
 
+def render(c: Chart, **options: bool) -> str:
+    """The chart's SVG with only its wide layout (the narrow one has tests of its own)."""
+    return drop_narrow(render_svg(c, **options))
+
+
+def drop_narrow(svg: str) -> str:
+    narrow = svg.index('\n<g class="narrow"')
+    return svg[:narrow] + svg[svg.rindex("\n</svg>"):]
+
+
 def svg_root(svg: str) -> ET.Element:
     """The chart parsed as XML: the inline form is well-formed XML too."""
     return ET.fromstring(svg)
@@ -217,7 +227,7 @@ def test_charts_do_not_import_matplotlib() -> None:
 @pytest.mark.parametrize("kind", KINDS)
 def test_svg_has_one_bar_per_data_point(kind: ChartKind) -> None:
     c = chart(kind)
-    svg = render_svg(c)
+    svg = render(c)
     expected = [f"memory_bar_{s}_{i}" for s in range(2) for i in range(3)]
     assert sorted(bar_ids(svg, "memory")) == sorted(expected)
     # Each id is exactly one drawn rectangle.
@@ -229,7 +239,7 @@ def test_svg_has_one_bar_per_data_point(kind: ChartKind) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_svg_labels_every_bar_with_its_value(kind: ChartKind) -> None:
-    svg = render_svg(chart(kind))
+    svg = render(chart(kind))
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     if kind.startswith("stacked"):
         # Totals always; segments where there is room (0.0 and 1.0 are too short).
@@ -241,7 +251,7 @@ def test_svg_labels_every_bar_with_its_value(kind: ChartKind) -> None:
 
 @pytest.mark.parametrize("kind", ["stacked-bar", "stacked-hbar"])
 def test_stacked_totals_are_bold_and_segment_labels_contrast(kind: ChartKind) -> None:
-    root = svg_root(render_svg(chart(kind)))
+    root = svg_root(render(chart(kind)))
     bold = [t.text for t in root.iter("text") if t.get("font-weight") == "bold"]
     assert bold == ["87.5", "6.2", "41.2"]
     fills = {t.text: t.get("fill") for t in root.iter("text") if t.get("font-size") == "9.5"}
@@ -249,14 +259,14 @@ def test_stacked_totals_are_bold_and_segment_labels_contrast(kind: ChartKind) ->
     assert fills["17.5"] == "#ffffff"  # on blue
     assert fills["70"] == "#000000"  # on orange
     # A single series has no segments to label: only the totals.
-    single = svg_root(render_svg(chart(kind, series=[Series(name="s", values=[1, 2, 3])])))
+    single = svg_root(render(chart(kind, series=[Series(name="s", values=[1, 2, 3])])))
     assert [t.get("font-size") for t in single.iter("text")].count("9.5") == 0
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_all_zero_chart_draws_zero_length_bars_on_a_positive_axis(kind: ChartKind) -> None:
     zeros = [Series(name="a", values=[0, 0, 0]), Series(name="b", values=[0, 0, 0])]
-    svg = render_svg(chart(kind, series=zeros))
+    svg = render(chart(kind, series=zeros))
     assert len(bar_ids(svg, "memory")) == 6
     texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
     assert "1" in texts and not any(t.startswith("-") for t in texts)
@@ -265,7 +275,7 @@ def test_all_zero_chart_draws_zero_length_bars_on_a_positive_axis(kind: ChartKin
 
 
 def test_svg_is_ready_to_inline_in_html() -> None:
-    svg = render_svg(chart(title="A < B"))
+    svg = render(chart(title="A < B"))
     assert svg.startswith(
         '<svg id="memory" class="aiplat-chart aiplat-chart-bar" role="img"'
         ' aria-labelledby="memory_title"'
@@ -286,7 +296,7 @@ def test_svg_is_ready_to_inline_in_html() -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_standalone_svg_declares_its_namespace(kind: ChartKind) -> None:
-    svg = render_svg(nine_series(kind), standalone=True)
+    svg = render(nine_series(kind), standalone=True)
     assert 'xmlns="http://www.w3.org/2000/svg"' in svg
     assert svg_root(svg).tag == "{http://www.w3.org/2000/svg}svg"
     # Patterns are referenced with url(#...), never href, so no xlink namespace is needed.
@@ -294,7 +304,7 @@ def test_standalone_svg_declares_its_namespace(kind: ChartKind) -> None:
 
 
 def test_svg_ids_are_namespaced_and_references_resolve() -> None:
-    svg = render_svg(nine_series())
+    svg = render(nine_series())
     ids = re.findall(r'\sid="([^"]+)"', svg)
     assert len(ids) == len(set(ids))
     assert all(i == "memory" or i.startswith("memory_") for i in ids)
@@ -303,13 +313,13 @@ def test_svg_ids_are_namespaced_and_references_resolve() -> None:
 
 
 def test_svg_uses_the_colour_blind_safe_palette_in_order() -> None:
-    svg = render_svg(chart())
+    svg = render(chart())
     fills = re.findall(r'<rect id="memory_bar_(\d)_0"[^>]*fill="(#[0-9A-Fa-f]{6})"', svg)
     assert fills == [("0", PALETTE[0]), ("1", PALETTE[1])]
 
 
 def test_series_past_the_palette_get_a_hatch_pattern_that_resolves() -> None:
-    svg = render_svg(nine_series())
+    svg = render(nine_series())
     root = svg_root(svg)
     patterns = {p.get("id"): p for p in root.iter("pattern")}
     assert set(patterns) == {"memory_hatch_8"}
@@ -324,7 +334,7 @@ def test_series_past_the_palette_get_a_hatch_pattern_that_resolves() -> None:
 
 
 def test_svg_escapes_labels_and_does_not_parse_math() -> None:
-    svg = render_svg(
+    svg = render(
         chart(categories=["<b>x</b>", "$5 & $6", "c"], series=[Series(name="s", values=[1, 2, 3])])
     )
     assert "&lt;b&gt;x&lt;/b&gt;" in svg and "<b>" not in svg
@@ -333,7 +343,7 @@ def test_svg_escapes_labels_and_does_not_parse_math() -> None:
 
 @pytest.mark.parametrize(("kind", "length"), [("bar", 3), ("hbar", 2)])
 def test_bar_length_is_proportional_to_value(kind: ChartKind, length: int) -> None:
-    bars = rects(render_svg(chart(kind, series=[Series(name="s", values=[1.0, 2.0, 0.5])])))
+    bars = rects(render(chart(kind, series=[Series(name="s", values=[1.0, 2.0, 0.5])])))
     one, two, half = (bars[f"memory_bar_0_{i}"] for i in range(3))
     assert two[length] == pytest.approx(2 * one[length], abs=0.02)
     assert half[length] == pytest.approx(one[length] / 2, abs=0.02)
@@ -347,7 +357,7 @@ def test_bar_length_is_proportional_to_value(kind: ChartKind, length: int) -> No
 @pytest.mark.parametrize("kind", ["stacked-bar", "stacked-hbar"])
 def test_stacked_segments_abut(kind: ChartKind) -> None:
     series = [Series(name=f"s{i}", values=[i + 1.0, 2.0, 0.0]) for i in range(3)]
-    bars = rects(render_svg(chart(kind, series=series)))
+    bars = rects(render(chart(kind, series=series)))
     for category in range(3):
         segments = [bars[f"memory_bar_{s}_{category}"] for s in range(3)]
         for first, then in itertools.pairwise(segments):
@@ -368,7 +378,7 @@ def test_stacked_segments_abut(kind: ChartKind) -> None:
 
 @pytest.mark.parametrize("kind", ["hbar", "stacked-hbar"])
 def test_horizontal_charts_put_the_first_category_on_top(kind: ChartKind) -> None:
-    svg = render_svg(chart(kind))
+    svg = render(chart(kind))
     bars = rects(svg)
     tops = [bars[f"memory_bar_0_{i}"][1] for i in range(3)]
     assert tops == sorted(tops) and len(set(tops)) == 3
@@ -380,7 +390,7 @@ def test_horizontal_charts_put_the_first_category_on_top(kind: ChartKind) -> Non
 
 @pytest.mark.parametrize("kind", ["bar", "hbar"])
 def test_negative_values_extend_the_other_way_from_the_zero_line(kind: ChartKind) -> None:
-    svg = render_svg(chart(kind, series=[Series(name="s", values=[3.0, -2.0, 1.0])]))
+    svg = render(chart(kind, series=[Series(name="s", values=[3.0, -2.0, 1.0])]))
     bars = rects(svg)
     pos, neg = bars["memory_bar_0_0"], bars["memory_bar_0_1"]
     zero_line = re.search(r'<line x1="([\d.]+)" y1="([\d.]+)"[^>]*stroke="#555555"', svg)
@@ -406,7 +416,7 @@ def test_legend_names_the_series_exactly_when_there_are_several(
     kind: ChartKind, n_series: int
 ) -> None:
     names = [f"series-{i}" for i in range(n_series)]
-    svg = render_svg(chart(kind, series=[Series(name=n, values=[1, 2, 3]) for n in names]))
+    svg = render(chart(kind, series=[Series(name=n, values=[1, 2, 3]) for n in names]))
     legend = group(svg, "memory_legend")
     if n_series == 1:
         assert legend is None and "series-0" not in svg
@@ -432,7 +442,7 @@ def test_legend_names_the_series_exactly_when_there_are_several(
 def test_value_axis_ticks_are_nice_and_cover_the_data(
     kind: ChartKind, values: list[float]
 ) -> None:
-    svg = render_svg(chart(kind, series=[Series(name="s", values=values)]))
+    svg = render(chart(kind, series=[Series(name="s", values=values)]))
     ticks = tick_values(svg, "memory")
     assert 4 <= len(ticks) <= 7
     step = ticks[1] - ticks[0]
@@ -445,12 +455,12 @@ def test_value_axis_ticks_are_nice_and_cover_the_data(
 
 def test_long_category_labels_rotate_only_when_they_do_not_fit() -> None:
     categories = [f"category number {i}" for i in range(8)]
-    long = render_svg(chart(categories=categories, series=[Series(name="s", values=[1.0] * 8)]))
+    long = render(chart(categories=categories, series=[Series(name="s", values=[1.0] * 8)]))
     labels = [t for t in svg_root(long).iter("text") if t.text in categories]
     assert len(labels) == 8
     assert all("rotate(-30 " in t.get("transform", "") for t in labels)
     assert {t.get("text-anchor") for t in labels} == {"end"}
-    short = render_svg(chart())
+    short = render(chart())
     labels = [t for t in svg_root(short).iter("text") if t.text in {"weights", "kv-cache"}]
     assert len(labels) == 2 and not any(t.get("transform") for t in labels)
     # The rotated labels get room below the plot.
@@ -459,8 +469,8 @@ def test_long_category_labels_rotate_only_when_they_do_not_fit() -> None:
 
 def test_horizontal_margin_fits_the_longest_category_label() -> None:
     name = "a fairly long category name"
-    long = rects(render_svg(chart("hbar", categories=[name, "b", "c"])))
-    short = rects(render_svg(chart("hbar", categories=["a", "b", "c"])))
+    long = rects(render(chart("hbar", categories=[name, "b", "c"])))
+    short = rects(render(chart("hbar", categories=["a", "b", "c"])))
     assert long["memory_bar_0_0"][0] >= len(name) * 11 * 0.5  # 11-unit text, >= 0.5 em a char
     assert long["memory_bar_0_0"][0] > short["memory_bar_0_0"][0]
 
@@ -509,7 +519,7 @@ def test_any_valid_chart_renders_one_bar_per_value(
         series=[Series(name=f"s{j}", values=values) for j, values in enumerate(data)],
         kind=kind,
     )
-    svg = render_svg(c)
+    svg = render(c)
     assert len(bar_ids(svg, "prop")) == len(data) * len(data[0])
     # Every bar lies inside the picture.
     root = svg_root(svg)
@@ -595,7 +605,7 @@ def test_html_has_a_toc_and_one_svg_per_chart_with_all_bars(html: str) -> None:
 
 
 def test_html_escapes_document_text(html: str) -> None:
-    assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in html
+    assert '<td data-label="Component">&lt;script&gt;alert(1)&lt;/script&gt;</td>' in html
     assert "<script>" not in html
     assert "Weights &amp; optimizer state dominate." in html
     assert "&lt;b&gt;train&lt;/b&gt;" in html and "<b>" not in html
@@ -606,7 +616,7 @@ def test_html_shows_summary_notes_and_chart_data(html: str) -> None:
     assert '<span class="detail">8 nodes × 8 H100</span>' in html
     assert "<li>Assumes bf16 weights.</li>" in html
     assert html.count("<summary>Data</summary>") == 4
-    assert '<th scope="row">weights</th>' in html
+    assert '<th scope="row" data-label="">weights</th>' in html
 
 
 def test_html_and_markdown_are_deterministic(html: str) -> None:

@@ -10,13 +10,18 @@ from aiplat.report.charts import PALETTE, render_svg
 from aiplat.report.document import (
     Chart,
     ChartKind,
+    Code,
     Document,
     KeyFigure,
+    Link,
+    Rich,
     Section,
     Series,
+    Source,
     Table,
     format_value,
 )
+from aiplat.report.grouping import group_repeats
 from aiplat.report.html import render_html
 from aiplat.report.markdown import render_markdown
 
@@ -24,12 +29,17 @@ __all__ = [
     "PALETTE",
     "Chart",
     "ChartKind",
+    "Code",
     "Document",
     "KeyFigure",
+    "Link",
+    "Rich",
     "Section",
     "Series",
+    "Source",
     "Table",
     "format_value",
+    "group_repeats",
     "render_html",
     "render_markdown",
     "render_svg",

@@ -67,11 +67,14 @@ HATCHES: tuple[str, ...] = ("", "//", "..", "xx", "\\\\")
 """Hatch per round through the palette: series 8-15 get ``//``, 16-23 ``..``, and so on."""
 
 WIDTH = 640.0
+NARROW_WIDTH = 320.0
+"""The narrow layout's width: drawn at twice the scale in the same picture (see render_svg)."""
 _PAD = 8.0  # around the picture
 _FONT = 11.0  # ticks, categories, legend, unit
 _LABEL_FONT = 10.0  # value labels
 _SEGMENT_FONT = 9.5  # labels inside stacked segments
 _MIN_FONT = 6.0  # value labels shrink to fit narrow bars, down to this
+_NARROW_MIN_FONT = 9.5  # ... but not in the narrow layout: there they are left out instead
 _NARROW = frozenset(" !'()-./:;I[]fijlrt|")  # about 0.3-0.4 em in DejaVu Sans
 _WIDE = frozenset("#%&+<=>@MW_mw~")  # about 0.8-1 em
 _GAP = 4.0  # between a bar's end and its label, or a label and its axis
@@ -83,6 +86,11 @@ _SWATCH = 10.0
 _LEGEND_SPACING = 16.0
 _MAX_LABEL_SHARE = 0.4  # horizontal category labels: at most this share of the width
 _MAX_LABEL_CHARS = 38  # longer category and series names are shortened with "…"
+_NARROW_LABEL_CHARS = 22
+_LINE_WIDTH = 2.0
+_LINE_SWATCH = 22.0  # legend sample of a line series
+DASHES: tuple[str, ...] = ("", "7 3", "2 2.5", "9 3 2 3", "4 4", "1 3")
+"""Dash pattern per line series (cycled), so lines differ without colour too."""
 _ROTATION = 30.0  # degrees, for category labels too long for their band
 _MIN_LABELLED_SHARE = 0.07
 """Stacked segments shorter than this share of the longest bar get no inner label (no room)."""
@@ -102,20 +110,38 @@ def render_svg(chart: Chart, *, standalone: bool = False) -> str:
     ``role="img"`` and a ``<title>`` with the chart's title. With ``standalone=True`` the
     namespace declaration is added, so the string is also a valid ``.svg`` file.
     """
-    layout = _layout(chart)
-    bars = _bars(chart, layout)
+    wide = _layout(chart, _Frame(WIDTH, _MIN_FONT, _MAX_LABEL_CHARS, chart.id))
+    narrow = _layout(chart, _Frame(NARROW_WIDTH, _NARROW_MIN_FONT, _NARROW_LABEL_CHARS,
+                                   f"{chart.id}_narrow"))
+    scale = _num(WIDTH / NARROW_WIDTH)
     parts = [
-        _root(chart, layout, standalone=standalone),
+        _root(chart, wide, narrow, standalone=standalone),
         *_defs(chart),
-        *_legend(chart, layout),
-        *_grid(chart, layout),
+        '<g class="wide">',
+        *_drawing(chart, wide),
+        "</g>",
+        # Hidden unless the page's narrow-screen CSS shows it (and hides the wide one).
+        f'<g class="narrow" display="none" transform="scale({scale})">',
+        *_drawing(chart, narrow),
+        "</g>",
+        "</svg>\n",
+    ]
+    return "\n".join(parts)
+
+
+def _drawing(chart: Chart, layout: _Layout) -> list[str]:
+    """Everything of one layout but the root and the shared pattern definitions."""
+    common = [*_legend(chart, layout), *_grid(chart, layout)]
+    if chart.kind == "line":
+        return [*common, _zero_line(layout), *_lines(chart, layout), *_x_labels(chart, layout)]
+    bars = _bars(chart, layout)
+    return [
+        *common,
         *_bar_rects(chart, layout, bars),
         _zero_line(layout),
         *_value_labels(chart, layout, bars),
         *_category_labels(layout),
-        "</svg>\n",
     ]
-    return "\n".join(parts)
 
 
 # --- layout -------------------------------------------------------------------------------
@@ -142,7 +168,17 @@ class _Box(NamedTuple):
     bottom: float
 
 
+class _Frame(NamedTuple):
+    """What differs between the wide and the narrow layout of one chart."""
+
+    width: float
+    min_font: float  # value labels shrink down to this; below, they are left out
+    max_chars: int  # longer category labels are shortened
+    ident: str  # prefix of the ids inside the layout
+
+
 class _Layout(NamedTuple):
+    frame: _Frame
     horizontal: bool
     height: float
     plot: _Box
@@ -155,6 +191,9 @@ class _Layout(NamedTuple):
     rotate_values: bool
     value_font: float  # of the labels past the bar ends
     low_room: float  # past the axis' low end (below or left) for labels of negative bars
+    show_values: bool = True  # False when the labels would not fit at the frame's min font
+    points: tuple[float, ...] = ()  # line charts: x of each point
+    x_labels: tuple[tuple[float, str], ...] = ()  # line charts: labelled x positions
 
     def value_at(self, value: float) -> float:
         """The coordinate of ``value`` along the value axis (x, or y growing upwards)."""
@@ -167,22 +206,29 @@ class _Layout(NamedTuple):
         return (self.plot.top if self.horizontal else self.plot.left) + category * self.band
 
 
-def _layout(chart: Chart) -> _Layout:
+def _layout(chart: Chart, frame: _Frame) -> _Layout:
     axis = _nice_axis(_extent(chart))
-    legend = _legend_rows(chart)
+    legend = _legend_rows(chart, frame.width)
+    if chart.kind == "line":
+        return _line_layout(chart, axis, legend, frame)
     if chart.horizontal:
-        return _horizontal_layout(chart, axis, legend)
-    return _vertical_layout(chart, axis, legend)
+        return _horizontal_layout(chart, axis, legend, frame)
+    return _vertical_layout(chart, axis, legend, frame)
+
+
+def _value_axis_left(chart: Chart, axis: _Axis) -> float:
+    """Left edge of a plot whose value axis is vertical: unit title, tick labels, gaps."""
+    tick_width = max(_text_width(format_value(t), _FONT) for t in axis.ticks)
+    return _PAD + (_FONT + _GAP if chart.unit else 0.0) + tick_width + 2 * _GAP
 
 
 def _vertical_layout(
-    chart: Chart, axis: _Axis, legend: tuple[tuple[int, ...], ...]
+    chart: Chart, axis: _Axis, legend: tuple[tuple[int, ...], ...], frame: _Frame
 ) -> _Layout:
-    categories = tuple(_shorten(c, _MAX_LABEL_CHARS) for c in chart.categories)
+    categories = tuple(_shorten(c, frame.max_chars) for c in chart.categories)
     n = len(categories)
-    tick_width = max(_text_width(format_value(t), _FONT) for t in axis.ticks)
-    left = _PAD + (_FONT + _GAP if chart.unit else 0.0) + tick_width + 2 * _GAP
-    right = WIDTH - _PAD
+    left = _value_axis_left(chart, axis)
+    right = frame.width - _PAD
     label_width = max(_text_width(c, _FONT) for c in categories)
     # Rotate unless every label fits its band with about an em to spare between neighbours.
     rotate_categories = label_width + 0.8 * _FONT > (right - left) / n
@@ -198,8 +244,11 @@ def _vertical_layout(
     above, below = _end_label_widths(chart)
     rotate_values = max(above, below) > slot - 1
     value_font = _LABEL_FONT
-    if rotate_values:
-        value_font = max(_MIN_FONT, min(_LABEL_FONT, slot))
+    show_values = not rotate_values or slot >= frame.min_font
+    if not show_values:  # the data table below the chart has the numbers
+        headroom, low_room = _GAP, 0.0
+    elif rotate_values:
+        value_font = max(frame.min_font, min(_LABEL_FONT, slot))
         above, below = (w * value_font / _LABEL_FONT for w in (above, below))
         headroom, low_room = above + _GAP, (below + _GAP if below else 0.0)
     else:
@@ -207,6 +256,8 @@ def _vertical_layout(
     top = _PAD + _legend_height(legend) + headroom
     plot = _Box(left, top, right, top + _PLOT_HEIGHT)
     return _Layout(
+        frame=frame,
+        show_values=show_values,
         horizontal=False,
         height=plot.bottom + low_room + depth + _GAP + _PAD,
         plot=plot,
@@ -238,10 +289,10 @@ def _left_for_rotated(categories: Sequence[str], left: float, right: float) -> f
 
 
 def _horizontal_layout(
-    chart: Chart, axis: _Axis, legend: tuple[tuple[int, ...], ...]
+    chart: Chart, axis: _Axis, legend: tuple[tuple[int, ...], ...], frame: _Frame
 ) -> _Layout:
-    room = WIDTH * _MAX_LABEL_SHARE
-    categories = tuple(_shorten_to(_shorten(c, _MAX_LABEL_CHARS), room) for c in chart.categories)
+    room = frame.width * _MAX_LABEL_SHARE
+    categories = tuple(_shorten_to(_shorten(c, frame.max_chars), room) for c in chart.categories)
     n_series = len(chart.series)
     grouped = not chart.stacked and n_series > 1
     band = max(_MIN_BAND, n_series * _GROUPED_BAR / 0.8) if grouped else _MIN_BAND
@@ -251,11 +302,12 @@ def _horizontal_layout(
     # Tick labels are centred on their tick: the outer two must not stick out of the picture.
     left = max(left, _PAD + _text_width(format_value(axis.ticks[0]), _FONT) / 2)
     last_tick = _text_width(format_value(axis.ticks[-1]), _FONT) / 2
-    right = WIDTH - _PAD - max(after + _GAP, last_tick)
+    right = frame.width - _PAD - max(after + _GAP, last_tick)
     top = _PAD + _legend_height(legend)
     plot = _Box(left, top, right, top + band * len(categories))
     below = _GAP + _FONT + (_GAP + _FONT + _GAP if chart.unit else 0.0)
     return _Layout(
+        frame=frame,
         horizontal=True,
         height=plot.bottom + below + _PAD,
         plot=plot,
@@ -268,6 +320,55 @@ def _horizontal_layout(
         rotate_values=False,
         value_font=_LABEL_FONT,
         low_room=low_room,
+    )
+
+
+def _line_layout(
+    chart: Chart, axis: _Axis, legend: tuple[tuple[int, ...], ...], frame: _Frame
+) -> _Layout:
+    """A vertical value axis as for bars; points evenly spread or at their ``x``."""
+    left = _value_axis_left(chart, axis)
+    n = len(chart.categories)
+    if chart.x is not None:
+        x_axis = _nice_axis(chart.x, include_zero=False)
+        ticks = [(t, format_value(t)) for t in x_axis.ticks]
+    else:
+        x_axis = None
+        ticks = [(float(i), _shorten(c, frame.max_chars)) for i, c in enumerate(chart.categories)]
+    half = max(_text_width(text, _FONT) for _, text in ticks[-1:]) / 2
+    right = frame.width - _PAD - half
+    top = _PAD + _legend_height(legend) + _FONT / 2 + _GAP  # room for the top tick label
+    plot = _Box(left, top, right, top + _PLOT_HEIGHT)
+    span = right - left
+
+    def at(value: float) -> float:
+        if x_axis is not None:
+            return left + x_axis.fraction(value) * span
+        return left + (value + 0.5) * span / n  # band centres, as for bars
+
+    points = tuple(at(v) for v in (chart.x if chart.x is not None else range(n)))
+    placed = [(at(v), text) for v, text in ticks]
+    widest = max(_text_width(text, _FONT) for _, text in placed)
+    room = span / max(1, len(placed) - 1) if len(placed) > 1 else span
+    every = max(1, math.ceil((widest + 0.8 * _FONT) / room))  # labels that do not touch
+    below = _GAP + _FONT + (_GAP + _FONT + _GAP if chart.x_unit else 0.0)
+    return _Layout(
+        frame=frame,
+        horizontal=False,
+        height=plot.bottom + below + _GAP + _PAD,
+        plot=plot,
+        axis=axis,
+        band=span / n,
+        thickness=0.0,
+        categories=tuple(chart.categories),
+        legend=legend,
+        rotate_categories=False,
+        rotate_values=False,
+        value_font=_LABEL_FONT,
+        low_room=0.0,
+        show_values=False,
+        points=points,
+        x_labels=tuple(placed[::every]),
     )
 
 
@@ -285,11 +386,16 @@ def _extent(chart: Chart) -> list[float]:
     return [v for s in chart.series for v in s.values]
 
 
-def _nice_axis(values: Sequence[float]) -> _Axis:
-    """Ticks at a 1/2/5 × 10^k step from below the lowest value to above the highest."""
-    lo, hi = min(0.0, *values), max(0.0, *values)
-    if hi - lo < _TINY:  # all zero: an empty 0..1 axis rather than a degenerate one
-        lo, hi = 0.0, 1.0
+def _nice_axis(values: Sequence[float], *, include_zero: bool = True) -> _Axis:
+    """Ticks at a 1/2/5 × 10^k step from below the lowest value to above the highest.
+
+    Value axes include zero (bars grow from it); a line chart's x axis need not.
+    """
+    lo, hi = min(values), max(values)
+    if include_zero:
+        lo, hi = min(0.0, lo), max(0.0, hi)
+    if hi - lo < _TINY:  # all equal: a unit-wide axis rather than a degenerate one
+        lo, hi = (0.0, 1.0) if include_zero else (lo - 0.5, hi + 0.5)
     magnitude = 10.0 ** math.floor(math.log10((hi - lo) / 5))  # aiming at ~5 intervals
     for multiple in (1.0, 2.0, 5.0, 10.0):  # 10 × magnitude always gives at most 6
         step = multiple * magnitude
@@ -318,25 +424,26 @@ def _end_label_widths(chart: Chart) -> tuple[float, float]:
     return above, below
 
 
-def _legend_rows(chart: Chart) -> tuple[tuple[int, ...], ...]:
+def _legend_rows(chart: Chart, width: float) -> tuple[tuple[int, ...], ...]:
     """Series indices packed greedily into rows that fit the width; none for one series."""
     if len(chart.series) < 2:
         return ()
     rows: list[list[int]] = [[]]
     used = 0.0
     for index in range(len(chart.series)):
-        width = _legend_item_width(chart, index)
-        if rows[-1] and used + _LEGEND_SPACING + width > WIDTH - 2 * _PAD:
+        item = _legend_item_width(chart, index)
+        if rows[-1] and used + _LEGEND_SPACING + item > width - 2 * _PAD:
             rows.append([])
             used = 0.0
-        used += (_LEGEND_SPACING if rows[-1] else 0.0) + width
+        used += (_LEGEND_SPACING if rows[-1] else 0.0) + item
         rows[-1].append(index)
     return tuple(tuple(row) for row in rows)
 
 
 def _legend_item_width(chart: Chart, index: int) -> float:
     name = _shorten(chart.series[index].name, _MAX_LABEL_CHARS)
-    return _SWATCH + _GAP + _text_width(name, _FONT)
+    swatch = _LINE_SWATCH if chart.kind == "line" else _SWATCH
+    return swatch + _GAP + _text_width(name, _FONT)
 
 
 def _legend_height(rows: tuple[tuple[int, ...], ...]) -> float:
@@ -413,15 +520,20 @@ def _rect(layout: _Layout, bar: _Bar) -> tuple[float, float, float, float]:
     return bar.offset, a, layout.thickness, b - a
 
 
-def _root(chart: Chart, layout: _Layout, *, standalone: bool) -> str:
+def _root(chart: Chart, wide: _Layout, narrow: _Layout, *, standalone: bool) -> str:
+    """The ``<svg>``: sized for the wide layout; ``--narrow-ratio`` is the picture's aspect
+    ratio once the narrow layout (drawn at twice the scale) shows instead. The viewBox is
+    pinned to the top left so the taller narrow drawing extends it downwards."""
     namespace = ' xmlns="http://www.w3.org/2000/svg"' if standalone else ""
     title_id = f"{chart.id}_title"
-    height = _num(layout.height)
+    height = _num(wide.height)
+    narrow_height = _num(narrow.height * WIDTH / NARROW_WIDTH)
     return (
         f'<svg id="{chart.id}" class="aiplat-chart aiplat-chart-{chart.kind}" role="img"'
         f' aria-labelledby="{title_id}"{namespace} width="{_num(WIDTH)}" height="{height}"'
-        f' viewBox="0 0 {_num(WIDTH)} {height}" font-size="{_num(_FONT)}"'
-        f' style="font-family: {_FONT_FAMILY}">\n'
+        f' viewBox="0 0 {_num(WIDTH)} {height}" preserveAspectRatio="xMinYMin meet"'
+        f' font-size="{_num(_FONT)}"'
+        f' style="font-family: {_FONT_FAMILY}; --narrow-ratio: {_num(WIDTH)} / {narrow_height}">\n'
         f'<title id="{title_id}">{html.escape(chart.title)}</title>'
     )
 
@@ -471,18 +583,24 @@ def _defs(chart: Chart) -> Iterator[str]:
 def _legend(chart: Chart, layout: _Layout) -> Iterator[str]:
     if not layout.legend:
         return
-    yield f'<g id="{chart.id}_legend" fill="{_TEXT}">'
+    yield f'<g id="{layout.frame.ident}_legend" fill="{_TEXT}">'
+    line = chart.kind == "line"
+    swatch = _LINE_SWATCH if line else _SWATCH
     for row, indices in enumerate(layout.legend):
         widths = [_legend_item_width(chart, i) for i in indices]
-        x = (WIDTH - sum(widths) - _LEGEND_SPACING * (len(widths) - 1)) / 2
+        x = (layout.frame.width - sum(widths) - _LEGEND_SPACING * (len(widths) - 1)) / 2
         middle = _PAD + (row + 0.5) * _LEGEND_ROW
         for index, width in zip(indices, widths, strict=True):
             name = _shorten(chart.series[index].name, _MAX_LABEL_CHARS)
-            yield (
-                f'<rect x="{_num(x)}" y="{_num(middle - _SWATCH / 2)}" width="{_num(_SWATCH)}"'
-                f' height="{_num(_SWATCH)}" fill="{_fill(chart, index)}"/>'
-            )
-            yield _text(x + _SWATCH + _GAP, middle, name, anchor="start", centred=True)
+            if line:
+                yield _line(x, middle, x + swatch, middle, _stroke(index))
+            else:
+                yield (
+                    f'<rect x="{_num(x)}" y="{_num(middle - _SWATCH / 2)}"'
+                    f' width="{_num(_SWATCH)}" height="{_num(_SWATCH)}"'
+                    f' fill="{_fill(chart, index)}"/>'
+                )
+            yield _text(x + swatch + _GAP, middle, name, anchor="start", centred=True)
             x += width + _LEGEND_SPACING
     yield "</g>"
 
@@ -503,7 +621,7 @@ def _grid(chart: Chart, layout: _Layout) -> Iterator[str]:
     yield f'<g stroke="{_GRID}" stroke-width="0.6">'
     yield from lines
     yield "</g>"
-    yield f'<g id="{chart.id}_ticks" fill="{_TEXT}">'
+    yield f'<g id="{layout.frame.ident}_ticks" fill="{_TEXT}">'
     yield from labels
     yield "</g>"
     if chart.unit:
@@ -524,7 +642,7 @@ def _bar_rects(chart: Chart, layout: _Layout, bars: Sequence[_Bar]) -> Iterator[
     for bar in bars:
         x, y, width, height = _rect(layout, bar)
         yield (
-            f'<rect id="{chart.id}_bar_{bar.series}_{bar.category}" x="{_num(x)}"'
+            f'<rect id="{layout.frame.ident}_bar_{bar.series}_{bar.category}" x="{_num(x)}"'
             f' y="{_num(y)}" width="{_num(width)}" height="{_num(height)}"'
             f' fill="{_fill(chart, bar.series)}"/>'
         )
@@ -541,6 +659,8 @@ def _zero_line(layout: _Layout) -> str:
 
 
 def _value_labels(chart: Chart, layout: _Layout, bars: Sequence[_Bar]) -> Iterator[str]:
+    if not layout.show_values:
+        return
     yield f'<g fill="{_TEXT}" font-size="{_num(layout.value_font)}">'
     if not chart.stacked:
         for bar in bars:
@@ -598,6 +718,43 @@ def _segment_label(layout: _Layout, bar: _Bar) -> str:
     halo = colour if _hatch(bar.series) else None
     return _text(x, y, text, centred=True, size=_SEGMENT_FONT, fill=_text_colour(colour),
                  halo=halo)
+
+
+def _stroke(index: int) -> str:
+    """A line series' stroke: its colour, width and dash pattern (both cycle)."""
+    dash = DASHES[index % len(DASHES)]
+    dashes = f' stroke-dasharray="{dash}"' if dash else ""
+    return (f' stroke="{_colour(index)}" stroke-width="{_num(_LINE_WIDTH)}"{dashes}'
+            ' fill="none" stroke-linejoin="round" stroke-linecap="butt"')
+
+
+def _lines(chart: Chart, layout: _Layout) -> Iterator[str]:
+    """One path per series through its points; a lone point gets a dot (a path of one
+    point draws nothing)."""
+    for index, series in enumerate(chart.series):
+        ys = [layout.value_at(v) for v in series.values]
+        ident = f"{layout.frame.ident}_line_{index}"
+        if len(ys) == 1:
+            yield (f'<circle id="{ident}" cx="{_num(layout.points[0])}" cy="{_num(ys[0])}"'
+                   f' r="3" fill="{_colour(index)}"/>')
+            continue
+        d = " ".join(f"{'M' if i == 0 else 'L'}{_num(x)},{_num(y)}"
+                     for i, (x, y) in enumerate(zip(layout.points, ys, strict=True)))
+        yield f'<path id="{ident}" d="{d}"{_stroke(index)}/>'
+
+
+def _x_labels(chart: Chart, layout: _Layout) -> Iterator[str]:
+    """The x axis of a line chart: tick marks, labels and the unit title below."""
+    plot = layout.plot
+    y = plot.bottom + _GAP + 0.8 * _FONT
+    yield f'<g id="{layout.frame.ident}_x" fill="{_TEXT}">'
+    for x, text in layout.x_labels:
+        yield _line(x, plot.bottom, x, plot.bottom + _GAP, f' stroke="{_AXIS}"')
+        yield _text(x, y + _GAP / 2, text)
+    yield "</g>"
+    if chart.x_unit:
+        middle = (plot.left + plot.right) / 2
+        yield _text(middle, plot.bottom + 2 * _GAP + 1.9 * _FONT, chart.x_unit, fill=_TEXT)
 
 
 def _category_labels(layout: _Layout) -> Iterator[str]:

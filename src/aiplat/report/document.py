@@ -11,6 +11,17 @@ All text is plain text, never markup: renderers escape it for their format. Numb
 already formatted as strings in tables and key figures (the producer knows the unit and the
 precision worth showing); charts carry floats, shown with :func:`format_value`.
 
+Beyond plain strings, a table cell, a paragraph or a note may hold a :class:`Link` (a
+relative path to another file of the same output tree: the page still references no URL),
+a :class:`Code` span (a command, shown in monospace and never reflowed into prose) or a list
+mixing them with text. Statuses (``pass``, ``error``, ``warning`` ...) stay plain words: the
+renderers recognise them (:mod:`aiplat.report.status`).
+
+A document may say when it was made and from what (:attr:`Document.generated`,
+:attr:`Document.source`): the date comes in from the caller (the model stays pure) and the
+source names the spec by path and a sha256 prefix of its text, so a printed report can be
+matched to the spec it came from.
+
 The models are frozen pydantic models and validate what would otherwise fail late or render
 wrong: a series whose length differs from the categories, a negative value in a stacked
 chart (stacking cannot show it), a row narrower than its header, and ids that would collide
@@ -19,7 +30,12 @@ once they become HTML anchors.
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import math
+import posixpath
+import re
+from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
@@ -31,7 +47,7 @@ No underscore on purpose: :func:`aiplat.report.charts.render_svg` namespaces the
 chart as ``<chart id>_<inner id>``, which therefore can never collide with a slug.
 """
 
-ChartKind = Literal["bar", "stacked-bar", "hbar", "stacked-hbar"]
+ChartKind = Literal["bar", "stacked-bar", "hbar", "stacked-hbar", "line"]
 Align = Literal["left", "right"]
 
 STACKED_KINDS: frozenset[str] = frozenset({"stacked-bar", "stacked-hbar"})
@@ -40,6 +56,89 @@ HORIZONTAL_KINDS: frozenset[str] = frozenset({"hbar", "stacked-hbar"})
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def check_relative_href(href: str) -> str:
+    """``href`` if it is a relative reference inside the output tree, else a ValueError.
+
+    Reports travel as a folder (``out/``) opened from disk or attached to a ticket, so a
+    link may only point at a sibling file: no scheme (``https:``, ``javascript:``,
+    ``file:``), no host, no absolute path and no ``..`` that climbs out of the folder.
+    A fragment (``runbook/runbook.html#node-patch`` or ``#findings``) is fine.
+    """
+    if not href or href != href.strip() or re.search(r"[\x00-\x20\x7f\\]", href):
+        raise ValueError(f"link {href!r}: empty, or has spaces, control characters or a "
+                         "backslash; give a relative path like 'runbook/runbook.html'")
+    # RFC 3986 section 3.1: a scheme is a letter, then letters, digits, "+", "-", "."
+    # (parsed here rather than with urllib: the report package imports no network module).
+    if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", href) or href.startswith("//"):
+        raise ValueError(f"link {href!r}: has a scheme or host; reports link only to files "
+                         "next to them (a relative path like 'matrix/matrix.html')")
+    path = re.split(r"[?#]", href, maxsplit=1)[0]
+    if path.startswith("/"):
+        raise ValueError(f"link {href!r}: absolute path; make it relative to the report")
+    if path and posixpath.normpath(path).split("/")[0] == "..":
+        raise ValueError(f"link {href!r}: '..' leaves the report's folder; link to a file "
+                         "inside it")
+    return href
+
+
+class Link(_Model):
+    """A link to another file of the same output tree, e.g. the runbook next to the plan."""
+
+    text: str = Field(min_length=1)
+    href: str
+
+    @model_validator(mode="after")
+    def _check_href(self) -> Link:
+        check_relative_href(self.href)
+        return self
+
+
+class Code(_Model):
+    """A command or other literal text, shown in monospace with its spaces and line breaks.
+
+    In a table cell or a paragraph it is inline code; in :attr:`Section.code` a block.
+    """
+
+    text: str = Field(min_length=1)
+
+
+Inline = str | Link | Code
+"""One piece of running text."""
+
+Rich = str | Link | Code | list[Inline]
+"""What a cell, paragraph or note holds: text, a link, code, or a sequence of them."""
+
+
+def plain(value: Rich) -> str:
+    """The text a reader sees, without markup: for sorting, grouping and labels."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(plain(v) for v in value)
+    return value.text
+
+
+class Source(_Model):
+    """What a document was generated from: a spec's path and a digest of its text."""
+
+    path: str = Field(min_length=1)
+    digest: str = Field(pattern=r"^sha256:[0-9a-f]{12,64}$")
+
+    @classmethod
+    def of(cls, path: str, text: str) -> Source:
+        """The source for a spec read from ``path`` with content ``text``.
+
+        The digest is the first 12 hex digits of the sha256 of the UTF-8 text: enough to
+        tell versions of a spec apart on paper, and ``sha256sum platform.yaml`` shows it.
+        """
+        return cls(path=path, digest=f"sha256:{spec_digest(text)}")
+
+
+def spec_digest(text: str, length: int = 12) -> str:
+    """The first ``length`` hex digits of the sha256 of ``text`` (UTF-8)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
 class KeyFigure(_Model):
@@ -55,7 +154,7 @@ class Table(_Model):
 
     title: str = ""
     columns: list[str] = Field(min_length=1)
-    rows: list[list[str]] = Field(default_factory=list)
+    rows: list[list[Rich]] = Field(default_factory=list)
     align: list[Align] | None = None
 
     @model_validator(mode="after")
@@ -95,10 +194,13 @@ class Series(_Model):
 
 
 class Chart(_Model):
-    """A bar chart: grouped or stacked, vertical or horizontal.
+    """A bar chart (grouped or stacked, vertical or horizontal) or a line chart.
 
     ``unit`` labels the value axis (e.g. ``GiB``); categories are the bars' labels in order
-    (top to bottom for horizontal kinds).
+    (top to bottom for horizontal kinds). A ``line`` chart draws one line per series through
+    its points, left to right; ``x`` optionally places the points on a numeric axis (e.g. a
+    time in hours, labelled ``x_unit``) instead of evenly, and the categories then label the
+    points in the data table.
     """
 
     id: Slug
@@ -107,6 +209,8 @@ class Chart(_Model):
     categories: list[str] = Field(min_length=1)
     series: list[Series] = Field(min_length=1)
     kind: ChartKind = "bar"
+    x: list[float] | None = None
+    x_unit: str = ""
 
     @model_validator(mode="after")
     def _check_data(self) -> Chart:
@@ -126,7 +230,25 @@ class Chart(_Model):
                     f"chart {self.id!r}: series {s.name!r} has negative values, which a "
                     f"{self.kind!r} chart cannot show; use kind 'bar' or 'hbar'"
                 )
+        self._check_x()
         return self
+
+    def _check_x(self) -> None:
+        if self.x is None:
+            if self.x_unit:
+                raise ValueError(f"chart {self.id!r}: x_unit without x; give x or drop it")
+            return
+        if self.kind != "line":
+            raise ValueError(f"chart {self.id!r}: x positions need kind 'line'")
+        if len(self.x) != len(self.categories):
+            raise ValueError(
+                f"chart {self.id!r}: {len(self.x)} x positions for {len(self.categories)} "
+                "categories; give one per category"
+            )
+        if not all(math.isfinite(v) for v in self.x) or any(
+            b <= a for a, b in itertools.pairwise(self.x)
+        ):
+            raise ValueError(f"chart {self.id!r}: x must be finite and strictly increasing")
 
     @property
     def stacked(self) -> bool:
@@ -165,17 +287,24 @@ class Section(_Model):
 
     id: Slug
     title: str = Field(min_length=1)
-    paragraphs: list[str] = Field(default_factory=list)
+    paragraphs: list[Rich] = Field(default_factory=list)
+    code: list[Code] = Field(default_factory=list, description="blocks, after the paragraphs")
     tables: list[Table] = Field(default_factory=list)
     charts: list[Chart] = Field(default_factory=list)
-    notes: list[str] = Field(default_factory=list)
+    notes: list[Rich] = Field(default_factory=list)
 
 
 class Document(_Model):
-    """A whole report: title, optional subtitle, headline figures, then sections in order."""
+    """A whole report: title, optional subtitle, headline figures, then sections in order.
+
+    ``generated`` (the date it was made) and ``source`` (the spec) are shown under the title
+    and in the footer when given; the renderers add the aiplat version themselves.
+    """
 
     title: str = Field(min_length=1)
     subtitle: str = ""
+    generated: date | None = None
+    source: Source | None = None
     summary: list[KeyFigure] = Field(default_factory=list)
     sections: list[Section] = Field(default_factory=list)
 

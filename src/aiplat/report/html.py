@@ -2,15 +2,23 @@
 
 The file is the handover artefact: it is mailed, attached to tickets and opened years later
 on machines without network access. So everything is inline — CSS, charts as SVG — and it
-references no URL at all: no web font, no CDN, no script. Light and dark colour schemes
-follow the reader's setting; print styles avoid splitting figures and tables.
+references no URL at all: no web font, no CDN, no script; the only links are the document's
+own :class:`~aiplat.report.document.Link`\\ s, relative paths to files next to it. Light and
+dark colour schemes follow the reader's setting; print styles avoid splitting figures and
+tables.
 
 The page comes from a Jinja2 template shipped as package data
 (``aiplat/report/templates/report.html.j2``), rendered with autoescaping on and undefined
-variables as errors. Document text is therefore always escaped; the only markup passed
-through is the SVG from :func:`aiplat.report.charts.render_svg`, which escapes the text it
-draws itself. Each chart is followed by its data in a collapsed table, for screen readers
-and for copying numbers.
+variables as errors. Document text is therefore always escaped; the markup passed through
+is the SVG from :func:`aiplat.report.charts.render_svg`, which escapes the text it draws
+itself, and the inline markup built here (links, code, status badges) from escaped text.
+Each chart is followed by its data in a collapsed table, for screen readers and for copying
+numbers.
+
+Narrow screens: tables become one card per row (each cell labelled with its column through
+``data-label``) and charts switch to their narrow layout (see :mod:`aiplat.report.charts`),
+both by CSS media queries, so a phone needs no sideways scrolling and chart text stays
+legible.
 """
 
 from __future__ import annotations
@@ -18,18 +26,19 @@ from __future__ import annotations
 import functools
 
 import jinja2
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from aiplat import __version__
 from aiplat.report.charts import render_svg
-from aiplat.report.document import Document
+from aiplat.report.document import Code, Document, Link, Rich
+from aiplat.report.status import Status, status_of
 
 TEMPLATE = "report.html.j2"
 
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    env = jinja2.Environment(
         loader=jinja2.PackageLoader("aiplat.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
@@ -37,6 +46,8 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
+    env.filters.update(rich=rich, cell=cell, note=note)
+    return env
 
 
 def render_html(doc: Document) -> str:
@@ -45,3 +56,39 @@ def render_html(doc: Document) -> str:
     svgs = {chart.id: Markup(render_svg(chart)) for chart in doc.all_charts()}
     template = _environment().get_template(TEMPLATE)
     return template.render(doc=doc, svgs=svgs, version=__version__)
+
+
+def rich(value: Rich) -> Markup:
+    """Text, links and inline code as escaped HTML."""
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, Link):
+        return Markup('<a href="{}">{}</a>').format(value.href, value.text)
+    if isinstance(value, Code):
+        return Markup("<code>{}</code>").format(value.text)
+    return Markup("").join(rich(v) for v in value)
+
+
+def cell(value: Rich) -> Markup:
+    """A table cell: a status word becomes a badge, a command a wrapping code block."""
+    if isinstance(value, str):
+        status = status_of(value)
+        return badge(status) if status else escape(value)
+    if isinstance(value, Code):
+        return Markup('<code class="cmd">{}</code>').format(value.text)
+    return rich(value)
+
+
+def note(value: Rich) -> Markup:
+    """A note: one that opens with a status word ("warning: ...") gets its badge."""
+    status = status_of(value, prefix=True) if isinstance(value, str) else None
+    if status is None:
+        return rich(value)
+    return badge(status) + Markup(" ") + escape(status.rest)
+
+
+def badge(status: Status) -> Markup:
+    """The word with a coloured glyph before it: colour, shape and text say the same thing."""
+    return Markup(
+        '<span class="st st-{}"><span class="st-g" aria-hidden="true">{}</span>{}</span>'
+    ).format(status.kind, status.glyph, status.word)

@@ -3,13 +3,18 @@ the cross-layer lint found.
 
 ``kube_section(check)`` turns a ``aiplat.kube.KubeCheck`` (render + validate + lint of the
 spec) into one report ``Section``; ``plan_document`` appends it when ``aiplat plan`` ran the
-check. Nothing here computes: it only formats.
+check. Nothing here computes: it only formats, and groups an issue that repeats across
+objects and versions (an unchecked custom resource, once per object and version) into one
+row with a count.
 """
 
 from __future__ import annotations
 
 from aiplat.kube.pipeline import KubeCheck
 from aiplat.report.document import Section, Table
+from aiplat.report.grouping import group_repeats
+
+MAX_ROWS = 200
 
 
 def kube_section(check: KubeCheck, tree_dir: str = "kube/") -> Section:
@@ -37,15 +42,18 @@ def kube_section(check: KubeCheck, tree_dir: str = "kube/") -> Section:
     tables = [objects, validation]
     problems = [i for v in check.validations for i in v.issues]
     if problems:
-        tables.append(Table(title="Validation issues",
-                            columns=["version", "severity", "object", "where", "issue"],
-                            rows=[[v.version, i.severity, i.ref, i.path, i.message]
-                                  for v in check.validations for i in v.issues][:200]))
+        issues = group_repeats(Table(
+            title="Validation issues",
+            columns=["severity", "issue", "where", "object", "version"],
+            rows=[[i.severity, i.message, i.path, i.ref, v.version]
+                  for v in check.validations for i in v.issues]),
+            ["object", "version"], count_after="severity")
+        tables.append(issues.model_copy(update={"rows": issues.rows[:MAX_ROWS]}))
     if check.findings:
-        tables.append(Table(title="Lint findings",
-                            columns=["severity", "rule", "object", "why", "fix"],
-                            rows=[[f.severity, f.rule, f.object, f.why, f.fix]
-                                  for f in check.findings]))
+        tables.append(group_repeats(Table(
+            title="Lint findings", columns=["severity", "rule", "object", "why", "fix"],
+            rows=[[f.severity, f.rule, f.object, f.why, f.fix] for f in check.findings]),
+            ["object"], count_after="severity"))
     errors = sum(f.severity == "error" for f in check.findings)
     total = sum(len(objs) for objs in check.rendered.manifests.values())
     paragraphs = [

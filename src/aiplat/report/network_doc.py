@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aiplat.plan.network import NetworkAdvice
 from aiplat.report.document import Section, Table
+from aiplat.report.grouping import group_repeats
 
 
 def network_section(advice: NetworkAdvice) -> Section:
@@ -22,13 +23,13 @@ def network_section(advice: NetworkAdvice) -> Section:
         rows=[[q.segment, q.traffic, q.dscp, q.priority, "yes" if q.lossless else "no", q.note]
               for q in advice.qos],
     )
-    recs = Table(
+    recs = group_repeats(Table(
         title="Recommendations",
         columns=["severity", "topic", "subject", "advice", "reason"],
         rows=[[r.severity, r.topic, r.subject, r.advice, r.reason]
               for r in sorted(advice.recommendations,
                               key=lambda r: ("error", "warning", "info").index(r.severity))],
-    )
+    ), ["subject"], count_after="severity")
     prof = advice.profile
     para = (f"Load profile: {len(prof.multi_node_training)} workload(s) training across nodes"
             + (f" ({', '.join(prof.multi_node_training)})" if prof.multi_node_training else "")

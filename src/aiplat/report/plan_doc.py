@@ -3,17 +3,23 @@ roles and zones, deployment model, assumptions.
 
 Only capabilities that exist get a section; later capabilities (Kubernetes manifests,
 simulation, acceptance) add theirs here when they land, never as placeholders.
+
+The page says when and from what it was made: the caller passes the date (this module stays
+pure: no clock) and the spec's path and text, whose sha256 prefix identifies the spec.
+Repeated findings (the same message for several subjects) are grouped into one row.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import date
 from typing import Any
 
 from aiplat.kube.pipeline import KubeCheck
 from aiplat.plan.format import bytes_h, count_h, kw_h
 from aiplat.plan.models import Plan
-from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Table
+from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Source, Table
+from aiplat.report.grouping import group_repeats
 from aiplat.report.kube_doc import kube_section
 
 MEMORY_PARTS = ("weights", "adapters", "gradients", "optimizer", "activations", "kv cache",
@@ -21,9 +27,16 @@ MEMORY_PARTS = ("weights", "adapters", "gradients", "optimizer", "activations", 
 
 
 def plan_document(
-    plan: Plan, kube: KubeCheck | None = None, extra: Iterable[Section] = ()
+    plan: Plan, kube: KubeCheck | None = None, extra: Iterable[Section] = (), *,
+    generated: date | None = None, spec_path: str = "platform.yaml",
+    spec_text: str | None = None,
 ) -> Document:
-    """The plan's report; ``extra`` holds sections other capabilities computed from the spec."""
+    """The plan's report; ``extra`` holds sections other capabilities computed from the spec.
+
+    ``generated`` (the day of the run) and ``spec_text`` (the spec as read from
+    ``spec_path``) put the date and the spec's digest on the page; without them it shows
+    neither, and the same plan renders to the same bytes on any day.
+    """
     sections = [
         _findings(plan),
         _workloads(plan),
@@ -44,6 +57,8 @@ def plan_document(
                  f"Kubernetes {plan.kubernetes_version}",
         summary=_summary(plan),
         sections=sections,
+        generated=generated,
+        source=Source.of(spec_path, spec_text) if spec_text is not None else None,
     )
 
 
@@ -79,8 +94,9 @@ def _findings(plan: Plan) -> Section:
         id="findings", title="Findings",
         paragraphs=["Nothing to act on."] if not rows else
         ["Errors make the plan infeasible as specified; warnings need a decision."],
-        tables=[Table(columns=["severity", "subject", "finding", "fix"], rows=rows)] if rows
-        else [],
+        tables=[group_repeats(Table(columns=["severity", "subject", "finding", "fix"],
+                                    rows=rows), ["subject"], count_after="severity")]
+        if rows else [],
     )
 
 

@@ -1,22 +1,24 @@
 """Report sections for a simulation result: waits and fairness per tenant, capacity over time.
 
 :func:`sim_sections` turns a :class:`~aiplat.sched.SimResult` into format-neutral
-:class:`Section`s (tables and bar charts) that the plan report (or any other document)
-appends; it formats numbers but computes nothing new, so the report shows exactly what
-``aiplat sim run -o json`` prints. :func:`fgd_section` does the same for an ``aiplat sim
-fgd`` table. Every FGD figure names the variant that produced it (``published``: the
-published simulator's rules; ``aiplat``: aiplat's own, which the queueing engine uses).
+:class:`Section`s (tables, bar charts, and GPUs over time as a line) that the plan report
+(or any other document) appends; it formats numbers but computes nothing new, so the
+report shows exactly what ``aiplat sim run -o json`` prints. :func:`fgd_section` does the
+same for an ``aiplat sim fgd`` table. Every FGD figure names the variant that produced it
+(``published``: the published simulator's rules; ``aiplat``: aiplat's own, which the
+queueing engine uses).
 """
 
 from __future__ import annotations
 
+import bisect
 from typing import Any
 
 from aiplat.report.document import Chart, Section, Series, Table
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.policies import ENGINE_VARIANT
 
-TIME_BUCKETS = 15
+TIME_POINTS = 60  # sampled points of the GPUs-over-time line
 
 
 def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the platform"
@@ -60,21 +62,6 @@ def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the 
         ],
         tables=[table], charts=[waits, shares],
     )
-    timeline = result.timeline
-    step = max(1, len(timeline) // TIME_BUCKETS)
-    points = timeline[::step] or []
-    cats = [f"{p.t / 3600:,.0f} h" for p in points]
-    if len(set(cats)) != len(cats):
-        cats = [f"{p.t / 3600:,.2f} h" for p in points]
-    charts = []
-    if points and len(set(cats)) == len(cats):
-        charts.append(Chart(
-            id=f"{prefix}-gpus", title="GPUs over time", unit="GPUs", categories=cats,
-            kind="bar", series=[
-                Series(name="allocated", values=[p.allocated_gpus for p in points]),
-                Series(name="provisioned", values=[p.provisioned_gpus for p in points]),
-                Series(name="fragmented (FGD)", values=[p.fragmented_gpus for p in points]),
-            ]))
     capacity = Section(
         id=f"{prefix}-capacity", title="Simulated capacity",
         paragraphs=[
@@ -84,9 +71,36 @@ def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the 
             f"FGD measure, variant {ENGINE_VARIANT}: every shape of the workload, exact "
             f"deltas, random ties): {result.mean_fragmented_gpus:.1f}.",
         ],
-        charts=charts,
+        charts=_gpus_over_time(result, prefix),
     )
     return [queues, capacity]
+
+
+def _gpus_over_time(result: SimResult, prefix: str) -> list[Chart]:
+    """A line of allocated, provisioned and fragmented GPUs over the simulated time.
+
+    The timeline holds one point per event, unevenly spaced; the line shows the state in
+    force at evenly spaced instants (the last point at or before each), which is what the
+    step function looks like at this resolution. Sampling every n-th event instead aliases:
+    alternating starts and finishes draw a saw-tooth that never happened.
+    """
+    timeline = sorted(result.timeline, key=lambda p: p.t)
+    if not timeline:
+        return []
+    end = max(timeline[-1].t, result.end_h * 3600)
+    times = [end * i / (TIME_POINTS - 1) for i in range(TIME_POINTS)] if end > 0 else [0.0]
+    starts = [p.t for p in timeline]
+    points = [timeline[max(0, bisect.bisect_right(starts, t) - 1)] for t in times]
+    hours = [t / 3600 for t in times]
+    digits = 0 if len({f"{h:,.0f}" for h in hours}) == len(hours) else 2
+    return [Chart(
+        id=f"{prefix}-gpus", title="GPUs over time", unit="GPUs", kind="line",
+        categories=[f"{h:,.{digits}f} h" for h in hours], x=hours, x_unit="hours",
+        series=[
+            Series(name="allocated", values=[p.allocated_gpus for p in points]),
+            Series(name="provisioned", values=[p.provisioned_gpus for p in points]),
+            Series(name="fragmented (FGD)", values=[p.fragmented_gpus for p in points]),
+        ])]
 
 
 def fgd_section(table: dict[str, Any], *, prefix: str = "fgd") -> Section:
