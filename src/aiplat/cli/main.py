@@ -43,6 +43,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "accept": ("aiplat.cli.handover", "accept_group"),
     "monitoring": ("aiplat.cli.ops", "monitoring"),
     "runbook": ("aiplat.cli.ops", "runbook"),
+    "samples": ("aiplat.cli.samples", "samples"),
     "catalog": ("aiplat.cli.catalog", "catalog"),
     "version": ("aiplat.cli.version", "version"),
     "completion": ("aiplat.cli.completion", "completion"),
@@ -72,6 +73,7 @@ SUMMARIES: dict[str, str] = {
     "monitoring": "Prometheus rules, their unit tests, scrape configuration and checklist.",
     "runbook": "Write the runbook for SPEC (default: the built-in example) as Markdown and "
                "HTML.",
+    "samples": "Sample inputs for the tour: node trees, a containerd config, cluster snapshots.",
     "catalog": "List the built-in catalog: GPUs, models and node types.",
     "version": "Print aiplat's version, commit, Python and the upstream versions it targets.",
     "completion": "Print the shell completion script for bash, zsh or fish.",
@@ -137,40 +139,109 @@ class LazyGroup(click.Group):
         return items + click.Command.shell_complete(self, ctx, incomplete)
 
 
-@click.group(cls=LazyGroup,
+EPILOG = """\b
+Exit codes:
+  0    done; every check passed
+  1    a check failed or found problems (the output says which)
+  2    usage, input or output error (the message names the file, the field and the fix)
+  130  interrupted
+
+\b
+Examples:
+  aiplat catalog node-types
+  aiplat spec example > platform.yaml
+  aiplat -v spec validate platform.yaml
+  aiplat version -o json
+"""
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="aiplat")
-def cli() -> None:
+@click.option("-v", "--verbose", count=True,
+              help="More detail on stderr: -v logs aiplat's steps and shows the cause chain "
+                   "of an error, -vv debug logs.")
+def cli(verbose: int) -> None:
     """aiplat: size, build, check and hand over an AI platform from one spec."""
+    _log_level(verbose)
+
+
+def _log_level(verbose: int) -> None:
+    """The ``aiplat`` logger for this invocation (set every time, so an in-process caller's
+    next command does not inherit a -v): warnings by default, INFO with -v, DEBUG with -vv,
+    always on stderr so data stays alone on stdout."""
+    import logging
+
+    class ToStderr(logging.Handler):
+        # the current sys.stderr at each record (a test's capture, a redirected stream)
+        def emit(self, record: logging.LogRecord) -> None:
+            _error(self.format(record))
+
+    logger = logging.getLogger("aiplat")
+    if not any(type(h).__name__ == "ToStderr" for h in logger.handlers):
+        handler = ToStderr()
+        handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.propagate = False
+    logger.setLevel({0: logging.WARNING, 1: logging.INFO}.get(verbose, logging.DEBUG))
+
+
+def verbosity(argv: list[str]) -> int:
+    """How many -v/--verbose the group got: the options before the command name (main
+    reads it after the command's context is gone, to show an error's cause chain)."""
+    count = 0
+    for arg in argv:
+        if arg == "--verbose":
+            count += 1
+        elif arg.startswith("-") and not arg.startswith("--") and set(arg[1:]) == {"v"}:
+            count += len(arg) - 1
+        elif not arg.startswith("-"):
+            break
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run one command; map every expected failure to a message on stderr and an exit code.
 
     0 ok, 1 a failed check or findings, 2 a usage, input or output error (an ``OSError`` that
-    escaped a command names its file), 130 interrupted (SIGINT).
+    escaped a command names its file), 130 interrupted (SIGINT). With ``-v`` an error's
+    traceback and cause chain go to stderr before its message.
     """
+    args = sys.argv[1:] if argv is None else argv
     try:
-        cli.main(args=argv, prog_name="aiplat", standalone_mode=False)
-    except AiplatError as e:
-        _error(f"error: {e}" if "\n" not in str(e) else f"error:\n{e}")
-        return e.exit_code
+        cli.main(args=args, prog_name="aiplat", standalone_mode=False)
+    except (AiplatError, OSError, click.ClickException) as e:
+        if verbosity(args) and not isinstance(e, click.UsageError | BrokenPipeError):
+            _traceback(e)
+        return _handled(e)
     except (click.exceptions.Abort, KeyboardInterrupt):
         _error("aborted (interrupted)")
         return 130
-    except click.ClickException as e:
-        e.show()
-        return e.exit_code
     except click.exceptions.Exit as e:
         return e.exit_code
-    except BrokenPipeError:
+    return 0
+
+
+def _handled(e: AiplatError | OSError | click.ClickException) -> int:
+    if isinstance(e, AiplatError):
+        _error(f"error: {e}" if "\n" not in str(e) else f"error:\n{e}")
+        return e.exit_code
+    if isinstance(e, click.ClickException):
+        e.show()
+        return e.exit_code
+    if isinstance(e, BrokenPipeError):
         # The reader of stdout went away (``aiplat ... | head``): nothing left to say to it.
         _quiet_stdout()
         return 1
-    except OSError as e:
-        _error(f"error: {_os_error(e)}")
-        return 2
-    return 0
+    _error(f"error: {_os_error(e)}")
+    return 2
+
+
+def _traceback(e: BaseException) -> None:
+    import traceback
+
+    with contextlib.suppress(OSError, ValueError):
+        traceback.print_exception(e, file=sys.stderr)
 
 
 def _error(message: str) -> None:
