@@ -1,10 +1,11 @@
 """Build hook only (the project is declared in pyproject.toml): a wheel built from a git
-checkout records its commit in ``aiplat/_commit.txt`` for ``aiplat version``. Written into
-the build folder, never the source tree; outside git nothing is written and the commit
-reads "unknown"."""
+checkout records its commit in ``aiplat/_commit.txt`` for ``aiplat version``; a build from
+an exported tree (no .git) takes ``$AIPLAT_COMMIT`` instead. Written into the build folder,
+never the source tree; with neither nothing is written and the commit reads "unknown"."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -15,14 +16,21 @@ from setuptools.command.build_py import build_py
 class BuildWithCommit(build_py):
     def run(self) -> None:
         super().run()
-        try:
-            done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                                  capture_output=True, text=True, check=False, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return
-        if done.returncode == 0 and done.stdout.strip():
-            out = Path(self.build_lib) / "aiplat" / "_commit.txt"
-            out.write_text(done.stdout.strip() + "\n")
+        commit = _git_head() or os.environ.get("AIPLAT_COMMIT", "").strip()
+        if commit:
+            (Path(self.build_lib) / "aiplat" / "_commit.txt").write_text(commit + "\n")
+
+
+def _git_head() -> str:
+    here = Path(__file__).parent
+    if not (here / ".git").exists():
+        return ""  # not a checkout (an sdist, an exported tree): no enclosing repo's HEAD
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                              text=True, check=False, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
 
 
 setup(cmdclass={"build_py": BuildWithCommit})
