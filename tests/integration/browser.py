@@ -27,9 +27,11 @@ Design:
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -271,31 +273,40 @@ class Browser:
             background=str(found["background"]),
         )
 
-    def layout(self, path: Path, width: int, *, height: int = 900,
-               color_scheme: ColorScheme = "light") -> LayoutReport:
-        """Load ``path`` in a ``width`` × ``height`` CSS-pixel viewport and measure it.
-
-        Widths under 600 emulate a mobile device (the page's viewport meta applies), as a
-        phone's browser would lay the page out.
-        """
+    @contextlib.contextmanager
+    def _viewport(self, width: int | None, height: int) -> Iterator[None]:
+        """An exact viewport in CSS pixels for the block (widths under 600 emulate a mobile
+        device, so the page's viewport meta applies as on a phone)."""
+        if width is None:
+            yield
+            return
         metrics = {"width": width, "height": height, "deviceScaleFactor": 1,
                    "mobile": width < 600}
-        driver = self._driver
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-        driver.execute_cdp_cmd(
-            "Emulation.setEmulatedMedia",
-            {"features": [{"name": "prefers-color-scheme", "value": color_scheme}]},
-        )
+        self._driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
         try:
-            driver.get(path.resolve().as_uri())
-            found: dict[str, Any] = driver.execute_script(_LAYOUT_JS)
+            yield
+        finally:
+            self._driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+    def _media(self, color_scheme: ColorScheme, media: str = "") -> None:
+        self._driver.execute_cdp_cmd(
+            "Emulation.setEmulatedMedia",
+            {"media": media,
+             "features": [{"name": "prefers-color-scheme", "value": color_scheme}]},
+        )
+
+    def layout(self, path: Path, width: int, *, height: int = 900,
+               color_scheme: ColorScheme = "light") -> LayoutReport:
+        """Load ``path`` in a ``width`` × ``height`` CSS-pixel viewport and measure it."""
+        self._media(color_scheme)
+        with self._viewport(width, height):
+            self._driver.get(path.resolve().as_uri())
+            found: dict[str, Any] = self._driver.execute_script(_LAYOUT_JS)
             clip = {"x": 0, "y": 0, "width": width, "scale": 1,
                     "height": min(int(found["height"]), 16384)}  # the whole page
-            shot = driver.execute_cdp_cmd(
+            shot = self._driver.execute_cdp_cmd(
                 "Page.captureScreenshot",
                 {"format": "png", "captureBeyondViewport": True, "clip": clip})
-        finally:
-            driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         return LayoutReport(
             viewport=int(found["viewport"]),
             scroll_width=int(found["scrollWidth"]),
@@ -304,6 +315,19 @@ class Browser:
             overflowing=tuple(str(o) for o in found["overflowing"]),
             screenshot=base64.b64decode(shot["data"]),
         )
+
+    def evaluate(self, path: Path, script: str, *, color_scheme: ColorScheme = "light",
+                 media: Literal["screen", "print"] = "screen", width: int | None = None,
+                 height: int = 900) -> Any:
+        """Load ``path`` under the given colour scheme, media type and (optionally) viewport
+        width, and return what ``script`` (a function body ending in ``return``) returns."""
+        self._media(color_scheme, media)
+        try:
+            with self._viewport(width, height):
+                self._driver.get(path.resolve().as_uri())
+                return self._driver.execute_script(script)
+        finally:
+            self._media(color_scheme)
 
     def print_pdf(self, path: Path) -> bytes:
         """Load ``path`` and print it to PDF as a reader's "Print" would (print CSS applies)."""

@@ -7,15 +7,33 @@ of a browser would make the whole file meaningless.
 
 from __future__ import annotations
 
+import functools
 import os
+import struct
 import subprocess
 import sys
+import tempfile
+from datetime import date
 from pathlib import Path
 
 import pytest
-from browser import Browser
+from browser import Browser, LayoutReport
 
-from aiplat.report import Chart, Document, KeyFigure, Section, Series, Table, render_html
+from aiplat.catalog import load_catalog
+from aiplat.fsutil import write_tree
+from aiplat.ops.plan_outputs import plan_outputs
+from aiplat.report import (
+    Chart,
+    Code,
+    Document,
+    KeyFigure,
+    Link,
+    Section,
+    Series,
+    Table,
+    render_html,
+)
+from aiplat.spec import EXAMPLE, example_text, parse_platform
 
 pytestmark = pytest.mark.integration
 
@@ -101,10 +119,58 @@ def sample_document() -> Document:
                                 for i in range(9)],
                         kind="stacked-bar",
                     ),
+                    Chart(
+                        id="gpus-over-time",
+                        title="GPUs over time",
+                        unit="GPUs",
+                        kind="line",
+                        categories=[f"{h} h" for h in range(0, 721, 24)],
+                        x=[float(h) for h in range(0, 721, 24)],
+                        x_unit="hours",
+                        series=[
+                            Series(name="allocated", values=[20 + (h % 96) / 4
+                                                             for h in range(0, 721, 24)]),
+                            Series(name="provisioned", values=[72.0] * 31),
+                        ],
+                    ),
                 ],
+            ),
+            Section(
+                id="procedure",
+                title="Node patch",
+                paragraphs=[["Set ", Code(text="$NODE"), " first; see the ",
+                             Link(text="runbook", href="runbook/runbook.html"), "."]],
+                code=[Code(text="export NODE=gpu-node-01\naiplat node check --pool h100")],
+                tables=[
+                    Table(
+                        title="Steps",
+                        columns=["#", "Action", "Command", "Expect"],
+                        rows=[[str(i), "Update the node per the approved matrix and reboot",
+                               Code(text=COMMAND), EXPECT] for i in range(1, 4)],
+                        align=["right", "left", "left", "left"],
+                    ),
+                    Table(
+                        title="Checks",
+                        columns=["check", "result", "detail"],
+                        rows=[["driver", "pass", "580.95.05"], ["nccl", "fail", "busbw low"],
+                              ["mtu", "warning", "1500 on storage"], ["rdma", "skip", "-"],
+                              ["inventory", "info", "8 GPUs"]],
+                    ),
+                ],
+                notes=["error: the canary node did not come back"],
             ),
         ],
     )
+
+
+COMMAND = ("kubectl get pods -A --field-selector spec.nodeName=$NODE -o jsonpath='{range "
+           ".items[*]}{.metadata.namespace}{\" \"}{.metadata.ownerReferences[0].uid}{\"\\n\"}"
+           "{end}' | sort -u | tee workloads-$NODE.txt")
+EXPECT = ("allocatable GPUs as in the spec: kubectl get node $NODE -o jsonpath='{.status."
+          "allocatable.nvidia\\.com/gpu}' (DRA: kubectl get resourceslices "
+          "--field-selector spec.nodeName=$NODE)")
+WIDTHS = (390, 1280)
+MIN_CHART_TEXT_PX = 10.0
 
 
 @pytest.fixture
@@ -147,6 +213,177 @@ def test_report_prints_to_pdf(browser: Browser, report_file: Path) -> None:
     pdf = browser.print_pdf(report_file)
     assert pdf.startswith(b"%PDF-")
     assert len(pdf) > 10_000
+
+
+@functools.cache
+def shots_dir() -> Path:
+    """Where the screenshots go: $AIPLAT_SCREENSHOTS when set (to keep and look at them),
+    else one temp dir per run."""
+    chosen = os.environ.get("AIPLAT_SCREENSHOTS")
+    path = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="aiplat-shots-"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def png_size(png: bytes) -> tuple[int, int]:
+    assert png[:8] == b"\x89PNG\r\n\x1a\n", png[:8]
+    width, height = struct.unpack(">II", png[16:24])
+    return width, height
+
+
+def assert_readable(report: LayoutReport, name: str, *, charts: bool = True) -> None:
+    """No sideways scroll anywhere, chart text at 10 px or more, and a screenshot kept."""
+    shot = shots_dir() / f"{name}-{report.viewport}.png"
+    shot.write_bytes(report.screenshot)
+    assert report.scroll_width <= report.viewport, (name, report.scroll_width)
+    assert report.overflowing == (), (name, report.overflowing)
+    if charts:
+        assert report.chart_texts > 50, (name, report.chart_texts)
+        assert report.min_chart_font_px >= MIN_CHART_TEXT_PX, (name, report.smallest_chart_text)
+    width, height = png_size(report.screenshot)
+    assert width == report.viewport and height > 600, (shot, width, height)
+    print(f"{shot}: scrollWidth {report.scroll_width} <= {report.viewport}, smallest chart "
+          f"text {report.min_chart_font_px:.1f} px ({report.chart_texts} texts)")
+
+
+@pytest.fixture(scope="module")
+def plan_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real ``aiplat plan`` outputs of the built-in example (report, runbook, ...)."""
+    catalog = load_catalog()
+    platform = parse_platform(example_text(), EXAMPLE, catalog)
+    out = tmp_path_factory.mktemp("plan")
+    write_tree(out, plan_outputs(platform, catalog, today=date(2026, 12, 1)).files)
+    return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_sample_report_is_readable_on_a_phone_and_a_desktop(
+    browser: Browser, report_file: Path, width: int
+) -> None:
+    assert_readable(browser.layout(report_file, width), "sample-report")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_plan_report_is_readable_on_a_phone_and_a_desktop(
+    browser: Browser, plan_tree: Path, width: int
+) -> None:
+    assert_readable(browser.layout(plan_tree / "report.html", width), "plan-report")
+
+
+@pytest.mark.parametrize("width", (390, 1280, 1400))
+def test_runbook_keeps_every_column_on_the_page(
+    browser: Browser, plan_tree: Path, width: int
+) -> None:
+    """The Expect column was cut off at 1400 px: long tokens kept the table wider than
+    the page and the scroll box hid the rest. Every cell must now end inside the page."""
+    page = plan_tree / "runbook" / "runbook.html"
+    assert_readable(browser.layout(page, width), "runbook", charts=False)
+    last = browser.evaluate(page, width=width, script="""
+      const out = [];
+      for (const td of document.querySelectorAll('td:last-child')) {
+        const box = td.getBoundingClientRect(), table = td.closest('table');
+        out.push([box.right, table.parentElement.getBoundingClientRect().right]);
+      }
+      return out;""")
+    assert last and all(right <= limit + 1 for right, limit in last)
+    # Short cells (the step numbers 10 to 13) stay on one line: only long words may break.
+    split = browser.evaluate(page, width=width, script="""
+      const out = [];
+      for (const td of document.querySelectorAll('td')) {
+        const text = td.textContent.trim();
+        if (!text || text.length > 3 || td.childNodes.length !== 1) continue;
+        const range = document.createRange();
+        range.selectNodeContents(td);
+        const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+        if (lines.size > 1) out.push(text);
+      }
+      return out;""")
+    assert split == []
+
+
+def test_phone_layout_stacks_tables_into_labelled_rows(
+    browser: Browser, report_file: Path
+) -> None:
+    script = """
+      const td = [...document.querySelectorAll('td')].find(c => c.dataset.label === 'Expect');
+      return {display: getComputedStyle(td).display,
+              label: getComputedStyle(td, '::before').content,
+              head: getComputedStyle(document.querySelector('thead')).position,
+              code: getComputedStyle(document.querySelector('code.cmd')).fontFamily,
+              wrap: getComputedStyle(document.querySelector('code.cmd')).whiteSpace};"""
+    phone = browser.evaluate(report_file, script, width=390)
+    desktop = browser.evaluate(report_file, script, width=1280)
+    assert phone["display"] == "grid" and phone["label"] == '"Expect"'
+    assert phone["head"] == "absolute"  # kept for screen readers, out of the way
+    assert desktop["display"] == "table-cell" and desktop["label"] == "none"
+    for seen in (phone, desktop):
+        assert "monospace" in seen["code"] and seen["wrap"] == "pre-wrap"
+
+
+STATUS_JS = """
+  const out = {};
+  for (const kind of ['good', 'bad', 'warn', 'info', 'skip']) {
+    const badge = document.querySelector('.st-' + kind);
+    const glyph = badge.querySelector('.st-g');
+    out[kind] = {bg: getComputedStyle(glyph).backgroundColor, ink: getComputedStyle(glyph).color,
+                 text: badge.textContent, word: getComputedStyle(badge).color,
+                 visible: glyph.checkVisibility()};
+  }
+  return out;"""
+OKABE_ITO = {"good": "rgb(0, 158, 115)", "bad": "rgb(213, 94, 0)", "warn": "rgb(230, 159, 0)",
+             "info": "rgb(0, 114, 178)"}
+
+
+@pytest.mark.parametrize(("scheme", "media"), [("light", "screen"), ("dark", "screen"),
+                                               ("dark", "print")])
+def test_statuses_have_a_colour_a_glyph_and_the_word(
+    browser: Browser, report_file: Path, scheme: str, media: str
+) -> None:
+    found = browser.evaluate(report_file, STATUS_JS, color_scheme=scheme,  # type: ignore[arg-type]
+                             media=media)  # type: ignore[arg-type]
+    assert {k: v["text"] for k, v in found.items()} == {
+        "good": "✓pass", "bad": "✗fail", "warn": "▲warning", "info": "iinfo", "skip": "–skip"}
+    colours = {k: v["bg"] for k, v in found.items()}
+    expected = dict(OKABE_ITO)
+    if scheme == "dark" and media == "screen":
+        expected["info"] = "rgb(86, 180, 233)"  # sky blue reads better on a dark page
+    assert {k: colours[k] for k in expected} == expected
+    assert len(set(colours.values())) == 5 and all(v["visible"] for v in found.values())
+    # The glyph contrasts with its disc; the word has the page's text colour.
+    assert all(v["ink"] != v["bg"] for v in found.values())
+    words = {v["word"] for v in found.values()}
+    assert words == ({"rgb(0, 0, 0)"} if media == "print" else
+                     {"rgb(230, 237, 243)"} if scheme == "dark" else {"rgb(31, 35, 40)"})
+
+
+def test_links_point_at_files_next_to_the_report(browser: Browser, report_file: Path) -> None:
+    (report_file.parent / "runbook").mkdir()
+    target = report_file.parent / "runbook" / "runbook.html"
+    target.write_text("<!DOCTYPE html><title>runbook</title>", encoding="utf-8")
+    hrefs = browser.evaluate(report_file, """
+      return [...document.querySelectorAll('main a[href]')].map(a => a.href);""")
+    assert hrefs == [target.resolve().as_uri()]
+
+
+def test_harness_measures_overflow_and_small_chart_text(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """Negative control for the layout checks: a table pushed wide by an unbreakable token
+    inside a scroll box (the runbook's old failure), and 640-unit chart text squeezed into a
+    phone, must both be seen."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        '<!DOCTYPE html><html><head><meta name="viewport" content="width=device-width">'
+        '<link rel="icon" href="data:,"><title>bad</title></head><body>'
+        '<div style="overflow-x:auto"><table><tr><td>' + "x" * 200 + "</td></tr></table></div>"
+        '<svg viewBox="0 0 640 100" style="width:100%"><text x="10" y="50" font-size="11">'
+        "tiny</text></svg></body></html>",
+        encoding="utf-8",
+    )
+    report = browser.layout(page, 390)
+    assert any(o.startswith("div") and "scrollWidth" in o for o in report.overflowing)
+    assert report.smallest_chart_text[0][1] == "tiny"
+    assert report.min_chart_font_px == pytest.approx(11 * (390 - 16) / 640, abs=0.5)
 
 
 def test_harness_reports_console_errors(browser: Browser, tmp_path: Path) -> None:

@@ -605,7 +605,8 @@ def test_html_has_a_toc_and_one_svg_per_chart_with_all_bars(html: str) -> None:
 
 
 def test_html_escapes_document_text(html: str) -> None:
-    assert '<td data-label="Component">&lt;script&gt;alert(1)&lt;/script&gt;</td>' in html
+    assert ('<td data-label="Component" class="long">&lt;script&gt;alert(1)&lt;/script&gt;'
+            "</td>") in html
     assert "<script>" not in html
     assert "Weights &amp; optimizer state dominate." in html
     assert "&lt;b&gt;train&lt;/b&gt;" in html and "<b>" not in html

@@ -71,7 +71,8 @@ def linked_document() -> Document:
 def test_links_render_as_anchors_in_html_and_as_links_in_markdown() -> None:
     html = render_html(linked_document())
     assert '<p>See the <a href="runbook/runbook.html">runbook</a>.</p>' in html
-    assert '<td data-label="file"><a href="matrix/matrix.html">matrix/matrix.html</a></td>' in html
+    assert ('<td data-label="file" class="long"><a href="matrix/matrix.html">'
+            "matrix/matrix.html</a></td>") in html
     assert '<li>Rules: <a href="monitoring/aiplat-rules.yaml">rules [yaml]</a></li>' in html
     md = render_markdown(linked_document())
     assert "See the [runbook](runbook/runbook.html)." in md
@@ -106,7 +107,7 @@ def test_code_renders_monospace_in_html() -> None:
     assert ('<pre class="code"><code>aiplat plan platform.yaml -d out\n'
             "aiplat kube validate out/kube</code></pre>") in html
     escaped = COMMAND.replace("'", "&#39;").replace("|", "|")
-    assert f'<td data-label="Command"><code class="cmd">{escaped}</code></td>' in html
+    assert f'<td data-label="Command" class="long"><code class="cmd">{escaped}</code></td>' in html
     # The CSS keeps commands monospace and wrapping, never widening the table.
     assert re.search(r"code\.cmd \{[^}]*white-space: pre-wrap;[^}]*overflow-wrap: anywhere", html)
 
@@ -121,6 +122,21 @@ def test_code_renders_as_code_spans_and_fences_in_markdown() -> None:
     assert row == ("| 1 | `` kubectl get pods -o jsonpath='{.items[*].metadata.name}' \\| sort -u "
                    "\\| grep `x` `` | a list of pods |")
     assert "| 2 | `echo a\\b`<br>`echo c` | two lines |" in md
+
+
+def test_only_cells_with_long_words_may_break_anywhere() -> None:
+    """A short number must never split ("1" over "0" in a narrow column); a path, jsonpath
+    or command may, so it cannot push the table's last columns off the page."""
+    doc = Document(title="t", sections=[Section(id="s", title="S", tables=[Table(
+        columns=["#", "expect", "command"], align=["right", "left", "left"],
+        rows=[["10", "node $NODE Ready", Code(text="ls")],
+              ["11", "jsonpath='{.status.allocatable}'", "x"]])])])
+    html = render_html(doc)
+    assert '<td data-label="#" class="r">10</td>' in html
+    assert '<td data-label="expect">node $NODE Ready</td>' in html
+    assert '<td data-label="expect" class="long">jsonpath=' in html
+    assert '<td data-label="command" class="long"><code class="cmd">ls</code></td>' in html
+    assert "td.long, th.long { overflow-wrap: anywhere; }" in html
 
 
 # --- statuses -----------------------------------------------------------------------------

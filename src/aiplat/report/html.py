@@ -30,7 +30,7 @@ from markupsafe import Markup, escape
 
 from aiplat import __version__
 from aiplat.report.charts import render_svg
-from aiplat.report.document import Code, Document, Link, Rich
+from aiplat.report.document import Code, Document, Link, Rich, plain
 from aiplat.report.status import Status, status_of
 
 TEMPLATE = "report.html.j2"
@@ -47,6 +47,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(rich=rich, cell=cell, note=note)
+    env.globals.update(cell_class=cell_class)
     return env
 
 
@@ -77,6 +78,20 @@ def cell(value: Rich) -> Markup:
     if isinstance(value, Code):
         return Markup('<code class="cmd">{}</code>').format(value.text)
     return rich(value)
+
+
+LONG_TOKEN = 18
+"""Characters from which a word (a path, a jsonpath, a flag) may be broken anywhere."""
+
+
+def cell_class(value: Rich, align: str) -> Markup:
+    """The ``class`` attribute of a cell: ``r`` when right-aligned, ``long`` when it holds
+    a word that could push the table past the page (it may then break anywhere). Short
+    words never break, so "10" in a narrow column stays whole."""
+    classes = ["r"] if align == "right" else []
+    if isinstance(value, Code) or any(len(w) >= LONG_TOKEN for w in plain(value).split()):
+        classes.append("long")
+    return Markup(' class="{}"').format(" ".join(classes)) if classes else Markup("")
 
 
 def note(value: Rich) -> Markup:
