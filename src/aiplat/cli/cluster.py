@@ -1,5 +1,6 @@
 """``aiplat lab cluster build|up|status|down|kubeconfig``: a real control plane on this
-host, thin commands over :mod:`aiplat.cluster`."""
+host, thin commands over :mod:`aiplat.cluster`; ``image`` builds the node-agent image its
+DaemonSet runs (:mod:`aiplat.cluster.agent_image`)."""
 
 from __future__ import annotations
 
@@ -149,3 +150,42 @@ def kubeconfig(name: str) -> None:
     if load_state(name) is None:
         raise InputError(f"lab cluster {name} is not up (fix: 'aiplat lab cluster up')")
     click.echo(str(kubeconfig_path(name)))
+
+
+@cluster.command()
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
+              help="also save the image as a docker-archive tar (podman save)")
+@click.option("--tag", help="image name (default: the one the rendered DaemonSet uses)")
+@click.option("--wheel", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="an aiplat wheel to install (default: pip wheel of the source checkout)")
+@click.option("--source", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="aiplat source checkout to build the wheel from (default: this one)")
+@click.option("--mirror", help="Debian mirror for debootstrap (default: deb.debian.org)")
+@click.option("--cache", type=click.Path(file_okay=False, path_type=Path),
+              help="cache folder (default: $XDG_CACHE_HOME/aiplat/agent-image)")
+@click.option("--force", is_flag=True, help="rebuild the base, the rootfs and the image")
+@OUTPUT
+def image(out: Path | None, tag: str | None, wheel: Path | None, source: Path | None,  # noqa: PLR0917 (one parameter per option)
+          mirror: str | None, cache: Path | None, force: bool, output: str) -> None:
+    """Build the node-agent image the DaemonSet runs: Debian (debootstrap minbase, python3)
+    plus the aiplat wheel, imported into Podman. Needs root, debootstrap and podman.
+    Idempotent: cached by the wheel's content hash; a second run builds nothing.
+
+    Example: aiplat lab cluster image --out node-agent.tar"""
+    from aiplat.cluster.agent_image import DEFAULT_MIRROR, Recipe, build_image
+    from aiplat.kube.render_cluster import AGENT_IMAGE
+
+    report = build_image(source=source, wheel=wheel, tag=tag or AGENT_IMAGE, out=out,
+                         cache=cache, recipe=Recipe(mirror=mirror or DEFAULT_MIRROR),
+                         force=force, progress=_err)
+    if output == "json":
+        click.echo(json.dumps(report.as_data(), indent=2))
+        return
+    m = report.manifest
+    click.echo(f"image    {report.tag} ({report.image_id[:12]}), key {report.key}")
+    click.echo(f"size     {report.size_bytes / 2**20:.1f} MiB: {len(m['debian'])} Debian "  # type: ignore[arg-type]
+               f"packages, {len(m['python'])} Python distributions")  # type: ignore[arg-type]
+    if report.archive:
+        click.echo(f"archive  {report.archive}")
+    click.echo(f"built: {', '.join(report.built) or 'nothing (all cached)'} in "
+               f"{report.seconds} s -> {report.cache}")
