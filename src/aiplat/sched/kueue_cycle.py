@@ -35,6 +35,8 @@ from aiplat.sched.kueue_fairshare import tournament
 from aiplat.sched.kueue_quota import Admitted, Node, Tree
 from aiplat.sched.kueue_snapshot import FR, ClusterQueue, Snapshot, Workload
 
+BATCH_CYCLES = 50  # cycles that run within Kueue's 1 s requeue batch (a cycle takes ms)
+
 
 @dataclass
 class _Pending:
@@ -366,18 +368,28 @@ class Replay:
                      for p in self._heads())
 
     def run(self, cycles: int | None = None, limit: int = 100000) -> list[Outcome]:
-        """Cycle ``cycles`` times, or until quiet: no head left, or a cycle that changed
-        nothing and left the heads as they were."""
+        """Cycle ``cycles`` times, or until quiet: no head left, or the heads back in a
+        state seen since the last change (a blocked StrictFIFO head, or one whose flavor
+        scan goes round), with no batched requeue left to deliver."""
         n = 0
+        seen: set[tuple[object, ...]] = set()
+        age = 0  # cycles since the pending batched requeue was raised
         while n < (cycles if cycles is not None else limit):
             n += 1
-            before = self._signature()
             changed = self.step()
-            if changed or (self._heads() and self._signature() != before):
+            if changed:
+                seen.clear()
+            age = age + 1 if self.notify else 0
+            sig = self._signature()
+            quiet = not self._heads() or sig in seen
+            if self.notify and (quiet or age >= BATCH_CYCLES):
+                self._deliver()  # the batch period is over: the inadmissible come back
+                seen.clear()
+                age = 0
                 continue
-            # the active heads are quiet: the batched requeue comes in, or nothing is left
-            if not self._deliver() and cycles is None:
+            if quiet and cycles is None:
                 break
+            seen.add(sig)
         for name, queue in self.pending.items():
             for p in queue.values():
                 out = self.outcomes[p.wl.key]
