@@ -8,7 +8,10 @@ Prints, never asserts (timings vary with the machine):
    ClusterQueues, 15,000 workloads of 1, 5 and 20 CPUs (nominal 20, borrowingLimit 100);
    Kueue's test takes ~351 s against a test API server (target: under 10 s). Events/s.
 3. 1,000 ClusterQueues (100 cohorts x 10) with 50,000 workloads (target: under 120 s).
-4. The full FGD table: the paper's six policies on four traces, 10 seeds each (skip with
+4. ``sim replay`` (Kueue's scheduling cycle) on the same shapes as a cluster snapshot: the
+   30-queue one with 15,000 pending Workloads and the 1,000-queue one with 50,000, cycled
+   until quiet (Kueue's own scheduler, measured in its test: ~351 s for the first).
+5. The full FGD table: the paper's six policies on four traces, 10 seeds each (skip with
    --quick); the same numbers ``aiplat sim fgd --seeds 10`` prints.
 
 Usage: .venv/bin/python bench/sim.py [--quick] [--data ../shared/data]
@@ -69,6 +72,49 @@ def kueue_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str, ta
           f"(target < {target:.0f} s: {target / dt:.1f}x headroom{peer_txt})")
 
 
+def replay_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str,
+                 target: float, peer: float | None = None) -> None:
+    from aiplat.sched.kueue_cycle import Replay
+    from aiplat.sched.kueue_snapshot import parse
+
+    api = "kueue.x-k8s.io/v1beta2"
+    rng = np.random.default_rng(1)
+    objs: list[dict[str, object]] = [{"apiVersion": api, "kind": "ResourceFlavor",
+                                      "metadata": {"name": "cpu"}}]
+    names = []
+    for c in range(cohorts):
+        for i in range(per_cohort):
+            name = f"cq-{c}-{i}"
+            names.append(name)
+            objs += [{"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": name},
+                      "spec": {"cohortName": f"cohort-{c}", "resourceGroups": [{
+                          "coveredResources": ["cpu"], "flavors": [{"name": "cpu", "resources": [
+                              {"name": "cpu", "nominalQuota": 20, "borrowingLimit": 100}]}]}],
+                          "preemption": {"withinClusterQueue": "LowerPriority"}}},
+                     {"apiVersion": api, "kind": "LocalQueue",
+                      "metadata": {"name": name, "namespace": "ns"},
+                      "spec": {"clusterQueue": name}}]
+    sizes = rng.choice([1, 5, 20], size=workloads, p=[0.6, 0.3, 0.1])
+    for k, s in enumerate(sizes):
+        objs.append({"apiVersion": api, "kind": "Workload", "metadata": {
+            "name": f"w{k}", "namespace": "ns", "uid": f"{k:08d}",
+            "creationTimestamp": f"2026-01-01T{k // 3600 % 24:02d}:{k // 60 % 60:02d}:"
+                                 f"{k % 60:02d}Z"},
+            "spec": {"queueName": names[int(rng.integers(len(names)))],
+                     "priority": int(rng.integers(0, 3)), "podSets": [{
+                         "name": "main", "count": 1, "template": {"spec": {"containers": [
+                             {"name": "c", "resources": {"requests": {"cpu": str(s)}}}]}}}]}})
+    t0 = time.perf_counter()
+    r = Replay(parse(objs, "bench"))
+    out = r.run()
+    dt = time.perf_counter() - t0
+    admitted = sum(1 for o in out if o.decision == "admitted")
+    peer_txt = f"; Kueue's own test ~{peer:.0f} s: {peer / dt:,.1f}x" if peer else ""
+    print(f"{label}: {len(names)} ClusterQueues, {workloads:,} pending Workloads: {dt:.2f} s, "
+          f"{r.cycle:,} cycles, {admitted:,} admitted (target < {target:.0f} s: "
+          f"{target / dt:.1f}x headroom{peer_txt})")
+
+
 def full_table(folder: Path) -> None:
     nodes = load_nodes(folder)
     traces = ("default", "gpushare40", "gpuspec33", "multigpu50")
@@ -76,7 +122,7 @@ def full_table(folder: Path) -> None:
     t0 = time.perf_counter()
     table = fgd_table(nodes, reqs, list(PAPER_POLICIES), list(range(42, 52)))
     dt = time.perf_counter() - t0
-    print(f"4. FGD table, mean GPU allocation % at 130% arrivals, seeds 42-51 ({dt:.0f} s for "
+    print(f"5. FGD table, mean GPU allocation % at 130% arrivals, seeds 42-51 ({dt:.0f} s for "
           f"{len(traces) * len(PAPER_POLICIES) * 10} experiments):")
     print(f"   {'policy':<12}" + "".join(f"{t:>12}" for t in traces))
     for p in PAPER_POLICIES:
@@ -101,6 +147,9 @@ def main() -> None:
     kueue_scale(5, 6, 15_000, label="2. Kueue performance-test shape", target=10,
                 peer=KUEUE_PERF_S)
     kueue_scale(100, 10, 50_000, label="3. Large", target=120)
+    replay_scale(5, 6, 15_000, label="4a. sim replay, Kueue performance-test shape", target=10,
+                 peer=KUEUE_PERF_S)
+    replay_scale(100, 10, 50_000, label="4b. sim replay, large", target=120)
     if not args.quick:
         full_table(folder)
 

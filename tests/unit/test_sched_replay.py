@@ -184,3 +184,31 @@ def test_cli_replay_json(tmp_path: Path) -> None:
     r = CliRunner().invoke(cli, ["sim", "replay", str(f), "-o", "json"])
     assert r.exit_code == 0, r.output
     assert '"decision": "admitted"' in r.output and '"inadmissible"' in r.output
+
+
+def _two_borrowers(fair: bool) -> list[Obj]:
+    objs = [rf("f0"),
+            {"apiVersion": API, "kind": "Cohort", "metadata": {"name": "co"}, "spec": {
+                "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                    {"name": "f0", "resources": [{"name": "cpu", "nominalQuota": 2}]}]}]}},
+            *cq("a", [(["cpu"], [("f0", {"cpu": 3})])], "co"),
+            *cq("b", [(["cpu"], [("f0", {"cpu": 3})])], "co"),
+            wl("a-old", "a", (4, {"cpu": "1"}), priority=5, admitted={"ps0": {"cpu": "f0"}}),
+            wl("b-old", "b", (2, {"cpu": "1"}), priority=5, admitted={"ps0": {"cpu": "f0"}}),
+            wl("a-new", "a", (2, {"cpu": "1"}), priority=100),
+            wl("b-new", "b", (2, {"cpu": "1"}), priority=1)]
+    if fair:
+        objs.append({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                     "fairSharing": {}})
+    return objs
+
+
+def test_fair_sharing_orders_heads_by_share_not_priority() -> None:
+    """Both heads borrow from the cohort's last 2 CPUs: classic takes the higher priority,
+    fair sharing the queue whose share would stay lower (b borrows 1, a would borrow 3)."""
+    classic = run(_two_borrowers(fair=False))
+    assert classic["a-new"].decision == "admitted"
+    assert classic["b-new"].decision == "pending"
+    fair = run(_two_borrowers(fair=True))
+    assert fair["b-new"].decision == "admitted"
+    assert fair["a-new"].decision == "pending"

@@ -67,13 +67,15 @@ def tournament(tree: Tree, root: Node, heads: dict[str, T],
             continue
         extra = usage(heads[cq.name])
         tree.add_usage(cq, extra)
-        share, borrowing = drs(tree, cq)
-        # FairSharingPrioritizeNonBorrowing: borrowing on what the head requests
-        borrows = borrowing and any(v > 0 and cq.usage.get(fr, 0) > cq.subtree.get(fr, 0)
-                                    for fr, v in extra.items())
+        node: Node = cq
         for anc in cq.ancestors():
+            # at each cohort, the child on the head's path is compared: its share, and
+            # (FairSharingPrioritizeNonBorrowing) whether it borrows what the head requests
+            share, _ = drs(tree, node)
+            borrows = any(v > 0 and node.usage.get(fr, 0) > node.subtree.get(fr, 0)
+                          for fr, v in extra.items())
             values[(anc.name, id(heads[cq.name]))] = (borrows, share)
-            share, _ = drs(tree, anc)
+            node = anc
         tree.remove_usage(cq, extra)
 
     def play(cohort: Node) -> T | None:
