@@ -14,9 +14,13 @@ from aiplat.cli.main import main
 from aiplat.errors import InputError, SpecError
 from aiplat.plan import build_plan
 from aiplat.plan.models import WorkloadPlan
-from aiplat.sizing.inference import ServingHardware, decode_throughput
+from aiplat.plan.resolve import resolve_arch
+from aiplat.sizing.inference import Replica, ServingHardware, decode_throughput
+from aiplat.sizing.layout import Parallelism, TrainingBatch
+from aiplat.sizing.memory import activation_memory, mlp_activation_factors
 from aiplat.sizing.shape import ModelShape, MoeShape
 from aiplat.spec import parse_platform
+from aiplat.spec.models import ModelRef
 
 CATALOG = load_catalog()
 
@@ -153,14 +157,14 @@ def test_mixtral_decode_reads_the_experts_a_batch_touches() -> None:
     h100 = ServingHardware(memory_bandwidth_bps=3.35e12, dense_tflops=989)
     per_expert = (46.7e9 - 12.9e9) / 6
     for b in (1, 2, 8, 81):
-        r = decode_throughput(model=shape, hardware=h100, batch=b, context_tokens=0)
+        r = decode_throughput(Replica(model=shape, hardware=h100), batch=b, context_tokens=0)
         touched = 8 * (1 - 0.75**b)
         expected = (46.7e9 - 8 * per_expert + touched * per_expert) * 2
         assert r.weights_read_bytes_per_gpu == pytest.approx(expected)
-    dense_rule = decode_throughput(
-        model=ModelShape(params=12.9e9, layers=32, hidden=4096, heads=32, kv_heads=8),
-        hardware=h100, batch=81, context_tokens=0)
-    moe = decode_throughput(model=shape, hardware=h100, batch=81, context_tokens=0)
+    dense = ModelShape(params=12.9e9, layers=32, hidden=4096, heads=32, kv_heads=8)
+    dense_rule = decode_throughput(Replica(model=dense, hardware=h100), batch=81,
+                                   context_tokens=0)
+    moe = decode_throughput(Replica(model=shape, hardware=h100), batch=81, context_tokens=0)
     assert dense_rule.tokens_per_second_per_sequence > 3 * moe.tokens_per_second_per_sequence
 
 
@@ -408,3 +412,37 @@ def test_serving_block_overrides_the_stack_efficiencies_and_speculation() -> Non
             > plain["max_decode_tokens_per_second_per_user"])
     with pytest.raises(SpecError, match="draftTokens without acceptanceRate"):
         plan_one({**base, "serving": {"draftTokens": 4}})
+
+
+def test_moe_activations_count_the_experts_each_token_runs() -> None:
+    """Korthikanti et al. 2022 Table 2 charges the MLP 19·sbh per layer (input 2, the 4h
+    intermediates 16, dropout 1). Mixtral-8x7B routes each token through 2 experts of width
+    14,336 = 3.5h: 2·2 + 16·(2·14336/16384) + 1 = 33 instead of 19, so 48 sbh per layer
+    instead of 34 without the score term (our derivation; no published MoE figure)."""
+    mixtral = ModelShape(
+        params=46.7e9,
+        active_params=12.9e9,
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+        moe=MoeShape(8, 2),
+        ffn_hidden=14336,
+    )
+    dense = ModelShape(params=7e9, layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336)
+    batch = TrainingBatch(seq_len=4096, micro_batch=1, recompute="selective")
+    sbh = 4096 * 4096
+    assert mlp_activation_factors(dense) == (1.0, 1.0)
+    assert mlp_activation_factors(mixtral) == (2.0, 1.75)
+    assert activation_memory(dense, batch).per_layer_bytes == pytest.approx(34 * sbh)
+    assert activation_memory(mixtral, batch).per_layer_bytes == pytest.approx(48 * sbh)
+    # Tensor parallelism without sequence parallelism splits only the internals.
+    tp = activation_memory(mixtral, batch, Parallelism(tp=4, sequence_parallel=False))
+    assert tp.per_layer_bytes == pytest.approx(sbh * (8 + 4 + (8 + 28) / 4))
+
+
+def test_plan_counts_moe_activations() -> None:
+    """The plan's activation figure for a Mixtral pre-training carries the expert factors."""
+    arch = resolve_arch(ModelRef(name="mixtral-8x7b"), load_catalog())
+    copies, width = mlp_activation_factors(arch.shape)
+    assert copies == 2 and width == pytest.approx(2 * arch.ffn_hidden / (4 * arch.hidden))

@@ -132,3 +132,40 @@ def test_rack_topology_beyond_rack_power_is_an_error() -> None:
         d["pools"][0]["topology"]["nodesPerRack"] = 4  # 4 × 10.2 kW > 30 kW
     plan = build_plan(_platform(edit), CATALOG)
     assert any(f.severity == "error" and "nodesPerRack" in f.message for f in plan.findings)
+
+
+def test_mostly_idle_pool_is_a_finding() -> None:
+    """Issue #21: an H200 pool averaging 10 % use had no finding. Here the h100 pool becomes
+    H200 and keeps only the weekly fine-tune: well under a quarter of its GPUs on average."""
+    def edit(d: dict) -> None:  # type: ignore[type-arg]
+        d["pools"][0]["node"]["gpu"]["model"] = "H200-SXM-141GB"
+        d["pools"][0]["node"].pop("nodeType")
+        d["pools"][0]["node"]["powerKW"] = 10.2
+        d["workloads"] = [w for w in d["workloads"] if w["name"] in (
+            "assistant-finetune", "docs-search", "nightly-eval")]
+        for t in d["tenants"]:
+            t["quota"].pop("h100", None)
+    plan = build_plan(_platform(edit), CATALOG)
+    pool = next(p for p in plan.pools if p.name == "h100")
+    assert pool.average_demand_gpus / pool.gpus < 0.25
+    idle = [f for f in plan.findings if f.subject == "pool h100" and "% use" in f.message]
+    assert len(idle) == 1 and idle[0].severity == "warning"
+    assert f"of {pool.gpus} GPUs" in idle[0].message
+    # The busy l40s pool says nothing of the kind.
+    assert not [f for f in plan.findings if f.subject == "pool l40s" and "% use" in f.message]
+
+
+def test_gpu_only_node_power_estimate_says_so() -> None:
+    """Issue #21: an L4 node's 0.52 kW came with no note that it is a GPU-only estimate.
+    Without nodeType or powerKW the plan says the figure is estimated and how to replace it."""
+    def edit(d: dict) -> None:  # type: ignore[type-arg]
+        d["pools"][1]["node"].pop("nodeType")
+        d["pools"][1]["node"]["gpu"]["model"] = "L4"
+    plan = build_plan(_platform(edit), CATALOG)
+    notes = [f for f in plan.findings if f.subject == "pool l40s" and "estimate" in f.message]
+    assert len(notes) == 1
+    assert "nodeType" in notes[0].fix and "powerKW" in notes[0].fix
+    pool = next(p for p in plan.pools if p.name == "l40s")
+    assert f"{pool.node_power_kw:.2f} kW" in notes[0].message
+    # With a vendor figure (the example's nodeType) there is no such note.
+    assert not [f for f in build_plan(_platform(), CATALOG).findings if "estimate" in f.message]

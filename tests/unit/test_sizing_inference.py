@@ -14,9 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiplat.sizing.inference import (
+    DEFAULT_COMPUTE_EFFICIENCY,
     GIB,
+    LatencyTarget,
+    MemoryBudget,
+    Replica,
     ServingEfficiency,
     ServingHardware,
+    SloSizing,
+    Traffic,
     batch_inference_duration,
     bytes_per_value,
     decode_throughput,
@@ -143,11 +149,12 @@ def test_vllm_kv_budget_for_llama3_8b_on_h100() -> None:
     # Same log: total 79.22 GiB × 0.90 = 71.29 GiB usable; weights 14.96, non-torch 1.79,
     # activation peak 1.26 GiB; "available_kv_cache_memory 53.29GiB".
     r = gpus_per_replica(
-        model=ModelShape(params=LLAMA3_8B_PARAMS, **LLAMA3_8B),
+        ModelShape(params=LLAMA3_8B_PARAMS, **LLAMA3_8B),
         context_tokens=8192,
         concurrency=1,
-        gpu_memory_bytes=79.22 * GIB,
-        overhead_bytes_per_gpu=(1.79 + 1.26) * GIB,
+        budget=MemoryBudget(
+            gpu_memory_bytes=79.22 * GIB, overhead_bytes_per_gpu=(1.79 + 1.26) * GIB
+        ),
     )
     assert r.tensor_parallel == 1
     assert r.usable_bytes_per_gpu / GIB == pytest.approx(71.29, abs=0.01)
@@ -172,10 +179,10 @@ def test_llama3_70b_light_load_takes_tp2_heavy_load_tp4_on_h100() -> None:
     overhead = 3 * GIB
 
     light = gpus_per_replica(
-        model=ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
+        ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
         context_tokens=4096,
         concurrency=1,
-        gpu_memory_bytes=H100_MEMORY,
+        budget=MemoryBudget(gpu_memory_bytes=H100_MEMORY),
     )
     kv_light = 4096 * 320 * KIB
     assert _need_per_gpu(weights, kv_light, 1, overhead) > usable
@@ -183,10 +190,10 @@ def test_llama3_70b_light_load_takes_tp2_heavy_load_tp4_on_h100() -> None:
     assert (light.tensor_parallel, light.pipeline_parallel, light.gpus) == (2, 1, 2)
 
     heavy = gpus_per_replica(
-        model=ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
+        ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
         context_tokens=8192,
         concurrency=32,
-        gpu_memory_bytes=H100_MEMORY,
+        budget=MemoryBudget(gpu_memory_bytes=H100_MEMORY),
     )
     kv_heavy = 32 * 8192 * 320 * KIB
     assert _need_per_gpu(weights, kv_heavy, 2, overhead) > usable
@@ -206,19 +213,19 @@ def test_llama31_405b_bf16_needs_two_nodes_fp8_fits_one() -> None:
     # published an FP8 checkpoint precisely so it fits one 8×H100 node.
     shape: dict[str, Any] = {"layers": 126, "hidden": 16384, "heads": 128, "kv_heads": 8}
     bf16 = gpus_per_replica(
-        model=ModelShape(params=405e9, **shape),
+        ModelShape(params=405e9, **shape),
         context_tokens=8192,
         concurrency=4,
-        gpu_memory_bytes=H100_MEMORY,
+        budget=MemoryBudget(gpu_memory_bytes=H100_MEMORY),
     )
     assert (bf16.tensor_parallel, bf16.pipeline_parallel, bf16.nodes) == (8, 2, 2)
     assert any("pipeline parallel" in n for n in bf16.notes)
     fp8 = gpus_per_replica(
-        model=ModelShape(params=405e9, **shape),
+        ModelShape(params=405e9, **shape),
         context_tokens=8192,
         concurrency=4,
-        gpu_memory_bytes=H100_MEMORY,
         weight_precision="fp8",
+        budget=MemoryBudget(gpu_memory_bytes=H100_MEMORY),
     )
     assert (fp8.tensor_parallel, fp8.pipeline_parallel, fp8.nodes) == (8, 1, 1)
 
@@ -226,11 +233,10 @@ def test_llama31_405b_bf16_needs_two_nodes_fp8_fits_one() -> None:
 def test_tp_above_kv_heads_replicates_them() -> None:
     # 32 query heads, 4 KV heads: at TP 8 each KV head lives on 2 GPUs (vLLM replication).
     r = gpus_per_replica(
-        model=ModelShape(params=30e9, layers=48, hidden=4096, heads=32,
-                         kv_heads=4),
+        ModelShape(params=30e9, layers=48, hidden=4096, heads=32, kv_heads=4),
         context_tokens=32_768,
         concurrency=28,
-        gpu_memory_bytes=40 * GIB,
+        budget=MemoryBudget(gpu_memory_bytes=40 * GIB),
     )
     # TP 4: 15 GB weights + 22.5 GB KV + 3.2 GB overhead > 38.7 GB usable; TP 8 halves the
     # weights but, KV heads being replicated, not the KV cache.
@@ -244,11 +250,10 @@ def test_tp_above_kv_heads_replicates_them() -> None:
 def test_tp_that_does_not_divide_heads_is_skipped() -> None:
     # Qwen2.5-7B shape: 28 heads, 4 KV heads; TP 8 cannot split 28 heads.
     r = gpus_per_replica(
-        model=ModelShape(params=7.6e9, layers=28, hidden=3584, heads=28,
-                         kv_heads=4),
+        ModelShape(params=7.6e9, layers=28, hidden=3584, heads=28, kv_heads=4),
         context_tokens=32_768,
         concurrency=64,
-        gpu_memory_bytes=24 * GIB,
+        budget=MemoryBudget(gpu_memory_bytes=24 * GIB),
     )
     assert r.tensor_parallel == 4
     assert r.pipeline_parallel > 1
@@ -257,10 +262,10 @@ def test_tp_that_does_not_divide_heads_is_skipped() -> None:
 
 def test_layout_reports_when_nothing_fits() -> None:
     r = gpus_per_replica(
-        model=ModelShape(params=1e9, **LLAMA3_8B),
+        ModelShape(params=1e9, **LLAMA3_8B),
         context_tokens=1024,
         concurrency=1,
-        gpu_memory_bytes=2 * GIB,  # below the 3 GiB runtime overhead
+        budget=MemoryBudget(gpu_memory_bytes=2 * GIB),
     )
     assert not r.fits
     assert any("To fix" in n for n in r.notes)
@@ -270,10 +275,10 @@ def test_layout_reports_when_nothing_fits() -> None:
 def test_more_concurrency_never_needs_fewer_gpus(concurrency: int, extra: int) -> None:
     def layout(c: int) -> tuple[int, float]:
         r = gpus_per_replica(
-            model=ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
+            ModelShape(params=LLAMA3_70B_PARAMS, **LLAMA3_70B),
             context_tokens=4096,
             concurrency=c,
-            gpu_memory_bytes=H100_MEMORY,
+            budget=MemoryBudget(gpu_memory_bytes=H100_MEMORY),
         )
         return r.gpus, r.kv_cache_bytes
 
@@ -292,18 +297,18 @@ def test_llama3_8b_decode_ceiling_on_h100_is_about_208_tokens_per_second() -> No
     # 16.06 GB of weights streamed once per token at 3.35 TB/s.
     ceiling = H100_BW / (LLAMA3_8B_PARAMS * 2)
     assert ceiling == pytest.approx(208.6, abs=0.1)
-    r = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, efficiency=FULL_BW)
+    r = decode_throughput(Replica(**DECODE_8B, efficiency=FULL_BW), batch=1, context_tokens=0)
     assert r.bound == "memory"
     assert r.tokens_per_second_per_sequence == pytest.approx(ceiling)
     with_context = decode_throughput(
-        **DECODE_8B, batch=1, context_tokens=8192, efficiency=FULL_BW
+        Replica(**DECODE_8B, efficiency=FULL_BW), batch=1, context_tokens=8192
     )
     assert with_context.tokens_per_second_per_sequence < ceiling
 
 
 def test_decode_scales_with_bandwidth_efficiency() -> None:
-    full = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, efficiency=FULL_BW)
-    tuned = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, efficiency=TUNED_BW)
+    full = decode_throughput(Replica(**DECODE_8B, efficiency=FULL_BW), batch=1, context_tokens=0)
+    tuned = decode_throughput(Replica(**DECODE_8B, efficiency=TUNED_BW), batch=1, context_tokens=0)
     assert tuned.tokens_per_second == pytest.approx(0.75 * full.tokens_per_second)
     # MBU as Databricks defines it: bytes moved per token / TPOT / peak bandwidth.
     mbu = (tuned.weights_read_bytes_per_gpu + tuned.kv_read_bytes_per_gpu) / (
@@ -313,7 +318,10 @@ def test_decode_scales_with_bandwidth_efficiency() -> None:
 
 
 def test_batching_trades_per_user_speed_for_aggregate_throughput() -> None:
-    rates = [decode_throughput(**DECODE_8B, batch=b, context_tokens=2048) for b in (1, 8, 64, 256)]
+    rates = [
+        decode_throughput(Replica(**DECODE_8B), batch=b, context_tokens=2048)
+        for b in (1, 8, 64, 256)
+    ]
     per_user = [r.tokens_per_second_per_sequence for r in rates]
     aggregate = [r.tokens_per_second for r in rates]
     assert per_user == sorted(per_user, reverse=True)
@@ -324,24 +332,34 @@ def test_batching_trades_per_user_speed_for_aggregate_throughput() -> None:
 
 
 def test_tensor_parallel_splits_reads_and_pays_its_factor() -> None:
-    one = decode_throughput(**DECODE_8B, batch=1, context_tokens=0)
-    two = decode_throughput(**DECODE_8B, batch=1, context_tokens=0, tensor_parallel=2)
-    assert two.tokens_per_second == pytest.approx(2 * 0.9 * one.tokens_per_second)
+    one = decode_throughput(Replica(**DECODE_8B), batch=1, context_tokens=0)
+    two = decode_throughput(Replica(**DECODE_8B, tensor_parallel=2), batch=1, context_tokens=0)
+    four = decode_throughput(Replica(**DECODE_8B, tensor_parallel=4), batch=1, context_tokens=0)
+    # The factor compounds per doubling: 0.86 at TP2, 0.86² at TP4.
+    assert two.tokens_per_second == pytest.approx(2 * 0.86 * one.tokens_per_second)
+    assert four.tokens_per_second == pytest.approx(4 * 0.86**2 * one.tokens_per_second)
 
 
 def test_large_batch_short_context_becomes_compute_bound() -> None:
-    r = decode_throughput(**DECODE_8B, batch=4096, context_tokens=0)
+    r = decode_throughput(Replica(**DECODE_8B), batch=4096, context_tokens=0)
     assert r.bound == "compute"
 
 
 def test_moe_decode_reads_active_params_at_batch_1_and_all_experts_at_large_batch() -> None:
     # Mixtral 8x7B: 46.7B total, 12.9B active, 8 experts, top-2.
-    mixtral = ModelShape(params=46.7e9, active_params=12.9e9, moe=MoeShape(8, 2), layers=32,
-                         hidden=4096, heads=32, kv_heads=8)
+    mixtral = ModelShape(
+        params=46.7e9,
+        active_params=12.9e9,
+        moe=MoeShape(8, 2),
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=8,
+    )
     moe: dict[str, Any] = {"model": mixtral, "hardware": H100, "tensor_parallel": 2}
-    one = decode_throughput(**moe, batch=1, context_tokens=0)
+    one = decode_throughput(Replica(**moe), batch=1, context_tokens=0)
     assert one.weights_read_bytes_per_gpu == pytest.approx(12.9e9 * 2 / 2)
-    many = decode_throughput(**moe, batch=256, context_tokens=0)
+    many = decode_throughput(Replica(**moe), batch=256, context_tokens=0)
     assert many.weights_read_bytes_per_gpu == pytest.approx(46.7e9 * 2 / 2, rel=1e-6)
     # Memory holds every expert regardless.
     assert weights_memory(46.7e9).weights_bytes == 46.7e9 * 2
@@ -350,20 +368,22 @@ def test_moe_decode_reads_active_params_at_batch_1_and_all_experts_at_large_batc
 def test_prefill_is_2_p_s_plus_causal_attention_over_compute() -> None:
     s = 4096
     r = prefill_time(
-        model=M70B,
+        Replica(
+            model=M70B,
+            hardware=H100,
+            tensor_parallel=4,
+            efficiency=ServingEfficiency(compute=0.5, tensor_parallel=0.9),
+        ),
         prompt_tokens=s,
-        hardware=H100,
-        tensor_parallel=4,
-        efficiency=ServingEfficiency(compute=0.5, tensor_parallel=0.9),
     )
     flops = 2 * LLAMA3_70B_PARAMS * s + 2 * 80 * s**2 * 64 * 128
     assert r.flops == pytest.approx(flops)
     assert r.bound == "compute"
-    assert r.ttft_seconds == pytest.approx(flops / (4 * 989e12 * 0.5 * 0.9))
+    assert r.ttft_seconds == pytest.approx(flops / (4 * 989e12 * 0.5 * 0.9**2))  # TP4: 2 doublings
 
 
 def test_one_token_prefill_is_bound_by_reading_weights() -> None:
-    r = prefill_time(**DECODE_8B, prompt_tokens=1, efficiency=FULL_BW)
+    r = prefill_time(Replica(**DECODE_8B, efficiency=FULL_BW), prompt_tokens=1)
     assert r.bound == "memory"
     assert r.ttft_seconds == pytest.approx(LLAMA3_8B_PARAMS * 2 / H100_BW)
 
@@ -382,8 +402,26 @@ SLO_70B: dict[str, Any] = {
 }
 
 
+def _slo(qps: float, **override: Any) -> SloSizing:
+    a = {**SLO_70B, **override}
+    replica = Replica(
+        model=a["model"], hardware=a["hardware"], tensor_parallel=a["tensor_parallel"]
+    )
+    target = LatencyTarget(
+        ttft_seconds=a["target_ttft_seconds"],
+        decode_tokens_per_second=a.get("target_decode_tokens_per_second"),
+        tpot_seconds=a.get("target_tpot_seconds"),
+    )
+    return replicas_for_slo(
+        replica,
+        Traffic(qps, a["prompt_tokens"], a["output_tokens"]),
+        target,
+        max_batch_per_replica=a["max_batch_per_replica"],
+    )
+
+
 def test_slo_sizing_meets_its_own_constraints() -> None:
-    r = replicas_for_slo(qps=20, **SLO_70B)
+    r = _slo(20)
     assert r.feasible and not r.reasons
     assert r.ttft_seconds <= 2.0
     assert r.decode_tokens_per_second_per_user >= 20.0
@@ -394,15 +432,13 @@ def test_slo_sizing_meets_its_own_constraints() -> None:
 
 def test_slo_one_replica_fewer_breaks_a_stated_constraint() -> None:
     qps = 20.0
-    r = replicas_for_slo(qps=qps, **SLO_70B)
+    r = _slo(qps)
     assert r.replicas > 1
     # Rebuild the rule by hand at r − 1 replicas and the chosen batch.
     rate = decode_throughput(
-        model=M70B,
+        Replica(model=M70B, hardware=H100, tensor_parallel=4),
         batch=r.batch_per_replica,
         context_tokens=2000 + 300 / 2,
-        hardware=H100,
-        tensor_parallel=4,
     ).tokens_per_second_per_sequence
     fewer = r.replicas - 1
     rho = qps * r.prefill_seconds / fewer
@@ -413,22 +449,20 @@ def test_slo_one_replica_fewer_breaks_a_stated_constraint() -> None:
 
 
 def test_slo_replicas_grow_with_qps() -> None:
-    replicas = [replicas_for_slo(qps=q, **SLO_70B).replicas for q in (0.5, 2, 8, 32, 128)]
+    replicas = [_slo(q).replicas for q in (0.5, 2, 8, 32, 128)]
     assert replicas == sorted(replicas)
     assert replicas[-1] > replicas[0]
 
 
 def test_slo_tpot_target_equals_rate_target() -> None:
-    by_rate = replicas_for_slo(qps=10, **SLO_70B)
-    args = {k: v for k, v in SLO_70B.items() if k != "target_decode_tokens_per_second"}
-    by_tpot = replicas_for_slo(qps=10, **args, target_tpot_seconds=0.05)
+    by_rate = _slo(10)
+    by_tpot = _slo(10, target_decode_tokens_per_second=None, target_tpot_seconds=0.05)
     assert by_tpot.replicas == by_rate.replicas
 
 
 def test_slo_infeasible_decode_rate_says_why() -> None:
     # Batch-1 ceiling of 70B on 4 × H100 is ~3.35e12·4·0.75·0.9 / 141 GB ≈ 64 tokens/s.
-    args = {**SLO_70B, "target_decode_tokens_per_second": 200.0}
-    r = replicas_for_slo(qps=1, **args)
+    r = _slo(1, target_decode_tokens_per_second=200.0)
     assert not r.feasible
     assert r.replicas == 0 and r.gpus == 0
     assert r.max_decode_tokens_per_second_per_user < 200
@@ -437,8 +471,7 @@ def test_slo_infeasible_decode_rate_says_why() -> None:
 
 def test_slo_infeasible_ttft_says_why() -> None:
     # 32k-token prompt: 2·70.6e9·32768 + attention ≈ 5.3e15 FLOPs ≈ 3 s on 4 GPUs at 50 % MFU.
-    args = {**SLO_70B, "prompt_tokens": 32_768}
-    r = replicas_for_slo(qps=1, **args)
+    r = _slo(1, prompt_tokens=32_768)
     assert not r.feasible
     assert r.prefill_seconds > 2.0
     assert any("TTFT target" in reason for reason in r.reasons)
@@ -446,7 +479,7 @@ def test_slo_infeasible_ttft_says_why() -> None:
 
 def test_slo_needs_exactly_one_decode_target() -> None:
     with pytest.raises(ValueError, match="exactly one"):
-        replicas_for_slo(qps=1, **SLO_70B, target_tpot_seconds=0.05)
+        _slo(1, target_tpot_seconds=0.05)
 
 
 # --- Batch inference --------------------------------------------------------------------
@@ -454,33 +487,33 @@ def test_slo_needs_exactly_one_decode_target() -> None:
 
 def test_batch_inference_duration_is_tokens_over_throughput() -> None:
     common: dict[str, Any] = {
-        **DECODE_8B,
         "requests": 100_000,
         "prompt_tokens": 1000,
         "output_tokens": 200,
         "batch": 128,
     }
-    r8 = batch_inference_duration(**common, gpus=8)
-    r64 = batch_inference_duration(**common, gpus=64)
+    r8 = batch_inference_duration(Replica(**DECODE_8B), **common, gpus=8)
+    r64 = batch_inference_duration(Replica(**DECODE_8B), **common, gpus=64)
     assert r8.replicas == 8 and r64.replicas == 64
     assert r8.tokens == 100_000 * 1200
     assert r64.seconds == pytest.approx(r8.seconds / 8)
     # Decode part: output tokens over the aggregate rate of full batches on every replica.
-    step = decode_throughput(**DECODE_8B, batch=128, context_tokens=1100)
+    step = decode_throughput(Replica(**DECODE_8B), batch=128, context_tokens=1100)
     assert r8.decode_seconds == pytest.approx(100_000 * 200 / (8 * step.tokens_per_second))
     prefill_flops = 100_000 * (2 * LLAMA3_8B_PARAMS * 1000 + 2 * 32 * 1000**2 * 32 * 128)
-    assert r8.prefill_seconds == pytest.approx(prefill_flops / (8 * 989e12 * 0.5))
+    assert r8.prefill_seconds == pytest.approx(
+        prefill_flops / (8 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY)
+    )
 
 
 def test_batch_inference_leaves_remainder_gpus_idle() -> None:
     r = batch_inference_duration(
-        **DECODE_8B,
+        Replica(**DECODE_8B, tensor_parallel=4),
         requests=1000,
         prompt_tokens=500,
         output_tokens=500,
         batch=64,
         gpus=10,
-        tensor_parallel=4,
     )
     assert r.replicas == 2
     assert any("idle" in n for n in r.notes)
@@ -494,12 +527,15 @@ def test_speculative_decoding_matches_leviathans_improvement_factor() -> None:
     below it: verification multiplies the FLOPs."""
     spec = ServingEfficiency(draft_tokens=4, acceptance_rate=0.7, draft_cost=0.05)
     factor = (1 - 0.7**5) / ((1 - 0.7) * (4 * 0.05 + 1))
-    base = decode_throughput(**DECODE_8B, batch=1, context_tokens=1000)
-    fast = decode_throughput(**DECODE_8B, batch=1, context_tokens=1000, efficiency=spec)
+    base = decode_throughput(Replica(**DECODE_8B), batch=1, context_tokens=1000)
+    fast = decode_throughput(Replica(**DECODE_8B, efficiency=spec), batch=1, context_tokens=1000)
     assert fast.tokens_per_second_per_sequence == pytest.approx(
-        factor * base.tokens_per_second_per_sequence)
-    busy = decode_throughput(**DECODE_8B, batch=1024, context_tokens=0)
-    busy_fast = decode_throughput(**DECODE_8B, batch=1024, context_tokens=0, efficiency=spec)
+        factor * base.tokens_per_second_per_sequence
+    )
+    busy = decode_throughput(Replica(**DECODE_8B), batch=1024, context_tokens=0)
+    busy_fast = decode_throughput(
+        Replica(**DECODE_8B, efficiency=spec), batch=1024, context_tokens=0
+    )
     assert busy.bound == "compute"
     assert busy_fast.tokens_per_second < factor * busy.tokens_per_second
 
@@ -509,11 +545,19 @@ def test_prefix_cache_hits_are_not_recomputed() -> None:
     attend to everything before them: 2·layers·(s² − c²)·d of causal attention."""
     s, h = 4096, 0.75
     cached = ServingEfficiency(compute=0.5, tensor_parallel=0.9, prefix_cache_hit=h)
-    r = prefill_time(model=M70B, prompt_tokens=s, hardware=H100, tensor_parallel=4,
-                     efficiency=cached)
+    r = prefill_time(
+        Replica(model=M70B, hardware=H100, tensor_parallel=4, efficiency=cached), prompt_tokens=s
+    )
     c = h * s
     flops = 2 * LLAMA3_70B_PARAMS * (s - c) + 2 * 80 * (s**2 - c**2) * 64 * 128
     assert r.flops == pytest.approx(flops)
-    full = prefill_time(model=M70B, prompt_tokens=s, hardware=H100, tensor_parallel=4,
-                        efficiency=ServingEfficiency(compute=0.5, tensor_parallel=0.9))
+    full = prefill_time(
+        Replica(
+            model=M70B,
+            hardware=H100,
+            tensor_parallel=4,
+            efficiency=ServingEfficiency(compute=0.5, tensor_parallel=0.9),
+        ),
+        prompt_tokens=s,
+    )
     assert r.ttft_seconds < 0.5 * full.ttft_seconds

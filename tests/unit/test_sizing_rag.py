@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aiplat.sizing.inference import ServingHardware, prefill_time
+from aiplat.sizing.inference import Replica, ServingHardware, prefill_time
 from aiplat.sizing.rag import (
     chunking,
     embedding_ingest,
@@ -108,8 +108,8 @@ def test_rag_context_lengthens_time_to_first_token() -> None:
         "model": ModelShape(params=8.03e9, layers=32, hidden=4096, heads=32, kv_heads=8),
         "hardware": ServingHardware(memory_bandwidth_bps=3.35e12, dense_tflops=H100_BF16_TFLOPS),
     }
-    plain = prefill_time(**shape, prompt_tokens=60)
-    rag = prefill_time(**shape, prompt_tokens=rag_prompt_tokens(60, 8, 512).prompt_tokens)
+    plain = prefill_time(Replica(**shape), prompt_tokens=60)
+    rag = prefill_time(Replica(**shape), prompt_tokens=rag_prompt_tokens(60, 8, 512).prompt_tokens)
     assert rag.ttft_seconds > 10 * plain.ttft_seconds
 
 

@@ -21,8 +21,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiplat.errors import InputError
+from aiplat.sizing.layout import Adapter, Parallelism, Precisions, Speed, TrainingBatch
 from aiplat.sizing.memory import (
     LORA_TARGETS,
+    ActivationMemory,
     activation_memory,
     finetune_memory,
     lora_params,
@@ -30,6 +32,7 @@ from aiplat.sizing.memory import (
     nf4_bytes_per_param,
     training_memory,
 )
+from aiplat.sizing.shape import ModelShape
 from aiplat.sizing.training import (
     aggregate_throughput,
     checkpoint_size,
@@ -89,18 +92,11 @@ def test_table1_configurations_fit_80gb_a100(row: tuple[float, ...]) -> None:
     # The paper ran every row on 80-GB A100s (Megatron, no ZeRO, full recomputation),
     # so a micro-batch of one must fit even with the default allowance.
     billions, heads, hidden, layers, tp, pp = row[:6]
+    model = ModelShape(params=billions * 1e9, layers=int(layers), hidden=int(hidden),
+                       heads=int(heads), kv_heads=int(heads))
     mem = training_memory(
-        billions * 1e9,
-        layers=int(layers),
-        hidden=int(hidden),
-        heads=int(heads),
-        seq_len=SEQ,
-        micro_batch=1,
-        gpu_memory_bytes=80 * GIB,
-        tp=int(tp),
-        pp=int(pp),
-        recompute="full",
-    )
+        model, TrainingBatch(seq_len=SEQ, micro_batch=1, recompute="full"),
+        gpu_memory_bytes=80 * GIB, parallelism=Parallelism(tp=int(tp), pp=int(pp)))
     assert mem.fits, mem
 
 
@@ -126,34 +122,41 @@ def test_no_recompute_is_three_quarters_of_transformer_flops() -> None:
 
 
 def test_gpt3_worked_example_34_days() -> None:
-    t = training_time(tokens=300e9, params=175e9, gpus=1024, achieved_tflops_per_gpu=140)
+    t = training_time(tokens=300e9, params=175e9, gpus=1024,
+                      speed=Speed(achieved_tflops_per_gpu=140))
     assert t.days == pytest.approx(34, rel=0.03)
 
 
 def test_one_trillion_worked_example_84_days() -> None:
-    t = training_time(tokens=450e9, params=1e12, gpus=3072, achieved_tflops_per_gpu=163)
+    t = training_time(
+        tokens=450e9, params=1e12, gpus=3072, speed=Speed(achieved_tflops_per_gpu=163)
+    )
     assert t.days == pytest.approx(84, rel=0.03)
 
 
 def test_mfu_uses_six_flops_per_param_token_unless_told() -> None:
     kw = {"tokens": 1e12, "params": 70e9, "gpus": 1024}
-    by_mfu = training_time(**kw, mfu=0.5, peak_tflops_per_gpu=989)
+    by_mfu = training_time(**kw, speed=Speed(mfu=0.5, peak_tflops_per_gpu=989))
     assert by_mfu.flops_per_param_token == 6
-    by_x = training_time(**kw, achieved_tflops_per_gpu=0.5 * 989)
+    by_x = training_time(**kw, speed=Speed(achieved_tflops_per_gpu=0.5 * 989))
     assert by_x.flops_per_param_token == 8
     assert by_x.seconds / by_mfu.seconds == pytest.approx(8 / 6)
-    forced = training_time(**kw, mfu=0.5, peak_tflops_per_gpu=989, flops_per_param_token=8)
+    forced = training_time(
+        **kw, speed=Speed(mfu=0.5, peak_tflops_per_gpu=989, flops_per_param_token=8)
+    )
     assert forced.seconds == pytest.approx(by_x.seconds)
     assert by_x.tokens_per_second * by_x.seconds == pytest.approx(1e12)
 
 
 def test_throughput_must_be_given_one_way() -> None:
     with pytest.raises(InputError, match="peak_tflops_per_gpu"):
-        training_time(tokens=1e9, params=1e9, gpus=8, mfu=0.4)
+        training_time(tokens=1e9, params=1e9, gpus=8, speed=Speed(mfu=0.4))
     with pytest.raises(InputError, match="not both"):
-        training_time(tokens=1e9, params=1e9, gpus=8, achieved_tflops_per_gpu=100, mfu=0.4)
+        training_time(
+            tokens=1e9, params=1e9, gpus=8, speed=Speed(achieved_tflops_per_gpu=100, mfu=0.4)
+        )
     with pytest.raises(InputError, match="mfu"):
-        training_time(tokens=1e9, params=1e9, gpus=8, mfu=40, peak_tflops_per_gpu=312)
+        training_time(tokens=1e9, params=1e9, gpus=8, speed=Speed(mfu=40, peak_tflops_per_gpu=312))
 
 
 def test_iteration_time_matches_flops_over_aggregate() -> None:
@@ -177,10 +180,9 @@ def test_gpus_for_target_rounds_to_replicas_and_nodes() -> None:
         tokens=300e9,
         params=175e9,
         target_seconds=34 * 86_400,
-        achieved_tflops_per_gpu=140,
-        tp=8,
-        pp=8,
         gpus_per_node=8,
+        speed=Speed(achieved_tflops_per_gpu=140),
+        parallelism=Parallelism(tp=8, pp=8),
     )
     assert g.exact_gpus == pytest.approx(1024, rel=0.01)
     assert g.gpus % 64 == 0
@@ -195,7 +197,7 @@ def test_gpus_for_target_rounds_to_replicas_and_nodes() -> None:
     more=st.integers(min_value=1, max_value=10_000),
 )
 def test_more_gpus_less_time(gpus: int, more: int) -> None:
-    kw = {"tokens": 1e12, "params": 7e9, "achieved_tflops_per_gpu": 400.0}
+    kw = {"tokens": 1e12, "params": 7e9, "speed": Speed(achieved_tflops_per_gpu=400.0)}
     assert training_time(gpus=gpus + more, **kw).seconds < training_time(gpus=gpus, **kw).seconds
 
 
@@ -209,11 +211,9 @@ def test_gpus_for_target_meets_target(target_days: float, tp: int, pp: int) -> N
         tokens=2e12,
         params=70e9,
         target_seconds=target_days * 86_400,
-        mfu=0.4,
-        peak_tflops_per_gpu=989,
-        tp=tp,
-        pp=pp,
         gpus_per_node=8,
+        speed=Speed(mfu=0.4, peak_tflops_per_gpu=989),
+        parallelism=Parallelism(tp=tp, pp=pp),
     )
     assert g.gpus % math.lcm(tp * pp, 8) == 0
     assert g.seconds <= target_days * 86_400 * (1 + 1e-9)
@@ -223,26 +223,31 @@ def test_gpus_for_target_meets_target(target_days: float, tp: int, pp: int) -> N
 # ZeRO Figure 1: 7.5B parameters, 64 data-parallel ranks, mixed-precision Adam (K = 12).
 @pytest.mark.parametrize(("stage", "gb"), [(0, 120), (1, 31.4), (2, 16.6), (3, 1.9)])
 def test_zero_figure_1(stage: int, gb: float) -> None:
-    m = model_state_memory(7.5e9, precision="fp16", optimizer="adam", zero_stage=stage, dp=64)
+    m = model_state_memory(
+        7.5e9, Precisions(weights="fp16", optimizer="adam"), Parallelism(zero_stage=stage, dp=64)
+    )
     assert m.total_bytes / GB == pytest.approx(gb, rel=0.02)
 
 
 def test_optimizer_variants_bytes_per_param() -> None:
-    def per_param(**kw: object) -> float:
-        return model_state_memory(1e9, **kw).total_bytes / 1e9  # type: ignore[arg-type]
+    def per_param(weights: str, optimizer: str, master: bool | None = None) -> float:
+        prec = Precisions(weights=weights, optimizer=optimizer, master_weights=master)
+        return model_state_memory(1e9, prec).total_bytes / 1e9
 
-    assert per_param(precision="bf16", optimizer="adam") == 16  # 2 + 2 + 12
-    assert per_param(precision="fp32", optimizer="adam") == 16  # 4 + 4 + 8, no master copy
-    assert per_param(precision="bf16", optimizer="adam8bit") == 10  # 2 + 2 + (2 + 4)
-    assert per_param(precision="bf16", optimizer="sgd_momentum") == 12  # 2 + 2 + (4 + 4)
-    assert per_param(precision="fp32", optimizer="sgd") == 8
-    assert per_param(precision="bf16", optimizer="adam", master_weights=False) == 12
+    assert per_param("bf16", "adam") == 16  # 2 + 2 + 12
+    assert per_param("fp32", "adam") == 16  # 4 + 4 + 8, no master copy
+    assert per_param("bf16", "adam8bit") == 10  # 2 + 2 + (2 + 4)
+    assert per_param("bf16", "sgd_momentum") == 12  # 2 + 2 + (4 + 4)
+    assert per_param("fp32", "sgd") == 8
+    assert per_param("bf16", "adam", master=False) == 12
 
 
 def test_qlora_intro_full_finetune_65b_needs_780gb() -> None:
     # QLoRA, introduction: regular 16-bit fine-tuning of LLaMA 65B needs more than 780 GB
     # (16-bit weights and gradients, 32-bit Adam states: 12 bytes per parameter).
-    m = model_state_memory(65.2e9, precision="bf16", optimizer="adam", master_weights=False)
+    m = model_state_memory(
+        65.2e9, Precisions(weights="bf16", optimizer="adam", master_weights=False)
+    )
     assert m.total_bytes / GB == pytest.approx(780, rel=0.01)
     assert m.total_bytes > 780 * GB
 
@@ -259,7 +264,7 @@ def test_higher_zero_stage_never_uses_more(
 ) -> None:
     totals = [
         model_state_memory(
-            params, optimizer=optimizer, zero_stage=s, dp=dp, tp=tp, pp=pp
+            params, Precisions(optimizer=optimizer), Parallelism(zero_stage=s, dp=dp, tp=tp, pp=pp)
         ).total_bytes
         for s in range(4)
     ]
@@ -268,7 +273,25 @@ def test_higher_zero_stage_never_uses_more(
 
 # Korthikanti et al. 2022, GPT-3 175B (Table 3): a = 96, h = 12288, L = 96, t = 8, p = 8,
 # s = 2048, micro-batch 1.
-GPT3 = {"seq_len": 2048, "micro_batch": 1, "hidden": 12288, "heads": 96, "layers": 96}
+GPT3 = ModelShape(params=175e9, layers=96, hidden=12288, heads=96, kv_heads=96)
+GPT3_BATCH = TrainingBatch(seq_len=2048, micro_batch=1)
+
+
+def _acts(
+    model: ModelShape = GPT3,
+    batch: TrainingBatch = GPT3_BATCH,
+    *,
+    recompute: str = "none",
+    microbatches: int | None = None,
+    **par: int | bool,
+) -> ActivationMemory:
+    b = TrainingBatch(
+        seq_len=batch.seq_len,
+        micro_batch=batch.micro_batch,
+        microbatches=microbatches,
+        recompute=recompute,
+    )  # type: ignore[arg-type]
+    return activation_memory(model, b, Parallelism(**par))  # type: ignore[arg-type]
 
 
 def test_gpt3_activation_per_layer_table_2() -> None:
@@ -283,16 +306,16 @@ def test_gpt3_activation_per_layer_table_2() -> None:
         ("full", True): sbh * 2,
     }
     for (mode, sp), value in expected.items():
-        got = activation_memory(**GPT3, tp=t, pp=8, sequence_parallel=sp, recompute=mode)
+        got = _acts(tp=t, pp=8, sequence_parallel=sp, recompute=mode)
         assert got.per_layer_bytes == pytest.approx(value), (mode, sp)
     # 5as/h = 80 for GPT-3, so t = 8 with sequence parallelism keeps 14.25 sbh per layer.
-    assert activation_memory(**GPT3, tp=8).per_layer_bytes == pytest.approx(14.25 * sbh)
+    assert _acts(tp=8).per_layer_bytes == pytest.approx(14.25 * sbh)
 
 
 def test_gpt3_selective_recompute_saves_70_percent() -> None:
     # Section 4.3: for GPT-3, dropping the 5as/h term removes 70 % of activation memory.
-    none = activation_memory(**GPT3).per_layer_bytes
-    selective = activation_memory(**GPT3, recompute="selective").per_layer_bytes
+    none = _acts().per_layer_bytes
+    selective = _acts(recompute="selective").per_layer_bytes
     assert 1 - selective / none == pytest.approx(0.70, abs=0.01)
 
 
@@ -310,19 +333,19 @@ def test_sequence_parallel_plus_selective_about_5x_less(name: str) -> None:
     # Abstract: the two techniques cut activation memory by about 5x against tensor
     # parallelism alone.
     heads, hidden, layers = KORTHIKANTI_MODELS[name]
-    kw = {"seq_len": 2048, "micro_batch": 1, "hidden": hidden, "heads": heads, "layers": layers}
-    base = activation_memory(**kw, tp=8, sequence_parallel=False).per_layer_bytes
-    both = activation_memory(**kw, tp=8, recompute="selective").per_layer_bytes
+    model = ModelShape(params=1e9, layers=layers, hidden=hidden, heads=heads, kv_heads=heads)
+    base = _acts(model, tp=8, sequence_parallel=False).per_layer_bytes
+    both = _acts(model, tp=8, recompute="selective").per_layer_bytes
     assert 4.5 <= base / both <= 6.5
 
 
 def test_pipeline_first_stage_holds_l_layers_worth() -> None:
-    one = activation_memory(**GPT3, tp=8, pp=1)
-    piped = activation_memory(**GPT3, tp=8, pp=8)
+    one = _acts(tp=8, pp=1)
+    piped = _acts(tp=8, pp=8)
     assert piped.layers_per_stage == 12
     assert piped.microbatches_in_flight == 8
     assert piped.stored_bytes == pytest.approx(one.stored_bytes)
-    few = activation_memory(**GPT3, tp=8, pp=8, microbatches=2)
+    few = _acts(tp=8, pp=8, microbatches=2)
     assert few.stored_bytes == pytest.approx(one.stored_bytes / 4)
 
 
@@ -333,36 +356,27 @@ def test_pipeline_first_stage_holds_l_layers_worth() -> None:
     sp=st.booleans(),
 )
 def test_recompute_modes_are_ordered(seq: int, b: int, t: int, sp: bool) -> None:
-    kw = {
-        "seq_len": seq,
-        "micro_batch": b,
-        "hidden": 4096,
-        "heads": 32,
-        "layers": 32,
-        "tp": t,
-        "sequence_parallel": sp,
-    }
-    per = [activation_memory(**kw, recompute=m).per_layer_bytes for m in ("none", "selective")]
-    full = activation_memory(**kw, recompute="full")
+    model = ModelShape(params=7e9, layers=32, hidden=4096, heads=32, kv_heads=32)
+    batch = TrainingBatch(seq_len=seq, micro_batch=b)
+    per = [
+        _acts(model, batch, recompute=m, tp=t, sequence_parallel=sp).per_layer_bytes
+        for m in ("none", "selective")
+    ]
+    full = _acts(model, batch, recompute="full", tp=t, sequence_parallel=sp)
     assert per[0] >= per[1] >= full.per_layer_bytes / t
     assert full.recompute_working_bytes == pytest.approx(per[0])
 
 
 def test_training_memory_verdict() -> None:
     # 7B on one 80 GB GPU with plain Adam does not fit (16 bytes x 7e9 = 112 GB of states).
-    kw = {
-        "layers": 32,
-        "hidden": 4096,
-        "heads": 32,
-        "seq_len": 4096,
-        "micro_batch": 1,
-        "gpu_memory_bytes": 80 * GIB,
-        "recompute": "full",
-    }
-    alone = training_memory(7e9, **kw)
+    model = ModelShape(params=7e9, layers=32, hidden=4096, heads=32, kv_heads=32)
+    batch = TrainingBatch(seq_len=4096, micro_batch=1, recompute="full")
+    alone = training_memory(model, batch, gpu_memory_bytes=80 * GIB)
     assert not alone.fits
     assert alone.headroom_bytes < 0
-    sharded = training_memory(7e9, **kw, zero_stage=3, dp=8)
+    sharded = training_memory(
+        model, batch, gpu_memory_bytes=80 * GIB, parallelism=Parallelism(zero_stage=3, dp=8)
+    )
     assert sharded.fits
     parts = (
         sharded.weights_bytes
@@ -411,21 +425,22 @@ def test_qlora_constants_and_double_quant_saving() -> None:
 def test_qlora_65b_states_fit_48gb_lora_16bit_does_not_fit_80gb() -> None:
     # QLoRA: LLaMA 65B (80 layers, h 8192, MLP 22016, 64 heads) fine-tunes on one 48 GB GPU,
     # adapters of rank 64 on every linear layer, gradient checkpointing.
-    kw = {
-        "layers": 80,
-        "hidden": 8192,
-        "ffn_hidden": 22016,
-        "heads": 64,
-        "rank": 64,
-        "seq_len": 512,
-        "micro_batch": 1,
-        "targets": LORA_TARGETS,
-    }
-    q = finetune_memory(65.2e9, **kw, gpu_memory_bytes=48 * GB, method="qlora")
+    model = ModelShape(
+        params=65.2e9, layers=80, hidden=8192, ffn_hidden=22016, heads=64, kv_heads=64
+    )
+    batch = TrainingBatch(seq_len=512, micro_batch=1, recompute="full")
+    q = finetune_memory(
+        model,
+        Adapter(rank=64, targets=LORA_TARGETS, method="qlora"),
+        batch,
+        gpu_memory_bytes=48 * GB,
+    )
     # Without our own allowance (paged optimizers absorb spikes in the paper's set-up).
     assert q.total_bytes - q.overhead_bytes < 48 * GB
     assert q.base_weights_bytes < 65.2e9 * 0.55
-    lora16 = finetune_memory(65.2e9, **kw, gpu_memory_bytes=80 * GB, method="lora")
+    lora16 = finetune_memory(
+        model, Adapter(rank=64, targets=LORA_TARGETS), batch, gpu_memory_bytes=80 * GB
+    )
     assert not lora16.fits
     assert lora16.base_weights_bytes == pytest.approx(2 * 65.2e9)
 
@@ -453,7 +468,9 @@ def test_dataset_and_read_throughput() -> None:
     ds = dataset_storage(tokens=300e9)  # uint32 ids by default
     assert ds.dataset_bytes == pytest.approx(1.2e12)
     assert dataset_storage(tokens=300e9, bytes_per_token=2, copies=2).stored_bytes == 1.2e12
-    t = training_time(tokens=300e9, params=175e9, gpus=1024, achieved_tflops_per_gpu=140)
+    t = training_time(
+        tokens=300e9, params=175e9, gpus=1024, speed=Speed(achieved_tflops_per_gpu=140)
+    )
     rd = data_read_throughput(tokens_per_second=t.tokens_per_second)
     # 1024 x 140 TFLOP/s / (8 x 175e9) = 102,400 tokens/s; x 4 bytes x 2 headroom.
     assert rd.tokens_per_second == pytest.approx(102_400)
@@ -476,15 +493,15 @@ def test_allreduce_ring_volume() -> None:
 
 def test_unknown_names_are_input_errors() -> None:
     with pytest.raises(InputError, match="bf16"):
-        model_state_memory(1e9, precision="bf17")
+        model_state_memory(1e9, Precisions(weights="bf17"))
     with pytest.raises(InputError, match="adamw"):
-        model_state_memory(1e9, optimizer="lion")
+        model_state_memory(1e9, Precisions(optimizer="lion"))
     with pytest.raises(InputError, match="zero_stage"):
-        model_state_memory(1e9, zero_stage=4)
+        Parallelism(zero_stage=4)
     with pytest.raises(InputError, match="recompute"):
-        activation_memory(**GPT3, recompute="partial")  # type: ignore[arg-type]
+        TrainingBatch(seq_len=2048, micro_batch=1, recompute="partial")  # type: ignore[arg-type]
     with pytest.raises(InputError, match="dp"):
-        model_state_memory(1e9, dp=0)
+        Parallelism(dp=0)
 
 
 def test_deepspeed_estimator_convention_beside_the_zero_paper() -> None:
@@ -495,9 +512,10 @@ def test_deepspeed_estimator_convention_beside_the_zero_paper() -> None:
     from aiplat.sizing.memory import deepspeed_model_states, model_state_memory
 
     p = 8_030_261_248
-    ours = model_state_memory(p, zero_stage=3, dp=8)
-    r = deepspeed_model_states(p, largest_layer_params=128256 * 4096, gpus=8, zero_stage=3,
-                               aiplat_bytes=ours.total_bytes)
+    ours = model_state_memory(p, parallelism=Parallelism(zero_stage=3, dp=8))
+    r = deepspeed_model_states(
+        p, largest_layer_params=128256 * 4096, gpus=8, zero_stage=3, aiplat_bytes=ours.total_bytes
+    )
     assert r.deepspeed_bytes == pytest.approx(4 * 128256 * 4096 + 18 * p / 8)
     assert ours.total_bytes == pytest.approx(16 * p / 8)
     assert r.difference_bytes == pytest.approx(r.deepspeed_bytes - 16 * p / 8)

@@ -92,6 +92,7 @@ def _plan_pool(
     if gpn:
         findings += _demand_findings(subject, gpus, gpn, always_on=always_on, average=average,
                                      peak=peak, quota=quota)
+        findings += _power_estimate_finding(pool)
     return PoolPlan(
         name=pool.name, zone=pool.spec.zone, gpu_model=gpu.name if gpu else None,
         gpus_per_node=gpn, nodes=pool.nodes, gpus=gpus,
@@ -104,9 +105,34 @@ def _plan_pool(
     )
 
 
+LOW_UTILISATION = 0.25
+"""Average monthly demand / GPUs below which a pool is flagged as mostly idle."""
+
+
+def _power_estimate_finding(pool: ResolvedPool) -> list[Finding]:
+    """A node power with neither node type nor measurement is the GPUs' TDP times a factor:
+    say so, since racks, cooling and the energy bill rest on it."""
+    if pool.node_type is not None or pool.spec.node.power_kw or pool.gpu is None:
+        return []
+    return [Finding(
+        severity="info", subject=f"pool {pool.name}",
+        message=f"node power {pool.node_power_w / 1000:.2f} kW is an estimate from the GPUs "
+                f"alone ({pool.gpus_per_node} × {pool.gpu.tdp_w:g} W TDP × an overhead factor, "
+                "at least GPUs + a two-socket host), not a vendor or measured figure",
+        fix="set node.nodeType to a catalog node type, or node.powerKW to the measured "
+            "maximum system power")]
+
+
 def _demand_findings(subject: str, gpus: int, gpn: int, *, always_on: int, average: float,
                      peak: int, quota: float) -> list[Finding]:
     out = []
+    if gpus and average / gpus < LOW_UTILISATION:
+        out.append(Finding(
+            severity="warning", subject=subject,
+            message=f"monthly work averages {average:.1f} of {gpus} GPUs "
+                    f"({average / gpus:.0%} use)",
+            fix="shrink or autoscale the pool, lend it to other tenants (cohort borrowing), "
+                "or move workloads onto it"))
     if always_on > gpus:
         out.append(Finding(
             severity="error", subject=subject,

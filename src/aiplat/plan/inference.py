@@ -19,149 +19,94 @@ is GPU-hours at the pool's ``pricePerGpuHour``.
 from __future__ import annotations
 
 import math
-from typing import TypedDict
+from dataclasses import dataclass, field
+from typing import Literal
 
 from aiplat.catalog import Catalog
 from aiplat.plan.format import bytes_h, count_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.plan.training import dump_results
-from aiplat.sizing import inference, queueing, rag
+from aiplat.sizing import disaggregated, inference, lengths, memory, queueing, rag
 from aiplat.sizing.result import Result
 from aiplat.spec.models import Platform, WorkloadKind, WorkloadSpec
-
-
-class _Precisions(TypedDict):
-    weight_precision: str
-    kv_precision: str
-
-
-class _Layout(TypedDict):
-    tensor_parallel: int
-    pipeline_parallel: int
-
 
 DEFAULT_TTFT_S = 2.0
 DEFAULT_DECODE_TPS = 10.0
 """Per-user decode rate assumed when the SLO names none (faster than people read)."""
 
 
+@dataclass
+class _Serve:
+    """What the steps of ``plan_inference`` share and fill in."""
+
+    w: WorkloadSpec
+    arch: Arch
+    hw: ResolvedPool
+    results: dict[str, Result] = field(default_factory=dict)
+    key: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def subject(self) -> str:
+        return f"workload {self.w.name}"
+
+    def error(self, message: str, fix: str,
+              severity: Literal["warning", "error"] = "error") -> None:
+        self.findings.append(Finding(severity=severity, subject=self.subject, message=message,
+                                     fix=fix))
+
+
+@dataclass(frozen=True)
+class _Lengths:
+    """Mean prompt and output tokens (what throughput and Little's law need) and the p95
+    request (what the context must hold)."""
+
+    prompt: int
+    output: int
+    p95_prompt: int
+    p95_sequence: int
+
+
 def plan_inference(
     w: WorkloadSpec, arch: Arch, hw: ResolvedPool, platform: Platform, catalog: Catalog
 ) -> WorkloadPlan:
-    slo = w.slo
-    subject = f"workload {w.name}"
-    findings: list[Finding] = []
-    results: dict[str, Result] = {}
-    key: dict[str, str] = {}
-    shape = arch.shape
+    sv = _Serve(w, arch, hw)
+    slo, serving = w.slo, w.serving
+    lengths = _lengths(sv)
+    context = _context(sv, lengths)
     kv = w.kv_cache_precision or ("fp8" if w.precision.value == "fp8" else "bf16")
-    prec = _Precisions(weight_precision=w.precision.value, kv_precision=kv)
-    serving = w.serving
-    eff = inference.ServingEfficiency(
-        bandwidth=serving.bandwidth_efficiency, compute=serving.compute_efficiency,
-        tensor_parallel=serving.tensor_parallel_efficiency, draft_tokens=serving.draft_tokens,
-        acceptance_rate=serving.acceptance_rate, draft_cost=serving.draft_cost,
-        prefix_cache_hit=serving.prefix_cache_hit_ratio)
-    roof = inference.ServingHardware(memory_bandwidth_bps=gpu_of(hw).memory_bandwidth_tbps * 1e12,
-                                     dense_tflops=hw.peak_tflops(w.precision))
-
-    prompt = slo.prompt_tokens
-    if w.kind is WorkloadKind.RAG:
-        assert w.rag is not None
-        rp = rag.rag_prompt_tokens(question_tokens=slo.prompt_tokens, top_k=w.rag.top_k,
-                                   chunk_tokens=w.rag.chunk_tokens)
-        results["rag_prompt"] = rp
-        prompt = rp.prompt_tokens
-    seq_tokens = prompt + slo.output_tokens
-    context = slo.context_length or min(arch.max_context, max(seq_tokens, 4096))
-    if seq_tokens > context:
-        findings.append(Finding(
-            severity="error", subject=subject,
-            message=f"prompt + output is {seq_tokens} tokens, above contextLength {context}",
-            fix="raise slo.contextLength, or shorten prompts (fewer RAG chunks)"))
-    if context > arch.max_context:
-        findings.append(Finding(
-            severity="warning", subject=subject,
-            message=f"contextLength {context} exceeds {arch.name}'s {arch.max_context}",
-            fix=f"set slo.contextLength ≤ {arch.max_context} or use a long-context variant"))
-
+    lora = _lora(sv)
     layout = inference.gpus_per_replica(
-        model=shape, **prec, context_tokens=context, concurrency=1,
-        gpu_memory_bytes=hw.gpu_memory_bytes, gpus_per_node=hw.gpus_per_node,
-        gpu_memory_utilization=serving.gpu_memory_utilization,
-        overhead_bytes_per_gpu=serving.overhead_gib_per_gpu * 2**30,
-    )
-    results["layout"] = layout
+        arch.shape, context_tokens=context, concurrency=1, weight_precision=w.precision.value,
+        kv_precision=kv, lora=lora, budget=inference.MemoryBudget(
+            gpu_memory_bytes=hw.gpu_memory_bytes, gpus_per_node=hw.gpus_per_node,
+            gpu_memory_utilization=serving.gpu_memory_utilization,
+            overhead_bytes_per_gpu=serving.overhead_gib_per_gpu * 2**30))
+    sv.results["layout"] = layout
     if not layout.fits:
-        findings.append(Finding(
-            severity="error", subject=subject,
-            message=f"{arch.name} with a {context}-token context does not fit "
-                    f"{hw.gpus_per_node} × {gpu_of(hw).name}",
-            fix="use fp8 or int4 weights, a shorter contextLength, or a larger GPU"))
+        sv.error(f"{arch.name} with a {context}-token context does not fit "
+                 f"{hw.gpus_per_node} × {gpu_of(hw).name}",
+                 "use fp8 or int4 weights, a shorter contextLength, or a larger GPU")
+    seq_tokens = lengths.prompt + lengths.output
     batch = max(1, min(serving.max_batch, layout.kv_token_capacity // max(seq_tokens, 1)))
-    par = _Layout(tensor_parallel=layout.tensor_parallel,
-                  pipeline_parallel=layout.pipeline_parallel)
-    run_hours: float | None = None
-    qps_served: float | None = None
-
+    replica = inference.Replica(
+        model=arch.shape, hardware=inference.ServingHardware(
+            memory_bandwidth_bps=gpu_of(hw).memory_bandwidth_tbps * 1e12,
+            dense_tflops=hw.peak_tflops(w.precision)),
+        weight_precision=w.precision.value, kv_precision=kv,
+        tensor_parallel=layout.tensor_parallel, pipeline_parallel=layout.pipeline_parallel,
+        efficiency=_efficiency(w), lora=lora)
     if w.kind is WorkloadKind.BATCH_INFERENCE:
-        requests = max(1, math.ceil((w.data.tokens or 0) / seq_tokens))
-
-        def run_on(gpus: int) -> inference.BatchInference:
-            return inference.batch_inference_duration(
-                **prec, **par, model=shape, hardware=roof, efficiency=eff, requests=requests,
-                prompt_tokens=prompt,
-                output_tokens=slo.output_tokens, batch=batch, gpus=gpus)
-
-        replicas = 1
-        if slo.completion_hours:
-            one = run_on(layout.gpus)
-            replicas = max(1, math.ceil(one.seconds / 3600 / slo.completion_hours))
-        run = run_on(layout.gpus * replicas)
-        results["batch"] = run
-        gpus = layout.gpus * replicas
-        run_hours = run.seconds / 3600
-        key["requests"] = count_h(requests)
-        key["run time"] = f"{run_hours:.1f} h"
-        key["throughput"] = f"{run.tokens_per_second:,.0f} tokens/s"
+        gpus, run_hours = _serve_batch(sv, replica, lengths, layout.gpus, batch)
+        generated = w.data.tokens or 0.0
     else:
-        qps = slo.queries_per_second
-        if qps is None:
-            # Only concurrency given: Little's law backwards at the per-user decode rate.
-            tps = slo.tokens_per_second or DEFAULT_DECODE_TPS
-            qps = (slo.concurrency or 1) / (slo.output_tokens / tps)
-        sized = inference.replicas_for_slo(
-            **prec, **par, model=shape, hardware=roof, efficiency=eff, qps=qps,
-            prompt_tokens=prompt,
-            output_tokens=slo.output_tokens,
-            target_ttft_seconds=(slo.time_to_first_token_ms or DEFAULT_TTFT_S * 1000) / 1000,
-            target_decode_tokens_per_second=slo.tokens_per_second or DEFAULT_DECODE_TPS,
-            max_batch_per_replica=batch,
-        )
-        results["slo"] = sized
-        if sized.feasible:
-            gpus = sized.gpus
-            batch = sized.batch_per_replica
-            key["replicas"] = f"{sized.replicas} × {layout.gpus} GPU"
-            key["batch per replica"] = str(sized.batch_per_replica)
-            key["time to first token"] = f"{sized.ttft_seconds * 1000:,.0f} ms"
-            key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
-            _tail_latency(w, qps / sized.replicas, sized.prefill_seconds, key, findings)
-        else:
-            gpus = layout.gpus
-            findings.append(Finding(
-                severity="error", subject=subject,
-                message="the latency SLO cannot be met on " + gpu_of(hw).name + ": "
-                        + "; ".join(sized.reasons),
-                fix="relax timeToFirstTokenMs/tokensPerSecond, quantize, or use a faster GPU"))
-        key["queries/s"] = f"{qps:g}"
-        qps_served = qps
-
+        qps, gpus, batch = _serve_online(sv, replica, lengths, layout.gpus, batch)
+        run_hours = None
+        generated = qps * lengths.output * 730.0 / w.runs_per_month * 3600
     if w.kind is WorkloadKind.RAG:
-        gpus += _plan_rag(w, hw, catalog, qps=slo.queries_per_second or 1.0, results=results,
-                          key=key, findings=findings)
-
+        gpus += _plan_rag(w, hw, catalog, qps=slo.queries_per_second or 1.0,
+                          results=sv.results, key=sv.key, findings=sv.findings)
     mem = {
         "weights": layout.weights_bytes_per_gpu,
         "kv cache": min(layout.kv_budget_bytes_per_gpu,
@@ -171,11 +116,9 @@ def plan_inference(
     key = {"GPUs": f"{gpus} (TP {layout.tensor_parallel}"
                    + (f", PP {layout.pipeline_parallel})" if layout.pipeline_parallel > 1 else ")"),
            "memory per GPU": f"{bytes_h(sum(mem.values()))} of {bytes_h(hw.gpu_memory_bytes)}",
-           **key}
+           **sv.key}
     hours = run_hours if run_hours is not None else 730.0 / w.runs_per_month
-    cost, per_million = _cost(w, hw, gpus=gpus, hours=hours, output_tokens_per_run=(
-        (w.data.tokens or 0) if run_hours is not None else (qps_served or 0.0)
-        * slo.output_tokens * hours * 3600))
+    cost, per_million = _cost(w, hw, gpus=gpus, hours=hours, output_tokens_per_run=generated)
     if cost is not None and per_million is not None:
         what = "run" if run_hours is not None else "month"
         key[f"cost per {what}"] = (f"{cost:,.0f} {platform.site.currency} "
@@ -187,8 +130,161 @@ def plan_inference(
         cost_per_run=cost, cost_per_million_tokens=per_million,
         run_hours=run_hours, gpu_hours_per_month=gpus * hours * w.runs_per_month,
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
-        results=dump_results(results), findings=findings,
+        results=dump_results(sv.results), findings=sv.findings,
     )
+
+
+def _efficiency(w: WorkloadSpec) -> inference.ServingEfficiency:
+    s = w.serving
+    return inference.ServingEfficiency(
+        bandwidth=s.bandwidth_efficiency, compute=s.compute_efficiency,
+        tensor_parallel=s.tensor_parallel_efficiency, draft_tokens=s.draft_tokens,
+        acceptance_rate=s.acceptance_rate, draft_cost=s.draft_cost,
+        prefix_cache_hit=s.prefix_cache_hit_ratio)
+
+
+def _lengths(sv: _Serve) -> _Lengths:
+    """Mean and p95 lengths: the spec's means, or a lognormal through median and p95; a RAG
+    prompt adds its retrieved chunks to every question."""
+    slo = sv.w.slo
+    extra = 0
+    if sv.w.kind is WorkloadKind.RAG:
+        assert sv.w.rag is not None
+        rp = rag.rag_prompt_tokens(question_tokens=slo.prompt_tokens, top_k=sv.w.rag.top_k,
+                                   chunk_tokens=sv.w.rag.chunk_tokens)
+        sv.results["rag_prompt"] = rp
+        extra = rp.prompt_tokens - slo.prompt_tokens
+
+    def one(p50: int, p95: int | None, name: str) -> tuple[int, int]:
+        if p95 is None:
+            return p50, p50
+        d = lengths.lognormal_lengths(p50=p50, p95=p95)
+        sv.results[f"{name}_lengths"] = d
+        sv.key[f"{name} tokens p50 / mean / p95"] = f"{p50:,} / {d.mean:,.0f} / {p95:,}"
+        return round(d.mean), p95
+
+    prompt, p95_prompt = one(slo.prompt_tokens, slo.prompt_tokens_p95, "prompt")
+    output, p95_output = one(slo.output_tokens, slo.output_tokens_p95, "output")
+    return _Lengths(prompt=prompt + extra, output=output, p95_prompt=p95_prompt + extra,
+                    p95_sequence=p95_prompt + extra + p95_output)
+
+
+def _context(sv: _Serve, n: _Lengths) -> int:
+    """The context a sequence may reach: the spec's, else the longest request (p95 when
+    given) rounded up to 4096, within the model's; a request that cannot fit is an error."""
+    arch, slo = sv.arch, sv.w.slo
+    context = slo.context_length or min(arch.max_context, max(n.p95_sequence, 4096))
+    if n.p95_sequence > context:
+        what = ("a p95 request (prompt + output)" if slo.prompt_tokens_p95 or
+                slo.output_tokens_p95 else "prompt + output")
+        sv.error(f"{what} is {n.p95_sequence} tokens, above contextLength {context}",
+                 "raise slo.contextLength, or shorten prompts (fewer RAG chunks)")
+    if context > arch.max_context:
+        sv.error(f"contextLength {context} exceeds {arch.name}'s {arch.max_context}",
+                 f"set slo.contextLength ≤ {arch.max_context} or use a long-context variant",
+                 severity="warning")
+    return context
+
+
+def _lora(sv: _Serve) -> inference.LoraServing | None:
+    """Served adapters: rank r on every linear layer of the base (vLLM --enable-lora)."""
+    s, arch = sv.w.serving, sv.arch
+    if not s.lora_adapters:
+        return None
+    per = memory.lora_params(layers=arch.layers, hidden=arch.hidden, ffn_hidden=arch.ffn_hidden,
+                             heads=arch.heads, kv_heads=arch.kv_heads, rank=s.lora_rank,
+                             targets=memory.LORA_TARGETS)
+    sv.results["lora_adapter"] = per
+    sv.key["LoRA adapters"] = (f"{s.lora_adapters} × rank {s.lora_rank} "
+                               f"({count_h(per.adapter_params)} parameters each)")
+    if arch.moe is not None:
+        sv.key["LoRA adapters"] += "; attention and dense layers only, experts not adapted"
+    return inference.LoraServing(adapters=s.lora_adapters,
+                                 params_per_adapter=float(per.adapter_params),
+                                 max_loras=s.max_loras)
+
+
+def _serve_batch(sv: _Serve, replica: inference.Replica, n: _Lengths, layout_gpus: int,
+                 batch: int) -> tuple[int, float]:
+    """Replicas that finish data.tokens within slo.completionHours: (GPUs, run hours)."""
+    w = sv.w
+    requests = max(1, math.ceil((w.data.tokens or 0) / (n.prompt + n.output)))
+
+    def run_on(gpus: int) -> inference.BatchInference:
+        return inference.batch_inference_duration(
+            replica, requests=requests, prompt_tokens=n.prompt, output_tokens=n.output,
+            batch=batch, gpus=gpus)
+
+    replicas = 1
+    if w.slo.completion_hours:
+        replicas = max(1, math.ceil(run_on(layout_gpus).seconds / 3600
+                                    / w.slo.completion_hours))
+    run = run_on(layout_gpus * replicas)
+    sv.results["batch"] = run
+    run_hours = run.seconds / 3600
+    sv.key["requests"] = count_h(requests)
+    sv.key["run time"] = f"{run_hours:.1f} h"
+    sv.key["throughput"] = f"{run.tokens_per_second:,.0f} tokens/s"
+    return layout_gpus * replicas, run_hours
+
+
+def _serve_online(sv: _Serve, replica: inference.Replica, n: _Lengths, layout_gpus: int,
+                  batch: int) -> tuple[float, int, int]:
+    """Replicas for the queries/s and the latency SLO, colocated or with prefill on its
+    own replicas: (queries/s, GPUs, batch per replica)."""
+    slo = sv.w.slo
+    qps = slo.queries_per_second
+    if qps is None:
+        # Only concurrency given: Little's law backwards at the per-user decode rate.
+        tps = slo.tokens_per_second or DEFAULT_DECODE_TPS
+        qps = (slo.concurrency or 1) / (n.output / tps)
+    traffic = inference.Traffic(qps=qps, prompt_tokens=n.prompt, output_tokens=n.output)
+    target = inference.LatencyTarget(
+        ttft_seconds=(slo.time_to_first_token_ms or DEFAULT_TTFT_S * 1000) / 1000,
+        decode_tokens_per_second=slo.tokens_per_second or DEFAULT_DECODE_TPS)
+    sv.key["queries/s"] = f"{qps:g}"
+    if sv.w.serving.disaggregated_prefill:
+        return (qps, *_serve_disaggregated(sv, replica, traffic, target,
+                                           layout_gpus=layout_gpus, batch=batch))
+    sized = inference.replicas_for_slo(replica, traffic, target, max_batch_per_replica=batch)
+    sv.results["slo"] = sized
+    if not sized.feasible:
+        _slo_error(sv, sized.reasons)
+        return qps, layout_gpus, batch
+    sv.key["replicas"] = f"{sized.replicas} × {layout_gpus} GPU"
+    sv.key["batch per replica"] = str(sized.batch_per_replica)
+    sv.key["time to first token"] = f"{sized.ttft_seconds * 1000:,.0f} ms"
+    sv.key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
+    _tail_latency(sv.w, qps / sized.replicas, sized.prefill_seconds, sv.key, sv.findings)
+    if slo.prompt_tokens_p95 is not None:
+        long = inference.prefill_time(replica, prompt_tokens=n.p95_prompt).ttft_seconds
+        sv.key["prefill of a p95 prompt"] = f"{long * 1000:,.0f} ms"
+    return qps, sized.gpus, sized.batch_per_replica
+
+
+def _serve_disaggregated(sv: _Serve, replica: inference.Replica, traffic: inference.Traffic,
+                         target: inference.LatencyTarget, *, layout_gpus: int,
+                         batch: int) -> tuple[int, int]:
+    sized = disaggregated.disaggregated_replicas(
+        replica, traffic, target, max_batch_per_replica=batch,
+        kv_transfer_bps=sv.w.serving.kv_transfer_gbps * 1e9 / 8)
+    sv.results["disaggregated"] = sized
+    if not sized.feasible:
+        _slo_error(sv, sized.reasons)
+        return layout_gpus, batch
+    sv.key["prefill replicas"] = f"{sized.prefill_replicas} × {layout_gpus} GPU"
+    sv.key["decode replicas"] = f"{sized.decode_replicas} × {layout_gpus} GPU"
+    sv.key["batch per replica"] = str(sized.batch_per_replica)
+    sv.key["time to first token"] = (f"{sized.ttft_seconds * 1000:,.0f} ms (KV transfer "
+                                     f"{sized.kv_transfer_seconds * 1000:,.0f} ms)")
+    sv.key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
+    return sized.gpus, sized.batch_per_replica
+
+
+def _slo_error(sv: _Serve, reasons: list[str]) -> None:
+    sv.error("the latency SLO cannot be met on " + gpu_of(sv.hw).name + ": "
+             + "; ".join(reasons),
+             "relax timeToFirstTokenMs/tokensPerSecond, quantize, or use a faster GPU")
 
 
 def _tail_latency(w: WorkloadSpec, rate: float, prefill_s: float, key: dict[str, str],

@@ -67,7 +67,8 @@ class Arch:
             params=self.params, layers=self.layers, hidden=self.hidden, heads=self.heads,
             kv_heads=self.kv_heads, head_dim=self.head_dim,
             active_params=self.active_params if self.moe else None, moe=self.moe,
-            kv_latent_dim=self.kv_latent_dim)
+            kv_latent_dim=self.kv_latent_dim, ffn_hidden=self.ffn_hidden,
+            expert_ffn_hidden=self.expert_ffn_hidden)
 
 
 def _moe(ref: ModelRef, base: ModelArchitecture | None, params_overridden: bool) -> MoeShape | None:
@@ -264,9 +265,36 @@ def node_watts(pool: PoolSpec, gpu: GpuModel | None, node_type: NodeType | None)
     return power.node_power(gpus_per_node=gpus, gpu_tdp_w=gpu.tdp_w).node_power_w
 
 
+PCIE5_X16_GBPS = 128.0
+"""GB/s both directions of a PCIe 5 x16 link: an inline GPU's interconnect when unstated."""
+
+
+def pool_gpu(pool: PoolSpec, catalog: Catalog) -> GpuModel | None:
+    """The pool's GPU: the catalog's entry, with any figures the spec gives inline replacing
+    its own; a GPU outside the catalog is built from the inline figures alone."""
+    spec = pool.node.gpu
+    if spec is None:
+        return None
+    base = catalog.gpu(spec.model)
+    if not spec.inline:
+        return base
+    figures = {"memory_gb": spec.memory_gb, "memory_bandwidth_tbps": spec.memory_bandwidth_tbps,
+               "bf16_tflops": spec.bf16_tflops, "tdp_w": spec.tdp_w}
+    optional = {"fp8_tflops": spec.fp8_tflops, "interconnect_gbps": spec.interconnect_gbps}
+    figures |= {k: v for k, v in optional.items() if v is not None}
+    if base is not None:
+        return base.model_copy(update=figures)
+    assert spec.bf16_tflops is not None
+    return GpuModel(
+        name=spec.model, vendor="unknown", architecture="unknown", form_factor="pcie",
+        fp32_tflops=spec.bf16_tflops / 16, interconnect="inline",
+        interconnect_gbps=spec.interconnect_gbps or PCIE5_X16_GBPS, pcie_gen=5,
+        source="inline in the spec (pools[].node.gpu)", **figures)
+
+
 def resolve_pool(pool: PoolSpec, platform: Platform, catalog: Catalog) -> ResolvedPool:
     gpn = pool.node.gpu.count if pool.node.gpu else 0
-    gpu = catalog.gpu(pool.node.gpu.model) if pool.node.gpu else None
+    gpu = pool_gpu(pool, catalog)
     node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
     node_w = node_watts(pool, gpu, node_type)
     spares = reserve.spare_nodes(

@@ -28,7 +28,7 @@ from aiplat.errors import InputError
 from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
-from aiplat.sizing import goodput, memory, power, training
+from aiplat.sizing import goodput, layout, memory, power, training
 from aiplat.sizing.result import Result
 from aiplat.spec.models import LoraSpec, Platform, WorkloadKind, WorkloadSpec
 
@@ -63,12 +63,13 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
         params=arch.active_params, layers=arch.layers, attention_dim=arch.shape.attention_dim,
         seq_len=seq, flops_per_param_token=k)
     results["flops_per_token"] = fpt
-    speed = {"achieved_tflops_per_gpu": x_tflops, "flops_per_param_token": k,
-             "attention_flops_per_token": fpt.attention_flops_per_token}
+    speed = layout.Speed(achieved_tflops_per_gpu=x_tflops, flops_per_param_token=k,
+                         attention_flops_per_token=fpt.attention_flops_per_token)
     if w.slo.target_days is not None:
         need = training.gpus_for_target_time(
             tokens=tokens, params=arch.active_params, target_seconds=w.slo.target_days * 86400,
-            tp=tp, pp=pp, cp=cp, ep=ep, gpus_per_node=hw.gpus_per_node, **speed)
+            parallelism=layout.Parallelism(tp=tp, pp=pp, cp=cp, ep=ep),
+            gpus_per_node=hw.gpus_per_node, speed=speed)
         results["gpus"] = need
         gpus = need.gpus
     else:
@@ -78,7 +79,8 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
     global_batch = par.global_batch or _default_global_batch(dp * par.micro_batch, seq)
     micro_steps = global_batch // (par.micro_batch * dp)
 
-    time = training.training_time(tokens=tokens, params=arch.active_params, gpus=gpus, **speed)
+    time = training.training_time(tokens=tokens, params=arch.active_params, gpus=gpus,
+                                  speed=speed)
     results["time"] = time
 
     if lora:
@@ -112,7 +114,7 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
 
     # The step from the same per-token FLOPs as the run: steps x step time = run time.
     step = training.training_time(tokens=global_batch * seq, params=arch.active_params,
-                                  gpus=gpus, **speed)
+                                  gpus=gpus, speed=speed)
     results["step"] = step
     key: dict[str, str] = {"step time": f"{step.seconds:.3g} s ({global_batch} × {seq} tokens)"}
     estimate = results.get("deepspeed_estimate")
@@ -160,10 +162,10 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
         host_overhead_factor=node_w / (hw.gpus_per_node * gpu_of(hw).tdp_w),
     )
     results["energy"] = energy
-    layout = f"{tp}×TP, {pp}×PP" + (f", {cp}×CP" if cp > 1 else "") + f", {dp}×DP" + (
+    split = f"{tp}×TP, {pp}×PP" + (f", {cp}×CP" if cp > 1 else "") + f", {dp}×DP" + (
         f" ({ep}×EP)" if ep > 1 else "")
     key |= {
-        "GPUs": f"{gpus} ({layout})",
+        "GPUs": f"{gpus} ({split})",
         "run time": (f"{hours / 24:.1f} days" if hours >= 24 else f"{hours:.1f} h")
                     + f" (goodput {gp.goodput:.0%}, {gp.expected_interruptions:.1f} "
                       "interruptions expected)",
@@ -300,12 +302,27 @@ def check_data_parallel(w: WorkloadSpec, arch: Arch, dp: int) -> None:
             f"globalBatch {up}, or a smaller microBatch or data parallelism")
 
 
+def _precisions(w: WorkloadSpec) -> layout.Precisions:
+    return layout.Precisions(weights=w.precision.value, optimizer=OPTIMIZER[w.optimizer])
+
+
 def _states(
     w: WorkloadSpec, params: float, dp: int, shard: int, pp: int
 ) -> memory.ModelStateMemory:
-    return memory.model_state_memory(
-        params, precision=w.precision.value, optimizer=OPTIMIZER[w.optimizer],
-        zero_stage=w.parallelism.zero_stage, dp=dp, tp=shard, pp=pp)
+    return memory.model_state_memory(params, _precisions(w), layout.Parallelism(
+        tp=shard, pp=pp, dp=dp, zero_stage=w.parallelism.zero_stage))
+
+
+def _activations(w: WorkloadSpec, arch: Arch, microbatches: int | None,
+                 pp: int) -> memory.ActivationMemory:
+    """Activations of seq/cp tokens per GPU with FlashAttention (no score matrices); a
+    mixture of experts counts its experts per token in the MLP part."""
+    par = w.parallelism
+    batch = layout.TrainingBatch(seq_len=par.sequence_length // par.context,
+                                 micro_batch=par.micro_batch, microbatches=microbatches,
+                                 recompute=par.recompute.value)
+    return memory.activation_memory(arch.shape, batch, layout.Parallelism(tp=par.tensor, pp=pp),
+                                    flash_attention=True)
 
 
 def _offloaded(w: WorkloadSpec, results: dict[str, Result]) -> float:
@@ -344,11 +361,7 @@ def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micr
                           par.tensor * par.expert, par.pipeline)
         results["memory_expert_states"] = experts
         parts.append(experts)
-    acts = memory.activation_memory(
-        seq_len=par.sequence_length // par.context, micro_batch=par.micro_batch,
-        hidden=arch.hidden, heads=arch.heads, layers=arch.layers, tp=par.tensor,
-        pp=par.pipeline, recompute=par.recompute.value, microbatches=micro_steps,
-        flash_attention=True)
+    acts = _activations(w, arch, micro_steps, par.pipeline)
     results["memory_activations"] = acts
     mem = {
         "weights": sum(p.weights_bytes for p in parts),
@@ -375,8 +388,7 @@ def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micr
 
 
 def _allowance(mem: dict[str, float]) -> float:
-    return memory.DEFAULT_OVERHEAD_FIXED_BYTES + memory.DEFAULT_OVERHEAD_FRACTION * sum(
-        mem.values())
+    return layout.DEFAULT_ALLOWANCE.of(sum(mem.values()))
 
 
 LORA_TARGETS = {"qv": ("q", "v"), "attention": ("q", "k", "v", "o"),
@@ -421,10 +433,7 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[st
     else:
         base = arch.params * base_w
     aw = memory.precision_bytes("bf16")
-    acts = memory.activation_memory(
-        seq_len=par.sequence_length // par.context, micro_batch=par.micro_batch,
-        hidden=arch.hidden, heads=arch.heads, layers=arch.layers, tp=par.tensor,
-        recompute=par.recompute.value, flash_attention=True)
+    acts = _activations(w, arch, None, 1)
     results["memory_activations"] = acts
     mem = {
         "weights": base / (par.tensor * par.pipeline),

@@ -27,8 +27,9 @@ Sources:
   Llama-3-8B on an H100-80GB sees 79.22 GiB, may use 0.90 × that = 71.29 GiB, weights take
   14.96 GiB, non-torch memory 1.79 GiB (3.58 GiB at TP=2: NCCL), activation peak 1.26 GiB.
 - Bandwidth utilisation (MBU = (weights + KV bytes) / TPOT / peak bandwidth) as defined by
-  Databricks, "LLM Inference Performance Engineering: Best Practices"; 0.6–0.85 for tuned
-  stacks is a rule of thumb, not a published constant, hence the 0.75 default.
+  Databricks, "LLM Inference Performance Engineering: Best Practices"; the defaults of the
+  three efficiencies are fitted to published NIM, vLLM and TensorRT-LLM measurements
+  (``sizing.calibration``, each figure and its error a test).
 - Time to first token under load: Pollaczek–Khinchine mean wait of an M/D/1 queue,
   W = ρ·S / (2(1 − ρ)), with Poisson arrivals and a deterministic prefill time S.
 """
@@ -50,14 +51,33 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.9
 DEFAULT_OVERHEAD_BYTES_PER_GPU = 3 * GIB
 """Activation peak + CUDA context/NCCL + CUDA graphs; vLLM measured ~3.05 GiB for Llama-3-8B."""
 
-DEFAULT_BANDWIDTH_EFFICIENCY = 0.75
-"""Fraction of peak HBM bandwidth a tuned decode loop sustains (MBU 0.6–0.85)."""
+# Serving efficiencies, calibrated (``sizing.calibration``) by least squares on the log error
+# against 18 published measurements: NVIDIA NIM 1.8 benchmark tables (Llama-3.3-70B FP8, TP2,
+# 2×H100: inter-token latency and TTFT at concurrency 1), vLLM's nightly latency benchmark
+# (H200, BF16, batch 8: Llama-3.1-8B TP1, Llama-3-70B TP4, Mixtral-8x7B TP2) and TensorRT-LLM's
+# performance tables (H100 FP8: peak throughput at batch 48-1024, TP1/2/4, and batch-1 first
+# token latency at TP1/4/8). Root-mean-square error over them 14 % (was 30 % with the former
+# 0.75 / 0.5 / 0.9, which made TP2 decode a fifth too fast against NIM); every figure within
+# 25 %, each a test in tests/unit/test_sizing_calibration.py.
 
-DEFAULT_COMPUTE_EFFICIENCY = 0.5
-"""MFU-like fraction of dense peak FLOP/s reached by prefill GEMMs."""
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.66
+"""Fraction of peak HBM bandwidth a decode step sustains (MBU): NIM 1.8, Llama-3.3-70B FP8 on
+2×H100 at concurrency 1, 18.6 ms per token for 35 GB of weights per GPU, is 0.57 after the
+TP2 factor below."""
 
-DEFAULT_TP_EFFICIENCY = 0.9
-"""Throughput factor for tensor parallelism > 1: two all-reduces per layer per step."""
+DEFAULT_COMPUTE_EFFICIENCY = 0.45
+"""Fraction of dense peak FLOP/s at the weights' precision that prefill and compute-bound
+decode reach (TensorRT-LLM H100 FP8: LLaMA-70B TP4 2048-token first token in 109 ms)."""
+
+DEFAULT_TP_EFFICIENCY = 0.86
+"""Throughput factor per doubling of tensor parallelism (two all-reduces per layer per step):
+TP2 0.86, TP4 0.74, TP8 0.64. One factor for all degrees fits the 18 figures worse (RMS
+17 % at its best, 0.8)."""
+
+
+def tp_factor(efficiency: float, tensor_parallel: int) -> float:
+    """The throughput factor at ``tensor_parallel`` GPUs: efficiency^log2(TP), 1 at TP 1."""
+    return float(efficiency ** math.log2(tensor_parallel)) if tensor_parallel > 1 else 1.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +173,87 @@ def _resolve_head_dim(hidden: int, heads: int, kv_heads: int, head_dim: int | No
 
 
 DEFAULT_EFFICIENCY = ServingEfficiency()
+
+
+@dataclass(frozen=True)
+class LoraServing:
+    """Multi-LoRA serving (S-LoRA, Sheng et al. 2023; vLLM --enable-lora): ``adapters`` of
+    ``params_per_adapter`` each on one base model, at most ``max_loras`` distinct ones per
+    batch. With uniform popularity a batch of B sequences uses N·(1 − (1 − 1/N)^B) distinct
+    adapters (each missed by one sequence with probability 1 − 1/N), capped at max_loras."""
+
+    adapters: int
+    params_per_adapter: float
+    max_loras: int | None = None
+
+    def __post_init__(self) -> None:
+        _require_positive(adapters=self.adapters, params_per_adapter=self.params_per_adapter)
+        if self.max_loras is not None:
+            _require_positive(max_loras=self.max_loras)
+
+    def touched(self, batch: float) -> float:
+        n = self.adapters
+        used = float(n * (1 - (1 - 1 / n) ** max(batch, 0.0)))
+        return min(used, float(self.max_loras)) if self.max_loras is not None else used
+
+    @property
+    def resident_params(self) -> float:
+        """Every adapter is kept in GPU memory (vLLM's GPU cache holds max_loras; the rest
+        would be swapped in from host memory per request, which this does not model)."""
+        return self.adapters * self.params_per_adapter
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One serving replica: the model, its GPU's roofline, the precisions of weights and KV
+    cache, its tensor × pipeline layout and the stack's efficiencies. Decode, prefill, the
+    SLO sizing and batch inference all take one instead of seven loose arguments."""
+
+    model: ModelShape
+    hardware: ServingHardware
+    weight_precision: str = "bf16"
+    kv_precision: str = "bf16"
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY
+    lora: LoraServing | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Requests arriving at ``qps`` (Poisson), each a prompt and an output of mean length."""
+
+    qps: float
+    prompt_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True)
+class LatencyTarget:
+    """Time to first token, and the decode target as tokens/s per user or time per token."""
+
+    ttft_seconds: float
+    decode_tokens_per_second: float | None = None
+    tpot_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        _require_positive(target_ttft_seconds=self.ttft_seconds)
+        if (self.decode_tokens_per_second is None) == (self.tpot_seconds is None):
+            raise ValueError("give exactly one of target_decode_tokens_per_second, "
+                             "target_tpot_seconds")
+        _require_positive(target_rate=self.rate)
+
+    @property
+    def rate(self) -> float:
+        """Decode tokens/s each user must see."""
+        if self.tpot_seconds is not None:
+            return 1 / self.tpot_seconds
+        assert self.decode_tokens_per_second is not None
+        return self.decode_tokens_per_second
 
 
 # --- KV cache and weights ---------------------------------------------------------------
@@ -301,18 +402,101 @@ class ReplicaLayout(Result):
     max_concurrency: int
 
 
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What a replica's GPUs may hold: the memory the runtime sees per GPU (vLLM reports
+    79.22 GiB on an "80GB" H100), GPUs per node (tensor parallelism stays inside one),
+    the server's share of it and a runtime overhead per GPU, fixed and proportional."""
+
+    gpu_memory_bytes: float
+    gpus_per_node: int = 8
+    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
+    overhead_bytes_per_gpu: float = DEFAULT_OVERHEAD_BYTES_PER_GPU
+    overhead_fraction: float = 0.0
+
+    def __post_init__(self) -> None:
+        _require_positive(gpu_memory_bytes=self.gpu_memory_bytes,
+                          gpus_per_node=self.gpus_per_node)
+        _require_fraction(gpu_memory_utilization=self.gpu_memory_utilization)
+        _require_non_negative(overhead_bytes_per_gpu=self.overhead_bytes_per_gpu,
+                              overhead_fraction=self.overhead_fraction)
+
+    @property
+    def usable(self) -> float:
+        return self.gpu_memory_utilization * self.gpu_memory_bytes
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """Per-GPU memory of a model at (tp, pp) for ``tokens`` cached tokens."""
+
+    model: ModelShape
+    budget: MemoryBudget
+    weights: float
+    kv_value_bytes: float
+    tokens: int
+
+    def per_gpu(self, tp: int, pp: int) -> _PerGpu:
+        layers = self.model.layers
+        stage_layers = math.ceil(layers / pp)
+        kv_heads_gpu, _ = _kv_heads_per_gpu(tp, self.model.kv_heads)
+        kv_per_token = stage_layers * self.model.kv_values_per_token(kv_heads_gpu) * (
+            self.kv_value_bytes)
+        w = self.weights * stage_layers / layers / tp
+        kv = kv_per_token * self.tokens
+        b = self.budget
+        needed = (w + kv) * (1 + b.overhead_fraction) + b.overhead_bytes_per_gpu
+        return _PerGpu(weights=w, kv=kv, needed=needed, kv_per_token=kv_per_token)
+
+    def fits(self, tp: int, pp: int) -> bool:
+        return self.per_gpu(tp, pp).needed <= self.budget.usable
+
+
+def _tp_candidates(model: ModelShape, gpus_per_node: int, notes: list[str]) -> list[int]:
+    """Powers of two up to a node that split the query heads and split or replicate the KV
+    heads evenly (vLLM QKVParallelLinear); TP 1 always qualifies."""
+    candidates: list[int] = []
+    tp = 1
+    while tp <= gpus_per_node:
+        if _tp_compatible(tp, model.heads, model.kv_heads):
+            candidates.append(tp)
+        else:
+            notes.append(
+                f"tensor parallel {tp} skipped: {model.heads} attention heads / "
+                f"{model.kv_heads} KV heads cannot be split evenly")
+        tp *= 2
+    return candidates
+
+
+def _choose_layout(fit: _Fit, candidates: list[int], notes: list[str]) -> tuple[int, int, bool]:
+    """(tp, pp, fits): the smallest fitting TP; else the largest TP and the fewest pipeline
+    stages that fit; else one layer per stage, not fitting."""
+    for tp in candidates:
+        if fit.fits(tp, 1):
+            return tp, 1, True
+    tp, layers = candidates[-1], fit.model.layers
+    for pp in range(2, layers + 1):
+        if fit.fits(tp, pp):
+            notes.append(
+                f"no tensor-parallel degree up to {fit.budget.gpus_per_node} GPUs per node "
+                f"fits; pipeline parallel over {pp} stages (across nodes), each holding "
+                f"≤ {math.ceil(layers / pp)} layers")
+            return tp, pp, True
+    notes.append(
+        "does not fit even with one layer per pipeline stage. To fix: lower the "
+        "context or concurrency, quantise weights or KV cache, or use larger GPUs")
+    return tp, layers, False
+
+
 def gpus_per_replica(
-    *,
     model: ModelShape,
+    *,
     context_tokens: int,
     concurrency: int,
-    gpu_memory_bytes: float,
-    gpus_per_node: int = 8,
+    budget: MemoryBudget,
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
-    gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION,
-    overhead_bytes_per_gpu: float = DEFAULT_OVERHEAD_BYTES_PER_GPU,
-    overhead_fraction: float = 0.0,
+    lora: LoraServing | None = None,
 ) -> ReplicaLayout:
     """Smallest tensor-parallel layout whose GPUs hold weights, KV cache and overhead.
 
@@ -322,97 +506,44 @@ def gpus_per_replica(
     do not divide the attention heads or cannot split/replicate the KV heads evenly. The
     smallest fitting TP wins (fewer GPUs per replica means more replicas for the same GPUs). If
     none fits, the largest valid TP is kept and layers are split into the fewest pipeline
-    stages that fit, across nodes. ``gpu_memory_bytes`` is what the runtime sees (vLLM reports
-    79.22 GiB on an "80GB" H100). Every expert of a mixture of experts is resident; a latent
-    (MLA) cache is held whole by every tensor-parallel rank (vLLM's MLA backends).
+    stages that fit, across nodes. Every expert of a mixture of experts is resident; a latent
+    (MLA) cache is held whole by every tensor-parallel rank (vLLM's MLA backends). Served LoRA
+    adapters are resident beside the base, split over TP like the layers they adapt.
     """
-    layers, heads, kv_heads = model.layers, model.heads, model.kv_heads
-    _require_positive(
-        context_tokens=context_tokens,
-        concurrency=concurrency,
-        gpu_memory_bytes=gpu_memory_bytes,
-        gpus_per_node=gpus_per_node,
-    )
-    _require_fraction(gpu_memory_utilization=gpu_memory_utilization)
-    _require_non_negative(
-        overhead_bytes_per_gpu=overhead_bytes_per_gpu, overhead_fraction=overhead_fraction
-    )
-    weights = model.params * bytes_per_value(weight_precision)
-    kv_value_bytes = bytes_per_value(kv_precision)
+    _require_positive(context_tokens=context_tokens, concurrency=concurrency)
     tokens = context_tokens * concurrency
-    kv_total = layers * model.kv_values_per_token() * kv_value_bytes * tokens
-    usable = gpu_memory_utilization * gpu_memory_bytes
-
-    def per_gpu(tp: int, pp: int) -> _PerGpu:
-        stage_layers = math.ceil(layers / pp)
-        kv_heads_gpu, _ = _kv_heads_per_gpu(tp, kv_heads)
-        kv_per_token = stage_layers * model.kv_values_per_token(kv_heads_gpu) * kv_value_bytes
-        w = weights * stage_layers / layers / tp
-        kv = kv_per_token * tokens
-        needed = (w + kv) * (1 + overhead_fraction) + overhead_bytes_per_gpu
-        return _PerGpu(weights=w, kv=kv, needed=needed, kv_per_token=kv_per_token)
-
+    resident = model.params + (lora.resident_params if lora is not None else 0.0)
+    fit = _Fit(model=model, budget=budget,
+               weights=resident * bytes_per_value(weight_precision),
+               kv_value_bytes=bytes_per_value(kv_precision), tokens=tokens)
     notes: list[str] = []
-    candidates: list[int] = []
-    tp = 1
-    while tp <= gpus_per_node:
-        if _tp_compatible(tp, heads, kv_heads):
-            candidates.append(tp)
-        else:
-            notes.append(
-                f"tensor parallel {tp} skipped: {heads} attention heads / {kv_heads} KV heads "
-                "cannot be split evenly"
-            )
-        tp *= 2
-
-    chosen: tuple[int, int] | None = None
-    for tp in candidates:
-        if per_gpu(tp, 1).needed <= usable:
-            chosen = (tp, 1)
-            break
-    fits = True
-    if chosen is None:
-        tp = candidates[-1]  # TP=1 always qualifies, so the list is never empty
-        for pp in range(2, layers + 1):
-            if per_gpu(tp, pp).needed <= usable:
-                chosen = (tp, pp)
-                break
-        if chosen is None:
-            chosen = (tp, layers)
-            fits = False
-            notes.append(
-                "does not fit even with one layer per pipeline stage. To fix: lower the "
-                "context or concurrency, quantise weights or KV cache, or use larger GPUs"
-            )
-        else:
-            notes.append(
-                f"no tensor-parallel degree up to {gpus_per_node} GPUs per node fits; "
-                f"pipeline parallel over {chosen[1]} stages (across nodes), each holding "
-                f"≤ {math.ceil(layers / chosen[1])} layers"
-            )
-    tp, pp = chosen
-    kv_heads_gpu, replicas = _kv_heads_per_gpu(tp, kv_heads)
+    tp, pp, fits = _choose_layout(fit, _tp_candidates(model, budget.gpus_per_node, notes),
+                                  notes)
+    kv_heads_gpu, replicas = _kv_heads_per_gpu(tp, model.kv_heads)
     if replicas > 1:
         notes.append(
-            f"tensor parallel {tp} > {kv_heads} KV heads: each KV head is replicated on "
+            f"tensor parallel {tp} > {model.kv_heads} KV heads: each KV head is replicated on "
             f"{replicas} GPUs, so the replica stores {replicas}× the model's KV cache"
         )
-    if tp > 1 and overhead_bytes_per_gpu < DEFAULT_OVERHEAD_BYTES_PER_GPU + 1.5 * GIB:
+    if tp > 1 and budget.overhead_bytes_per_gpu < DEFAULT_OVERHEAD_BYTES_PER_GPU + 1.5 * GIB:
         notes.append(
             "at TP > 1 NCCL buffers add non-torch memory (vLLM measured 1.79 → 3.58 GiB for "
             "TP 1 → 2); consider a larger overhead_bytes_per_gpu"
         )
-    g = per_gpu(tp, pp)
-    budget = max(0.0, (usable - overhead_bytes_per_gpu) / (1 + overhead_fraction) - g.weights)
-    capacity = int(budget // g.kv_per_token)
+    g = fit.per_gpu(tp, pp)
+    usable = budget.usable
+    budget_kv = max(0.0, (usable - budget.overhead_bytes_per_gpu)
+                    / (1 + budget.overhead_fraction) - g.weights)
+    capacity = int(budget_kv // g.kv_per_token)
     gpus = tp * pp
+    kv_total = model.layers * model.kv_values_per_token() * fit.kv_value_bytes * tokens
     return ReplicaLayout(
         tensor_parallel=tp,
         pipeline_parallel=pp,
         gpus=gpus,
-        nodes=math.ceil(gpus / gpus_per_node),
+        nodes=math.ceil(gpus / budget.gpus_per_node),
         fits=fits,
-        weights_bytes=weights,
+        weights_bytes=fit.weights,
         kv_cache_bytes=kv_total,
         weights_bytes_per_gpu=g.weights,
         kv_cache_bytes_per_gpu=g.kv,
@@ -421,7 +552,7 @@ def gpus_per_replica(
         usable_bytes_per_gpu=usable,
         kv_heads_per_gpu=kv_heads_gpu,
         kv_head_replicas=replicas,
-        kv_budget_bytes_per_gpu=budget,
+        kv_budget_bytes_per_gpu=budget_kv,
         kv_token_capacity=capacity,
         max_concurrency=capacity // context_tokens,
         formula=(
@@ -434,13 +565,15 @@ def gpus_per_replica(
             **_shape_inputs(model),
             "context_tokens": context_tokens,
             "concurrency": concurrency,
-            "gpu_memory_bytes": gpu_memory_bytes,
-            "gpus_per_node": gpus_per_node,
+            "gpu_memory_bytes": budget.gpu_memory_bytes,
+            "gpus_per_node": budget.gpus_per_node,
             "weight_precision": weight_precision,
             "kv_precision": kv_precision,
-            "gpu_memory_utilization": gpu_memory_utilization,
-            "overhead_bytes_per_gpu": overhead_bytes_per_gpu,
-            "overhead_fraction": overhead_fraction,
+            "gpu_memory_utilization": budget.gpu_memory_utilization,
+            "overhead_bytes_per_gpu": budget.overhead_bytes_per_gpu,
+            "overhead_fraction": budget.overhead_fraction,
+            "lora_adapters": lora.adapters if lora else 0,
+            "lora_params_per_adapter": lora.params_per_adapter if lora else 0.0,
         },
         notes=notes,
     )
@@ -493,6 +626,9 @@ class _Model:
     compute_efficiency: float
     tp_factor: float
     speculation: ServingEfficiency
+    weight_precision: str
+    kv_precision: str
+    lora: LoraServing | None = None
 
     @property
     def layers(self) -> int:
@@ -512,12 +648,16 @@ def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
     positions = micro * (spec.draft_tokens + 1)
     # A mixture of experts streams the experts the micro-batch's tokens route to (shape.py).
     weights_read = shape.params_read(positions) * m.weight_bytes * layer_share / m.tp
+    if m.lora is not None:  # the distinct adapters this micro-batch's sequences use
+        weights_read += (m.lora.touched(micro) * m.lora.params_per_adapter * m.weight_bytes
+                         * layer_share / m.tp)
     kv_per_token = stage_layers * shape.kv_values_per_token(kv_heads_gpu) * m.kv_bytes
     kv_read = micro * context_tokens * kv_per_token
     memory_s = (weights_read + kv_read) / (m.bandwidth_bps * m.bandwidth_efficiency)
     # 2 FLOPs per active parameter, plus QK^T and AV over the cached context: 4·layers·ctx·d
-    flops_per_token = 2 * shape.flops_params + 4 * shape.layers * context_tokens * (
-        shape.attention_dim)
+    adapter_flops = 2 * m.lora.params_per_adapter if m.lora is not None else 0.0
+    flops_per_token = 2 * shape.flops_params + adapter_flops + 4 * shape.layers * (
+        context_tokens * shape.attention_dim)
     compute_s = (positions * flops_per_token * layer_share / m.tp) / (
         m.peak_flops * m.compute_efficiency
     )
@@ -560,50 +700,49 @@ def _prefill(m: _Model, prompt_tokens: int) -> tuple[float, float, float]:
     return flops, compute_s, memory_s
 
 
-def _model(
-    *,
-    model: ModelShape,
-    hardware: ServingHardware,
-    weight_precision: str,
-    kv_precision: str,
-    tensor_parallel: int,
-    pipeline_parallel: int,
-    efficiency: ServingEfficiency,
-) -> _Model:
+def _model(replica: Replica, *, pipeline: bool = True) -> _Model:
+    hardware, model = replica.hardware, replica.model
+    tp = replica.tensor_parallel
+    pp = replica.pipeline_parallel if pipeline else 1
     _require_positive(
         memory_bandwidth_bps=hardware.memory_bandwidth_bps,
         dense_tflops=hardware.dense_tflops,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=pipeline_parallel,
+        tensor_parallel=tp,
+        pipeline_parallel=pp,
     )
-    if not _tp_compatible(tensor_parallel, model.heads, model.kv_heads):
+    if not _tp_compatible(tp, model.heads, model.kv_heads):
         raise ValueError(
-            f"tensor_parallel {tensor_parallel} cannot split {model.heads} heads / "
+            f"tensor_parallel {tp} cannot split {model.heads} heads / "
             f"{model.kv_heads} KV heads. To fix: use a TP that divides the heads "
             "(see gpus_per_replica)"
         )
-    if pipeline_parallel > model.layers:
-        raise ValueError(f"pipeline_parallel {pipeline_parallel} exceeds layers {model.layers}")
+    if pp > model.layers:
+        raise ValueError(f"pipeline_parallel {pp} exceeds layers {model.layers}")
+    # Prefill alone stores no KV cache of its own: its precision is the weights'.
+    kv = replica.kv_precision if pipeline else replica.weight_precision
     return _Model(
         shape=model,
-        weight_bytes=bytes_per_value(weight_precision),
-        kv_bytes=bytes_per_value(kv_precision),
+        weight_bytes=bytes_per_value(replica.weight_precision),
+        kv_bytes=bytes_per_value(kv),
         bandwidth_bps=hardware.memory_bandwidth_bps,
         peak_flops=hardware.dense_tflops * 1e12,
-        tp=tensor_parallel,
-        pp=pipeline_parallel,
-        bandwidth_efficiency=efficiency.bandwidth,
-        compute_efficiency=efficiency.compute,
-        tp_factor=efficiency.tensor_parallel if tensor_parallel > 1 else 1.0,
-        speculation=efficiency,
+        tp=tp,
+        pp=pp,
+        bandwidth_efficiency=replica.efficiency.bandwidth,
+        compute_efficiency=replica.efficiency.compute,
+        tp_factor=tp_factor(replica.efficiency.tensor_parallel, tp),
+        speculation=replica.efficiency,
+        weight_precision=replica.weight_precision,
+        kv_precision=kv,
+        lora=replica.lora,
     )
 
 
-def _model_inputs(m: _Model, weight_precision: str, kv_precision: str) -> dict[str, InputValue]:
+def _model_inputs(m: _Model) -> dict[str, InputValue]:
     return {
         **_shape_inputs(m.shape),
-        "weight_precision": weight_precision,
-        "kv_precision": kv_precision,
+        "weight_precision": m.weight_precision,
+        "kv_precision": m.kv_precision,
         "memory_bandwidth_bps": m.bandwidth_bps,
         "dense_tflops": m.peak_flops / 1e12,
         "tensor_parallel": m.tp,
@@ -615,6 +754,8 @@ def _model_inputs(m: _Model, weight_precision: str, kv_precision: str) -> dict[s
         "acceptance_rate": m.speculation.acceptance_rate,
         "draft_cost": m.speculation.draft_cost,
         "prefix_cache_hit": m.speculation.prefix_cache_hit,
+        "lora_adapters": m.lora.adapters if m.lora else 0,
+        "lora_params_per_adapter": m.lora.params_per_adapter if m.lora else 0.0,
     }
 
 
@@ -632,18 +773,7 @@ class Decode(Result):
     tokens_per_second: float
 
 
-def decode_throughput(
-    *,
-    model: ModelShape,
-    batch: int,
-    context_tokens: float,
-    hardware: ServingHardware,
-    weight_precision: str = "bf16",
-    kv_precision: str = "bf16",
-    tensor_parallel: int = 1,
-    pipeline_parallel: int = 1,
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
-) -> Decode:
+def decode_throughput(replica: Replica, *, batch: int, context_tokens: float) -> Decode:
     """Decode speed at ``batch`` sequences of ``context_tokens`` cached tokens each.
 
     Per step and GPU: read weights/TP once (mixture of experts: the experts the batch touches)
@@ -655,23 +785,15 @@ def decode_throughput(
     """
     _require_positive(batch=batch)
     _require_non_negative(context_tokens=context_tokens)
-    m = _model(
-        model=model,
-        hardware=hardware,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=pipeline_parallel,
-        efficiency=efficiency,
-    )
+    m = _model(replica)
     s = _decode_step(m, batch, context_tokens)
     notes = []
-    if pipeline_parallel > 1:
+    if m.pp > 1:
         notes.append(
             "pipeline stages: one token crosses every stage in turn, so per-sequence speed "
             "does not gain from them; the batch is split into micro-batches, one per stage"
         )
-    inputs = _model_inputs(m, weight_precision, kv_precision)
+    inputs = _model_inputs(m)
     inputs.update({"batch": batch, "context_tokens": context_tokens})
     return Decode(
         batch=batch,
@@ -706,33 +828,18 @@ class Prefill(Result):
     ttft_seconds: float
 
 
-def prefill_time(
-    *,
-    model: ModelShape,
-    prompt_tokens: int,
-    hardware: ServingHardware,
-    weight_precision: str = "bf16",
-    tensor_parallel: int = 1,
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
-) -> Prefill:
+def prefill_time(replica: Replica, *, prompt_tokens: int) -> Prefill:
     """Time to first token of one prompt on an idle replica (no queueing).
 
     FLOPs = 2 · active_params · prompt_tokens + 2 · layers · prompt_tokens² · heads · head_dim
     (causal attention), over TP GPUs at compute_efficiency · peak · tp_efficiency; a short
-    prompt is bound instead by streaming the weights once.
+    prompt is bound instead by streaming the weights once. Pipeline stages run one after
+    another for one prompt, so the replica's pipeline degree does not shorten it.
     """
     _require_positive(prompt_tokens=prompt_tokens)
-    m = _model(
-        model=model,
-        hardware=hardware,
-        weight_precision=weight_precision,
-        kv_precision=weight_precision,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=1,
-        efficiency=efficiency,
-    )
+    m = _model(replica, pipeline=False)
     flops, compute_s, memory_s = _prefill(m, prompt_tokens)
-    inputs = _model_inputs(m, weight_precision, weight_precision)
+    inputs = _model_inputs(m)
     del inputs["kv_precision"], inputs["pipeline_parallel"]
     inputs["prompt_tokens"] = prompt_tokens
     return Prefill(
@@ -844,21 +951,7 @@ def _replicas_at_batch(
 
 
 def replicas_for_slo(
-    *,
-    qps: float,
-    prompt_tokens: int,
-    output_tokens: int,
-    target_ttft_seconds: float,
-    max_batch_per_replica: int,
-    model: ModelShape,
-    hardware: ServingHardware,
-    target_decode_tokens_per_second: float | None = None,
-    target_tpot_seconds: float | None = None,
-    weight_precision: str = "bf16",
-    kv_precision: str = "bf16",
-    tensor_parallel: int = 1,
-    pipeline_parallel: int = 1,
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
+    replica: Replica, traffic: Traffic, target: LatencyTarget, *, max_batch_per_replica: int,
 ) -> SloSizing:
     """Replicas of a given layout that serve ``qps`` within a TTFT and per-user decode SLO.
 
@@ -872,61 +965,26 @@ def replicas_for_slo(
     than the TTFT target or batch 1 decodes slower than the target on this hardware; then
     replicas and gpus are 0 and ``reasons`` says why.
     """
-    _require_positive(
-        qps=qps,
-        prompt_tokens=prompt_tokens,
-        output_tokens=output_tokens,
-        target_ttft_seconds=target_ttft_seconds,
-        max_batch_per_replica=max_batch_per_replica,
-    )
-    if (target_decode_tokens_per_second is None) == (target_tpot_seconds is None):
-        raise ValueError("give exactly one of target_decode_tokens_per_second, target_tpot_seconds")
-    if target_tpot_seconds is not None:
-        _require_positive(target_tpot_seconds=target_tpot_seconds)
-        target_rate = 1 / target_tpot_seconds
-    else:
-        assert target_decode_tokens_per_second is not None
-        _require_positive(target_decode_tokens_per_second=target_decode_tokens_per_second)
-        target_rate = target_decode_tokens_per_second
-    m = _model(
-        model=model,
-        hardware=hardware,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=pipeline_parallel,
-        efficiency=efficiency,
-    )
+    qps, prompt_tokens, output_tokens = traffic.qps, traffic.prompt_tokens, traffic.output_tokens
+    _require_positive(qps=qps, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+                      max_batch_per_replica=max_batch_per_replica)
+    target_ttft_seconds = target.ttft_seconds
+    m = _model(replica)
     context = prompt_tokens + output_tokens / 2
     _, prefill_compute, prefill_memory = _prefill(m, prompt_tokens)
     prefill_s = max(prefill_compute, prefill_memory)
     best_rate = 1 / _decode_step(m, 1, context).step_seconds
 
-    reasons: list[str] = []
-    if prefill_s >= target_ttft_seconds:
-        reasons.append(
-            f"prefill of {prompt_tokens} tokens alone takes {prefill_s:.3g} s on {m.tp} GPU(s), "
-            f"not under the TTFT target {target_ttft_seconds:.3g} s. To fix: a larger "
-            "tensor-parallel degree, a faster GPU or FP8, or shorter prompts"
-        )
-    if best_rate <= target_rate:
-        step = _decode_step(m, 1, context)
-        reasons.append(
-            f"even at batch 1 a decode step reads "
-            f"{(step.weights_read_per_gpu + step.kv_read_per_gpu) / 1e9:.3g} GB per GPU: "
-            f"at most {best_rate:.3g} tokens/s per user, not above the target "
-            f"{target_rate:.3g}. To fix: more tensor parallelism, lower-precision weights, "
-            "or a GPU with more memory bandwidth"
-        )
-    inputs = _model_inputs(m, weight_precision, kv_precision)
+    reasons = _infeasible(m, traffic, target, prefill_s)
+    inputs = _model_inputs(m)
     inputs.update(
         {
             "qps": qps,
             "prompt_tokens": prompt_tokens,
             "output_tokens": output_tokens,
             "target_ttft_seconds": target_ttft_seconds,
-            "target_decode_tokens_per_second": target_decode_tokens_per_second,
-            "target_tpot_seconds": target_tpot_seconds,
+            "target_decode_tokens_per_second": target.decode_tokens_per_second,
+            "target_tpot_seconds": target.tpot_seconds,
             "max_batch_per_replica": max_batch_per_replica,
         }
     )
@@ -958,25 +1016,7 @@ def replicas_for_slo(
             notes=notes,
         )
 
-    a = target_ttft_seconds / prefill_s - 1
-    rho_ttft_max = 2 * a / (1 + 2 * a)
-    best: _SloPoint | None = None
-    for b in range(1, max_batch_per_replica + 1):
-        rate = 1 / _decode_step(m, b, context).step_seconds
-        if rate <= target_rate:
-            break  # per-user rate only falls as the batch grows
-        point = _replicas_at_batch(
-            qps=qps,
-            prefill_s=prefill_s,
-            output_tokens=output_tokens,
-            rate=rate,
-            target_rate=target_rate,
-            rho_ttft_max=rho_ttft_max,
-            batch=b,
-        )
-        if best is None or point.replicas < best.replicas:
-            best = point
-    assert best is not None  # batch 1 passed the feasibility check above
+    best = _best_batch(m, traffic, target, prefill_s, max_batch_per_replica)
     if best.batch == max_batch_per_replica:
         notes.append("batch limited by max_batch_per_replica (memory), not by the decode SLO")
     return SloSizing(
@@ -998,6 +1038,55 @@ def replicas_for_slo(
     )
 
 
+def _infeasible(m: _Model, traffic: Traffic, target: LatencyTarget,
+                prefill_s: float) -> list[str]:
+    """Why no replica count meets the SLO: the prompt alone, or batch 1's decode rate."""
+    reasons: list[str] = []
+    if prefill_s >= target.ttft_seconds:
+        reasons.append(
+            f"prefill of {traffic.prompt_tokens} tokens alone takes {prefill_s:.3g} s on "
+            f"{m.tp} GPU(s), not under the TTFT target {target.ttft_seconds:.3g} s. To fix: "
+            "a larger tensor-parallel degree, a faster GPU or FP8, or shorter prompts"
+        )
+    step = _decode_step(m, 1, traffic.prompt_tokens + traffic.output_tokens / 2)
+    best_rate = 1 / step.step_seconds
+    if best_rate <= target.rate:
+        reasons.append(
+            f"even at batch 1 a decode step reads "
+            f"{(step.weights_read_per_gpu + step.kv_read_per_gpu) / 1e9:.3g} GB per GPU: "
+            f"at most {best_rate:.3g} tokens/s per user, not above the target "
+            f"{target.rate:.3g}. To fix: more tensor parallelism, lower-precision weights, "
+            "or a GPU with more memory bandwidth"
+        )
+    return reasons
+
+
+def _best_batch(m: _Model, traffic: Traffic, target: LatencyTarget, prefill_s: float,
+                max_batch: int) -> _SloPoint:
+    """The batch per replica (1 … max_batch) that needs the fewest replicas."""
+    a = target.ttft_seconds / prefill_s - 1
+    rho_ttft_max = 2 * a / (1 + 2 * a)
+    context = traffic.prompt_tokens + traffic.output_tokens / 2
+    best: _SloPoint | None = None
+    for b in range(1, max_batch + 1):
+        rate = 1 / _decode_step(m, b, context).step_seconds
+        if rate <= target.rate:
+            break  # per-user rate only falls as the batch grows
+        point = _replicas_at_batch(
+            qps=traffic.qps,
+            prefill_s=prefill_s,
+            output_tokens=traffic.output_tokens,
+            rate=rate,
+            target_rate=target.rate,
+            rho_ttft_max=rho_ttft_max,
+            batch=b,
+        )
+        if best is None or point.replicas < best.replicas:
+            best = point
+    assert best is not None  # batch 1 passed the feasibility check (_infeasible)
+    return best
+
+
 # --- Batch (offline) inference ----------------------------------------------------------
 
 
@@ -1012,19 +1101,8 @@ class BatchInference(Result):
 
 
 def batch_inference_duration(
-    *,
-    requests: int,
-    prompt_tokens: int,
-    output_tokens: int,
-    gpus: int,
+    replica: Replica, *, requests: int, prompt_tokens: int, output_tokens: int, gpus: int,
     batch: int,
-    model: ModelShape,
-    hardware: ServingHardware,
-    weight_precision: str = "bf16",
-    kv_precision: str = "bf16",
-    tensor_parallel: int = 1,
-    pipeline_parallel: int = 1,
-    efficiency: ServingEfficiency = DEFAULT_EFFICIENCY,
 ) -> BatchInference:
     """Wall time to run ``requests`` prompts through ``gpus`` GPUs kept at full ``batch``.
 
@@ -1042,15 +1120,7 @@ def batch_inference_duration(
         gpus=gpus,
         batch=batch,
     )
-    m = _model(
-        model=model,
-        hardware=hardware,
-        weight_precision=weight_precision,
-        kv_precision=kv_precision,
-        tensor_parallel=tensor_parallel,
-        pipeline_parallel=pipeline_parallel,
-        efficiency=efficiency,
-    )
+    m = _model(replica)
     per_replica = m.tp * m.pp
     replicas = gpus // per_replica
     if replicas == 0:
@@ -1073,7 +1143,7 @@ def batch_inference_duration(
     notes = []
     if gpus % per_replica:
         notes.append(f"{gpus % per_replica} GPU(s) left idle: not enough for another replica")
-    inputs = _model_inputs(m, weight_precision, kv_precision)
+    inputs = _model_inputs(m)
     inputs.update(
         {
             "requests": requests,

@@ -17,19 +17,30 @@ separate function so it can be checked against that source on its own:
   Dettmers et al. 2023, arXiv:2305.14314, section 3) and trainable adapters of
   r x (d_in + d_out) parameters per adapted matrix (Hu et al. 2021, arXiv:2106.09685).
 
-Why plain numbers and not a model config: each formula stays checkable against the paper in
-isolation; ``aiplat.plan`` maps a spec onto these calls.
+The functions take value objects (``ModelShape``; ``Parallelism``, ``Precisions``,
+``TrainingBatch``, ``Allowance``, ``Adapter`` from ``sizing.layout``) instead of long lists of
+numbers; each formula stays checkable against its paper in isolation.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 from aiplat.errors import InputError
+from aiplat.sizing.layout import (
+    ADAMW,
+    DEFAULT_ALLOWANCE,
+    MIXED_PRECISION_ADAM,
+    SINGLE_GPU,
+    Adapter,
+    Allowance,
+    Parallelism,
+    Precisions,
+    Recompute,
+    TrainingBatch,
+)
 from aiplat.sizing.result import BYTES_PER_PARAM, Result
-
-Recompute = Literal["none", "selective", "full"]
+from aiplat.sizing.shape import ModelShape
 
 OPTIMIZER_STATE_BYTES: dict[str, float] = {
     "adam": 8.0,
@@ -48,14 +59,6 @@ momentum: one fp32 buffer. Plain SGD: none.
 
 MASTER_WEIGHT_BYTES = 4.0
 """fp32 master copy the optimizer keeps when weights are held in 16 bits or fewer."""
-
-DEFAULT_OVERHEAD_FIXED_BYTES = 1 << 30
-"""Allowance for the CUDA context, NCCL buffers and library workspaces (1 GiB); an
-assumption to revisit against a measured baseline, not a published figure."""
-
-DEFAULT_OVERHEAD_FRACTION = 0.10
-"""Share added on top of states and activations for allocator fragmentation and temporary
-buffers (10 %); an assumption, stated in every result that uses it."""
 
 NF4_BLOCK = 64
 """QLoRA quantizes base weights in blocks of 64 with one absmax constant per block."""
@@ -110,36 +113,30 @@ class ModelStateMemory(Result):
 
 def model_state_memory(
     params: float,
-    *,
-    precision: str = "bf16",
-    optimizer: str = "adam",
-    master_weights: bool | None = None,
-    zero_stage: int = 0,
-    dp: int = 1,
-    tp: int = 1,
-    pp: int = 1,
+    precisions: Precisions = MIXED_PRECISION_ADAM,
+    parallelism: Parallelism = SINGLE_GPU,
 ) -> ModelStateMemory:
     """Model states per GPU: split over tp x pp, then partitioned by ZeRO over dp ranks.
 
-    Bytes per parameter: weights and gradients in ``precision``; optimizer states from
-    ``OPTIMIZER_STATE_BYTES`` plus a 4-byte fp32 master copy when ``master_weights`` (by
-    default: when ``precision`` is narrower than 32 bits). Mixed-precision Adam is then
+    Bytes per parameter: weights and gradients in ``precisions.weights``; optimizer states
+    from ``OPTIMIZER_STATE_BYTES`` plus a 4-byte fp32 master copy when ``master_weights`` (by
+    default: when the weights are narrower than 32 bits). Mixed-precision Adam is then
     2 + 2 + 12 = 16 bytes; fp32 Adam 4 + 4 + 8 = 16; 8-bit Adam 2 + 2 + 6 = 10; SGD with
     momentum 2 + 2 + 8 = 12. ZeRO stage 1 partitions the optimizer states, stage 2 also the
     gradients, stage 3 also the weights (ZeRO section 5.1-5.3). Megatron's distributed
     optimizer corresponds to stage 1. Pipeline stages are taken as equal; in practice the
     first and last stages also hold the embeddings.
     """
-    require_positive(params=params, dp=dp, tp=tp, pp=pp)
-    if zero_stage not in (0, 1, 2, 3):
-        raise InputError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    w = precision_bytes(precision)
-    master = needs_master_weights(precision, master_weights)
-    k = optimizer_state_bytes(optimizer) + (MASTER_WEIGHT_BYTES if master else 0.0)
-    shard = params / (tp * pp)
-    weights = shard * w / (dp if zero_stage >= 3 else 1)
-    grads = shard * w / (dp if zero_stage >= 2 else 1)
-    opt = shard * k / (dp if zero_stage >= 1 else 1)
+    require_positive(params=params)
+    par, prec = parallelism, precisions
+    w = precision_bytes(prec.weights)
+    master = needs_master_weights(prec.weights, prec.master_weights)
+    k = optimizer_state_bytes(prec.optimizer) + (MASTER_WEIGHT_BYTES if master else 0.0)
+    shard = params / (par.tp * par.pp)
+    dp, zero = par.dp, par.zero_stage
+    weights = shard * w / (dp if zero >= 3 else 1)
+    grads = shard * w / (dp if zero >= 2 else 1)
+    opt = shard * k / (dp if zero >= 1 else 1)
     return ModelStateMemory(
         formula=(
             "per GPU: P/(tp*pp) * [w/(dp if ZeRO>=3) + g/(dp if ZeRO>=2) + K/(dp if ZeRO>=1)] "
@@ -147,13 +144,13 @@ def model_state_memory(
         ),
         inputs={
             "params": params,
-            "precision": precision,
-            "optimizer": optimizer,
+            "precision": prec.weights,
+            "optimizer": prec.optimizer,
             "master_weights": master,
-            "zero_stage": zero_stage,
+            "zero_stage": zero,
             "dp": dp,
-            "tp": tp,
-            "pp": pp,
+            "tp": par.tp,
+            "pp": par.pp,
         },
         weight_bytes_per_param=w,
         gradient_bytes_per_param=w,
@@ -177,18 +174,44 @@ class ActivationMemory(Result):
     total_bytes: float
 
 
+def mlp_activation_factors(model: ModelShape) -> tuple[float, float]:
+    """(MLP input copies, MLP width in units of the paper's 4h FFN) for one token.
+
+    Dense: (1, 1), the paper's convention whatever the FFN width, so Table 2 holds as
+    published. A mixture of experts runs each token through k routed experts and the shared
+    ones: k + shared copies of the input, and intermediates of Σ ffn / 4h (expert width from
+    ``expert_ffn_hidden``, else ``ffn_hidden``, else 4h).
+    """
+    moe = model.moe
+    if moe is None:
+        return 1.0, 1.0
+    copies = moe.experts_per_token + moe.shared_experts
+    ffn = model.expert_ffn_hidden or model.ffn_hidden or 4 * model.hidden
+    return float(copies), copies * ffn / (4 * model.hidden)
+
+
+def _per_layer_bytes(model: ModelShape, batch: TrainingBatch, par: Parallelism,
+                     mode: Recompute, scores: float) -> float:
+    """Korthikanti et al. 2022 Table 2, with the MLP's 19·sbh (input 2, intermediates 16,
+    dropout 1) scaled by ``mlp_activation_factors``: 34 = 15 + 2·c + 16·w + 1 at c = w = 1."""
+    sbh = batch.seq_len * batch.micro_batch * model.hidden
+    if mode == "full":
+        return 2.0 * sbh
+    copies, width = mlp_activation_factors(model)
+    keep_scores = 0.0 if mode == "selective" else scores
+    t = par.tp
+    if par.sequence_parallel or t == 1:
+        return sbh / t * (16 + 2 * copies + 16 * width + keep_scores)
+    # TP alone splits the attention internals (8) and the MLP intermediates (16·w); the
+    # norms, block inputs and dropout masks (8 + 2·c) stay whole on every rank.
+    return sbh * (8 + 2 * copies + (8 + 16 * width) / t + keep_scores / t)
+
+
 def activation_memory(
+    model: ModelShape,
+    batch: TrainingBatch,
+    parallelism: Parallelism = SINGLE_GPU,
     *,
-    seq_len: int,
-    micro_batch: int,
-    hidden: int,
-    heads: int,
-    layers: int,
-    tp: int = 1,
-    pp: int = 1,
-    sequence_parallel: bool = True,
-    recompute: Recompute = "none",
-    microbatches: int | None = None,
     flash_attention: bool = False,
 ) -> ActivationMemory:
     """Activation bytes per GPU after Korthikanti et al. 2022 (arXiv:2205.05198), Table 2.
@@ -202,57 +225,47 @@ def activation_memory(
     * full recompute:              s*b*h*2 (only the layer input is kept)
 
     The counts assume 16-bit activations, 1-byte dropout masks and a 4h MLP, as the paper
-    does; FlashAttention never stores the score matrices: ``flash_attention=True`` drops them.
-    With pipeline parallelism under 1F1B the first stage holds its L/p layers for
-    min(p, microbatches) micro-batches (the paper's pipeline section: L layers' worth when there are
-    at least p). Full recompute also needs one layer's activations while that layer is
+    does; a mixture of experts scales the MLP part by its experts per token and their width
+    (``mlp_activation_factors``). FlashAttention never stores the score matrices:
+    ``flash_attention=True`` drops them. With pipeline parallelism under 1F1B the first stage
+    holds its L/p layers for min(p, microbatches) micro-batches (L layers' worth when there
+    are at least p). Full recompute also needs one layer's activations while that layer is
     recomputed; that working set is reported separately and counted in the total, though
     the paper's table leaves it out. Embedding and output-layer activations are left out
     (the paper finds them small next to the transformer layers).
     """
-    require_positive(seq_len=seq_len, micro_batch=micro_batch, hidden=hidden, heads=heads)
-    require_positive(layers=layers, tp=tp, pp=pp)
-    if recompute not in ("none", "selective", "full"):
-        raise InputError(f"recompute must be 'none', 'selective' or 'full', got {recompute!r}")
-    if microbatches is not None:
-        require_positive(microbatches=microbatches)
-    s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
-    sbh = s * b * h
+    par = parallelism
+    s, a, h = batch.seq_len, model.heads, model.hidden
     # FlashAttention (Dao et al. 2022) never materialises the a*s*s score and dropout
     # matrices, in any recompute mode and in full recompute's one-layer working set.
     scores = 0.0 if flash_attention else 5 * a * s / h
-
-    def stored(mode: str) -> float:
-        if mode == "full":
-            return 2.0 * sbh
-        keep_scores = 0.0 if mode == "selective" else scores
-        if sequence_parallel or t == 1:
-            return sbh / t * (34 + keep_scores)
-        return sbh * (10 + 24 / t + keep_scores / t)
-
-    per_layer = stored(recompute)
-    layers_per_stage = math.ceil(layers / pp)
-    in_flight = pp if microbatches is None else min(pp, microbatches)
+    per_layer = _per_layer_bytes(model, batch, par, batch.recompute, scores)
+    layers_per_stage = math.ceil(model.layers / par.pp)
+    in_flight = par.pp if batch.microbatches is None else min(par.pp, batch.microbatches)
     stored_total = per_layer * layers_per_stage * in_flight
-    working = stored("none") if recompute == "full" else 0.0
+    working = _per_layer_bytes(model, batch, par, "none", scores) \
+        if batch.recompute == "full" else 0.0
+    copies, width = mlp_activation_factors(model)
     return ActivationMemory(
         formula=(
             "per layer s*b*h*(34 + 5*a*s/h) bytes, divided by t with sequence parallelism, "
             "5as/h dropped by selective and only 2*s*b*h kept by full recompute "
-            "(Korthikanti et al. 2022, Table 2); times ceil(L/p) layers x min(p, m) "
-            "micro-batches on the first pipeline stage"
+            "(Korthikanti et al. 2022, Table 2); MoE: the MLP's 19 as 2·copies + 16·width + 1;"
+            " times ceil(L/p) layers x min(p, m) micro-batches on the first pipeline stage"
         ),
         inputs={
-            "seq_len": seq_len,
-            "micro_batch": micro_batch,
-            "hidden": hidden,
-            "heads": heads,
-            "layers": layers,
-            "tp": tp,
-            "pp": pp,
-            "sequence_parallel": sequence_parallel,
-            "recompute": recompute,
-            "microbatches": microbatches,
+            "seq_len": s,
+            "micro_batch": batch.micro_batch,
+            "hidden": h,
+            "heads": a,
+            "layers": model.layers,
+            "mlp_copies": copies,
+            "mlp_width": width,
+            "tp": par.tp,
+            "pp": par.pp,
+            "sequence_parallel": par.sequence_parallel,
+            "recompute": batch.recompute,
+            "microbatches": batch.microbatches,
             "flash_attention": flash_attention,
         },
         per_layer_bytes=per_layer,
@@ -278,60 +291,21 @@ class TrainingMemory(Result):
     fits: bool
 
 
-def _overhead(subtotal: float, fixed: float, fraction: float) -> float:
-    if fixed < 0 or fraction < 0:
-        raise InputError("overhead allowances must be zero or positive")
-    return fixed + fraction * subtotal
-
-
 def training_memory(
-    params: float,
+    model: ModelShape,
+    batch: TrainingBatch,
     *,
-    layers: int,
-    hidden: int,
-    heads: int,
-    seq_len: int,
-    micro_batch: int,
     gpu_memory_bytes: float,
-    precision: str = "bf16",
-    optimizer: str = "adam",
-    master_weights: bool | None = None,
-    zero_stage: int = 0,
-    dp: int = 1,
-    tp: int = 1,
-    pp: int = 1,
-    sequence_parallel: bool = True,
-    recompute: Recompute = "none",
-    microbatches: int | None = None,
-    overhead_fixed_bytes: float = DEFAULT_OVERHEAD_FIXED_BYTES,
-    overhead_fraction: float = DEFAULT_OVERHEAD_FRACTION,
+    parallelism: Parallelism = SINGLE_GPU,
+    precisions: Precisions = MIXED_PRECISION_ADAM,
+    allowance: Allowance = DEFAULT_ALLOWANCE,
 ) -> TrainingMemory:
     """Memory per GPU for (pre-)training: model states + activations + allowance, vs capacity."""
     require_positive(gpu_memory_bytes=gpu_memory_bytes)
-    states = model_state_memory(
-        params,
-        precision=precision,
-        optimizer=optimizer,
-        master_weights=master_weights,
-        zero_stage=zero_stage,
-        dp=dp,
-        tp=tp,
-        pp=pp,
-    )
-    acts = activation_memory(
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        hidden=hidden,
-        heads=heads,
-        layers=layers,
-        tp=tp,
-        pp=pp,
-        sequence_parallel=sequence_parallel,
-        recompute=recompute,
-        microbatches=microbatches,
-    )
+    states = model_state_memory(model.params, precisions, parallelism)
+    acts = activation_memory(model, batch, parallelism)
     subtotal = states.total_bytes + acts.total_bytes
-    overhead = _overhead(subtotal, overhead_fixed_bytes, overhead_fraction)
+    overhead = allowance.of(subtotal)
     total = subtotal + overhead
     return TrainingMemory(
         formula=(
@@ -342,13 +316,10 @@ def training_memory(
             **states.inputs,
             **acts.inputs,
             "gpu_memory_bytes": gpu_memory_bytes,
-            "overhead_fixed_bytes": overhead_fixed_bytes,
-            "overhead_fraction": overhead_fraction,
+            "overhead_fixed_bytes": allowance.fixed_bytes,
+            "overhead_fraction": allowance.fraction,
         },
-        notes=[
-            f"allowance: {overhead_fixed_bytes / 2**30:.2f} GiB fixed + "
-            f"{overhead_fraction:.0%} of states and activations (an assumption)",
-        ],
+        notes=[allowance.note("states and activations")],
         weights_bytes=states.weights_bytes,
         gradients_bytes=states.gradients_bytes,
         optimizer_bytes=states.optimizer_bytes,
@@ -474,74 +445,53 @@ class FinetuneMemory(Result):
     fits: bool
 
 
+def _base_bytes(model: ModelShape, adapter: Adapter, base_precision: str,
+                block_linear_params: float) -> float:
+    base_w = precision_bytes(base_precision)
+    if adapter.method == "qlora":
+        quantized = min(block_linear_params, model.params)
+        return (quantized * nf4_bytes_per_param(double_quant=adapter.double_quant)
+                + (model.params - quantized) * base_w)
+    return model.params * base_w
+
+
 def finetune_memory(
-    params: float,
+    model: ModelShape,
+    adapter: Adapter,
+    batch: TrainingBatch,
     *,
-    layers: int,
-    hidden: int,
-    ffn_hidden: int,
-    heads: int,
-    kv_heads: int | None = None,
-    rank: int,
-    seq_len: int,
-    micro_batch: int,
     gpu_memory_bytes: float,
-    method: Literal["lora", "qlora"] = "lora",
-    targets: tuple[str, ...] = ("q", "v"),
-    gated_mlp: bool = True,
-    base_precision: str = "bf16",
-    double_quant: bool = True,
-    adapter_precision: str = "bf16",
-    optimizer: str = "adamw",
-    adapter_master_weights: bool = False,
-    recompute: Recompute = "full",
-    overhead_fixed_bytes: float = DEFAULT_OVERHEAD_FIXED_BYTES,
-    overhead_fraction: float = DEFAULT_OVERHEAD_FRACTION,
+    precisions: Precisions = ADAMW,
+    allowance: Allowance = DEFAULT_ALLOWANCE,
 ) -> FinetuneMemory:
     """Frozen base + trainable adapters (weights, gradients, optimizer states) + activations.
 
-    LoRA keeps the whole base in ``base_precision``. QLoRA stores the linear weights of the
-    transformer blocks in NF4 (``nf4_bytes_per_param``) and the rest (embeddings, norms,
-    output layer) in ``base_precision``, as bitsandbytes leaves them. The base gets no
-    gradients or optimizer states. Adapters default to bf16 with fp32 AdamW states and no
-    master copy (QLoRA's set-up); pass ``adapter_precision="fp32"`` for PEFT's default.
-    Activations use the Korthikanti formula on one GPU; the adapters' own rank-r
-    intermediates are left out (r << h). QLoRA's paged optimizer can move states to CPU
+    ``model`` needs ``ffn_hidden``. LoRA keeps the whole base in ``precisions.weights``.
+    QLoRA stores the linear weights of the transformer blocks in NF4
+    (``nf4_bytes_per_param``) and the rest (embeddings, norms, output layer) in the base
+    precision, as bitsandbytes leaves them. The base gets no gradients or optimizer states.
+    Adapters default to bf16 with fp32 AdamW states (``precisions.optimizer``) and no master
+    copy (QLoRA's set-up); ``Adapter(precision="fp32")`` for PEFT's default. Activations use
+    the Korthikanti formula on one GPU (``batch.recompute``, usually full); the adapters' own
+    rank-r intermediates are left out (r << h). QLoRA's paged optimizer can move states to CPU
     memory on spikes; that relief is not counted here.
     """
-    require_positive(params=params, gpu_memory_bytes=gpu_memory_bytes)
-    if method not in ("lora", "qlora"):
-        raise InputError(f"method must be 'lora' or 'qlora', got {method!r}")
+    require_positive(gpu_memory_bytes=gpu_memory_bytes)
+    if model.ffn_hidden is None:
+        raise InputError("finetune_memory needs the model's ffn_hidden (intermediate_size)")
     lora = lora_params(
-        layers=layers,
-        hidden=hidden,
-        ffn_hidden=ffn_hidden,
-        heads=heads,
-        kv_heads=kv_heads,
-        rank=rank,
-        targets=targets,
-        gated_mlp=gated_mlp,
+        layers=model.layers, hidden=model.hidden, ffn_hidden=model.ffn_hidden,
+        heads=model.heads, kv_heads=model.kv_heads, rank=adapter.rank, targets=adapter.targets,
+        gated_mlp=adapter.gated_mlp,
     )
-    base_w = precision_bytes(base_precision)
-    if method == "qlora":
-        quantized = min(float(lora.block_linear_params), params)
-        base = quantized * nf4_bytes_per_param(double_quant=double_quant)
-        base += (params - quantized) * base_w
-    else:
-        base = params * base_w
+    base = _base_bytes(model, adapter, precisions.weights, float(lora.block_linear_params))
     n = lora.adapter_params
-    aw = precision_bytes(adapter_precision)
-    k = optimizer_state_bytes(optimizer) + (MASTER_WEIGHT_BYTES if adapter_master_weights else 0)
-    acts = activation_memory(
-        seq_len=seq_len,
-        micro_batch=micro_batch,
-        hidden=hidden,
-        heads=heads,
-        layers=layers,
-        recompute=recompute,
-    )
+    aw = precision_bytes(adapter.precision)
+    k = optimizer_state_bytes(precisions.optimizer) + (
+        MASTER_WEIGHT_BYTES if adapter.master_weights else 0)
+    acts = activation_memory(model, batch)
     subtotal = base + n * (2 * aw + k) + acts.total_bytes
-    overhead = _overhead(subtotal, overhead_fixed_bytes, overhead_fraction)
+    overhead = allowance.of(subtotal)
     total = subtotal + overhead
     return FinetuneMemory(
         formula=(
@@ -551,24 +501,21 @@ def finetune_memory(
         ),
         inputs={
             **lora.inputs,
-            "params": params,
-            "seq_len": seq_len,
-            "micro_batch": micro_batch,
+            "params": model.params,
+            "seq_len": batch.seq_len,
+            "micro_batch": batch.micro_batch,
             "gpu_memory_bytes": gpu_memory_bytes,
-            "method": method,
-            "base_precision": base_precision,
-            "double_quant": double_quant,
-            "adapter_precision": adapter_precision,
-            "optimizer": optimizer,
-            "adapter_master_weights": adapter_master_weights,
-            "recompute": recompute,
-            "overhead_fixed_bytes": overhead_fixed_bytes,
-            "overhead_fraction": overhead_fraction,
+            "method": adapter.method,
+            "base_precision": precisions.weights,
+            "double_quant": adapter.double_quant,
+            "adapter_precision": adapter.precision,
+            "optimizer": precisions.optimizer,
+            "adapter_master_weights": adapter.master_weights,
+            "recompute": batch.recompute,
+            "overhead_fixed_bytes": allowance.fixed_bytes,
+            "overhead_fraction": allowance.fraction,
         },
-        notes=[
-            f"allowance: {overhead_fixed_bytes / 2**30:.2f} GiB fixed + "
-            f"{overhead_fraction:.0%} of the rest (an assumption)",
-        ],
+        notes=[allowance.note("the rest")],
         base_weights_bytes=base,
         adapter_params=n,
         adapter_weights_bytes=n * aw,

@@ -61,6 +61,10 @@ class ModelShape:
     moe: MoeShape | None = None
     kv_latent_dim: int | None = None
     """MLA: values cached per token and layer (kv_lora_rank + qk_rope_head_dim)."""
+    ffn_hidden: int | None = None
+    """The dense FFN's width (config.json intermediate_size); LoRA and activations need it."""
+    expert_ffn_hidden: int | None = None
+    """A routed expert's FFN width (moe_intermediate_size); unset: ffn_hidden."""
 
     def __post_init__(self) -> None:
         for name in ("params", "layers", "hidden", "heads", "kv_heads"):

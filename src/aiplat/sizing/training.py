@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 
 from aiplat.errors import InputError
+from aiplat.sizing.layout import SINGLE_GPU, Parallelism, Speed
 from aiplat.sizing.memory import (
     MASTER_WEIGHT_BYTES,
     needs_master_weights,
@@ -221,17 +222,7 @@ def _k(flops_per_param_token: float | None, from_mfu: bool) -> float:
     return k
 
 
-def training_time(
-    *,
-    tokens: float,
-    params: float,
-    gpus: int,
-    achieved_tflops_per_gpu: float | None = None,
-    mfu: float | None = None,
-    peak_tflops_per_gpu: float | None = None,
-    flops_per_param_token: float | None = None,
-    attention_flops_per_token: float = 0.0,
-) -> TrainingTime:
+def training_time(*, tokens: float, params: float, gpus: int, speed: Speed) -> TrainingTime:
     """End-to-end time ~ T*(k*P + A) / (n*X), Narayanan et al. 2021 eq. 4 when A = 0.
 
     k = 8 with activation recomputation (the default for measured TFLOP/s), 6 without
@@ -240,11 +231,10 @@ def training_time(
     token (``training_flops_per_token``), which eq. 4 drops and long sequences cannot.
     """
     require_positive(tokens=tokens, params=params, gpus=gpus)
-    if not attention_flops_per_token >= 0:
-        raise InputError("attention_flops_per_token must be >= 0")
-    x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
-    k = _k(flops_per_param_token, from_mfu)
-    per_token = k * params + attention_flops_per_token
+    x, from_mfu = _per_gpu_flops(speed.achieved_tflops_per_gpu, speed.mfu,
+                                 speed.peak_tflops_per_gpu)
+    k = _k(speed.flops_per_param_token, from_mfu)
+    per_token = k * params + speed.attention_flops_per_token
     total = tokens * per_token
     agg = gpus * x
     seconds = total / agg
@@ -255,11 +245,7 @@ def training_time(
             "tokens": tokens,
             "params": params,
             "gpus": gpus,
-            "achieved_tflops_per_gpu": achieved_tflops_per_gpu,
-            "mfu": mfu,
-            "peak_tflops_per_gpu": peak_tflops_per_gpu,
-            "flops_per_param_token": k,
-            "attention_flops_per_token": attention_flops_per_token,
+            **_speed_inputs(speed, k),
         },
         flops_per_param_token=k,
         total_flops=total,
@@ -314,38 +300,44 @@ class GpusNeeded(Result):
     days: float
 
 
+def _speed_inputs(speed: Speed, k: float) -> dict[str, float | None]:
+    return {
+        "achieved_tflops_per_gpu": speed.achieved_tflops_per_gpu,
+        "mfu": speed.mfu,
+        "peak_tflops_per_gpu": speed.peak_tflops_per_gpu,
+        "flops_per_param_token": k,
+        "attention_flops_per_token": speed.attention_flops_per_token,
+    }
+
+
 def gpus_for_target_time(
     *,
     tokens: float,
     params: float,
     target_seconds: float,
-    achieved_tflops_per_gpu: float | None = None,
-    mfu: float | None = None,
-    peak_tflops_per_gpu: float | None = None,
-    flops_per_param_token: float | None = None,
-    tp: int = 1,
-    pp: int = 1,
+    speed: Speed,
+    parallelism: Parallelism = SINGLE_GPU,
     gpus_per_node: int = 1,
-    attention_flops_per_token: float = 0.0,
-    cp: int = 1,
-    ep: int = 1,
 ) -> GpusNeeded:
     """GPUs to train T tokens within ``target_seconds``: n = k*T*P/(t*X), rounded up.
 
-    The count is rounded up to a multiple of tp x pp (one model replica) and of
+    The count is rounded up to a multiple of tp x pp x cp (one model replica) times ep and of
     ``gpus_per_node`` (whole nodes); the data-parallel degree is what that leaves,
-    n / (tp x pp). ``seconds`` is the time the rounded count takes.
+    n / (tp x pp x cp). ``seconds`` is the time the rounded count takes; ``parallelism.dp``
+    is not read (it is the answer).
     """
     require_positive(tokens=tokens, params=params, target_seconds=target_seconds)
-    require_positive(tp=tp, pp=pp, gpus_per_node=gpus_per_node, cp=cp, ep=ep)
-    x, from_mfu = _per_gpu_flops(achieved_tflops_per_gpu, mfu, peak_tflops_per_gpu)
-    k = _k(flops_per_param_token, from_mfu)
-    work = tokens * (k * params + attention_flops_per_token)
+    require_positive(gpus_per_node=gpus_per_node)
+    x, from_mfu = _per_gpu_flops(speed.achieved_tflops_per_gpu, speed.mfu,
+                                 speed.peak_tflops_per_gpu)
+    k = _k(speed.flops_per_param_token, from_mfu)
+    work = tokens * (k * params + speed.attention_flops_per_token)
     exact = work / (target_seconds * x)
     # Context parallelism splits each sequence inside a replica; expert parallelism is carved
     # out of data parallelism, so the data-parallel degree must be a multiple of it.
-    replica = tp * pp * cp
-    unit = math.lcm(replica * ep, gpus_per_node)
+    par = parallelism
+    replica = par.model_parallel
+    unit = math.lcm(replica * par.ep, gpus_per_node)
     gpus = max(unit, math.ceil(exact / unit - 1e-9) * unit)
     seconds = work / (gpus * x)
     return GpusNeeded(
@@ -357,16 +349,12 @@ def gpus_for_target_time(
             "tokens": tokens,
             "params": params,
             "target_seconds": target_seconds,
-            "achieved_tflops_per_gpu": achieved_tflops_per_gpu,
-            "mfu": mfu,
-            "peak_tflops_per_gpu": peak_tflops_per_gpu,
-            "flops_per_param_token": k,
-            "tp": tp,
-            "pp": pp,
+            **_speed_inputs(speed, k),
+            "tp": par.tp,
+            "pp": par.pp,
             "gpus_per_node": gpus_per_node,
-            "attention_flops_per_token": attention_flops_per_token,
-            "cp": cp,
-            "ep": ep,
+            "cp": par.cp,
+            "ep": par.ep,
         },
         exact_gpus=exact,
         model_parallel_gpus=replica,

@@ -170,13 +170,49 @@ class ReserveSpec(SpecModel):
 # ---------------------------------------------------------------------------- pools
 
 
+INLINE_GPU_REQUIRED = {"memory_gb": "memoryGB", "memory_bandwidth_tbps": "memoryBandwidthTBps",
+                       "bf16_tflops": "bf16Tflops", "tdp_w": "tdpW"}
+"""What a GPU outside the catalog must state for sizing (memory, bandwidth, compute, power)."""
+
+
 class GpuSpec(SpecModel):
-    model: str = Field(min_length=1, description="catalog GPU name or alias, e.g. H100-SXM-80GB")
+    model: str = Field(min_length=1, description="catalog GPU name or alias, e.g. "
+                       "H100-SXM-80GB; a name outside the catalog needs the figures below")
     count: int = Field(ge=1, le=16)
     price_per_gpu_hour: float | None = Field(
         default=None, ge=0, le=10_000, description="what one GPU-hour costs (in site.currency: "
         "a cloud rate, or amortised purchase + operations); unset: no cost per run or per "
         "million tokens")
+    memory_gb: float | None = Field(default=None, gt=0, le=100_000, alias="memoryGB",
+                                    description="inline GPU: memory per GPU, GB (decimal)")
+    memory_bandwidth_tbps: float | None = Field(
+        default=None, gt=0, le=1000, alias="memoryBandwidthTBps",
+        description="inline GPU: peak memory bandwidth, TB/s")
+    bf16_tflops: float | None = Field(default=None, gt=0, le=1_000_000,
+                                      description="inline GPU: dense BF16 TFLOP/s")
+    fp8_tflops: float | None = Field(default=None, gt=0, le=1_000_000,
+                                     description="inline GPU: dense FP8 TFLOP/s; unset: no FP8")
+    tdp_w: float | None = Field(default=None, gt=0, le=100_000, alias="tdpW",
+                                description="inline GPU: board power, W")
+    interconnect_gbps: float | None = Field(
+        default=None, gt=0, le=100_000, alias="interconnectGBps",
+        description="inline GPU: GPU-to-GPU bandwidth per GPU, GB/s both directions; unset: "
+        "PCIe 5 x16 (128 GB/s)")
+
+    @model_validator(mode="after")
+    def _inline_complete(self) -> Self:
+        given = [f for f in INLINE_GPU_REQUIRED if getattr(self, f) is not None]
+        if given and len(given) < len(INLINE_GPU_REQUIRED):
+            missing = [key for f, key in INLINE_GPU_REQUIRED.items() if f not in given]
+            raise SpecValueError(
+                f"an inline GPU needs {', '.join(missing)} as well",
+                "give memoryGB, memoryBandwidthTBps, bf16Tflops and tdpW from the datasheet")
+        return self
+
+    @property
+    def inline(self) -> bool:
+        """The spec gives the GPU's figures itself (a GPU outside the catalog, or overrides)."""
+        return self.memory_gb is not None
 
 
 class NicType(StrEnum):
@@ -600,8 +636,17 @@ class SloSpec(SpecModel):
     concurrency: int | None = Field(default=None, ge=1, le=10_000_000,
                                     description="concurrent sequences")
     context_length: int | None = Field(default=None, ge=128, le=MAX_TOKENS)
-    prompt_tokens: int = Field(default=1024, ge=1, le=MAX_TOKENS)
-    output_tokens: int = Field(default=256, ge=1, le=MAX_TOKENS)
+    prompt_tokens: int = Field(default=1024, ge=1, le=MAX_TOKENS, description="mean prompt "
+                               "length; the median when promptTokensP95 is given")
+    output_tokens: int = Field(default=256, ge=1, le=MAX_TOKENS, description="mean output "
+                               "length; the median when outputTokensP95 is given")
+    prompt_tokens_p95: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, alias="promptTokensP95",
+        description="95th-percentile prompt length: with it promptTokens is the median, the "
+        "mean follows from a lognormal through both, and the context must hold the p95")
+    output_tokens_p95: int | None = Field(
+        default=None, ge=1, le=MAX_TOKENS, alias="outputTokensP95",
+        description="95th-percentile output length (as promptTokensP95)")
     time_to_first_token_ms: float | None = Field(default=None, gt=0, le=3_600_000,
                                                   alias="timeToFirstTokenMs")
     time_to_first_token_p99_ms: float | None = Field(
@@ -613,6 +658,15 @@ class SloSpec(SpecModel):
     )
     completion_hours: float | None = Field(default=None, ge=0.01, le=8760,
                                           description="batch inference")
+
+    @model_validator(mode="after")
+    def _percentiles_ordered(self) -> Self:
+        for p50, p95, key in ((self.prompt_tokens, self.prompt_tokens_p95, "promptTokensP95"),
+                              (self.output_tokens, self.output_tokens_p95, "outputTokensP95")):
+            if p95 is not None and p95 < p50:
+                raise SpecValueError(f"{key} ({p95}) is below the median ({p50})",
+                                     "the 95th percentile is at least the median", (key,))
+        return self
 
 
 class LoraSpec(SpecModel):
@@ -634,15 +688,19 @@ class RagSpec(SpecModel):
 
 
 class ServingSpec(SpecModel):
-    """Serving-stack efficiencies against the roofline; defaults are aiplat.sizing.inference's
-    documented constants. Replace them with a measurement on the target stack."""
+    """Serving-stack efficiencies against the roofline. The defaults are aiplat.sizing.inference's
+    constants, fitted to published NIM, vLLM and TensorRT-LLM measurements on H100/H200
+    (aiplat.sizing.calibration: 14 % RMS error); replace them with a measurement on the target
+    stack."""
 
     bandwidth_efficiency: Fraction = Field(
-        default=0.75, description="share of peak HBM bandwidth decode sustains (MBU)")
+        default=0.66, description="share of peak HBM bandwidth a decode step sustains (MBU)")
     compute_efficiency: Fraction = Field(
-        default=0.5, description="share of dense peak FLOP/s prefill reaches")
+        default=0.45, description="share of dense peak FLOP/s (at the weights' precision) "
+        "prefill reaches")
     tensor_parallel_efficiency: Fraction = Field(
-        default=0.9, description="throughput factor at tensor parallelism > 1 (all-reduces)")
+        default=0.86, description="throughput factor per doubling of tensor parallelism "
+        "(all-reduces): TP2 ×0.86, TP4 ×0.74, TP8 ×0.64 at the default")
     gpu_memory_utilization: Fraction = Field(
         default=0.9, description="share of GPU memory the server may use (vLLM's default)")
     overhead_gib_per_gpu: float = Field(
@@ -659,6 +717,21 @@ class ServingSpec(SpecModel):
     prefix_cache_hit_ratio: float = Field(
         default=0.0, ge=0, lt=1, description="share of prompt tokens served from the prefix "
         "cache (shared system prompts, multi-turn history); not recomputed in prefill")
+    disaggregated_prefill: bool = Field(
+        default=False, description="prefill on replicas of its own, decode on others "
+        "(DistServe, Splitwise): no prefill stalls in decode; each prompt's KV cache crosses "
+        "kvTransferGbps")
+    kv_transfer_gbps: float = Field(
+        default=400, gt=0, le=100_000, alias="kvTransferGbps",
+        description="link from prefill to decode replicas, Gbit/s (default: one 400G NIC)")
+    lora_adapters: int = Field(
+        default=0, ge=0, le=100_000, description="multi-LoRA: adapters served on the one "
+        "base model (vLLM --enable-lora, S-LoRA): their weights are resident and each decode "
+        "step reads the ones its batch uses")
+    lora_rank: int = Field(default=16, ge=1, le=4096, description="rank of the served "
+                           "adapters (vLLM --max-lora-rank), on every linear layer")
+    max_loras: int | None = Field(default=None, ge=1, le=100_000, description="distinct "
+                                  "adapters one batch may use (vLLM --max-loras); unset: all")
 
     @model_validator(mode="after")
     def _speculation(self) -> Self:

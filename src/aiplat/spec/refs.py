@@ -32,8 +32,11 @@ def check_references(platform: Platform, catalog: Catalog) -> list[Problem]:
             continue
         gpu = catalog.gpu(pool.node.gpu.model)
         if gpu is None:
-            out.append(((*at, "gpu", "model"), f"unknown GPU model '{pool.node.gpu.model}'",
-                        _suggest(pool.node.gpu.model, _names(catalog.gpus))))
+            if not pool.node.gpu.inline:  # a GPU outside the catalog gives its own figures
+                out.append(((*at, "gpu", "model"), f"unknown GPU model '{pool.node.gpu.model}'",
+                            _suggest(pool.node.gpu.model, _names(catalog.gpus))
+                            + "; or give it inline: memoryGB, memoryBandwidthTBps, bf16Tflops, "
+                            "tdpW"))
             continue
         if node_type is not None and node_type.gpu and catalog.gpu(node_type.gpu) != gpu:
             out.append(((*at, "gpu", "model"),

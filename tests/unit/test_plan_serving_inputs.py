@@ -1,0 +1,133 @@
+"""Serving inputs in the spec reach the plan: request-length percentiles, disaggregated
+prefill, multi-LoRA, and GPUs and models given inline instead of from the catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.catalog import load_catalog
+from aiplat.errors import SpecError
+from aiplat.plan import Plan, build_plan
+from aiplat.plan.models import WorkloadPlan
+from aiplat.sizing.lengths import lognormal_lengths
+from aiplat.spec import example_text, parse_platform
+
+CATALOG = load_catalog()
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _plan(edit: Edit) -> Plan:
+    data = yaml.safe_load(example_text())
+    edit(data)
+    return build_plan(parse_platform(yaml.safe_dump(data, sort_keys=False), "t.yaml", CATALOG),
+                      CATALOG)
+
+
+def _assistant(plan: Plan) -> WorkloadPlan:
+    return next(w for w in plan.workloads if w.name == "assistant")
+
+
+def _edit_assistant(**changes: Any) -> Edit:
+    def edit(d: dict[str, Any]) -> None:
+        w = next(x for x in d["workloads"] if x["name"] == "assistant")
+        for k, v in changes.items():
+            w.setdefault(k, {}).update(v)
+    return edit
+
+
+def test_length_percentiles_size_on_the_lognormal_mean_and_hold_the_p95() -> None:
+    """promptTokens 1500 as the median with a p95 of 6000: throughput from the lognormal
+    mean (about 2,000 tokens), the context must hold a p95 prompt and output."""
+    plan = _plan(_edit_assistant(slo={"promptTokensP95": 6000, "outputTokensP95": 900}))
+    w = _assistant(plan)
+    mean = lognormal_lengths(p50=1500, p95=6000).mean
+    assert w.results["slo"]["inputs"]["prompt_tokens"] == round(mean)
+    assert "prompt tokens p50 / mean / p95" in w.key_figures
+    assert "prefill of a p95 prompt" in w.key_figures
+    base = _assistant(_plan(lambda d: None))
+    assert w.gpus >= base.gpus  # longer mean prompts never need fewer GPUs
+
+
+def test_p95_request_beyond_the_context_is_an_error() -> None:
+    plan = _plan(_edit_assistant(slo={"promptTokensP95": 9000}))  # contextLength 8192
+    assert any(f.severity == "error" and "p95 request" in f.message
+               for f in _assistant(plan).findings)
+
+
+def test_p95_below_median_is_refused_at_load() -> None:
+    with pytest.raises(SpecError, match="promptTokensP95"):
+        _plan(_edit_assistant(slo={"promptTokensP95": 100}))
+
+
+def test_disaggregated_prefill_sizes_two_groups() -> None:
+    plan = _plan(_edit_assistant(serving={"disaggregatedPrefill": True, "kvTransferGbps": 400}))
+    w = _assistant(plan)
+    d = w.results["disaggregated"]
+    assert d["feasible"]
+    assert w.gpus == (d["prefill_replicas"] + d["decode_replicas"]) * 4
+    assert "prefill replicas" in w.key_figures and "decode replicas" in w.key_figures
+    assert d["inputs"]["kv_transfer_bps"] == pytest.approx(50e9)
+
+
+def test_multi_lora_adapters_take_memory_and_bandwidth() -> None:
+    """100 rank-16 adapters on every linear layer of Llama-3-70B: each ~207M parameters
+    (r·(d_in + d_out) per matrix, 7 matrices, 80 layers), all resident."""
+    plan = _plan(_edit_assistant(serving={"loraAdapters": 100, "loraRank": 16}))
+    w = _assistant(plan)
+    per = w.results["lora_adapter"]["adapter_params"]
+    h, f, kv = 8192, 28672, 1024
+    assert per == 80 * 16 * (2 * (h + h) + 2 * (h + kv) + 2 * (h + f) + (f + h))
+    base = _assistant(_plan(lambda d: None))
+    extra = w.results["layout"]["weights_bytes"] - base.results["layout"]["weights_bytes"]
+    assert extra == pytest.approx(100 * per * 2)
+    assert w.results["slo"]["inputs"]["lora_adapters"] == 100
+    assert w.gpus >= base.gpus
+
+
+def _inline_gpu_pool(d: dict[str, Any]) -> None:
+    d["pools"][0]["node"].pop("nodeType")
+    d["pools"][0]["node"]["powerKW"] = 14
+    d["pools"][0]["node"]["gpu"] = {"model": "Acme-X1", "count": 8, "memoryGB": 192,
+                                    "memoryBandwidthTBps": 8.0, "bf16Tflops": 2250,
+                                    "fp8Tflops": 4500, "tdpW": 1000}
+
+
+def test_gpu_outside_the_catalog_given_inline() -> None:
+    plan = _plan(_inline_gpu_pool)
+    w = _assistant(plan)
+    assert w.gpu_model == "Acme-X1"
+    assert w.results["slo"]["inputs"]["memory_bandwidth_bps"] == 8.0e12
+    assert w.gpu_memory_bytes == 192e9
+    assert w.results["layout"]["tensor_parallel"] == 1  # 141 GB of BF16 weights fit 192 GB
+
+
+def test_unknown_gpu_without_figures_says_how_to_give_it_inline() -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["pools"][0]["node"].pop("nodeType")
+        d["pools"][0]["node"]["gpu"]["model"] = "Acme-X1"
+    with pytest.raises(SpecError, match="memoryBandwidthTBps"):
+        _plan(edit)
+
+
+def test_partial_inline_gpu_is_refused() -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["pools"][0]["node"]["gpu"]["memoryGB"] = 96
+    with pytest.raises(SpecError, match="inline GPU needs"):
+        _plan(edit)
+
+
+def test_model_outside_the_catalog_given_inline() -> None:
+    """An architecture in full instead of a catalog name plans like the catalog's entry."""
+    def edit(d: dict[str, Any]) -> None:
+        w = next(x for x in d["workloads"] if x["name"] == "assistant")
+        w["model"] = {"params": 70.55e9, "layers": 80, "hidden": 8192, "ffnHidden": 28672,
+                      "heads": 64, "kvHeads": 8, "vocab": 128256, "maxContext": 8192}
+    inline = _assistant(_plan(edit))
+    catalog = _assistant(_plan(lambda d: None))
+    assert inline.model.startswith("custom-")
+    assert inline.gpus == catalog.gpus
+    assert inline.results["slo"]["replicas"] == catalog.results["slo"]["replicas"]

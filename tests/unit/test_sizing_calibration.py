@@ -1,0 +1,99 @@
+"""The default serving efficiencies against published measurements, one test per figure.
+
+Each figure's source is in ``aiplat.sizing.calibration`` (``Measurement.source``) and quoted in
+the test id; the tolerance held is 25 % of the published figure (the largest error of the
+fitted defaults is 22 %, the root-mean-square 14 %). The old defaults (0.75 / 0.5 / 0.9 flat)
+are kept here to show what the calibration changed: TP2 decode a fifth too fast against NIM.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aiplat.sizing import calibration as cal
+from aiplat.sizing.inference import (
+    DEFAULT_BANDWIDTH_EFFICIENCY,
+    DEFAULT_COMPUTE_EFFICIENCY,
+    DEFAULT_TP_EFFICIENCY,
+    ServingEfficiency,
+    tp_factor,
+)
+from aiplat.spec.models import ServingSpec
+
+TOLERANCE = 0.25
+
+
+@pytest.mark.parametrize("m", cal.MEASUREMENTS, ids=[m.name for m in cal.MEASUREMENTS])
+def test_default_efficiencies_match_published_figure(m: cal.Measurement) -> None:
+    """Published figure (source in ``m.source``) within 25 % at the default efficiencies."""
+    assert m.source
+    assert cal.predict(m) == pytest.approx(m.value, rel=TOLERANCE), (
+        f"{m.name}: predicted {cal.predict(m):.4g} vs published {m.value:.4g} ({m.source})")
+
+
+def test_nim_tp2_decode_no_longer_a_fifth_too_fast() -> None:
+    """NIM 1.8, Llama-3.3-70B FP8 on 2×H100, concurrency 1, 5000 in / 500 out: ITL 18.58 ms.
+    The former defaults gave 15.8 ms (per-user speed 18 % too high); now within 3 %."""
+    m = next(x for x in cal.MEASUREMENTS if x.name == "nim-70b-tp2-itl-5000-500")
+    old = ServingEfficiency(bandwidth=0.75, compute=0.5, tensor_parallel=0.9)
+    old_itl = cal.predict(m, old)  # at TP2 the flat 0.9 and 0.9 per doubling agree
+    assert m.value / old_itl - 1 == pytest.approx(0.18, abs=0.02)
+    assert abs(cal.error(m)) < 0.03
+
+
+def test_defaults_are_a_local_optimum_of_the_fit() -> None:
+    """Moving any one default by ±0.02 does not lower the RMS log error over the figures."""
+    here = cal.rms_log_error()
+    base = {"bandwidth": DEFAULT_BANDWIDTH_EFFICIENCY, "compute": DEFAULT_COMPUTE_EFFICIENCY,
+            "tensor_parallel": DEFAULT_TP_EFFICIENCY}
+    for key, value in base.items():
+        for delta in (-0.02, 0.02):
+            moved = ServingEfficiency(**{**base, key: value + delta})
+            assert cal.rms_log_error(moved) >= here - 1e-4, (key, delta)
+    assert math.exp(here) - 1 < 0.15
+
+
+def test_calibrated_defaults_beat_the_former_ones() -> None:
+    old = cal.rms_log_error(ServingEfficiency(bandwidth=0.75, compute=0.5, tensor_parallel=0.9))
+    assert cal.rms_log_error() < 0.7 * old
+
+
+def test_excluded_rows_are_recorded_and_far_off() -> None:
+    """TensorRT-LLM v0.6.1 long-output 70B/180B rows: at least 1.5× the published throughput
+    at any efficiency the current-stack figures allow; kept out of the fit, not hidden."""
+    assert cal.EXCLUDED
+    for m in cal.EXCLUDED:
+        assert cal.error(m) > 0.5, m.name
+
+
+def test_tp_factor_compounds_per_doubling() -> None:
+    assert tp_factor(0.86, 1) == 1.0
+    assert tp_factor(0.86, 2) == pytest.approx(0.86)
+    assert tp_factor(0.86, 8) == pytest.approx(0.86**3)
+
+
+def test_spec_defaults_are_the_sizing_defaults() -> None:
+    """The spec cannot import sizing (layering), so the numbers are written twice: kept equal."""
+    s = ServingSpec()
+    assert (s.bandwidth_efficiency, s.compute_efficiency, s.tensor_parallel_efficiency) == (
+        DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_COMPUTE_EFFICIENCY, DEFAULT_TP_EFFICIENCY)
+
+
+def test_spec_overrides_reach_the_sizing() -> None:
+    """A measured efficiency in the spec replaces the default in the plan's figures."""
+    from aiplat.catalog import load_catalog
+    from aiplat.plan import build_plan
+    from aiplat.spec import example_text, parse_platform
+
+    catalog = load_catalog()
+    text = example_text().replace(
+        "    slo: {queriesPerSecond: 4, promptTokens: 1500",
+        "    serving: {bandwidthEfficiency: 0.5, tensorParallelEfficiency: 0.95}\n"
+        "    slo: {queriesPerSecond: 4, promptTokens: 1500")
+    plan = build_plan(parse_platform(text, "t.yaml", catalog), catalog)
+    slo = next(w for w in plan.workloads if w.name == "assistant").results["slo"]
+    assert slo["inputs"]["bandwidth_efficiency"] == 0.5
+    assert slo["inputs"]["tp_efficiency"] == pytest.approx(tp_factor(0.95, slo["inputs"][
+        "tensor_parallel"]))
