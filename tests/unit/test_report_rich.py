@@ -80,6 +80,13 @@ def test_links_render_as_anchors_in_html_and_as_links_in_markdown() -> None:
     assert "> **Note:** Rules: [rules \\[yaml\\]](monitoring/aiplat-rules.yaml)" in md
 
 
+def test_markdown_link_destinations_stay_one_link() -> None:
+    doc = Document(title="t", sections=[Section(
+        id="s", title="S", paragraphs=[[Link(text="log", href="logs/run(1).txt")]])])
+    assert "[log](logs/run%281%29.txt)" in render_markdown(doc)
+    assert '<a href="logs/run(1).txt">log</a>' in render_html(doc)
+
+
 def test_plain_text_of_rich_values() -> None:
     assert plain(["a ", Link(text="b", href="b.html"), " ", Code(text="c")]) == "a b c"
 

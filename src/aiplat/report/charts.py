@@ -1,13 +1,25 @@
 """Charts as inline SVG, written directly as text.
 
-Why hand-written: the report's charts are bar charts (rectangles, lines and text) and
+Why hand-written: the report's charts are bar and line charts (rectangles, paths, text) and
 matplotlib, which drew them before, cost about 0.65 s of the 2 s budget of ``aiplat plan``:
 0.4 s to import and 0.25 s to render the six charts. Building the SVG as a string takes well
 under a millisecond per chart, needs no dependency and no lock, and the output is small and
 deterministic (the same chart gives the same bytes, so golden files and caches work).
 
-Layout rules (all sizes in SVG user units; the page scales the fixed 640-unit width to its
-column, and the height follows from the content):
+Two layouts in one picture: every chart is drawn twice, for a 640-unit width (``<g
+class="wide">``) and for 320 units (``<g class="narrow">``, drawn at twice the scale so it
+spans the same viewBox width, hidden by a ``display`` attribute). The page scales the
+picture to its column; on a phone the column is ~350 px, so 11-unit text of the wide layout
+would render at ~6 px, and shrunk value labels at ~3 px. The page's narrow-screen CSS
+therefore hides the wide drawing, shows the narrow one and sets the aspect ratio the root
+carries in ``--narrow-ratio`` (the viewBox is pinned top-left, so the taller narrow drawing
+extends it downwards). The narrow layout shortens labels sooner and leaves value labels out
+where they would have to shrink below 9.5 units (the data table below the chart has every
+number), so its text renders at 10 px or more on a 390-px screen. One ``<svg>`` per chart,
+rather than two switched by CSS, keeps one image (one title, one role) per chart.
+
+Layout rules (all sizes in SVG user units of the layout; the height follows from the
+content):
 
 - Value axis: "nice" ticks (steps of 1, 2 or 5 × 10^k, 3 to 6 intervals) from the lowest to
   the highest tick covering the data, zero always included; light grid lines at the ticks and
@@ -19,6 +31,11 @@ column, and the height follows from the content):
 - Horizontal kinds: a fixed band height per category, first category on top; the left margin
   fits the longest category label (shortened past 40 % of the width), the right margin the
   widest value label.
+- Line charts: the vertical value axis of the bar kinds, one path per series through its
+  points, placed at their ``x`` on a nice numeric axis (labelled ``x_unit``) or evenly in
+  bands; each series has an Okabe–Ito colour *and* a dash pattern (:data:`DASHES`), so
+  lines differ in greyscale or for any colour vision. No value labels (the data table has
+  them); x labels are thinned so they never touch.
 - Grouped bars sit side by side within a category's band; stacked bars are cumulative, with the
   bold total past the end and each segment's value centred inside it when the segment is at
   least 7 % of the longest bar and the label fits.
@@ -36,8 +53,9 @@ Contract with the HTML report:
   HTML parser puts ``<svg>`` in the SVG namespace by itself, and the page contains no URL).
   ``standalone=True`` adds ``xmlns`` for writing a ``.svg`` file.
 - Every id inside is ``<chart id>_...`` so several charts can share a page; each bar is one
-  ``<rect id="<chart id>_bar_<series>_<category>">``, which tests (and anyone post-processing
-  the SVG) use to find the data marks.
+  ``<rect id="<chart id>_bar_<series>_<category>">`` and each line one ``<path
+  id="<chart id>_line_<series>">``, which tests (and anyone post-processing the SVG) use to
+  find the data marks; the narrow layout's ids are ``<chart id>_narrow_...``.
 - Colours come from the Okabe–Ito palette, which stays distinguishable with the common
   colour-vision deficiencies; series past its eight colours also get a hatch pattern.
 """

@@ -128,7 +128,9 @@ def _inline(value: Rich, text: Callable[[str], str],
         return text(value)
     if isinstance(value, Link):
         label = text(value.text).replace("[", "\\[").replace("]", "\\]")
-        return f"[{label}]({value.href})"
+        # Parentheses would end (or unbalance) the link destination.
+        href = value.href.replace("(", "%28").replace(")", "%29").replace("<", "%3C")
+        return f"[{label}]({href})"
     if isinstance(value, Code):
         return code(value.text) if code else _span(" ".join(value.text.split()))
     return "".join(_inline(v, text, code) for v in value)
