@@ -28,6 +28,8 @@ def completion(shell: str) -> None:
 
     Bash needs version 4.4 or later; zsh needs `compinit` run first.
 
+    Exit codes: 0 printed, 2 unknown SHELL.
+
     \b
     Example:
       aiplat completion bash > /tmp/aiplat.bash

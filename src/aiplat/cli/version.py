@@ -135,6 +135,8 @@ def version(fmt: str) -> None:
     The upstream versions are the ones pinned in the Go tools modules shipped with aiplat:
     what `aiplat lab cluster build` builds and what the interop tests prove against.
 
+    Exit codes: 0 printed, 2 unknown output format.
+
     \b
     Example:
       aiplat version -o json
