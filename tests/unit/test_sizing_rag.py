@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from aiplat.sizing.inference import Replica, ServingHardware, prefill_time
 from aiplat.sizing.rag import (
+    Corpus,
+    Encoder,
     chunking,
     embedding_ingest,
     embedding_model,
@@ -132,16 +134,11 @@ def test_encoder_attention_term_is_small_at_512_tokens() -> None:
 
 
 def test_ingest_time_scales_with_corpus_and_gpus() -> None:
-    args: dict[str, Any] = {
-        "documents": 1_000_000,
-        "tokens_per_document": 2000,
-        "chunk_tokens": 512,
-        "overlap_tokens": 64,
-        "params": BGE_LARGE,
-        "dense_tflops": H100_BF16_TFLOPS,
-    }
-    one = embedding_ingest(**args, gpus=1)
-    eight = embedding_ingest(**args, gpus=8)
+    corpus = Corpus(documents=1_000_000, tokens_per_document=2000, chunk_tokens=512,
+                    overlap_tokens=64)
+    encoder = Encoder(params=BGE_LARGE, dense_tflops=H100_BF16_TFLOPS)
+    one = embedding_ingest(corpus, encoder, gpus=1)
+    eight = embedding_ingest(corpus, encoder, gpus=8)
     assert eight.seconds == pytest.approx(one.seconds / 8)
     assert eight.gpu_hours == pytest.approx(one.gpu_hours)
     assert one.chunks == chunking(1_000_000, 2000, 512, 64).chunks

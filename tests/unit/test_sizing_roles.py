@@ -7,6 +7,7 @@ import pytest
 from aiplat.errors import InputError
 from aiplat.sizing.roles import (
     ComputePool,
+    Services,
     control_plane_size,
     model_store_capacity,
     monitoring_series,
@@ -60,8 +61,7 @@ def test_plan_roles_for_a_typical_gpu_platform() -> None:
     p = plan_roles(
         pools=[H100, CPU],
         tenants=3,
-        model_sizes_bytes=[140 * 10**9, 16 * 10**9],
-        storage_gateway=True,
+        services=Services(model_sizes_bytes=[140 * 10**9, 16 * 10**9], storage_gateway=True),
     )
     cp = p.role("control-plane")
     assert cp.nodes == 3
@@ -112,9 +112,8 @@ def test_no_fabric_or_no_gpus_means_no_hpc_zone() -> None:
 
 
 def test_managed_control_plane_and_optional_services() -> None:
-    p = plan_roles(
-        pools=[H100], tenants=1, managed_control_plane=True, model_store=False, monitoring=False
-    )
+    p = plan_roles(pools=[H100], tenants=1, managed_control_plane=True,
+                   services=Services(model_store=False, monitoring=False))
     assert p.role("control-plane").nodes == 0
     assert "control-plane" not in p.zone("management").roles
     assert [r.role for r in p.roles] == ["control-plane", "system", "compute:h100"]

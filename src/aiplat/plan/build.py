@@ -179,8 +179,9 @@ def _roles(
                for p in pools],
         tenants=len(platform.tenants),
         managed_control_plane=platform.kubernetes.managed_control_plane,
-        model_sizes_bytes=list(sizes.values()),
-        storage_gateway=any(c.tier == "file" for c in platform.storage.classes),
+        services=roles.Services(
+            model_sizes_bytes=list(sizes.values()),
+            storage_gateway=any(c.tier == "file" for c in platform.storage.classes)),
         fabric=fabric,
     )
 

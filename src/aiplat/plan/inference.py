@@ -322,10 +322,10 @@ def _plan_rag(
     assert emb is not None and emb.embedding_dim is not None
     peak = hw.peak_tflops(w.precision)
     ingest = rag.embedding_ingest(
-        documents=w.rag.documents, tokens_per_document=w.rag.tokens_per_document,
-        chunk_tokens=w.rag.chunk_tokens, params=emb.params, dense_tflops=peak,
-        gpus=hw.gpus_per_node, layers=emb.layers, hidden=emb.hidden,
-    )
+        rag.Corpus(documents=w.rag.documents, tokens_per_document=w.rag.tokens_per_document,
+                   chunk_tokens=w.rag.chunk_tokens),
+        rag.Encoder(params=emb.params, dense_tflops=peak, layers=emb.layers, hidden=emb.hidden),
+        gpus=hw.gpus_per_node)
     query = rag.query_embedding_gpus(qps=qps, query_tokens=w.slo.prompt_tokens,
                                      params=emb.params, dense_tflops=peak)
     index_kind = "ivf_pq" if w.rag.index == "ivf-pq" else w.rag.index

@@ -65,15 +65,7 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
     results["flops_per_token"] = fpt
     speed = layout.Speed(achieved_tflops_per_gpu=x_tflops, flops_per_param_token=k,
                          attention_flops_per_token=fpt.attention_flops_per_token)
-    if w.slo.target_days is not None:
-        need = training.gpus_for_target_time(
-            tokens=tokens, params=arch.active_params, target_seconds=w.slo.target_days * 86400,
-            parallelism=layout.Parallelism(tp=tp, pp=pp, cp=cp, ep=ep),
-            gpus_per_node=hw.gpus_per_node, speed=speed)
-        results["gpus"] = need
-        gpus = need.gpus
-    else:
-        gpus = tp * pp * cp * (par.data or 1)
+    gpus = _gpus(w, arch, hw, tokens, speed=speed, results=results)
     dp = gpus // (tp * pp * cp)
     check_data_parallel(w, arch, dp)
     global_batch = par.global_batch or _default_global_batch(dp * par.micro_batch, seq)
@@ -83,22 +75,9 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
                                   speed=speed)
     results["time"] = time
 
-    if lora:
-        mem, ckpt = _lora_memory(w, arch, hw, results)
-        fix = "raise parallelism.tensor/pipeline (shards the base), or set lora.quantizedBase"
-    else:
-        mem = _full_memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results)
-        ckpt = training.checkpoint_size(arch.params, precision=w.precision.value,
-                                        optimizer=OPTIMIZER[w.optimizer])
-        fix = ("raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
-               "microBatch, or set recompute: full")
+    mem, ckpt = _memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results,
+                        findings=findings)
     total = sum(mem.values())
-    if total > hw.gpu_memory_bytes:
-        findings.append(Finding(
-            severity="error", subject=subject,
-            message=f"needs {bytes_h(total)} per GPU; {gpu_of(hw).name} has "
-                    f"{bytes_h(hw.gpu_memory_bytes)}",
-            fix=fix))
 
     nodes = max(1, math.ceil(gpus / hw.gpus_per_node))
     ckpt_bw = training.checkpoint_write_bandwidth(
@@ -123,23 +102,11 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
             f"{bytes_h(estimate.deepspeed_bytes)} per GPU vs {bytes_h(estimate.aiplat_bytes)} here "
             "(+ fp32 gradient copy" + (", largest tensor gathered" if par.zero_stage == 3 else "")
             + ")")
-    # Narayanan et al. 2021: 1F1B idles (p−1)/m of the step (eq. 1), interleaved with v model
-    # chunks per stage (p−1)/(m·v) (eq. 2).
-    v = par.virtual_stages
     if par.offload != "none" and not lora:
         key["offloaded to host memory"] = (f"{bytes_h(_offloaded(w, results))} per GPU "
                                            f"({par.offload}; ZeRO-Offload)")
-    bubble = (pp - 1) / (micro_steps * v)
     if pp > 1:
-        schedule = "1F1B" if v == 1 else f"interleaved 1F1B, {v} chunks per stage"
-        key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/(m·v), {schedule})"
-        if bubble > 0.1:
-            findings.append(Finding(
-                severity="warning", subject=subject,
-                message=f"pipeline bubble (p−1)/(m·v) = ({pp}−1)/({micro_steps}·{v}) = "
-                        f"{bubble:.0%} of each step idles (Narayanan et al. 2021, eq. 1-2)",
-                fix="raise parallelism.globalBatch (more micro-batches per step), "
-                    "virtualStages (interleaving), or lower pipeline"))
+        _bubble(w, micro_steps, key, findings)
     _model_parallel_comm(w, arch, hw, micro_steps=micro_steps, step_seconds=step.seconds,
                          results=results, key=key, findings=findings)
     if dp > 1 and not lora:
@@ -197,6 +164,61 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
         results=dump_results(results), findings=findings,
     )
+
+
+def _gpus(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, tokens: float, *,
+          speed: layout.Speed, results: dict[str, Result]) -> int:
+    """GPUs for the target time (whole replicas, whole nodes), else the layout's product."""
+    par = w.parallelism
+    if w.slo.target_days is None:
+        return par.tensor * par.pipeline * par.context * (par.data or 1)
+    need = training.gpus_for_target_time(
+        tokens=tokens, params=arch.active_params, target_seconds=w.slo.target_days * 86400,
+        parallelism=layout.Parallelism(tp=par.tensor, pp=par.pipeline, cp=par.context,
+                                       ep=par.expert),
+        gpus_per_node=hw.gpus_per_node, speed=speed)
+    results["gpus"] = need
+    return need.gpus
+
+
+def _memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_steps: int,
+            results: dict[str, Result], findings: list[Finding],
+            ) -> tuple[dict[str, float], training.CheckpointSize]:
+    """Memory per GPU and the checkpoint; over the GPU's memory is an error with the knobs."""
+    if w.kind is WorkloadKind.LORA:
+        mem, ckpt = _lora_memory(w, arch, hw, results)
+        fix = "raise parallelism.tensor/pipeline (shards the base), or set lora.quantizedBase"
+    else:
+        mem = _full_memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results)
+        ckpt = training.checkpoint_size(arch.params, precision=w.precision.value,
+                                        optimizer=OPTIMIZER[w.optimizer])
+        fix = ("raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
+               "microBatch, or set recompute: full")
+    total = sum(mem.values())
+    if total > hw.gpu_memory_bytes:
+        findings.append(Finding(
+            severity="error", subject=f"workload {w.name}",
+            message=f"needs {bytes_h(total)} per GPU; {gpu_of(hw).name} has "
+                    f"{bytes_h(hw.gpu_memory_bytes)}",
+            fix=fix))
+    return mem, ckpt
+
+
+def _bubble(w: WorkloadSpec, micro_steps: int, key: dict[str, str],
+            findings: list[Finding]) -> None:
+    """Narayanan et al. 2021: 1F1B idles (p−1)/m of the step (eq. 1), interleaved with v
+    model chunks per stage (p−1)/(m·v) (eq. 2); a tenth or more is a finding."""
+    pp, v = w.parallelism.pipeline, w.parallelism.virtual_stages
+    bubble = (pp - 1) / (micro_steps * v)
+    schedule = "1F1B" if v == 1 else f"interleaved 1F1B, {v} chunks per stage"
+    key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/(m·v), {schedule})"
+    if bubble > 0.1:
+        findings.append(Finding(
+            severity="warning", subject=f"workload {w.name}",
+            message=f"pipeline bubble (p−1)/(m·v) = ({pp}−1)/({micro_steps}·{v}) = "
+                    f"{bubble:.0%} of each step idles (Narayanan et al. 2021, eq. 1-2)",
+            fix="raise parallelism.globalBatch (more micro-batches per step), "
+                "virtualStages (interleaving), or lower pipeline"))
 
 
 def _utilisation(w: WorkloadSpec, arch: Arch, *, seq: int, tokens_per_gpu_s: float,
@@ -459,10 +481,12 @@ def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, micro
     tp_bw = nvlink if par.tensor <= hw.gpus_per_node else network
     pp_bw = network if par.tensor * par.pipeline > hw.gpus_per_node else nvlink
     traffic = training.model_parallel_traffic(
-        micro_batch=par.micro_batch, seq_len=par.sequence_length // par.context,
-        hidden=arch.hidden, layers_per_stage=math.ceil(arch.layers / par.pipeline),
-        micro_steps=micro_steps, tp=par.tensor, pp=par.pipeline, tp_bytes_per_second=tp_bw,
-        pp_bytes_per_second=pp_bw, full_recompute=par.recompute.value == "full")
+        layout.TrainingBatch(seq_len=par.sequence_length // par.context,
+                             micro_batch=par.micro_batch, microbatches=micro_steps,
+                             recompute=par.recompute.value),
+        layout.Parallelism(tp=par.tensor, pp=par.pipeline), hidden=arch.hidden,
+        layers_per_stage=math.ceil(arch.layers / par.pipeline),
+        links_bytes_per_second=(tp_bw, pp_bw))
     results["model_parallel_traffic"] = traffic
     share = (traffic.tp_seconds + traffic.pp_seconds) / step_seconds
     key["TP/PP communication"] = (f"{traffic.tp_seconds + traffic.pp_seconds:.3g} s per step "

@@ -271,6 +271,57 @@ def _scores(
     return {"bare_metal": bm, "virtual_machines": vm, "kubernetes": k8s}
 
 
+ScoreTable = dict[DeploymentOption, dict[Criterion, tuple[float, str]]]
+
+
+def _option_scores(criteria: list[CriterionRow], table: ScoreTable, *, tenants: int,
+                   strict_tenant_isolation: bool) -> list[OptionScore]:
+    """Each option's weighted score; Kubernetes is out when tenants need legal isolation."""
+    total_weight = sum(c.effective_weight for c in criteria)
+    options: list[OptionScore] = []
+    for opt in OPTIONS:
+        scores = [CriterionScore(criterion=c.criterion, score=table[opt][c.criterion][0],
+                                 reason=table[opt][c.criterion][1]) for c in criteria]
+        weighted = sum(s.score * c.effective_weight
+                       for s, c in zip(scores, criteria, strict=True)) / total_weight
+        disq: str | None = None
+        if opt == "kubernetes" and strict_tenant_isolation and tenants > 1:
+            disq = (
+                "a shared cluster is not an isolation boundary between legal entities; "
+                "consider one Kubernetes cluster per tenant, on VMs or dedicated nodes"
+            )
+        options.append(OptionScore(option=opt, scores=scores, weighted_score=weighted,
+                                   disqualified=disq is not None, disqualification=disq))
+    return options
+
+
+def _reasons(criteria: list[CriterionRow], options: list[OptionScore], best: OptionScore,
+             runner_up: OptionScore, *, tenants: int, strict: bool) -> list[str]:
+    reasons = [
+        f"{best.option} scores {best.weighted_score:.2f} / 5 against "
+        f"{runner_up.option} {runner_up.weighted_score:.2f}"
+    ]
+    # the criteria that separate the winner from the runner-up, largest weighted gap first
+    gaps = sorted(
+        ((c.effective_weight * (b.score - r.score), c, b)
+         for c, b, r in zip(criteria, best.scores, runner_up.scores, strict=True)),
+        key=lambda g: g[0], reverse=True)
+    reasons += [f"{c.criterion} (weight {c.effective_weight:.3f}): {b.reason}"
+                for gap, c, b in gaps if gap > 0]
+    reasons += [f"{o.option} ruled out: {o.disqualification}"
+                for o in options if o.disqualification]
+    if best.option != "kubernetes" and tenants > 1 and not strict:
+        reasons.append(
+            "Kubernetes with Kueue would add quota and borrowing across tenants; revisit if "
+            "the tenant count or the team's Kubernetes experience grows"
+        )
+    if best.option == "virtual_machines" and strict:
+        reasons.append(
+            "inside each tenant's VMs, Kubernetes with Kueue can still share that tenant's GPUs"
+        )
+    return reasons
+
+
 def assess_deployment(
     *,
     tenants: int,
@@ -305,7 +356,6 @@ def assess_deployment(
         )
         for c, w in BASE_WEIGHTS.items()
     ]
-    total_weight = sum(c.effective_weight for c in criteria)
     table = _scores(
         tenants=tenants,
         multi_node_rdma_training=multi_node_rdma_training,
@@ -313,67 +363,14 @@ def assess_deployment(
         team_kubernetes_experience=team_kubernetes_experience,
         nodes=nodes,
     )
-    options: list[OptionScore] = []
-    for opt in OPTIONS:
-        scores = [
-            CriterionScore(
-                criterion=c.criterion,
-                score=table[opt][c.criterion][0],
-                reason=table[opt][c.criterion][1],
-            )
-            for c in criteria
-        ]
-        weighted = (
-            sum(s.score * c.effective_weight for s, c in zip(scores, criteria, strict=True))
-            / total_weight
-        )
-        disq: str | None = None
-        if opt == "kubernetes" and strict_tenant_isolation and tenants > 1:
-            disq = (
-                "a shared cluster is not an isolation boundary between legal entities; "
-                "consider one Kubernetes cluster per tenant, on VMs or dedicated nodes"
-            )
-        options.append(
-            OptionScore(
-                option=opt,
-                scores=scores,
-                weighted_score=weighted,
-                disqualified=disq is not None,
-                disqualification=disq,
-            )
-        )
+    options = _option_scores(criteria, table, tenants=tenants,
+                             strict_tenant_isolation=strict_tenant_isolation)
     eligible = sorted(
         (o for o in options if not o.disqualified), key=lambda o: o.weighted_score, reverse=True
     )
     best, runner_up = eligible[0], eligible[1]
-    reasons = [
-        f"{best.option} scores {best.weighted_score:.2f} / 5 against "
-        f"{runner_up.option} {runner_up.weighted_score:.2f}"
-    ]
-    # the criteria that separate the winner from the runner-up, largest weighted gap first
-    gaps = sorted(
-        (
-            (c.effective_weight * (b.score - r.score), c, b)
-            for c, b, r in zip(criteria, best.scores, runner_up.scores, strict=True)
-        ),
-        key=lambda g: g[0],
-        reverse=True,
-    )
-    for gap, c, b in gaps:
-        if gap > 0:
-            reasons.append(f"{c.criterion} (weight {c.effective_weight:.3f}): {b.reason}")
-    for o in options:
-        if o.disqualification:
-            reasons.append(f"{o.option} ruled out: {o.disqualification}")
-    if best.option != "kubernetes" and tenants > 1 and not strict_tenant_isolation:
-        reasons.append(
-            "Kubernetes with Kueue would add quota and borrowing across tenants; revisit if "
-            "the tenant count or the team's Kubernetes experience grows"
-        )
-    if best.option == "virtual_machines" and strict_tenant_isolation:
-        reasons.append(
-            "inside each tenant's VMs, Kubernetes with Kueue can still share that tenant's GPUs"
-        )
+    reasons = _reasons(criteria, options, best, runner_up, tenants=tenants,
+                       strict=strict_tenant_isolation)
     notes = []
     margin = best.weighted_score - runner_up.weighted_score
     if margin < 0.25:

@@ -24,6 +24,7 @@ retrieved chunks to each prompt.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Literal
 
 from aiplat.sizing.inference import (
@@ -205,34 +206,46 @@ class EmbeddingIngest(Result):
     gpu_hours: float
 
 
-def embedding_ingest(
-    *,
-    documents: int,
-    tokens_per_document: int,
-    chunk_tokens: int,
-    params: float,
-    dense_tflops: float,
-    gpus: int = 1,
-    overlap_tokens: int = 0,
-    precision: str = "bf16",
-    layers: int = 0,
-    hidden: int = 0,
-    compute_efficiency: float = DEFAULT_EMBEDDING_EFFICIENCY,
-) -> EmbeddingIngest:
+@dataclass(frozen=True)
+class Corpus:
+    """Documents to index: how many, their mean length, and how they are chunked."""
+
+    documents: int
+    tokens_per_document: int
+    chunk_tokens: int
+    overlap_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """An embedding model on one GPU: its parameters, the GPU's dense peak at ``precision``,
+    the shape for the attention term (0: left out) and the compute efficiency reached."""
+
+    params: float
+    dense_tflops: float
+    precision: str = "bf16"
+    layers: int = 0
+    hidden: int = 0
+    compute_efficiency: float = DEFAULT_EMBEDDING_EFFICIENCY
+
+
+def embedding_ingest(corpus: Corpus, encoder: Encoder, *, gpus: int = 1) -> EmbeddingIngest:
     """Time to embed a corpus once: chunk it, then run every chunk token through the encoder.
 
     Embedding batches are independent, so ``gpus`` scale it linearly (data parallel).
     """
     _require_positive(gpus=gpus)
-    c = chunking(documents, tokens_per_document, chunk_tokens, overlap_tokens)
+    c = chunking(corpus.documents, corpus.tokens_per_document, corpus.chunk_tokens,
+                 corpus.overlap_tokens)
+    e = encoder
     model = embedding_model(
-        params,
-        dense_tflops,
-        precision,
-        layers=layers,
-        hidden=hidden,
+        e.params,
+        e.dense_tflops,
+        e.precision,
+        layers=e.layers,
+        hidden=e.hidden,
         sequence_tokens=c.tokens_per_chunk,
-        compute_efficiency=compute_efficiency,
+        compute_efficiency=e.compute_efficiency,
     )
     flops = c.tokens_to_embed * model.flops_per_token
     seconds = c.tokens_to_embed / (model.tokens_per_second_per_gpu * gpus)
@@ -244,17 +257,17 @@ def embedding_ingest(
         gpu_hours=seconds * gpus / 3600,
         formula="tokens_to_embed · FLOPs per token / (gpus · peak · compute_efficiency)",
         inputs={
-            "documents": documents,
-            "tokens_per_document": tokens_per_document,
-            "chunk_tokens": chunk_tokens,
-            "overlap_tokens": overlap_tokens,
-            "params": params,
-            "dense_tflops": dense_tflops,
+            "documents": corpus.documents,
+            "tokens_per_document": corpus.tokens_per_document,
+            "chunk_tokens": corpus.chunk_tokens,
+            "overlap_tokens": corpus.overlap_tokens,
+            "params": e.params,
+            "dense_tflops": e.dense_tflops,
             "gpus": gpus,
-            "precision": precision,
-            "layers": layers,
-            "hidden": hidden,
-            "compute_efficiency": compute_efficiency,
+            "precision": e.precision,
+            "layers": e.layers,
+            "hidden": e.hidden,
+            "compute_efficiency": e.compute_efficiency,
         },
         notes=["excludes document parsing, tokenisation and index build time"],
     )

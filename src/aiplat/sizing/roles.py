@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -339,20 +340,23 @@ def _gib_for(bytes_: float) -> int:
     return max(16, 16 * math.ceil(bytes_ / GIB / 16))
 
 
-def plan_roles(
-    *,
-    pools: Sequence[ComputePool],
-    tenants: int,
-    managed_control_plane: bool = False,
-    model_store: bool = True,
-    model_sizes_bytes: Sequence[int] = (),
-    monitoring: bool = True,
-    storage_gateway: bool = False,
-    fabric: Fabric = "infiniband",
-    retention_days: float = PROMETHEUS_RETENTION_DAYS,
-    scrape_interval_s: float = PROMETHEUS_SCRAPE_INTERVAL_S,
-) -> RolePlan:
-    """Derive non-compute roles and network zones for these pools and services."""
+@dataclass(frozen=True)
+class Services:
+    """The non-compute services a platform runs: the model store (with the model sizes it
+    keeps), monitoring (retention and scrape interval) and a storage gateway."""
+
+    model_store: bool = True
+    model_sizes_bytes: Sequence[int] = ()
+    monitoring: bool = True
+    storage_gateway: bool = False
+    retention_days: float = PROMETHEUS_RETENTION_DAYS
+    scrape_interval_s: float = PROMETHEUS_SCRAPE_INTERVAL_S
+
+
+ALL_SERVICES = Services()
+
+
+def _check_inputs(pools: Sequence[ComputePool], tenants: int, fabric: Fabric) -> None:
     if not pools:
         raise InputError("plan_roles needs at least one compute pool")
     if tenants < 1:
@@ -366,178 +370,151 @@ def plan_roles(
     if fabric not in ("infiniband", "roce", "none"):
         raise InputError(f"fabric must be infiniband, roce or none, got {fabric!r}")
 
+
+def _control_plane(compute_nodes: int, managed: bool, notes: list[str]) -> RoleSpec:
+    if managed:
+        return RoleSpec(
+            role="control-plane", nodes=0, cpu_cores=None, memory_gib=None, disk_bytes=None,
+            zones=["management", "service"],
+            reason="managed by the provider; the API endpoint sits in the service zone")
+    cores, mem, measured = control_plane_size(compute_nodes)
+    members = quorum_members(1)
+    if not measured:
+        notes.append(
+            f"{compute_nodes} workers is past the measured control-plane table (250): "
+            "start at 16 cores / 96 GiB, watch API server and etcd latency, consider 5 "
+            "etcd members and a separate etcd for events"
+        )
+    return RoleSpec(
+        role="control-plane", nodes=members, cpu_cores=cores, memory_gib=mem, disk_bytes=None,
+        zones=["management", "service"],
+        reason=(
+            f"etcd quorum: {members} members survive one failure; {cores} cores / "
+            f"{mem} GiB for {compute_nodes} workers (measured control-plane sizing); "
+            "etcd on a local SSD"
+        ),
+    )
+
+
+def _system(compute_nodes: int, tenants: int) -> RoleSpec:
+    large = compute_nodes > LARGE_FLEET_NODES or tenants > MANY_TENANTS
+    system_nodes = SYSTEM_NODES_LARGE if large else SYSTEM_NODES_BASE
+    return RoleSpec(
+        role="system", nodes=system_nodes, cpu_cores=SYSTEM_NODE_CPU_CORES,
+        memory_gib=SYSTEM_NODE_MEMORY_GIB, disk_bytes=None, zones=["management", "service"],
+        reason=(
+            "GPU and network operators, Kueue, ingress and cert-manager off the GPU nodes; "
+            + (
+                f"{system_nodes} nodes: {compute_nodes} workers / {tenants} tenants mean "
+                "more objects to watch and more ingress traffic"
+                if large
+                else f"{system_nodes} nodes hold two replicas of each: one node may fail"
+            )
+        ),
+    )
+
+
+def _registry(store: ModelStoreCapacity) -> RoleSpec:
+    return RoleSpec(
+        role="registry", nodes=store.replicas, cpu_cores=REGISTRY_CPU_CORES,
+        memory_gib=REGISTRY_MEMORY_GIB, disk_bytes=store.capacity_bytes_per_replica,
+        zones=["management", "service", "storage"],
+        reason=(
+            f"OCI registry / model store: {store.replicas} replicas (one may fail); "
+            f"{store.capacity_bytes_per_replica / 1e12:.2f} TB each = models x "
+            f"{REGISTRY_VERSIONS_KEPT} versions x {1 + REGISTRY_HEADROOM:.2f}; pulls "
+            "to GPU nodes go over the storage zone"
+        ),
+    )
+
+
+def _monitoring(prom: PrometheusEstimate, services: Services) -> RoleSpec:
+    return RoleSpec(
+        role="monitoring", nodes=MONITORING_REPLICAS, cpu_cores=MONITORING_CPU_CORES,
+        memory_gib=_gib_for(prom.memory_bytes), disk_bytes=math.ceil(prom.disk_bytes),
+        zones=["management", "service"],
+        reason=(
+            f"{MONITORING_REPLICAS} identical Prometheus replicas (HA); {prom.series} series "
+            f"at {services.scrape_interval_s:g} s kept {services.retention_days:g} d: "
+            f"{prom.disk_bytes / 1e9:.0f} GB disk, {prom.memory_bytes / GIB:.1f} GiB "
+            "for head and queries, each"
+        ),
+    )
+
+
+STORAGE_GATEWAY_ROLE = RoleSpec(
+    role="storage-gateway", nodes=STORAGE_GATEWAY_NODES, cpu_cores=STORAGE_GATEWAY_CPU_CORES,
+    memory_gib=STORAGE_GATEWAY_MEMORY_GIB, disk_bytes=None,
+    zones=["management", "storage", "service"],
+    reason=(
+        "NFS/S3 gateway in front of the storage system: two nodes (one may fail); "
+        "serves GPU nodes on the storage zone and clients on the service zone"
+    ),
+)
+
+
+def _compute(p: ComputePool, hpc: bool) -> RoleSpec:
+    zones: list[ZoneName] = ["management", "service", "storage"]
+    if p.gpus_per_node > 0 and hpc and p.hpc_nics:
+        zones.append("high_performance")
+    kind = f"{p.gpus_per_node} GPUs per node" if p.gpus_per_node else "CPU only"
+    fabric_note = ("joins the high-performance fabric for multi-node jobs"
+                   if "high_performance" in zones else "no high-performance fabric")
+    return RoleSpec(
+        role=f"compute:{p.name}", nodes=p.nodes, cpu_cores=None, memory_gib=None,
+        disk_bytes=None, zones=zones, reason=f"compute pool {p.name!r}, {kind}; {fabric_note}")
+
+
+def _zones(roles: Sequence[RoleSpec], hpc: bool, fabric: Fabric) -> list[ZoneSpec]:
+    zone_names: list[ZoneName] = ["management", "service", "storage"]
+    if hpc:
+        zone_names.append("high_performance")
+    out = []
+    for zone in zone_names:
+        rule = ZONE_RULES[f"high_performance:{fabric}" if zone == "high_performance" else zone]
+        out.append(ZoneSpec(zone=zone, mtu_bytes=rule.mtu_bytes, rdma=rule.rdma,
+                            roles=[r.role for r in roles if zone in r.zones and r.nodes > 0],
+                            guidance=rule.guidance))
+    return out
+
+
+def plan_roles(
+    *,
+    pools: Sequence[ComputePool],
+    tenants: int,
+    managed_control_plane: bool = False,
+    fabric: Fabric = "infiniband",
+    services: Services = ALL_SERVICES,
+) -> RolePlan:
+    """Derive non-compute roles and network zones for these pools and services."""
+    _check_inputs(pools, tenants, fabric)
     compute_nodes = sum(p.nodes for p in pools)
     gpus = sum(p.nodes * p.gpus_per_node for p in pools)
     gpu_pools = [p for p in pools if p.gpus_per_node > 0]
     hpc = fabric != "none" and bool(gpu_pools)
-    roles: list[RoleSpec] = []
     notes: list[str] = []
-
-    cores, mem, measured = control_plane_size(compute_nodes)
-    if managed_control_plane:
-        roles.append(
-            RoleSpec(
-                role="control-plane",
-                nodes=0,
-                cpu_cores=None,
-                memory_gib=None,
-                disk_bytes=None,
-                zones=["management", "service"],
-                reason="managed by the provider; the API endpoint sits in the service zone",
-            )
-        )
-    else:
-        members = quorum_members(1)
-        roles.append(
-            RoleSpec(
-                role="control-plane",
-                nodes=members,
-                cpu_cores=cores,
-                memory_gib=mem,
-                disk_bytes=None,
-                zones=["management", "service"],
-                reason=(
-                    f"etcd quorum: {members} members survive one failure; {cores} cores / "
-                    f"{mem} GiB for {compute_nodes} workers (measured control-plane sizing); "
-                    "etcd on a local SSD"
-                ),
-            )
-        )
-        if not measured:
-            notes.append(
-                f"{compute_nodes} workers is past the measured control-plane table (250): "
-                "start at 16 cores / 96 GiB, watch API server and etcd latency, consider 5 "
-                "etcd members and a separate etcd for events"
-            )
-
-    large = compute_nodes > LARGE_FLEET_NODES or tenants > MANY_TENANTS
-    system_nodes = SYSTEM_NODES_LARGE if large else SYSTEM_NODES_BASE
-    roles.append(
-        RoleSpec(
-            role="system",
-            nodes=system_nodes,
-            cpu_cores=SYSTEM_NODE_CPU_CORES,
-            memory_gib=SYSTEM_NODE_MEMORY_GIB,
-            disk_bytes=None,
-            zones=["management", "service"],
-            reason=(
-                "GPU and network operators, Kueue, ingress and cert-manager off the GPU nodes; "
-                + (
-                    f"{system_nodes} nodes: {compute_nodes} workers / {tenants} tenants mean "
-                    "more objects to watch and more ingress traffic"
-                    if large
-                    else f"{system_nodes} nodes hold two replicas of each: one node may fail"
-                )
-            ),
-        )
-    )
-
+    roles = [_control_plane(compute_nodes, managed_control_plane, notes),
+             _system(compute_nodes, tenants)]
     store: ModelStoreCapacity | None = None
-    if model_store:
-        store = model_store_capacity(model_sizes_bytes=model_sizes_bytes)
+    if services.model_store:
+        store = model_store_capacity(model_sizes_bytes=services.model_sizes_bytes)
         notes.extend(store.notes)
-        roles.append(
-            RoleSpec(
-                role="registry",
-                nodes=store.replicas,
-                cpu_cores=REGISTRY_CPU_CORES,
-                memory_gib=REGISTRY_MEMORY_GIB,
-                disk_bytes=store.capacity_bytes_per_replica,
-                zones=["management", "service", "storage"],
-                reason=(
-                    f"OCI registry / model store: {store.replicas} replicas (one may fail); "
-                    f"{store.capacity_bytes_per_replica / 1e12:.2f} TB each = models x "
-                    f"{REGISTRY_VERSIONS_KEPT} versions x {1 + REGISTRY_HEADROOM:.2f}; pulls "
-                    "to GPU nodes go over the storage zone"
-                ),
-            )
-        )
-
+        roles.append(_registry(store))
     prom: PrometheusEstimate | None = None
-    if monitoring:
-        series = monitoring_series(nodes=compute_nodes, gpus=gpus)
+    if services.monitoring:
         prom = prometheus_estimate(
-            series=series, scrape_interval_s=scrape_interval_s, retention_days=retention_days
-        )
-        roles.append(
-            RoleSpec(
-                role="monitoring",
-                nodes=MONITORING_REPLICAS,
-                cpu_cores=MONITORING_CPU_CORES,
-                memory_gib=_gib_for(prom.memory_bytes),
-                disk_bytes=math.ceil(prom.disk_bytes),
-                zones=["management", "service"],
-                reason=(
-                    f"{MONITORING_REPLICAS} identical Prometheus replicas (HA); {series} series "
-                    f"at {scrape_interval_s:g} s kept {retention_days:g} d: "
-                    f"{prom.disk_bytes / 1e9:.0f} GB disk, {prom.memory_bytes / GIB:.1f} GiB "
-                    "for head and queries, each"
-                ),
-            )
-        )
-
-    if storage_gateway:
-        roles.append(
-            RoleSpec(
-                role="storage-gateway",
-                nodes=STORAGE_GATEWAY_NODES,
-                cpu_cores=STORAGE_GATEWAY_CPU_CORES,
-                memory_gib=STORAGE_GATEWAY_MEMORY_GIB,
-                disk_bytes=None,
-                zones=["management", "storage", "service"],
-                reason=(
-                    "NFS/S3 gateway in front of the storage system: two nodes (one may fail); "
-                    "serves GPU nodes on the storage zone and clients on the service zone"
-                ),
-            )
-        )
-
+            series=monitoring_series(nodes=compute_nodes, gpus=gpus),
+            scrape_interval_s=services.scrape_interval_s, retention_days=services.retention_days)
+        roles.append(_monitoring(prom, services))
+    if services.storage_gateway:
+        roles.append(STORAGE_GATEWAY_ROLE)
     non_compute = sum(r.nodes for r in roles)
-    for p in pools:
-        zones: list[ZoneName] = ["management", "service", "storage"]
-        if p.gpus_per_node > 0 and hpc and p.hpc_nics:
-            zones.append("high_performance")
-        kind = f"{p.gpus_per_node} GPUs per node" if p.gpus_per_node else "CPU only"
-        roles.append(
-            RoleSpec(
-                role=f"compute:{p.name}",
-                nodes=p.nodes,
-                cpu_cores=None,
-                memory_gib=None,
-                disk_bytes=None,
-                zones=zones,
-                reason=(
-                    f"compute pool {p.name!r}, {kind}; "
-                    + (
-                        "joins the high-performance fabric for multi-node jobs"
-                        if "high_performance" in zones
-                        else "no high-performance fabric"
-                    )
-                ),
-            )
-        )
-
-    zone_specs: list[ZoneSpec] = []
-    zone_names: list[ZoneName] = ["management", "service", "storage"]
-    if hpc:
-        zone_names.append("high_performance")
-    for zone in zone_names:
-        rule = ZONE_RULES[f"high_performance:{fabric}" if zone == "high_performance" else zone]
-        zone_specs.append(
-            ZoneSpec(
-                zone=zone,
-                mtu_bytes=rule.mtu_bytes,
-                rdma=rule.rdma,
-                roles=[r.role for r in roles if zone in r.zones and r.nodes > 0],
-                guidance=rule.guidance,
-            )
-        )
+    roles += [_compute(p, hpc) for p in pools]
     if fabric != "none" and not gpu_pools:
         notes.append("a high-performance fabric was named but no pool has GPUs: zone omitted")
-
     return RolePlan(
         roles=roles,
-        zones=zone_specs,
+        zones=_zones(roles, hpc, fabric),
         compute_nodes=compute_nodes,
         non_compute_nodes=non_compute,
         monitoring=prom,
@@ -551,13 +528,13 @@ def plan_roles(
             "pools": ", ".join(f"{p.name}:{p.nodes}x{p.gpus_per_node}" for p in pools),
             "tenants": tenants,
             "managed_control_plane": managed_control_plane,
-            "model_store": model_store,
-            "models_bytes": sum(model_sizes_bytes),
-            "monitoring": monitoring,
-            "storage_gateway": storage_gateway,
+            "model_store": services.model_store,
+            "models_bytes": sum(services.model_sizes_bytes),
+            "monitoring": services.monitoring,
+            "storage_gateway": services.storage_gateway,
             "fabric": fabric,
-            "retention_days": retention_days,
-            "scrape_interval_s": scrape_interval_s,
+            "retention_days": services.retention_days,
+            "scrape_interval_s": services.scrape_interval_s,
         },
         notes=notes,
     )

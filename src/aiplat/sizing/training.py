@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from aiplat.errors import InputError
-from aiplat.sizing.layout import SINGLE_GPU, Parallelism, Speed
+from aiplat.sizing.layout import SINGLE_GPU, Parallelism, Speed, TrainingBatch
 from aiplat.sizing.memory import (
     MASTER_WEIGHT_BYTES,
     needs_master_weights,
@@ -557,9 +557,8 @@ class ModelParallelTraffic(Result):
 
 
 def model_parallel_traffic(
-    *, micro_batch: int, seq_len: int, hidden: int, layers_per_stage: int, micro_steps: int,
-    tp: int, pp: int, tp_bytes_per_second: float, pp_bytes_per_second: float,
-    full_recompute: bool = False, activation_bytes: float = 2.0,
+    batch: TrainingBatch, parallelism: Parallelism, *, hidden: int, layers_per_stage: int,
+    links_bytes_per_second: tuple[float, float], activation_bytes: float = 2.0,
 ) -> ModelParallelTraffic:
     """Tensor- and pipeline-parallel bytes a GPU sends per step, and their time if not
     overlapped.
@@ -569,10 +568,15 @@ def model_parallel_traffic(
     sequence parallelism as reduce-scatter + all-gather, the same bytes), twice more when full
     recomputation re-runs the forward; a ring all-reduce sends 2(t−1)/t of the buffer. Each
     pipeline boundary sends b·s·h activations forward and their gradients back per
-    micro-batch.
+    micro-batch. ``batch.microbatches`` is the micro-batches per step (1 if unset);
+    ``links_bytes_per_second`` the (tensor-parallel, pipeline) link bandwidth per GPU.
     """
-    require_positive(micro_batch=micro_batch, seq_len=seq_len, hidden=hidden,
-                     layers_per_stage=layers_per_stage, micro_steps=micro_steps, tp=tp, pp=pp)
+    micro_batch, seq_len = batch.micro_batch, batch.seq_len
+    micro_steps = batch.microbatches or 1
+    tp, pp = parallelism.tp, parallelism.pp
+    full_recompute = batch.recompute == "full"
+    tp_bytes_per_second, pp_bytes_per_second = links_bytes_per_second
+    require_positive(hidden=hidden, layers_per_stage=layers_per_stage)
     require_positive(tp_bytes_per_second=tp_bytes_per_second,
                      pp_bytes_per_second=pp_bytes_per_second)
     buffer = micro_batch * seq_len * hidden * activation_bytes
