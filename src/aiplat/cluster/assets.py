@@ -66,6 +66,9 @@ MANIFESTS = (
     ("sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases", "crds/inference"),
     ("github.com/kubernetes-csi/external-snapshotter/client/v8", "config/crd",
      "crds/snapshotter"),
+    # NodeFeatureRule (and NFD's NodeFeature/NodeFeatureGroup): the tree's hardware labels.
+    ("sigs.k8s.io/node-feature-discovery", "deployment/base/nfd-crds/nfd-api-crds.yaml",
+     "crds/nfd/nfd-api-crds.yaml"),
     # ServiceMonitor and PrometheusRule: the tree's monitoring objects for prometheus-operator.
     *(("github.com/prometheus-operator/prometheus-operator",
        f"example/prometheus-operator-crd/monitoring.coreos.com_{kind}.yaml",
@@ -73,7 +76,8 @@ MANIFESTS = (
 )
 CRD_MODULES = ("sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api-inference-extension",
                "github.com/kubernetes-csi/external-snapshotter/client/v8",
-               "github.com/prometheus-operator/prometheus-operator")
+               "github.com/prometheus-operator/prometheus-operator",
+               "sigs.k8s.io/node-feature-discovery")
 
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from aiplat.kube.facts import (
     GPU_MODE_LABEL,
     GPU_RESOURCE,
+    MANAGED_BY,
     NVIDIA_DRIVER,
     POOL_LABEL,
     PoolFacts,
@@ -326,6 +327,43 @@ def node_agent(pools: list[PoolFacts]) -> list[Obj]:
     ]
 
 
+# PCI vendor ids by the catalog's GPU vendor, and the name the node agent labels them with
+# (node/pciaddr.py VENDORS, lower-cased).
+PCI_VENDORS = {"nvidia": "10de", "amd": "1002", "intel": "8086"}
+# The classes node/pciaddr.py counts as GPUs: VGA, 3D controller (SXM), processing accelerator.
+# NFD keeps the first four hex digits of sysfs 'class' (source/pci/utils.go).
+GPU_PCI_CLASSES = ["0300", "0302", "1200"]
+
+
+def node_feature_rules(pools: list[PoolFacts]) -> list[Obj]:
+    """NFD NodeFeatureRules that put on every node, from the PCI devices and NUMA nodes NFD's
+    worker sees, the same hardware labels the node agent sets (same keys, same values), so a
+    node carries them from the moment it joins, before the agent's first run. What only the
+    agent can judge (GPU-NIC paths, NUMA alignment, degraded links, health) stays its own;
+    pool, rack and zone are inventory facts, set by cluster/nodes/label-and-taint.sh."""
+    vendors = sorted({p.gpu.vendor for p in pools if p.gpu is not None
+                      and p.gpu.vendor in PCI_VENDORS})
+    if not vendors:
+        return []
+    rules: list[Obj] = [{
+        "name": f"aiplat {vendor} GPUs",
+        "labels": {"node.aiplat.io/gpu-vendor": vendor},
+        "labelsTemplate": "node.aiplat.io/gpu-count={{ .pci.device | len }}",
+        "matchFeatures": [{"feature": "pci.device", "matchExpressions": {
+            "vendor": {"op": "In", "value": [PCI_VENDORS[vendor]]},
+            "class": {"op": "In", "value": GPU_PCI_CLASSES}}}],
+    } for vendor in vendors]
+    rules.append({
+        "name": "aiplat NUMA nodes",
+        "labelsTemplate": "{{ range .memory.numa }}{{ if eq .Name \"node_count\" }}"
+                          "node.aiplat.io/numa-nodes={{ .Value }}{{ end }}{{ end }}",
+        "matchFeatures": [{"feature": "memory.numa",
+                           "matchExpressions": {"node_count": {"op": "Exists"}}}],
+    })
+    return [obj("nfd.k8s-sigs.io/v1alpha1", "NodeFeatureRule", "aiplat-node-hardware",
+                labels=dict(MANAGED_BY), spec={"rules": rules})]
+
+
 def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, list[Obj]],
                                                                           dict[str, Any]]:
     """(manifests by file, other files by path) under ``cluster/``."""
@@ -337,6 +375,9 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
     dcs = device_classes(pools)
     if dcs:
         manifests["cluster/deviceclasses.yaml"] = dcs
+    nfr = node_feature_rules(pools)
+    if nfr:
+        manifests["cluster/nodefeaturerules.yaml"] = nfr
     if cms:
         # The operator's own namespace, so the tree applies before the operator's Helm
         # install; it runs privileged pods (driver, toolkit, device plugin), as NVIDIA

@@ -139,6 +139,9 @@ class FakeHost:
             self.write(f"sys/devices/system/node/node{i}/distance", dist + "\n")
             self.write(f"sys/devices/system/node/node{i}/meminfo",
                        f"Node {i} MemTotal:       {mem_kib // n} kB\n")
+            # The node bus lists the same nodes (what NFD's memory source reads).
+            self.symlink(f"sys/bus/node/devices/node{i}", f"sys/devices/system/node/node{i}")
+        self.write("proc/swaps", "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n")
         self.write("proc/mounts", "/dev/nvme0n1p2 / ext4 rw,relatime 0 0\nproc /proc proc rw 0 0\n")
         (self.root / "sys/kernel/iommu_groups").mkdir(parents=True, exist_ok=True)
 

@@ -5,10 +5,11 @@ module aiplat.local/tools/cluster/crds
 
 go 1.26.0
 
-// CRDs only (example/prometheus-operator-crd); no package of it is imported, so this
-// require stays as written (never `go mod tidy` this file).
+// CRDs only (example/prometheus-operator-crd, deployment/base/nfd-crds); no package of
+// them is imported, so this require stays as written (never `go mod tidy` this file).
 require (
 	github.com/prometheus-operator/prometheus-operator v0.88.0
+	sigs.k8s.io/node-feature-discovery v0.19.0
 )
 
 require (
