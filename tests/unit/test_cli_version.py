@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from aiplat import __version__
+from aiplat.cli import _build as build
 from aiplat.cli import version as v
 from aiplat.cli.main import main
 
@@ -83,7 +84,7 @@ def test_json_names_every_target_at_its_pinned_version(capsys: pytest.CaptureFix
 def test_commit_of_a_source_checkout_is_its_git_head(capsys: pytest.CaptureFixture[str]
                                                     ) -> None:
     info = json.loads(_run(capsys, "-o", "json"))
-    root = Path(v.__file__).resolve().parents[3]
+    root = Path(build.__file__).resolve().parents[3]
     head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                           text=True, check=False)
     if head.returncode != 0:
@@ -105,3 +106,42 @@ def test_yaml_is_the_json_and_the_table_lists_every_target(
 def test_bad_format_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["version", "-o", "xml"]) == 2
     assert "'xml' is not one of" in capsys.readouterr().err
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                          check=True, env=env).stdout.strip()
+
+
+def test_head_read_from_git_files_is_what_git_says(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "f").write_text("1")
+    _git(repo, "add", "f")
+    _git(repo, "commit", "-q", "-m", "one")
+    assert build._read_head(repo / ".git") == _git(repo, "rev-parse", "HEAD")  # loose ref
+    _git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert build._read_head(repo / ".git") == _git(repo, "rev-parse", "HEAD")  # packed
+    (repo / "f").write_text("2")
+    _git(repo, "commit", "-q", "-am", "two")
+    _git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    assert build._read_head(repo / ".git") == _git(repo, "rev-parse", "HEAD")  # detached
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "HEAD~1")
+    assert build._read_head(tmp_path / "wt" / ".git") is None  # a file: git answers instead
+    assert build._git_head(tmp_path / "wt") == _git(tmp_path / "wt", "rev-parse", "HEAD")
+
+
+def test_dash_dash_version_names_version_commit_and_python(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--version"]) == 0
+    out = capsys.readouterr().out.strip()
+    head = build.commit()
+    assert out == (f"aiplat {__version__} (commit {head[:12]}, Python "
+                   f"{platform.python_version()})")

@@ -157,13 +157,26 @@ Examples:
 
 @click.group(cls=LazyGroup, epilog=EPILOG,
              context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="aiplat")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, _p, value: _print_version(ctx) if value else None,
+              help="Show the version, commit and Python, and exit (`aiplat version` for the "
+                   "upstream versions).")
 @click.option("-v", "--verbose", count=True,
               help="More detail on stderr: -v logs aiplat's steps and shows the cause chain "
                    "of an error, -vv debug logs.")
 def cli(verbose: int) -> None:
     """aiplat: size, build, check and hand over an AI platform from one spec."""
     _log_level(verbose)
+
+
+def _print_version(ctx: click.Context) -> None:
+    import platform
+
+    from aiplat.cli._build import commit
+
+    head = commit()
+    click.echo(f"aiplat {__version__} (commit {head[:12]}, Python {platform.python_version()})")
+    ctx.exit()
 
 
 def _log_level(verbose: int) -> None:

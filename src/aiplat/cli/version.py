@@ -6,26 +6,21 @@ the package (``cluster/tools/go.mod``, ``cluster/tools/crds/go.mod``,
 cannot drift from what ``aiplat lab cluster build`` and the oracles build. A ``replace``
 directive wins over ``require``, as in Go (cmd/go: the module graph after replacement).
 
-The commit comes from, in order: ``aiplat/_commit.txt`` written when the wheel was built
-(setup.py), the install's PEP 610 ``direct_url.json`` (``pip install git+...``), ``git`` in
-the source folder of an editable install; else "unknown".
+The commit comes from ``aiplat.cli._build.commit`` (shared with ``aiplat --version``).
 """
 
 from __future__ import annotations
 
-import json
 import platform
 import re
-import subprocess
 from dataclasses import dataclass
-from importlib import metadata, resources
-from pathlib import Path
+from importlib import resources
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import click
 
 from aiplat import __version__
+from aiplat.cli._build import commit
 from aiplat.cli._output import emit, output_option
 
 
@@ -93,33 +88,6 @@ def targets() -> list[dict[str, str]]:
         out.append({"name": t.name, "version": parsed[t.go_mod].get(t.module, "unknown"),
                     "module": t.module, "pinnedIn": f"aiplat/{t.go_mod}"})
     return out
-
-
-def commit() -> str:
-    built = resources.files("aiplat") / "_commit.txt"
-    if built.is_file():
-        return built.read_text().strip() or "unknown"
-    try:
-        direct = metadata.distribution("aiplat").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        direct = None
-    info: dict[str, Any] = json.loads(direct) if direct else {}
-    if "vcs_info" in info:
-        return str(info["vcs_info"].get("commit_id") or "unknown")
-    url = urlparse(str(info.get("url", "")))
-    if url.scheme == "file" and info.get("dir_info", {}).get("editable"):
-        return _git_head(Path(unquote(url.path)))
-    return "unknown"
-
-
-def _git_head(source: Path) -> str:
-    try:
-        done = subprocess.run(["git", "-C", str(source), "rev-parse", "HEAD"],
-                              capture_output=True, text=True, check=False, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    head = done.stdout.strip()
-    return head if done.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", head) else "unknown"
 
 
 def version_info() -> dict[str, Any]:
