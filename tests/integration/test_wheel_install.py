@@ -80,6 +80,7 @@ def test_version_names_the_commit_and_the_pins(installed: tuple[Path, str],
     assert info["commit"] == head
     assert {t["name"]: t["version"] for t in info["targets"]}["kueue"].startswith("v0.")
     assert all(t["version"] != "unknown" for t in info["targets"])
+    assert f"(commit {head[:12]}, Python " in _run(exe, tmp_path, "--version")
 
 
 def test_kube_validate_checks_every_custom_resource_without_crd_dir(
