@@ -254,3 +254,23 @@ def test_the_wheel_takes_every_bundle() -> None:
     for f in files:
         rel = f.relative_to(ROOT / "src" / "aiplat").as_posix()
         assert any(fnmatch.fnmatch(rel, p) for p in patterns), rel
+
+
+def test_monitoring_objects_are_checked_by_the_packaged_prometheus_operator_crds() -> None:
+    from aiplat.ops.monitoring import render_monitoring
+
+    catalog = load_catalog()
+    files = render_monitoring(parse_platform(example_text(), EXAMPLE, catalog))
+    items = [(path, o) for path, text in files.items() if path.startswith("kubernetes/")
+             for o in yaml.safe_load_all(text) if isinstance(o, dict)]
+    kinds = {o["kind"] for _p, o in items}
+    assert {"PrometheusRule", "ServiceMonitor"} <= kinds
+    assert validate_objects(items, "1.34", CrdIndex()).issues == []
+    assert [i.severity for i in validate_objects(items, "1.34", CrdIndex(),
+                                                 packaged=False).issues
+            if i.ref.startswith(("PrometheusRule", "ServiceMonitor"))] == ["warning"] * sum(
+        o["kind"] in ("PrometheusRule", "ServiceMonitor") for _p, o in items)
+    rule = copy.deepcopy(next(o for _p, o in items if o["kind"] == "PrometheusRule"))
+    rule["spec"]["groups"][0]["rules"][0]["for"] = 5  # a duration is a string
+    res = validate_objects([("r.yaml", rule)], "1.34", CrdIndex())
+    assert [(i.severity, i.path) for i in res.issues] == [("error", "spec.groups[0].rules[0].for")]
