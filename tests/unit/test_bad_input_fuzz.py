@@ -40,7 +40,7 @@ from typing import Any
 
 import celpy
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from aiplat.cli.main import main
@@ -66,8 +66,11 @@ celpy.Environment()
 
 
 def budget(n: int) -> settings:
+    # The larger profile reports a failing case as found: shrinking one whose every try
+    # runs a command costs minutes (the assertion message names the command and input).
+    phases = [p for p in Phase if SCALE == 1 or p is not Phase.shrink]
     return settings(max_examples=n * SCALE, deadline=None, derandomize=SCALE == 1,
-                    database=None, suppress_health_check=list(HealthCheck))
+                    database=None, suppress_health_check=list(HealthCheck), phases=phases)
 
 
 def _leaf(argv: list[str]) -> str:

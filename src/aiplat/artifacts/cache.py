@@ -47,12 +47,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from aiplat import inputs
 from aiplat.artifacts.errors import ArtifactInputError, StorageError, storage_error
 from aiplat.artifacts.modelpack import Manifest
 from aiplat.artifacts.reference import Reference, check_digest
+from aiplat.errors import InputError
 from aiplat.fsutil import atomic_write
 
 READ_SIZE = 8 * 1024 * 1024
+MAX_META_BYTES = 4 * 1024 * 1024
+"""The largest manifest or tag file the cache reads back (a manifest is a few KiB)."""
 
 
 def fsync_dir(path: Path) -> None:
@@ -71,6 +75,25 @@ def hash_file(path: Path, buf_size: int = READ_SIZE) -> str:
         while n := f.readinto(buf):
             h.update(view[:n])
     return "sha256:" + h.hexdigest()
+
+
+def regular_hash(path: Path) -> str | None:
+    """:func:`hash_file` of a regular file; None for anything else planted in its place (a
+    FIFO, a device, a folder, a symlink): opened without following links and without
+    blocking, so verification never waits on a pipe or reads /dev/zero forever."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, READ_SIZE):
+            h.update(chunk)
+        return "sha256:" + h.hexdigest()
+    finally:
+        os.close(fd)
 
 
 def link_snapshot(snapshot: Path, link: Path) -> None:
@@ -255,9 +278,12 @@ class Cache:
         atomic_write(self.manifest_path(digest), data)
 
     def load_manifest(self, digest: str) -> Manifest | None:
+        """The cached manifest; None when it is missing or damaged (then the snapshot is
+        treated as unknown: a FIFO or a link to a device planted there is never read)."""
         try:
-            data = self.manifest_path(digest).read_bytes()
-        except FileNotFoundError:
+            data = inputs.read_bytes(self.manifest_path(digest), "a cached manifest",
+                                     max_bytes=MAX_META_BYTES)
+        except InputError:
             return None
         if hashlib.sha256(data).hexdigest() != self._hex(digest):
             self.manifest_path(digest).unlink(missing_ok=True)
@@ -284,7 +310,11 @@ class Cache:
         for path in sorted(p for p in base.rglob("*") if p.is_file()):
             rel = path.relative_to(base)
             name = f"{'/'.join(rel.parts[:-1])}:{rel.parts[-1]}"
-            out.setdefault(path.read_text().strip(), []).append(name)
+            try:
+                digest = inputs.read_text(path, "a cached tag", max_bytes=MAX_META_BYTES)
+            except InputError:
+                continue  # damaged (binary, huge): the next pull of the tag rewrites it
+            out.setdefault(digest.strip(), []).append(name)
         return out
 
     def pin(self, digest: str, label: str = "") -> None:
@@ -319,7 +349,7 @@ class Cache:
         return used
 
     def blobs_size(self) -> int:
-        return sum(p.stat().st_size for p in (self.root / "blobs/sha256").iterdir())
+        return sum(p.lstat().st_size for p in (self.root / "blobs/sha256").iterdir())
 
     def snapshots(self) -> list[SnapshotInfo]:
         refs, pins = self.refs(), self.pinned()
@@ -340,8 +370,8 @@ class Cache:
         corrupt, moved, total, blobs = [], [], 0, self.blob_digests()
         for digest in blobs:
             path = self.blob_path(digest)
-            total += path.stat().st_size
-            if hash_file(path) != digest:
+            total += path.lstat().st_size
+            if regular_hash(path) != digest:
                 corrupt.append(digest)
         modified = []
         for digest in self.snapshot_digests():
@@ -396,8 +426,12 @@ class Cache:
         for digest in self.blob_digests():
             if digest not in used:
                 path = self.blob_path(digest)
-                freed += path.stat().st_size
-                path.unlink()
+                st = path.lstat()
+                freed += st.st_size
+                if stat.S_ISDIR(st.st_mode):  # planted in a blob's place: not ours to keep
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
                 removed.append(digest)
         return removed, freed
 
