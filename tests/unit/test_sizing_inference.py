@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from aiplat.sizing.inference import (
-    DEFAULT_COMPUTE_EFFICIENCY,
+    DEFAULT_COMPUTE_EFFICIENCY_16BIT,
     GIB,
     LatencyTarget,
     MemoryBudget,
@@ -502,7 +502,7 @@ def test_batch_inference_duration_is_tokens_over_throughput() -> None:
     assert r8.decode_seconds == pytest.approx(100_000 * 200 / (8 * step.tokens_per_second))
     prefill_flops = 100_000 * (2 * LLAMA3_8B_PARAMS * 1000 + 2 * 32 * 1000**2 * 32 * 128)
     assert r8.prefill_seconds == pytest.approx(
-        prefill_flops / (8 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY)
+        prefill_flops / (8 * 989e12 * DEFAULT_COMPUTE_EFFICIENCY_16BIT)
     )
 
 

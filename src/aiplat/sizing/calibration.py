@@ -4,7 +4,8 @@ Design. Each ``Measurement`` is one published figure with the setting it was tak
 shape from the model's config.json, GPU, precision, tensor parallelism, batch or concurrency,
 prompt and output lengths) and its source. ``predict`` runs the same roofline
 (``sizing.inference``) on that setting, so the defaults in ``sizing.inference`` can be refitted
-(``fit``) and every figure is a test (tests/unit/test_sizing_calibration.py) that says how far
+(``fit``, coordinate descent over bandwidth, 8-bit compute, 16-bit compute and TP
+efficiency) and every figure is a test (tests/unit/test_sizing_calibration.py) that says how far
 the model is from it.
 
 Three kinds of figure, each with the benchmark's own timing rule:
@@ -55,6 +56,7 @@ MIXTRAL_8X7B = ModelShape(params=46.7e9, active_params=12.9e9, layers=32, hidden
 # Datasheet rooflines: H100 SXM 3.35 TB/s, 989 BF16 / 1979 FP8 dense TFLOP/s; H200 4.8 TB/s.
 H100_FP8 = ServingHardware(memory_bandwidth_bps=3.35e12, dense_tflops=1979)
 H200_BF16 = ServingHardware(memory_bandwidth_bps=4.8e12, dense_tflops=989)
+A100_FP16 = ServingHardware(memory_bandwidth_bps=2.039e12, dense_tflops=312)
 
 NIM = ("NVIDIA NIM LLM benchmarking, Performance, Llama-3.3-70b-instruct NIM 1.8.0, 2 x H100 "
        "80G, fp8 TP2 (docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance)")
@@ -62,6 +64,10 @@ VLLM = ("vLLM nightly performance benchmark, latency tests: batch 8, 32 input / 
         "tokens, H200 (buildkite.com/vllm/performance-benchmark/builds/9515)")
 TRT_PEAK = ("TensorRT-LLM docs/source/performance.md (v0.6.1), Peak Throughput, H100 GPUs "
             "(FP8, FP8 KV cache), out tok/s/GPU")
+TRT_PEAK_A100 = ("TensorRT-LLM docs/source/performance.md (v0.6.1), Peak Throughput, A100 GPUs "
+                 "(FP16), out tok/s (TP 1 rows)")
+TRT_LATENCY_A100 = ("TensorRT-LLM docs/source/performance.md (v0.5), Low Latency, A100 GPUs "
+                    "(FP16), batch 1, 1st token latency")
 TRT_LATENCY = ("TensorRT-LLM docs/source/performance.md (v0.5), Low Latency, H100 GPUs (FP8), "
                "batch 1, 1st token latency")
 
@@ -102,6 +108,8 @@ L3_70B_H100: Setting = (LLAMA3_70B, H100_FP8, "fp8")
 L3_8B_H200: Setting = (LLAMA3_8B, H200_BF16, "bf16")
 L3_70B_H200: Setting = (LLAMA3_70B, H200_BF16, "bf16")
 MIXTRAL_H200: Setting = (MIXTRAL_8X7B, H200_BF16, "bf16")
+L2_7B_A100: Setting = (LLAMA2_7B, A100_FP16, "fp16")
+L2_70B_A100: Setting = (LLAMA2_70B, A100_FP16, "fp16")
 
 MEASUREMENTS: tuple[Measurement, ...] = (
     _m("nim-70b-tp2-itl-5000-500", NIM, L3_70B_H100, (2, 1, 5000, 500),
@@ -138,6 +146,16 @@ MEASUREMENTS: tuple[Measurement, ...] = (
        ("ttft_ms", 36)),
     _m("trt-70b-tp4-ttft-2048", TRT_LATENCY, L2_70B_H100, (4, 1, 2048, 1),
        ("ttft_ms", 109)),
+    _m("a100-7b-tp1-b384-128-128", TRT_PEAK_A100, L2_7B_A100, (1, 384, 128, 128),
+       ("out_tokens_per_s_per_gpu", 5586)),
+    _m("a100-7b-tp1-b60-128-2048", TRT_PEAK_A100, L2_7B_A100, (1, 60, 128, 2048),
+       ("out_tokens_per_s_per_gpu", 1928)),
+    _m("a100-7b-tp1-b52-2048-128", TRT_PEAK_A100, L2_7B_A100, (1, 52, 2048, 128),
+       ("out_tokens_per_s_per_gpu", 591)),
+    _m("a100-7b-tp1-ttft-2048", TRT_LATENCY_A100, L2_7B_A100, (1, 1, 2048, 1),
+       ("ttft_ms", 133)),
+    _m("a100-70b-tp4-ttft-2048", TRT_LATENCY_A100, L2_70B_A100, (4, 1, 2048, 1),
+       ("ttft_ms", 377)),
     _m("trt-180b-tp8-ttft-2048", TRT_LATENCY, F180B_H100, (8, 1, 2048, 1),
        ("ttft_ms", 205)),
 )
@@ -194,17 +212,37 @@ def rms_log_error(eff: ServingEfficiency | None = None,
                      / len(measurements))
 
 
-def fit(step: float = 0.02) -> tuple[float, ServingEfficiency]:
-    """Grid search of bandwidth, compute and TP efficiency minimising ``rms_log_error``."""
-    grid = [round(step * i, 4) for i in range(1, int(1 / step) + 1)]
-    bandwidth = [x for x in grid if 0.4 <= x <= 0.9]
-    compute = [x for x in grid if 0.2 <= x <= 0.7]
-    tp = [x for x in grid if 0.6 <= x <= 1.0]
-    best: tuple[float, ServingEfficiency] | None = None
-    for b, c, t in product(bandwidth, compute, tp):
-        eff = ServingEfficiency(bandwidth=b, compute=c, tensor_parallel=t)
-        score = rms_log_error(eff)
-        if best is None or score < best[0]:
-            best = (score, eff)
-    assert best is not None
-    return best
+
+
+def rms_log_error_split(c8: float, c16: float, eff: ServingEfficiency,
+                        measurements: tuple[Measurement, ...] = MEASUREMENTS) -> float:
+    """``rms_log_error`` with one compute efficiency for 8-bit figures and one for 16-bit."""
+    total = 0.0
+    for m in measurements:
+        c = c8 if m.precision in ("fp8", "int8", "int4") else c16
+        at = ServingEfficiency(bandwidth=eff.bandwidth, compute=c,
+                               tensor_parallel=eff.tensor_parallel)
+        total += math.log(predict(m, at) / m.value) ** 2
+    return math.sqrt(total / len(measurements))
+
+
+def fit(start: tuple[float, float, float, float], step: float = 0.02
+        ) -> tuple[float, tuple[float, float, float, float]]:
+    """Coordinate descent from ``start`` = (bandwidth, 8-bit compute, 16-bit compute, TP per
+    doubling) in ``step``s, minimising ``rms_log_error_split``; returns (RMS, point)."""
+    def score(p: tuple[float, float, float, float]) -> float:
+        return rms_log_error_split(p[1], p[2], ServingEfficiency(bandwidth=p[0],
+                                                                 tensor_parallel=p[3]))
+    point, best = start, score(start)
+    improved = True
+    while improved:
+        improved = False
+        for i, delta in product(range(4), (-step, step)):
+            q = tuple(round(v + (delta if j == i else 0.0), 4) for j, v in enumerate(point))
+            if not all(0 < v <= 1 for v in q):
+                continue
+            cand = (q[0], q[1], q[2], q[3])
+            s = score(cand)
+            if s < best - 1e-12:
+                point, best, improved = cand, s, True
+    return best, point

@@ -52,27 +52,39 @@ DEFAULT_OVERHEAD_BYTES_PER_GPU = 3 * GIB
 """Activation peak + CUDA context/NCCL + CUDA graphs; vLLM measured ~3.05 GiB for Llama-3-8B."""
 
 # Serving efficiencies, calibrated (``sizing.calibration``) by least squares on the log error
-# against 18 published measurements: NVIDIA NIM 1.8 benchmark tables (Llama-3.3-70B FP8, TP2,
+# against 23 published measurements: NVIDIA NIM 1.8 benchmark tables (Llama-3.3-70B FP8, TP2,
 # 2×H100: inter-token latency and TTFT at concurrency 1), vLLM's nightly latency benchmark
 # (H200, BF16, batch 8: Llama-3.1-8B TP1, Llama-3-70B TP4, Mixtral-8x7B TP2) and TensorRT-LLM's
-# performance tables (H100 FP8: peak throughput at batch 48-1024, TP1/2/4, and batch-1 first
-# token latency at TP1/4/8). Root-mean-square error over them 14 % (was 30 % with the former
-# 0.75 / 0.5 / 0.9, which made TP2 decode a fifth too fast against NIM); every figure within
-# 25 %, each a test in tests/unit/test_sizing_calibration.py.
+# performance tables (H100 FP8 and A100 FP16: peak throughput at batch 48-1024, TP1/2/4, and
+# batch-1 first token latency at TP1/4/8). Root-mean-square error over them 14 % (was 29 %
+# with the former 0.75 / 0.5 / flat 0.9, which made TP2 decode 18 % too fast against NIM);
+# every figure within 25 %, each a test in tests/unit/test_sizing_calibration.py.
 
-DEFAULT_BANDWIDTH_EFFICIENCY = 0.66
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.68
 """Fraction of peak HBM bandwidth a decode step sustains (MBU): NIM 1.8, Llama-3.3-70B FP8 on
-2×H100 at concurrency 1, 18.6 ms per token for 35 GB of weights per GPU, is 0.57 after the
-TP2 factor below."""
+2×H100 at concurrency 1 (18.6 ms per token for 35 GB of weights per GPU) is 0.57 overall,
+0.68 before the TP2 factor below."""
 
-DEFAULT_COMPUTE_EFFICIENCY = 0.45
-"""Fraction of dense peak FLOP/s at the weights' precision that prefill and compute-bound
-decode reach (TensorRT-LLM H100 FP8: LLaMA-70B TP4 2048-token first token in 109 ms)."""
+DEFAULT_COMPUTE_EFFICIENCY_8BIT = 0.45
+"""Fraction of the dense FP8/INT8 peak that prefill and compute-bound decode reach
+(TensorRT-LLM H100 FP8: LLaMA-70B TP4 2048-token first token in 109 ms). Lower than at 16
+bits: attention, norms and activations do not run at the doubled 8-bit rate."""
+
+DEFAULT_COMPUTE_EFFICIENCY_16BIT = 0.76
+"""Fraction of the dense BF16/FP16 peak (TensorRT-LLM A100 FP16: LLaMA-7B 2048-token first
+token in 133 ms, 69 % of 312 TFLOP/s). One figure for both precisions fits the A100 rows
+with 40 % RMS error instead of 15 %."""
+
+
+def default_compute_efficiency(precision: str) -> float:
+    """The calibrated compute efficiency for weights in ``precision``: 8 bits or fewer, or 16+."""
+    return (DEFAULT_COMPUTE_EFFICIENCY_8BIT if bytes_per_value(precision) <= 1
+            else DEFAULT_COMPUTE_EFFICIENCY_16BIT)
 
 DEFAULT_TP_EFFICIENCY = 0.86
 """Throughput factor per doubling of tensor parallelism (two all-reduces per layer per step):
-TP2 0.86, TP4 0.74, TP8 0.64. One factor for all degrees fits the 18 figures worse (RMS
-17 % at its best, 0.8)."""
+TP2 0.86, TP4 0.74, TP8 0.64. One factor for all degrees fits the figures worse (RMS 19 %
+at its best, 0.8, on the first 18)."""
 
 
 def tp_factor(efficiency: float, tensor_parallel: int) -> float:
@@ -93,7 +105,9 @@ class ServingEfficiency:
     """
 
     bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
-    compute: float = DEFAULT_COMPUTE_EFFICIENCY
+    compute: float | None = None
+    """None: ``default_compute_efficiency`` of the weights' precision (0.45 at 8 bits, 0.76
+    at 16)."""
     tensor_parallel: float = DEFAULT_TP_EFFICIENCY
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
@@ -103,7 +117,8 @@ class ServingEfficiency:
     tokens are not recomputed; the rest still attend to them."""
 
     def __post_init__(self) -> None:
-        _require_fraction(bandwidth_efficiency=self.bandwidth, compute_efficiency=self.compute,
+        _require_fraction(bandwidth_efficiency=self.bandwidth,
+                          compute_efficiency=1.0 if self.compute is None else self.compute,
                           tp_efficiency=self.tensor_parallel)
         if not 0 <= self.prefix_cache_hit < 1:
             raise ValueError(f"prefix_cache_hit must be in [0, 1), got {self.prefix_cache_hit!r}")
@@ -729,7 +744,8 @@ def _model(replica: Replica, *, pipeline: bool = True) -> _Model:
         tp=tp,
         pp=pp,
         bandwidth_efficiency=replica.efficiency.bandwidth,
-        compute_efficiency=replica.efficiency.compute,
+        compute_efficiency=(replica.efficiency.compute if replica.efficiency.compute is not None
+                            else default_compute_efficiency(replica.weight_precision)),
         tp_factor=tp_factor(replica.efficiency.tensor_parallel, tp),
         speculation=replica.efficiency,
         weight_precision=replica.weight_precision,

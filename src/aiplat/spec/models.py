@@ -689,15 +689,15 @@ class RagSpec(SpecModel):
 
 class ServingSpec(SpecModel):
     """Serving-stack efficiencies against the roofline. The defaults are aiplat.sizing.inference's
-    constants, fitted to published NIM, vLLM and TensorRT-LLM measurements on H100/H200
-    (aiplat.sizing.calibration: 14 % RMS error); replace them with a measurement on the target
-    stack."""
+    constants, fitted to published NIM, vLLM and TensorRT-LLM measurements on A100/H100/H200
+    (aiplat.sizing.calibration: 14 % RMS error over 23 figures); replace them with a
+    measurement on the target stack."""
 
     bandwidth_efficiency: Fraction = Field(
-        default=0.66, description="share of peak HBM bandwidth a decode step sustains (MBU)")
-    compute_efficiency: Fraction = Field(
-        default=0.45, description="share of dense peak FLOP/s (at the weights' precision) "
-        "prefill reaches")
+        default=0.68, description="share of peak HBM bandwidth a decode step sustains (MBU)")
+    compute_efficiency: Fraction | None = Field(
+        default=None, description="share of dense peak FLOP/s (at the weights' precision) "
+        "prefill reaches; unset: 0.45 with 8-bit weights, 0.76 with 16-bit (calibrated)")
     tensor_parallel_efficiency: Fraction = Field(
         default=0.86, description="throughput factor per doubling of tensor parallelism "
         "(all-reduces): TP2 ×0.86, TP4 ×0.74, TP8 ×0.64 at the default")
