@@ -145,3 +145,12 @@ def test_dash_dash_version_names_version_commit_and_python(
     head = build.commit()
     assert out == (f"aiplat {__version__} (commit {head[:12]}, Python "
                    f"{platform.python_version()})")
+
+
+def test_every_packaged_crd_bundle_and_lab_component_is_a_target() -> None:
+    from aiplat.cluster.assets import COMPONENTS
+    from aiplat.kube.crds import bundles
+
+    modules = {t.module for t in v.TARGETS}
+    assert {b["module"] for b in bundles()} <= modules
+    assert {c.module for c in COMPONENTS} <= modules

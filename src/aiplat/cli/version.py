@@ -44,6 +44,8 @@ TARGETS = (
            "cluster/tools/crds/go.mod"),
     Target("prometheus-operator", "github.com/prometheus-operator/prometheus-operator",
            "cluster/tools/crds/go.mod"),
+    Target("node-feature-discovery", "sigs.k8s.io/node-feature-discovery",
+           "cluster/tools/crds/go.mod"),
     Target("cosign", "github.com/sigstore/cosign/v3", "artifacts/tools/go.mod"),
     Target("oras", "oras.land/oras", "artifacts/tools/go.mod"),
     Target("modctl", "github.com/modelpack/modctl", "artifacts/tools/go.mod"),
