@@ -427,7 +427,7 @@ def test_mutated_kubeconfigs_never_crash(changes: list[tuple[tuple[Any, ...], An
                                                 "metadata: {name: fuzz}\n")
         (root / "kc.yaml").write_text(yaml.safe_dump(doc))
         code, text = run(cmd.format(small=root / "small", f=root / "kc.yaml").split())
-        assert code == 2 and text.startswith("error: "), f"{cmd} {doc}: exit {code}: {text}"
+        assert code == 2 and text.startswith("error:"), f"{cmd} {doc}: exit {code}: {text}"
 
 
 @functools.cache

@@ -78,6 +78,12 @@ KUBECONFIGS: dict[str, tuple[Any, str]] = {
                                     "certificate-authority": "/nonexistent/ca.crt"}),
                         "No such file"),
     "unreachable": (kubeconfig({"server": UNREACHABLE}), "Connection refused"),
+    # Found by the property suite: lightkube asserts "Missing user" (a traceback).
+    "no-user": ({**kubeconfig({"server": UNREACHABLE}),
+                 "contexts": [{"name": "x", "context": {"cluster": "c"}}]}, "names no user"),
+    # ... and a TypeError for a client certificate without its key.
+    "cert-without-key": (kubeconfig({"server": UNREACHABLE}, {"client-certificate-data": "eA=="}),
+                         "certificates or keys do not load"),
 }
 RAW: dict[str, bytes] = {"deep": b"[" * 3000 + b"]" * 3000, "bomb": b"a: &a [*a]\n",
                          "binary": b"\xff\xfe\x00"}

@@ -34,7 +34,6 @@ import httpx2
 import yaml
 from lightkube.config.client_adapter import Client as HttpClient
 from lightkube.config.client_adapter import ConnectionParams
-from lightkube.core.exceptions import ConfigError
 
 from aiplat.errors import AiplatError, InputError
 from aiplat.kube.quantity import parse_quantity
@@ -132,15 +131,13 @@ class Api:
                         timeout: float = 30.0) -> Api:
         path = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
         path = path or os.path.expanduser("~/.kube/config")
-        from aiplat.kube.live import load_kubeconfig
+        from aiplat.kube.live import CLIENT_ERRORS, client_error, load_kubeconfig
 
         single = load_kubeconfig(path, context)
         try:
             http = HttpClient(single, ConnectionParams(timeout=httpx2.Timeout(timeout)))
-        except (ConfigError, OSError, ValueError, KeyError, TypeError, AssertionError) as e:
-            raise InputError(f"kubeconfig {path}: {e} (fix: check the certificate and key data "
-                             "of its cluster and user, or pass --kubeconfig FILE and "
-                             "--context NAME)") from e
+        except CLIENT_ERRORS as e:
+            raise client_error(path, e) from e
         return cls(http)
 
     def close(self) -> None:

@@ -51,6 +51,9 @@ def load_kubeconfig(path: str, context: str | None = None) -> SingleConfig:
     except (ValueError, TypeError, AttributeError) as e:  # msgspec's ValidationError too
         raise InputError(f"{path}: not a kubeconfig ({e}) (fix: {KUBECONFIG_FIX})") from None
     assert single is not None  # get() without a default raises instead
+    if single.user is None:  # kubectl would go anonymous; lightkube's client refuses it
+        raise InputError(f"{path}: context {single.context_name!r} names no user (fix: add "
+                         "user: NAME to it and that user under users:, e.g. with a token)")
     server = single.cluster.server
     try:
         url = httpx2.URL(server) if server else None
@@ -65,14 +68,26 @@ def load_kubeconfig(path: str, context: str | None = None) -> SingleConfig:
     return single
 
 
+CLIENT_ERRORS = (ConfigError, OSError, ValueError, KeyError, TypeError, AssertionError,
+                 AttributeError)
+"""What lightkube raises making a client from a context whose certificates or keys do not
+load (a client certificate without its key: TypeError; bad PEM: ssl.SSLError)."""
+
+
+def client_error(path: str, e: Exception) -> InputError:
+    return InputError(f"kubeconfig {path}: its certificates or keys do not load "
+                      f"({type(e).__name__}: {e}) (fix: give certificate-authority-data, and "
+                      "client-certificate-data with client-key-data, as base64 PEM; or "
+                      "--context NAME)")
+
+
 def read_live(kubeconfig: str, timeout: float = 10.0) -> Snapshot:
     """List the snapshot's resources from a live cluster (read-only) with lightkube."""
     single = load_kubeconfig(kubeconfig)
     try:
         client = Client(config=single, timeout=httpx2.Timeout(timeout))
-    except (ConfigError, OSError, ValueError) as e:  # certificates that do not load
-        raise InputError(f"--kubeconfig {kubeconfig}: {e} (fix: check the certificate and "
-                         "key data of its cluster and user)") from e
+    except CLIENT_ERRORS as e:
+        raise client_error(kubeconfig, e) from e
     kinds: dict[str, Any] = {
         "nodes": Node, "pods": Pod, "jobs": Job,
         "workloads": create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload",
