@@ -55,6 +55,11 @@ def test_bash_completes_a_subcommand_and_an_option_value(capsys: pytest.CaptureF
     assert _bash_complete(script, ["aiplat", "kube", "va"], tmp_path) == ["validate"]
     assert _bash_complete(script, ["aiplat", "version", "-o", ""], tmp_path) == [
         "table", "json", "yaml"]
+    # catalog names, from the KIND typed before
+    assert _bash_complete(script, ["aiplat", "catalog", "node-types", "hgx"], tmp_path) == [
+        "hgx-h100-8", "hgx-h200-8", "hgx-a100-8"]
+    assert _bash_complete(script, ["aiplat", "catalog", "gpus", "h2"], tmp_path) == [
+        "H200-SXM-141GB"]
 
 
 @pytest.mark.parametrize(("shell", "marker"), [("zsh", "#compdef aiplat"),

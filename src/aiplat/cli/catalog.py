@@ -85,9 +85,19 @@ def _select(cat: Catalog, entries: Sequence[Entry], kind: str,
     raise InputError(f"no {LABELS[kind]} '{name}' in the catalog (fix: {hint})")
 
 
+def _complete_names(ctx: click.Context, _param: click.Parameter,
+                    incomplete: str) -> list[str]:
+    """Shell completion of NAME: the entry names of the KIND already typed."""
+    kind = ctx.params.get("kind")
+    if kind not in KINDS:
+        return []
+    names = [e.name for e in KINDS[kind][0](load_catalog())]
+    return [n for n in names if n.lower().startswith(incomplete.lower())]
+
+
 @click.command("catalog")
 @click.argument("kind", type=click.Choice(list(KINDS)))
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=_complete_names)
 @output_option()
 def catalog(kind: str, name: str | None, fmt: str) -> None:
     """List the built-in catalog: GPUs, models and node types.
