@@ -13,6 +13,7 @@ from aiplat.sizing.inference import Replica, ServingHardware, prefill_time
 from aiplat.sizing.rag import (
     Corpus,
     Encoder,
+    IndexLayout,
     chunking,
     embedding_ingest,
     embedding_model,
@@ -32,7 +33,7 @@ H100_BF16_TFLOPS = 989.0
 
 
 def test_flat_index_of_10m_1024d_fp32_is_40_96_gb() -> None:
-    r = vector_index_memory(10_000_000, 1024, "flat", "fp32")
+    r = vector_index_memory(10_000_000, 1024, IndexLayout("flat", "fp32"))
     assert r.index_bytes == 40.96e9
     assert r.overhead_factor == 1.0
 
@@ -40,23 +41,23 @@ def test_flat_index_of_10m_1024d_fp32_is_40_96_gb() -> None:
 def test_hnsw_adds_faiss_link_bytes() -> None:
     # Faiss wiki, "Guidelines to choose an index": HNSW uses (d * 4 + M * 2 * 4) bytes/vector.
     for m in (16, 32):
-        r = vector_index_memory(1_000_000, 768, "hnsw", hnsw_m=m)
+        r = vector_index_memory(1_000_000, 768, IndexLayout("hnsw", hnsw_m=m))
         assert r.bytes_per_vector == 768 * 4 + m * 2 * 4
-    default = vector_index_memory(10_000_000, 1024, "hnsw")
+    default = vector_index_memory(10_000_000, 1024)
     assert default.inputs["hnsw_m"] == 16
     assert default.index_bytes == 10_000_000 * (4096 + 128)
     assert default.overhead_factor > 1
 
 
 def test_hnsw_over_fp16_vectors_halves_the_vector_part_only() -> None:
-    fp32 = vector_index_memory(1_000_000, 1024, "hnsw", "fp32")
-    fp16 = vector_index_memory(1_000_000, 1024, "hnsw", "fp16")
+    fp32 = vector_index_memory(1_000_000, 1024, IndexLayout("hnsw", "fp32"))
+    fp16 = vector_index_memory(1_000_000, 1024, IndexLayout("hnsw", "fp16"))
     assert fp32.index_bytes - fp16.index_bytes == 1_000_000 * 1024 * 2
 
 
 def test_ivf_pq_stores_codes_and_ids_not_vectors() -> None:
     r = vector_index_memory(
-        100_000_000, 1024, "ivf_pq", pq_subquantizers=64, pq_bits=8, ivf_lists=65_536
+        100_000_000, 1024, IndexLayout("ivf_pq", pq_subquantizers=64, pq_bits=8, ivf_lists=65_536)
     )
     assert r.index_bytes == 100_000_000 * (64 + 8) + 65_536 * 1024 * 4
     assert r.overhead_factor < 0.03  # ~57× smaller than the raw float32 vectors
@@ -64,13 +65,13 @@ def test_ivf_pq_stores_codes_and_ids_not_vectors() -> None:
 
 def test_unknown_index_kind_is_rejected() -> None:
     with pytest.raises(ValueError, match="To fix"):
-        vector_index_memory(10, 8, "annoy")  # type: ignore[arg-type]
+        vector_index_memory(10, 8, IndexLayout("annoy"))  # type: ignore[arg-type]
 
 
 @given(vectors=st.integers(1, 10**9), dim=st.integers(1, 4096))
 def test_index_memory_orders_pq_flat_hnsw(vectors: int, dim: int) -> None:
-    flat = vector_index_memory(vectors, dim, "flat").index_bytes
-    hnsw = vector_index_memory(vectors, dim, "hnsw").index_bytes
+    flat = vector_index_memory(vectors, dim, IndexLayout("flat")).index_bytes
+    hnsw = vector_index_memory(vectors, dim, IndexLayout("hnsw")).index_bytes
     assert hnsw > flat
     assert flat == vectors * dim * 4
 
@@ -163,9 +164,9 @@ def test_query_embedding_needs_at_least_one_gpu_and_grows_with_qps() -> None:
 
 def test_hnsw_reference_point_and_dimension_scaling() -> None:
     # USearch BENCHMARKS.md: 131,654 searches/s on 64 cores at f32 × 256.
-    at_256 = retrieval_cpu_cores(1000, 1_000_000, 256, "hnsw")
+    at_256 = retrieval_cpu_cores(1000, 1_000_000, 256, IndexLayout("hnsw"))
     assert at_256.qps_per_core == pytest.approx(131_654 / 64)
-    at_1024 = retrieval_cpu_cores(1000, 1_000_000, 1024, "hnsw")
+    at_1024 = retrieval_cpu_cores(1000, 1_000_000, 1024, IndexLayout("hnsw"))
     assert at_1024.qps_per_core == pytest.approx(at_256.qps_per_core / 4)
     assert at_1024.cores == math.ceil(1000 / (at_1024.qps_per_core * 0.7))
 
@@ -176,8 +177,8 @@ def test_measured_qps_per_core_overrides_the_assumption() -> None:
 
 
 def test_flat_scan_cost_grows_with_the_collection() -> None:
-    small = retrieval_cpu_cores(100, 100_000, 1024, "flat")
-    large = retrieval_cpu_cores(100, 10_000_000, 1024, "flat")
+    small = retrieval_cpu_cores(100, 100_000, 1024, IndexLayout("flat"))
+    large = retrieval_cpu_cores(100, 10_000_000, 1024, IndexLayout("flat"))
     assert small.qps_per_core == pytest.approx(5e9 / (100_000 * 1024 * 4))
     assert large.cores > small.cores
 
@@ -185,6 +186,6 @@ def test_flat_scan_cost_grows_with_the_collection() -> None:
 @given(qps=st.floats(0.1, 1e6), extra=st.floats(0.1, 1e6))
 def test_cores_never_fall_as_qps_rises(qps: float, extra: float) -> None:
     for index in ("hnsw", "flat", "ivf_pq"):
-        low = retrieval_cpu_cores(qps, 5_000_000, 768, index)
-        high = retrieval_cpu_cores(qps + extra, 5_000_000, 768, index)
+        low = retrieval_cpu_cores(qps, 5_000_000, 768, IndexLayout(index))
+        high = retrieval_cpu_cores(qps + extra, 5_000_000, 768, IndexLayout(index))
         assert high.cores >= low.cores >= 1

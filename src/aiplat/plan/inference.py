@@ -328,11 +328,10 @@ def _plan_rag(
         gpus=hw.gpus_per_node)
     query = rag.query_embedding_gpus(qps=qps, query_tokens=w.slo.prompt_tokens,
                                      params=emb.params, dense_tflops=peak)
-    index_kind = "ivf_pq" if w.rag.index == "ivf-pq" else w.rag.index
-    index = rag.vector_index_memory(ingest.chunks, emb.embedding_dim, index_kind,
-                                    w.rag.vector_precision)
-    cores = rag.retrieval_cpu_cores(qps, ingest.chunks, emb.embedding_dim, index_kind,
-                                    w.rag.vector_precision)
+    layout = rag.IndexLayout(kind="ivf_pq" if w.rag.index == "ivf-pq" else w.rag.index,
+                             value_precision=w.rag.vector_precision)
+    index = rag.vector_index_memory(ingest.chunks, emb.embedding_dim, layout)
+    cores = rag.retrieval_cpu_cores(qps, ingest.chunks, emb.embedding_dim, layout)
     results |= {"ingest": ingest, "query_embedding": query, "index": index, "retrieval": cores}
     key["vectors"] = f"{count_h(ingest.chunks)} × {emb.embedding_dim} ({w.rag.index})"
     key["index memory"] = bytes_h(index.index_bytes)

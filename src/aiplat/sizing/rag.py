@@ -326,17 +326,25 @@ class VectorIndex(Result):
     overhead_factor: float
 
 
-def vector_index_memory(
-    vectors: int,
-    dim: int,
-    index: IndexKind = "hnsw",
-    value_precision: str = "fp32",
-    *,
-    hnsw_m: int = DEFAULT_HNSW_M,
-    pq_subquantizers: int | None = None,
-    pq_bits: int = 8,
-    ivf_lists: int | None = None,
-) -> VectorIndex:
+@dataclass(frozen=True)
+class IndexLayout:
+    """A vector index: its kind, the precision of stored values and the knobs of its kind
+    (HNSW's M; IVF-PQ's sub-quantizers, code bits, lists and probed lists). Unset IVF-PQ
+    knobs follow the defaults in ``vector_index_memory``."""
+
+    kind: IndexKind = "hnsw"
+    value_precision: str = "fp32"
+    hnsw_m: int = DEFAULT_HNSW_M
+    pq_subquantizers: int | None = None
+    pq_bits: int = 8
+    ivf_lists: int | None = None
+    ivf_probes: int = 16
+
+
+HNSW_FP32 = IndexLayout()
+
+
+def vector_index_memory(vectors: int, dim: int, layout: IndexLayout = HNSW_FP32) -> VectorIndex:
     """Memory of a vector index held in RAM, after the Faiss layouts.
 
     - flat: vectors · dim · bytes per value (overhead factor 1.0).
@@ -350,6 +358,8 @@ def vector_index_memory(
     index / raw reads > 1 for HNSW and < 1 for compressed indexes.
     """
     _require_positive(vectors=vectors, dim=dim)
+    index, value_precision, hnsw_m = layout.kind, layout.value_precision, layout.hnsw_m
+    pq_subquantizers, pq_bits, ivf_lists = layout.pq_subquantizers, layout.pq_bits, layout.ivf_lists
     value_bytes = bytes_per_value(value_precision)
     raw = vectors * dim * value_bytes
     inputs: dict[str, float | int | str | bool | None] = {
@@ -398,13 +408,9 @@ def retrieval_cpu_cores(
     qps: float,
     vectors: int,
     dim: int,
-    index: IndexKind = "hnsw",
-    value_precision: str = "fp32",
+    layout: IndexLayout = HNSW_FP32,
     *,
     qps_per_core: float | None = None,
-    ivf_lists: int | None = None,
-    ivf_probes: int = 16,
-    pq_subquantizers: int | None = None,
     scan_bytes_per_second_per_core: float = DEFAULT_SCAN_BYTES_PER_SECOND_PER_CORE,
     target_utilization: float = 0.7,
 ) -> RetrievalCores:
@@ -420,6 +426,9 @@ def retrieval_cpu_cores(
     _require_positive(qps=qps, vectors=vectors, dim=dim)
     _require_fraction(target_utilization=target_utilization)
     _require_positive(scan_bytes_per_second_per_core=scan_bytes_per_second_per_core)
+    index, value_precision = layout.kind, layout.value_precision
+    ivf_lists, ivf_probes, pq_subquantizers = layout.ivf_lists, layout.ivf_probes, (
+        layout.pq_subquantizers)
     value_bytes = bytes_per_value(value_precision)
     notes: list[str] = []
     if qps_per_core is not None:
