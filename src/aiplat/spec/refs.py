@@ -10,6 +10,7 @@ import difflib
 from collections.abc import Iterable
 
 from aiplat.catalog import Catalog, GpuModel, MigProfile
+from aiplat.catalog.suggest import suggest_node_type
 from aiplat.spec.models import Platform, SharingStrategy
 
 Problem = tuple[tuple[str | int, ...], str, str]
@@ -26,8 +27,10 @@ def check_references(platform: Platform, catalog: Catalog) -> list[Problem]:
         if pool.node.node_type is not None:
             node_type = catalog.node_type(pool.node.node_type)
             if node_type is None:
+                # Suggest only servers that carry the pool's GPU (never another GPU's).
+                gpu_model = pool.node.gpu.model if pool.node.gpu else None
                 out.append(((*at, "nodeType"), f"unknown node type '{pool.node.node_type}'",
-                            _suggest(pool.node.node_type, (n.name for n in catalog.node_types))))
+                            suggest_node_type(pool.node.node_type, catalog, gpu_model)))
         if pool.node.gpu is None:
             continue
         gpu = catalog.gpu(pool.node.gpu.model)
