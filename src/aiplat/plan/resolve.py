@@ -216,7 +216,6 @@ class ResolvedWorkload:
         return self.spec.name
 
 
-
 @dataclass(frozen=True)
 class Resolved:
     """The platform as every stage after ``plan/`` reads it."""
@@ -243,14 +242,15 @@ class Resolved:
 
 
 def resolve(platform: Platform, catalog: Catalog) -> Resolved:
-    pools = Resolved(platform, catalog, tuple(resolve_pool(p, platform, catalog)
-                                              for p in platform.pools), ())
+    # Pools first: a workload's pool (named, or the default rule) is one of them.
+    pools_only = Resolved(platform, catalog, tuple(resolve_pool(p, platform, catalog)
+                                                   for p in platform.pools), ())
     workloads = []
     for w in platform.workloads:
-        pool = pools.pool(w.pool) if w.pool else pools.default_pool
+        pool = pools_only.pool(w.pool) if w.pool else pools_only.default_pool
         assert pool is not None, "the spec loader refuses workloads without a GPU pool"
         workloads.append(ResolvedWorkload(w, pool, resolve_arch(w.model, catalog)))
-    return Resolved(platform, catalog, pools.pools, tuple(workloads))
+    return Resolved(platform, catalog, pools_only.pools, tuple(workloads))
 
 
 def node_watts(pool: PoolSpec, gpu: GpuModel | None, node_type: NodeType | None) -> float:
