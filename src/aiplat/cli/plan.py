@@ -51,7 +51,10 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
                 else parse_platform(example_text(), EXAMPLE, catalog))
+    # The spec loaded: it is readable, bounded UTF-8; its text gives the report its digest.
+    text = Path(spec).read_text(encoding="utf-8") if spec else example_text()
     out = plan_outputs(platform, catalog, today=date.today(), spec_path=spec or "platform.yaml",
+                       spec_text=text,
                        crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
                        acceptance=_last_acceptance(Path(out_dir)))
     write_tree(out_dir, out.files)

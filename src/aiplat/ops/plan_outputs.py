@@ -57,9 +57,11 @@ class PlanOutputs:
 
 
 def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
-                 spec_path: str = "platform.yaml", crds: CrdIndex | None = None,
-                 versions: tuple[str, ...] = DEFAULT_VERSIONS,
+                 spec_path: str = "platform.yaml", spec_text: str | None = None,
+                 crds: CrdIndex | None = None, versions: tuple[str, ...] = DEFAULT_VERSIONS,
                  acceptance: Record | None = None) -> PlanOutputs:
+    """Every file of ``aiplat plan`` for ``platform``; ``spec_text`` (the file as read) gives
+    the report its spec digest, ``today`` its date and the matrix its reference day."""
     resolved = resolve(platform, catalog)
     plan = plan_resolved(resolved)
     kube = check_plan(resolved, plan, crds, versions)
@@ -74,7 +76,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         storage_section(plan.storage),
         *sim_sections(sim, subject=platform.metadata.name),
         handover_section(matrix, acceptance, HANDOVER_LINKS),
-    ])
+    ], generated=today, spec_path=spec_path, spec_text=spec_text)
     files = {
         "plan.json": plan.model_dump_json(indent=2, by_alias=True) + "\n",
         "report.md": render_markdown(doc),
