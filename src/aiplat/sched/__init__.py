@@ -21,6 +21,18 @@ Layout (pure core first, edges last):
     traces       trace pods as Workloads, one ClusterQueue per QoS class
     alibaba      the only module that reads files: the Alibaba GPU trace v2023
 
+``sim replay`` — Kueue v0.19's scheduler on a cluster snapshot, structured like Kueue's
+(``pkg/cache/scheduler``, ``pkg/scheduler``), each layer importing only those below it:
+
+    kueue_cycle      the scheduling cycle (heads, nominate, order, process, requeue) until
+                     quiet; applies the decisions below, nothing else (``Replay``)
+    kueue_assign     the flavor assigner: per pod set and resource group, flavors in order
+    kueue_preempt    the preemption target search (classic and fair sharing)
+    kueue_fairshare  dominant resource share and the head tournament down the cohort tree
+    kueue_quota      the cohort tree with usage: available, potential, borrowing, lending
+    kueue_snapshot   ``kubectl get -o yaml`` objects -> Snapshot, in Kueue's integer units
+    kueue_scenarios  seeded scenarios for the differential test against the real Kueue
+
 Why a hand-written heapq loop and numpy arrays: a discrete-event loop is ~3x faster than
 SimPy here, and scoring every node with a few array operations keeps the FGD protocol
 (10,000+ placements on 1,523 nodes) at seconds instead of the published simulator's ten
