@@ -59,12 +59,15 @@ def kube_section(check: KubeCheck, tree_dir: str = "kube/") -> Section:
     paragraphs = [
         f"{total} objects rendered into {tree_dir} (kustomize: `kubectl apply -k {tree_dir}`, "
         "after the node labels, the GPU operator and Kueue are installed). Validated against "
-        "the official OpenAPI schemas (strict) and the CRDs given, then names, quantities, "
+        "the official OpenAPI schemas (strict) and the CRDs aiplat ships (Kueue, JobSet, Gateway "
+        "API and its inference extension, the snapshotter, prometheus-operator, NFD; --crd-dir "
+        "adds or replaces kinds), then names, quantities, "
         "DRA one-of rules and CEL selectors.",
         "Cross-layer lint: " + ("no findings." if not check.findings else
                                 f"{errors} errors, {len(check.findings) - errors} warnings."),
     ]
     notes = ["No API server was contacted: this is schema and rule checking, not a dry-run "
-             "apply. Custom resources without a CRD in --crd-dir are reported as unchecked."]
+             "apply (aiplat kube apply --dry-run=server is). Custom resources of a kind neither "
+             "shipped nor in --crd-dir are reported as unchecked."]
     return Section(id="kubernetes", title="Kubernetes manifests", paragraphs=paragraphs,
                    tables=tables, notes=notes)
