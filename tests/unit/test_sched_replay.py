@@ -212,3 +212,11 @@ def test_fair_sharing_orders_heads_by_share_not_priority() -> None:
     fair = run(_two_borrowers(fair=True))
     assert fair["b-new"].decision == "admitted"
     assert fair["a-new"].decision == "pending"
+
+
+def test_a_held_local_queue_admits_nothing_in_kueue_words() -> None:
+    objs = [rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 4})])]),
+            wl("w", "q", (1, {"cpu": "1"}))]
+    objs[2]["spec"]["stopPolicy"] = "Hold"  # the LocalQueue
+    out = run(objs)["w"]
+    assert out.decision == "pending" and out.message == "LocalQueue q is inactive"

@@ -129,7 +129,8 @@ class Replay:
                 self._add(_Pending(wl, inadmissible=wl.evaluated and not strict))
             else:
                 out.pending, out.reason = "inadmissible", "Inactive"
-                out.message = "The workload is deactivated (spec.active: false)"
+                out.message = (f"LocalQueue {wl.queue_name} is inactive" if wl.held else
+                               "The workload is deactivated (spec.active: false)")
 
     def _inactive(self) -> dict[str, str]:
         out = {}

@@ -165,6 +165,7 @@ class Workload:
     admitted_at: float = 0.0  # QuotaReserved's lastTransitionTime
     active: bool = True
     evaluated: bool = False  # Kueue has tried it (QuotaReserved False): waits in inadmissible
+    held: bool = False  # its LocalQueue has a stopPolicy
 
 
 @dataclass
@@ -417,6 +418,7 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
     lq: dict[str, str] = {}
     priorities: dict[str, int] = {}
     workloads: list[tuple[Obj, str]] = []
+    held: set[str] = set()  # LocalQueues with a stopPolicy: their workloads wait
     for obj in objects:
         kind = obj.get("kind")
         av = str(obj.get("apiVersion", ""))
@@ -468,6 +470,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             if not spec.get("clusterQueue"):
                 raise InputError(f"{where}: spec.clusterQueue is missing")
             lq[f"{ns}/{name}"] = str(spec["clusterQueue"])
+            if spec.get("stopPolicy", "None") != "None":
+                held.add(f"{ns}/{name}")
+            if spec.get("fairSharing"):
+                snap.unsupported.append(f"{where}: spec.fairSharing (admission fair sharing)")
         elif kind == "WorkloadPriorityClass":
             priorities[name] = int(obj.get("value", 0))
         elif kind == "Topology":
@@ -488,6 +494,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
     snap.workloads = [_workload(o, w, lq, priorities, snap.unsupported) for o, w in workloads]
+    for wl in snap.workloads:
+        if f"{wl.key.split('/', 1)[0]}/{wl.queue_name}" in held and wl.admission is None:
+            wl.active = False
+            wl.held = True
     _check_cycles(snap, source)
     return snap
 
