@@ -93,7 +93,7 @@ def budget(n: int) -> settings:
 def _leaf(argv: list[str]) -> str:
     words = [a for a in argv[:3] if not a.startswith(("-", "/", "."))]
     groups = {"spec", "kube", "sim", "matrix", "monitoring", "accept", "node", "cdi", "runtime",
-              "sharing", "accounting", "lab", "model", "baseline", "fault"}
+              "sharing", "accounting", "lab", "model", "baseline", "fault", "net"}
     leaf = [words[0]] if words else []
     for w in words[1:]:
         if leaf[-1] not in groups:
