@@ -2,16 +2,18 @@
 done; ``--check`` (from disk only) agrees, and fails once a result is removed; then the lab
 goes down and nothing is left: no lab object, no fault, no probe image.
 
-Root; fails (not skips) in CI. The lab uses the default prefix and addresses, because those
-are the ones the guide's commands name; its state file lives in a temporary folder and its
-Prometheus on a free port, so an existing lab is never touched (the test refuses to start if
-one named like the course's is up).
+Root; fails (not skips) in CI. The lab is not the default one: another prefix and other
+subnets (the steps name the lab only through $LAB, $LAB_NODE and $LAB_STORE), and the course
+folder's path holds a space; its state file lives in a temporary folder and its Prometheus
+on a free port, so an existing lab is never touched (the test refuses to start if one named
+like the course's is up).
 """
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
+from ipaddress import IPv4Network
 from pathlib import Path
 
 import pytest
@@ -20,14 +22,17 @@ from conftest import in_ci
 
 from aiplat.cli.course import exercise
 from aiplat.course.actions import PROBE_IMAGE
-from aiplat.course.exercises import EXERCISES, LAB_PREFIX
+from aiplat.course.exercises import EXERCISES
 from aiplat.netdiag import lab as labio
-from aiplat.netdiag.model import plan_lab
+from aiplat.netdiag.model import DEFAULT_SEGMENTS, plan_lab
 from aiplat.netdiag.state import load_state
 from aiplat.netdiag.testing import free_port, lab_unavailable, running_lab
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).parents[2]
+LAB_PREFIX = "crs"
+SEGMENTS = [s.model_copy(update={"cidr": IPv4Network(f"10.246.{i}.0/24")})
+            for i, s in enumerate(DEFAULT_SEGMENTS)]
 
 
 def _images() -> set[str]:
@@ -49,7 +54,7 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
                     "(aiplat lab down)", pytrace=False)
     monkeypatch.setenv("AIPLAT_LAB_DIR", str(tmp_path / "labs"))
     images = _images()
-    with running_lab(plan_lab(nodes=3, prefix=LAB_PREFIX, prom_port=free_port())):
+    with running_lab(plan_lab(SEGMENTS, nodes=3, prefix=LAB_PREFIX, prom_port=free_port())):
         yield
     assert labio.leftovers(LAB_PREFIX) == []
     assert _images() <= images, _images() - images
@@ -57,8 +62,9 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_course_runs_end_to_end_and_checks_from_disk(lab: None, tmp_path: Path) -> None:
-    course = tmp_path / "course"
-    run = CliRunner().invoke(exercise, ["all", "--course", str(course), "--root", str(ROOT)])
+    course = tmp_path / "the course"
+    run = CliRunner().invoke(exercise, ["all", "--course", str(course), "--root", str(ROOT),
+                                        "--lab", LAB_PREFIX])
     assert run.exit_code == 0, run.stdout + run.stderr
     for ex in EXERCISES:
         assert f"exercise {ex.number} ({ex.slug}): done" in run.stdout, run.stdout
