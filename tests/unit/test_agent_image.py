@@ -194,3 +194,17 @@ def test_the_cli_refuses_clearly_when_it_cannot_build(monkeypatch: pytest.Monkey
 def test_the_image_command_lists_its_example() -> None:
     r = CliRunner().invoke(cli, ["lab", "cluster", "image", "--help"])
     assert r.exit_code == 0 and "aiplat lab cluster image --out node-agent.tar" in r.output
+
+
+def test_the_cache_keeps_the_newest_root_file_systems_and_the_bases(tmp_path: Path) -> None:
+    import os
+
+    names = [f"{i:016x}" for i in range(5)]
+    for i, name in enumerate(names):
+        (tmp_path / name).mkdir()
+        os.utime(tmp_path / name, (1000 + i, 1000 + i))
+    (tmp_path / "base-0123456789abcdef.tar").write_text("")
+    gone = ai.prune_cache(tmp_path, keep=tmp_path / names[0], entries=3)
+    assert sorted(p.name for p in gone) == names[1:3]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        *names[:1], *names[3:], "base-0123456789abcdef.tar"]

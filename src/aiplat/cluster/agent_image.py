@@ -14,7 +14,7 @@ No registry and no Dockerfile: the image is a root file system made here and han
    imports go in (``AGENT_DISTRIBUTIONS``; a unit test checks that list against what the
    agent really loads): the CRD schemas (kubernetes-validate), signing and CEL stay out.
    Cached as ``<key>/rootfs.tar`` with a manifest, keyed by the wheel's content hash and the
-   recipe.
+   recipe; the newest ``KEEP_ROOTFS`` are kept.
 3. **import**: ``podman import`` with ENTRYPOINT ``aiplat node agent``, the non-root user
    the DaemonSet runs as, and a label carrying the key; skipped when the tag already holds
    the image of that key. ``--out`` saves it as an archive (``podman save``) for nodes that
@@ -56,6 +56,7 @@ PACKAGES = ("python3",)
 # What the agent imports (``aiplat node agent``, with and without a cluster client); pip
 # adds their own requirements. Each must be a requirement of the wheel (checked).
 AGENT_DISTRIBUTIONS = ("pydantic", "click", "PyYAML", "numpy", "rich", "lightkube")
+KEEP_ROOTFS = 3  # cached root file systems kept (the newest)
 USER = "65534:65534"  # nobody, as the rendered DaemonSet's runAsUser
 KEY_LABEL = "io.aiplat.image-key"
 MANIFEST_PATH = "usr/share/aiplat/image-manifest.json"
@@ -354,7 +355,20 @@ def make_rootfs(wheel: Path, recipe: Recipe, key: str, cache: Path,
         (root / MANIFEST_PATH).write_text(json.dumps(manifest, indent=2) + "\n")
         _tar(root, out)
     manifest_file.write_text(json.dumps(manifest, indent=2) + "\n")
+    prune_cache(cache, keep=out.parent)
     return out, manifest
+
+
+def prune_cache(cache: Path, keep: Path, entries: int = KEEP_ROOTFS) -> list[Path]:
+    """Drop all but the newest ``entries`` root file systems: each commit's wheel is a new
+    key (~240 MB each); the base tars stay. Returns what was removed."""
+    dirs = sorted((d for d in cache.iterdir() if d.is_dir() and d != keep
+                   and re.fullmatch(r"[0-9a-f]{16}", d.name)),
+                  key=lambda d: d.stat().st_mtime, reverse=True)
+    gone = dirs[max(entries - 1, 0):]
+    for d in gone:
+        shutil.rmtree(d, ignore_errors=True)
+    return gone
 
 
 def _du(paths: Iterable[Path]) -> int:
