@@ -11,81 +11,95 @@ from collections.abc import Iterable
 
 from aiplat.catalog import Catalog, GpuModel, MigProfile
 from aiplat.catalog.suggest import suggest_node_type
-from aiplat.spec.models import Platform, SharingStrategy
+from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, WorkloadSpec
 
 Problem = tuple[tuple[str | int, ...], str, str]
 
 
 def check_references(platform: Platform, catalog: Catalog) -> list[Problem]:
     out: list[Problem] = []
-    pool_names = [p.name for p in platform.pools]
-    gpu_pools = [p.name for p in platform.pools if p.node.gpu]
-
     for i, pool in enumerate(platform.pools):
-        at = ("pools", i, "node")
-        node_type = None
-        if pool.node.node_type is not None:
-            node_type = catalog.node_type(pool.node.node_type)
-            if node_type is None:
-                # Suggest only servers that carry the pool's GPU (never another GPU's).
-                gpu_model = pool.node.gpu.model if pool.node.gpu else None
-                out.append(((*at, "nodeType"), f"unknown node type '{pool.node.node_type}'",
-                            suggest_node_type(pool.node.node_type, catalog, gpu_model)))
-        if pool.node.gpu is None:
-            continue
-        gpu = catalog.gpu(pool.node.gpu.model)
-        if gpu is None:
-            if not pool.node.gpu.inline:  # a GPU outside the catalog gives its own figures
-                out.append(((*at, "gpu", "model"), f"unknown GPU model '{pool.node.gpu.model}'",
-                            _suggest(pool.node.gpu.model, _names(catalog.gpus))
-                            + "; or give it inline: memoryGB, memoryBandwidthTBps, bf16Tflops, "
-                            "tdpW"))
-            continue
-        if node_type is not None and node_type.gpu and catalog.gpu(node_type.gpu) != gpu:
-            out.append(((*at, "gpu", "model"),
-                        f"node type '{node_type.name}' carries {node_type.gpu}, not {gpu.name}",
-                        "make nodeType and gpu.model agree, or drop nodeType"))
-        if pool.sharing.strategy is SharingStrategy.MIG and pool.sharing.mig_layout:
-            out.extend(_check_mig(("pools", i, "sharing", "migLayout"), gpu,
-                                  pool.sharing.mig_layout))
-
+        out += _pool_problems(i, pool, catalog)
+    pool_names = [p.name for p in platform.pools]
     for i, tenant in enumerate(platform.tenants):
         for pool_name in tenant.quota:
             if pool_name not in pool_names:
                 out.append((("tenants", i, "quota", pool_name),
                             f"quota on pool '{pool_name}', which is not defined",
                             _suggest(pool_name, pool_names)))
-
-    tenant_names = [t.name for t in platform.tenants]
     for i, w in enumerate(platform.workloads):
-        wat: tuple[str | int, ...] = ("workloads", i)
-        if platform.tenant(w.tenant) is None:
-            out.append(((*wat, "tenant"), f"unknown tenant '{w.tenant}'",
-                        _suggest(w.tenant, tenant_names)))
-        if w.pool is not None:
-            target = platform.pool(w.pool)
-            if target is None:
-                out.append(((*wat, "pool"), f"unknown pool '{w.pool}'",
-                            _suggest(w.pool, pool_names)))
-            elif target.node.gpu is None:
-                out.append(((*wat, "pool"), f"pool '{w.pool}' has no GPUs",
-                            "choose one of the GPU pools: " + ", ".join(gpu_pools)
-                            if gpu_pools else "add node.gpu to that pool"))
-        elif not gpu_pools:
-            out.append(((*wat, "pool"), "no pool has GPUs for this workload",
-                        "add node.gpu to a pool"))
-        if w.model.name is not None and catalog.model(w.model.name) is None:
-            out.append(((*wat, "model"), f"unknown model '{w.model.name}'",
-                        _suggest(w.model.name, _names(catalog.models))
-                        + "; or give the architecture: params, layers, hidden, heads, vocab"))
-        if w.rag is not None:
-            emb = catalog.model(w.rag.embedding_model)
-            if emb is None or emb.embedding_dim is None:
-                embedders = [m.name for m in catalog.models if m.embedding_dim]
-                out.append(((*wat, "rag", "embeddingModel"),
-                            f"'{w.rag.embedding_model}' is not an embedding model in the catalog",
-                            _suggest(w.rag.embedding_model, embedders)))
+        out += _workload_problems(i, w, platform, catalog)
     return out
+
+
+def _pool_problems(i: int, pool: PoolSpec, catalog: Catalog) -> list[Problem]:
+    out: list[Problem] = []
+    at = ("pools", i, "node")
+    node_type = None
+    if pool.node.node_type is not None:
+        node_type = catalog.node_type(pool.node.node_type)
+        if node_type is None:
+            # Suggest only servers that carry the pool's GPU (never another GPU's).
+            gpu_model = pool.node.gpu.model if pool.node.gpu else None
+            out.append(((*at, "nodeType"), f"unknown node type '{pool.node.node_type}'",
+                        suggest_node_type(pool.node.node_type, catalog, gpu_model)))
+    if pool.node.gpu is None:
+        return out
+    gpu = catalog.gpu(pool.node.gpu.model)
+    if gpu is None:
+        if not pool.node.gpu.inline:  # a GPU outside the catalog gives its own figures
+            out.append(((*at, "gpu", "model"), f"unknown GPU model '{pool.node.gpu.model}'",
+                        _suggest(pool.node.gpu.model, _names(catalog.gpus))
+                        + "; or give it inline: memoryGB, memoryBandwidthTBps, bf16Tflops, "
+                        "tdpW"))
+        return out
+    if node_type is not None and node_type.gpu and catalog.gpu(node_type.gpu) != gpu:
+        out.append(((*at, "gpu", "model"),
+                    f"node type '{node_type.name}' carries {node_type.gpu}, not {gpu.name}",
+                    "make nodeType and gpu.model agree, or drop nodeType"))
+    if pool.sharing.strategy is SharingStrategy.MIG and pool.sharing.mig_layout:
+        out.extend(_check_mig(("pools", i, "sharing", "migLayout"), gpu,
+                              pool.sharing.mig_layout))
+    return out
+
+
+def _workload_problems(i: int, w: WorkloadSpec, platform: Platform,
+                       catalog: Catalog) -> list[Problem]:
+    out: list[Problem] = []
+    wat: tuple[str | int, ...] = ("workloads", i)
+    if platform.tenant(w.tenant) is None:
+        out.append(((*wat, "tenant"), f"unknown tenant '{w.tenant}'",
+                    _suggest(w.tenant, [t.name for t in platform.tenants])))
+    out += _workload_pool_problems(wat, w, platform)
+    if w.model.name is not None and catalog.model(w.model.name) is None:
+        out.append(((*wat, "model"), f"unknown model '{w.model.name}'",
+                    _suggest(w.model.name, _names(catalog.models))
+                    + "; or give the architecture: params, layers, hidden, heads, vocab"))
+    if w.rag is not None:
+        emb = catalog.model(w.rag.embedding_model)
+        if emb is None or emb.embedding_dim is None:
+            embedders = [m.name for m in catalog.models if m.embedding_dim]
+            out.append(((*wat, "rag", "embeddingModel"),
+                        f"'{w.rag.embedding_model}' is not an embedding model in the catalog",
+                        _suggest(w.rag.embedding_model, embedders)))
+    return out
+
+
+def _workload_pool_problems(wat: tuple[str | int, ...], w: WorkloadSpec,
+                            platform: Platform) -> list[Problem]:
+    gpu_pools = [p.name for p in platform.pools if p.node.gpu]
+    if w.pool is None:
+        return [] if gpu_pools else [((*wat, "pool"), "no pool has GPUs for this workload",
+                                      "add node.gpu to a pool")]
+    target = platform.pool(w.pool)
+    if target is None:
+        return [((*wat, "pool"), f"unknown pool '{w.pool}'",
+                 _suggest(w.pool, [p.name for p in platform.pools]))]
+    if target.node.gpu is None:
+        return [((*wat, "pool"), f"pool '{w.pool}' has no GPUs",
+                 "choose one of the GPU pools: " + ", ".join(gpu_pools)
+                 if gpu_pools else "add node.gpu to that pool")]
+    return []
 
 
 def _names(entries: Iterable[GpuModel] | Iterable[object]) -> list[str]:
