@@ -613,17 +613,29 @@ def _explain_workload(snap: Snapshot, wl: Obj) -> Explanation:
             if kueue_says and kueue_says.get("status") == "False" and kueue_says.get("message")
             else [])
     if _admitted(wl):
-        pods = [p for p in _pods_of(snap, wl)
-                if (p.get("status") or {}).get("phase") == "Pending"]
-        for p in pods:
-            for check in (_dra, _placement):
-                e = check(snap, p)
-                if e is not None:
-                    return Explanation(ref, e.code, e.reason,
-                                       [f"admitted; pod {_ns(p)}/{_name(p)} is Pending",
-                                        *e.evidence])
-        return Explanation(ref, "Admitted", "admitted by Kueue; no pending pod is blocked",
-                           [f"{len(_pods_of(snap, wl))} pod(s) found"])
+        return _explain_admitted(snap, wl, ref)
+    queued = _queue_of(snap, wl, ref, said)
+    if isinstance(queued, Explanation):
+        return queued
+    return _explain_quota(snap, wl, queued, ref, said)
+
+
+def _explain_admitted(snap: Snapshot, wl: Obj, ref: str) -> Explanation:
+    """An admitted workload: what keeps one of its pods pending, if anything."""
+    pods = [p for p in _pods_of(snap, wl) if (p.get("status") or {}).get("phase") == "Pending"]
+    for p in pods:
+        for check in (_dra, _placement):
+            e = check(snap, p)
+            if e is not None:
+                return Explanation(ref, e.code, e.reason,
+                                   [f"admitted; pod {_ns(p)}/{_name(p)} is Pending",
+                                    *e.evidence])
+    return Explanation(ref, "Admitted", "admitted by Kueue; no pending pod is blocked",
+                       [f"{len(_pods_of(snap, wl))} pod(s) found"])
+
+
+def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str]) -> Obj | Explanation:
+    """The active ClusterQueue behind the workload's LocalQueue, or why there is none."""
     queue = (wl.get("spec") or {}).get("queueName", "")
     lq = snap.get("localqueues", queue, _ns(wl))
     if lq is None:
@@ -648,6 +660,12 @@ def _explain_workload(snap: Snapshot, wl: Obj) -> Explanation:
         return Explanation(ref, "ClusterQueueMissing",
                            f"LocalQueue {_ns(wl)}/{queue} points at ClusterQueue {cq_name!r}, "
                            "which does not exist", said)
+    inactive = _inactive(snap, cq, ref, said)
+    return inactive if inactive is not None else cq
+
+
+def _inactive(snap: Snapshot, cq: Obj, ref: str, said: list[str]) -> Explanation | None:
+    cq_name = _name(cq)
     missing = _missing_flavors(snap, cq)
     if missing:
         return Explanation(ref, "ClusterQueueInactive",
@@ -666,6 +684,12 @@ def _explain_workload(snap: Snapshot, wl: Obj) -> Explanation:
                            f"ClusterQueue {cq_name} is inactive ({why})",
                            ["an inactive ClusterQueue admits nothing; fix the cause (missing "
                             "flavor, admission check, stop policy) and it resumes", *said])
+    return None
+
+
+def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str]) -> Explanation:
+    """Flavors, quota, topology and preemption for a queued workload on an active queue."""
+    cq_name = _name(cq)
     req = workload_requests(wl)
     spec0 = (((_podsets(wl) or [{}])[0].get("template") or {}).get("spec")) or {}
     problems, fits = [], []
