@@ -183,33 +183,9 @@ def _claim_spec_issues(file: str, r: str, spec: dict[str, Any], base: str) -> li
                                 "'firstAvailable'"))
         subs = [(f"{p}.exactly", req["exactly"])] if has_exact else []
         if has_first:
-            first = req["firstAvailable"] or []
-            if not 1 <= len(first) <= 8:
-                issues.append(Issue("error", file, r, f"{p}.firstAvailable",
-                                    f"has {len(first)} sub-requests; allowed 1 to 8"))
-            seen = set()
-            for j, s in enumerate(first):
-                if s.get("name") in seen:
-                    issues.append(Issue("error", file, r, f"{p}.firstAvailable[{j}].name",
-                                        f"duplicate sub-request name {s.get('name')!r}"))
-                seen.add(s.get("name"))
-                subs.append((f"{p}.firstAvailable[{j}]", s))
-        for sp, s in subs:
-            mode = s.get("allocationMode", "ExactCount")
-            if mode not in ("ExactCount", "All"):
-                issues.append(Issue("error", file, r, f"{sp}.allocationMode",
-                                    f"{mode!r} is not ExactCount or All"))
-            count = s.get("count")
-            if mode == "All" and count is not None:
-                issues.append(Issue("error", file, r, f"{sp}.count",
-                                    "count is only allowed with allocationMode ExactCount"))
-            if mode == "ExactCount" and count is not None and (
-                    not isinstance(count, int) or count < 1):
-                issues.append(Issue("error", file, r, f"{sp}.count", "count must be ≥ 1"))
-            for k, sel in enumerate(s.get("selectors") or []):
-                expr = (sel.get("cel") or {}).get("expression", "")
-                for problem in cel.check(expr):
-                    issues.append(Issue("error", file, r, f"{sp}.selectors[{k}].cel", problem))
+            subs += _first_available(file, r, p, req["firstAvailable"] or [], issues)
+        for sp, sub in subs:
+            issues += _subrequest_issues(file, r, sp, sub)
     for i, c in enumerate(((spec.get("devices") or {}).get("constraints")) or []):
         p = f"{base}.devices.constraints[{i}]"
         if ("matchAttribute" in c) == ("distinctAttribute" in c):
@@ -219,6 +195,42 @@ def _claim_spec_issues(file: str, r: str, spec: dict[str, Any], base: str) -> li
             if name.split("/")[0] not in names:
                 issues.append(Issue("error", file, r, f"{p}.requests",
                                     f"names request {name!r} which the claim does not have"))
+    return issues
+
+
+def _first_available(file: str, r: str, p: str, first: list[dict[str, Any]],
+                     issues: list[Issue]) -> list[tuple[str, dict[str, Any]]]:
+    """The sub-requests of ``firstAvailable`` (1 to 8, unique names), problems into
+    ``issues``."""
+    if not 1 <= len(first) <= 8:
+        issues.append(Issue("error", file, r, f"{p}.firstAvailable",
+                            f"has {len(first)} sub-requests; allowed 1 to 8"))
+    subs, seen = [], set()
+    for j, sub in enumerate(first):
+        if sub.get("name") in seen:
+            issues.append(Issue("error", file, r, f"{p}.firstAvailable[{j}].name",
+                                f"duplicate sub-request name {sub.get('name')!r}"))
+        seen.add(sub.get("name"))
+        subs.append((f"{p}.firstAvailable[{j}]", sub))
+    return subs
+
+
+def _subrequest_issues(file: str, r: str, sp: str, s: dict[str, Any]) -> list[Issue]:
+    issues = []
+    mode = s.get("allocationMode", "ExactCount")
+    if mode not in ("ExactCount", "All"):
+        issues.append(Issue("error", file, r, f"{sp}.allocationMode",
+                            f"{mode!r} is not ExactCount or All"))
+    count = s.get("count")
+    if mode == "All" and count is not None:
+        issues.append(Issue("error", file, r, f"{sp}.count",
+                            "count is only allowed with allocationMode ExactCount"))
+    if mode == "ExactCount" and count is not None and (not isinstance(count, int) or count < 1):
+        issues.append(Issue("error", file, r, f"{sp}.count", "count must be ≥ 1"))
+    for k, sel in enumerate(s.get("selectors") or []):
+        expr = (sel.get("cel") or {}).get("expression", "")
+        for problem in cel.check(expr):
+            issues.append(Issue("error", file, r, f"{sp}.selectors[{k}].cel", problem))
     return issues
 
 
@@ -233,30 +245,11 @@ def _pod_spec(o: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
 
 
 def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
-    issues: list[Issue] = []
     r = ref(o)
     kind = o.get("kind", "")
-    meta = o.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    pattern, limit = (DNS_LABEL, 63) if kind in LABEL_NAMED else (DNS_SUBDOMAIN, 253)
-    if not pattern.match(name) or len(name) > limit:
-        what = "label" if limit == 63 else "subdomain"
-        issues.append(Issue("error", file, r, "metadata.name",
-                            f"{name!r} is not a DNS-1123 {what} (lowercase letters, digits, "
-                            f"'-'{'' if limit == 63 else ', .'}; at most {limit})"))
-    ns = meta.get("namespace")
-    if ns is not None and not DNS_LABEL.match(str(ns)):
-        issues.append(Issue("error", file, r, "metadata.namespace",
-                            f"{ns!r} is not a DNS-1123 label"))
-    found: list[tuple[str, Any]] = []
-    if kind not in ("ConfigMap", "Secret"):
-        _walk_quantities(o.get("spec") or {}, "spec", found)
-    for p, v in found:
-        try:
-            parse_quantity(v if isinstance(v, str | int | float) else str(v))
-        except QuantityError as e:
-            issues.append(Issue("error", file, r, p, str(e)))
     spec = o.get("spec") or {}
+    issues = _name_issues(file, r, o)
+    issues += _quantity_issues(file, r, o)
     if kind == "DeviceClass":
         for i, sel in enumerate(spec.get("selectors") or []):
             expr = (sel.get("cel") or {}).get("expression", "")
@@ -268,19 +261,56 @@ def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
         issues += _claim_spec_issues(file, r, spec.get("spec") or {}, "spec.spec")
     pod = _pod_spec(o)
     if pod is not None:
-        base, ps = pod
-        claims = {c.get("name"): c for c in ps.get("resourceClaims") or []}
-        for i, c in enumerate(ps.get("resourceClaims") or []):
-            if ("resourceClaimName" in c) == ("resourceClaimTemplateName" in c):
-                issues.append(Issue("error", file, r, f"{base}.resourceClaims[{i}]",
-                                    "give exactly one of resourceClaimName and "
-                                    "resourceClaimTemplateName"))
-        for cont in (ps.get("containers") or []) + (ps.get("initContainers") or []):
-            for c in ((cont.get("resources") or {}).get("claims")) or []:
-                if c.get("name") not in claims:
-                    issues.append(Issue("error", file, r, f"{base}.containers",
-                                        f"container {cont.get('name')!r} uses claim "
-                                        f"{c.get('name')!r} which the pod does not declare"))
+        issues += _pod_claim_issues(file, r, *pod)
+    return issues
+
+
+def _name_issues(file: str, r: str, o: dict[str, Any]) -> list[Issue]:
+    issues = []
+    meta = o.get("metadata") or {}
+    name = str(meta.get("name", ""))
+    pattern, limit = ((DNS_LABEL, 63) if o.get("kind", "") in LABEL_NAMED
+                      else (DNS_SUBDOMAIN, 253))
+    if not pattern.match(name) or len(name) > limit:
+        what = "label" if limit == 63 else "subdomain"
+        issues.append(Issue("error", file, r, "metadata.name",
+                            f"{name!r} is not a DNS-1123 {what} (lowercase letters, digits, "
+                            f"'-'{'' if limit == 63 else ', .'}; at most {limit})"))
+    ns = meta.get("namespace")
+    if ns is not None and not DNS_LABEL.match(str(ns)):
+        issues.append(Issue("error", file, r, "metadata.namespace",
+                            f"{ns!r} is not a DNS-1123 label"))
+    return issues
+
+
+def _quantity_issues(file: str, r: str, o: dict[str, Any]) -> list[Issue]:
+    found: list[tuple[str, Any]] = []
+    if o.get("kind", "") not in ("ConfigMap", "Secret"):
+        _walk_quantities(o.get("spec") or {}, "spec", found)
+    issues = []
+    for p, v in found:
+        try:
+            parse_quantity(v if isinstance(v, str | int | float) else str(v))
+        except QuantityError as e:
+            issues.append(Issue("error", file, r, p, str(e)))
+    return issues
+
+
+def _pod_claim_issues(file: str, r: str, base: str, ps: dict[str, Any]) -> list[Issue]:
+    """A pod's resource claims: each names one source, and containers use declared ones."""
+    issues = []
+    claims = {c.get("name"): c for c in ps.get("resourceClaims") or []}
+    for i, c in enumerate(ps.get("resourceClaims") or []):
+        if ("resourceClaimName" in c) == ("resourceClaimTemplateName" in c):
+            issues.append(Issue("error", file, r, f"{base}.resourceClaims[{i}]",
+                                "give exactly one of resourceClaimName and "
+                                "resourceClaimTemplateName"))
+    for cont in (ps.get("containers") or []) + (ps.get("initContainers") or []):
+        for c in ((cont.get("resources") or {}).get("claims")) or []:
+            if c.get("name") not in claims:
+                issues.append(Issue("error", file, r, f"{base}.containers",
+                                    f"container {cont.get('name')!r} uses claim "
+                                    f"{c.get('name')!r} which the pod does not declare"))
     return issues
 
 
