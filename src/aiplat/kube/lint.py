@@ -580,10 +580,7 @@ def pod_security_violations(spec: Obj, level: str) -> list[str]:
     for GPU workloads and agents; not the full list of the admission plugin)."""
     if level == "privileged":
         return []
-    out = []
-    for key in ("hostNetwork", "hostPID", "hostIPC"):
-        if spec.get(key):
-            out.append(f"{key}: true")
+    out = [f"{key}: true" for key in ("hostNetwork", "hostPID", "hostIPC") if spec.get(key)]
     for v in spec.get("volumes") or []:
         if "hostPath" in v:
             out.append(f"hostPath volume {v.get('name')!r}")
@@ -591,27 +588,40 @@ def pod_security_violations(spec: Obj, level: str) -> list[str]:
             out.append(f"volume {v.get('name')!r} of a type restricted does not allow")
     pod_sc = spec.get("securityContext") or {}
     for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
-        sc = c.get("securityContext") or {}
-        name = c.get("name")
-        if sc.get("privileged"):
-            out.append(f"container {name!r} is privileged")
-        if any(p.get("hostPort") for p in c.get("ports") or []):
-            out.append(f"container {name!r} uses a hostPort")
-        added = set((sc.get("capabilities") or {}).get("add") or [])
-        allowed = {"NET_BIND_SERVICE"} if level == "restricted" else _BASELINE_CAPS
-        if added - allowed:  # e.g. IPC_LOCK for RDMA memory registration
-            out.append(f"container {name!r} adds capabilities {sorted(added - allowed)}")
-        if level != "restricted":
-            continue
-        if sc.get("allowPrivilegeEscalation") is not False:
-            out.append(f"container {name!r} does not set allowPrivilegeEscalation: false")
-        if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
-            out.append(f"container {name!r} does not drop ALL capabilities")
-        if not (sc.get("runAsNonRoot") or pod_sc.get("runAsNonRoot")):
-            out.append(f"container {name!r} does not set runAsNonRoot: true")
-        seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
-        if seccomp not in ("RuntimeDefault", "Localhost"):
-            out.append(f"container {name!r} has no RuntimeDefault seccomp profile")
+        out += _baseline_violations(c, level)
+        if level == "restricted":
+            out += _restricted_violations(c, pod_sc)
+    return out
+
+
+def _baseline_violations(c: Obj, level: str) -> list[str]:
+    sc = c.get("securityContext") or {}
+    name = c.get("name")
+    out = []
+    if sc.get("privileged"):
+        out.append(f"container {name!r} is privileged")
+    if any(p.get("hostPort") for p in c.get("ports") or []):
+        out.append(f"container {name!r} uses a hostPort")
+    added = set((sc.get("capabilities") or {}).get("add") or [])
+    allowed = {"NET_BIND_SERVICE"} if level == "restricted" else _BASELINE_CAPS
+    if added - allowed:  # e.g. IPC_LOCK for RDMA memory registration
+        out.append(f"container {name!r} adds capabilities {sorted(added - allowed)}")
+    return out
+
+
+def _restricted_violations(c: Obj, pod_sc: Obj) -> list[str]:
+    sc = c.get("securityContext") or {}
+    name = c.get("name")
+    out = []
+    if sc.get("allowPrivilegeEscalation") is not False:
+        out.append(f"container {name!r} does not set allowPrivilegeEscalation: false")
+    if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+        out.append(f"container {name!r} does not drop ALL capabilities")
+    if not (sc.get("runAsNonRoot") or pod_sc.get("runAsNonRoot")):
+        out.append(f"container {name!r} does not set runAsNonRoot: true")
+    seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        out.append(f"container {name!r} has no RuntimeDefault seccomp profile")
     return out
 
 
