@@ -68,9 +68,9 @@ def image(wheel: Path) -> Iterator[ai.BuildReport]:
           file=sys.stderr)
     try:
         yield report
-    finally:
-        subprocess.run(["podman", "rmi", "--force", TAG], capture_output=True, timeout=120,
-                       check=False)
+    finally:  # by id too: the archive loaded back under TAG leaves the first image untagged
+        subprocess.run(["podman", "rmi", "--force", TAG, report.image_id], capture_output=True,
+                       timeout=120, check=False)
 
 
 def _daemonset_container() -> dict[str, Any]:
