@@ -173,15 +173,15 @@ def test_a_second_build_builds_nothing_and_the_archive_loads(image: ai.BuildRepo
     assert r.returncode == 0 and TAG in r.stdout, r.stdout + r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="render_cluster.node_agent passes --sysfs=/host/sys, an "
-                   "option `aiplat node agent` does not have (it reads --root=/host, whose "
-                   "sys/, proc/ and dev/ the DaemonSet should mount)")
 def test_the_rendered_daemonset_args_run_in_the_image(image: ai.BuildReport,
                                                       tmp_path: Path) -> None:
     c = _daemonset_container()
     root = _tree(tmp_path, "hgx-degraded")
     args = [a.replace("$(NODE_NAME)", "gpu-node-7") for a in c["args"]]
-    (mount,) = [m["mountPath"] for m in c["volumeMounts"] if m["name"] == "sys"]
-    r = _podman_run(root / "sys", [*args, "--once", "--dry-run"], mount=mount)
+    # The DaemonSet mounts the host's sys, proc and dev under the root its args name.
+    (root_arg,) = [a.removeprefix("--root=") for a in args if a.startswith("--root=")]
+    assert {m["mountPath"] for m in c["volumeMounts"]} == {
+        f"{root_arg}/{d}" for d in ("sys", "proc", "dev")}
+    r = _podman_run(root, [*args, "--once", "--dry-run"], mount=root_arg)
     assert r.returncode in (0, 1), r.stderr
     assert json.loads(r.stdout)["node"] == "gpu-node-7"

@@ -6,10 +6,9 @@ kube-apiserver, controller-manager, scheduler; kwok nodes for the example's pool
   schedules one agent pod on each pool node (kwok marks them Running: no container starts);
 - the agent in the image, run in Podman with a kubeconfig, patches a real Node over the API:
   labels, the NoSchedule taint (the node's other taints kept) and the condition;
-- two gaps of the rendered manifests, as strict xfails (they pass once render_cluster is
-  fixed, and then must lose the marker): the agent's ServiceAccount may not patch its Node,
-  and the DaemonSet does not tolerate the taint its own agent sets, so once its pod on a
-  tainted node is replaced (rolling update, eviction) none returns to lift the taint.
+- the agent's ServiceAccount token may patch its Node (RBAC on nodes and nodes/status), and
+  the DaemonSet tolerates the taint its own agent sets, so when its pod on a tainted node is
+  replaced (rolling update, eviction) a new one comes back to lift the taint.
 
 Needs the components (``aiplat lab cluster build``) and the image tools; fails in CI.
 """
@@ -205,8 +204,6 @@ def test_the_agent_in_the_image_patches_its_node(lab: Lab, tmp_path: Path) -> No
     assert cond["status"] == "False" and "link trained at x8" in cond["message"]
 
 
-@pytest.mark.xfail(strict=True, reason="render_cluster's ClusterRole grants nodes get/list/"
-                   "watch only: the agent needs patch on nodes and nodes/status")
 def test_the_agents_service_account_may_patch_its_node(lab: Lab, tmp_path: Path) -> None:
     token = lab.api._json(
         "POST", f"/api/v1/namespaces/{SYSTEM_NS}/serviceaccounts/aiplat-node-agent/token",
@@ -217,8 +214,6 @@ def test_the_agents_service_account_may_patch_its_node(lab: Lab, tmp_path: Path)
     assert _node(lab, "h100-1")["metadata"]["labels"].get("node.aiplat.io/health") == "fail"
 
 
-@pytest.mark.xfail(strict=True, reason="the DaemonSet does not tolerate node.aiplat.io/"
-                   "unhealthy:NoSchedule, the taint its own agent sets")
 def test_the_daemonset_keeps_its_pod_on_a_node_its_agent_tainted(lab: Lab,
                                                                  tmp_path: Path) -> None:
     r = _agent(lab, _host(tmp_path), "h100-2", "/kube/admin")

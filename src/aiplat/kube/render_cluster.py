@@ -19,6 +19,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from aiplat import __version__
 from aiplat.kube.facts import (
     GPU_MODE_LABEL,
     GPU_RESOURCE,
@@ -38,7 +39,10 @@ from aiplat.spec.models import Platform, SharingStrategy
 
 SYSTEM_NS = "aiplat-system"
 GPU_OPERATOR_NS = "gpu-operator"
-AGENT_IMAGE = "ghcr.io/aiplat/node-agent:0.1.0"
+AGENT_IMAGE = f"ghcr.io/aiplat/node-agent:{__version__}"
+"""What ``aiplat lab cluster image`` tags the image it builds (its default --tag)."""
+AGENT_TAINT_KEY = "node.aiplat.io/unhealthy"
+"""The taint the agent sets while a check fails (node/checks.py TAINT_KEY)."""
 
 PRIORITY_CLASSES = (
     ("aiplat-serving", 100000, "online inference: scheduled first (Kueue preempts)"),
@@ -268,9 +272,15 @@ def dra_driver(pools: list[PoolFacts]) -> dict[str, Any] | None:
     }
 
 
+# The agent reads the host's sys, proc and dev under one root (``aiplat node agent --root``).
+AGENT_HOST_PATHS = ("sys", "proc", "dev")
+
+
 def node_agent(pools: list[PoolFacts]) -> list[Obj]:
-    """The aiplat node agent: reads sysfs/NVML read-only, may only read its own Node."""
-    tolerations: list[Obj] = []
+    """The aiplat node agent: reads the host's /sys, /proc and /dev read-only under /host,
+    patches its Node's labels, taint and condition."""
+    # It must also run on the nodes its own checks tainted, or nothing lifts the taint.
+    tolerations: list[Obj] = [toleration(AGENT_TAINT_KEY, "", "NoSchedule")]
     seen = set()
     for p in pools:
         for t in p.taints:
@@ -282,16 +292,17 @@ def node_agent(pools: list[PoolFacts]) -> list[Obj]:
     container = {
         "name": "agent",
         "image": AGENT_IMAGE,
-        "args": ["--node-name=$(NODE_NAME)", "--sysfs=/host/sys"],
+        "args": ["--node-name=$(NODE_NAME)", "--root=/host"],
         "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
                       "limits": {"memory": "128Mi"}},
         "securityContext": {**restricted_security_context(), "readOnlyRootFilesystem": True,
                             "runAsUser": 65534},
-        "volumeMounts": [{"name": "sys", "mountPath": "/host/sys", "readOnly": True}],
+        "volumeMounts": [{"name": f"host-{d}", "mountPath": f"/host/{d}", "readOnly": True}
+                         for d in AGENT_HOST_PATHS],
     }
     return [
-        # The agent reads /sys through a read-only hostPath volume, which only the
+        # The agent reads the host through read-only hostPath volumes, which only the
         # 'privileged' Pod Security level admits; nothing else runs in this namespace.
         obj("v1", "Namespace", SYSTEM_NS, labels={
             "pod-security.kubernetes.io/enforce": "privileged",
@@ -300,6 +311,9 @@ def node_agent(pools: list[PoolFacts]) -> list[Obj]:
             automountServiceAccountToken=True),
         obj("rbac.authorization.k8s.io/v1", "ClusterRole", "aiplat-node-agent",
             rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]},
+                   # Its labels, taint (nodes) and condition (nodes/status).
+                   {"apiGroups": [""], "resources": ["nodes", "nodes/status"],
+                    "verbs": ["patch"]},
                    {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices"],
                     "verbs": ["get", "list", "watch"]},
                    {"apiGroups": ["events.k8s.io"], "resources": ["events"],
@@ -321,7 +335,9 @@ def node_agent(pools: list[PoolFacts]) -> list[Obj]:
                         {"key": POOL_LABEL, "operator": "Exists"}]}]}}},
                 "tolerations": tolerations,
                 "containers": [container],
-                "volumes": [{"name": "sys", "hostPath": {"path": "/sys", "type": "Directory"}}],
+                "volumes": [{"name": f"host-{d}", "hostPath": {"path": f"/{d}",
+                                                               "type": "Directory"}}
+                            for d in AGENT_HOST_PATHS],
             }},
         }),
     ]
