@@ -91,7 +91,8 @@ def test_snapshot_folder_without_workloads_or_pods_is_refused(tmp_path: Path) ->
 def test_live_read_fails_cleanly(tmp_path: Path) -> None:
     from aiplat.kube.live import read_live
 
-    with pytest.raises(InputError, match="--kubeconfig"):
+    with pytest.raises(InputError, match=r"missing: cannot read it: no such file \(fix: give "
+                                         r"the path of a kubeconfig\)"):
         read_live(str(tmp_path / "missing"))
     cfg = tmp_path / "kubeconfig"
     cfg.write_text(
