@@ -213,3 +213,14 @@ def test_without_a_hook_binary_the_spec_has_no_hooks(tmp_path: Path) -> None:
     assert [h.args[:3] for h in hooks] == [("nvidia-ctk", "hook", "create-symlinks"),
                                            ("nvidia-ctk", "hook", "update-ldcache")]
     assert hooks[1].args[3:] == ("--folder", "/usr/lib64")
+
+
+def test_decode_refuses_deep_nesting_and_control_characters_without_raising() -> None:
+    """Found by the bad-input property suite: both raised out of decode_spec (a traceback
+    from cdi validate) instead of becoming decode errors."""
+    from aiplat.devices.cdiyaml import decode_spec
+
+    deep = decode_spec("a: " + "[" * 5000 + "]" * 5000 + "\n")
+    assert deep.doc is None and "nested too deeply" in deep.errors[0]
+    ctrl = decode_spec("cdiVersion: 0.6.0\nkind: x.com/y\x01\n")
+    assert ctrl.doc is None and "unacceptable character" in ctrl.errors[0]

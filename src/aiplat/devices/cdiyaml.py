@@ -370,21 +370,33 @@ class Decoded:
     errors: tuple[str, ...]
 
 
+TOO_DEEP = "YAML nested too deeply to decode (a CDI spec is a few levels deep)"
+
+
 def decode_spec(text: str) -> Decoded:
     """The first YAML document of ``text`` decoded into ``specs.Spec`` (later documents
     are ignored, as ``yaml.Decoder.Decode`` reads one)."""
-    loader = _Loader(text)
+    try:
+        # The reader checks the characters as it is built: a control character fails here.
+        loader = _Loader(text)
+    except yaml.YAMLError as e:
+        return Decoded(None, (f"YAML syntax: {e}".replace("\n", " "),))
     try:
         if not loader.check_node():
             return Decoded(None, ("EOF: no YAML document",))
         node = loader.get_node()
     except yaml.YAMLError as e:
         return Decoded(None, (f"YAML syntax: {e}".replace("\n", " "),))
+    except RecursionError:
+        return Decoded(None, (TOO_DEEP,))
     finally:
         loader.dispose()
     if node is None or (isinstance(node, ScalarNode) and _scalar_tag(node) == "null"):
         return Decoded(None, ("no Spec data",))
     d = _Decoder()
-    out = d.decode(node, SPEC)
+    try:
+        out = d.decode(node, SPEC)
+    except RecursionError:
+        return Decoded(None, (TOO_DEEP,))
     doc = out if isinstance(out, dict) else None
     return Decoded(doc, tuple(d.errors))
