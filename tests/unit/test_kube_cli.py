@@ -85,8 +85,22 @@ def test_why_pending_cli(capsys: pytest.CaptureFixture[str]) -> None:
     assert "borrowingLimit is 8" in first and first.endswith("[BorrowingLimit]")
     assert run(["why-pending", "nothing", "--snapshot",
                 str(SNAPSHOTS / "cohort-borrowing-limit")]) == 2
+    assert run(["why-pending", "eval", "--snapshot", "x", "--kubeconfig", "y"]) == 2
+    assert "not both" in capsys.readouterr().err
+
+
+def test_why_pending_reads_the_kubeconfig_kubectl_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
     assert run(["why-pending", "eval"]) == 2
-    assert "exactly one of --snapshot" in capsys.readouterr().err
+    assert f"no kubeconfig at {tmp_path}/.kube/config" in capsys.readouterr().err
+    bad = tmp_path / "kc"
+    bad.write_text("{}")
+    monkeypatch.setenv("KUBECONFIG", f"{bad}:{tmp_path}/other")
+    assert run(["why-pending", "eval"]) == 2  # $KUBECONFIG's first file is the one read
+    assert str(bad) in capsys.readouterr().err
 
 
 def test_bad_inputs_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -158,24 +158,38 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
 @click.option("--snapshot", type=click.Path(file_okay=False),
               help="folder of `kubectl get -o json` lists")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
-              help="read the live cluster (read-only) with this kubeconfig")
+              help="read the live cluster (read-only) with this kubeconfig "
+                   "(default without --snapshot: $KUBECONFIG, then ~/.kube/config)")
 @OUTPUT
 def why_pending_cmd(name: str, namespace: str | None, snapshot: str | None,
                     kubeconfig: str | None, fmt: str) -> None:
     """Explain why the Job, Workload or Pod NAME is not running: one line, then evidence."""
-    if bool(snapshot) == bool(kubeconfig):
-        raise InputError("give exactly one of --snapshot DIR and --kubeconfig FILE")
+    if snapshot and kubeconfig:
+        raise InputError("give one of --snapshot DIR and --kubeconfig FILE, not both")
     if snapshot:
         snap = load_snapshot(snapshot)
     else:
         from aiplat.kube.live import read_live
 
-        snap = read_live(str(kubeconfig))
+        snap = read_live(_kubeconfig(kubeconfig))
     e = why_pending(snap, name, namespace)
     _emit(fmt, e.as_dict(), [f"{e.object}: {e.reason} [{e.code}]",
                              *(f"  - {x}" for x in e.evidence)])
     if e.code == "NotFound":
         sys.exit(2)
+
+
+def _kubeconfig(given: str | None) -> str:
+    """The kubeconfig kubectl would use: --kubeconfig, else the first of $KUBECONFIG, else
+    ~/.kube/config."""
+    import os
+
+    path = given or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    path = path or os.path.expanduser("~/.kube/config")
+    if not given and not os.path.exists(path):
+        raise InputError(f"no --snapshot and no kubeconfig at {path} (fix: pass --snapshot DIR "
+                         "or --kubeconfig FILE, or set KUBECONFIG)")
+    return path
 
 
 @kube.command("apply")
