@@ -297,6 +297,11 @@ def test_stopped_local_queue_admits_nothing_until_released(lab: Lab) -> None:
     lab.api.create(job)
     cond = _pending(lab.api, "lint-held-job", "batch")
     assert cond["message"] == "LocalQueue lint-held is inactive", cond
+    # why-pending reads the live cluster and names the same cause Kueue reports.
+    cp = _aiplat(lab.env, "kube", "why-pending", "lint-held-job", "-n", "batch",
+                 "--kubeconfig", lab.env["KUBECONFIG"], "-o", "json", check=True)
+    why = json.loads(cp.stdout)
+    assert why["code"] == "LocalQueueStopped" and "stopPolicy Hold" in why["reason"], why
     lab.api.apply({**held, "spec": {**held["spec"], "stopPolicy": "None"}})
     _admitted(lab.api, "lint-held-job", "batch")
 
