@@ -162,7 +162,11 @@ def test_rule_file_and_test_file_shapes() -> None:
     files = render_monitoring(example())
     assert set(files) == {RULES_FILE, TESTS_FILE, "prometheus.yaml", "checklist.md",
                           "kubernetes/prometheusrule.yaml",
-                          "kubernetes/servicemonitor-kueue.yaml"}
+                          "kubernetes/servicemonitor-kueue.yaml",
+                          "kubernetes/grafana-dashboards.yaml",
+                          "grafana/provisioning/dashboards/aiplat.yaml",
+                          *(f"grafana/dashboards/aiplat-{d}.json"
+                            for d in ("gpus", "kueue", "model-store"))}
     assert yaml.safe_load(files[RULES_FILE]) == rules
     # The PrometheusRule carries the very rules the rule file (and promtool's tests) hold.
     prom_rule = list(yaml.safe_load_all(files["kubernetes/prometheusrule.yaml"]))[-1]
