@@ -288,11 +288,17 @@ def test_handover_section_links_matrix_and_last_acceptance() -> None:
              "monitoring": "monitoring/aiplat-rules.yaml",
              "acceptance": "acceptance/acceptance.html"}
     none = handover_section(m, None, links)
-    assert "no acceptance run recorded yet" in none.tables[0].rows[1][1]
+    assert "no acceptance run recorded yet" in none.tables[0].rows[1][2]
+    assert none.tables[0].rows[1][3] == ""  # no link to a report that does not exist yet
     rec = _record({"x": _m([1.0, 1.1])})
     sec = handover_section(m, rec, links)
     rows = {r[0]: r for r in sec.tables[0].rows}
-    assert rows["version matrix"][1] == "1 approved entry, pass"
-    assert rows["acceptance"][1].startswith("pass on 2026-11-29T18:00:00Z")
-    assert rows["runbook"][2] == "runbook/runbook.html"
-    assert rows["monitoring rules"][2] == "monitoring/aiplat-rules.yaml"
+    # Statuses in a cell of their own (the report shows them as badges), files as links.
+    assert rows["version matrix"][1:3] == ["pass", "1 approved entry"]
+    assert rows["acceptance"][1] == "pass"
+    assert rows["acceptance"][2].startswith("on 2026-11-29T18:00:00Z")
+    hrefs = {k: getattr(r[3], "href", None) for k, r in rows.items()}
+    assert hrefs == {"version matrix": "matrix/matrix.html",
+                     "acceptance": "acceptance/acceptance.html",
+                     "runbook": "runbook/runbook.html",
+                     "monitoring rules": "monitoring/aiplat-rules.yaml"}

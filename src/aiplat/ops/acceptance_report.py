@@ -14,7 +14,16 @@ from collections.abc import Mapping
 
 from aiplat.ops.acceptance import SUITES, Record, RecordDiff
 from aiplat.ops.matrix import MatrixCheck
-from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Table
+from aiplat.report.document import (
+    Chart,
+    Document,
+    KeyFigure,
+    Link,
+    Rich,
+    Section,
+    Series,
+    Table,
+)
 
 
 def acceptance_document(rec: Record) -> Document:
@@ -114,23 +123,29 @@ def handover_section(matrix: MatrixCheck, record: Record | None,
     For ``aiplat plan``: the CLI (which may import ops) builds this section and appends it to
     the plan document; :mod:`aiplat.report` stays free of ops types.
     """
+    def file(key: str) -> Rich:
+        href = links.get(key, "")
+        return Link(text=href, href=href) if href else ""
+
     n = len(matrix.entries)
-    rows = [["version matrix", f"{n} approved entr{'y' if n == 1 else 'ies'}, {matrix.status}",
-             links.get("matrix", "")]]
+    rows: list[list[Rich]] = [
+        ["version matrix", matrix.status, f"{n} approved entr{'y' if n == 1 else 'ies'}",
+         file("matrix")]]
     if record is None:
-        rows.append(["acceptance", "no acceptance run recorded yet (aiplat accept run SPEC "
-                     "--pool POOL -w DIR)", links.get("acceptance", "")])
+        # No link: the acceptance report does not exist until a run writes it.
+        rows.append(["acceptance", "", "no acceptance run recorded yet (aiplat accept run "
+                     "SPEC --pool POOL -w DIR)", ""])
     else:
         c = record.counts()
-        rows.append(["acceptance", f"{record.status} on {record.started_at} (pool "
+        rows.append(["acceptance", record.status, f"on {record.started_at} (pool "
                      f"{record.pool}: {c['pass']} pass, {c['fail']} fail, {c['skip']} skipped; "
                      f"matrix entry {record.matrix.get('matched') or 'none'})",
-                     links.get("acceptance", "")])
+                     file("acceptance")])
     for key, label in (("runbook", "runbook"), ("monitoring", "monitoring rules")):
         if key in links:
-            rows.append([label, "", links[key]])
+            rows.append([label, "", "", file(key)])
     return Section(id="handover", title="Handover",
                    paragraphs=["What an operator takes over with this platform: the approved "
                                "versions, the last acceptance record, the runbook and the "
                                "minimum monitoring."],
-                   tables=[Table(columns=["item", "status", "file"], rows=rows)])
+                   tables=[Table(columns=["item", "status", "detail", "file"], rows=rows)])
