@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiplat.ops.monitoring import RuleGroup, monitoring_rules
-from aiplat.report.document import Document, KeyFigure, Section, Table
+from aiplat.report.document import Code, Document, KeyFigure, Section, Table
 from aiplat.spec.models import Platform, PoolSpec, Responsibility
 
 AREAS: tuple[str, ...] = ("nodes", "drivers", "operators", "cluster", "queues", "model store")
@@ -450,7 +450,8 @@ def procedures(platform: Platform, spec: str = "platform.yaml",
 
 def _steps_table(title: str, steps: tuple[Step, ...]) -> Table:
     return Table(title=title, columns=["#", "Action", "Command", "Expect"],
-                 rows=[[str(i), s.action, s.command or "—", s.expect or "—"]
+                 rows=[[str(i), s.action, Code(text=s.command) if s.command else "—",
+                        s.expect or "—"]
                        for i, s in enumerate(steps, 1)],
                  align=["right", "left", "left", "left"])
 
