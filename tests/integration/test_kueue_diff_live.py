@@ -50,14 +50,26 @@ def _lab(tmp: Path, name: str, fair: bool) -> Iterator[tuple[Api, str]]:
     from aiplat.cluster.run import down, kubeconfig_path, up
 
     _need_components()
-    os.environ["AIPLAT_CLUSTER_DIR"] = str(tmp / "runs")
+    runs = str(tmp / "runs")
+    before = os.environ.get("AIPLAT_CLUSTER_DIR")
+
+    def here() -> None:  # the cluster functions read the run folder from the environment
+        os.environ["AIPLAT_CLUSTER_DIR"] = runs
+
+    here()
     up(name, [], _config(fair), locate())
     api = Api.from_kubeconfig(str(kubeconfig_path(name)))
     try:
         yield api, str(kubeconfig_path(name))
     finally:
         api.close()
-        down(name)
+        here()  # the other lab's fixture may have pointed it elsewhere meanwhile
+        stopped = down(name)
+        assert not (tmp / "runs" / name).exists(), stopped
+        if before is None:
+            os.environ.pop("AIPLAT_CLUSTER_DIR", None)
+        else:
+            os.environ["AIPLAT_CLUSTER_DIR"] = before
 
 
 @pytest.fixture(scope="module")
