@@ -61,8 +61,8 @@ def test_the_agent_requirements_come_from_the_wheel_with_their_specifiers(tmp_pa
                                                                          ) -> None:
     w = _wheel(tmp_path / "a.whl", _files())
     reqs = ai.agent_requirements(w)
-    assert reqs == ["pydantic<3,>=2.7", "click<9,>=8.1", "PyYAML>=6.0", "numpy>=1.26",
-                    "rich>=13", "lightkube>=1.0.1"]
+    assert reqs == ["pydantic<3,>=2.7", "click<9,>=8.1", "PyYAML>=6.0", "rich>=13",
+                    "lightkube>=1.0.1"]
     assert "pytest" not in ai.wheel_requirements(w)  # an extra's requirement
 
 

@@ -174,6 +174,8 @@ def test_agent_loop_patches_each_round_and_survives_api_errors(tmp_path: Path) -
             raise RuntimeError("409 Conflict")
 
     errors: list[Exception] = []
-    run_agent(lambda: (bad, {}), client=Broken({}), node_name="n1", interval_s=1,
-              iterations=2, on_error=errors.append, sleep=lambda s: None)
+    code = run_agent(lambda: (bad, {}), client=Broken({}), node_name="n1", interval_s=1,
+                     iterations=2, on_error=errors.append, sleep=lambda s: None)
     assert [str(e) for e in errors] == ["409 Conflict", "409 Conflict"]
+    # --once that could not publish its result does not exit as if it had (was 0 on a 403).
+    assert code == 2

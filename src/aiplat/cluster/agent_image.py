@@ -55,7 +55,7 @@ DEFAULT_MIRROR = "http://deb.debian.org/debian"
 PACKAGES = ("python3",)
 # What the agent imports (``aiplat node agent``, with and without a cluster client); pip
 # adds their own requirements. Each must be a requirement of the wheel (checked).
-AGENT_DISTRIBUTIONS = ("pydantic", "click", "PyYAML", "numpy", "rich", "lightkube")
+AGENT_DISTRIBUTIONS = ("pydantic", "click", "PyYAML", "rich", "lightkube")
 KEEP_ROOTFS = 3  # cached root file systems kept (the newest)
 USER = "65534:65534"  # nobody, as the rendered DaemonSet's runAsUser
 KEY_LABEL = "io.aiplat.image-key"

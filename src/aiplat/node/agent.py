@@ -71,7 +71,9 @@ def run_agent(check: Callable[[], tuple[CheckReport, dict[str, str]]], *,
               emit: Callable[[NodePatch, CheckReport], None] | None = None,
               on_error: Callable[[Exception], None] | None = None,
               sleep: Callable[[float], None] = time.sleep) -> int:
-    """Loop: check, patch (or emit, with no client), sleep. Returns the last exit code."""
+    """Loop: check, patch (or emit, with no client), sleep. Returns the last round's exit
+    code: 1 when a check failed, 2 when its result could not be published on the Node (the
+    output did not reach the cluster: 403, unreachable, a conflict), else 0."""
     code = 0
     n = 0
     while iterations is None or n < iterations:
@@ -85,6 +87,7 @@ def run_agent(check: Callable[[], tuple[CheckReport, dict[str, str]]], *,
                 if on_error is None:
                     raise
                 on_error(e)
+                code = 2
         else:
             now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             patch = node_patch({}, report, labels, now)

@@ -35,7 +35,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aiplat import __version__
@@ -102,6 +101,7 @@ def _cpu_sha256(scale: float, _: Path) -> tuple[float, str]:
 
 
 def _cpu_matmul(scale: float, _: Path) -> tuple[float, str]:
+    import numpy as np  # here, not at import: the node agent loads this module without it
     n = 384
     a = np.full((n, n), 1.0001)
     b = np.full((n, n), 0.9999)
@@ -117,6 +117,7 @@ def _cpu_matmul(scale: float, _: Path) -> tuple[float, str]:
 
 
 def _memory_copy(scale: float, _: Path) -> tuple[float, str]:
+    import numpy as np
     n = 128 * 1024 * 1024 // 8  # 128 MiB: well past any last-level cache
     src = np.ones(n)
     dst = np.empty_like(src)
@@ -265,6 +266,15 @@ UNITS = {"cpu.sha256": "MiB/s", "cpu.matmul": "GFLOP/s", "memory.copy": "GiB/s",
          "gpu.h2d": "GB/s", "gpu.bf16_matmul": "TFLOP/s"}
 
 
+def _numpy_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("numpy")
+    except PackageNotFoundError:  # the node-agent image leaves it out
+        return None
+
+
 def fingerprint(inv: Inventory | None) -> dict[str, str | int | None]:
     cpu = inv.host.cpu if inv else None
     drv = inv.software.nvidia_driver if inv else None
@@ -278,7 +288,7 @@ def fingerprint(inv: Inventory | None) -> dict[str, str | int | None]:
         "nvidia_driver": drv.version if drv else None,
         "gpus": len(inv.gpus) if inv else None,
         "python": pyplatform.python_version(),
-        "numpy": np.__version__,
+        "numpy": _numpy_version(),
         "aiplat": __version__,
     }
 
