@@ -517,9 +517,8 @@ EXERCISES: tuple[Exercise, ...] = (
                  cmd="mkdir -p \"$COURSE/ex2\" && aiplat node inventory -o json > "
                      "\"$COURSE/ex2/inventory.json\""),
             Step("Build the recorded 8-GPU HGX H100 tree and inventory it",
-                 cmd="rm -rf \"$COURSE/ex2/hgx\" && python -c 'import os, pathlib; "
-                     "from tests.fixtures.nodes import hgx_h100; "
-                     "hgx_h100(pathlib.Path(os.environ[\"COURSE\"]) / \"ex2/hgx\")' "
+                 cmd="rm -rf \"$COURSE/ex2/hgx\" && aiplat samples get node-hgx-h100 -d "
+                     "\"$COURSE/ex2/hgx\" >/dev/null "
                      "&& aiplat node inventory --root \"$COURSE/ex2/hgx\" -o json > "
                      "\"$COURSE/ex2/hgx-inventory.json\""),
             Step("Check the HGX node against the h100 pool of the spec",
@@ -555,8 +554,8 @@ EXERCISES: tuple[Exercise, ...] = (
               "proves node type, major/minor, permissions and isolation in real containers. "
               "The baseline stores medians with robust spread for later comparison.",
         pitfalls=("`node check` fails with the device and threshold, e.g. 'link trained at "
-                  "x8, capable of x16' or an IB port DOWN (try `--root` on "
-                  "`hgx_h100(root, degraded=True)`).",
+                  "x8, capable of x16' or an IB port DOWN (try `--root` on the tree `aiplat "
+                  "samples get node-hgx-h100-degraded` writes).",
                   "`cdi verify` needs Podman with `--runtime runc` here (crun fails on hybrid "
                   "cgroups); it names the device whose mode, owner or env differs.")),
     Exercise(
@@ -570,14 +569,15 @@ EXERCISES: tuple[Exercise, ...] = (
                  cmd="mkdir -p \"$COURSE/ex3\" && aiplat kube render \"$COURSE/ex1/platform.yaml\" "
                      "-o \"$COURSE/ex3/kube\""),
             Step("Validate against Kubernetes schemas and the CRDs",
-                 cmd="aiplat kube validate \"$COURSE/ex3/kube\" --crd-dir ../shared/schemas "
+                 cmd="aiplat kube validate \"$COURSE/ex3/kube\" "
                      "-o json > \"$COURSE/ex3/validate.json\""),
             Step("Lint across layers",
                  cmd="aiplat kube lint \"$COURSE/ex3/kube\" -o json > \"$COURSE/ex3/lint.json\""),
             Step("Explain a pending job on a recorded cluster snapshot",
-                 cmd="aiplat kube why-pending pretrain-big --snapshot "
-                     "tests/data/snapshots/tas-rack-too-small -o json > "
-                     "\"$COURSE/ex3/why-pending.json\""),
+                 cmd="rm -rf \"$COURSE/ex3/snapshot\" && aiplat samples get "
+                     "snapshot-tas-rack-too-small -d \"$COURSE/ex3/snapshot\" >/dev/null && "
+                     "aiplat kube why-pending pretrain-big -n research --snapshot "
+                     "\"$COURSE/ex3/snapshot\" -o json > \"$COURSE/ex3/why-pending.json\""),
             Step("Start a real control plane (Kubernetes, Kueue, JobSet) with kwok nodes for "
                  "the spec's pools and the DRA driver's ResourceSlices",
                  cmd=f"aiplat lab cluster status --name {CLUSTER} >/dev/null 2>&1 || aiplat "

@@ -35,8 +35,8 @@ Another lab works the same way (`aiplat lab up --prefix NAME` or a spec's segmen
 subnets: `eval "$(aiplat lab status --prefix NAME -o env)"`, and `aiplat lab exercise N
 --lab NAME`); the steps name the lab only through these variables. Paths may hold spaces.
 
-Every command runs from the checkout's root (exercise 2 builds a recorded HGX tree from
-`tests/fixtures`, exercise 3 reads `tests/data/snapshots` and `../shared/schemas`).
+Every command runs from any folder after `pip install`: the recorded HGX tree and the cluster
+snapshot come from `aiplat samples`, the CRDs ship with aiplat.
 Exercises 1-4 need no lab; 5-7 need it, and root. At the end:
 
 ```bash
