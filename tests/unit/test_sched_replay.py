@@ -220,3 +220,12 @@ def test_a_held_local_queue_admits_nothing_in_kueue_words() -> None:
     objs[2]["spec"]["stopPolicy"] = "Hold"  # the LocalQueue
     out = run(objs)["w"]
     assert out.decision == "pending" and out.message == "LocalQueue q is inactive"
+
+
+def test_excluded_resource_prefixes_are_not_quota() -> None:
+    objs = [rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 4})])]),
+            wl("w", "q", (1, {"cpu": "1", "rdma/hca": "1"}))]
+    assert run(objs)["w"].decision == "pending"  # rdma/hca: no group covers it
+    objs.append({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                 "resources": {"excludeResourcePrefixes": ["rdma/"]}})
+    assert run(objs)["w"].decision == "admitted"

@@ -494,6 +494,12 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
     snap.workloads = [_workload(o, w, lq, priorities, snap.unsupported) for o, w in workloads]
+    if snap.excluded_prefixes:  # resources.excludeResourcePrefixes: not quota at all
+        for wl in snap.workloads:
+            wl.podsets = tuple(PodSet(p.name, p.count, {
+                r: v for r, v in p.requests.items()
+                if not r.startswith(snap.excluded_prefixes)}, p.node_selector, p.tolerations)
+                for p in wl.podsets)
     for wl in snap.workloads:
         if f"{wl.key.split('/', 1)[0]}/{wl.queue_name}" in held and wl.admission is None:
             wl.active = False
