@@ -383,7 +383,10 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         admission=admission, admitted_at=_time(reserved.get("lastTransitionTime"), where),
         active=bool(spec.get("active", True))
         and conds.get("Finished", {}).get("status") != "True",
-        evaluated=reserved.get("status") == "False")
+        # The scheduler's requeue writes reason Pending (the workload then waits among the
+        # inadmissible); the workload controller's "ClusterQueue ... is inactive" for a queue
+        # the scheduler skips writes Inadmissible, and the workload is still in the heap.
+        evaluated=reserved.get("status") == "False" and reserved.get("reason") != "Inadmissible")
 
 
 def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
