@@ -35,9 +35,9 @@ def _time(cmd: list[str], env: dict[str, str] | None = None, fresh_cache: bool =
 def main() -> None:
     exe = Path(sys.executable).parent / "aiplat"
     with tempfile.TemporaryDirectory() as out:
-        plan_s = _time([str(exe), "plan", "-o", out])
+        plan_s = _time([str(exe), "plan", "-d", out])
         # A user's first run: no cached CEL parser yet (aiplat.kube.celparser builds it).
-        first_s = _time([str(exe), "plan", "-o", out], fresh_cache=True)
+        first_s = _time([str(exe), "plan", "-d", out], fresh_cache=True)
     python_s = _time([sys.executable, "-c", "pass"])
 
     from aiplat.catalog import load_catalog

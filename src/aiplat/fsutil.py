@@ -10,7 +10,7 @@ SIGTERM held back. A failure or an interrupt in either phase undoes this call's 
 files are removed, renamed ones get their previous content back (kept as a hard link until
 the end), and directories this call created are removed again. Other files already in the
 target directories are never touched, so a tree can be written into a directory that holds
-more than the tree (``plan -o out`` keeps the user's other files).
+more than the tree (``plan -d out`` keeps the user's other files).
 
 A write that fails raises ``aiplat.errors.OutputError``: an ``InputError`` naming the path,
 the system's reason and a fix, and also an ``OSError`` (same ``errno``) for callers that

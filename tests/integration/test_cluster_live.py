@@ -93,7 +93,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     _need_components()
     tmp = tmp_path_factory.mktemp("cluster")
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
-    _aiplat(env, "plan", "-o", str(tmp / "plan"), check=True)
+    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
     t0 = time.monotonic()
     up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
     up_seconds = time.monotonic() - t0
@@ -609,7 +609,7 @@ def test_h100_whole_and_mig_devices_are_allocated_by_their_classes(tmp_path: Pat
     _need_components()
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp_path / "runs")}
     (tmp_path / "spec.yaml").write_text(DRA_SPEC)
-    _aiplat(env, "kube", "render", str(tmp_path / "spec.yaml"), "-o", str(tmp_path / "kube"),
+    _aiplat(env, "kube", "render", str(tmp_path / "spec.yaml"), "-d", str(tmp_path / "kube"),
             check=True)
     up = _aiplat(env, "lab", "cluster", "up", str(tmp_path / "spec.yaml"), "--name", "dra",
                  check=True)
@@ -689,7 +689,7 @@ def test_monitoring_objects_apply_beside_the_tree(cluster: Cluster, applied: lis
     ServiceMonitor; the API server, with prometheus-operator's CRDs, accepts both as they
     are, and the PrometheusRule holds exactly the rules of the rule file promtool tests."""
     out = tmp_path / "monitoring"
-    cluster.aiplat("monitoring", "render", "-o", str(out), check=True)
+    cluster.aiplat("monitoring", "render", "-d", str(out), check=True)
     cp = cluster.aiplat("kube", "apply", str(out / "kubernetes"), "-o", "json")
     outcomes = json.loads(cp.stdout)
     assert cp.returncode == 0, outcomes

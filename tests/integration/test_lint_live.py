@@ -57,7 +57,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     _need_components()
     tmp = tmp_path_factory.mktemp("lint")
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
-    _aiplat(env, "plan", "-o", str(tmp / "plan"), check=True)
+    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
     up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
     kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
     api = Api.from_kubeconfig(kubeconfig)

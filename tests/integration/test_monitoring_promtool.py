@@ -123,7 +123,7 @@ def test_the_checks_monitoring_render_prints_pass_as_written(promtool: str,
     out = tmp_path / "mon itoring"
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        assert main(["monitoring", "render", "-o", str(out), "--discovery", "file"]) == 0
+        assert main(["monitoring", "render", "-d", str(out), "--discovery", "file"]) == 0
     line = next(x for x in err.getvalue().splitlines() if x.startswith("check: "))
     r = subprocess.run(["bash", "-ec", line.removeprefix("check: ")], capture_output=True,
                        text=True, timeout=120, check=False, cwd=tmp_path,

@@ -16,7 +16,7 @@ def test_report_html_renders_its_charts_without_console_errors(
     tmp_path: Path, browser: Browser
 ) -> None:
     out = tmp_path / "out"
-    subprocess.run([sys.executable, "-m", "aiplat.cli.main", "plan", "-o", str(out)],
+    subprocess.run([sys.executable, "-m", "aiplat.cli.main", "plan", "-d", str(out)],
                    check=True, capture_output=True)
     page = browser.inspect(out / "report.html")
     assert page.problems == []

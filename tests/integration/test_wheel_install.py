@@ -86,7 +86,7 @@ def test_version_names_the_commit_and_the_pins(installed: tuple[Path, str],
 def test_kube_validate_checks_every_custom_resource_without_crd_dir(
         installed: tuple[Path, str], tmp_path: Path) -> None:
     exe, _ = installed
-    _run(exe, tmp_path, "kube", "render", "-o", "kube")
+    _run(exe, tmp_path, "kube", "render", "-d", "kube")
     data = json.loads(_run(exe, tmp_path, "kube", "validate", "kube", "-o", "json"))
     assert data[0]["objects"] > 50
     assert data[0]["issues"] == [], data[0]["issues"][:5]

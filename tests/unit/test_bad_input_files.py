@@ -119,8 +119,8 @@ def test_shapes() -> None:
 
 SITES = [
     "spec validate {}",
-    "plan {} -o {out}",
-    "kube render {} -o {out}",
+    "plan {} -d {out}",
+    "kube render {} -d {out}",
     "node baseline compare {}",
     "node check --baseline {} --root {root} --only gpu-count",
     "node check --image-config {} --root {root} --only gpu-count",
@@ -173,7 +173,7 @@ def test_every_reader_refuses_bad_files(bad: dict[str, Path], tmp_path: Path,
                                         cmd: str, name: str) -> None:
     if cmd.startswith("kube lint"):
         # `kube lint DIR` needs a tree; lint the example's with a bad inventory.
-        main(["kube", "render", "-o", str(tmp_path / "out")])
+        main(["kube", "render", "-d", str(tmp_path / "out")])
         capsys.readouterr()
     code, err = _run(cmd, bad[name], tmp_path, capsys)
     assert code == 2, err
@@ -188,7 +188,7 @@ def test_wrong_shapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     code, err = _run("runtime config containerd --current {} --version 2.0.0",
                      tmp_path / "cfg.toml", tmp_path, capsys)
     assert code == 2 and "'version' is 'two', not a number" in err
-    main(["kube", "render", "-o", str(tmp_path / "out")])
+    main(["kube", "render", "-d", str(tmp_path / "out")])
     capsys.readouterr()
     for text, words in [("{}", "no cluster/nodes/inventory.yaml"),
                         ("pools: 3\n", "'pools' must be a list"),
@@ -217,7 +217,7 @@ def test_wrong_shapes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_bad_crd_files_are_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main(["kube", "render", "-o", str(tmp_path / "out")])
+    main(["kube", "render", "-d", str(tmp_path / "out")])
     capsys.readouterr()
     crds = tmp_path / "crds"
     crds.mkdir()

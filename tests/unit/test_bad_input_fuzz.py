@@ -162,12 +162,12 @@ special = st.sampled_from(["missing", "directory", "/dev/zero", "fifo", "/proc/s
 
 FILE_COMMANDS = [
     "spec validate {f}",
-    "plan {f} -o {out}",
-    "kube render {f} -o {out}",
+    "plan {f} -d {out}",
+    "kube render {f} -d {out}",
     "sim run {f} --months 0.05",
     "matrix check {f}",
-    "monitoring render {f} -o {out}",
-    "runbook {f} -o {out}",
+    "monitoring render {f} -d {out}",
+    "runbook {f} -d {out}",
     "node baseline compare {f}",
     "node check --baseline {f} --root {root} --only gpu-count",
     "node check --image-config {f} --root {root} --only gpu-count",
@@ -248,7 +248,7 @@ def test_file_inputs_never_crash(cmd: str, content: bytes | None, kind: str,
         argv = cmd.format(f=f, out=root / "out", root=root / "root", tree=tree,
                           fdir=fdir, port=PORT, small=small).split()
         if "{tree}" in cmd:
-            run(["kube", "render", "-o", str(tree)])
+            run(["kube", "render", "-d", str(tree)])
         if "{small}" in cmd:
             small.mkdir()
             (small / "ns.yaml").write_text("apiVersion: v1\nkind: Namespace\n"
@@ -287,7 +287,7 @@ NUMBER_OPTIONS = [
     "sharing plan --gpu H100-SXM-80GB --demand 1g.10gb=1 --gpus {n}",
     "sharing config mps --target dra --memory-gb {n}",
     "sharing config time-slicing --replicas {n}",
-    "plan -o {out} --k8s-version {n}",
+    "plan -d {out} --k8s-version {n}",
     "kube validate {out} --k8s-version {n}",
     "diagnose --prometheus {n}",
     "lab fault add loss --dry-run --value {n}",
@@ -357,8 +357,8 @@ def _mutate(value: Any, new: Any) -> Any:
 @given(mutations=st.lists(st.tuples(st.sampled_from(PATHS), weird | scaled | scaled),
                           min_size=1, max_size=3),
        cmd=st.sampled_from(["plan {f} -o {out}", "sim run {f} --months 0.1",
-                            "kube render {f} -o {out}", "matrix show {f} -w {out}",
-                            "runbook {f} -o {out}", "monitoring render {f} -o {out}"]))
+                            "kube render {f} -d {out}", "matrix show {f} -w {out}",
+                            "runbook {f} -d {out}", "monitoring render {f} -d {out}"]))
 @budget(30)
 def test_mutated_specs_never_crash(mutations: list[tuple[tuple[Any, ...], Any]],
                                    cmd: str) -> None:

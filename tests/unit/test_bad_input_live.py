@@ -105,7 +105,7 @@ def _files(tmp_path: Path) -> dict[str, Path]:
 @pytest.fixture(scope="module")
 def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("tree")
-    code, text = run(["kube", "render", "-o", str(d)])
+    code, text = run(["kube", "render", "-d", str(d)])
     assert code == 0, text
     return d
 

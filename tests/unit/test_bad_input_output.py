@@ -113,14 +113,14 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
 
 
 def test_cli_output_under_proc_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, err = _run(["kube", "render", "-o", "/proc/aiplat-no-such/kube"], capsys)
+    code, err = _run(["kube", "render", "-d", "/proc/aiplat-no-such/kube"], capsys)
     assert code == 2
     assert err.startswith("error: cannot write /proc/aiplat-no-such") and err.count("\n") == 1
 
 
 def test_cli_output_into_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "out").write_text("x")
-    code, err = _run(["plan", "-o", str(tmp_path / "out" / "sub")], capsys)
+    code, err = _run(["plan", "-d", str(tmp_path / "out" / "sub")], capsys)
     assert code == 2 and "a file is where a directory is needed" in err
     assert _listing(tmp_path) == {"out": b"x"}
 
@@ -138,7 +138,7 @@ def test_cli_disk_full_during_render_leaves_nothing(
         return real(target, raw, mode)
 
     monkeypatch.setattr(fsutil, "_stage", stage)
-    code, err = _run(["kube", "render", "-o", str(tmp_path / "kube")], capsys)
+    code, err = _run(["kube", "render", "-d", str(tmp_path / "kube")], capsys)
     assert code == 2 and "disk is full" in err
     assert list(tmp_path.iterdir()) == []
 
@@ -156,7 +156,7 @@ def test_cli_sigint_during_render_exits_130_and_leaves_nothing(
         return real(target, raw, mode)
 
     monkeypatch.setattr(fsutil, "_stage", stage)
-    code, err = _run(["kube", "render", "-o", str(tmp_path / "kube")], capsys)
+    code, err = _run(["kube", "render", "-d", str(tmp_path / "kube")], capsys)
     assert code == 130 and "interrupted" in err
     assert list(tmp_path.iterdir()) == []
 

@@ -39,7 +39,7 @@ def run(args: list[str]) -> int:
 def test_render_validate_lint_round_trip(tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "kube"
-    assert run(["render", "-o", str(out)]) == 0
+    assert run(["render", "-d", str(out)]) == 0
     stdout, stderr = capsys.readouterr()
     assert "tenants" in stdout and "wrote" in stderr and "wrote" not in stdout
     assert (out / "kustomization.yaml").exists()
@@ -57,7 +57,7 @@ def test_render_validate_lint_round_trip(tmp_path: Path,
 def test_validate_with_packaged_crds_and_lint_errors_exit_1(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "kube"
-    assert run(["render", "-o", str(out)]) == 0
+    assert run(["render", "-d", str(out)]) == 0
     assert run(["validate", str(out)]) == 0
     # The packaged CRDs check every custom resource without --crd-dir.
     assert "0 errors, 0 warnings" in capsys.readouterr().out

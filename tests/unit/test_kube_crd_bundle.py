@@ -213,7 +213,7 @@ def _cli(args: list[str]) -> int:
 def test_kube_validate_checks_every_custom_resource_without_crd_dir(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "kube"
-    assert main(["kube", "render", "-o", str(out)]) == 0
+    assert main(["kube", "render", "-d", str(out)]) == 0
     capsys.readouterr()
     assert main(["kube", "validate", str(out), "--k8s-version", "1.34", "--k8s-version",
                  "1.36", "-o", "json"]) == 0
@@ -231,7 +231,7 @@ def test_kube_validate_checks_every_custom_resource_without_crd_dir(
 def test_a_crd_dir_kind_replaces_the_packaged_one(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "kube"
-    assert main(["kube", "render", "-o", str(out)]) == 0
+    assert main(["kube", "render", "-d", str(out)]) == 0
     # A cluster whose Kueue serves LocalQueue only as v1beta1: the tree's v1beta2 is refused.
     kueue = next(b for b in bundles() if b["name"] == "kueue")
     lq = copy.deepcopy(next(c for c in kueue["crds"] if c["spec"]["names"]["kind"] ==

@@ -259,7 +259,7 @@ def test_aiplat_plan_refuses_a_bad_global_batch_with_exit_2(
                           "parallelism": {"data": 8, "microBatch": 4, "globalBatch": 1}}]
     spec = tmp_path / "p.yaml"
     spec.write_text(yaml.safe_dump(data))
-    assert main(["plan", str(spec), "-o", str(tmp_path / "out")]) == 2
+    assert main(["plan", str(spec), "-d", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "globalBatch (1)" in err and "To fix: globalBatch 32" in err
     assert "Traceback" not in err

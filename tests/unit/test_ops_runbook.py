@@ -171,18 +171,18 @@ def test_markdown_keeps_commands_with_pipes_inside_their_cells() -> None:
 
 def test_cli_runbook_and_monitoring_render_write_files(tmp_path: Path) -> None:
     runner = CliRunner()
-    r = runner.invoke(runbook, ["-o", str(tmp_path / "rb")])
+    r = runner.invoke(runbook, ["-d", str(tmp_path / "rb")])
     assert r.exit_code == 0, r.output
     assert "node-patch" in r.stdout and "warning" not in r.stderr
     assert sorted(p.name for p in (tmp_path / "rb").iterdir()) == ["runbook.html", "runbook.md"]
-    assert runner.invoke(runbook, ["-o", str(tmp_path / "rb"), "--strict"]).exit_code == 0
+    assert runner.invoke(runbook, ["-d", str(tmp_path / "rb"), "--strict"]).exit_code == 0
     gappy = tmp_path / "gappy.yaml"
     data = yaml.safe_load(example_text())
     only_nodes(data)
     gappy.write_text(yaml.safe_dump(data, sort_keys=False))
-    r = runner.invoke(runbook, [str(gappy), "-o", str(tmp_path / "rb2"), "--strict"])
+    r = runner.invoke(runbook, [str(gappy), "-d", str(tmp_path / "rb2"), "--strict"])
     assert r.exit_code == 1 and "warning: nobody is responsible for drivers" in r.stderr
-    r = runner.invoke(monitoring, ["render", "-o", str(tmp_path / "mon"),
+    r = runner.invoke(monitoring, ["render", "-d", str(tmp_path / "mon"),
                                    "--discovery", "file"])
     assert r.exit_code == 0, r.output
     assert "aiplat-gpu: 9 alerts" in r.stdout
@@ -194,7 +194,7 @@ def test_cli_runbook_on_a_spec_file_uses_its_path(tmp_path: Path) -> None:
     data = yaml.safe_load(example_text())
     full_raci(data)
     spec.write_text(yaml.safe_dump(data, sort_keys=False))
-    r = CliRunner().invoke(runbook, [str(spec), "-o", str(tmp_path / "rb"), "--strict"])
+    r = CliRunner().invoke(runbook, [str(spec), "-d", str(tmp_path / "rb"), "--strict"])
     assert r.exit_code == 0, r.output
     md = (tmp_path / "rb" / "runbook.md").read_text()
     assert f"aiplat node check --spec {spec} --pool $POOL --matrix" in md

@@ -152,7 +152,7 @@ def cdi_group() -> None:
 @click.option("--kind", help="only the spec of this vendor/class")
 @click.option("-o", "--output", type=click.Choice(["json", "yaml"]), default="json",
               show_default=True)
-@click.option("--write", "write_dir", type=click.Path(file_okay=False),
+@click.option("-d", "--out-dir", "--write", "write_dir", type=click.Path(file_okay=False),
               help="write the specs atomically (0644) into DIR, e.g. /etc/cdi or /var/run/cdi")
 @click.option("--dry-run", is_flag=True, help="with --write: show the diff, write nothing")
 @click.option("--target-runtime", "targets", multiple=True, metavar="RUNTIME:VERSION",

@@ -65,7 +65,7 @@ def _write_docs(out_dir: str | None, doc: Any) -> None:
 @SPEC
 @OUTPUT
 @TODAY
-@click.option("-w", "--write", "out_dir", type=click.Path(file_okay=False),
+@click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=click.Path(file_okay=False),
               help="also write matrix.md and matrix.html to this directory")
 def matrix_show(spec: str | None, output: str, today: Any, out_dir: str | None) -> None:
     """Show the approved entries of SPEC (default: the built-in example) side by side."""
@@ -230,7 +230,7 @@ def _kv_floats(values: tuple[str, ...], option: str = "--min") -> dict[str, floa
               help="matrix values the node cannot observe, e.g. kueue=0.19.2")
 @click.option("--min", "floors", multiple=True, metavar="METRIC=VALUE",
               help="performance floor for a metric's median, e.g. model.pull=200")
-@click.option("-w", "--write", "out_dir", type=click.Path(file_okay=False),
+@click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=click.Path(file_okay=False),
               help="write acceptance.json, acceptance.md and acceptance.html here")
 @OUTPUT
 def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, max_cv: float,
@@ -325,7 +325,8 @@ def accept_compare(a: str, b: str, output: str) -> None:
 
 @accept_group.command("report")
 @click.argument("record", type=click.Path(dir_okay=False))
-@click.option("-w", "--write", "out_dir", required=True, type=click.Path(file_okay=False))
+@click.option("-d", "--out-dir", "-w", "--write", "out_dir", required=True,
+              type=click.Path(file_okay=False))
 def accept_report(record: str, out_dir: str) -> None:
     """Re-render acceptance.md and acceptance.html from a recorded acceptance.json."""
     rec = _load(record)

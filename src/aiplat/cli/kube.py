@@ -60,10 +60,10 @@ def kube() -> None:
 
 @kube.command("render")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_dir", default="out/kube", show_default=True,
+@click.option("-d", "--out-dir", "out_dir", default="out/kube", show_default=True,
               type=click.Path(file_okay=False), help="directory for the kustomize tree")
-@click.option("--format", "fmt", type=click.Choice(["table", "json", "yaml"]), default="table",
-              show_default=True, help="format of the summary on stdout")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+              default="table", show_default=True, help="format of the summary on stdout")
 def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
     """Render cluster/, kueue/, tenants/, storage/, serving/ and workloads/ from SPEC
     (default: the built-in example) into a kustomize-ready tree."""

@@ -1,4 +1,4 @@
-"""``aiplat monitoring render [SPEC] -o DIR`` and ``aiplat runbook [SPEC] -o DIR``.
+"""``aiplat monitoring render [SPEC] -d DIR`` and ``aiplat runbook [SPEC] -d DIR``.
 
 Thin: load the spec (default: the built-in example), call the builders in ``aiplat.ops``,
 render everything in memory, then write the files atomically. A summary goes to stdout;
@@ -41,7 +41,7 @@ def monitoring() -> None:
 
 @monitoring.command("render")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_dir", default="out/monitoring", show_default=True,
+@click.option("-d", "--out-dir", "out_dir", default="out/monitoring", show_default=True,
               type=click.Path(file_okay=False), help="directory for the files")
 @click.option("--discovery", type=click.Choice(["kubernetes", "file"]), default="kubernetes",
               show_default=True, help="scrape targets from Kubernetes pods or from files")
@@ -69,7 +69,7 @@ def monitoring_render(spec: str | None, out_dir: str, discovery: str) -> None:
 
 @click.command()
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_dir", default="out/runbook", show_default=True,
+@click.option("-d", "--out-dir", "out_dir", default="out/runbook", show_default=True,
               type=click.Path(file_okay=False), help="directory for runbook.md and .html")
 @click.option("--strict", is_flag=True, help="exit 1 when the spec leaves handover items open")
 def runbook(spec: str | None, out_dir: str, strict: bool) -> None:

@@ -1,4 +1,5 @@
-"""``aiplat plan [SPEC] [-o DIR]``: size the platform and write plan.json and the reports."""
+"""``aiplat plan [SPEC] [-d DIR] [-o table|json|yaml]``: size the platform and write plan.json
+and the reports."""
 
 from __future__ import annotations
 
@@ -26,10 +27,10 @@ from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 
 @click.command()
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("-o", "--out", "out_dir", default="out", show_default=True,
+@click.option("-d", "--out-dir", "out_dir", default="out", show_default=True,
               type=click.Path(file_okay=False), help="directory for plan.json and reports")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="what to print on stdout")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+              default="table", show_default=True, help="format of the summary on stdout")
 @click.option("--crd-dir", type=click.Path(exists=True, file_okay=False),
               help="CRDs of your cluster (Kueue, JobSet, Gateway API...) to validate against")
 @click.option("--k8s-version", "k8s_versions", multiple=True, default=DEFAULT_VERSIONS,
@@ -58,9 +59,13 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                        crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
                        acceptance=_last_acceptance(Path(out_dir)))
     write_tree(out_dir, out.files)
+    data = _summary_data(out.plan) | {"simulation": _sim_summary(out.sim)}
     if fmt == "json":
-        click.echo(json.dumps(_summary_data(out.plan) | {"simulation": _sim_summary(out.sim)},
-                              indent=2))
+        click.echo(json.dumps(data, indent=2))
+    elif fmt == "yaml":
+        from aiplat.kube.yamlout import dump_value
+
+        click.echo(dump_value(data), nl=False)
     else:
         _print_table(out.plan)
         _print_sim(out.sim)
@@ -154,7 +159,9 @@ def _print_table(p: Plan) -> None:
         f"{f.facility_power_kw:,.1f} kW · cooling {f.cooling_btu_per_hour:,.0f} BTU/h · "
         f"{f.racks} racks · deployment: {p.deployment.recommendation}"
     )
+    # Findings are diagnostics, on stderr as kubectl's warnings are; -o json|yaml has them
+    # as data.
     for x in p.all_findings:
-        console.print(f"{x.severity}: {x.subject}: {x.message} (fix: {x.fix})")
+        click.echo(f"{x.severity}: {x.subject}: {x.message} (fix: {x.fix})", err=True)
     if not p.all_findings:
-        console.print("no findings")
+        click.echo("no findings", err=True)

@@ -494,7 +494,7 @@ EXERCISES: tuple[Exercise, ...] = (
                      "\"$COURSE/ex1/platform.yaml\""),
             Step("Validate it", cmd="aiplat spec validate \"$COURSE/ex1/platform.yaml\""),
             Step("Size it: pools, node roles, zones, power, reserve, deployment model",
-                 cmd="aiplat plan \"$COURSE/ex1/platform.yaml\" -o \"$COURSE/ex1/plan\""),
+                 cmd="aiplat plan \"$COURSE/ex1/platform.yaml\" -d \"$COURSE/ex1/plan\""),
         ),
         check=check_plan, results=("ex1/platform.yaml", "ex1/plan/plan.json"),
         means="The Pools table gives nodes, GPUs, peak/average demand, spares and kW per "
@@ -567,7 +567,7 @@ EXERCISES: tuple[Exercise, ...] = (
         steps=(
             Step("Render the tree",
                  cmd="mkdir -p \"$COURSE/ex3\" && aiplat kube render \"$COURSE/ex1/platform.yaml\" "
-                     "-o \"$COURSE/ex3/kube\""),
+                     "-d \"$COURSE/ex3/kube\""),
             Step("Validate against Kubernetes schemas and the CRDs",
                  cmd="aiplat kube validate \"$COURSE/ex3/kube\" "
                      "-o json > \"$COURSE/ex3/validate.json\""),

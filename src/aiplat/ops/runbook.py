@@ -246,7 +246,7 @@ def driver_upgrade(platform: Platform, spec: str) -> Procedure:
              f"aiplat matrix check {spec} && aiplat matrix diff {spec}.previous {spec}",
              "no violated facts"),
         Step("Render the GPU operator values with the new driver version",
-             f"aiplat kube render {spec} -o out/kube",
+             f"aiplat kube render {spec} -d out/kube",
              f"out/kube/cluster/gpu-operator/values.yaml has driver.version {target}"),
         Step("Apply the values; the driver DaemonSet changes node by node",
              "helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values "
@@ -286,7 +286,7 @@ def operator_upgrade(platform: Platform, spec: str) -> Procedure:
              "kubectl apply --server-side -f -",
              "CRDs configured"),
         Step("Upgrade the operator with the rendered values",
-             f"aiplat kube render {spec} -o out/kube && helm upgrade gpu-operator "
+             f"aiplat kube render {spec} -d out/kube && helm upgrade gpu-operator "
              f"nvidia/gpu-operator -n gpu-operator --version {v} "
              "-f out/kube/cluster/gpu-operator/values.yaml",
              "new revision deployed"),
@@ -314,7 +314,7 @@ def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
              f"{KUEUE_RELEASES}/v$VERSION/manifests.yaml",
              "the file holds the release's CustomResourceDefinitions"),
         Step("Validate the rendered queues against the new release's CRDs",
-             f"aiplat kube render {spec} -o out/kube && aiplat kube validate out/kube "
+             f"aiplat kube render {spec} -d out/kube && aiplat kube validate out/kube "
              "--crd-dir kueue-$VERSION-crds",
              "exit 0"),
         Step("Save the queue state",
@@ -373,10 +373,10 @@ def add_tenant(platform: Platform, spec: str) -> Procedure:
     steps = (
         Step(f"Add the tenant to the spec: name, quota per pool ({pools}), admins, users, "
              "weight", f"aiplat spec validate {spec}", "valid"),
-        Step("Plan: quotas against capacity", f"aiplat plan {spec} -o out",
+        Step("Plan: quotas against capacity", f"aiplat plan {spec} -d out",
              "exit 0 (no error findings)"),
         Step("Render, validate and lint every layer",
-             f"aiplat kube render {spec} -o out/kube && aiplat kube validate out/kube && "
+             f"aiplat kube render {spec} -d out/kube && aiplat kube validate out/kube && "
              "aiplat kube lint out/kube",
              "all exit 0"),
         Step("Review and apply the tenant and the queues",
@@ -389,8 +389,8 @@ def add_tenant(platform: Platform, spec: str) -> Procedure:
              "--as=system:serviceaccount:$TENANT:default",
              "True; rights as the spec grants"),
         Step("Refresh monitoring and this runbook",
-             f"aiplat monitoring render {spec} -o out/monitoring && aiplat runbook {spec} "
-             "-o out/runbook",
+             f"aiplat monitoring render {spec} -d out/monitoring && aiplat runbook {spec} "
+             "-d out/runbook",
              "files written; reload Prometheus"),
     )
     rollback = (Step("Remove the tenant from the spec, render again and delete its objects",
