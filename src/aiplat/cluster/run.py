@@ -221,7 +221,7 @@ class _Run:
             self.add_nodes(api, pools)
 
     def install_apis(self, api: Api) -> None:
-        self.progress("CRDs (Kueue, JobSet, Gateway API, inference extension, snapshots), "
+        self.progress("CRDs (Kueue, JobSet, Gateway API, inference extension, snapshots, NFD), "
                       "webhooks")
         m = self.assets.manifests
         crds = [doc for f in sorted(m.glob("**/*.yaml")) for doc in _docs(f)
