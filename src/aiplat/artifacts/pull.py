@@ -175,7 +175,7 @@ def fetch_blob(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor
 _FLAGS = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _download(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor, *,
+def _download(client: RegistryClient, cache: Cache, repo: str, desc: Descriptor, *,  # noqa: C901 (ratchet)
               part: Path, limiter: _RateLimiter | None, progress: Progress | None,
               ) -> _BlobOutcome:
     digest, size = desc.digest, desc.size

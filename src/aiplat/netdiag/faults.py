@@ -51,7 +51,7 @@ class FaultPlan(BaseModel):
     spawn_ns: str | None = None
 
 
-def plan_fault(plan: LabPlan, kind: str, node: str | None = None, segment: str | None = None,
+def plan_fault(plan: LabPlan, kind: str, node: str | None = None, segment: str | None = None,  # noqa: C901 (ratchet)
                *, value: float | None = None, seconds: int = NOISY_SECONDS) -> FaultPlan:
     """The commands that inject (and remove) one fault.
 

@@ -49,7 +49,7 @@ def _range_check(what: str, spec: str, value_cmd: str) -> list[str]:
     return out
 
 
-def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None) -> list[Step]:
+def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None) -> list[Step]:  # noqa: C901 (ratchet)
     pool = platform.pool(pool_name)
     if pool is None:
         raise InputError(f"--pool {pool_name}: no such pool (fix: use one of "

@@ -76,7 +76,7 @@ def load_image_config(path: str | Path) -> dict[str, object]:
         raise InputError(f"--image-config {e}") from None
 
 
-def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = None,
+def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = None,  # noqa: PLR0913 (ratchet)
                platform: Platform | None = None, pool: str | None = None,
                kernel_log: str | Path | None = None, matrix: bool = False,
                observed: dict[str, str] | None = None, image_config: str | Path | None = None,

@@ -147,7 +147,7 @@ def entry_values(entry: VersionEntry) -> dict[str, str | None]:
     return {k: data.get(k) for k in MATRIX_KEYS}
 
 
-def check_entry(entry: VersionEntry, platform: Platform, today: date) -> EntryCheck:
+def check_entry(entry: VersionEntry, platform: Platform, today: date) -> EntryCheck:  # noqa: C901 (ratchet)
     """Facts about one approved entry: node-side facts from :mod:`aiplat.node.matrix` at the
     lowest admitted versions, then cluster-side facts and consistency with the spec."""
     values = entry_values(entry)

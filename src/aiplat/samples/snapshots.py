@@ -147,7 +147,7 @@ def pod_spec(gpus: int, gpu_resource: str = "nvidia.com/gpu", tolerate: bool = T
     return spec
 
 
-def workload(job: str, ns: str, queue: str, *, priority: int, count: int, gpus: int,
+def workload(job: str, ns: str, queue: str, *, priority: int, count: int, gpus: int,  # noqa: PLR0913 (one option per status field a scenario sets)
              admitted: bool = False, gpu_resource: str = "nvidia.com/gpu",
              message: str = "", tolerate: bool = True, rack_required: bool = False,
              evicted: bool = False, claim_template: str | None = None,
