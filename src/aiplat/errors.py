@@ -1,14 +1,29 @@
 """aiplat's error types. Each says what was wrong, where, and how to fix it.
 
-    AiplatError                 base; ``exit_code`` tells the CLI how to exit
-    ├── InputError              bad user input (exit 2)
-    │   ├── SpecError           a platform spec that does not load; carries ``SpecIssue``s
-    │   └── OutputError         an output that cannot be written (also an ``OSError``, so
-    │                           callers that catch ``OSError`` around a write still do)
-    └── (capability errors are added by later layers)
+    AiplatError                      base; ``exit_code`` tells the CLI how to exit (1)
+    ├── InputError                   bad user input (exit 2)
+    │   ├── SpecError                a platform spec that does not load; ``SpecIssue``s
+    │   ├── OutputError              an output that cannot be written (also an ``OSError``)
+    │   ├── spec.models.SpecValueError      a rule inside the spec (a ValueError for pydantic)
+    │   ├── kube.quantity.QuantityError     not a Kubernetes quantity (also a ValueError)
+    │   ├── kube.cel.CelError               a CEL selector that does not compile or evaluate
+    │   ├── devices: CdiSpecError, DecodeError (cdiyaml), DeviceError (host),
+    │   │   SharingError, RuntimeConfigError, AccountingError (the last three ValueErrors too)
+    │   ├── artifacts.errors.ArtifactInputError
+    │   └── netdiag.model.LabInputError
+    ├── devices.mig.MigPlanError     a MIG demand that cannot be met (a finding: exit 1)
+    ├── artifacts.errors.ArtifactError
+    │   └── RegistryError, DigestMismatchError, SignatureError, ManifestError, StorageError
+    ├── kube.apply.ApiError          the API server refused or failed
+    │   └── UnreachableError
+    ├── cluster.run.ClusterError     the lab control plane did not come up or go down
+    ├── course.runner.CourseError
+    └── netdiag.model.LabError
+        └── netdiag.prom.PromError
 
 The CLI catches ``AiplatError`` once and prints ``str(err)``; nothing else prints tracebacks
-for expected failures.
+for expected failures. Library code raises these, not bare ``ValueError``s (pydantic
+validators excepted: pydantic turns their ValueErrors into located spec issues).
 """
 
 from __future__ import annotations

@@ -32,6 +32,8 @@ from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from aiplat.errors import InputError
+
 API_VERSION = "aiplat/v1alpha1"
 
 # Pool, tenant and workload names become node labels, namespaces and queue names:
@@ -84,7 +86,7 @@ class SpecModel(BaseModel):
         return v
 
 
-class SpecValueError(ValueError):
+class SpecValueError(InputError, ValueError):
     """A rule inside the document is broken. ``hint`` says how to fix it; ``at`` is the
     location of the offending key relative to the model that raised (aliases, as written),
     so the loader can point at that line instead of the start of the model."""
