@@ -1,4 +1,4 @@
-"""The node-agent image's decisions, without building it (tests/integration/test_agent_image.py
+"""The node-agent image's decisions, without building it (tests/integration/test_agent_image_podman.py
 builds and runs it): the cache key, the requirements it installs, the configuration Podman
 imports, the manifest readers, the pruning, and the CLI's refusal when it cannot build.
 
