@@ -1,6 +1,7 @@
-"""The node-agent image's decisions, without building it (tests/integration/test_agent_image_podman.py
-builds and runs it): the cache key, the requirements it installs, the configuration Podman
-imports, the manifest readers, the pruning, and the CLI's refusal when it cannot build.
+"""The node-agent image's decisions, without building it
+(tests/integration/test_agent_image_podman.py builds and runs it): the cache key, the
+requirements it installs, the configuration Podman imports, the manifest readers, the
+pruning, and the CLI's refusal when it cannot build.
 
 The strongest check here is the import closure: the agent is run for real (dry-run on a fake
 host, then its cluster client constructed) in a fresh interpreter, and every distribution it
