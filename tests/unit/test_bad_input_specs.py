@@ -105,3 +105,21 @@ def test_the_simulator_refuses_unbounded_job_counts() -> None:
         generate([p], seed=0)
     ok = Profile("w", "t", "pool", gpus=8, gpus_per_node=8, run_hours=1.0, runs_per_month=30)
     assert len(generate([ok], seed=0)) > 0
+
+
+def test_an_approved_version_without_a_number_is_refused_at_load() -> None:
+    """Found by the property suite's 10-minute run: `versions.approved[].kueue` of junk
+    validated, then `matrix show` crashed comparing it (no version number)."""
+    import yaml
+
+    from aiplat.errors import SpecError
+    from aiplat.spec import EXAMPLE, example_text, parse_platform
+
+    doc = yaml.safe_load(example_text())
+    for bad in ("junk", ">=,<", "containerd latest"):
+        doc["versions"]["approved"][0]["kueue"] = bad
+        with pytest.raises(SpecError, match=r"versions\.approved\[0\]\.kueue: .* not a version"):
+            parse_platform(yaml.safe_dump(doc), EXAMPLE)
+    for good in ("0.19.2", ">=0.14,<0.20", "kueue 0.19"):
+        doc["versions"]["approved"][0]["kueue"] = good
+        parse_platform(yaml.safe_dump(doc), EXAMPLE)

@@ -149,3 +149,14 @@ def test_cli_show_check_diff(tmp_path: Path) -> None:
     bad = r.invoke(matrix_group, ["diff", "--set", "kueue=0.14.0", "--today", "2026-11-29"])
     assert bad.exit_code == 1 and "new   fail: kueue 0.14.0" in bad.output
     assert r.invoke(matrix_group, ["diff", "--set", "nope=1"]).exit_code != 0
+
+
+def test_matrix_diff_set_without_a_version_is_a_clear_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from aiplat.cli.main import main
+    from aiplat.spec import example_text
+
+    spec = tmp_path / "platform.yaml"
+    spec.write_text(example_text())
+    assert main(["matrix", "diff", str(spec), "--set", "kueue=junk"]) == 2
+    assert "--set kueue: 'junk' is not a version" in capsys.readouterr().err

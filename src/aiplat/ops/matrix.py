@@ -31,7 +31,7 @@ import re
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from aiplat import __version__
 from aiplat.errors import InputError
@@ -268,7 +268,14 @@ def planned_entry(current: VersionEntry, changes: dict[str, str | None],
     data = current.model_dump()
     data.update(changes)
     data["name"] = name or current.name
-    return VersionEntry.model_validate(data)
+    try:
+        return VersionEntry.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(f"--set {'.'.join(map(str, err['loc']))}: "
+                             f"{str(err['msg']).removeprefix('Value error, ')}"
+                             for err in e.errors())
+        raise InputError(f"{problems} (fix: give a version such as 580.105.08, or a range "
+                         "such as '>=6.1,<6.9')") from None
 
 
 def _entry_id(name: str) -> str:

@@ -13,6 +13,7 @@ One YAML document describes the whole platform; every other capability reads it.
 
 from __future__ import annotations
 
+import re
 import typing
 from enum import StrEnum
 from ipaddress import IPv4Network
@@ -971,6 +972,21 @@ class VersionEntry(SpecModel):
     gpu_operator: str | None = None
     dra_driver: str | None = None
     kueue: str | None = None
+
+    @field_validator("kernel", "firmware", "driver", "cuda", "container_toolkit",
+                     "container_runtime", "kubernetes", "gpu_operator", "dra_driver", "kueue")
+    @classmethod
+    def _has_version_numbers(cls, value: str | None) -> str | None:
+        # Each clause of '>=6.1,<6.9', '580.95.05' or 'containerd 2.1' needs a number to
+        # compare with (node/matrix.py's version_matches).
+        if value is None:
+            return value
+        text = re.sub(r"^[A-Za-z][\w.-]*\s+(?=[^<>=!~])", "", value.strip())
+        clauses = [c.strip() for c in text.split(",") if c.strip()]
+        if not clauses or any(not re.search(r"\d", c) for c in clauses):
+            raise SpecValueError(f"{value!r} is not a version or a range of versions",
+                                 "e.g. 580.95.05, '>=6.1,<6.9' or 'containerd 2.1'")
+        return value
 
 
 class VersionsSpec(SpecModel):
