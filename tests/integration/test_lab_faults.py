@@ -111,7 +111,13 @@ def test_light_loss_that_net_check_flags_is_diagnosed_too(clean: LabState) -> No
     while net check's pings flagged the loss; the store's TCP counters around each pull
     now show it (0 retransmissions clean, 3-7 % at 5 % loss)."""
     labio.add_fault(PREFIX, plan_fault(clean.plan, "loss", "node-2", "storage", value=5))
-    findings, _ = net_check(PREFIX)
+    # 50 pings at 5 % loss lose none with probability 0.95**50 (8 %): the premise is that
+    # net check flags it, so a run that saw no loss is repeated (at most 3 times).
+    findings: list = []
+    for _ in range(3):
+        findings, _ = net_check(PREFIX)
+        if findings:
+            break
     assert [(f.kind, f.segment) for f in findings][:1] == [("loss", "storage")], findings
     assert findings[0].node in ("node-2", None), findings  # 50 pings may not single it out
     d = diagnose_lab(PREFIX)
