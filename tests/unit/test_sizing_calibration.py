@@ -123,3 +123,32 @@ def test_spec_overrides_reach_the_sizing() -> None:
     assert slo["inputs"]["bandwidth_efficiency"] == 0.5
     assert slo["inputs"]["tp_efficiency"] == pytest.approx(tp_factor(0.95, slo["inputs"][
         "tensor_parallel"]))
+
+
+def test_deepseek_v3_class_serving_against_trt_llm_on_8x_h200() -> None:
+    """TensorRT-LLM blog "Best perf practice on DeepSeek-R1" (H200 max-throughput): 1,436 output
+    tokens/s per GPU, DeepSeek-R1 FP8 (V3's architecture) at concurrency 1024, 1K in / 2K out,
+    8 x H200. Held out of the fit. The roofline at the default efficiencies gives 1,066: 26 %
+    under, held to [-30 %, -20 %]. Why under: the TP8 replica keeps the 70 KB-per-token MLA
+    latent whole on every rank, so at batch 1024 each GPU reads the whole batch's cache
+    (~150 GB) per step; the measured stack splits the batch over the ranks for attention
+    (attention data parallelism), which aiplat does not model. Under means more GPUs."""
+    (m,) = cal.HELD_OUT
+    assert m.model.moe is not None and m.model.kv_latent_dim == 576
+    assert -0.30 < cal.error(m) < -0.20, cal.error(m)
+    # The cache read is what the stack avoids: at batch 1024 it outweighs the weights.
+    from aiplat.sizing.inference import decode_throughput
+    d = decode_throughput(cal._replica(m, ServingEfficiency()), batch=m.batch,
+                          context_tokens=m.prompt_tokens + m.output_tokens / 2)
+    assert d.kv_read_bytes_per_gpu > d.weights_read_bytes_per_gpu
+    assert m not in cal.MEASUREMENTS
+
+
+def test_calibration_shapes_are_the_catalog_entries() -> None:
+    """The Llama 2 shapes the TensorRT-LLM figures are taken on live in the catalog now
+    (config.json sources there); their counts are the ones the fit used (6.74B, 68.98B)."""
+    assert cal.LLAMA2_7B.params == pytest.approx(6.74e9, rel=1e-3)
+    assert (cal.LLAMA2_7B.kv_heads, cal.LLAMA2_7B.ffn_hidden) == (32, 11008)
+    assert cal.LLAMA2_70B.params == pytest.approx(68.98e9, rel=1e-3)
+    assert (cal.LLAMA2_70B.layers, cal.LLAMA2_70B.kv_heads) == (80, 8)
+    assert cal.MIXTRAL_8X7B.moe is not None and cal.MIXTRAL_8X7B.moe.experts == 8
