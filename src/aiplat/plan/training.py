@@ -102,6 +102,12 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
             f"{bytes_h(estimate.deepspeed_bytes)} per GPU vs {bytes_h(estimate.aiplat_bytes)} here "
             "(+ fp32 gradient copy" + (", largest tensor gathered" if par.zero_stage == 3 else "")
             + ")")
+    accel = results.get("accelerate_estimate")
+    if isinstance(accel, memory.AccelerateEstimate):
+        key["model states, accelerate estimate-memory"] = (
+            f"{bytes_h(accel.accelerate_bytes)} (its largest component) vs "
+            f"{bytes_h(accel.aiplat_bytes)} here, unsharded (its parts add up to "
+            f"{bytes_h(accel.components_sum_bytes)})")
     if par.offload != "none" and not lora:
         key["offloaded to host memory"] = (f"{bytes_h(_offloaded(w, results))} per GPU "
                                            f"({par.offload}; ZeRO-Offload)")
@@ -406,6 +412,11 @@ def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micr
             arch.params, largest_layer_params=arch.vocab * arch.hidden, gpus=dp,
             zero_stage=par.zero_stage,
             aiplat_bytes=mem["weights"] + mem["gradients"] + mem["optimizer"])
+        if w.precision.value in memory.ACCELERATE_COMPONENTS:
+            whole = _states(w, arch.params, dp=1, shard=1, pp=1)
+            results["accelerate_estimate"] = memory.accelerate_training_estimate(
+                arch.params, precision=w.precision.value, aiplat_bytes=whole.weights_bytes
+                + whole.gradients_bytes + whole.optimizer_bytes)
     return mem
 
 

@@ -566,3 +566,62 @@ def deepspeed_model_states(
         aiplat_bytes=aiplat_bytes,
         difference_bytes=ds - aiplat_bytes,
     )
+
+
+# accelerate's per-parameter training components (bytes) by training dtype, after
+# huggingface/accelerate src/accelerate/commands/estimate.py ``estimate_training_usage``: the
+# model is created in fp32 and sized there; mixed precision keeps the fp32 weights, an fp32 +
+# 16-bit gradient, and two fp32 Adam moments; fp32 training adds a 4x-model "step". FP8
+# without MS-AMP saves nothing (Transformer Engine keeps the same states). int8/int4: none.
+ACCELERATE_COMPONENTS: dict[str, dict[str, float]] = {
+    "fp32": {"model": 4, "gradients": 4, "optimizer": 8, "step": 16},
+    **{p: {"model": 4, "gradients": 6, "optimizer": 8, "step": 8}
+       for p in ("bf16", "fp16", "fp8")},
+}
+
+
+class AccelerateEstimate(Result):
+    """``accelerate estimate-memory``'s "Training using Adam" figure beside aiplat's."""
+
+    accelerate_bytes: float
+    components_sum_bytes: float
+    aiplat_bytes: float
+    difference_bytes: float
+
+
+def accelerate_training_estimate(
+    params: float, *, precision: str, aiplat_bytes: float
+) -> AccelerateEstimate:
+    """What ``accelerate estimate-memory`` prints under "Training using Adam" for a model of
+    ``params`` parameters at training dtype ``precision``, against ``aiplat_bytes`` (aiplat's
+    unsharded weights + gradients + optimizer states, the same single-device scope).
+
+    Its convention (src/accelerate/commands/estimate.py, ``estimate_command``): the column is
+    the *largest* of the components (max over model, gradients, optimizer, step), not their
+    sum, for batch size 1 and without activations; it prints binary units labelled "GB". So
+    bf16 mixed-precision Adam is 8 bytes per parameter there (the fp32 moments), while its
+    components add up to 4 + 6 + 8 = 18 (as DeepSpeed's fp32 gradient copy) and aiplat (the
+    ZeRO paper) counts 2 + 2 + 12 = 16. fp32 Adam: max(4, 4, 8, 16) = 16, as aiplat's 16.
+    """
+    require_positive(params=params)
+    parts = ACCELERATE_COMPONENTS.get(precision)
+    if parts is None:
+        raise InputError(f"accelerate estimate-memory has no training figure for {precision!r} "
+                         "(it prints N/A for int8 and int4)")
+    printed = params * max(parts.values())
+    summed = params * (parts["model"] + parts["gradients"] + parts["optimizer"])
+    return AccelerateEstimate(
+        formula=("accelerate estimate-memory 'Training using Adam': P x max(model, gradients, "
+                 "optimizer, step) bytes per parameter at the dtype (largest component, batch "
+                 "1, no activations)"),
+        inputs={"params": params, "precision": precision, **{f"{k}_bytes_per_param": v
+                                                             for k, v in parts.items()},
+                "aiplat_bytes": aiplat_bytes},
+        notes=["accelerate prints the largest component, not the sum: its model + gradients "
+               f"+ optimizer add up to {summed / params:.0f} bytes per parameter; unsharded, "
+               "batch 1, no activations; binary units labelled GB"],
+        accelerate_bytes=printed,
+        components_sum_bytes=summed,
+        aiplat_bytes=aiplat_bytes,
+        difference_bytes=printed - aiplat_bytes,
+    )
