@@ -26,7 +26,6 @@ from aiplat.kube import (
     read_tree,
     render,
     validate_objects,
-    why_pending,
 )
 from aiplat.kube.inventory import Inventory
 from aiplat.kube.yamlout import dump_value
@@ -160,23 +159,68 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="read the live cluster (read-only) with this kubeconfig "
                    "(default without --snapshot: $KUBECONFIG, then ~/.kube/config)")
+@click.option("--context", help="kubeconfig context (default: its current-context)")
 @OUTPUT
-def why_pending_cmd(name: str, namespace: str | None, snapshot: str | None,
-                    kubeconfig: str | None, fmt: str) -> None:
-    """Explain why the Job, Workload or Pod NAME is not running: one line, then evidence."""
-    if snapshot and kubeconfig:
-        raise InputError("give one of --snapshot DIR and --kubeconfig FILE, not both")
-    if snapshot:
-        snap = load_snapshot(snapshot)
-    else:
-        from aiplat.kube.live import read_live
+def why_pending_cmd(  # noqa: PLR0917 (one parameter per click option)
+        name: str, namespace: str | None, snapshot: str | None,
+                    kubeconfig: str | None, context: str | None, fmt: str) -> None:
+    """Explain why the Job, Workload or Pod NAME is not running: one line, then evidence,
+    with what Kueue's next cycles would do (a replay of Kueue v0.19's scheduler over the
+    same objects)."""
+    from aiplat.ops.why_pending import explain
 
-        snap = read_live(_kubeconfig(kubeconfig))
-    e = why_pending(snap, name, namespace)
+    if snapshot and (kubeconfig or context):
+        raise InputError("give one of --snapshot DIR and --kubeconfig FILE/--context NAME, "
+                         "not both")
+    snap = load_snapshot(snapshot) if snapshot else _read_live(_kubeconfig(kubeconfig),
+                                                                context)
+    e = explain(snap, name, namespace)
     _emit(fmt, e.as_dict(), [f"{e.object}: {e.reason} [{e.code}]",
                              *(f"  - {x}" for x in e.evidence)])
     if e.code == "NotFound":
         sys.exit(2)
+
+
+# Read-only lists why-pending reads: snapshot resource -> (apiVersion, kind, namespaced).
+_LIVE = {"nodes": ("v1", "Node"), "pods": ("v1", "Pod"), "jobs": ("batch/v1", "Job"),
+         "workloads": ("kueue.x-k8s.io/v1beta2", "Workload"),
+         "localqueues": ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
+         "clusterqueues": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
+         "resourceflavors": ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
+         "cohorts": ("kueue.x-k8s.io/v1beta2", "Cohort"),
+         "topologies": ("kueue.x-k8s.io/v1beta2", "Topology"),
+         "resourceslices": ("resource.k8s.io/v1", "ResourceSlice"),
+         "deviceclasses": ("resource.k8s.io/v1", "DeviceClass"),
+         "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim")}
+
+
+def _read_live(path: str, context: str | None) -> Any:
+    """The snapshot's lists from the cluster of ``context`` (read-only GETs), plus Kueue's
+    manager ConfigMap (its Configuration: fair sharing, excluded resources) for the replay.
+    A kind the server does not serve (no Cohort CRD, say) is an empty list."""
+    from aiplat.kube import snapshot_from_lists
+    from aiplat.kube.apply import Api, ApiError, UnreachableError
+
+    lists: dict[str, Any] = {}
+    with Api.from_kubeconfig(path, context) as api:
+        for resource, (av, kind) in _LIVE.items():
+            try:
+                lists[resource] = [{"apiVersion": av, "kind": kind, **o}
+                                   for o in api.objects(av, kind)]
+            except UnreachableError:
+                raise
+            except ApiError as e:
+                if "does not serve" not in str(e):
+                    raise InputError(f"listing {resource}: {e}") from None
+                lists[resource] = []
+        try:
+            lists["configmaps"] = [c for c in api.objects("v1", "ConfigMap", "kueue-system")
+                                   if "controller_manager_config.yaml" in (c.get("data") or {})]
+        except UnreachableError:
+            raise
+        except ApiError:
+            lists["configmaps"] = []  # no Kueue namespace: Kueue's defaults
+    return snapshot_from_lists(lists)
 
 
 def _kubeconfig(given: str | None) -> str:

@@ -7,21 +7,23 @@ The walk follows what has to happen, in order, and stops at the first thing that
    active ClusterQueue (``status.conditions[Active]``, ``spec.stopPolicy``).
 2. Flavor assignment: some flavor of the ClusterQueue is compatible with the pods' node
    selector/affinity and tolerates the flavor's ``nodeTaints``.
-3. Quota, per flavor and resource, from the admitted Workloads' ``status.admission``:
-   own nominal quota; the cohort's pooled lendable quota (``lendingLimit``); the
-   ``borrowingLimit``; then whether preemption could help (``withinClusterQueue`` for
-   lower-priority workloads in the queue, ``reclaimWithinCohort`` for borrowed quota) or is
-   already under way (victims with ``Evicted``/``Preempted`` conditions still holding quota).
+3. Quota, per flavor and resource, from the admitted Workloads' ``status.admission``, over
+   the cohort tree as Kueue keeps it (:mod:`aiplat.kube.pending_quota`: Cohorts with a
+   parent and their own quota, ``borrowingLimit``/``lendingLimit`` at every level): own
+   nominal quota, what the tree has available, and which level's limit caps it; then
+   whether preemption could help (``withinClusterQueue`` for lower-priority workloads in
+   the queue) or is already under way (victims with ``Evicted``/``Preempted`` conditions
+   still holding quota).
 4. Topology-aware scheduling: with a required podset topology level, whether any domain at
    that level (nodes of the flavor grouped by the level's label) has room for all pods.
 5. DRA: each claim of a pending pod is allocated, or which devices in the ResourceSlices
    satisfy its DeviceClass and request selectors (CEL, evaluated) and which of those are free.
 6. Placement of pending pods: taints, node selector/affinity, allocatable minus requests.
 
-Simplifications, stated: a cohort tree is one pool of lendable quota at its root (Kueue
-also lets each Cohort carry its own quota and limits, which is not modelled); fair
-sharing ordering is not simulated (the simulator issue does that) — this answers "can it
-fit at all, and what blocks it", not "when".
+Simplifications, stated: this walk answers "can it fit at all, and what blocks it" per
+resource; the order Kueue's cycle takes (other heads, StrictFIFO, fair sharing), the
+preemption it would make and requeues are the replay's (``aiplat.ops.why_pending`` runs it
+and reconciles the two, so "fits" is never the final word).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 
 from aiplat.kube import cel
 from aiplat.kube.lint import cohort_root, selector_matches
+from aiplat.kube.pending_quota import FR, Node, QuotaTree
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.snapshot import Obj, Snapshot
 
@@ -254,81 +257,121 @@ class _Fit:
 
 def _quota_fit(snap: Snapshot, wl: Obj, cq: Obj, flavor: str,
                req: dict[str, Decimal]) -> _Fit:
-    usage = _usage(snap)
     quotas = _quotas(cq)
-    cohort = _cohort(cq)
-    members = _tree(snap, cq)
     cqn = _name(cq)
+    tree = QuotaTree(snap.list("clusterqueues"), snap.list("cohorts"), _usage(snap))
+    node = tree.cqs[cqn]
     evidence: list[str] = []
     worst: _Fit | None = None
     for res, q in sorted(req.items()):
         if q == 0:
             continue
-        entry = quotas.get((flavor, res))
-        if entry is None:
+        if (flavor, res) not in quotas:
             return _Fit(flavor, "ResourceNotCovered",
                         f"ClusterQueue {cqn} does not cover {res} in flavor {flavor}",
                         [f"covered: {sorted({r for (_f, r) in quotas})}"])
-        nominal = _q(entry.get("nominalQuota", 0))
-        borrow = _q(entry["borrowingLimit"]) if "borrowingLimit" in entry else INF
-        used = usage.get((cqn, flavor, res), Decimal(0))
-        ev = (f"{res} in {flavor}: requests {_fmt(q, res)}, ClusterQueue {cqn} uses "
-              f"{_fmt(used, res)} of nominal {_fmt(nominal, res)}")
-        if not members:
-            if used + q <= nominal:
-                evidence.append(ev + " — fits")
-                continue
-            fit = _Fit(flavor, "NeverFits" if q > nominal else "QuotaExhausted",
-                       f"{res} quota in flavor {flavor} is "
-                       + ("smaller than the request" if q > nominal else "used up")
-                       + f": needs {_fmt(q, res)}, {_fmt(max(Decimal(0), nominal - used), res)}"
-                       f" free of {_fmt(nominal, res)}, no cohort to borrow from", [ev])
-        else:
-            pool_total = Decimal(0)
-            pool_used = Decimal(0)
-            for m in members:
-                e = _quotas(m).get((flavor, res))
-                if e is None:
-                    continue
-                n = _q(e.get("nominalQuota", 0))
-                lend = _q(e["lendingLimit"]) if "lendingLimit" in e else n
-                u = usage.get((_name(m), flavor, res), Decimal(0))
-                pool_total += lend
-                pool_used += max(Decimal(0), u - (n - lend))
-            own_lend = _q(entry["lendingLimit"]) if "lendingLimit" in entry else nominal
-            guaranteed = nominal - own_lend
-            need_pool = max(Decimal(0), used + q - guaranteed) - max(Decimal(0), used - guaranteed)
-            pool_free = pool_total - pool_used
-            ev += (f"; cohort {cohort} lendable {_fmt(pool_total, res)}, free "
-                   f"{_fmt(pool_free, res)}; borrowingLimit {_fmt(borrow, res)}")
-            max_possible = min(nominal + borrow, guaranteed + pool_total)
-            if q > max_possible:
-                fit = _Fit(flavor, "NeverFits",
-                           f"requests {_fmt(q, res)} {res} but ClusterQueue {cqn} can never "
-                           f"hold more than {_fmt(max_possible, res)} in flavor {flavor}", [ev])
-            elif need_pool > pool_free:  # before the limit: raising it would not help
-                # The pool holds the queue's own lendable quota too: one figure, as Kueue
-                # reports it ("N more needed").
-                fit = _Fit(flavor, "QuotaExhausted" if used + q > nominal else "CohortExhausted",
-                           f"{res} in flavor {flavor}: needs {_fmt(q, res)}, cohort {cohort} "
-                           f"has {_fmt(pool_free, res)} free (ClusterQueue {cqn}'s unused "
-                           f"quota included): {_fmt(need_pool - pool_free, res)} more needed",
-                           [ev])
-            elif used + q - nominal > borrow:
-                fit = _Fit(flavor, "BorrowingLimit",
-                           f"would borrow {_fmt(used + q - nominal, res)} {res} in flavor "
-                           f"{flavor} but ClusterQueue {cqn}'s borrowingLimit is "
-                           f"{_fmt(borrow, res)} (cohort {cohort} has "
-                           f"{_fmt(pool_free, res)} free)", [ev])
-            else:
-                evidence.append(ev + " — fits")
-                continue
-        if worst is None:
+        fit = (_flat_fit if node.parent is None else _cohort_fit)(tree, node, flavor, res, q)
+        if isinstance(fit, str):
+            evidence.append(fit + " — fits")
+        elif worst is None:
             worst = fit
     if worst is None:
         return _Fit(flavor, "Fits", "", evidence)
     worst.evidence = evidence + worst.evidence
     return worst
+
+
+def _own(node: Node, flavor: str, res: str, q: Decimal) -> str:
+    fr = (flavor, res)
+    return (f"{res} in {flavor}: requests {_fmt(q, res)}, ClusterQueue {node.name} uses "
+            f"{_fmt(node.usage[fr], res)} of nominal {_fmt(node.limits(fr).nominal, res)}")
+
+
+def _flat_fit(tree: QuotaTree, node: Node, flavor: str, res: str, q: Decimal) -> _Fit | str:
+    """A ClusterQueue without a cohort: its nominal quota is all it has."""
+    fr = (flavor, res)
+    ev = _own(node, flavor, res, q)
+    nominal, used = node.limits(fr).nominal, node.usage[fr]
+    if used + q <= nominal:
+        return ev
+    return _Fit(flavor, "NeverFits" if q > nominal else "QuotaExhausted",
+                f"{res} quota in flavor {flavor} is "
+                + ("smaller than the request" if q > nominal else "used up")
+                + f": needs {_fmt(q, res)}, {_fmt(max(Decimal(0), nominal - used), res)}"
+                f" free of {_fmt(nominal, res)}, no cohort to borrow from", [ev])
+
+
+def _levels(node: Node, fr: FR, res: str) -> list[str]:
+    """One line per Cohort above the queue: its quota, limits and usage (nested trees)."""
+    out = []
+    for c in list(node.chain())[1:]:
+        lim = c.limits(fr)
+        parts = [f"subtree quota {_fmt(c.subtree[fr], res)}"
+                 + (f" (own nominal {_fmt(lim.nominal, res)})" if lim.nominal else ""),
+                 f"uses {_fmt(c.usage[fr], res)}"]
+        if lim.borrowing is not None:
+            parts.append(f"borrowingLimit {_fmt(lim.borrowing, res)}")
+        if lim.lending is not None:
+            parts.append(f"lendingLimit {_fmt(lim.lending, res)} (keeps "
+                         f"{_fmt(c.local(fr), res)} for its own queues)")
+        where = f"parent {c.parent.name}" if c.parent is not None else "root"
+        out.append(f"Cohort {c.name} ({where}): " + ", ".join(parts))
+    return out
+
+
+def _cohort_fit(tree: QuotaTree, node: Node, flavor: str, res: str, q: Decimal) -> _Fit | str:
+    """A ClusterQueue in a cohort tree: Kueue's available and potential quota, and which
+    level's limit caps it."""
+    fr = (flavor, res)
+    lim = node.limits(fr)
+    root = list(node.chain())[-1]
+    borrow = lim.borrowing if lim.borrowing is not None else INF
+    pool_free = tree.available(root, fr)
+    ev = (_own(node, flavor, res, q) + f"; cohort {root.name} lendable "
+          f"{_fmt(root.subtree[fr], res)}, free {_fmt(pool_free, res)}; borrowingLimit "
+          f"{_fmt(borrow, res)}")
+    nested = _levels(node, fr, res) if node.parent is not root else []
+    avail = tree.available(node, fr)
+    if q <= avail:
+        return "; ".join([ev, *nested])
+    potential = tree.potential(node, fr)
+    if q > potential:
+        cap = tree.never_binding(node, fr)
+        if cap.parent is None:
+            by = f" (cohort {cap.name}'s whole subtree quota is {_fmt(cap.subtree[fr], res)})"
+        else:
+            by = (f" ({cap.ref}'s nominal {_fmt(cap.limits(fr).nominal, res)}"
+                  if cap.kind == "ClusterQueue" else f" ({cap.ref}'s subtree quota "
+                  f"{_fmt(cap.subtree[fr], res)}") + (
+                f" + borrowingLimit {_fmt(cap.limits(fr).borrowing or Decimal(0), res)})")
+        return _Fit(flavor, "NeverFits",
+                    f"requests {_fmt(q, res)} {res} but ClusterQueue {node.name} can never "
+                    f"hold more than {_fmt(potential, res)} in flavor {flavor}{by}",
+                    [ev, *nested])
+    b = tree.binding(node, fr)
+    short = q - avail
+    used, nominal = node.usage[fr], lim.nominal
+    if b.what == "pool":
+        # The pool holds the queue's own lendable quota too: one figure, as Kueue reports
+        # it ("N more needed").
+        return _Fit(flavor, "QuotaExhausted" if used + q > nominal else "CohortExhausted",
+                    f"{res} in flavor {flavor}: needs {_fmt(q, res)}, cohort {b.node.name} "
+                    f"has {_fmt(pool_free, res)} free (ClusterQueue {node.name}'s unused "
+                    f"quota included): {_fmt(short, res)} more needed", [ev, *nested])
+    if b.node is node:
+        return _Fit(flavor, "BorrowingLimit",
+                    f"would borrow {_fmt(used + q - nominal, res)} {res} in flavor "
+                    f"{flavor} but ClusterQueue {node.name}'s borrowingLimit is "
+                    f"{_fmt(borrow, res)} (cohort {root.name} has "
+                    f"{_fmt(pool_free, res)} free)", [ev, *nested])
+    c = b.node
+    cap = c.limits(fr).borrowing or Decimal(0)
+    return _Fit(flavor, "BorrowingLimit",
+                f"{res} in flavor {flavor}: needs {_fmt(q, res)}, {_fmt(short, res)} more than "
+                f"Cohort {c.name}'s borrowingLimit {_fmt(cap, res)} "
+                f"lets its queues take from {c.parent.name if c.parent else ''} (its subtree "
+                f"quota {_fmt(c.subtree[fr], res)}, used {_fmt(c.usage[fr], res)}; cohort "
+                f"{root.name} has {_fmt(pool_free, res)} free)", [ev, *nested])
 
 
 def _eviction_message(v: Obj) -> str:
@@ -711,8 +754,10 @@ def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str]) 
             e = _topology(snap, wl, fl)
             if e is not None:
                 return Explanation(ref, e.code, e.reason, [*ok.evidence, *e.evidence, *said])
-        return Explanation(ref, "Fits", f"quota is available in flavor {ok.flavor}; Kueue "
-                           "should admit it on its next cycle", [*ok.evidence, *said])
+        # Per resource only: whether Kueue's cycle admits it (queue order, other heads,
+        # requeues) is the replay's to say (aiplat.ops.why_pending).
+        return Explanation(ref, "Fits", f"quota is available in flavor {ok.flavor} per "
+                           "resource", [*ok.evidence, *said])
     rank = {"WaitingForPreemption": 0, "BorrowingLimit": 1, "QuotaExhausted": 2,
             "CohortExhausted": 3, "NeverFits": 4, "ResourceNotCovered": 5}
     best = sorted(fits, key=lambda f: rank.get(f.code, 9))[0]

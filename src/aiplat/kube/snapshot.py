@@ -7,6 +7,10 @@ A snapshot is a folder of ``kubectl get -o json`` lists, one file per resource::
     kubectl get workloads.kueue.x-k8s.io -A -o json > workloads.json
     kubectl get clusterqueues,localqueues,resourceflavors,cohorts,topologies ...
     kubectl get resourceslices,resourceclaims,deviceclasses ... (resource.k8s.io/v1)
+    kubectl get configmap kueue-manager-config -n kueue-system -o json > configmaps.json
+
+(the last is optional: Kueue's Configuration, which the replay of Kueue's cycle reads for
+fair sharing and excluded resources).
 
 Files are matched by name (``nodes.json``, ``pods.json``, ...); a missing file is an empty
 list, except that a snapshot without ``workloads.json`` and ``pods.json`` is refused. With a
@@ -28,7 +32,7 @@ Obj = dict[str, Any]
 
 RESOURCES = ("nodes", "pods", "workloads", "clusterqueues", "localqueues", "resourceflavors",
              "cohorts", "topologies", "resourceslices", "resourceclaims", "deviceclasses",
-             "jobs")
+             "jobs", "configmaps")
 
 
 @dataclass
