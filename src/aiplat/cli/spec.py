@@ -36,6 +36,21 @@ def schema() -> None:
 
 
 @spec.command()
-def example() -> None:
-    """Print the built-in example platform, a starting point for your own."""
+@click.option("--this-host", is_flag=True,
+              help="instead, a one-pool spec describing this host (its CPUs, memory and "
+                   "kernel series; no GPU), e.g. for `aiplat accept run`")
+def example(this_host: bool) -> None:
+    """Print the built-in example platform, a starting point for your own.
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat spec example --this-host > node.yaml
+    """
+    if this_host:
+        from aiplat.node.collect import collect_inventory
+        from aiplat.node.hostspec import spec_for
+
+        click.echo(spec_for(collect_inventory("/")), nl=False)
+        return
     click.echo(example_text(), nl=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiplat.course.exercises import ACCEPT_CLEAN
 from aiplat.errors import AiplatError
+from aiplat.spec.host import host_spec
 from aiplat.spec.models import Platform
 
 SPEC = "ex7/lab.yaml"
@@ -34,32 +35,7 @@ exercise is about (model pull, network) keep MAX_CV."""
 PROBE_IMAGE = "localhost/aiplat-course-probe:1"
 """Made offline by the acceptance run, removed after it (the course leaves nothing behind)."""
 OBSERVED = {"kubernetes": "1.34.2", "kueue": "0.19.2"}
-
-
-def lab_spec(cpus: int, memory_gib: int, kernel: str, nic_gbps: float = 0.1) -> str:
-    """A one-pool platform spec describing this host, so 'inventory matches' is real.
-
-    ``nic_gbps`` sets the network-throughput floor the acceptance run applies (90% of it)."""
-    return f"""\
-apiVersion: aiplat/v1alpha1
-kind: Platform
-metadata: {{name: lab}}
-kubernetes: {{version: "1.34", kueueVersion: 0.19.2}}
-site: {{powerBudgetKW: 10, rackPowerLimitKW: 10}}
-pools:
-  - name: lab
-    node:
-      cpuCores: {cpus}
-      memoryGiB: {memory_gib}
-      nics: [{{type: ethernet, rateGbps: {nic_gbps:g}, count: 1, segment: management}}]
-    count: 1
-tenants:
-  - {{name: team-a, quota: {{lab: {{gpus: 0}}}}}}
-  - {{name: team-b, quota: {{lab: {{gpus: 0}}}}}}
-versions:
-  approved:
-    - {{name: lab-k8s134, kernel: ">={kernel}", kubernetes: "1.34", kueue: 0.19.2}}
-"""
+lab_spec = host_spec  # the course's name for it (tests import it)
 
 
 def lab_network_probe(lab: str) -> Callable[[float], tuple[float, str]]:
@@ -99,13 +75,9 @@ def _platform(course: Path) -> Platform:
 def write_spec(course: Path, root: Path, lab: str) -> None:
     from aiplat.fsutil import write_tree
     from aiplat.node.collect import collect_inventory
+    from aiplat.node.hostspec import spec_for
 
-    inv = collect_inventory("/")
-    if inv.host.cpu is None or not inv.host.memory_kib or not inv.host.kernel:
-        raise AiplatError("this host's inventory has no CPU, memory or kernel")
-    kernel = ".".join(inv.host.kernel.split(".")[:2])
-    write_tree(str(course / "ex7"), {"lab.yaml": lab_spec(
-        inv.host.cpu.threads, inv.host.memory_kib // 2**20, kernel)})
+    write_tree(str(course / "ex7"), {"lab.yaml": spec_for(collect_inventory("/"))})
 
 
 def _accept(course: Path, root: Path, lab: str, out: str, *, suites: list[str],

@@ -77,12 +77,23 @@ def puller_image(store: ModelStoreSpec) -> str:
 def trust_policy(store: ModelStoreSpec) -> str:
     """The TrustPolicy `aiplat model pull --policy` reads: the store's repositories need a
     signature by one of the spec's keys."""
-    lines = ["apiVersion: aiplat/v1alpha1", "kind: TrustPolicy", "keys:"]
-    for name, pem in sorted(store.signing_keys.items()):
+    return trust_policy_text(store.signing_keys, [f"{store.registry}/*"])
+
+
+def trust_policy_text(keys: dict[str, str], signed: list[str],
+                      unsigned: tuple[str, ...] | list[str] = ()) -> str:
+    """A TrustPolicy: ``signed`` repository patterns need a signature by any of ``keys``
+    (name -> PEM public key), then ``unsigned`` ones need none; anything else is refused."""
+    lines = ["apiVersion: aiplat/v1alpha1", "kind: TrustPolicy", "keys:" if keys else "keys: {}"]
+    for name, pem in sorted(keys.items()):
         lines += [f"  {name}:", "    publicKey: |"]
         lines += [f"      {line}" for line in pem.strip().splitlines()]
-    lines += ["rules:", f"  - repositories: ['{store.registry}/*']", "    require: signed",
-              f"    keys: [{', '.join(sorted(store.signing_keys))}]"]
+    lines.append("rules:")
+    for pattern in signed:
+        lines += [f"  - repositories: ['{pattern}']", "    require: signed",
+                  f"    keys: [{', '.join(sorted(keys))}]"]
+    for pattern in unsigned:
+        lines += [f"  - repositories: ['{pattern}']", "    require: none"]
     return "\n".join(lines) + "\n"
 
 

@@ -10,6 +10,9 @@
 - ``snapshot-*``: a cluster as ``kubectl get -o json`` lists, for ``aiplat kube why-pending
   --snapshot`` (``snapshots.py`` builds them with the status fields Kueue writes);
 - ``platform.yaml``: the built-in example spec;
+- ``model-mini``: a small model folder (a config, a tokenizer and two safetensors shards of
+  seeded random weights, 32 MiB) for ``aiplat model push``: the same bytes, hence the same
+  digests, on every machine;
 - ``fgd-trace``: the public Alibaba GPU trace ``aiplat sim fgd --data`` reads is 13 MB and not
   shipped: ``get`` says where to download it and which files the folder needs.
 
@@ -24,7 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from aiplat.errors import InputError
-from aiplat.samples import hosts, snapshots
+from aiplat.samples import hosts, models, snapshots
 
 FGD_TRACE_URL = "https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2023"
 FGD_TRACE_FILES = ("openb_node_list_all_node.csv", "openb_node_list_gpu_node.csv",
@@ -54,6 +57,13 @@ def _example(dest: Path) -> Path:
 
     _fresh(dest)
     dest.write_text(example_text())
+    return dest
+
+
+def _model_mini(dest: Path) -> Path:
+    _fresh_dir(dest)
+    for name, data in models.mini_model().items():
+        (dest / name).write_bytes(data)
     return dest
 
 
@@ -104,6 +114,8 @@ def _catalogue() -> list[Sample]:
                "aiplat runtime config containerd --current FILE", _file("containerd-1.7.toml")),
         Sample("platform.yaml", "the built-in example platform spec",
                "aiplat plan FILE, aiplat spec validate FILE", _example),
+        Sample("model-mini", "a 32 MiB model: config, tokenizer, 2 safetensors shards "
+               "(seeded weights)", "aiplat model push DIR REF", _model_mini),
     ]
     for scenario, (_state, expected) in snapshots.scenarios().items():
         out.append(Sample(f"snapshot-{scenario}", f"why-pending: {expected['code']} "
