@@ -455,3 +455,8 @@ def bench(*, ref: str, workdir: str | None, concurrency: int, rounds: int, with_
             "verdicts": [{"check": t, "value": v, "target": m, "pass": ok}
                          for t, v, m, ok in verdicts(report)]}
     _emit(data, output, format_report(report))
+
+
+from aiplat.cli.model_policy import policy as _policy  # noqa: E402 (its own module)
+
+model.add_command(_policy)
