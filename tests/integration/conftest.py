@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 import registry as registry_mod
+import wheelinstall
 from browser import Browser, missing
 
 
@@ -42,3 +43,9 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry_mod.
         pytest.skip(reason)
     with registry_mod.Registry(tmp_path_factory.mktemp("registry")) as reg:
         yield reg
+
+
+@pytest.fixture(scope="session")
+def installed_wheel(tmp_path_factory: pytest.TempPathFactory) -> wheelinstall.Installed:
+    """This checkout as a wheel in a fresh venv (built once per session: about a minute)."""
+    return wheelinstall.install(tmp_path_factory.mktemp("wheel"))

@@ -1,11 +1,6 @@
 """The wheel, installed into a fresh virtual environment and run from an empty folder: what
 issue #23 adds works without the source checkout (package data: the tools go.mod files, the
-CRDs, the catalog; the commit recorded at build).
-
-The wheel is built from a copy of the tracked and untracked-but-not-ignored files (what a
-release builds; no stale build/ folder), with the commit passed as $AIPLAT_COMMIT since the
-copy has no .git. The fresh venv gets aiplat's dependencies from this one through a .pth
-line (no network for them), aiplat itself only from the wheel.
+CRDs, the catalog; the commit recorded at build). How it is built and installed: wheelinstall.py.
 """
 
 from __future__ import annotations
@@ -13,51 +8,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
-import sysconfig
 from pathlib import Path
 
 import pytest
+from wheelinstall import ROOT, Installed
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _copy_tree(dest: Path) -> None:
-    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
-                            "--exclude-standard"], cwd=ROOT, check=True, capture_output=True,
-                           text=True).stdout.split("\0")
-    for rel in filter(None, files):
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            (dest / rel).write_bytes(src.read_bytes())
-
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    base = tmp_path_factory.mktemp("wheel")
-    src, dist, venv = base / "src", base / "dist", base / "venv"
-    _copy_tree(src)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, check=True,
-                          capture_output=True, text=True).stdout.strip()
-    env = dict(os.environ, AIPLAT_COMMIT=head)
-    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w",
-                            str(dist), str(src)], env=env, capture_output=True, text=True,
-                           check=False, timeout=900)
-    assert built.returncode == 0, built.stderr[-3000:]
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
-    site = Path(subprocess.run([str(venv / "bin" / "python"), "-c",
-                                "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               check=True, capture_output=True, text=True).stdout.strip())
-    (site / "aiplat-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    wheel = next(dist.glob("aiplat-*.whl"))
-    done = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-                           "--no-deps", "--no-index", str(wheel)], capture_output=True,
-                          text=True, check=False, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return venv / "bin" / "aiplat", head
+def installed(installed_wheel: Installed) -> tuple[Path, str]:
+    return installed_wheel.aiplat, installed_wheel.commit
 
 
 def _run(exe: Path, cwd: Path, *args: str, code: int = 0) -> str:
