@@ -23,6 +23,8 @@ from aiplat.errors import InputError
 
 GO_MIN = (1, 26)
 Progress = Callable[[str], None]
+# A line of `go build -v` that names a package it compiles (errors have spaces or colons).
+_PACKAGE_LINE = re.compile(r"[\w.~+-]+(/[\w.~+-]+)*")
 
 
 @dataclass(frozen=True)
@@ -49,11 +51,14 @@ def go() -> str:
 
 def go_build(tools: Path, programs: list[Component], cache: Path, flags: str, *,
              progress: Progress = lambda _m: None, force: bool = False,
-             stamp_extra: dict[str, object] | None = None) -> list[str]:
+             stamp_extra: dict[str, object] | None = None,
+             packages: Progress | None = None) -> list[str]:
     """Build the ``programs`` of the Go tools module ``tools`` into ``cache/bin`` with one
     ``go build`` (shared packages compile once): those missing, all of them when the recipe
     (pinned versions, ldflags) changed since the last build, or with ``force``. Returns the
-    names built. Shared by the lab cluster and the model store's interop oracles."""
+    names built. Shared by the lab cluster and the model store's interop oracles.
+    ``packages``, when given, hears each package as go compiles it (``go build -v``): the
+    only sign of life a build of minutes gives."""
     bindir = cache / "bin"
     stamp = cache / "build.json"
     recipe = {**(stamp_extra or {}), "ldflags": flags}
@@ -71,16 +76,36 @@ def go_build(tools: Path, programs: list[Component], cache: Path, flags: str, *,
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false", "CGO_ENABLED": "0"}
-        cp = subprocess.run([go_bin, "build", f"-ldflags={flags}", "-o", f"{tmp}/",
-                             *(c.package for c in todo)],
-                            cwd=tools, env=env, capture_output=True, text=True, check=False)
-        if cp.returncode != 0:
-            raise InputError(f"go build failed:\n{cp.stderr.strip()[-4000:]}")
+        rc, err = _run_build([go_bin, "build", f"-ldflags={flags}", "-o", f"{tmp}/",
+                              *(c.package for c in todo)], tools, env, packages)
+        if rc != 0:
+            raise InputError(f"go build failed:\n{err.strip()[-4000:]}")
         for c in todo:
             os.replace(tmp / binary_name(c.package), bindir / c.name)
         shutil.rmtree(tmp, ignore_errors=True)
     stamp.write_text(json.dumps(recipe, indent=2) + "\n")
     return [c.name for c in todo]
+
+
+def _run_build(argv: list[str], cwd: Path, env: dict[str, str],
+               packages: Progress | None) -> tuple[int, str]:
+    """Run ``go build``: (exit status, its stderr less the package names of ``-v``)."""
+    if packages is None:
+        cp = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                            check=False)
+        return cp.returncode, cp.stderr
+    argv = [argv[0], argv[1], "-v", *argv[2:]]
+    other: list[str] = []
+    with subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            name = line.strip()
+            if _PACKAGE_LINE.fullmatch(name):
+                packages(name)
+            else:
+                other.append(line)
+    return proc.returncode, "".join(other)
 
 
 def binary_name(package: str) -> str:

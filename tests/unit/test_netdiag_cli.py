@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from aiplat.cli.lab import build_plan, diagnose, lab, parse_duration
+from aiplat.cli.lab import diagnose, lab, parse_duration
 from aiplat.errors import InputError
+from aiplat.netdiag.lab_plan import lab_plan
 from aiplat.netdiag.model import LabInputError
 from aiplat.spec import example_text
 
@@ -32,12 +33,12 @@ def test_up_dry_run_prints_every_command_and_creates_nothing(tmp_path: Path) -> 
 def test_plan_from_the_example_spec(tmp_path: Path) -> None:
     spec = tmp_path / "platform.yaml"
     spec.write_text(example_text())
-    p = build_plan(str(spec), None, "alab", None, ())
+    p = lab_plan(str(spec), None, "alab", None, ())
     assert [(s.name, str(s.cidr), s.mtu) for s in p.segments] == [
         ("mgmt", "10.10.0.0/24", 1500), ("storage", "10.20.0.0/24", 9000),
         ("service", "10.30.0.0/24", 1500), ("hpc", "10.247.3.0/24", 4096)]
     assert len(p.compute) == 3 and p.link_mbit == 1000
-    only = build_plan(str(spec), 2, "alab", 500, ("storage",))
+    only = lab_plan(str(spec), 2, "alab", 500, ("storage",))
     assert [s.name for s in only.segments] == ["mgmt", "storage"]
     assert only.link_mbit == 500 and len(only.compute) == 2
 

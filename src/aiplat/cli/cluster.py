@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from aiplat.cli._progress import QUIET, progress_bar
 from aiplat.errors import InputError
 
 NAME = click.option("--name", default="aiplat", show_default=True,
@@ -35,12 +36,19 @@ def cluster() -> None:
               help="where the binaries go (default: $XDG_CACHE_HOME/aiplat/cluster/<versions>)")
 @click.option("--force", is_flag=True, help="rebuild even what is there")
 @OUTPUT
+@QUIET
 def build(cache: Path | None, force: bool, output: str) -> None:
     """Build the pinned components with `go build` from their Go modules (needs Go >= 1.26
     and the Go module proxy). Idempotent: a second run builds nothing."""
     from aiplat.cluster.assets import build as do_build
 
-    report = do_build(cache, progress=_err, force=force)
+    with progress_bar("go build") as bar:
+        def compiled(package: str) -> None:
+            bar.advance()
+            bar.step(package)
+
+        report = do_build(cache, progress=bar.log, force=force,
+                          packages=compiled if bar.shown else None)
     if output == "json":
         click.echo(json.dumps(report, indent=2))
         return

@@ -13,12 +13,14 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.cluster import cluster
 from aiplat.cli.main import Finite
 from aiplat.errors import InputError
 from aiplat.netdiag import lab as labio
 from aiplat.netdiag.faults import KINDS, NOISY_SECONDS, plan_fault
-from aiplat.netdiag.model import DEFAULT_PREFIX, PROM_PORT, LabPlan, SegmentInput, plan_lab
+from aiplat.netdiag.lab_plan import lab_plan
+from aiplat.netdiag.model import DEFAULT_PREFIX, PROM_PORT
 from aiplat.netdiag.state import load_state
 
 OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
@@ -51,27 +53,6 @@ def parse_duration(text: str) -> float:
     return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-def build_plan(spec: str | None, nodes: int | None, prefix: str, link_mbit: int | None,
-               segments: tuple[str, ...], *, prom_port: int = PROM_PORT) -> LabPlan:
-    """The lab plan from SPEC's network section (or the built-in four segments)."""
-    if spec is None:
-        return plan_lab(nodes=nodes or 3, prefix=prefix, link_mbit=link_mbit or 1000,
-                        only=segments, prom_port=prom_port)
-    from aiplat.catalog import load_catalog
-    from aiplat.spec import load_platform
-
-    platform = load_platform(spec, load_catalog())
-    net = platform.network
-    segs = [SegmentInput(name=s.name, purpose=s.purpose.value, mtu=s.mtu, cidr=s.cidr,
-                         vlan=s.vlan, rate_gbps=s.rate_gbps) for s in net.segments]
-    if not segs:
-        raise InputError(f"{spec}: network.segments is empty (fix: add segments, or run "
-                         "'aiplat lab up' without SPEC for the default four)")
-    return plan_lab(segs, nodes=nodes or net.lab.nodes, prefix=prefix,
-                    link_mbit=link_mbit or net.lab.link_mbit,
-                    only=segments or tuple(net.lab.segments), prom_port=prom_port)
-
-
 @click.group()
 def lab() -> None:
     """A lab on this host: network namespaces as nodes on management, storage, service and
@@ -92,6 +73,7 @@ lab.add_command(cluster)
 @PREFIX
 @click.option("--dry-run", is_flag=True, help="print the commands and change nothing")
 @OUTPUT
+@QUIET
 def up(  # noqa: PLR0917 (one parameter per click option)
     spec: str | None, nodes: int | None, link_mbit: int | None, segments: tuple[str, ...],
     prom_port: int, prefix: str, dry_run: bool, output: str,
@@ -102,19 +84,20 @@ def up(  # noqa: PLR0917 (one parameter per click option)
     Debian packages: iproute2 iptables iperf3 iputils-ping prometheus
     prometheus-node-exporter docker-registry.
     """
-    plan = build_plan(spec, nodes, prefix, link_mbit, segments, prom_port=prom_port)
+    plan = lab_plan(spec, nodes, prefix, link_mbit, segments, prom_port=prom_port)
     if dry_run:
         for argv in labio.dry_run_commands(plan):
             click.echo(shlex.join(argv))
         return
-    result = labio.up(plan, progress=lambda m: _err(f"lab up: {m}"))
+    with progress_bar("lab up") as bar:
+        result = labio.up(plan, progress=lambda m: bar.log(f"lab up: {m}"), steps=bar.at)
     st = labio.status(prefix) or {}
     if output == "json":
         _json(st | {"seconds": round(result.seconds, 2),
                     "phases": {k: round(v, 2) for k, v in result.phases.items()}})
         return
     _print_status(st)
-    _err(f"lab {prefix} up in {result.seconds:.1f} s ("
+    info(f"lab {prefix} up in {result.seconds:.1f} s ("
          + ", ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()) + ")")
 
 

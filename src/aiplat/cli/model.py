@@ -12,7 +12,6 @@ import dataclasses
 import json
 import os
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +27,7 @@ from aiplat.artifacts.errors import ArtifactInputError, storage_error
 from aiplat.artifacts.modelpack import Manifest, ModelInfo
 from aiplat.artifacts.reference import parse_reference
 from aiplat.artifacts.units import human_bytes, parse_size
+from aiplat.cli._progress import QUIET, info, progress_bar
 
 _OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]),
                        default="table", show_default=True, help="format of the data on stdout")
@@ -75,49 +75,19 @@ def _emit(data: Any, output: str, table: list[str]) -> None:
             click.echo(line)
 
 
-def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-    ctx.meta["aiplat.quiet"] = value  # this invocation only (never module state)
-    return value
-
-
-_QUIET = click.option("-q", "--quiet", is_flag=True, callback=_set_quiet, is_eager=True,
-                      help="no progress bar and no summary on stderr (errors still show)")
-
-
-def _info(msg: str) -> None:
-    ctx = click.get_current_context(silent=True)
-    if not (ctx is not None and ctx.meta.get("aiplat.quiet")):
-        click.echo(msg, err=True)
+_QUIET = QUIET
+_info = info
 
 
 @contextlib.contextmanager
-def _transfer_bar(verb: str, quiet: bool) -> Iterator[tuple[Any, Any]]:
+def _transfer_bar(verb: str) -> Iterator[tuple[Any, Any]]:
     """(on_total, progress) callbacks for push/pull: a bar with bytes and rate on a terminal,
     nothing when stderr is a file or pipe (logs stay clean) or with --quiet."""
-    if quiet or not sys.stderr.isatty():
-        yield None, None
-        return
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
-
-    bar = Progress(TextColumn(f"{verb}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
-    task = bar.add_task(verb, total=None)
-    lock = threading.Lock()
-
-    def advance(_digest: str, n: int) -> None:
-        with lock:  # blobs transfer in parallel threads
-            bar.advance(task, n)
-
-    with bar:
-        yield (lambda total: bar.update(task, total=total)), advance
+    with progress_bar(verb, kind="bytes") as bar:
+        if not bar.shown:
+            yield None, None
+        else:
+            yield bar.total, lambda _digest, n: bar.advance(n)
 
 
 @click.group()
@@ -143,7 +113,7 @@ def model() -> None:
 @_OUTPUT
 def push(*, directory: str, ref: str, name: str | None, version: str, mount_from: tuple[str, ...],
          chunk_size: str, concurrency: int, sign_key: str | None, plain_http: bool | None,
-         quiet: bool, output: str) -> None:
+         output: str) -> None:
     """Package DIRECTORY as a ModelPack artifact and push it to REF (HOST/REPO:TAG)."""
     from aiplat.artifacts.package import package_dir
     from aiplat.artifacts.push import push_package
@@ -158,7 +128,7 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
     _info(f"packaged {len(pkg.layers)} layers, {human_bytes(pkg.manifest.total_size)}")
     chunk = parse_size(chunk_size, "--chunk-size")
     with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
-          _transfer_bar("push", quiet) as (on_total, progress)):
+          _transfer_bar("push") as (on_total, progress)):
         res = push_package(client, r, pkg, mount_from=list(mount_from), chunk_size=chunk,
                            concurrency=concurrency, progress=progress, on_total=on_total)
         signature = None
@@ -206,7 +176,7 @@ def _load_key(path: str) -> Any:
 @_OUTPUT
 def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_rate: str | None,
          max_cache_size: str | None, pin: bool, link: str | None, plain_http: bool | None,
-         quiet: bool, output: str) -> None:
+         output: str) -> None:
     """Pull REF into the cache and print the model directory (a snapshot of hard links)."""
     from aiplat.artifacts.pull import pull as do_pull
     from aiplat.artifacts.signing import parse_policy
@@ -218,7 +188,7 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
     limit = parse_size(max_cache_size, "--max-cache-size") if max_cache_size else None
     cache = Cache(cache_dir)
     with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
-          _transfer_bar("pull", quiet) as (on_total, progress)):
+          _transfer_bar("pull") as (on_total, progress)):
         res = do_pull(client, cache, r, policy=pol, concurrency=concurrency, max_rate=rate,
                       max_cache_bytes=limit, progress=progress, on_total=on_total)
     if link:

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
-from rich.console import Console
 
+from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.main import Finite
 from aiplat.node.collect import collect_inventory, parse_from_options
 from aiplat.node.inventory import inventory_json_schema
@@ -155,6 +155,7 @@ def _opts(fn: F) -> F:
 @POOL
 @click.option("-w", "--write", "out", required=True, type=click.Path(dir_okay=False),
               help="baseline JSON to write (atomically)")
+@QUIET
 def baseline_record(  # noqa: PLR0917
         runs: int, scale: float, directory: str | None, metrics: tuple[str, ...],
                     spec: str | None, pool: str | None, out: str) -> None:
@@ -163,15 +164,15 @@ def baseline_record(  # noqa: PLR0917
     from aiplat.node.baseline import record
 
     entry = _matched_entry(spec, pool)
-    b = record(runs=runs, scale=scale, directory=directory, only=list(metrics),
-               inventory=collect_inventory("/"), matrix_entry=entry,
-               progress=lambda msg: click.echo(msg, err=True))
+    with progress_bar("baseline") as bar:
+        b = record(runs=runs, scale=scale, directory=directory, only=list(metrics),
+                   inventory=collect_inventory("/"), matrix_entry=entry, progress=bar.at)
     atomic_write(out, b.model_dump_json(indent=2) + "\n")
     for name, m in b.metrics.items():
         click.echo(f"{name:18} {m.median:12,.1f} {m.unit:8} ±{m.mad:,.1f} (MAD)  {m.method}")
     for name, why in b.skipped.items():
         click.echo(f"{name:18} skipped: {why}")
-    click.echo(f"wrote {out}", err=True)
+    info(f"wrote {out}")
 
 
 def _matched_entry(spec: str | None, pool: str | None) -> str | None:
@@ -191,6 +192,7 @@ def _matched_entry(spec: str | None, pool: str | None) -> str | None:
 @click.option("--tolerance", type=Finite(0, 10), help="allowed slowdown (default: the pool's "
               "checks.baselineTolerance, else 0.10)")
 @OUTPUT
+@QUIET
 def baseline_compare(  # noqa: PLR0917
         baseline_file: str, runs: int, scale: float, directory: str | None,
                      metrics: tuple[str, ...], spec: str | None, pool: str | None,
@@ -207,9 +209,10 @@ def baseline_compare(  # noqa: PLR0917
     if not 0 < tol < 1:
         raise click.BadParameter("must be between 0 and 1, e.g. 0.1", param_hint="--tolerance")
     only = list(metrics) or list(base.metrics)
-    current = record(runs=runs, scale=base.scale if scale == 1.0 else scale,
-                     directory=directory, only=only, inventory=collect_inventory("/"),
-                     progress=lambda msg: click.echo(msg, err=True))
+    with progress_bar("baseline") as bar:
+        current = record(runs=runs, scale=base.scale if scale == 1.0 else scale,
+                         directory=directory, only=only, inventory=collect_inventory("/"),
+                         progress=bar.at)
     result = compare(base, current, tol, baseline_file)
     if fmt == "table":
         for m in result.metrics:
@@ -235,18 +238,15 @@ def baseline_compare(  # noqa: PLR0917
 @click.option("--workers", type=click.IntRange(1, 1024),
               help="CPU stress threads (default: CPUs available)")
 @OUTPUT
+@QUIET
 def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> None:
     """Sustained CPU/memory (and GPU with torch) stress; fail on errors, heat or throttling."""
-    from rich.progress import Progress
-
     from aiplat.node.burnin import parse_duration, run_burnin
 
     seconds = parse_duration(duration)
-    with Progress(console=_stderr_console(), disable=not sys.stderr.isatty(),
-                  transient=True) as progress:
-        task = progress.add_task("burn-in", total=seconds)
+    with progress_bar("burn-in", seconds, "seconds") as bar:
         report = run_burnin(seconds, temp_limit_c=temp_limit, workers=workers,
-                            on_tick=lambda t, _n: progress.update(task, completed=t))
+                            on_tick=lambda t, _n: bar.update(t))
     if fmt == "table":
         click.echo(f"burn-in {report.duration_s:.0f} s, {report.workers} CPU workers, "
                    f"GPU stress {'on' if report.gpu else 'off (no torch with CUDA)'}; "
@@ -261,10 +261,6 @@ def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> N
     else:
         click.echo(dump(report.model_dump(mode="json"), fmt), nl=False)
     sys.exit(1 if report.status == "fail" else 0)
-
-
-def _stderr_console() -> Console:
-    return Console(stderr=True)
 
 
 @node.command()

@@ -163,15 +163,17 @@ def _module_dirs(go: str, modules: set[str], cwd: Path) -> dict[str, Path]:
 
 
 def build(cache: Path | None = None, progress: Progress = lambda _m: None,
-          force: bool = False) -> dict[str, object]:
+          force: bool = False, packages: Progress | None = None) -> dict[str, object]:
     """Build what the cache lacks (everything with ``force``) and copy the manifests;
-    idempotent: a second run finds every binary and builds nothing."""
+    idempotent: a second run finds every binary and builds nothing. ``progress`` hears what
+    is built and copied; ``packages`` each Go package as it compiles."""
     pinned = versions()
     cache = cache or cache_root() / version_key(pinned)
     t0 = time.monotonic()
     built = go_build(TOOLS, list(COMPONENTS), cache, ldflags(pinned), progress=progress,
-                     force=force, stamp_extra={"versions": pinned})
+                     force=force, stamp_extra={"versions": pinned}, packages=packages)
     if built or any(not (cache / "manifests" / dst).exists() for _m, _s, dst in MANIFESTS):
+        progress("copying the CRDs, webhooks and kwok stages from the Go module cache")
         _copy_manifests(_go(), cache / "manifests")
     return {"cache": str(cache), "versions": pinned, "built": built,
             "seconds": round(time.monotonic() - t0, 1)}

@@ -58,7 +58,8 @@ BLOB_REPO = "lab/model"
 BLOB_BYTES = 64 << 20
 PULL_SECONDS = 3.0
 
-Progress = Callable[[str], None]
+Progress = Callable[[str], None]  # a line worth keeping: a phase, a note, a failure
+Steps = Callable[[int, int, str], None]  # (done, total, running): each step of lab up
 
 
 def _quiet(_: str) -> None:
@@ -200,8 +201,23 @@ def without_unsupported(plan: LabPlan) -> tuple[LabPlan, list[str]]:
     return plan.model_copy(update={"segments": segs}), notes
 
 
-def up(plan: LabPlan, progress: Progress = _quiet) -> UpResult:
-    """Build the lab. On any failure, remove what was created and raise."""
+def _counter(steps: Steps | None, total: int) -> Callable[[str], None]:
+    """``step(running)``: tells ``steps`` how many of ``total`` are done before each."""
+    done = iter(range(total + 1))
+
+    def step(running: str) -> None:
+        n = next(done, total)
+        if steps is not None:
+            steps(n, total, running)
+
+    return step
+
+
+def up(plan: LabPlan, progress: Progress = _quiet, steps: Steps | None = None) -> UpResult:
+    """Build the lab. On any failure, remove what was created and raise. ``progress`` hears
+    the phases, notes and failures; ``steps(done, total, running)`` hears each step (a
+    network command, a service, a baseline pull) before it runs, and ``(total, total, "")``
+    at the end."""
     t0 = time.monotonic()
     preflight(plan)
     plan, notes = without_unsupported(plan)
@@ -212,38 +228,48 @@ def up(plan: LabPlan, progress: Progress = _quiet) -> UpResult:
     state = LabState(plan=plan, notes=notes)
     save_state(state)
     phases: dict[str, float] = {}
+    services = _services(plan, d)
     try:
+        network = up_steps(plan, br_netfilter_on())
+        step = _counter(steps, len(network) + len(services) + 3 + len(plan.compute))
         progress("network: bridges, namespaces, veths, tbf")
-        for step in up_steps(plan, br_netfilter_on()):
-            if step.creates:
-                kind, name = step.creates
-                rule = step.argv[3:] if kind == "iptables" else []
+        for step_ in network:
+            step(" ".join(step_.argv[:4]))
+            if step_.creates:
+                kind, name = step_.creates
+                rule = step_.argv[3:] if kind == "iptables" else []
                 state.created.append(Created(kind=kind, name=name, argv=rule))
                 save_state(state)
-            sh.run(step.argv)
+            sh.run(step_.argv)
         phases["network"] = time.monotonic() - t0
         progress("services: node-exporter, iperf3, docker-registry, prometheus")
         (d / "prometheus.yml").write_text(prometheus_config(plan))
         (d / "registry.yml").write_text(registry_config(d))
         (d / "textfile").mkdir(exist_ok=True)
-        for node, name, argv in _services(plan, d):
+        for node, name, argv in services:
+            step(f"start {name}")
             proc = sh.spawn(name, argv, d / "logs" / f"{name.replace('@', '-')}.log",
                             ns=node.ns if node else None)
             state.procs.append(proc)
             save_state(state)
+        step("wait for the services")
         _wait_ready(plan, d)
         phases["services"] = time.monotonic() - t0 - phases["network"]
         progress("model store: seeding a blob, measuring baseline pulls")
+        step("seed the model store")
         state.blob_digest, state.blob_bytes = seed_blob(plan)
         save_state(state)
+        step("wait for a Prometheus scrape")
         wait_scraped(plan)
-        for node in plan.compute:
+        for node in plan.compute:  # the +3 above: services ready, blob seeded, scraped
+            step(f"baseline pull to {node.name}")
             r = pull(plan, node, state.blob_digest)
             state.baseline.append(PullBaseline(node=node.name, mbit=r.mbit))
         phases["baseline"] = time.monotonic() - t0 - phases["network"] - phases["services"]
         state.phase = "up"
         state.up_seconds = time.monotonic() - t0
         save_state(state)
+        step("")
     except BaseException as e:
         progress(f"lab up failed ({e}); removing what it created")
         down(plan.prefix)

@@ -297,10 +297,9 @@ MAX_SCALE = 64.0
 """The most work per probe (x64: 4 GiB disk and memory probes)."""
 
 
-def record(*, runs: int = 5, scale: float = 1.0, directory: str | Path | None = None,
-           inventory: Inventory | None = None, matrix_entry: str | None = None,
-           only: list[str] | None = None,
-           progress: Callable[[str], None] | None = None) -> Baseline:
+def _checked(runs: int, scale: float, only: list[str] | None,
+             directory: str | Path | None) -> Path:
+    """The directory to measure, once the options are known to be sound."""
     if runs < 1:
         raise InputError("--runs must be at least 1 (fix: e.g. --runs 5)")
     if not math.isfinite(scale) or not 0 < scale <= MAX_SCALE:
@@ -315,6 +314,17 @@ def record(*, runs: int = 5, scale: float = 1.0, directory: str | Path | None = 
     if not d.is_dir():
         raise InputError(f"--dir {d}: not a directory (fix: give a directory on the disk "
                          "to measure, e.g. /var/lib/containerd)")
+    return d
+
+
+def record(*, runs: int = 5, scale: float = 1.0, directory: str | Path | None = None,
+           inventory: Inventory | None = None, matrix_entry: str | None = None,
+           only: list[str] | None = None,
+           progress: Callable[[int, int, str], None] | None = None) -> Baseline:
+    """Each probe ``runs`` times; the medians, their spread and the node's fingerprint.
+    ``progress(done, total, running)`` hears before each probe how many probe runs are
+    done of how many, and which starts (``"run 2/5 cpu.matmul"``)."""
+    d = _checked(runs, scale, only, directory)
     samples: dict[str, list[float]] = {}
     methods: dict[str, str] = {}
     skipped: dict[str, str] = {}
@@ -329,21 +339,33 @@ def record(*, runs: int = 5, scale: float = 1.0, directory: str | Path | None = 
     def wanted(name: str) -> bool:
         return not only or name in only
 
-    for _run in range(runs):
+    disk = wanted("disk.write") or wanted("disk.read")
+    total = runs * (sum(1 for name in probes if wanted(name)) + disk)
+    done = 0
+
+    def starting(run: int, name: str) -> None:
+        if progress:
+            progress(done, total, f"run {run + 1}/{runs} {name}")
+
+    for run in range(runs):
         for name, probe in probes.items():
             if not wanted(name):
                 continue
+            starting(run, name)
             value, method = probe(scale, d)
+            done += 1
             samples.setdefault(name, []).append(value)
             methods[name] = method
-        if wanted("disk.write") or wanted("disk.read"):
+        if disk:
+            starting(run, "disk")
             w, r, method = _disk(scale, d)
+            done += 1
             for name, value in (("disk.write", w), ("disk.read", r)):
                 if wanted(name):
                     samples.setdefault(name, []).append(value)
                     methods[name] = f"{method} in {d}"
-        if progress:
-            progress(f"run {_run + 1}/{runs} done")
+    if progress:
+        progress(done, total, "")
     metrics = {
         name: Metric(unit=UNITS[name], samples=[round(v, 3) for v in vals],
                      median=statistics.median(vals), mad=_mad(vals), method=methods[name])

@@ -225,9 +225,12 @@ def _run_aiplat(nodes: list[Node], requests: Sequence[Request], policy: str, see
 
 def fgd_table(nodes: Sequence[Node], requests: Mapping[str, Sequence[Request]],
               policies: list[str], seeds: list[int], *, arrival_limit: float = 1.3,
-              progress: Callable[[float], None] | None = None,
+              progress: Callable[[int, int, str], None] | None = None,
               options: FgdOptions | None = None) -> dict[str, Any]:
     """Every (trace, policy, seed) experiment; means and per-seed allocation ratios (%).
+    ``progress(done, total, running)``, when given, hears before each experiment how many
+    are done and which one starts (``"default fgd seed 42"``), and ``(total, total, "")``
+    at the end.
 
     ``{"mean": {trace: {policy: pct}}, "per_seed": {trace: {policy: {seed: pct}}},
     "unallocated_gpus": {trace: {policy: gpus}}, "seeds", "arrival_pct", "gpus",
@@ -239,23 +242,25 @@ def fgd_table(nodes: Sequence[Node], requests: Mapping[str, Sequence[Request]],
     mean: dict[str, dict[str, float]] = {}
     per_seed: dict[str, dict[str, dict[str, float]]] = {}
     unallocated: dict[str, dict[str, float]] = {}
-    done = 0
+    done, total = 0, len(requests) * len(policies) * len(seeds)
     for trace, reqs in requests.items():
         typical = typical_workload(reqs, options)
         mean[trace], per_seed[trace], unallocated[trace] = {}, {}, {}
         for policy in policies:
             values = {}
             for seed in seeds:
+                if progress is not None:
+                    progress(done, total, f"{trace} {policy} seed {seed}")
                 r = run_fgd(nodes, reqs, policy, seed, arrival_limit=arrival_limit,
                             typical=typical, options=options)
                 values[str(seed)] = round(r.allocation_ratio, 4)
                 done += 1
-                if progress is not None:
-                    progress(done)
             m = sum(values.values()) / len(values)
             mean[trace][policy] = round(m, 4)
             per_seed[trace][policy] = values
             unallocated[trace][policy] = round((100 - m) / 100 * capacity / MILLI, 1)
+    if progress is not None:
+        progress(done, total, "")
     return {"mean": mean, "per_seed": per_seed, "unallocated_gpus": unallocated,
             "seeds": seeds, "arrival_pct": round(arrival_limit * 100, 6),
             "gpus": capacity // MILLI, "variant": options.label, "options": asdict(options)}
