@@ -30,7 +30,7 @@ spec:
   cohortName: org
   namespaceSelector: {}
   queueingStrategy: StrictFIFO
-  stopPolicy: None
+  stopPolicy: Hold
   resourceGroups:
   - coveredResources: [cpu, memory, nvidia.com/gpu]
     flavors:
@@ -95,8 +95,8 @@ def test_quantities(text: str, res: str, value: float) -> None:
 
 
 def test_bad_values_name_the_object_and_field() -> None:
-    bad = [{"kind": "ClusterQueue", "metadata": {"name": "q"},
-            "spec": {"queueingStrategy": "Fifo"}}]
+    bad = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "q"}, "spec": {"queueingStrategy": "Fifo"}}]
     with pytest.raises(InputError, match=r"ClusterQueue q spec.queueingStrategy: 'Fifo'"):
         from_objects(bad, "k.yaml")
     with pytest.raises(InputError, match="not a duration"):

@@ -2,7 +2,8 @@
 
 ``plan_outputs`` is the pipeline the command runs: resolve and size the spec once
 (``plan/``), render and check the Kubernetes tree from that plan, simulate a month of its
-workloads, build the handover (version matrix, runbook, monitoring rules) and the report,
+workloads on the Kueue objects that tree renders (read back: :mod:`aiplat.ops.sim_month`),
+build the handover (version matrix, runbook, monitoring rules) and the report,
 and return every file by relative path. The command only loads the spec and the last
 acceptance record (I/O) and writes the mapping atomically; a failure anywhere leaves the
 output directory untouched because nothing is written before everything is rendered.
@@ -22,6 +23,7 @@ from aiplat.ops.acceptance_report import handover_section
 from aiplat.ops.matrix import check_matrix, matrix_document
 from aiplat.ops.monitoring import monitoring_rules, render_monitoring
 from aiplat.ops.runbook import runbook_document
+from aiplat.ops.sim_month import SOURCE, rendered_queues
 from aiplat.plan.build import plan_resolved
 from aiplat.plan.models import Plan
 from aiplat.plan.resolve import resolve
@@ -30,6 +32,7 @@ from aiplat.report.artifacts_doc import storage_section
 from aiplat.report.network_doc import network_section
 from aiplat.report.plan_doc import plan_document
 from aiplat.report.sim_doc import sim_sections
+from aiplat.sched.kueue import KueueConfig
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.platform import simulate_platform
 from aiplat.spec.models import Platform
@@ -47,6 +50,8 @@ class PlanOutputs:
     plan: Plan
     kube: KubeCheck
     sim: SimResult
+    queues: KueueConfig
+    """The queues the month ran on: the tree's kueue/ objects as read back."""
     files: dict[str, str]
     """Relative path -> text, ready for ``fsutil.write_tree``."""
 
@@ -66,7 +71,8 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
     plan = plan_resolved(resolved)
     kube = check_plan(resolved, plan, crds, versions)
     # A month of the spec's workloads through the queues the kube tree renders.
-    sim = simulate_platform(platform, plan, seed=0)
+    queues = rendered_queues(kube.rendered)
+    sim = simulate_platform(platform, plan, seed=0, queues=queues)
     matrix = check_matrix(platform, today)
     runbook = runbook_document(platform, spec_path,
                                {p.name: p.spare_nodes for p in plan.pools},
@@ -74,7 +80,8 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
     doc = plan_document(plan, kube, [
         network_section(plan.network),
         storage_section(plan.storage),
-        *sim_sections(sim, subject=platform.metadata.name),
+        *sim_sections(sim, subject=platform.metadata.name,
+                      queues=f"{queues.mode}, as rendered in {SOURCE}"),
         handover_section(matrix, acceptance, HANDOVER_LINKS),
     ], generated=today, spec_path=spec_path, spec_text=spec_text)
     files = {
@@ -86,7 +93,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         **_documents({"matrix/matrix": matrix_document(matrix), "runbook/runbook": runbook}),
         **{f"monitoring/{k}": v for k, v in render_monitoring(platform).items()},
     }
-    return PlanOutputs(plan, kube, sim, files)
+    return PlanOutputs(plan, kube, sim, queues, files)
 
 
 def _documents(docs: dict[str, Document]) -> dict[str, str]:

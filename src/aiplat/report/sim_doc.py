@@ -21,9 +21,11 @@ from aiplat.sched.policies import ENGINE_VARIANT
 TIME_POINTS = 60  # sampled points of the GPUs-over-time line
 
 
-def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the platform"
-                 ) -> list[Section]:
-    """Two sections: queues (waits, shares, fairness) and capacity (GPUs over time)."""
+def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the platform",
+                 queues: str | None = None) -> list[Section]:
+    """Two sections: queues (waits, shares, fairness) and capacity (GPUs over time).
+    ``queues`` says which queues ran (e.g. "fair sharing, as rendered in kube/kueue/"): the
+    queue section's title and text state it."""
     tenants = [t.name for t in result.tenants] or ["none"]
     rows = [[t.name, str(t.jobs), str(t.started), str(t.waiting), f"{t.wait_p50_h:.2f}",
              f"{t.wait_p95_h:.2f}", f"{t.wait_p99_h:.2f}", f"{t.gpu_hours:,.0f}",
@@ -49,11 +51,12 @@ def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the 
                 Series(name="fair", values=[100 * t.fair_share for t in result.tenants]
                        or [0.0])],
     )
-    queues = Section(
-        id=f"{prefix}-queues", title="Simulated queues",
+    queue_section = Section(
+        id=f"{prefix}-queues", title="Simulated queues" + (f" ({queues})" if queues else ""),
         paragraphs=[
             f"{result.jobs} jobs of {subject} simulated over {result.end_h:,.0f} h on its "
-            f"Kueue ClusterQueues: {result.finished} finished, "
+            f"Kueue ClusterQueues{f' ({queues})' if queues else ''}: {result.finished} "
+            "finished, "
             f"{sum(t.waiting for t in result.tenants)} still waiting at the end, "
             f"{result.never_fit} never fit. Jain's fairness index over obtained ÷ fair share: "
             f"{result.jain_index:.3f} (1 = shares proportional to the weights).",
@@ -73,7 +76,7 @@ def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the 
         ],
         charts=_gpus_over_time(result, prefix),
     )
-    return [queues, capacity]
+    return [queue_section, capacity]
 
 
 def _gpus_over_time(result: SimResult, prefix: str) -> list[Chart]:

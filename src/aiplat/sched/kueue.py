@@ -20,6 +20,11 @@ Quota semantics, per (flavor, resource) ``fr``:
 Resources are named as in the ClusterQueue (``nvidia.com/gpu`` in GPUs, ``cpu`` in cores,
 ``memory`` in GiB); a workload is only counted against the resources its ClusterQueue covers.
 Names follow the spec: a flavor is a ``pool``, a ClusterQueue is a ``tenant``.
+
+What the objects say is read once, by :mod:`aiplat.sched.kueue_snapshot` (in Kueue's integer
+units); :mod:`aiplat.sched.kueue_objects` converts it to this configuration (GPUs, cores,
+GiB as floats). The policy shapes (``Preemption``, ``AdmissionFairSharing``,
+``WaitForPodsReady``) are the snapshot's own.
 """
 
 from __future__ import annotations
@@ -27,13 +32,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from aiplat.sched.kueue_snapshot import AdmissionFairSharing, Preemption, WaitForPodsReady
+
+__all__ = ["FR", "GPU", "AdmissionFairSharing", "ClusterQueue", "Cohort", "FlavorQuotas",
+           "KueueConfig", "Preemption", "QueueingStrategy", "Quota", "QuotaTree", "Strategy",
+           "WaitForPodsReady"]
+
 GPU = "nvidia.com/gpu"
 FR = tuple[str, str]  # (flavor, resource)
 
 QueueingStrategy = Literal["BestEffortFIFO", "StrictFIFO"]
-WithinCQ = Literal["Never", "LowerPriority", "LowerOrNewerEqualPriority"]
-Reclaim = Literal["Never", "LowerPriority", "Any"]
-BorrowWithin = Literal["Never", "LowerPriority"]
 Strategy = Literal["LessThanOrEqualToFinalShare", "LessThanInitialShare"]
 
 
@@ -53,20 +61,12 @@ class FlavorQuotas:
 
 
 @dataclass(frozen=True)
-class Preemption:
-    within_cluster_queue: WithinCQ = "Never"
-    reclaim_within_cohort: Reclaim = "Never"
-    borrow_within_cohort: BorrowWithin = "Never"
-    max_priority_threshold: int | None = None
-
-
-@dataclass(frozen=True)
 class ClusterQueue:
     name: str
     flavors: tuple[FlavorQuotas, ...]
     cohort: str | None = None
     queueing_strategy: QueueingStrategy = "BestEffortFIFO"
-    preemption: Preemption = Preemption()
+    preemption: Preemption = field(default_factory=Preemption)
     when_can_borrow: Literal["Borrow", "TryNextFlavor"] = "Borrow"
     when_can_preempt: Literal["Preempt", "TryNextFlavor"] = "TryNextFlavor"
     weight: float = 1.0
@@ -81,22 +81,6 @@ class Cohort:
 
 
 @dataclass(frozen=True)
-class AdmissionFairSharing:
-    """Order inside a ClusterQueue by the LocalQueues' decayed usage (GPU-seconds)."""
-
-    half_life_s: float = 3600.0
-    entry_penalty: float = 0.0
-
-
-@dataclass(frozen=True)
-class WaitForPodsReady:
-    timeout_s: float = 1800.0
-    backoff_base_s: float = 60.0
-    backoff_max_s: float = 3600.0
-    backoff_limit: int | None = None
-
-
-@dataclass(frozen=True)
 class KueueConfig:
     cluster_queues: tuple[ClusterQueue, ...]
     cohorts: tuple[Cohort, ...] = ()
@@ -107,6 +91,11 @@ class KueueConfig:
     admission_fair_sharing: AdmissionFairSharing | None = None
     wait_for_pods_ready: WaitForPodsReady | None = None
     unsupported: tuple[str, ...] = field(default=())  # fields read but not simulated
+
+    @property
+    def mode(self) -> str:
+        """How the queues share: what a title says ran."""
+        return "fair sharing" if self.fair_sharing else "classic"
 
     def __post_init__(self) -> None:
         names = [q.name for q in self.cluster_queues]

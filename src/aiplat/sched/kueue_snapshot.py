@@ -14,6 +14,10 @@ Bad input raises :class:`~aiplat.errors.InputError` naming the object and the fi
 (unknown kinds, other Kueue API versions, a Workload whose LocalQueue or a LocalQueue whose
 ClusterQueue is missing). Fields Kueue has but the replay does not model are collected in
 ``Snapshot.unsupported`` by name, never dropped silently.
+
+This is the one reader of Kueue objects: the replay works on the ``Snapshot`` as parsed,
+and the simulator's configuration (:mod:`aiplat.sched.kueue_objects`) is converted from it,
+so both read a field the same way or not at all.
 """
 
 from __future__ import annotations
@@ -63,6 +67,25 @@ def show(resource: str, value: int) -> str:
     return str(value)
 
 
+_DURATION = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+
+
+def duration(value: object, where: str) -> float:
+    """A Go duration (``1h30m``, ``10m0s``, ``300ms``) in seconds."""
+    text = str(value).strip()
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|h|m|s)", text)
+    if not parts or "".join(a + b for a, b in parts) != text:
+        raise InputError(f"{where}: {text!r} is not a duration (fix: e.g. 30m, 1h, 90s)")
+    return sum(float(a) * _DURATION[b] for a, b in parts)
+
+
+# Notes the simulator replaces by its own (it models these, or says it differently): it
+# tells them apart by these ends (kueue_objects).
+NOT_REPLAYED_TAS = "(topology-aware scheduling is not replayed)"
+NOT_REPLAYED_AFS = "admissionFairSharing"
+NOT_REPLAYED_NS = "spec.namespaceSelector (every namespace is admitted)"
+
+
 # ---------------------------------------------------------------------------- the model
 
 
@@ -99,6 +122,22 @@ class Preemption:
 
 
 @dataclass(frozen=True)
+class AdmissionFairSharing:
+    """Order inside a ClusterQueue by the LocalQueues' decayed usage (GPU-seconds)."""
+
+    half_life_s: float = 3600.0
+    entry_penalty: float = 0.0
+
+
+@dataclass(frozen=True)
+class WaitForPodsReady:
+    timeout_s: float = 1800.0
+    backoff_base_s: float = 60.0
+    backoff_max_s: float = 3600.0
+    backoff_limit: int | None = None
+
+
+@dataclass(frozen=True)
 class Fungibility:
     when_can_borrow: str = "MayStopSearch"  # v1beta1 "Borrow" reads as MayStopSearch
     when_can_preempt: str = "TryNextFlavor"  # v1beta1 "Preempt" reads as MayStopSearch
@@ -115,6 +154,7 @@ class ClusterQueue:
     fungibility: Fungibility = Fungibility()
     weight: float = 1.0
     stop_policy: str = "None"
+    namespace_selector: Obj | None = None
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for g in self.groups:
@@ -178,6 +218,8 @@ class Snapshot:
     strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
     unsupported: list[str] = field(default_factory=list)
     excluded_prefixes: tuple[str, ...] = ()
+    admission_fair_sharing: AdmissionFairSharing | None = None
+    wait_for_pods_ready: WaitForPodsReady | None = None
 
 
 # ---------------------------------------------------------------------------- reading
@@ -264,7 +306,7 @@ def _cluster_queue(obj: Obj, where: str, unsupported: list[str]) -> ClusterQueue
     for key in sorted(set(spec) - _CQ_FIELDS):
         unsupported.append(f"{where}: spec.{key}")
     if spec.get("namespaceSelector") not in (None, {}):
-        unsupported.append(f"{where}: spec.namespaceSelector (every namespace is admitted)")
+        unsupported.append(f"{where}: {NOT_REPLAYED_NS}")
     pre = spec.get("preemption") or {}
     bwc = pre.get("borrowWithinCohort") or {}
     fung = spec.get("flavorFungibility") or {}
@@ -300,6 +342,7 @@ def _cluster_queue(obj: Obj, where: str, unsupported: list[str]) -> ClusterQueue
         weight=_weight(spec, where),
         stop_policy=_choice(spec.get("stopPolicy", "None"), ("None", "Hold", "HoldAndDrain"),
                             f"{where} spec.stopPolicy"),
+        namespace_selector=spec.get("namespaceSelector"),
     )
 
 
@@ -404,12 +447,31 @@ def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
                                 for s in fs["preemptionStrategies"])
     res = cfg.get("resources") or {}
     snap.excluded_prefixes = tuple(res.get("excludeResourcePrefixes") or ())
-    if cfg.get("admissionFairSharing"):
-        snap.unsupported.append(f"{where}: admissionFairSharing")
-    if (cfg.get("waitForPodsReady") or {}).get("blockAdmission"):
+    afs = cfg.get("admissionFairSharing")
+    if afs:
+        snap.unsupported.append(f"{where}: {NOT_REPLAYED_AFS}")
+        snap.admission_fair_sharing = AdmissionFairSharing(half_life_s=duration(
+            afs.get("usageHalfLifeTime", "1h"), f"{where} admissionFairSharing.usageHalfLifeTime"))
+    wait = cfg.get("waitForPodsReady")
+    if (wait or {}).get("blockAdmission"):
         snap.unsupported.append(f"{where}: waitForPodsReady.blockAdmission")
+    if wait is not None and (av.endswith("v1beta2") or bool(wait.get("enable"))):
+        snap.wait_for_pods_ready = _pods_ready(wait, av, f"{where} waitForPodsReady")
     if res.get("transformations"):
         snap.unsupported.append(f"{where}: resources.transformations")
+
+
+def _pods_ready(wait: Obj, av: str, where: str) -> WaitForPodsReady:
+    """v1beta2: the section's presence turns it on, timeout 30 min unless set; v1beta1: its
+    ``enable``, 5 min (``apis/config/*/defaults.go``)."""
+    rq = wait.get("requeuingStrategy") or {}
+    limit = rq.get("backoffLimitCount")
+    return WaitForPodsReady(
+        timeout_s=duration(wait.get("timeout") or ("30m" if av.endswith("v1beta2") else "5m"),
+                           f"{where}.timeout"),
+        backoff_base_s=float(rq.get("backoffBaseSeconds", 60)),
+        backoff_max_s=float(rq.get("backoffMaxSeconds", 3600)),
+        backoff_limit=None if limit is None else int(limit))
 
 
 def parse(objects: Iterable[Obj], source: str = "<snapshot>",
@@ -455,8 +517,7 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             for key in sorted(set(spec) - _RF_FIELDS):
                 snap.unsupported.append(f"{where}: spec.{key}")
             if spec.get("topologyName"):
-                snap.unsupported.append(f"{where}: spec.topologyName (topology-aware "
-                                        "scheduling is not replayed)")
+                snap.unsupported.append(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}")
             snap.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}),
                                         tuple(spec.get("nodeTaints") or ()),
                                         tuple(spec.get("tolerations") or ()),
@@ -480,8 +541,7 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
         elif kind == "WorkloadPriorityClass":
             priorities[name] = int(obj.get("value", 0))
         elif kind == "Topology":
-            snap.unsupported.append(f"{where}: Topology (topology-aware scheduling is not "
-                                    "replayed)")
+            snap.unsupported.append(f"{where}: Topology {NOT_REPLAYED_TAS}")
         else:
             workloads.append((obj, where))
     for key, cq in sorted(lq.items()):

@@ -1,0 +1,143 @@
+"""What is simulated is what would be applied (issue 16): the month ``aiplat plan`` simulates,
+and ``aiplat sim run``'s queues, are the tree's kueue/ objects as rendered — checked here
+against the written YAML read independently (plain PyYAML, own quantity arithmetic), for the
+example and variants where the spec-derived queues (GPU only, fair sharing always on) were
+wrong."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.catalog import load_catalog
+from aiplat.ops.plan_outputs import PlanOutputs, plan_outputs
+from aiplat.ops.sim_month import tree_queues
+from aiplat.sched.kueue import GPU, KueueConfig
+from aiplat.sched.platform import simulate_platform
+from aiplat.spec import EXAMPLE, Platform, example_text, parse_platform
+
+CATALOG = load_catalog()
+Edit = Callable[[dict[str, Any]], None]
+
+
+def _classic(doc: dict[str, Any]) -> None:
+    doc["kubernetes"]["fairSharing"] = False
+
+
+def _cohorts_v1beta1(doc: dict[str, Any]) -> None:
+    doc["kubernetes"]["kueueApi"] = "v1beta1"
+    doc["kubernetes"]["cohorts"] = [{"name": "inference"}]
+    for t in doc["tenants"]:
+        if t["name"] in ("serving", "batch"):
+            t["cohort"] = "inference"
+
+
+def _spec(edit: Edit | None) -> Platform:
+    doc = yaml.safe_load(example_text())
+    if edit:
+        edit(doc)
+    return parse_platform(yaml.safe_dump(doc, sort_keys=False), EXAMPLE, CATALOG)
+
+
+def _plan(platform: Platform) -> PlanOutputs:
+    return plan_outputs(platform, CATALOG, today=date(2026, 12, 1))
+
+
+def _amount(text: object, resource: str) -> float:
+    """Independent of aiplat's readers: the few quantity forms the tree writes."""
+    s = str(text)
+    if s.endswith("Gi"):
+        return float(s[:-2])
+    assert s.replace(".", "", 1).isdigit(), f"unexpected quantity {s!r} for {resource}"
+    return float(s)
+
+
+def _written(files: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    cqs = list(yaml.safe_load_all(files["kube/kueue/clusterqueues.yaml"]))
+    docs = list(yaml.safe_load_all(files["kube/kueue/kueue-manager-config.yaml"]))
+    (cm,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    return cqs, yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+
+
+def _written_quotas(cq: dict[str, Any]) -> dict[tuple[str, str], float]:
+    out: dict[tuple[str, str], float] = {}
+    for group in cq["spec"].get("resourceGroups", []):
+        for f in group["flavors"]:
+            for r in f["resources"]:
+                name = r["name"]
+                key = name if name in ("cpu", "memory") else GPU  # the rest are GPU names
+                out[f["name"], key] = out.get((f["name"], key), 0.0) + _amount(
+                    r["nominalQuota"], name)
+    return out
+
+
+def _simulated_quotas(cfg: KueueConfig, name: str) -> dict[tuple[str, str], float]:
+    (q,) = [q for q in cfg.cluster_queues if q.name == name]
+    return {(fq.flavor, r): quota.nominal for fq in q.flavors for r, quota in
+            fq.resources.items()}
+
+
+VARIANTS = [None, _classic, _cohorts_v1beta1]
+
+
+@pytest.mark.parametrize("edit", VARIANTS, ids=lambda e: e.__name__ if e else "example")
+def test_the_simulated_month_runs_on_the_written_kueue_objects(edit: Edit | None) -> None:
+    platform = _spec(edit)
+    out = _plan(platform)
+    cqs, config = _written(out.files)
+    assert [q.name for q in out.queues.cluster_queues] == [c["metadata"]["name"] for c in cqs]
+    for cq in cqs:
+        name, spec = cq["metadata"]["name"], cq["spec"]
+        (q,) = [q for q in out.queues.cluster_queues if q.name == name]
+        assert q.cohort == spec.get("cohortName", spec.get("cohort"))
+        tenant = platform.tenant(name)
+        assert tenant is not None and q.weight == tenant.weight  # written "2", "1", "500m"
+        # cpu, memory and GPUs per flavor, as written (the spec-derived queues had GPUs only)
+        assert _simulated_quotas(out.queues, name) == _written_quotas(cq)
+        assert {r for _, r in _written_quotas(cq)} == {"cpu", "memory", GPU}
+    # fair sharing is what the written Configuration says (v1beta2: the section's presence)
+    assert out.queues.fair_sharing == ("fairSharing" in config)
+    assert out.queues.fair_sharing == platform.kubernetes.fair_sharing
+    assert out.queues.wait_for_pods_ready is not None
+    assert out.queues.wait_for_pods_ready.timeout_s == 600  # the written "10m"
+    # the month ran on exactly these queues
+    assert out.sim == simulate_platform(platform, out.plan, seed=0, queues=out.queues)
+    # and the report says which mode ran
+    assert f"## Simulated queues ({out.queues.mode}, as rendered in kube/kueue/)" \
+        in out.files["report.md"]
+
+
+def test_fair_sharing_off_in_the_spec_is_a_classic_month() -> None:
+    out = _plan(_spec(_classic))
+    assert not out.queues.fair_sharing and out.queues.mode == "classic"
+    assert "## Simulated queues (classic" in out.files["report.md"]
+
+
+def test_cohorts_come_from_the_written_cohort_objects() -> None:
+    out = _plan(_spec(_cohorts_v1beta1))
+    cohorts = {c.name: c.parent for c in out.queues.cohorts}
+    assert cohorts == {"example": None, "inference": "example"}
+    assert {q.name: q.cohort for q in out.queues.cluster_queues} == {
+        "research": "example", "serving": "inference", "batch": "inference"}
+
+
+@pytest.mark.parametrize("edit", VARIANTS, ids=lambda e: e.__name__ if e else "example")
+def test_sim_run_reads_the_same_queues_as_plan(edit: Edit | None) -> None:
+    platform = _spec(edit)
+    assert tree_queues(platform, CATALOG) == _plan(platform).queues
+
+
+def test_a_configmap_without_a_yaml_reader_is_noted_not_guessed() -> None:
+    from aiplat.kube.render import render
+    from aiplat.ops.sim_month import kueue_objects
+    from aiplat.sched.kueue_objects import from_objects
+
+    objects = kueue_objects(render(_spec(None), CATALOG).manifests)
+    cfg = from_objects(objects, "kueue/")
+    assert not cfg.fair_sharing and cfg.wait_for_pods_ready is None
+    assert any("ConfigMap kueue-manager-config" in u and "not read" in u
+               for u in cfg.unsupported)
