@@ -1,0 +1,459 @@
+"""``aiplat sim run|compare|fgd``: simulate queues and placement (thin: parse, call, print).
+
+The work is in :mod:`aiplat.sched`; this module loads inputs (spec, trace files), shows a
+progress bar on stderr when stderr is a terminal, and prints data on stdout as a table or
+JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from aiplat.cli._progress import QUIET, Bar, info, progress_bar
+from aiplat.cli.main import SEED, Finite
+from aiplat.errors import InputError
+from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
+from aiplat.sched.fgd import fgd_table
+from aiplat.sched.platform import STRATEGIES, simulate_platform
+from aiplat.sched.policies import ENGINE_VARIANT
+
+DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
+
+
+def _out() -> Console:
+    # Piped output keeps full rows: rich would wrap to 80 columns off a terminal.
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _platform(spec: str | None) -> tuple[Any, Any]:
+    from aiplat.catalog import load_catalog
+    from aiplat.plan import build_plan
+    from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
+
+    catalog = load_catalog()
+    platform = (load_platform(spec, catalog) if spec
+                else parse_platform(example_text(), EXAMPLE, catalog))
+    return platform, build_plan(platform, catalog)
+
+
+def _kueue(path: str | None) -> Any:
+    """Kueue objects from a YAML file or a folder of them; unsupported fields warned."""
+    if path is None:
+        return None
+    from aiplat import inputs
+    from aiplat.sched.kueue_objects import from_objects
+
+    root = Path(path)
+    files = sorted(root.rglob("*.y*ml")) if root.is_dir() else [root]
+    objects: list[Any] = []
+    for f in files:
+        try:
+            docs = inputs.load_yaml_all(f, "Kueue objects (YAML)")
+        except InputError as e:
+            raise InputError(f"{e} (pass the rendered Kueue YAML, e.g. out/kube/kueue/)") \
+                from None
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                raise InputError(f"{f}: document {i + 1} is {type(d).__name__}, not a Kueue "
+                                 "object (fix: pass the rendered Kueue YAML)")
+        objects.extend(docs)
+    try:
+        config = from_objects(objects, str(root))
+    except (TypeError, AttributeError, KeyError) as e:
+        raise InputError(f"{root}: not the shape of Kueue objects ({type(e).__name__}: {e}) "
+                         "(fix: pass the rendered Kueue YAML, e.g. out/kube/kueue/)") from e
+    for line in config.unsupported:
+        click.echo(f"warning: {line}", err=True)
+    return config
+
+
+def _data_dir(data: str | None) -> Path:
+    if data is None:
+        raise InputError("no trace data given (fix: pass --data DIR, the folder that holds "
+                         "traces/alibaba-gpu-v2023)")
+    from aiplat.sched.alibaba import trace_dir
+
+    return trace_dir(Path(data))
+
+
+@click.group()
+def sim() -> None:
+    """Simulate Kueue queues and GPU placement: waits, fairness, fragmentation, cost."""
+
+
+# ---------------------------------------------------------------------------- fgd
+
+
+@sim.command()
+@click.option("--trace", "traces", multiple=True, metavar="NAME",
+              help=f"pod list variant (repeatable; default: those of {', '.join(DEFAULT_TRACES)} "
+              "that exist)")
+@click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
+              help="placement policy (repeatable; default: the paper's six; the two Kubernetes "
+              "ones only with --variant aiplat)")
+@click.option("--seeds", default=10, show_default=True, type=click.IntRange(1, 1000),
+              help="seeds per experiment: 42, 43, ...")
+@click.option("--variant", type=click.Choice(["published", "aiplat"]), default="published",
+              show_default=True, help="the published simulator's rules, or aiplat's earlier "
+              "model whole (random ties, exact FGD, every shape, all nodes, its own sampling)")
+@click.option("--ties", type=click.Choice(["node-order", "random"]), default="node-order",
+              show_default=True, help="ties: the seed's node order, or a fresh random choice")
+@click.option("--fgd-score", type=click.Choice(["integer", "exact"]), default="integer",
+              show_default=True, help="FGD's coarse integer score, or the exact float delta")
+@click.option("--typical", type=click.Choice(["popular", "all"]), default="popular",
+              show_default=True, help="FGD's target workload: the popular 95% of shapes, or all")
+@click.option("--nodes", "node_set", type=click.Choice(["gpu", "all"]), default="gpu",
+              show_default=True, help="the GPU nodes only, or CPU-only nodes too")
+@click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@QUIET
+def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant: str,  # noqa: PLR0917
+        ties: str, fgd_score: str, typical: str, node_set: str, data: str | None,
+        fmt: str) -> None:
+    """Reproduce the FGD paper's experiment: GPU allocation ratio at 130% arrivals.
+
+    By default the published simulator's protocol (hkust-adsl/kubernetes-scheduler-simulator):
+    GPU nodes only, the trace's pods shuffled and topped up to 1.3x the cluster's GPUs, placed
+    in order by each policy with ties to the seed's node order, nothing ever leaves; the
+    figure is the mean allocation over the pods that arrive at 130%. Prints the mean per
+    policy and trace and the variant that produced it (JSON: trace -> policy -> mean percent,
+    plus per-seed values and "variant").
+    """
+    from aiplat.sched.alibaba import load_nodes, load_pods, variants
+    from aiplat.sched.fgd import FgdOptions
+
+    options = (FgdOptions.aiplat() if variant == "aiplat" else
+               FgdOptions(ties=ties, fgd_score=fgd_score, typical=typical,  # type: ignore[arg-type]
+                          nodes=node_set))  # type: ignore[arg-type]
+    extra = [p for p in policies if p not in PAPER_POLICIES]
+    if extra and variant != "aiplat":
+        raise InputError(f"--policy {extra[0]}: the published simulator has only "
+                         f"{', '.join(PAPER_POLICIES)} (fix: drop it, or add --variant aiplat)")
+    folder = _data_dir(data)
+    if not traces:  # the defaults that this data folder has
+        traces = tuple(t for t in DEFAULT_TRACES if t in variants(folder)) or ("default",)
+    policies = policies or PAPER_POLICIES
+    nodes = load_nodes(folder)
+    requests = {t: [p.request for p in load_pods(folder, t)] for t in traces}
+    seed_list = list(range(42, 42 + seeds))
+    t0 = time.perf_counter()
+    with progress_bar("fgd", len(traces) * len(policies) * len(seed_list)) as bar:
+        try:
+            table = fgd_table(nodes, requests, list(policies), seed_list,
+                              progress=bar.at, options=options)
+        except ValueError as e:
+            raise InputError(f"{folder}: {e} (fix: check the trace's node and pod lists)") \
+                from None
+    elapsed = time.perf_counter() - t0
+    if fmt == "json":
+        click.echo(json.dumps(table, indent=2))
+    else:
+        _print_fgd(table)
+    info(f"{len(traces) * len(policies) * len(seed_list)} experiments in {elapsed:.1f} s")
+
+
+def _print_fgd(table: dict[str, Any]) -> None:
+    means: dict[str, dict[str, float]] = table["mean"]
+    traces = list(means)
+    policies = list(next(iter(means.values())))
+    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals",
+              title_justify="left")
+    t.add_column("policy")
+    for tr in traces:
+        t.add_column(tr, justify="right")
+    for p in policies:
+        t.add_row(p, *(f"{means[tr][p]:.2f}" for tr in traces))
+    console = _out()
+    console.print(t)
+    console.print(f"variant {table['variant']}: mean of {len(table['seeds'])} seed(s) on "
+                  f"{table['gpus']:,} GPUs")
+    for tr in traces:
+        ranked = sorted(means[tr], key=lambda p: -means[tr][p])
+        console.print(f"{tr}: {' > '.join(ranked)}")
+
+
+# ---------------------------------------------------------------------------- run / compare
+
+
+def _print_result(title: str, r: SimResult) -> None:
+    t = Table(title=title, title_justify="left")
+    for col in ("tenant", "jobs", "started", "waiting", "wait p50 h", "wait p95 h",
+                "wait p99 h", "GPU-h", "share", "fair share"):
+        t.add_column(col, justify="left" if col == "tenant" else "right")
+    for x in r.tenants:
+        t.add_row(x.name, str(x.jobs), str(x.started), str(x.waiting), f"{x.wait_p50_h:.2f}",
+                  f"{x.wait_p95_h:.2f}", f"{x.wait_p99_h:.2f}", f"{x.gpu_hours:,.0f}",
+                  f"{x.obtained_share:.1%}", f"{x.fair_share:.1%}")
+    console = _out()
+    console.print(t)
+    console.print(
+        f"Jain {r.jain_index:.3f} · utilisation {r.utilisation:.1%} · GPU-h allocated "
+        f"{r.allocated_gpu_hours:,.0f} of {r.provisioned_gpu_hours:,.0f} provisioned · "
+        f"preemptions {r.preemptions} ({r.preempted_gpu_hours:,.0f} GPU-h lost) · never fit "
+        f"{r.never_fit} · fragmented GPUs {r.mean_fragmented_gpus:.1f} (mean)"
+    )
+
+
+@sim.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("--policy", type=click.Choice(POLICY_NAMES), default="bestfit", show_default=True)
+@click.option("--strategy", type=click.Choice(STRATEGIES), default="spec", show_default=True,
+              help="pool strategy: as the spec says, fixed, autoscale, or warm reserve")
+@click.option("--warm-nodes", default=1, show_default=True, type=click.IntRange(0, 10000))
+@click.option("--mtbf", "mtbf_h", type=Finite(min=0.01), help="node MTBF in hours")
+@click.option("--mttr", "mttr_h", default=24.0, show_default=True,
+              type=Finite(min=0.01), help="node repair time in hours")
+@click.option("--classic", is_flag=True, help="no fair sharing (classic Kueue ordering)")
+@click.option("--months", default=1.0, show_default=True, type=Finite(0.01, 120))
+@click.option("--seed", default=0, show_default=True, type=SEED)
+@click.option("--kueue", "kueue_path", metavar="PATH",
+              help="rendered Kueue objects (file or folder) instead of queues from SPEC")
+@click.option("--trace", metavar="NAME", help="replay an Alibaba trace variant instead of SPEC")
+@click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@QUIET
+def run(  # noqa: PLR0917 (one parameter per click option)
+    spec: str | None, policy: str, strategy: str, warm_nodes: int, mtbf_h: float | None,
+        mttr_h: float, classic: bool, months: float, seed: int, kueue_path: str | None,
+        trace: str | None, data: str | None, fmt: str) -> None:
+    """Simulate the platform in SPEC (default: the built-in example) on its own queues.
+
+    Each tenant is a ClusterQueue, each pool a flavor; workloads become jobs from the plan's
+    sized GPUs and run hours. With --trace, replays an Alibaba trace variant instead (one
+    ClusterQueue per QoS class).
+    """
+    t0 = time.perf_counter()
+    if trace is not None:
+        from aiplat.sched.alibaba import load_nodes, load_pods
+        from aiplat.sched.traces import qos_queues, trace_jobs
+
+        folder = _data_dir(data)
+        nodes = load_nodes(folder)
+        jobs = trace_jobs(load_pods(folder, trace), trace)
+        with progress_bar(f"trace {trace}", 1.0, "fraction") as bar:
+            result = simulate(nodes, jobs, qos_queues(jobs, nodes), policy=policy, seed=seed,
+                              progress=bar.update)
+        title = f"trace {trace} · policy {policy}"
+    else:
+        platform, plan = _platform(spec)
+        queues = _kueue(kueue_path)
+        if queues is not None and classic:  # --classic overrides the Configuration
+            import dataclasses
+
+            queues = dataclasses.replace(queues, fair_sharing=False)
+        fair = queues.fair_sharing if queues is not None else not classic
+        with progress_bar("simulating", 1.0, "fraction") as bar:
+            result = simulate_platform(platform, plan, seed, policy=policy, months=months,
+                                       strategy=strategy, warm_nodes=warm_nodes,
+                                       mtbf_h=mtbf_h, mttr_h=mttr_h, fair_sharing=not classic,
+                                       queues=queues, progress=bar.update)
+        title = (f"{platform.metadata.name} · {months:g} month(s) · policy {policy} · "
+                 f"pools {strategy} · {'fair sharing' if fair else 'classic'}"
+                 + (f" · queues from {kueue_path}" if kueue_path else ""))
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_result(title, result)
+    info(f"{result.events:,} events in {time.perf_counter() - t0:.2f} s")
+
+
+def _offset(bar: Bar, done: int) -> Callable[[float], None]:
+    """One run's fraction, drawn after the ``done`` runs before it."""
+    return lambda fraction: bar.update(done + fraction)
+
+
+@sim.command()
+@click.argument("spec", required=False, type=click.Path(dir_okay=False))
+@click.option("--policy", "policies", multiple=True, type=click.Choice(POLICY_NAMES),
+              help="placement policies to compare (repeatable; default bestfit)")
+@click.option("--strategy", "strategies", multiple=True, type=click.Choice(STRATEGIES),
+              help="pool strategies to compare (repeatable; default spec)")
+@click.option("--queueing", "queueings", multiple=True, type=click.Choice(["fair", "classic"]),
+              help="fair sharing or classic ordering (repeatable; default fair)")
+@click.option("--warm-nodes", default=1, show_default=True, type=click.IntRange(0, 10000))
+@click.option("--mtbf", "mtbf_h", type=Finite(min=0.01), help="node MTBF in hours")
+@click.option("--mttr", "mttr_h", default=24.0, show_default=True,
+              type=Finite(min=0.01))
+@click.option("--months", default=1.0, show_default=True, type=Finite(0.01, 120))
+@click.option("--seed", default=0, show_default=True, type=SEED)
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True)
+@QUIET
+def compare(  # noqa: PLR0917 (one parameter per click option)
+    spec: str | None, policies: tuple[str, ...], strategies: tuple[str, ...],
+            queueings: tuple[str, ...], warm_nodes: int, mtbf_h: float | None, mttr_h: float,
+            months: float, seed: int, fmt: str) -> None:
+    """Compare placement policies, pool strategies and queueing side by side on SPEC.
+
+    Every combination of the given --policy, --strategy and --queueing values is one row:
+    waits (worst tenant p95), fairness, utilisation and provisioned GPU-hours.
+    """
+    platform, plan = _platform(spec)
+    combos = [(p, s, q) for p in (policies or ("bestfit",)) for s in (strategies or ("spec",))
+              for q in (queueings or ("fair",))]
+    rows = []
+    with progress_bar("comparing", len(combos)) as bar:
+        for i, (p, s, q) in enumerate(combos):
+            bar.step(f"{p}, {s}, {q}")
+            r = simulate_platform(platform, plan, seed, policy=p, months=months, strategy=s,
+                                  warm_nodes=warm_nodes, mtbf_h=mtbf_h, mttr_h=mttr_h,
+                                  fair_sharing=q == "fair", progress=_offset(bar, i))
+            rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
+            bar.update(i + 1)
+    if fmt == "json":
+        click.echo(json.dumps([{**k, **r.to_dict()} | {"timeline": None,
+                                                       "variant": ENGINE_VARIANT}
+                               for k, r in rows], indent=2))
+        return
+    t = Table(title=f"{platform.metadata.name}: {len(rows)} configuration(s), seed {seed} · "
+              f"placement variant {ENGINE_VARIANT}", title_justify="left")
+    for col in ("policy", "pools", "queueing", "worst p95 wait h", "Jain", "utilisation",
+                "provisioned GPU-h", "preemptions", "lost GPU-h", "waiting"):
+        t.add_column(col, justify="left" if col in ("policy", "pools", "queueing") else "right")
+    for k, r in rows:
+        worst = max((x.wait_p95_h for x in r.tenants), default=0.0)
+        t.add_row(k["policy"], k["strategy"], k["queueing"], f"{worst:.2f}",
+                  f"{r.jain_index:.3f}", f"{r.utilisation:.1%}",
+                  f"{r.provisioned_gpu_hours:,.0f}", str(r.preemptions),
+                  f"{r.preempted_gpu_hours:,.0f}", str(sum(x.waiting for x in r.tenants)))
+    _out().print(t)
+
+
+# ---------------------------------------------------------------------------- replay
+
+_LIVE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
+               "WorkloadPriorityClass", "Workload")
+
+
+def _snapshot_files(path: Path) -> list[Any]:
+    """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
+    from aiplat import inputs
+    from aiplat.sched.kueue_snapshot import unpack
+
+    files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) \
+        if path.is_dir() else [path]
+    if not files:
+        raise InputError(f"{path}: no .yaml/.yml/.json file (fix: pass the output of "
+                         "'kubectl get clusterqueues,workloads,... -A -o yaml')")
+    objects: list[Any] = []
+    for f in files:
+        text = inputs.read_text(f, "a cluster snapshot")
+        docs = ([inputs.parse_json(text, f, "a cluster snapshot")]
+                if f.suffix == ".json" or text.lstrip()[:1] in ("{", "[")
+                else inputs.parse_yaml_all(text, f, "a cluster snapshot"))
+        objects.extend(unpack([d for d in docs if d is not None], str(f)))
+    return objects
+
+
+def _snapshot_live(kubeconfig: str | None) -> list[Any]:
+    """The same objects read from the API server (Kueue's ConfigMap when present)."""
+    from aiplat.kube.apply import Api, ApiError
+
+    api = Api.from_kubeconfig(kubeconfig)
+    out: list[Any] = []
+    try:
+        for kind in _LIVE_KINDS:
+            try:
+                items = api.objects("kueue.x-k8s.io/v1beta2", kind)
+            except ApiError as e:
+                if kind == "Topology":
+                    continue
+                raise InputError(f"{kind}: {e} (fix: is Kueue v0.19 installed?)") from None
+            out += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, **o} for o in items]
+        try:
+            cms = api.objects("v1", "ConfigMap", "kueue-system")
+        except ApiError:
+            cms = []
+        out += [{"apiVersion": "v1", "kind": "ConfigMap", **c} for c in cms
+                if "controller_manager_config.yaml" in (c.get("data") or {})]
+    except ApiError as e:
+        raise InputError(f"reading the cluster: {e}") from None
+    finally:
+        api.close()
+    return out
+
+
+def _embedded(text: str, where: str) -> list[Any]:
+    from aiplat import inputs
+
+    docs = inputs.parse_yaml_all(text, where, "Kueue's Configuration")
+    return [d for d in docs if isinstance(d, dict)]
+
+
+def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
+    t = Table(title=f"replay: {len(rows)} workloads, {cycles} scheduling cycle(s)",
+              title_justify="left")
+    for col in ("workload", "ClusterQueue", "decision", "flavors", "reason"):
+        t.add_column(col)
+    for r in rows:
+        flavors = "; ".join(f"{ps}: " + ", ".join(f"{res}={f}" for res, f in fl.items())
+                            for ps, fl in (r.get("flavors") or {}).items())
+        why = ""
+        if r["decision"] != "admitted":
+            why = f"{r['pending']}: {r['reason']}" + (f" — {r['message']}" if r["message"]
+                                                     else "")
+        if r.get("preemptionReasons"):
+            why = f"preempted ({', '.join(r['preemptionReasons'])}) " + why
+        t.add_row(r["workload"], r["clusterQueue"], r["decision"], flavors, why)
+    _out().print(t)
+
+
+@sim.command()
+@click.argument("snapshot", required=False, type=click.Path(path_type=Path))
+@click.option("--kubeconfig", metavar="FILE", help="read the objects from this cluster "
+              "instead of SNAPSHOT ($KUBECONFIG when given without SNAPSHOT)")
+@click.option("--until-quiet", "until_quiet", is_flag=True, default=True,
+              help="cycle until nothing changes (default)")
+@click.option("--cycles", type=click.IntRange(1, 1_000_000), help="run exactly N cycles")
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+              default="table", show_default=True)
+def replay(snapshot: Path | None, kubeconfig: str | None, until_quiet: bool,
+           cycles: int | None, fmt: str) -> None:
+    """What Kueue would do with SNAPSHOT: a file or folder of objects as 'kubectl get -o
+    yaml|json' returns them (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, Topology,
+    WorkloadPriorityClass, Workload, Node, Kueue's Configuration or its ConfigMap).
+
+    Runs Kueue v0.19's scheduling cycle on them and prints, per workload, the decision
+    (admitted, preempted, pending), the flavor per pod set and resource, the preemption
+    reason, and for pending ones whether Kueue would retry it (active) or wait for quota
+    to be released (inadmissible) with the reason in Kueue's words.
+    """
+    from aiplat.sched.kueue_cycle import Replay
+    from aiplat.sched.kueue_snapshot import parse
+
+    del until_quiet  # the default; --cycles N overrides it
+    if snapshot is None and kubeconfig is None:
+        raise InputError("no snapshot (fix: pass a file or folder of 'kubectl get -o yaml' "
+                         "output, or --kubeconfig FILE to read a cluster)")
+    if snapshot is not None and not snapshot.exists():
+        raise InputError(f"{snapshot}: no such file or folder")
+    objects = _snapshot_files(snapshot) if snapshot is not None else _snapshot_live(kubeconfig)
+    source = str(snapshot) if snapshot is not None else "cluster"
+    try:
+        snap = parse(objects, source, load_text=_embedded)
+    except (TypeError, AttributeError, KeyError, ValueError) as e:
+        raise InputError(f"{source}: not the shape of Kueue objects ({type(e).__name__}: "
+                         f"{e}) (fix: pass 'kubectl get ... -o yaml' output)") from None
+    for line in dict.fromkeys(snap.unsupported):
+        click.echo(f"warning: not replayed: {line}", err=True)
+    r = Replay(snap)
+    rows = [o.as_dict() for o in r.run(cycles)]
+    if fmt == "json":
+        click.echo(json.dumps(rows, indent=2))
+    elif fmt == "yaml":
+        import yaml
+
+        click.echo(yaml.safe_dump(rows, sort_keys=False), nl=False)
+    else:
+        _print_replay(rows, r.cycle)
