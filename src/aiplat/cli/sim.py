@@ -356,11 +356,24 @@ def _snapshot_files(path: Path) -> list[Any]:
     return objects
 
 
-def _snapshot_live(kubeconfig: str | None) -> list[Any]:
+def _default_kubeconfig() -> str:
+    """kubectl's: the first of $KUBECONFIG, else ~/.kube/config; none is a clear error."""
+    import os
+
+    path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
+        os.path.expanduser("~/.kube/config")
+    if not os.path.exists(path):
+        raise InputError(f"no snapshot and no kubeconfig at {path} (fix: pass a file or folder "
+                         "of 'kubectl get -o yaml' output, or --kubeconfig FILE, or set "
+                         "KUBECONFIG)")
+    return path
+
+
+def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[Any]:
     """The same objects read from the API server (Kueue's ConfigMap when present)."""
     from aiplat.kube.apply import Api, ApiError
 
-    api = Api.from_kubeconfig(kubeconfig)
+    api = Api.from_kubeconfig(kubeconfig, context)
     out: list[Any] = []
     try:
         for kind in _LIVE_KINDS:
@@ -412,14 +425,16 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
 @sim.command()
 @click.argument("snapshot", required=False, type=click.Path(path_type=Path))
 @click.option("--kubeconfig", metavar="FILE", help="read the objects from this cluster "
-              "instead of SNAPSHOT ($KUBECONFIG when given without SNAPSHOT)")
+              "instead of SNAPSHOT (without SNAPSHOT: $KUBECONFIG, then ~/.kube/config)")
+@click.option("--context", metavar="NAME", help="the kubeconfig's context (default: its "
+              "current-context)")
 @click.option("--until-quiet", "until_quiet", is_flag=True, default=True,
               help="cycle until nothing changes (default)")
 @click.option("--cycles", type=click.IntRange(1, 1_000_000), help="run exactly N cycles")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
               default="table", show_default=True)
-def replay(snapshot: Path | None, kubeconfig: str | None, until_quiet: bool,
-           cycles: int | None, fmt: str) -> None:
+def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None,
+           until_quiet: bool, cycles: int | None, fmt: str) -> None:
     """What Kueue would do with SNAPSHOT: a file or folder of objects as 'kubectl get -o
     yaml|json' returns them (ResourceFlavor, Cohort, ClusterQueue, LocalQueue, Topology,
     WorkloadPriorityClass, Workload, Node, Kueue's Configuration or its ConfigMap).
@@ -433,12 +448,14 @@ def replay(snapshot: Path | None, kubeconfig: str | None, until_quiet: bool,
     from aiplat.sched.kueue_snapshot import parse
 
     del until_quiet  # the default; --cycles N overrides it
+    if snapshot is not None and (kubeconfig or context):
+        raise InputError("give SNAPSHOT or --kubeconfig/--context, not both")
     if snapshot is None and kubeconfig is None:
-        raise InputError("no snapshot (fix: pass a file or folder of 'kubectl get -o yaml' "
-                         "output, or --kubeconfig FILE to read a cluster)")
+        kubeconfig = _default_kubeconfig()
     if snapshot is not None and not snapshot.exists():
         raise InputError(f"{snapshot}: no such file or folder")
-    objects = _snapshot_files(snapshot) if snapshot is not None else _snapshot_live(kubeconfig)
+    objects = (_snapshot_files(snapshot) if snapshot is not None
+               else _snapshot_live(kubeconfig, context))
     source = str(snapshot) if snapshot is not None else "cluster"
     try:
         snap = parse(objects, source, load_text=_embedded)
