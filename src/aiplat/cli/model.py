@@ -75,10 +75,6 @@ def _emit(data: Any, output: str, table: list[str]) -> None:
             click.echo(line)
 
 
-_QUIET = QUIET
-_info = info
-
-
 @contextlib.contextmanager
 def _transfer_bar(verb: str) -> Iterator[tuple[Any, Any]]:
     """(on_total, progress) callbacks for push/pull: a bar with bytes and rate on a terminal,
@@ -109,7 +105,7 @@ def model() -> None:
               help="private key (PEM, or cosign.key with COSIGN_PASSWORD): sign the pushed"
                    " manifest in cosign's format")
 @_PLAIN
-@_QUIET
+@QUIET
 @_OUTPUT
 def push(*, directory: str, ref: str, name: str | None, version: str, mount_from: tuple[str, ...],
          chunk_size: str, concurrency: int, sign_key: str | None, plain_http: bool | None,
@@ -125,7 +121,7 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
     t0 = time.perf_counter()
     info = ModelInfo(name=name or r.repository.rsplit("/", 1)[-1], version=version or r.tag or "")
     pkg = package_dir(directory, info)
-    _info(f"packaged {len(pkg.layers)} layers, {human_bytes(pkg.manifest.total_size)}")
+    info(f"packaged {len(pkg.layers)} layers, {human_bytes(pkg.manifest.total_size)}")
     chunk = parse_size(chunk_size, "--chunk-size")
     with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
           _transfer_bar("push") as (on_total, progress)):
@@ -172,7 +168,7 @@ def _load_key(path: str) -> Any:
               help="also point this symlink at the snapshot (a stable path for a server's "
                    "arguments, e.g. vllm serve /models/NAME); replaced atomically")
 @_PLAIN
-@_QUIET
+@QUIET
 @_OUTPUT
 def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_rate: str | None,
          max_cache_size: str | None, pin: bool, link: str | None, plain_http: bool | None,
@@ -206,13 +202,13 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
             raise storage_error(e, f"pulled {res.path} but cannot pin it in",
                                 cache.root / "pins") from None
     for note in res.notes:
-        _info(f"warning: {note}")
+        info(f"warning: {note}")
     speed = res.bytes_downloaded / res.seconds if res.seconds and not res.warm else 0.0
     if res.warm:
-        _info(f"warm pull of {res.reference} in {res.seconds:.3f} s: snapshot already in the"
+        info(f"warm pull of {res.reference} in {res.seconds:.3f} s: snapshot already in the"
               f" cache, nothing downloaded; {res.trust}")
     else:
-        _info(f"cold pull of {res.reference} in {res.seconds:.3f} s: {len(res.downloaded)}"
+        info(f"cold pull of {res.reference} in {res.seconds:.3f} s: {len(res.downloaded)}"
               f" blobs downloaded ({human_bytes(res.bytes_downloaded)}"
               f"{f', {human_bytes(speed)}/s' if speed else ''}), {len(res.shared)} already"
               f" cached; {res.trust}")
@@ -414,7 +410,7 @@ def bench(*, ref: str, workdir: str | None, concurrency: int, rounds: int, with_
     try:
         with open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client:
             report = run_bench(client, r, work / "run", concurrency=concurrency, rounds=rounds,
-                               with_oras=with_oras, log=_info)
+                               with_oras=with_oras, log=info)
     finally:
         shutil.rmtree(work / "run" if workdir else work, ignore_errors=True)
     data = {"reference": report.reference, "totalBytes": report.total_bytes,
