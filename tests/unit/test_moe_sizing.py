@@ -214,7 +214,7 @@ def test_mixtral_qlora_quantizes_every_expert() -> None:
         ({"data": 8, "microBatch": 4, "globalBatch": 1}, r"globalBatch \(1\) is not a multiple"),
         ({"data": 1, "pipeline": 64}, r"pipeline \(64\) exceeds .* 32 layers"),
         ({"data": 1, "tensor": 3}, r"tensor \(3\) does not divide"),
-        ({"data": 8, "expert": 3}, r"expert \(3\) does not divide the 8 experts"),
+        ({"data": 6, "expert": 3}, r"expert \(3\) does not divide the 8 experts"),
         ({"data": 2, "expert": 4}, r"does not divide the data-parallel degree 2"),
         ({"data": 1, "context": 3, "sequenceLength": 4096}, r"context \(3\) does not divide"),
     ],
@@ -252,7 +252,8 @@ def test_aiplat_plan_refuses_a_bad_global_batch_with_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Issue 21's case: globalBatch 1 with microBatch 4 on 8 data-parallel ranks passed and
-    then asked for a 1.8 TB/s all-reduce; now the CLI says the rule and the fix, exit 2."""
+    then asked for a 1.8 TB/s all-reduce; now the spec is refused at the key's file:line with
+    the rule and the fix, exit 2."""
     data = yaml.safe_load(SPEC)
     data["workloads"] = [{"name": "w", "tenant": "research", "kind": "pretrain", "pool": "h100",
                           "model": "llama-3-8b", "data": {"tokens": 1e9},
@@ -261,7 +262,8 @@ def test_aiplat_plan_refuses_a_bad_global_batch_with_exit_2(
     spec.write_text(yaml.safe_dump(data))
     assert main(["plan", str(spec), "-d", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert "globalBatch (1)" in err and "To fix: globalBatch 32" in err
+    assert "p.yaml:" in err and "workloads[0].parallelism.globalBatch: globalBatch (1)" in err
+    assert "(fix: globalBatch 32" in err
     assert "Traceback" not in err
 
 

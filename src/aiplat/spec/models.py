@@ -756,6 +756,38 @@ class CheckpointSpec(SpecModel):
         "up after an interruption (an assumption; measure it)")
 
 
+def _layout_problem(par: ParallelismSpec, model: ModelRef
+                    ) -> tuple[str, str, tuple[str, ...]] | None:
+    """(message, fix, path) of the first impossible training layout, else None."""
+    dp, gb = par.data, par.global_batch
+    if dp is not None and gb is not None and gb % (par.micro_batch * dp):
+        unit = par.micro_batch * dp
+        up = -(-gb // unit) * unit
+        return (f"globalBatch ({gb}) is not a multiple of microBatch ({par.micro_batch}) × "
+                f"data parallel ({dp}) = {unit}: every rank must run whole micro-batches",
+                f"globalBatch {up}, or a smaller microBatch or data parallelism",
+                ("parallelism", "globalBatch"))
+    if par.sequence_length % par.context:
+        return (f"context ({par.context}) does not divide sequenceLength "
+                f"({par.sequence_length})", "a divisor of the sequence length",
+                ("parallelism", "context"))
+    if dp is not None and dp % par.expert:
+        return (f"expert ({par.expert}) does not divide the data-parallel degree {dp} "
+                "(experts are sharded over data-parallel ranks)",
+                f"parallelism.data a multiple of {par.expert}", ("parallelism", "expert"))
+    if model.layers is not None and par.pipeline > model.layers:
+        return (f"pipeline ({par.pipeline}) exceeds the model's {model.layers} layers (a "
+                "stage holds at least one)", f"pipeline ≤ {model.layers}",
+                ("parallelism", "pipeline"))
+    if model.heads is not None and model.heads % par.tensor:
+        return (f"tensor ({par.tensor}) does not divide the model's {model.heads} attention "
+                "heads", f"a divisor of {model.heads}", ("parallelism", "tensor"))
+    if model.experts is not None and model.experts > 1 and model.experts % par.expert:
+        return (f"expert ({par.expert}) does not divide the {model.experts} experts",
+                f"a divisor of {model.experts}", ("parallelism", "expert"))
+    return None
+
+
 class WorkloadSpec(SpecModel):
     name: Name
     kind: WorkloadKind
@@ -787,6 +819,16 @@ class WorkloadSpec(SpecModel):
         default=None, description="hardware FLOPs utilisation: achieved TFLOP/s (8 or 6 FLOPs "
         "per parameter and token, as achievedTflopsPerGpu) over the dense peak")
     runs_per_month: float = Field(default=1.0, gt=0, le=1000)
+
+    @model_validator(mode="after")
+    def _trainable_layout(self) -> Self:
+        """Layouts no training framework can run, refused where the spec alone decides it
+        (the catalog model's own limits are checked when planning: plan/training.py)."""
+        if self.kind.trains:
+            problem = _layout_problem(self.parallelism, self.model)
+            if problem is not None:
+                raise SpecValueError(*problem)
+        return self
 
     @model_validator(mode="after")
     def _kind_needs(self) -> Self:
