@@ -116,3 +116,20 @@ def test_model_sizes_come_from_the_resolved_shape() -> None:
     assert sized.params == resolved.workload("docs-search").arch.params > 6e9
     names = [m.name for c in plan.storage.pools for m in c.models]
     assert any(n.startswith("docs-search-model") for n in names)
+
+
+def test_pool_facts_hold_their_resolved_pool_instead_of_copying_it() -> None:
+    """One pool type fewer (issue 16): the Kubernetes facts delegate the spec-derived figures
+    to ``plan/``'s ResolvedPool, so the two cannot drift (nodes per rack had two formulas)."""
+    import dataclasses
+
+    from aiplat.kube.facts import PoolFacts
+
+    resolved = resolve(_spec(_both), CATALOG)
+    facts = pool_facts(resolved)
+    copied = {"spec", "gpu", "name", "nodes", "gpus_per_node", "nodes_per_rack"}
+    assert copied.isdisjoint(f.name for f in dataclasses.fields(PoolFacts))
+    for f, rp in zip(facts, resolved.pools, strict=True):
+        assert f.resolved is rp
+        assert (f.name, f.nodes, f.gpus_per_node, f.nodes_per_rack, f.spec, f.gpu) == (
+            rp.name, rp.nodes, rp.gpus_per_node, rp.nodes_per_rack, rp.spec, rp.gpu)

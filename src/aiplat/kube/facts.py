@@ -24,7 +24,7 @@ from typing import Any
 
 from aiplat.catalog.models import GpuModel
 from aiplat.devices.mig import layouts as mig_layouts
-from aiplat.plan.resolve import Resolved
+from aiplat.plan.resolve import Resolved, ResolvedPool
 from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, Taint
 
 POOL_LABEL = "aiplat.io/pool"
@@ -60,26 +60,40 @@ def semver_of(version: str) -> str:
 
 @dataclass(frozen=True)
 class PoolFacts:
-    spec: PoolSpec
-    gpu: GpuModel | None
+    """A resolved pool (hardware, node count, rack layout: ``plan/``'s) and how Kubernetes
+    hands out its GPUs. The spec-derived figures are the ``ResolvedPool``'s, delegated, never
+    copied: one pool type per layer, not two that can drift."""
+
+    resolved: ResolvedPool
     gpu_mode: str  # device-plugin | dra
-    nodes_per_rack: int
     driver_version: str | None
     cuda_version: str | None = None
     # resource name -> units per GPU (device plugin) or devices per GPU (DRA)
     units_per_gpu: dict[str, int] = field(default_factory=dict)
 
     @property
+    def spec(self) -> PoolSpec:
+        return self.resolved.spec
+
+    @property
+    def gpu(self) -> GpuModel | None:
+        return self.resolved.gpu
+
+    @property
     def name(self) -> str:
-        return self.spec.name
+        return self.resolved.name
 
     @property
     def nodes(self) -> int:
-        return self.spec.nodes
+        return self.resolved.nodes
 
     @property
     def gpus_per_node(self) -> int:
-        return self.spec.node.gpu.count if self.spec.node.gpu else 0
+        return self.resolved.gpus_per_node
+
+    @property
+    def nodes_per_rack(self) -> int:
+        return self.resolved.nodes_per_rack
 
     @property
     def rdma(self) -> str | None:
@@ -117,7 +131,7 @@ class PoolFacts:
 
     def capacity(self) -> dict[str, int]:
         """Physical units of each GPU resource in the pool at its planned size."""
-        gpus = self.spec.gpus
+        gpus = self.resolved.gpus
         return {r: gpus * n for r, n in self.units_per_gpu.items()}
 
     def units_total_per_gpu(self) -> int:
@@ -266,8 +280,6 @@ def pool_facts(resolved: Resolved) -> list[PoolFacts]:
                 units[GPU_RESOURCE] = sharing.replicas or 1
             else:
                 units[gpu_device_class(gpu)] = 1
-        out.append(PoolFacts(spec=pool, gpu=gpu, gpu_mode=mode,
-                             nodes_per_rack=rp.nodes_per_rack,
-                             driver_version=approved_driver(platform),
+        out.append(PoolFacts(resolved=rp, gpu_mode=mode, driver_version=approved_driver(platform),
                              cuda_version=approved_cuda(platform), units_per_gpu=units))
     return out

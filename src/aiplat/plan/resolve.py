@@ -153,7 +153,7 @@ class ResolvedPool:
 
     @property
     def gpus_per_node(self) -> int:
-        return self.spec.node.gpu.count if self.spec.node.gpu else 0
+        return gpus_per_node(self.spec)
 
     @property
     def gpus(self) -> int:
@@ -261,8 +261,7 @@ def node_watts(pool: PoolSpec, gpu: GpuModel | None, node_type: NodeType | None)
         return node_type.system_power_kw * 1000
     if gpu is None:
         return CPU_NODE_W
-    gpus = pool.node.gpu.count if pool.node.gpu else 0
-    return power.node_power(gpus_per_node=gpus, gpu_tdp_w=gpu.tdp_w).node_power_w
+    return power.node_power(gpus_per_node=gpus_per_node(pool), gpu_tdp_w=gpu.tdp_w).node_power_w
 
 
 PCIE5_X16_GBPS = 128.0
@@ -292,8 +291,12 @@ def pool_gpu(pool: PoolSpec, catalog: Catalog) -> GpuModel | None:
         source="inline in the spec (pools[].node.gpu)", **figures)
 
 
+def gpus_per_node(pool: PoolSpec) -> int:
+    return pool.node.gpu.count if pool.node.gpu else 0
+
+
 def resolve_pool(pool: PoolSpec, platform: Platform, catalog: Catalog) -> ResolvedPool:
-    gpn = pool.node.gpu.count if pool.node.gpu else 0
+    gpn = gpus_per_node(pool)
     gpu = pool_gpu(pool, catalog)
     node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
     node_w = node_watts(pool, gpu, node_type)
