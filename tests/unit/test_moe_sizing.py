@@ -15,7 +15,7 @@ from aiplat.errors import InputError, SpecError
 from aiplat.plan import build_plan
 from aiplat.plan.models import WorkloadPlan
 from aiplat.plan.resolve import resolve_arch
-from aiplat.sizing.inference import Replica, ServingHardware, decode_throughput
+from aiplat.sizing.inference import Replica, ServingHardware, decode_throughput, prefill_time
 from aiplat.sizing.layout import Parallelism, TrainingBatch
 from aiplat.sizing.memory import activation_memory, mlp_activation_factors
 from aiplat.sizing.shape import ModelShape, MoeShape
@@ -448,3 +448,19 @@ def test_plan_counts_moe_activations() -> None:
     arch = resolve_arch(ModelRef(name="mixtral-8x7b"), load_catalog())
     copies, width = mlp_activation_factors(arch.shape)
     assert copies == 2 and width == pytest.approx(2 * arch.ffn_hidden / (4 * arch.hidden))
+
+
+def test_moe_prefill_computes_active_params_and_streams_the_experts_its_prompt_touches() -> None:
+    """Prefill of s tokens: 2·N_active·s FLOPs (each token runs its top-2), while the weights
+    streamed are the shared part plus E·(1−(1−k/E)^s) experts per layer: 2 of 8 for a
+    one-token prompt, all 8 for a 2,048-token one."""
+    shape = ModelShape(params=46.7e9, active_params=12.9e9, moe=MoeShape(8, 2), layers=32,
+                       hidden=4096, heads=32, kv_heads=8)
+    h100 = ServingHardware(memory_bandwidth_bps=3.35e12, dense_tflops=989)
+    r = Replica(model=shape, hardware=h100)
+    rate = 3.35e12 * r.efficiency.bandwidth
+    one, long = (prefill_time(r, prompt_tokens=s) for s in (1, 2048))
+    assert one.memory_seconds == pytest.approx(12.9e9 * 2 / rate)
+    assert long.memory_seconds == pytest.approx(46.7e9 * 2 / rate, rel=1e-9)
+    attention = 2 * 32 * 2048**2 * 4096
+    assert long.flops == pytest.approx(2 * 12.9e9 * 2048 + attention)
