@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from aiplat.errors import InputError
+from aiplat.plan.models import WorkloadPlan
 from aiplat.sizing.disaggregated import disaggregated_replicas
 from aiplat.sizing.inference import (
     LatencyTarget,
@@ -87,3 +88,59 @@ def test_disaggregated_ttft_below_transfer_is_infeasible_with_the_reason() -> No
                                max_batch_per_replica=8, kv_transfer_bps=1e9)
     assert not r.feasible and r.gpus == 0
     assert any("KV cache" in reason for reason in r.reasons)
+
+
+def test_prefill_replicas_take_their_own_tensor_parallelism() -> None:
+    """DistServe (OSDI 2024, section 4) chooses each phase's parallelism apart. Prefill at
+    TP 8, decode at TP 4: the TTFT side is the TP-8 prefill time, its replicas count 8 GPUs,
+    the decode side is the same as with one layout."""
+    traffic = Traffic(qps=20, prompt_tokens=8000, output_tokens=300)
+    target = LatencyTarget(ttft_seconds=2.0, decode_tokens_per_second=20)
+    wide = Replica(model=M70B, hardware=H100, tensor_parallel=8)
+    one = disaggregated_replicas(TP4, traffic, target, max_batch_per_replica=64,
+                                 kv_transfer_bps=50e9)
+    apart = disaggregated_replicas(TP4, traffic, target, max_batch_per_replica=64,
+                                   kv_transfer_bps=50e9, prefill=wide)
+    assert apart.prefill_seconds == pytest.approx(
+        prefill_time(wide, prompt_tokens=8000).ttft_seconds)
+    assert apart.prefill_seconds < one.prefill_seconds
+    assert (apart.decode_replicas, apart.batch_per_replica) == (
+        one.decode_replicas, one.batch_per_replica)
+    assert apart.gpus == 8 * apart.prefill_replicas + 4 * apart.decode_replicas
+    assert apart.inputs["prefill_tensor_parallel"] == 8
+
+
+def _assistant_with(serving: dict[str, object]) -> WorkloadPlan:
+    """Plan the built-in example with the assistant's serving block changed."""
+    import yaml
+
+    from aiplat.catalog import load_catalog
+    from aiplat.plan import build_plan
+    from aiplat.spec import example_text, parse_platform
+
+    catalog = load_catalog()
+    data = yaml.safe_load(example_text())
+    w = next(x for x in data["workloads"] if x["name"] == "assistant")
+    w.setdefault("serving", {}).update(serving)
+    plan = build_plan(parse_platform(yaml.safe_dump(data, sort_keys=False), "t.yaml",
+                                     catalog), catalog)
+    return next(x for x in plan.workloads if x.name == "assistant")
+
+
+def test_plan_sizes_prefill_at_its_own_tensor_parallelism() -> None:
+    w = _assistant_with({"disaggregatedPrefill": True, "prefillTensorParallel": 8})
+    d = w.results["disaggregated"]
+    assert d["feasible"] and d["inputs"]["prefill_tensor_parallel"] == 8
+    assert w.gpus == 8 * d["prefill_replicas"] + 4 * d["decode_replicas"]
+    assert w.key_figures["prefill replicas"].endswith("× 8 GPU")
+
+
+@pytest.mark.parametrize(("serving", "match"), [
+    ({"prefillTensorParallel": 8}, "prefillTensorParallel is set but disaggregatedPrefill"),
+    ({"disaggregatedPrefill": True, "prefillTensorParallel": 3}, "does not split"),
+    ({"disaggregatedPrefill": True, "prefillTensorParallel": 16}, "exceeds the 8 GPUs of a node"),
+    ({"disaggregatedPrefill": True, "prefillTensorParallel": 1}, "the weights take"),
+])
+def test_impossible_prefill_layouts_are_refused(serving: dict[str, object], match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        _assistant_with(serving)

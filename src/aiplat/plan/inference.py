@@ -18,11 +18,13 @@ is GPU-hours at the pool's ``pricePerGpuHour``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Literal
 
 from aiplat.catalog import Catalog
+from aiplat.errors import InputError
 from aiplat.plan.format import bytes_h, count_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
@@ -265,20 +267,47 @@ def _serve_online(sv: _Serve, replica: inference.Replica, n: _Lengths, layout_gp
 def _serve_disaggregated(sv: _Serve, replica: inference.Replica, traffic: inference.Traffic,
                          target: inference.LatencyTarget, *, layout_gpus: int,
                          batch: int) -> tuple[int, int]:
+    prefill = _prefill_replica(sv, replica)
     sized = disaggregated.disaggregated_replicas(
         replica, traffic, target, max_batch_per_replica=batch,
-        kv_transfer_bps=sv.w.serving.kv_transfer_gbps * 1e9 / 8)
+        kv_transfer_bps=sv.w.serving.kv_transfer_gbps * 1e9 / 8, prefill=prefill)
     sv.results["disaggregated"] = sized
     if not sized.feasible:
         _slo_error(sv, sized.reasons)
         return layout_gpus, batch
-    sv.key["prefill replicas"] = f"{sized.prefill_replicas} × {layout_gpus} GPU"
+    prefill_gpus = prefill.gpus if prefill is not None else layout_gpus
+    sv.key["prefill replicas"] = f"{sized.prefill_replicas} × {prefill_gpus} GPU"
     sv.key["decode replicas"] = f"{sized.decode_replicas} × {layout_gpus} GPU"
     sv.key["batch per replica"] = str(sized.batch_per_replica)
     sv.key["time to first token"] = (f"{sized.ttft_seconds * 1000:,.0f} ms (KV transfer "
                                      f"{sized.kv_transfer_seconds * 1000:,.0f} ms)")
     sv.key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
     return sized.gpus, sized.batch_per_replica
+
+
+def _prefill_replica(sv: _Serve, decode: inference.Replica) -> inference.Replica | None:
+    """The prefill replicas' own layout (serving.prefillTensorParallel), checked: inside a
+    node, splitting the heads, holding the weights."""
+    tp = sv.w.serving.prefill_tensor_parallel
+    if tp is None:
+        return None
+    where = f"workload {sv.w.name}: serving.prefillTensorParallel ({tp})"
+    shape, gpn = sv.arch.shape, sv.hw.gpus_per_node
+    if tp > gpn:
+        raise InputError(f"{where} exceeds the {gpn} GPUs of a node (tensor parallelism "
+                         f"stays inside one). To fix: at most {gpn}")
+    if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
+        raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "
+                         f"heads / {shape.kv_heads} KV heads. To fix: a divisor of "
+                         f"{shape.heads}")
+    s = sv.w.serving
+    weights = inference.weights_memory(shape.params, decode.weight_precision).weights_bytes / tp
+    room = s.gpu_memory_utilization * sv.hw.gpu_memory_bytes - s.overhead_gib_per_gpu * 2**30
+    if weights > room:
+        raise InputError(f"{where}: the weights take {bytes_h(weights)} per GPU, above the "
+                         f"{bytes_h(room)} a GPU may hold. To fix: a larger "
+                         "prefillTensorParallel, or lower-precision weights")
+    return dataclasses.replace(decode, tensor_parallel=tp, pipeline_parallel=1)
 
 
 def _slo_error(sv: _Serve, reasons: list[str]) -> None:

@@ -16,8 +16,11 @@ is sized for its own target:
   law over the decode time alone, r_d · b ≥ λ · output / rate(b); the batch needing fewest
   replicas wins.
 
-Both groups use the same layout (``Replica``), which is what DistServe calls its simplest
-placement; different TP per phase is left to a measurement.
+Both groups use the decode layout (``Replica``), DistServe's simplest placement, unless a
+``prefill`` replica of its own is given: DistServe (section 4) picks the parallelism of each
+phase apart, prefill usually wider (its compute splits over TP, shortening TTFT), decode
+narrower (fewer all-reduces per token). The prefill side then takes that replica's time and
+GPUs; the KV cache still crosses the link once per request.
 """
 
 from __future__ import annotations
@@ -68,14 +71,16 @@ def _decode_side(replica: Replica, traffic: Traffic, target: LatencyTarget,
 
 def disaggregated_replicas(
     replica: Replica, traffic: Traffic, target: LatencyTarget, *, max_batch_per_replica: int,
-    kv_transfer_bps: float,
+    kv_transfer_bps: float, prefill: Replica | None = None,
 ) -> Disaggregated:
-    """Prefill and decode replicas of ``replica``'s layout that meet the TTFT and per-user
-    decode targets at ``traffic.qps`` (formulas in the module docstring)."""
+    """Prefill replicas (``prefill``'s layout, else ``replica``'s) and decode replicas of
+    ``replica``'s layout that meet the TTFT and per-user decode targets at ``traffic.qps``
+    (formulas in the module docstring)."""
     if not kv_transfer_bps > 0:
         raise ValueError(f"kv_transfer_bps must be > 0, got {kv_transfer_bps!r}")
     model = replica.model
-    t_p = prefill_time(replica, prompt_tokens=traffic.prompt_tokens).ttft_seconds
+    pre = prefill or replica
+    t_p = prefill_time(pre, prompt_tokens=traffic.prompt_tokens).ttft_seconds
     kv_bytes = (model.layers * model.kv_values_per_token() * bytes_per_value(
         replica.kv_precision) * traffic.prompt_tokens)
     transfer = kv_bytes / kv_transfer_bps
@@ -103,7 +108,7 @@ def disaggregated_replicas(
         ttft_seconds=ttft, prefill_replicas=r_p, prefill_utilization=rho,
         decode_replicas=r_d if ok else 0, batch_per_replica=batch if ok else 0,
         decode_tokens_per_second_per_user=rate if ok else 0.0,
-        gpus=(r_p + r_d) * replica.gpus if ok else 0,
+        gpus=r_p * pre.gpus + r_d * replica.gpus if ok else 0,
         formula=("prefill: r_p = ⌈λ·t_p/ρ_max⌉, TTFT = t_p·(1 + ρ/(2(1−ρ))) + KV bytes / "
                  "link ≤ target (M/D/1); decode: r_d = ⌈λ·output/(rate(b)·b)⌉, fewest over "
                  "b with rate(b) ≥ target (DistServe, OSDI 2024)"),
@@ -114,6 +119,10 @@ def disaggregated_replicas(
                 "max_batch_per_replica": max_batch_per_replica,
                 "kv_transfer_bps": kv_transfer_bps, "kv_bytes_per_prompt": kv_bytes,
                 "tensor_parallel": replica.tensor_parallel,
-                "pipeline_parallel": replica.pipeline_parallel},
-        notes=["same layout for both phases; Poisson arrivals; mean, not tail, latencies"],
+                "pipeline_parallel": replica.pipeline_parallel,
+                "prefill_tensor_parallel": pre.tensor_parallel,
+                "prefill_pipeline_parallel": pre.pipeline_parallel},
+        notes=[("same layout for both phases" if prefill is None else
+                f"prefill at TP {pre.tensor_parallel}, decode at TP {replica.tensor_parallel}")
+               + "; Poisson arrivals; mean, not tail, latencies"],
     )

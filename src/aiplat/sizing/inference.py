@@ -375,6 +375,12 @@ def weights_memory(params: float, precision: str = "bf16") -> Weights:
 # --- GPUs per replica -------------------------------------------------------------------
 
 
+def tp_compatible(tp: int, heads: int, kv_heads: int) -> bool:
+    """Whether ``tp`` ranks can split ``heads`` query and ``kv_heads`` KV heads (vLLM's rule:
+    query heads evenly, KV heads evenly or each replicated a whole number of times)."""
+    return _tp_compatible(tp, heads, kv_heads)
+
+
 def _tp_compatible(tp: int, heads: int, kv_heads: int) -> bool:
     # vLLM: query heads split evenly; KV heads split evenly or replicated a whole number of times
     if heads % tp:

@@ -727,6 +727,10 @@ class ServingSpec(SpecModel):
     kv_transfer_gbps: float = Field(
         default=400, gt=0, le=100_000, alias="kvTransferGbps",
         description="link from prefill to decode replicas, Gbit/s (default: one 400G NIC)")
+    prefill_tensor_parallel: int | None = Field(
+        default=None, ge=1, le=64, description="disaggregated prefill: tensor parallelism of "
+        "the prefill replicas (DistServe sizes each phase apart: prefill wider for TTFT, "
+        "decode narrower); unset: the decode replicas' layout")
     lora_adapters: int = Field(
         default=0, ge=0, le=100_000, description="multi-LoRA: adapters served on the one "
         "base model (vLLM --enable-lora, S-LoRA): their weights are resident and each decode "
@@ -735,6 +739,15 @@ class ServingSpec(SpecModel):
                            "adapters (vLLM --max-lora-rank), on every linear layer")
     max_loras: int | None = Field(default=None, ge=1, le=100_000, description="distinct "
                                   "adapters one batch may use (vLLM --max-loras); unset: all")
+
+    @model_validator(mode="after")
+    def _prefill_layout(self) -> Self:
+        if self.prefill_tensor_parallel is not None and not self.disaggregated_prefill:
+            raise SpecValueError("prefillTensorParallel is set but disaggregatedPrefill is not",
+                                 "set disaggregatedPrefill: true, or remove "
+                                 "prefillTensorParallel (colocated prefill shares the decode "
+                                 "layout)", ("prefillTensorParallel",))
+        return self
 
     @model_validator(mode="after")
     def _speculation(self) -> Self:
