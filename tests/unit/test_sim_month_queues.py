@@ -141,3 +141,10 @@ def test_a_configmap_without_a_yaml_reader_is_noted_not_guessed() -> None:
     assert not cfg.fair_sharing and cfg.wait_for_pods_ready is None
     assert any("ConfigMap kueue-manager-config" in u and "not read" in u
                for u in cfg.unsupported)
+
+
+def test_simulation_json_names_the_queues_it_ran_on() -> None:
+    import json
+
+    data = json.loads(_plan(_spec(_classic)).files["simulation.json"])
+    assert data["queues"] == {"source": "kube/kueue/", "mode": "classic"}

@@ -6,11 +6,13 @@ Maps the spec onto the simulator with one name per concept:
   ``gpus_per_node`` GPUs (CPU and memory from the spec's node), laid out in racks of
   ``nodes_per_rack`` and blocks of ``topology.racksPerBlock`` racks; a pool with
   ``autoscaling`` scales between min and max with its ``startupSeconds``;
-- every tenant becomes a ClusterQueue of the same name with its GPU quota per pool
-  (``gpus`` → nominalQuota, ``borrowingLimit``, ``lendingLimit``) and its fair-sharing
-  ``weight``, in its ``cohort`` (default: the root cohort named after the platform; the
-  spec's ``kubernetes.cohorts`` form the tree), with its ``queueingStrategy`` and
-  ``preemption`` policies — as ``aiplat.kube`` renders them; fair sharing on;
+- the queues are the Kueue objects the tree renders, read back (``queues``: ClusterQueues
+  with cpu, memory and GPU quota, Cohorts, the Configuration's fair sharing and
+  waitForPodsReady; :mod:`aiplat.ops.sim_month` renders and reads them, since ``sched``
+  sees neither ``kube`` nor YAML). Without ``queues``, :func:`platform_queues` derives an
+  approximation from the spec (GPU quota only, fair sharing as ``fair_sharing`` says): it
+  is what the tree would render only for GPUs, and is kept for callers without a tree
+  (benchmarks, and ``sim run``/``compare`` until the CLI passes the tree's queues);
 - every workload becomes jobs (:mod:`aiplat.sched.synthetic`) from the plan's sized GPUs and
   run hours: training kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch
   inference is split into one-node replicas arriving periodically, online inference and RAG
@@ -71,7 +73,8 @@ def platform_nodes(platform: Platform, plan: Plan) -> list[Node]:
 
 
 def platform_queues(platform: Platform, *, fair_sharing: bool = True) -> KueueConfig:
-    """ClusterQueues and Cohorts as ``aiplat.kube`` renders them (GPU quota only)."""
+    """ClusterQueues and Cohorts from the spec, GPU quota only: an approximation of what
+    ``aiplat.kube`` renders (prefer :func:`aiplat.ops.sim_month.tree_queues`)."""
     root = platform.metadata.name
     queues = []
     for t in platform.tenants:
@@ -148,8 +151,9 @@ def simulate_platform(platform: Platform, plan: Plan, seed: int = 0, *,
                       progress: Callable[[float], None] | None = None) -> SimResult:
     """Simulate ``months`` of the platform's workloads on its pools and queues.
 
-    ``queues``: Kueue objects read from the rendered manifests
-    (:func:`aiplat.sched.kueue_objects.from_objects`) instead of the ones derived here."""
+    ``queues``: the Kueue objects the tree renders, read back
+    (:func:`aiplat.ops.sim_month.tree_queues`, or ``from_objects`` on a folder); without
+    them, the spec-derived approximation :func:`platform_queues` with ``fair_sharing``."""
     jobs = platform_jobs(platform, plan, seed, months)
     strategies = platform_strategies(platform, strategy, warm_nodes=warm_nodes,
                                      mtbf_h=mtbf_h, mttr_h=mttr_h)
