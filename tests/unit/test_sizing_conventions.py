@@ -81,3 +81,11 @@ def test_plan_shows_accelerates_figure_beside_deepspeeds() -> None:
     line = w.key_figures["model states, accelerate estimate-memory"]
     assert "largest component" in line and "unsharded" in line
     assert "model states, DeepSpeed's estimator" in w.key_figures
+
+
+def test_fp8_difference_is_named() -> None:
+    """accelerate's comment: "With native TransformersEngine, there is no memory savings with
+    FP8": its fp8 row is the bf16 one; aiplat counts 1 + 1 + 12 bytes and says so."""
+    e = accelerate_training_estimate(1e9, precision="fp8", aiplat_bytes=14e9)
+    assert e.accelerate_bytes == 8e9
+    assert any("no saving" in n for n in e.notes)

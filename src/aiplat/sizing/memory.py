@@ -619,7 +619,10 @@ def accelerate_training_estimate(
                 "aiplat_bytes": aiplat_bytes},
         notes=["accelerate prints the largest component, not the sum: its model + gradients "
                f"+ optimizer add up to {summed / params:.0f} bytes per parameter; unsharded, "
-               "batch 1, no activations; binary units labelled GB"],
+               "batch 1, no activations; binary units labelled GB"] + (
+            ["fp8: accelerate counts no saving (Transformer Engine keeps 16-bit weights and "
+             "gradients); aiplat counts 1-byte weights and gradients (MS-AMP-style)"]
+            if precision == "fp8" else []),
         accelerate_bytes=printed,
         components_sum_bytes=summed,
         aiplat_bytes=aiplat_bytes,
