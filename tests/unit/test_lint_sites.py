@@ -1,0 +1,122 @@
+"""Every lint rule has a test on a mistaken tree (issue #18's "done when"), checked
+mechanically: each place in ``aiplat/kube/lint*.py`` that makes a ``Finding`` is reached
+by some seeded mistake, and every rule id those places use is seeded.
+
+The seeds are the tables of ``test_kube_lint`` and ``test_kube_lint_classes`` (each: the
+rendered example with one mistake, and the rule and object lint must name) and the extra
+ones below for the branches those tables miss. While the seeds are linted, each lint
+module's ``Finding`` records the line it is called from; a ``Finding(...)`` call that is
+never made is a class no test shows.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import importlib
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import test_kube_lint
+import test_kube_lint_classes
+from test_kube_lint import clean, find
+
+from aiplat.kube import lint
+from aiplat.kube.inventory import Inventory
+from aiplat.kube.lint import Finding
+
+LINT = Path(importlib.import_module("aiplat.kube.lint").__file__ or "").parent
+Obj = dict[str, Any]
+Seed = Callable[[list[Obj], Inventory], None]
+Site = tuple[str, int, int]  # file, first and last line of the Finding(...) call
+
+
+def finding_sites() -> dict[Site, str]:
+    """Every ``Finding(severity, "rule", ...)`` call in the lint modules -> its rule id."""
+    out: dict[Site, str] = {}
+    for path in sorted(LINT.glob("lint*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding":
+                rule = node.args[1]
+                assert isinstance(rule, ast.Constant), (path, node.lineno)
+                out[(path.name, node.lineno, node.end_lineno or node.lineno)] = str(rule.value)
+    return out
+
+
+def rule_ids() -> set[str]:
+    return set(finding_sites().values())
+
+
+# --- seeds for branches the tables do not reach ------------------------------------------
+
+
+def namespace_selector_selects_nothing(o: list[Obj], _inv: Inventory) -> None:
+    cq = find(o, "ClusterQueue", "research")
+    cq["spec"]["namespaceSelector"] = {"matchLabels": {"aiplat.io/tenant": "nobody"}}
+
+
+def namespace_selector_admits_every_namespace(o: list[Obj], _inv: Inventory) -> None:
+    find(o, "ClusterQueue", "research")["spec"]["namespaceSelector"] = {}
+
+
+def lending_limit_without_cohort(o: list[Obj], _inv: Inventory) -> None:
+    spec = find(o, "ClusterQueue", "batch")["spec"]
+    spec.pop("cohortName", None)
+    for rg in spec["resourceGroups"]:
+        for fl in rg["flavors"]:
+            for r in fl["resources"]:
+                r.pop("borrowingLimit", None)
+            fl["resources"][0]["lendingLimit"] = fl["resources"][0]["nominalQuota"]
+
+
+EXTRA: list[tuple[Seed, str]] = [
+    (namespace_selector_selects_nothing, "namespace-selector"),
+    (namespace_selector_admits_every_namespace, "namespace-selector"),
+    (lending_limit_without_cohort, "quota-without-cohort"),
+]
+
+
+def _seeds() -> list[tuple[str, Seed, str]]:
+    out = [(s.__name__, s, rule) for s, rule, *_ in test_kube_lint.SEEDED]
+    out += [(s.__name__, s, rule) for s, rule, *_ in test_kube_lint_classes.SEEDED]
+    out += [(s.__name__, s, rule) for s, rule in EXTRA]
+    return out
+
+
+def test_every_rule_id_is_seeded() -> None:
+    seeded = {rule for _n, _s, rule in _seeds()}
+    assert rule_ids() - seeded == set()
+    assert seeded - rule_ids() == set()  # a table naming a rule the code no longer has
+
+
+def test_every_finding_site_is_reached_by_a_seeded_mistake(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    called: set[tuple[str, int]] = set()
+
+    def recording(*args: Any, **kwargs: Any) -> Finding:
+        caller = sys._getframe(1)
+        called.add((Path(caller.f_code.co_filename).name, caller.f_lineno))
+        return Finding(*args, **kwargs)
+
+    for path in LINT.glob("lint*.py"):
+        monkeypatch.setattr(importlib.import_module(f"aiplat.kube.{path.stem}"), "Finding",
+                            recording)
+    base_objs, base_inv = clean()
+    for _name, seed, _rule in _seeds():
+        objs, inv = copy.deepcopy(base_objs), copy.deepcopy(base_inv)
+        seed(objs, inv)
+        lint(objs, inv)
+    missed = {site: rule for site, rule in finding_sites().items()
+              if not any(f == site[0] and site[1] <= line <= site[2] for f, line in called)}
+    assert not missed, missed
+
+
+def test_the_extra_seeds_are_found() -> None:
+    for seed, rule in EXTRA:
+        objs, inv = clean()
+        seed(objs, inv)
+        hits = [f for f in lint(objs, inv) if f.rule == rule]
+        assert hits and all(h.why and h.fix for h in hits), seed.__name__
