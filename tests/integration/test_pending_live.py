@@ -1,0 +1,151 @@
+"""why-pending against the real Kueue (v0.19.2 on a lab cluster of its own, ``aiplat lab
+cluster up --name pendlive``): a 2-level cohort tree, and the example tree's pending job.
+
+- Hierarchical cohorts: Cohort hc-root carries 2 CPUs of its own; Cohort hc-team (parent
+  hc-root) may borrow 1 of them; ClusterQueue hc-a (in hc-team) has 2. A second 2-CPU job
+  needs 2 beyond hc-a's nominal: Kueue keeps it pending for 1 more CPU, why-pending names
+  hc-team's borrowingLimit and the 1, and the replay of Kueue's cycle agrees. Raising the
+  limit to 2 lets Kueue admit it from hc-root's own quota (which a flat pool of the
+  ClusterQueues' quota would not have).
+- The example (``aiplat plan`` tree applied as is): nightly-eval stays pending for the
+  cohort's l40s quota; why-pending, read with ``--context``, gives the same cause as
+  Kueue's condition, and the replay keeps it pending too.
+
+Needs the components built (``aiplat lab cluster build``); fails, not skips, in CI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_cluster_live import _aiplat, _cond, _eventually, _need_components, _zombie
+
+from aiplat.kube.apply import Api, apply_tree
+from aiplat.kube.tree import read_tree
+
+pytestmark = pytest.mark.integration
+NAME = "pendlive"
+KUEUE = "kueue.x-k8s.io/v1beta2"
+Obj = dict[str, Any]
+
+
+@dataclass
+class Lab:
+    env: dict[str, str]
+    api: Api
+    kubeconfig: str
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    _need_components()
+    tmp = tmp_path_factory.mktemp("pending")
+    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
+    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
+    up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
+    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
+    api = Api.from_kubeconfig(kubeconfig)
+    items, _ = read_tree(tmp / "plan" / "kube")
+    refused = [o for o in apply_tree(api, items, force=True) if "refused" in o.action]
+    assert not refused, refused
+    try:
+        yield Lab({**env, "KUBECONFIG": kubeconfig}, api, kubeconfig)
+    finally:
+        api.close()
+        state = json.loads((tmp / "runs" / NAME / "state.json").read_text())
+        down = _aiplat(env, "lab", "cluster", "down", "--name", NAME)
+        assert down.returncode == 0, down.stderr
+        assert all(not Path(f"/proc/{p['pid']}").exists() or _zombie(p["pid"])
+                   for p in state["procs"])
+
+
+def _cpu(nominal: str, borrow: str | None = None) -> list[Obj]:
+    r: Obj = {"name": "cpu", "nominalQuota": nominal}
+    if borrow is not None:
+        r["borrowingLimit"] = borrow
+    return [{"coveredResources": ["cpu"], "flavors": [{"name": "hc", "resources": [r]}]}]
+
+
+def _tree(team_borrow: str) -> list[Obj]:
+    return [
+        {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": "hc"}, "spec": {}},
+        {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": "hc-root"},
+         "spec": {"resourceGroups": _cpu("2")}},
+        {"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": "hc-team"},
+         "spec": {"parentName": "hc-root", "resourceGroups": _cpu("0", team_borrow)}},
+        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "hc-a"},
+         "spec": {"cohortName": "hc-team", "namespaceSelector": {},
+                  "resourceGroups": _cpu("2")}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "hc-ns"}},
+        {"apiVersion": KUEUE, "kind": "LocalQueue",
+         "metadata": {"name": "hc-q", "namespace": "hc-ns"}, "spec": {"clusterQueue": "hc-a"}},
+    ]
+
+
+def _job(name: str) -> Obj:
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": "hc-ns",
+                         "labels": {"kueue.x-k8s.io/queue-name": "hc-q"}},
+            "spec": {"template": {"spec": {
+                "restartPolicy": "Never",
+                "tolerations": [{"operator": "Exists"}],
+                "containers": [{"name": "c", "image": "busybox",
+                                "resources": {"requests": {"cpu": "2"},
+                                              "limits": {"cpu": "2"}}}]}}}}
+
+
+def _wl(api: Api, job: str, ns: str) -> Obj | None:
+    return next((w for w in api.objects(KUEUE, "Workload", ns)
+                 if any(r["name"] == job for r in w["metadata"].get("ownerReferences") or [])),
+                None)
+
+
+def _reserved(api: Api, job: str, ns: str, status: str) -> Obj:
+    return dict(_eventually(f"{job}: QuotaReserved {status}", lambda: (
+        w := _wl(api, job, ns)) and (c := _cond(w, "QuotaReserved")) and c["status"] == status
+        and c.get("message") and c))
+
+
+def _why(lab: Lab, *args: str) -> Obj:
+    cp = _aiplat(lab.env, "kube", "why-pending", *args, "-o", "json", check=True)
+    return dict(json.loads(cp.stdout))
+
+
+def test_a_parent_cohorts_borrowing_limit_caps_as_kueue_says(lab: Lab) -> None:
+    lab.api.apply_all(_tree("1"))
+    _eventually("hc-ns ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", "hc-ns"))
+    lab.api.create(_job("hc-first"))
+    _reserved(lab.api, "hc-first", "hc-ns", "True")
+    lab.api.create(_job("hc-second"))
+    cond = _reserved(lab.api, "hc-second", "hc-ns", "False")
+    assert "insufficient unused quota for cpu in flavor hc, 1 more needed" in cond["message"]
+    why = _why(lab, "hc-second", "-n", "hc-ns", "--kubeconfig", lab.kubeconfig)
+    assert why["code"] == "BorrowingLimit", why
+    assert "1 more than Cohort hc-team's borrowingLimit 1" in why["reason"], why
+    assert why["replay"]["decision"] == "pending", why
+    # hc-team may now take both of hc-root's own CPUs: Kueue admits the job.
+    lab.api.apply(_tree("2")[2])
+    _reserved(lab.api, "hc-second", "hc-ns", "True")
+    assert _why(lab, "hc-second", "-n", "hc-ns")["replay"]["decision"] == "admitted"
+
+
+def test_the_examples_pending_job_with_context(lab: Lab) -> None:
+    cond = _reserved(lab.api, "nightly-eval", "batch", "False")
+    context = yaml.safe_load(Path(lab.kubeconfig).read_text())["current-context"]
+    why = _why(lab, "nightly-eval", "-n", "batch", "--kubeconfig", lab.kubeconfig,
+               "--context", context)
+    assert why["code"] in ("QuotaExhausted", "CohortExhausted"), why
+    assert why["replay"]["decision"] == "pending", why
+    # Kueue's own words name the same resource and flavor as the answer ("cpu in flavor
+    # l40s: needs ...").
+    res, flavor = why["reason"].split(":")[0].split(" in flavor ")
+    assert f"insufficient unused quota for {res} in flavor {flavor}" in cond["message"], cond
+    assert f"Kueue: {cond['reason']}: {cond['message']}" in why["evidence"], why
