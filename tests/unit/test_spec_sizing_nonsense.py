@@ -190,3 +190,36 @@ def test_mostly_idle_h200_pool_is_flagged(tmp_path: Path) -> None:
                             "runsPerMonth": 1, "parallelism": {"data": 8, "zeroStage": 3}},
                  edit=h200)
     assert any("% use" in m for m in _messages(_plan(tmp_path, spec)))
+
+
+@pytest.mark.parametrize(("model", "parallelism", "rule"), [
+    ({"heads": 32}, {"data": 1, "tensor": 3}, "tensor (3) does not divide the model's 32"),
+    ({"experts": 8, "expertsPerToken": 2, "activeParams": 2e9}, {"data": 6, "expert": 3},
+     "expert (3) does not divide the 8 experts"),
+    ({}, {"data": 2, "expert": 2}, "expert (2) is set but the model is dense"),
+])
+def test_inline_model_layout_limits_are_refused_at_their_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: dict[str, Any],
+    parallelism: dict[str, Any], rule: str,
+) -> None:
+    inline = {"params": 8e9, "layers": 32, "hidden": 4096, "heads": 32, "kvHeads": 8,
+              "vocab": 128256, **model}
+    spec = _spec(tmp_path, {**PRETRAIN, "model": inline, "parallelism": parallelism})
+    err = _refused(capsys, ["spec", "validate", str(spec)])
+    assert re.search(r"spec\.yaml:\d+:\d+: workloads\[0\]\.parallelism\.\w+: ", err), err
+    assert rule in err, err
+
+
+def test_model_layout_problem_takes_a_catalog_models_figures() -> None:
+    """The hook the catalog check (spec/refs.py) can call with a catalog model's shape."""
+    from aiplat.catalog import load_catalog
+    from aiplat.spec.models import ParallelismSpec, model_layout_problem
+
+    m = load_catalog().model("mixtral-8x7b")
+    assert m is not None
+    par = ParallelismSpec.model_validate({"pipeline": 64})
+    problem = model_layout_problem(par, layers=m.layers, heads=m.heads, experts=m.experts)
+    assert problem is not None and problem[2] == ("parallelism", "pipeline")
+    assert "exceeds the model's 32 layers" in problem[0]
+    ok = ParallelismSpec.model_validate({"pipeline": 4, "expert": 8, "data": 8})
+    assert model_layout_problem(ok, layers=m.layers, heads=m.heads, experts=m.experts) is None

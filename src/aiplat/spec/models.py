@@ -769,9 +769,18 @@ class CheckpointSpec(SpecModel):
         "up after an interruption (an assumption; measure it)")
 
 
-def _layout_problem(par: ParallelismSpec, model: ModelRef
-                    ) -> tuple[str, str, tuple[str, ...]] | None:
-    """(message, fix, path) of the first impossible training layout, else None."""
+Problem = tuple[str, str, tuple[str, ...]]
+"""(message, fix, path under the workload) of a spec the planner cannot run."""
+
+
+def _layout_problem(par: ParallelismSpec, model: ModelRef) -> Problem | None:
+    """The first impossible training layout the spec alone decides, else None."""
+    dense = model.name is None and (model.experts or 1) == 1
+    return _batch_problem(par) or model_layout_problem(
+        par, layers=model.layers, heads=model.heads, experts=model.experts, dense=dense)
+
+
+def _batch_problem(par: ParallelismSpec) -> Problem | None:
     dp, gb = par.data, par.global_batch
     if dp is not None and gb is not None and gb % (par.micro_batch * dp):
         unit = par.micro_batch * dp
@@ -788,16 +797,28 @@ def _layout_problem(par: ParallelismSpec, model: ModelRef
         return (f"expert ({par.expert}) does not divide the data-parallel degree {dp} "
                 "(experts are sharded over data-parallel ranks)",
                 f"parallelism.data a multiple of {par.expert}", ("parallelism", "expert"))
-    if model.layers is not None and par.pipeline > model.layers:
-        return (f"pipeline ({par.pipeline}) exceeds the model's {model.layers} layers (a "
-                "stage holds at least one)", f"pipeline ≤ {model.layers}",
-                ("parallelism", "pipeline"))
-    if model.heads is not None and model.heads % par.tensor:
-        return (f"tensor ({par.tensor}) does not divide the model's {model.heads} attention "
-                "heads", f"a divisor of {model.heads}", ("parallelism", "tensor"))
-    if model.experts is not None and model.experts > 1 and model.experts % par.expert:
-        return (f"expert ({par.expert}) does not divide the {model.experts} experts",
-                f"a divisor of {model.experts}", ("parallelism", "expert"))
+    return None
+
+
+def model_layout_problem(
+    par: ParallelismSpec, *, layers: int | None, heads: int | None, experts: int | None,
+    dense: bool = False,
+) -> Problem | None:
+    """The first layout the model's shape rules out (None where a figure is unknown). The
+    spec's own validator passes an inline model's figures; the catalog check can pass a
+    catalog model's (layers, heads, experts; dense when it has no experts)."""
+    if layers is not None and par.pipeline > layers:
+        return (f"pipeline ({par.pipeline}) exceeds the model's {layers} layers (a stage "
+                "holds at least one)", f"pipeline ≤ {layers}", ("parallelism", "pipeline"))
+    if heads is not None and heads % par.tensor:
+        return (f"tensor ({par.tensor}) does not divide the model's {heads} attention heads",
+                f"a divisor of {heads}", ("parallelism", "tensor"))
+    if par.expert > 1 and dense:
+        return (f"expert ({par.expert}) is set but the model is dense",
+                "remove parallelism.expert, or give model.experts", ("parallelism", "expert"))
+    if experts is not None and experts > 1 and experts % par.expert:
+        return (f"expert ({par.expert}) does not divide the {experts} experts",
+                f"a divisor of {experts}", ("parallelism", "expert"))
     return None
 
 
