@@ -148,3 +148,13 @@ def test_simulation_json_names_the_queues_it_ran_on() -> None:
 
     data = json.loads(_plan(_spec(_classic)).files["simulation.json"])
     assert data["queues"] == {"source": "kube/kueue/", "mode": "classic"}
+
+
+def test_a_clusterqueue_given_twice_is_refused() -> None:
+    from aiplat.errors import InputError
+    from aiplat.sched.kueue_objects import from_objects
+
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+          "metadata": {"name": "a"}, "spec": {}}
+    with pytest.raises(InputError, match="ClusterQueue a is given twice"):
+        from_objects([cq, cq], "k/")
