@@ -8,6 +8,7 @@ JSON.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -356,6 +357,31 @@ def _snapshot_files(path: Path) -> list[Any]:
     return objects
 
 
+_OBJECT_FIELD = re.compile(r"^(?P<kind>[A-Z]\w+) (?P<name>[^\s:]+):? (?P<field>.+)$")
+
+
+def _grouped(lines: list[str], source: str, shown: int = 3) -> list[str]:
+    """One warning per unreplayed field with the objects that carry it (a rendered tree's
+    topology requests would otherwise be one line per workload), podSets[N] as podSets[*]."""
+    groups: dict[str, list[str]] = {}
+    for line in dict.fromkeys(lines):
+        text = line.removeprefix(f"{source}: ")
+        m = _OBJECT_FIELD.match(text)
+        if m is None:
+            groups.setdefault(text, [])
+            continue
+        field = re.sub(r"\[\d+\]", "[*]", m["field"])
+        groups.setdefault(field, []).append(f"{m['kind']} {m['name']}")
+    out = []
+    for field, objects in groups.items():
+        if not objects:
+            out.append(field)
+            continue
+        more = f" and {len(objects) - shown} more" if len(objects) > shown else ""
+        out.append(f"{field}: {', '.join(objects[:shown])}{more}")
+    return out
+
+
 def _default_kubeconfig() -> str:
     """kubectl's: the first of $KUBECONFIG, else ~/.kube/config; none is a clear error."""
     import os
@@ -462,7 +488,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
     except (TypeError, AttributeError, KeyError, ValueError) as e:
         raise InputError(f"{source}: not the shape of Kueue objects ({type(e).__name__}: "
                          f"{e}) (fix: pass 'kubectl get ... -o yaml' output)") from None
-    for line in dict.fromkeys(snap.unsupported):
+    for line in _grouped(snap.unsupported, source):
         click.echo(f"warning: not replayed: {line}", err=True)
     r = Replay(snap)
     rows = [o.as_dict() for o in r.run(cycles)]

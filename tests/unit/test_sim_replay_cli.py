@@ -1,0 +1,46 @@
+"""sim replay's command line: the kubeconfig kubectl would use, --context, and one warning per
+unreplayed field instead of one per object."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aiplat.cli.main import main
+from aiplat.cli.sim import _grouped
+
+
+def test_unreplayed_fields_are_grouped_with_their_objects() -> None:
+    lines = [f"snap.yaml: Workload ns/w{i} spec.podSets[{i % 2}].topologyRequest"
+             for i in range(5)]
+    lines += ["snap.yaml: ResourceFlavor h100: spec.topologyName (TAS is not replayed)",
+              "snap.yaml: ClusterQueue a: spec.namespaceSelector (every namespace)",
+              "snap.yaml: ClusterQueue b: spec.namespaceSelector (every namespace)",
+              "snap.yaml: Configuration: waitForPodsReady.blockAdmission"]
+    assert _grouped(lines, "snap.yaml") == [
+        "spec.podSets[*].topologyRequest: Workload ns/w0, Workload ns/w1, Workload ns/w2 "
+        "and 2 more",
+        "spec.topologyName (TAS is not replayed): ResourceFlavor h100",
+        "spec.namespaceSelector (every namespace): ClusterQueue a, ClusterQueue b",
+        "Configuration: waitForPodsReady.blockAdmission"]
+
+
+def test_without_snapshot_the_kubeconfig_kubectl_would_use(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
+    assert main(["sim", "replay"]) == 2
+    assert f"no kubeconfig at {tmp_path / 'missing'}" in capsys.readouterr().err
+    (tmp_path / "kc").write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n"
+                                 "users: []\n")
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "kc"))
+    assert main(["sim", "replay", "--context", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_snapshot_and_context_are_exclusive(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "s.yaml").write_text("kind: List\nitems: []\n")
+    assert main(["sim", "replay", str(tmp_path / "s.yaml"), "--context", "x"]) == 2
+    assert "not both" in capsys.readouterr().err
