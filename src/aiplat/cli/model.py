@@ -119,8 +119,8 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
         raise ArtifactInputError(f"{ref}: push to a tag, not a digest (the digest is computed)")
     key = _load_key(sign_key) if sign_key else None
     t0 = time.perf_counter()
-    info = ModelInfo(name=name or r.repository.rsplit("/", 1)[-1], version=version or r.tag or "")
-    pkg = package_dir(directory, info)
+    meta = ModelInfo(name=name or r.repository.rsplit("/", 1)[-1], version=version or r.tag or "")
+    pkg = package_dir(directory, meta)
     info(f"packaged {len(pkg.layers)} layers, {human_bytes(pkg.manifest.total_size)}")
     chunk = parse_size(chunk_size, "--chunk-size")
     with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
