@@ -14,7 +14,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from aiplat.kube import load_snapshot, snapshot_from_lists, why_pending
@@ -194,3 +194,63 @@ def test_expected_json_cases_are_unchanged() -> None:
                     exp["namespace"])
     assert e.reason == ("would borrow 16 nvidia.com/gpu in flavor h100 but ClusterQueue "
                         "research's borrowingLimit is 8 (cohort example has 8 free)")
+
+
+# ---------------------------------------------------------------- the walk and the replay
+
+
+def _admitted(name: str, cq: str, gpus: int) -> Obj:
+    ps = {"name": "main", "count": 1, "template": {"spec": {"containers": [{
+        "name": "c", "resources": {"requests": {GPU: str(gpus)}}}]}}}
+    return {"apiVersion": KUEUE, "kind": "Workload",
+            "metadata": {"name": name, "namespace": cq, "uid": name,
+                         "creationTimestamp": "2026-11-29T08:00:00Z"},
+            "spec": {"queueName": cq, "priority": 0, "podSets": [ps]},
+            "status": {"admission": {"clusterQueue": cq, "podSetAssignments": [{
+                "name": "main", "flavors": {GPU: "h100"},
+                "resourceUsage": {GPU: str(gpus)}, "count": 1}]},
+                "conditions": [{"type": "QuotaReserved", "status": "True",
+                                "reason": "QuotaReserved", "message": "",
+                                "lastTransitionTime": "2026-11-29T08:00:00Z"}]}}
+
+
+@settings(max_examples=400, deadline=None)
+@given(trees(), st.integers(1, 16), st.data())
+def test_the_walks_quota_verdict_is_the_replays(
+        t: tuple[list[Obj], list[Obj], dict[str, int]], ask: int, data: st.DataObject) -> None:
+    """One untried workload on a random tree (no preemption anywhere): the walk says it
+    fits exactly when the replayed cycle admits it, and the answer never says it fits when
+    the replay keeps it pending."""
+    cohorts, cqs, usage = t
+    for cq in cqs:  # usage within what the tree could have admitted
+        node = QuotaTree(cqs, cohorts, {}).cqs[cq["metadata"]["name"]]
+        usage[cq["metadata"]["name"]] = min(usage[cq["metadata"]["name"]],
+                                            int(QuotaTree(cqs, cohorts, {}).potential(
+                                                node, ("h100", GPU))))
+    mine = QuotaTree(cqs, cohorts, {(q, "h100", GPU): Decimal(u) for q, u in usage.items()})
+    if any(mine.available(n, ("h100", GPU)) < 0 for n in mine.cqs.values()):
+        event("overcommitted")
+        return  # an overcommitted tree (quota lowered under running work): not this test
+    target = data.draw(st.sampled_from([c["metadata"]["name"] for c in cqs]))
+    pending = _admitted("asked", target, ask)
+    pending["status"] = {}
+    lists = {
+        "resourceflavors": [{"apiVersion": KUEUE, "kind": "ResourceFlavor",
+                             "metadata": {"name": "h100"}, "spec": {}}],
+        "cohorts": cohorts, "clusterqueues": cqs,
+        "localqueues": [{"apiVersion": KUEUE, "kind": "LocalQueue",
+                         "metadata": {"name": c["metadata"]["name"],
+                                      "namespace": c["metadata"]["name"]},
+                         "spec": {"clusterQueue": c["metadata"]["name"]}} for c in cqs],
+        "workloads": [_admitted(f"run-{q}", q, u) for q, u in usage.items() if u]
+        + [pending], "pods": []}
+    snap = snapshot_from_lists(lists)
+    walk = why_pending(snap, "asked", target)
+    a = explain(snap, "asked", target)
+    assert a.kueue is not None
+    event(f"walk {walk.code}, replay {a.kueue.decision}")
+    assert (walk.code == "Fits") == (a.kueue.decision == "admitted"), (walk, a.kueue)
+    if a.kueue.decision == "pending":
+        assert "quota is available" not in a.reason and "next cycle" not in a.reason
+    else:
+        assert a.code == "WouldAdmit" and "on its next cycle" in a.reason, a
