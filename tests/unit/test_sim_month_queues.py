@@ -158,3 +158,76 @@ def test_a_clusterqueue_given_twice_is_refused() -> None:
           "metadata": {"name": "a"}, "spec": {}}
     with pytest.raises(InputError, match="ClusterQueue a is given twice"):
         from_objects([cq, cq], "k/")
+
+
+def _small_nodes(doc: dict[str, Any]) -> None:
+    """64 GiB L40S nodes: 90 % of the whole node's memory (the month's old job size) is more
+    than the node's allocatable 57 GiB, so those pods could never be placed for real."""
+    for p in doc["pools"]:
+        if p["name"] == "l40s":
+            p["node"]["memoryGiB"] = 64
+            p["node"]["cpuCores"] = 16
+
+
+@pytest.mark.parametrize("edit", [None, _small_nodes],
+                         ids=lambda e: e.__name__ if e else "example")
+def test_the_months_nodes_and_pods_are_the_trees(edit: Edit | None) -> None:
+    """Nodes offer what the lint inventory says (allocatable), and a job's pod asks for no
+    more than the rendered pod of its workload, per GPU."""
+    from aiplat.kube.render import render_plan
+    from aiplat.plan.build import plan_resolved
+    from aiplat.plan.resolve import resolve
+    from aiplat.sched.platform import platform_jobs, platform_nodes
+
+    platform = _spec(edit)
+    resolved = resolve(platform, CATALOG)
+    plan = plan_resolved(resolved)
+    rendered = render_plan(resolved, plan)
+    inventory = {p.name: p for p in rendered.inventory.pools}
+    for n in platform_nodes(platform, plan):
+        pool = inventory[n.pool]
+        assert (n.cpu_milli * pool.nodes, n.memory_mib * pool.nodes) == (
+            pool.cpu * 1000, pool.memory_gib * 1024)
+    rendered_per_gpu: dict[str, list[tuple[float, float]]] = {}  # pool -> cpu, GiB per GPU
+    for spec in _pod_specs(rendered.objects()):
+        pool, gpus = _pool_and_gpus(spec)
+        if gpus:
+            req = spec["containers"][0]["resources"]["requests"]
+            rendered_per_gpu.setdefault(pool, []).append(
+                (float(req["cpu"]) / gpus, float(req["memory"].removesuffix("Gi")) / gpus))
+    jobs = platform_jobs(platform, plan, seed=0)
+    assert jobs and set(rendered_per_gpu) == {p.name for p in platform.pools}
+    for j in jobs:
+        assert j.pool is not None
+        cpu = min(c for c, _ in rendered_per_gpu[j.pool])
+        mem = min(m for _, m in rendered_per_gpu[j.pool])
+        for ps in j.podsets:
+            assert ps.request.cpu_milli / 1000 / ps.request.num_gpu <= cpu + 1e-9
+            assert ps.request.memory_mib / 1024 / ps.request.num_gpu <= mem + 1e-9
+
+
+def _pod_specs(node: object) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        if "containers" in node and "affinity" in node:
+            return [node]
+        return [s for v in node.values() for s in _pod_specs(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _pod_specs(v)]
+    return []
+
+
+def _pool_and_gpus(spec: dict[str, Any]) -> tuple[str, int]:
+    """The pool a rendered pod is pinned to and its GPUs (device plugin count, or the DRA
+    claim template's size: -gpu-1, -gpu-pair, -gpu-N)."""
+    terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    expr = terms["nodeSelectorTerms"][0]["matchExpressions"][0]
+    if expr["key"] != "aiplat.io/pool" or "values" not in expr:
+        return "", 0  # a DaemonSet (node agent): not a workload's pod
+    pool = expr["values"][0]
+    req = spec["containers"][0]["resources"].get("requests", {})
+    if "nvidia.com/gpu" in req:
+        return pool, int(req["nvidia.com/gpu"])
+    for claim in spec.get("resourceClaims", []):
+        size = claim["resourceClaimTemplateName"].rsplit("-gpu-", 1)[-1]
+        return pool, 2 if size == "pair" else int(size)
+    return pool, 0

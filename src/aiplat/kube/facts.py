@@ -147,11 +147,11 @@ class PoolFacts:
 
     @property
     def cpu_allocatable(self) -> int:
-        return self.spec.node.cpu_cores - reserved_cpus(self.spec.node.cpu_cores)
+        return self.resolved.cpu_allocatable
 
     @property
     def memory_allocatable_gib(self) -> int:
-        return self.spec.node.memory_gib - reserved_memory_gib(self.spec.node.memory_gib)
+        return self.resolved.memory_allocatable_gib
 
     def node_name(self, index: int) -> str:
         return f"{self.name}-{index}"
@@ -240,17 +240,6 @@ def uses_tas(pool: PoolFacts) -> bool:
     exist, so on an autoscaled pool (without a ProvisioningRequest admission check) a
     workload beyond today's nodes would wait without the autoscaler ever seeing a pod."""
     return pool.spec.autoscaling is None
-
-
-def reserved_cpus(cores: int) -> int:
-    """Cores kept for the OS and kubelet: 2, plus 1 per 32 cores above 64."""
-    return 2 + max(0, cores - 64) // 32
-
-
-def reserved_memory_gib(memory_gib: int) -> int:
-    """Memory kept for the OS and kubelet (system 4 GiB, kube 2 GiB, eviction 1 GiB minimum;
-    2% of large nodes)."""
-    return max(7, math.ceil(memory_gib * 0.02))
 
 
 def approved_driver(platform: Platform) -> str | None:

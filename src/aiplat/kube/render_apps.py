@@ -27,6 +27,7 @@ from aiplat.kube.render_gateway import (
 from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.plan.models import WorkloadPlan
+from aiplat.plan.resolve import POD_SHARE
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
 
 SERVING_PORT = 8000
@@ -190,11 +191,10 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         "resources": {},
         "securityContext": {**restricted_security_context(), "runAsUser": 1000},
     }
-    # Leave 10% of allocatable for DaemonSets (GPU operator, CNI, node agent, exporters):
-    # a whole-node pod asking for all of allocatable would never schedule.
+    # POD_SHARE of allocatable, the rest left for DaemonSets (the simulator's jobs ask the same)
     gpus_per_node = max(1, pool.gpus_per_node)
-    cpu = max(1, int(pool.cpu_allocatable * 0.9) * per_pod // gpus_per_node)
-    mem = max(1, int(pool.memory_allocatable_gib * 0.9) * per_pod // gpus_per_node)
+    cpu = max(1, int(pool.cpu_allocatable * POD_SHARE) * per_pod // gpus_per_node)
+    mem = max(1, int(pool.memory_allocatable_gib * POD_SHARE) * per_pod // gpus_per_node)
     requests: dict[str, Any] = {"cpu": str(cpu), "memory": f"{mem}Gi"}
     # Limits equal to requests: Guaranteed QoS, which the kubelet's static CPU and memory
     # managers need to pin the pod, and never a default limit below the request.

@@ -29,12 +29,11 @@ from aiplat.kube.facts import (
     PoolFacts,
     gpu_device_class,
     mig_device_class,
-    reserved_cpus,
-    reserved_memory_gib,
     semver_of,
 )
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
 from aiplat.kube.yamlout import dump_docs
+from aiplat.plan.resolve import reserved_cpus, reserved_memory_gib
 from aiplat.spec.models import Platform, SharingStrategy
 
 SYSTEM_NS = "aiplat-system"

@@ -123,6 +123,23 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
     )
 
 
+POD_SHARE = 0.9
+"""Of a node's allocatable CPU and memory, what its GPU pods ask for together: the rest is
+left for DaemonSets (GPU operator, CNI, node agent, exporters); a whole-node pod asking for
+all of allocatable would never schedule."""
+
+
+def reserved_cpus(cores: int) -> int:
+    """Cores kept for the OS and kubelet: 2, plus 1 per 32 cores above 64."""
+    return 2 + max(0, cores - 64) // 32
+
+
+def reserved_memory_gib(memory_gib: int) -> int:
+    """Memory kept for the OS and kubelet (system 4 GiB, kube 2 GiB, eviction 1 GiB minimum;
+    2% of large nodes)."""
+    return max(7, math.ceil(memory_gib * 0.02))
+
+
 CPU_NODE_W = 800.0
 """A two-socket CPU server under load, when the spec gives no power (catalog cpu-mgmt-2s)."""
 NODE_HEIGHT_U = {0: 2, 1: 2, 2: 2, 4: 4, 8: 8}
@@ -158,6 +175,15 @@ class ResolvedPool:
     @property
     def gpus(self) -> int:
         return self.spec.gpus
+
+    @property
+    def cpu_allocatable(self) -> int:
+        """Cores a node offers pods (the kubelet's reservation taken off)."""
+        return self.spec.node.cpu_cores - reserved_cpus(self.spec.node.cpu_cores)
+
+    @property
+    def memory_allocatable_gib(self) -> int:
+        return self.spec.node.memory_gib - reserved_memory_gib(self.spec.node.memory_gib)
 
     @property
     def rack_count(self) -> int:

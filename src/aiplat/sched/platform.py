@@ -3,7 +3,8 @@
 Maps the spec onto the simulator with one name per concept:
 
 - every pool becomes a flavor of the same name and ``plan.pools[].nodes`` nodes of
-  ``gpus_per_node`` GPUs (CPU and memory from the spec's node), laid out in racks of
+  ``gpus_per_node`` GPUs with the node's allocatable CPU and memory (what the Kueue quotas
+  and the lint inventory count: ``plan/resolve``'s reservation rule), laid out in racks of
   ``nodes_per_rack`` and blocks of ``topology.racksPerBlock`` racks; a pool with
   ``autoscaling`` scales between min and max with its ``startupSeconds``;
 - the queues are the Kueue objects the tree renders, read back (``queues``: ClusterQueues
@@ -14,7 +15,8 @@ Maps the spec onto the simulator with one name per concept:
   is what the tree would render only for GPUs, and is kept for callers without a tree
   (benchmarks, and ``sim run``/``compare`` until the CLI passes the tree's queues);
 - every workload becomes jobs (:mod:`aiplat.sched.synthetic`) from the plan's sized GPUs and
-  run hours: training kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch
+  run hours, each GPU asking for its share of ``POD_SHARE`` of allocatable CPU and memory
+  as the rendered pods do: training kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch
   inference is split into one-node replicas arriving periodically, online inference and RAG
   hold their GPUs all month at the highest priority.
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from aiplat.plan.models import Plan, WorkloadPlan
+from aiplat.plan.resolve import POD_SHARE, reserved_cpus, reserved_memory_gib
 from aiplat.sched.cluster import Node
 from aiplat.sched.engine import PoolStrategy, simulate
 from aiplat.sched.kueue import (
@@ -41,7 +44,7 @@ from aiplat.sched.kueue import (
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.synthetic import Profile, Shape, generate
 from aiplat.sched.workload import Job
-from aiplat.spec.models import Platform, WorkloadKind
+from aiplat.spec.models import Platform, PoolSpec, WorkloadKind
 
 SHAPES: dict[str, Shape] = {
     WorkloadKind.PRETRAIN.value: "gang",
@@ -64,12 +67,20 @@ def platform_nodes(platform: Platform, plan: Plan) -> list[Node]:
         for i in range(pp.nodes):
             rack = i // per_rack
             nodes.append(Node(
-                name=f"{pp.name}-{i}", cpu_milli=spec.node.cpu_cores * 1000,
-                memory_mib=spec.node.memory_gib * 1024, gpus=pp.gpus_per_node,
+                name=f"{pp.name}-{i}", cpu_milli=_cpu_allocatable(spec) * 1000,
+                memory_mib=_memory_allocatable_gib(spec) * 1024, gpus=pp.gpus_per_node,
                 model=pp.gpu_model or "", pool=pp.name, block=f"block-{rack // per_block}",
                 rack=f"rack-{rack}",
             ))
     return nodes
+
+
+def _cpu_allocatable(spec: PoolSpec) -> int:
+    return spec.node.cpu_cores - reserved_cpus(spec.node.cpu_cores)
+
+
+def _memory_allocatable_gib(spec: PoolSpec) -> int:
+    return spec.node.memory_gib - reserved_memory_gib(spec.node.memory_gib)
 
 
 def platform_queues(platform: Platform, *, fair_sharing: bool = True) -> KueueConfig:
@@ -118,9 +129,11 @@ def platform_strategies(platform: Platform, strategy: str = "spec", *, warm_node
     return out
 
 
-def _profile(w: WorkloadPlan, gpus_per_node: int, cpu: int, mem_mib: int) -> Profile:
-    per_gpu_cpu = max(1000, (cpu // max(1, gpus_per_node)) // 1000 * 1000 - 1000)
-    per_gpu_mem = max(1024, int(mem_mib * 0.9) // max(1, gpus_per_node))
+def _profile(w: WorkloadPlan, gpus_per_node: int, spec: PoolSpec) -> Profile:
+    # Per GPU, the rendered pod's request: POD_SHARE of allocatable over the node's GPUs.
+    gpn = max(1, gpus_per_node)
+    per_gpu_cpu = max(1, int(_cpu_allocatable(spec) * POD_SHARE) * 1000 // gpn)
+    per_gpu_mem = max(1, int(_memory_allocatable_gib(spec) * POD_SHARE) * 1024 // gpn)
     return Profile(
         name=w.name, tenant=w.tenant, pool=w.pool, gpus=max(1, w.gpus),
         gpus_per_node=gpus_per_node, run_hours=w.run_hours,
@@ -139,8 +152,7 @@ def platform_jobs(platform: Platform, plan: Plan, seed: int, months: float = 1.0
         spec = platform.pool(w.pool)
         if pp is None or spec is None or not pp.gpus_per_node:
             continue
-        profiles.append(_profile(w, pp.gpus_per_node, spec.node.cpu_cores * 1000,
-                                 spec.node.memory_gib * 1024))
+        profiles.append(_profile(w, pp.gpus_per_node, spec))
     return generate(profiles, seed=seed, months=months)
 
 
