@@ -231,3 +231,12 @@ def _pool_and_gpus(spec: dict[str, Any]) -> tuple[str, int]:
         size = claim["resourceClaimTemplateName"].rsplit("-gpu-", 1)[-1]
         return pool, 2 if size == "pair" else int(size)
     return pool, 0
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("10m", 600), ("10m0s", 600), ("1h30m", 5400),
+                                                ("300ms", 0.3), ("1.5h", 5400)])
+def test_go_durations(text: str, seconds: float) -> None:
+    """Kueue writes Go durations back (``10m0s``); ``300ms`` is milliseconds, not 300 m + s."""
+    from aiplat.sched.kueue_snapshot import duration
+
+    assert duration(text, "x") == pytest.approx(seconds)
