@@ -196,7 +196,8 @@ def next_cycles(snap: Snapshot, key: str) -> NextCycles:
                   "preempting" if nxt.reason == "PendingPreemption" else "pending")
     return NextCycles(out.decision, out.cycle, out.flavors, victims, out.pending, out.reason,
                       out.message, wl.evaluated, next_cycle,
-                      sorted({n.split(": ", 1)[1] if ": " in n else n
+                      sorted({(n.split(": ", 1)[1] if ": " in n else n)
+                              .replace(f"Workload {key} ", "the workload's ")
                               for n in parsed.unsupported
                               if _concerns(n, key, flavors, wl.cluster_queue,
                                            _asks_topology(snap, key))}))
