@@ -365,10 +365,10 @@ def _cohort_fit(tree: QuotaTree, node: Node, flavor: str, res: str, q: Decimal) 
                     f"{_fmt(borrow, res)} (cohort {root.name} has "
                     f"{_fmt(pool_free, res)} free)", [ev, *nested])
     c = b.node
-    cap = c.limits(fr).borrowing or Decimal(0)
+    limit = c.limits(fr).borrowing or Decimal(0)
     return _Fit(flavor, "BorrowingLimit",
                 f"{res} in flavor {flavor}: needs {_fmt(q, res)}, {_fmt(short, res)} more than "
-                f"Cohort {c.name}'s borrowingLimit {_fmt(cap, res)} "
+                f"Cohort {c.name}'s borrowingLimit {_fmt(limit, res)} "
                 f"lets its queues take from {c.parent.name if c.parent else ''} (its subtree "
                 f"quota {_fmt(c.subtree[fr], res)}, used {_fmt(c.usage[fr], res)}; cohort "
                 f"{root.name} has {_fmt(pool_free, res)} free)", [ev, *nested])
