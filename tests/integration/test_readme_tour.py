@@ -15,7 +15,7 @@ The one input the tour does not make itself is the FGD trace (13 MB, a documente
 folder just before the step that reads it, where the reader's download would be. Root is
 needed (lab namespaces, device nodes, Podman), and the Go builds (``aiplat lab cluster
 build``, the interop oracles for ``cosign``): locally the test skips without them, in CI it
-fails.
+fails. ``AIPLAT_TOUR_DUMP=DIR`` writes each step's real output there (to update the README).
 """
 
 from __future__ import annotations
@@ -104,13 +104,19 @@ def _complete(command: str, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
     """``aiplat ku<TAB>  # -> aiplat kube``: what bash's completion function offers."""
     typed = command.split("<TAB>", maxsplit=1)[0].split()
     script = (f'eval "$(aiplat completion bash)"; COMP_WORDS=({" ".join(typed)}); '
-              f'COMP_CWORD={len(typed) - 1}; _aiplat_completion; '
+              f'COMP_CWORD={len(typed) - 1}; _aiplat_completion aiplat; '
               'printf "%s\\n" "${COMPREPLY[@]}"')
     done = subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, check=False, timeout=60)
-    offered = [line.split(",")[-1] for line in done.stdout.split()]
+    offered = done.stdout.split()
     want = command.rsplit("->", maxsplit=1)[-1].rsplit(maxsplit=1)[-1]
-    return (0 if want in offered else 1), f"{want} offered: {want in offered} ({offered})"
+    if want in offered:
+        return 0, ""  # the README shows the completed line, not output
+    return 1, f"bash's completion offers {offered}, not {want} ({done.stderr[-500:]})"
+
+
+_BACKGROUND = re.compile(r"(?<!&)&\s*(#.*)?$")
+"""A command line ending in ``&`` (before any comment): a server the tour leaves running."""
 
 
 class Runner:
@@ -124,9 +130,10 @@ class Runner:
         if "<TAB>" in command:
             return _complete(command, self.cwd, self.env)
         prelude = f"source '{self.state}' 2>/dev/null; cd '{self.cwd}'; "
-        if command.rstrip().endswith("&"):
+        background = _BACKGROUND.search(command)
+        if background is not None:
             self.background.append(subprocess.Popen(
-                ["bash", "-c", prelude + "exec " + command.rstrip()[:-1]], cwd=self.cwd,
+                ["bash", "-c", prelude + "exec " + command[:background.start()]], cwd=self.cwd,
                 env=self.env, start_new_session=True))
             time.sleep(2)  # a server's start, as a reader's next command would come
             return 0, ""
@@ -155,13 +162,18 @@ def test_the_readme_tour_runs_in_an_empty_folder_as_shown(
     if any("shared/data" in s.command for s in all_steps):
         pytest.fail("a tour command reads the source checkout's ../shared", pytrace=False)
     runner, problems = Runner(folder, env), []
+    dump = Path(os.environ["AIPLAT_TOUR_DUMP"]) if os.environ.get("AIPLAT_TOUR_DUMP") else None
     try:
-        for step in all_steps:
+        for n, step in enumerate(all_steps):
             if "--data fgd-data" in step.command and not (folder / "fgd-data").exists():
                 shutil.copytree(FGD_DATA, folder / "fgd-data")  # the documented download
             t0 = time.monotonic()
             code, output = runner.run(step)
             took = time.monotonic() - t0
+            if dump is not None:  # for a maintainer updating the README: the real outputs
+                dump.mkdir(parents=True, exist_ok=True)
+                (dump / f"{n:03d}.txt").write_text(f"README.md:{step.line} exit {code}\n"
+                                                   f"$ {step.command}\n{output}")
             found = compare(step.shown, output, numbers=_host_numbers(_as_typed(step.command)))
             if "Traceback (most recent call last)" in output:
                 found.append("a traceback")

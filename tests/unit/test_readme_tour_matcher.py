@@ -37,6 +37,9 @@ def test_durations_digests_and_table_widths_are_not_figures() -> None:
     assert compare(shown, RUN) == []
     assert normalise("pushed ref@sha256:f26fd4ce505f in 0.94 s, pid 7607") == \
         normalise("pushed ref@sha256:0123456789ab in 12 s, pid 1")
+    assert normalise("serving/Pod/assistant-7ffc8656f7-ww78p on h100-5, job-eval-b9dc5") == \
+        normalise("serving/Pod/assistant-5c9d7b8f4d-hmvkn on h100-5, job-eval-54c28")
+    assert normalise("the h100-pool") != normalise("the h100-pools")
 
 
 def test_host_numbers_mask_every_figure_only_when_asked() -> None:

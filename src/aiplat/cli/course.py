@@ -70,7 +70,7 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
             click.echo(f"  - {p}")
         failed += bool(problems)
     if len(chosen) > 1:
-        click.echo(f"{len(chosen) - failed} of {len(chosen)} exercises done in {course}")
+        click.echo(f"{len(chosen) - failed} of {len(chosen)} exercises done in {course_dir}")
     if failed:
         sys.exit(1)
 
