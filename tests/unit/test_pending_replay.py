@@ -120,6 +120,18 @@ def test_lower_priority_victims_are_named() -> None:
     assert "InClusterQueue" in a.reason
 
 
+def test_victims_with_a_topology_request_carry_the_caveat() -> None:
+    """The same preemption for a podset that asks for a rack: the replay does not replay
+    topology-aware scheduling, so the answer says Kueue may still refuse it there."""
+    lists = _lists("quota-exhausted")
+    wl = _owned(lists, "finetune")
+    wl["spec"]["priority"] = 1000
+    wl["spec"]["podSets"][0]["topologyRequest"] = {"required": "topology.aiplat.io/rack"}
+    a = explain(snapshot_from_lists(lists), "finetune", "research")
+    assert a.code == "WouldPreempt", a
+    assert any("may still refuse it" in x and "topologyRequest" in x for x in a.evidence), a
+
+
 def test_a_workload_kueue_set_aside_waits_for_a_requeue() -> None:
     """Quota was freed but Kueue tried the workload before (QuotaReserved False, reason
     Pending): the replay admits it once requeued; the answer says why it is still

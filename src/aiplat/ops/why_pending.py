@@ -218,7 +218,7 @@ def _replay_line(k: NextCycles) -> str:
 def _why_not_yet(k: NextCycles, cohort: str | None) -> str:
     """Why a workload the replay admits is pending in the snapshot."""
     if k.evaluated:
-        where = f"in cohort {cohort}" if cohort else "in its ClusterQueue"
+        where = f"in the tree of cohort {cohort}" if cohort else "in its ClusterQueue"
         return ("Kueue tried it before and keeps it among the inadmissible workloads: it "
                 f"retries only on a requeue (quota released {where}, a change to its "
                 "queues)")
@@ -254,6 +254,11 @@ def _reconcile(e: Explanation, k: NextCycles, cohort: str | None) -> Answer:
     decisive = [n for n in k.not_modelled if any(d in n for d in DECISIVE)]
     if e.code in ADMITTED:
         return Answer(e.object, e.code, e.reason, [*e.evidence, line], k)
+    if e.code in QUOTA - {"Fits"} and k.decision == "admitted":  # preemption, a requeue
+        a = _admits(e, k, cohort)
+        caveat = ([f"the replay does not model {'; '.join(decisive)}: Kueue may still "
+                   "refuse it there"] if decisive else [])
+        return Answer(a.object, a.code, a.reason, [*a.evidence, *caveat], k)
     if e.code in QUOTA and not decisive:
         if k.decision == "admitted":
             return _admits(e, k, cohort)
