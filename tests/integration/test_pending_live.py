@@ -7,6 +7,8 @@ cluster up --name pendlive``): a 2-level cohort tree, and the example tree's pen
   hc-team's borrowingLimit and the 1, and the replay of Kueue's cycle agrees. Raising the
   limit to 2 lets Kueue admit it from hc-root's own quota (which a flat pool of the
   ClusterQueues' quota would not have).
+- StrictFIFO: a head that never fits keeps a small job behind it pending although quota
+  is free; why-pending says so (the old answer was "fits"), Kueue agrees.
 - The example (``aiplat plan`` tree applied as is): nightly-eval stays pending for the
   cohort's l40s quota; why-pending, read with ``--context``, gives the same cause as
   Kueue's condition, and the replay keeps it pending too.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -149,3 +152,39 @@ def test_the_examples_pending_job_with_context(lab: Lab) -> None:
     res, flavor = why["reason"].split(":")[0].split(" in flavor ")
     assert f"insufficient unused quota for {res} in flavor {flavor}" in cond["message"], cond
     assert f"Kueue: {cond['reason']}: {cond['message']}" in why["evidence"], why
+
+
+def test_a_blocked_strict_fifo_head_keeps_a_fitting_job_pending(lab: Lab) -> None:
+    """ClusterQueue sf-q (StrictFIFO, 2 CPUs, no cohort): an older 3-CPU job heads the queue
+    and never fits; a 1-CPU job behind it would fit on its own (the old answer: "fits, Kueue
+    should admit it on its next cycle"). Kueue keeps it pending, why-pending says it waits
+    behind the head, and deleting the head lets Kueue admit it."""
+    ns = "sf-ns"
+    lab.api.apply_all([
+        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "sf-q"},
+         "spec": {"queueingStrategy": "StrictFIFO", "namespaceSelector": {},
+                  "resourceGroups": _cpu("2")}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "sf", "namespace": ns},
+         "spec": {"clusterQueue": "sf-q"}}])
+    if lab.api.get(_tree("1")[0]) is None:
+        lab.api.apply(_tree("1")[0])  # the flavor hc
+    _eventually(f"{ns} ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", ns))
+    big, small = _job("sf-big"), _job("sf-small")
+    for job, cpu in ((big, "3"), (small, "1")):
+        job["metadata"] |= {"namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "sf"}}
+        job["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+            "requests": {"cpu": cpu}, "limits": {"cpu": cpu}}
+    lab.api.create(big)
+    _reserved(lab.api, "sf-big", ns, "False")
+    lab.api.create(small)
+    _eventually("sf-small's Workload", lambda: _wl(lab.api, "sf-small", ns))
+    why = _why(lab, "sf-small", "-n", ns)
+    assert why["code"] == "BehindQueueHead", why
+    assert "waiting behind the head of ClusterQueue sf-q" in why["reason"], why
+    time.sleep(5)  # many of Kueue's cycles: none admits it (the head blocks the queue)
+    wl = _wl(lab.api, "sf-small", ns) or {}
+    assert (_cond(wl, "QuotaReserved") or {}).get("status") != "True", wl
+    lab.api.delete(big)
+    _reserved(lab.api, "sf-small", ns, "True")
