@@ -187,3 +187,29 @@ def test_deepseek_v3_fp8_pretraining_on_b200_against_megatron_bridge() -> None:
     assert ratio * tps / 2139 == pytest.approx(3.07, abs=0.05)
     assert any("dense default MFU" in f.message and f.severity == "info"
                for f in default.findings)
+
+
+def test_qwen3_235b_fp8_pretraining_on_b200_against_megatron_bridge() -> None:
+    """Megatron-Bridge docs/performance-summary.md (25.11, DGX-B200): Qwen3_235B_a22B, 64 GPUs,
+    FP8-MX, GBS 1024, MBS 1, sequence 4096, PP 8, VP 2, EP 8: 3,269 tokens/s/GPU at 484 model
+    TFLOP/s. Given that throughput the plan gives 2,831: −13.4 %, held within 15 % and on the
+    slow side. The gap is the attention convention: aiplat counts PaLM's 12·l·s·d (d = 64
+    heads x 128 = 8,192, twice the hidden size here), Megatron the causal half; with the half
+    the plan would be 2.6 % under."""
+    data = yaml.safe_load(SPEC)
+    data["pools"].append(B200_POOL)
+    data["tenants"][0]["quota"]["b200"] = {"gpus": 256}
+    data["workloads"] = [{"name": "w", "tenant": "r", "pool": "b200", "kind": "pretrain",
+                          "model": "qwen3-235b-a22b", "precision": "fp8",
+                          "achievedTflopsPerGpu": 484, "data": {"tokens": 1e10},
+                          "parallelism": {"tensor": 1, "pipeline": 8, "virtualStages": 2,
+                                          "expert": 8, "data": 8, "globalBatch": 1024,
+                                          "sequenceLength": 4096}}]
+    w = build_plan(parse_platform(yaml.safe_dump(data, sort_keys=False), "t.yaml", CATALOG),
+                   CATALOG).workloads[0]
+    assert w.gpus == 64 and not _errors(w)
+    tps = 1e10 / w.results["time"]["seconds"] / w.gpus
+    assert tps == pytest.approx(3269, rel=0.15)
+    assert tps < 3269
+    causal = 484e12 / (6 * 22189965312 + 6 * 94 * 4096 * 8192)
+    assert causal == pytest.approx(3269, rel=0.03)
