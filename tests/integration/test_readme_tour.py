@@ -55,6 +55,11 @@ HOST_NUMBERS = {
 }
 """Command prefixes whose every number belongs to the machine that ran them."""
 
+REMEASURED = ("aiplat node baseline", "aiplat accept run")
+"""Measurements whose verdict (pass below a ratio or CV) a busy 2-core runner can tip: run once
+more when the first run's output differs, as an admin re-measures a noisy probe; the second
+run must agree."""
+
 FGD_DATA = ROOT.parent / "shared" / "data"
 
 
@@ -174,7 +179,11 @@ def test_the_readme_tour_runs_in_an_empty_folder_as_shown(
                 dump.mkdir(parents=True, exist_ok=True)
                 (dump / f"{n:03d}.txt").write_text(f"README.md:{step.line} exit {code}\n"
                                                    f"$ {step.command}\n{output}")
-            found = compare(step.shown, output, numbers=_host_numbers(_as_typed(step.command)))
+            numbers = _host_numbers(_as_typed(step.command))
+            found = compare(step.shown, output, numbers=numbers)
+            if found and _as_typed(step.command).startswith(REMEASURED):
+                code, output = runner.run(step)
+                found = compare(step.shown, output, numbers=numbers)
             if "Traceback (most recent call last)" in output:
                 found.append("a traceback")
             if found:
