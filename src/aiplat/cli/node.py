@@ -49,7 +49,14 @@ def node() -> None:
 @OUTPUT
 @click.option("--schema", is_flag=True, help="print the inventory JSON Schema and exit")
 def inventory(root: str, recorded: tuple[str, ...], fmt: str, schema: bool) -> None:
-    """What this node is: PCI tree, NUMA, CPUs, network, drivers, devices, GPUs."""
+    """What this node is: PCI tree, NUMA, CPUs, network, drivers, devices, GPUs.
+
+    \b
+    Examples:
+      aiplat samples get node-hgx-h100 -d hgx
+      aiplat node inventory --root hgx
+      aiplat node inventory --root hgx -o json > inventory.json
+    """
     if schema:
         click.echo(dump(inventory_json_schema(), "json" if fmt == "table" else fmt), nl=False)
         return
@@ -65,7 +72,14 @@ def inventory(root: str, recorded: tuple[str, ...], fmt: str, schema: bool) -> N
 @FROM
 @OUTPUT
 def placement(root: str, recorded: tuple[str, ...], fmt: str) -> None:
-    """GPU-NIC-NUMA placement, kubelet and NCCL recommendations, node labels."""
+    """GPU-NIC-NUMA placement, kubelet and NCCL recommendations, node labels.
+
+    \b
+    Examples:
+      aiplat samples get node-hgx-h100 -d hgx
+      aiplat node placement --root hgx
+      aiplat node placement --root hgx -o yaml
+    """
     inv = collect_inventory(root, parse_from_options(list(recorded)))
     p = evaluate_placement(inv)
     if fmt == "table":
@@ -101,7 +115,15 @@ def check(  # noqa: PLR0917 (one parameter per option)
     image_config: str | None, baseline_file: str | None, only: tuple[str, ...],
     skip: tuple[str, ...],
 ) -> None:
-    """Health checks (and the version matrix); exit 1 on any failure."""
+    """Health checks (and the version matrix); exit 1 on any failure.
+
+    \b
+    Examples:
+      aiplat samples get node-hgx-h100-degraded -d hgx
+      aiplat node check --root hgx
+      aiplat spec example > platform.yaml
+      aiplat node check --root hgx --spec platform.yaml --pool h100 --matrix -o json
+    """
     from aiplat.node.matrix import parse_observed
     from aiplat.node.service import check_node
 
@@ -159,7 +181,13 @@ def _opts(fn: F) -> F:
 def baseline_record(  # noqa: PLR0917
         runs: int, scale: float, directory: str | None, metrics: tuple[str, ...],
                     spec: str | None, pool: str | None, out: str) -> None:
-    """Measure CPU, memory, disk, loopback network (and GPU with torch); write JSON."""
+    """Measure CPU, memory, disk, loopback network (and GPU with torch); write JSON.
+
+    \b
+    Examples:
+      aiplat node baseline record --runs 1 --scale 0.05 -w baseline.json
+      aiplat node baseline record --metric cpu.matmul --metric disk.read --scale 0.05 -w cpu.json
+    """
     from aiplat.fsutil import atomic_write
     from aiplat.node.baseline import record
 
@@ -197,7 +225,14 @@ def baseline_compare(  # noqa: PLR0917
         baseline_file: str, runs: int, scale: float, directory: str | None,
                      metrics: tuple[str, ...], spec: str | None, pool: str | None,
                      tolerance: float | None, fmt: str) -> None:
-    """Measure again and compare medians with BASELINE_FILE; exit 1 on a regression."""
+    """Measure again and compare medians with BASELINE_FILE; exit 1 on a regression.
+
+    \b
+    Examples:
+      aiplat node baseline record --runs 1 --scale 0.05 -w baseline.json
+      aiplat node baseline compare baseline.json --runs 1 --scale 0.05
+      aiplat node baseline compare baseline.json --runs 1 --scale 0.05 --tolerance 0.5 -o json
+    """
     from aiplat.node.baseline import compare, load_baseline, record
 
     base = load_baseline(baseline_file)
@@ -240,7 +275,12 @@ def baseline_compare(  # noqa: PLR0917
 @OUTPUT
 @QUIET
 def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> None:
-    """Sustained CPU/memory (and GPU with torch) stress; fail on errors, heat or throttling."""
+    """Sustained CPU/memory (and GPU with torch) stress; fail on errors, heat or throttling.
+
+    \b
+    Examples:
+      aiplat node burnin --duration 2s --workers 2
+    """
     from aiplat.node.burnin import parse_duration, run_burnin
 
     seconds = parse_duration(duration)
@@ -272,7 +312,14 @@ def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> N
 @click.option("-w", "--write", "out", type=click.Path(dir_okay=False),
               help="also write the script to this file (atomically, mode 0755)")
 def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | None) -> None:
-    """Print the idempotent preparation script for the pool's approved versions."""
+    """Print the idempotent preparation script for the pool's approved versions.
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat node prepare --spec platform.yaml --pool h100
+      aiplat node prepare --spec platform.yaml --pool h100 -w prepare-h100.sh
+    """
     from aiplat.fsutil import atomic_write
     from aiplat.node.prepare import plan_steps, render_script
 
@@ -296,7 +343,15 @@ def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | N
 @click.option("--node-name", envvar="NODE_NAME", help="Node to patch (default: $NODE_NAME)")
 def agent(root: str, recorded: tuple[str, ...], spec: str | None, pool: str | None,  # noqa: PLR0917
           interval: float, once: bool, dry_run: bool, node_name: str | None) -> None:
-    """Run the checks every --interval and patch this Node (labels, condition, taint)."""
+    """Run the checks every --interval and patch this Node (labels, condition, taint).
+
+    \b
+    Examples:
+      aiplat samples get node-hgx-h100 -d hgx
+      aiplat spec example > platform.yaml
+      aiplat node agent --root hgx --once --dry-run --node-name gpu-1
+      aiplat node agent --root hgx --spec platform.yaml --pool h100 --once --dry-run
+    """
     import json
 
     from aiplat.node.agent import LightkubeNodeClient, run_agent
