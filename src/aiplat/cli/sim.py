@@ -129,6 +129,11 @@ def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant:
     figure is the mean allocation over the pods that arrive at 130%. Prints the mean per
     policy and trace and the variant that produced it (JSON: trace -> policy -> mean percent,
     plus per-seed values and "variant").
+
+    \b
+    Examples (the FGD trace in ./data, see aiplat samples get fgd-trace):
+      aiplat sim fgd --data data --trace multigpu50 --seeds 1
+      aiplat sim fgd --data data --trace multigpu50 --policy fgd --policy bestfit --seeds 2 -o json
     """
     from aiplat.sched.alibaba import load_nodes, load_pods, variants
     from aiplat.sched.fgd import FgdOptions
@@ -233,6 +238,11 @@ def run(  # noqa: PLR0917 (one parameter per click option)
     Each tenant is a ClusterQueue, each pool a flavor; workloads become jobs from the plan's
     sized GPUs and run hours. With --trace, replays an Alibaba trace variant instead (one
     ClusterQueue per QoS class).
+
+    \b
+    Examples:
+      aiplat sim run
+      aiplat sim run --policy fgd --strategy autoscale --months 3 -o json
     """
     t0 = time.perf_counter()
     if trace is not None:
@@ -299,6 +309,11 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
 
     Every combination of the given --policy, --strategy and --queueing values is one row:
     waits (worst tenant p95), fairness, utilisation and provisioned GPU-hours.
+
+    \b
+    Examples:
+      aiplat sim compare --policy bestfit --policy fgd
+      aiplat sim compare --strategy fixed --strategy autoscale --queueing fair --queueing classic
     """
     platform, plan = _platform(spec)
     combos = [(p, s, q) for p in (policies or ("bestfit",)) for s in (strategies or ("spec",))
@@ -469,6 +484,11 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
     (admitted, preempted, pending), the flavor per pod set and resource, the preemption
     reason, and for pending ones whether Kueue would retry it (active) or wait for quota
     to be released (inadmissible) with the reason in Kueue's words.
+
+    \b
+    Examples (a running lab cluster):
+      aiplat sim replay
+      aiplat sim replay --cycles 1 -o json
     """
     from aiplat.sched.kueue_cycle import Replay
     from aiplat.sched.kueue_snapshot import parse
