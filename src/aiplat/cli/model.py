@@ -110,7 +110,14 @@ def model() -> None:
 def push(*, directory: str, ref: str, name: str | None, version: str, mount_from: tuple[str, ...],
          chunk_size: str, concurrency: int, sign_key: str | None, plain_http: bool | None,
          output: str) -> None:
-    """Package DIRECTORY as a ModelPack artifact and push it to REF (HOST/REPO:TAG)."""
+    """Package DIRECTORY as a ModelPack artifact and push it to REF (HOST/REPO:TAG).
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat samples get model-mini
+      aiplat model push model-mini 127.0.0.1:5000/models/mini:1
+      aiplat model push model-mini 127.0.0.1:5000/models/mini:2 --version 2.0 -o json
+    """
     from aiplat.artifacts.package import package_dir
     from aiplat.artifacts.push import push_package
 
@@ -173,7 +180,13 @@ def _load_key(path: str) -> Any:
 def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_rate: str | None,
          max_cache_size: str | None, pin: bool, link: str | None, plain_http: bool | None,
          output: str) -> None:
-    """Pull REF into the cache and print the model directory (a snapshot of hard links)."""
+    """Pull REF into the cache and print the model directory (a snapshot of hard links).
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat model pull 127.0.0.1:5000/models/mini:1
+      aiplat model pull 127.0.0.1:5000/models/mini:1 --pin --link mini -o json
+    """
     from aiplat.artifacts.pull import pull as do_pull
     from aiplat.artifacts.signing import parse_policy
 
@@ -225,7 +238,17 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
 @_PLAIN
 @_OUTPUT
 def ls(registry: str | None, cache_dir: str, plain_http: bool | None, output: str) -> None:
-    """List repositories of REGISTRY (HOST[:PORT]), or the cache's snapshots without it."""
+    """List repositories of REGISTRY (HOST[:PORT]), or the cache's snapshots without it.
+
+    \b
+    Examples:
+      aiplat model ls
+      aiplat model ls -o json
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat model ls 127.0.0.1:5000
+    """
     if registry:
         with open_client(registry, plain_http=plain_http) as client:
             repos = client.catalog()
@@ -245,7 +268,13 @@ def ls(registry: str | None, cache_dir: str, plain_http: bool | None, output: st
 @_PLAIN
 @_OUTPUT
 def tags(repository: str, plain_http: bool | None, output: str) -> None:
-    """List the tags (versions) of REPOSITORY (HOST/REPO); signature tags are hidden."""
+    """List the tags (versions) of REPOSITORY (HOST/REPO); signature tags are hidden.
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat model tags 127.0.0.1:5000/models/mini
+      aiplat model tags 127.0.0.1:5000/models/mini -o json
+    """
     r = parse_reference(repository)
     with open_client(r.registry, plain_http=plain_http) as client:
         all_tags = client.tags(r.repository)
@@ -258,7 +287,13 @@ def tags(repository: str, plain_http: bool | None, output: str) -> None:
 @_PLAIN
 @_OUTPUT
 def inspect(ref: str, plain_http: bool | None, output: str) -> None:
-    """Show REF's digest, config and layers, and whether it carries signatures."""
+    """Show REF's digest, config and layers, and whether it carries signatures.
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat model inspect 127.0.0.1:5000/models/mini:1
+      aiplat model inspect 127.0.0.1:5000/models/mini:1 -o json
+    """
     from aiplat.artifacts.signatures import find_signatures
 
     r = parse_reference(ref)
@@ -287,7 +322,13 @@ def inspect(ref: str, plain_http: bool | None, output: str) -> None:
 @click.option("--no-quarantine", is_flag=True, help="only report; move nothing")
 @_OUTPUT
 def verify(cache_dir: str, no_quarantine: bool, output: str) -> None:
-    """Re-hash every cached blob; quarantine corrupt ones (exit 1 when any)."""
+    """Re-hash every cached blob; quarantine corrupt ones (exit 1 when any).
+
+    \b
+    Examples:
+      aiplat model verify
+      aiplat model verify --no-quarantine -o json
+    """
     t0 = time.perf_counter()
     res = Cache(cache_dir).verify(quarantine=not no_quarantine)
     s = time.perf_counter() - t0
@@ -308,7 +349,13 @@ def verify(cache_dir: str, no_quarantine: bool, output: str) -> None:
 @click.option("--max-size", help="also evict least recently used unpinned snapshots to this size")
 @_OUTPUT
 def gc(cache_dir: str, max_size: str | None, output: str) -> None:
-    """Remove blobs no snapshot uses and stale partial downloads (waits for running pulls)."""
+    """Remove blobs no snapshot uses and stale partial downloads (waits for running pulls).
+
+    \b
+    Examples:
+      aiplat model gc
+      aiplat model gc --max-size 500G -o json
+    """
     cache = Cache(cache_dir)
     evicted = cache.evict(parse_size(max_size, "--max-size"), blocking=True) if max_size else None
     res = cache.gc()
@@ -351,6 +398,15 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
           keys: [release]
         - repositories: ["registry.example:5000/scratch/*"]
           require: none
+
+    \b
+    Examples:
+      aiplat model sign --generate-key release.key
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat model sign --generate-key release.key
+      aiplat model sign 127.0.0.1:5000/models/mini:1 --key release.key
     """
     from aiplat.artifacts.signing import generate_key as new_key
     from aiplat.artifacts.signing import key_id, private_pem, public_pem
@@ -399,7 +455,13 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
 @_OUTPUT
 def bench(*, ref: str, workdir: str | None, concurrency: int, rounds: int, with_oras: bool,
           plain_http: bool | None, output: str) -> None:
-    """Time cold pull, warm pull and load of REF against same-run ceilings (GB/s)."""
+    """Time cold pull, warm pull and load of REF against same-run ceilings (GB/s).
+
+    \b
+    Examples (a registry at 127.0.0.1:5000):
+      aiplat model bench 127.0.0.1:5000/models/mini:1 --rounds 1
+      aiplat model bench 127.0.0.1:5000/models/mini:1 --concurrency 8 --rounds 1 -o json
+    """
     import shutil
     import tempfile
 
