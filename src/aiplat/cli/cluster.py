@@ -39,7 +39,13 @@ def cluster() -> None:
 @QUIET
 def build(cache: Path | None, force: bool, output: str) -> None:
     """Build the pinned components with `go build` from their Go modules (needs Go >= 1.26
-    and the Go module proxy). Idempotent: a second run builds nothing."""
+    and the Go module proxy). Idempotent: a second run builds nothing.
+
+    \b
+    Examples (Go >= 1.26, the Go module proxy):
+      aiplat lab cluster build
+      aiplat lab cluster build -o json
+    """
     from aiplat.cluster.assets import build as do_build
 
     with progress_bar("go build") as bar:
@@ -65,7 +71,12 @@ def build(cache: Path | None, force: bool, output: str) -> None:
               help="folder with binaries you already have (looked up before the cache)")
 @click.option("--timeout", default=120.0, show_default=True, help="seconds per component")
 def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None:
-    """Start the cluster for SPEC's pools (default: the built-in example)."""
+    """Start the cluster for SPEC's pools (default: the built-in example).
+
+    \b
+    Examples (root, the components of aiplat lab cluster build):
+      aiplat lab cluster up
+    """
     from aiplat.catalog import load_catalog
     from aiplat.catalog.storage import DEFAULT_PROVISIONERS, driver
     from aiplat.cluster.assets import locate
@@ -104,7 +115,13 @@ def up(spec: str | None, name: str, assets: Path | None, timeout: float) -> None
               help="first wait up to SECONDS until Kueue's workloads stop changing")
 @OUTPUT
 def status(name: str, settle: float, output: str) -> None:
-    """Components, nodes, Kueue health and where each workload went (exit 1 when not up)."""
+    """Components, nodes, Kueue health and where each workload went (exit 1 when not up).
+
+    \b
+    Examples (a running lab cluster):
+      aiplat lab cluster status
+      aiplat lab cluster status --settle 30 -o json
+    """
     from aiplat.cluster.run import status as do_status
 
     st = do_status(name, settle=settle)
@@ -142,7 +159,12 @@ def status(name: str, settle: float, output: str) -> None:
 @cluster.command()
 @NAME
 def down(name: str) -> None:
-    """Stop what `up` started and remove its files (also after a crash)."""
+    """Stop what `up` started and remove its files (also after a crash).
+
+    \b
+    Examples (a running lab cluster):
+      aiplat lab cluster down
+    """
     from aiplat.cluster.run import down as do_down
 
     stopped = do_down(name)
@@ -152,7 +174,12 @@ def down(name: str) -> None:
 @cluster.command()
 @NAME
 def kubeconfig(name: str) -> None:
-    """Print the path of the cluster's kubeconfig (use: export KUBECONFIG=$(...))."""
+    """Print the path of the cluster's kubeconfig (use: export KUBECONFIG=$(...)).
+
+    \b
+    Examples (a running lab cluster):
+      aiplat lab cluster kubeconfig
+    """
     from aiplat.cluster.run import kubeconfig_path, load_state
 
     if load_state(name) is None:
@@ -179,7 +206,11 @@ def image(out: Path | None, tag: str | None, wheel: Path | None, source: Path | 
     plus the aiplat wheel, imported into Podman. Needs root, debootstrap and podman.
     Idempotent: cached by the wheel's content hash; a second run builds nothing.
 
-    Example: aiplat lab cluster image --out node-agent.tar"""
+    \b
+    Examples (root, debootstrap, Podman):
+      aiplat lab cluster image
+      aiplat lab cluster image --out node-agent.tar
+    """
     from aiplat.cluster.agent_image import DEFAULT_MIRROR, Recipe, build_image
     from aiplat.kube.render_cluster import AGENT_IMAGE
 

@@ -83,6 +83,15 @@ def up(  # noqa: PLR0917 (one parameter per click option)
 
     Debian packages: iproute2 iptables iperf3 iputils-ping prometheus
     prometheus-node-exporter docker-registry.
+
+    \b
+    Examples:
+      aiplat lab up --dry-run
+      aiplat lab up --dry-run --nodes 3 --segment mgmt --segment storage
+
+    \b
+    Examples (root, a lab):
+      aiplat lab up --nodes 2
     """
     plan = lab_plan(spec, nodes, prefix, link_mbit, segments, prom_port=prom_port)
     if dry_run:
@@ -107,7 +116,13 @@ def up(  # noqa: PLR0917 (one parameter per click option)
               show_default=True, help="stdout format (env: LAB, LAB_NODE and LAB_STORE as shell "
                                       "assignments, for eval)")
 def status(prefix: str, output: str) -> None:
-    """Show the lab: segments, nodes, processes, active faults. Exit 1 when it is not up."""
+    """Show the lab: segments, nodes, processes, active faults. Exit 1 when it is not up.
+
+    \b
+    Examples (root, a lab):
+      aiplat lab status
+      aiplat lab status -o json
+    """
     st = labio.status(prefix)
     if st is None:
         if output == "json":
@@ -151,7 +166,13 @@ def _print_status(st: dict[str, Any]) -> None:
 @PREFIX
 @OUTPUT
 def down(prefix: str, output: str) -> None:
-    """Remove everything the lab created (from its state file). Safe to repeat."""
+    """Remove everything the lab created (from its state file). Safe to repeat.
+
+    \b
+    Examples (root, a lab):
+      aiplat lab down
+      aiplat lab down -o json
+    """
     r = labio.down(prefix)
     if output == "json":
         _json({"prefix": prefix, "removed": r.removed, "seconds": round(r.seconds, 2)})
@@ -181,7 +202,13 @@ def fault() -> None:
 def fault_add(  # noqa: PLR0917 (one parameter per click option)
     kind: str, node: str | None, segment: str | None, value: float | None,
               seconds: int, prefix: str, dry_run: bool, output: str) -> None:
-    """Inject a fault of KIND at --node on --segment."""
+    """Inject a fault of KIND at --node on --segment.
+
+    \b
+    Examples (root, a lab):
+      aiplat lab fault add loss --node node-1 --segment storage --value 20
+      aiplat lab fault add mtu --node node-2 --segment storage --value 1500 --dry-run
+    """
     state = labio.require_up(prefix)
     fp = plan_fault(state.plan, kind, node, segment, value=value, seconds=seconds)
     if dry_run:
@@ -201,7 +228,13 @@ def fault_add(  # noqa: PLR0917 (one parameter per click option)
 @PREFIX
 @OUTPUT
 def fault_clear(ids: tuple[str, ...], all_: bool, prefix: str, output: str) -> None:
-    """Undo faults by id (see 'fault list'), or --all."""
+    """Undo faults by id (see 'fault list'), or --all.
+
+    \b
+    Examples (root, a lab):
+      aiplat lab fault clear loss@node-1/storage
+      aiplat lab fault clear --all -o json
+    """
     if not ids and not all_:
         raise InputError("name the faults to clear or pass --all (see 'aiplat lab fault list')")
     cleared = labio.clear_faults(prefix, None if all_ else list(ids))
@@ -215,7 +248,13 @@ def fault_clear(ids: tuple[str, ...], all_: bool, prefix: str, output: str) -> N
 @PREFIX
 @OUTPUT
 def fault_list(prefix: str, output: str) -> None:
-    """Active faults."""
+    """Active faults.
+
+    \b
+    Examples (root, a lab):
+      aiplat lab fault list
+      aiplat lab fault list -o json
+    """
     state = load_state(prefix)
     faults = state.faults if state else []
     if output == "json":
@@ -240,7 +279,13 @@ def net() -> None:
 def net_check(segments: tuple[str, ...], no_throughput: bool, prefix: str, output: str) -> None:
     """Between lab nodes, per segment: path MTU (DF ping sweep), loss and latency (ping
     bursts), TCP throughput (iperf3), against the segment's MTU and the lab's link rate.
-    Exit 1 when there are findings."""
+    Exit 1 when there are findings.
+
+    \b
+    Examples (root, a lab):
+      aiplat net check --no-throughput
+      aiplat net check --segment storage -o json
+    """
     from aiplat.netdiag.probes import net_check as run_check
 
     findings, raw = run_check(prefix, list(segments) or None, not no_throughput,
@@ -286,6 +331,11 @@ def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None
     With the lab up: pulls the model store's blob from every node (the symptom) and
     correlates the pulls with each node's per-segment traffic, retransmissions, carrier and
     MTU. Without a lab, --prometheus URL: interface facts over --since. Exit 1 with causes.
+
+    \b
+    Examples (root, a lab):
+      aiplat diagnose
+      aiplat diagnose -o json
     """
     from aiplat.netdiag.diagnose import diagnose_lab, diagnose_prometheus
 
