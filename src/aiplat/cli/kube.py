@@ -65,7 +65,14 @@ def kube() -> None:
               default="table", show_default=True, help="format of the summary on stdout")
 def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
     """Render cluster/, kueue/, tenants/, storage/, serving/ and workloads/ from SPEC
-    (default: the built-in example) into a kustomize-ready tree."""
+    (default: the built-in example) into a kustomize-ready tree.
+
+    \b
+    Examples:
+      aiplat kube render -d kube
+      aiplat spec example > platform.yaml
+      aiplat kube render platform.yaml -d kube -o json
+    """
     t0 = time.perf_counter()
     platform = _platform(spec)
     rendered = render(platform, load_catalog())
@@ -93,7 +100,14 @@ def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
 def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
                  fmt: str) -> None:
     """Validate DIR: built-in kinds with the official schemas (strict), custom resources with
-    their CRDs, then names, quantities, DRA rules and CEL selectors."""
+    their CRDs, then names, quantities, DRA rules and CEL selectors.
+
+    \b
+    Examples:
+      aiplat kube render -d kube
+      aiplat kube validate kube
+      aiplat kube validate kube --k8s-version 1.34 --k8s-version 1.35 -o json
+    """
     from aiplat.kube.validate import check_version
 
     versions = tuple(check_version(v) for v in versions)
@@ -123,7 +137,15 @@ def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
               help="pool inventory YAML (default: DIR/cluster/nodes/inventory.yaml)")
 @OUTPUT
 def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
-    """Cross-check the layers of a rendered DIR (or of a SPEC, rendered in memory)."""
+    """Cross-check the layers of a rendered DIR (or of a SPEC, rendered in memory).
+
+    \b
+    Examples:
+      aiplat kube render -d kube
+      aiplat kube lint kube
+      aiplat spec example > platform.yaml
+      aiplat kube lint platform.yaml -o json
+    """
     path = Path(target)
     inv: Inventory | None
     if path.is_file():
@@ -257,7 +279,14 @@ def apply_cmd(  # noqa: PLR0917 (one parameter per click option)
     cluster objects, Kueue queues, namespaced configuration, workloads. Each workload's pods
     are also created as a dry run, so a LimitRange, quota or Pod Security level that would
     refuse them is reported now, with the API server's message. Exit 1 when anything is
-    refused."""
+    refused.
+
+    \b
+    Examples (a running lab cluster):
+      aiplat kube render -d kube
+      aiplat kube apply kube --dry-run server
+      aiplat kube apply kube
+    """
     from aiplat.kube.apply import Api, apply_tree
 
     items, _inv = read_tree(directory)
