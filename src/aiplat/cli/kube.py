@@ -188,7 +188,19 @@ def why_pending_cmd(  # noqa: PLR0917 (one parameter per click option)
                     kubeconfig: str | None, context: str | None, fmt: str) -> None:
     """Explain why the Job, Workload or Pod NAME is not running: one line, then evidence,
     with what Kueue's next cycles would do (a replay of Kueue v0.19's scheduler over the
-    same objects)."""
+    same objects).
+
+    \b
+    Examples:
+      aiplat samples get snapshot-quota-exhausted -d snap
+      aiplat kube why-pending finetune -n research --snapshot snap
+      aiplat kube why-pending finetune -n research --snapshot snap -o json
+
+    \b
+    Examples (a running lab cluster):
+      aiplat kube why-pending nightly-eval -n batch
+      aiplat kube why-pending docs-search -n serving -o yaml
+    """
     from aiplat.ops.why_pending import explain
 
     if snapshot and (kubeconfig or context):
