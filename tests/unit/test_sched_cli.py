@@ -109,3 +109,22 @@ spec:
     assert "warning:" in r.stderr and "namespaceSelector" in r.stderr
     data = json.loads(r.stdout)
     assert [t["weight"] for t in data["tenants"]] == [1.0, 1.0, 1.0]  # from the objects
+
+
+def test_run_simulates_the_queues_the_tree_renders(tmp_path: Path) -> None:
+    """Without --kueue, sim run reads the Kueue objects kube render writes: a spec with fair
+    sharing off renders a classic Configuration, and the title says classic."""
+    import yaml
+
+    from aiplat.spec import example_text
+
+    doc = yaml.safe_load(example_text())
+    doc["kubernetes"]["fairSharing"] = False
+    spec = tmp_path / "c.yaml"
+    spec.write_text(yaml.safe_dump(doc, sort_keys=False))
+    r = CliRunner().invoke(sim, ["run", str(spec)])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0].rstrip().endswith("· classic · queues as kube render "
+                                                      "writes them")
+    r = CliRunner().invoke(sim, ["run"])
+    assert "· fair sharing · queues as kube render writes them" in r.stdout.splitlines()[0]

@@ -7,6 +7,7 @@ JSON.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import sys
@@ -68,13 +69,20 @@ def _kueue(path: str | None) -> Any:
                                  "object (fix: pass the rendered Kueue YAML)")
         objects.extend(docs)
     try:
-        config = from_objects(objects, str(root))
+        config = from_objects(objects, str(root), load_text=_embedded)
     except (TypeError, AttributeError, KeyError) as e:
         raise InputError(f"{root}: not the shape of Kueue objects ({type(e).__name__}: {e}) "
                          "(fix: pass the rendered Kueue YAML, e.g. out/kube/kueue/)") from e
     for line in config.unsupported:
         click.echo(f"warning: {line}", err=True)
     return config
+
+
+def _tree_queues(platform: Any) -> Any:
+    """The queues the Kubernetes tree renders for ``platform`` (what would be applied)."""
+    from aiplat.ops.sim_month import tree_queues
+
+    return tree_queues(platform)
 
 
 def _data_dir(data: str | None) -> Path:
@@ -258,20 +266,17 @@ def run(  # noqa: PLR0917 (one parameter per click option)
         title = f"trace {trace} · policy {policy}"
     else:
         platform, plan = _platform(spec)
-        queues = _kueue(kueue_path)
-        if queues is not None and classic:  # --classic overrides the Configuration
-            import dataclasses
-
+        queues = _kueue(kueue_path) or _tree_queues(platform)
+        if classic:  # --classic overrides the Configuration
             queues = dataclasses.replace(queues, fair_sharing=False)
-        fair = queues.fair_sharing if queues is not None else not classic
         with progress_bar("simulating", 1.0, "fraction") as bar:
             result = simulate_platform(platform, plan, seed, policy=policy, months=months,
                                        strategy=strategy, warm_nodes=warm_nodes,
                                        mtbf_h=mtbf_h, mttr_h=mttr_h, fair_sharing=not classic,
                                        queues=queues, progress=bar.update)
         title = (f"{platform.metadata.name} · {months:g} month(s) · policy {policy} · "
-                 f"pools {strategy} · {'fair sharing' if fair else 'classic'}"
-                 + (f" · queues from {kueue_path}" if kueue_path else ""))
+                 f"pools {strategy} · {queues.mode} · queues "
+                 + (f"from {kueue_path}" if kueue_path else "as kube render writes them"))
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -316,6 +321,7 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
       aiplat sim compare --strategy fixed --strategy autoscale --queueing fair --queueing classic
     """
     platform, plan = _platform(spec)
+    tree = _tree_queues(platform)
     combos = [(p, s, q) for p in (policies or ("bestfit",)) for s in (strategies or ("spec",))
               for q in (queueings or ("fair",))]
     rows = []
@@ -324,7 +330,8 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
             bar.step(f"{p}, {s}, {q}")
             r = simulate_platform(platform, plan, seed, policy=p, months=months, strategy=s,
                                   warm_nodes=warm_nodes, mtbf_h=mtbf_h, mttr_h=mttr_h,
-                                  fair_sharing=q == "fair", progress=_offset(bar, i))
+                                  queues=dataclasses.replace(tree, fair_sharing=q == "fair"),
+                                  progress=_offset(bar, i))
             rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
             bar.update(i + 1)
     if fmt == "json":
