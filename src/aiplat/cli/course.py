@@ -35,7 +35,13 @@ from aiplat.errors import InputError
 def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str, root: str,
              lab: str) -> None:
     """Run exercise N of the lab course (or all seven) and check its result; with --check,
-    only check what is on disk, as an instructor would."""
+    only check what is on disk, as an instructor would.
+
+    \b
+    Examples (an aiplat source checkout; exercises 5-7: root, a lab):
+      aiplat lab exercise 1
+      aiplat lab exercise 1 --check
+    """
     from aiplat.course.exercises import EXERCISES
     from aiplat.course.runner import CourseError, check, run_exercise
 

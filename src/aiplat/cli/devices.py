@@ -165,7 +165,13 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
                  targets: tuple[str, ...]) -> None:
     """Build CDI specs from the host (or --root / --inventory): one device per GPU by index
     and UUID, MIG devices, AMD, RDMA and --char devices, plus 'all'. Each spec gets the
-    lowest cdiVersion its fields need."""
+    lowest cdiVersion its fields need.
+
+    \b
+    Examples:
+      aiplat cdi generate --char example.com/acc=0:/dev/null
+      aiplat cdi generate --char example.com/acc=0:/dev/null -d cdi -o yaml
+    """
     checks = [_target(t) for t in targets]
     specs = _generate(root, inventory, chars, env=env, mounts=mounts,
                       spec_file=spec_file, pool_name=pool_name)
@@ -218,7 +224,14 @@ def cdi_validate(paths: tuple[str, ...], no_host: bool, root: str, strict: bool,
     """Check CDI spec FILEs or DIRs as the reference loader and the host would. DIRs are read
     in the order given; a device defined again in a later directory overrides (warning).
     CHECK 'spec': the reference loader rejects it too; 'host-check': aiplat's stricter checks
-    (the loader accepts the file, the runtime or the host would not)."""
+    (the loader accepts the file, the runtime or the host would not).
+
+    \b
+    Examples:
+      aiplat cdi generate --char example.com/acc=0:/dev/null -d cdi
+      aiplat cdi validate cdi
+      aiplat cdi validate --no-host --strict -o json cdi
+    """
     files = host.spec_files(paths)
     h = None if no_host else host.RealHost(root)
     findings: list[cdi.Finding] = []
@@ -261,7 +274,14 @@ def cdi_verify(*, spec: str | None, root: str, inventory: str | None, chars: tup
                podman: str, oci_runtime: str,
                ulimits: tuple[str, ...], extra: tuple[str, ...], image: str, stage_dir: str,
                allow_rw: tuple[str, ...], drop_image: bool, output: str) -> None:
-    """Prove SPEC (default: what `generate` would write) in real Podman containers."""
+    """Prove SPEC (default: what `generate` would write) in real Podman containers.
+
+    \b
+    Examples (root, Podman):
+      aiplat cdi generate --char example.com/null=0:/dev/null -d cdi
+      aiplat cdi verify cdi/aiplat-example.com-null.json
+      aiplat cdi verify cdi/aiplat-example.com-null.json --device example.com/null=0 -o json
+    """
     opts = PodmanOptions(podman=podman, runtime=oci_runtime or None, ulimits=ulimits,
                          extra=extra, image=image, stage_dir=stage_dir, allow_rw=allow_rw)
     files: list[str] = []
@@ -318,7 +338,14 @@ def runtime_group() -> None:
 def runtime_config(*, name: str, current: str | None, version: str | None, no_cdi: bool,
                    no_nri: bool, spec_dirs: tuple[str, ...], output: str, write: bool) -> None:
     """The minimal merge into NAME's config that enables CDI and NRI; every other setting
-    and comment is kept. Merging twice changes nothing."""
+    and comment is kept. Merging twice changes nothing.
+
+    \b
+    Examples:
+      aiplat samples get containerd-1.7.toml
+      aiplat runtime config containerd --current containerd-1.7.toml --version 1.7.20
+      aiplat runtime config containerd --current containerd-1.7.toml --version 1.7.20 --write
+    """
     from aiplat import inputs
 
     path = current or runtime.DEFAULT_PATHS[name]
@@ -404,7 +431,13 @@ def sharing_group() -> None:
 @sharing_group.command("strategies")
 @_OUTPUT
 def sharing_strategies(output: str) -> None:
-    """The isolation each sharing strategy gives, as documented."""
+    """The isolation each sharing strategy gives, as documented.
+
+    \b
+    Examples:
+      aiplat sharing strategies
+      aiplat sharing strategies -o yaml
+    """
     rows = sharing.strategies_table()
     _emit(rows, output, lambda: _table(
         ["STRATEGY", "MEMORY", "FAULTS", "BANDWIDTH", "COMPUTE", "PARTITIONS", "RECONFIGURE"],
@@ -451,7 +484,14 @@ def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str 
                  demand: tuple[str, ...], available: int | None, gpus_per_node: int | None,
                  output: str) -> None:
     """MIG layouts per GPU for the demand on as few GPUs as possible, with the MIG manager
-    (mig-parted) config; explains when the demand cannot be met (exit 1)."""
+    (mig-parted) config; explains when the demand cannot be met (exit 1).
+
+    \b
+    Examples:
+      aiplat sharing plan --gpu H100-SXM-80GB --demand 1g.10gb=10 --demand 3g.40gb=2
+      aiplat spec example > platform.yaml
+      aiplat sharing plan --spec platform.yaml --pool h100 --demand team-a:1g.10gb=14 -o json
+    """
     gpu, _platform, pool = _gpu_and_pool(spec_file, pool_name, gpu_name)
     if available is None and pool is not None:
         available = pool.gpus
@@ -502,7 +542,13 @@ def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str 
               help="DRA MPS: GPU memory to divide among clients")
 def sharing_config(*, strategy: str, target: str, replicas: int, rename_by_default: bool,
                    interval: str, memory_gb: float | None) -> None:
-    """The NVIDIA device plugin config or the DRA driver's GpuConfig for STRATEGY (YAML)."""
+    """The NVIDIA device plugin config or the DRA driver's GpuConfig for STRATEGY (YAML).
+
+    \b
+    Examples:
+      aiplat sharing config time-slicing --replicas 4
+      aiplat sharing config mps --target dra --memory-gb 40
+    """
     try:
         if target == "dra":
             doc = sharing.dra_gpu_config(strategy, interval=interval, replicas=replicas or 2,
@@ -523,7 +569,14 @@ def sharing_config(*, strategy: str, target: str, replicas: int, rename_by_defau
 @_OUTPUT
 def sharing_compare(spec_file: str, pool_name: str | None, replicas: int | None,
                     output: str) -> None:
-    """Compare strategies for the pool's workloads and tenants; end with a recommendation."""
+    """Compare strategies for the pool's workloads and tenants; end with a recommendation.
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat sharing compare --spec platform.yaml --pool h100
+      aiplat sharing compare --spec platform.yaml --pool h100 --replicas 4 -o json
+    """
     _gpu, resolved, pool = _gpu_and_pool(spec_file, pool_name, None)
     c = sharing.compare(resolved, pool, replicas=replicas)
 
@@ -561,7 +614,14 @@ def accounting_group() -> None:
               show_default=True)
 def accounting_report(*, source: str, fmt: str, since: str | None, until: str | None,
                       replicas: int, tenant_label: str | None, output: str) -> None:
-    """Sum allocations per tenant over the window."""
+    """Sum allocations per tenant over the window.
+
+    \b
+    Examples:
+      aiplat samples get snapshot-quota-exhausted -d snap
+      aiplat accounting report snap/pods.json --format pods --since 2026-01-01T00:00:00Z
+      aiplat accounting report snap/resourceclaims.json --format claims -o csv
+    """
     from datetime import UTC, datetime
 
     from aiplat import inputs

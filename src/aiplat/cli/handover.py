@@ -68,7 +68,14 @@ def _write_docs(out_dir: str | None, doc: Any) -> None:
 @click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=click.Path(file_okay=False),
               help="also write matrix.md and matrix.html to this directory")
 def matrix_show(spec: str | None, output: str, today: Any, out_dir: str | None) -> None:
-    """Show the approved entries of SPEC (default: the built-in example) side by side."""
+    """Show the approved entries of SPEC (default: the built-in example) side by side.
+
+    \b
+    Examples:
+      aiplat matrix show
+      aiplat spec example > platform.yaml
+      aiplat matrix show platform.yaml -d matrix
+    """
     from aiplat.ops.matrix import LABELS, MATRIX_KEYS, check_matrix, matrix_document
 
     check = check_matrix(_platform(spec), _today(today))
@@ -94,7 +101,14 @@ def matrix_show(spec: str | None, output: str, today: Any, out_dir: str | None) 
 @click.option("--strict", is_flag=True, help="exit 1 on warnings too")
 def matrix_check(spec: str | None, output: str, today: Any, strict: bool) -> None:
     """Check every approved entry against the facts and the rest of the spec; exit 1 on a
-    violated fact."""
+    violated fact.
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat matrix check platform.yaml
+      aiplat matrix check platform.yaml --strict --today 2027-06-30 -o json
+    """
     from aiplat.ops.matrix import check_matrix, fact_line
 
     check = check_matrix(_platform(spec), _today(today))
@@ -129,7 +143,14 @@ def matrix_diff(*, spec: str | None, after_spec: str | None, output: str, today:
 
     The patch is given by --set on SPEC's entry, or by a second spec: `aiplat matrix diff
     platform.yaml.previous platform.yaml` compares the entries of the spec before and after
-    a change (the runbook's rollout does)."""
+    a change (the runbook's rollout does).
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat matrix diff platform.yaml --set driver=580.105.08
+      aiplat matrix diff platform.yaml --set kueue=0.19.2 -o json
+    """
     from aiplat.ops.matrix import diff_entries, find_entry, parse_changes, planned_entry
 
     if after_spec is not None and changes:
@@ -241,7 +262,14 @@ def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, ma
                floors: tuple[str, ...], out_dir: str | None,
                output: str) -> None:
     """Run the acceptance suites on this node against SPEC; exit 1 unless every criterion
-    passes (a skipped one makes the run incomplete)."""
+    passes (a skipped one makes the run incomplete).
+
+    \b
+    Examples (root, Podman, docker-registry):
+      aiplat spec example --this-host > node.yaml
+      aiplat accept run node.yaml --pool lab --suite function -d acceptance
+      aiplat accept run node.yaml --pool lab --suite repeatability --runs 3 --scale 0.05
+    """
     from aiplat.node.matrix import parse_observed
     from aiplat.ops.acceptance import parse_suites
     from aiplat.ops.acceptance_run import Options, run_acceptance
@@ -309,7 +337,14 @@ def _load(path: str) -> Any:
 @click.argument("b", type=click.Path(dir_okay=False))
 @OUTPUT
 def accept_compare(a: str, b: str, output: str) -> None:
-    """What changed from acceptance record A to B; exit 1 when a criterion newly fails."""
+    """What changed from acceptance record A to B; exit 1 when a criterion newly fails.
+
+    \b
+    Examples (root, Podman, docker-registry):
+      aiplat spec example --this-host > node.yaml
+      aiplat accept run node.yaml --pool lab --suite function -d before
+      aiplat accept compare before/acceptance.json before/acceptance.json
+    """
     from aiplat.ops.acceptance import compare_records
     from aiplat.ops.acceptance_report import diff_lines
 
@@ -328,7 +363,14 @@ def accept_compare(a: str, b: str, output: str) -> None:
 @click.option("-d", "--out-dir", "-w", "--write", "out_dir", required=True,
               type=click.Path(file_okay=False))
 def accept_report(record: str, out_dir: str) -> None:
-    """Re-render acceptance.md and acceptance.html from a recorded acceptance.json."""
+    """Re-render acceptance.md and acceptance.html from a recorded acceptance.json.
+
+    \b
+    Examples (root, Podman, docker-registry):
+      aiplat spec example --this-host > node.yaml
+      aiplat accept run node.yaml --pool lab --suite function -d acceptance
+      aiplat accept report acceptance/acceptance.json -d report
+    """
     rec = _load(record)
     from aiplat.fsutil import write_tree
     from aiplat.ops.acceptance_report import acceptance_document

@@ -51,6 +51,12 @@ def monitoring_render(spec: str | None, out_dir: str, discovery: str) -> None:
     Check them with promtool in DIR: check rules, test rules and check config --syntax-only
     (the full check config once the Kueue token file is in place; Kubernetes discovery needs
     a promtool built with it, which Debian's is not). The commands are printed at the end.
+
+    \b
+    Examples:
+      aiplat monitoring render -d monitoring
+      aiplat spec example > platform.yaml
+      aiplat monitoring render platform.yaml -d monitoring --discovery file
     """
     mode: Discovery = "file" if discovery == "file" else "kubernetes"
     platform = _platform(spec)
@@ -77,6 +83,12 @@ def runbook(spec: str | None, out_dir: str, strict: bool) -> None:
 
     Responsibilities, escalation, alert response, maintenance windows with canary order,
     approved versions and the procedures with their exact aiplat and kubectl commands.
+
+    \b
+    Examples:
+      aiplat runbook -d runbook
+      aiplat spec example > platform.yaml
+      aiplat runbook platform.yaml -d runbook --strict
     """
     platform = _platform(spec)
     plan = build_plan(platform, load_catalog())

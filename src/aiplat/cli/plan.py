@@ -44,6 +44,11 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     and lint result DIR/kube-check.json, a simulated month DIR/simulation.json, and the
     handover: DIR/matrix/, DIR/runbook/, DIR/monitoring/. Exit 1 when the plan has error
     findings or the manifests fail validation or lint.
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat plan platform.yaml -d plan
     """
     from aiplat.kube.validate import check_version
 

@@ -28,7 +28,13 @@ def samples(ctx: click.Context) -> None:
 @samples.command("list")
 @output_option()
 def list_cmd(fmt: str) -> None:
-    """Every sample with what it holds and the command that reads it."""
+    """Every sample with what it holds and the command that reads it.
+
+    \b
+    Examples:
+      aiplat samples list
+      aiplat samples list -o json
+    """
     from aiplat.samples import catalogue
 
     rows = [{"name": s.name, "what": s.what, "use": s.use,
@@ -41,7 +47,13 @@ def list_cmd(fmt: str) -> None:
 @click.option("-d", "--out-dir", "dest", type=click.Path(path_type=Path),
               help="where to write it (default: ./NAME)")
 def get_cmd(name: str, dest: Path | None) -> None:
-    """Write sample NAME (a file or a folder) and print where."""
+    """Write sample NAME (a file or a folder) and print where.
+
+    \b
+    Examples:
+      aiplat samples get node-hgx-h100-degraded
+      aiplat samples get platform.yaml -d my-platform.yaml
+    """
     from aiplat.samples import get
 
     click.echo(str(get(name, dest)))

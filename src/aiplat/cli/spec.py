@@ -17,7 +17,13 @@ def spec() -> None:
 @spec.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 def validate(file: str) -> None:
-    """Check FILE: syntax, types, ranges, references and catalog names (exit 2 on error)."""
+    """Check FILE: syntax, types, ranges, references and catalog names (exit 2 on error).
+
+    \b
+    Examples:
+      aiplat spec example > platform.yaml
+      aiplat spec validate platform.yaml
+    """
     p = load_platform(file)
     gpus = sum(pool.gpus for pool in p.pools)
     click.echo(
@@ -28,7 +34,12 @@ def validate(file: str) -> None:
 
 @spec.command()
 def schema() -> None:
-    """Print the spec's JSON Schema (for editors: yaml-language-server)."""
+    """Print the spec's JSON Schema (for editors: yaml-language-server).
+
+    \b
+    Examples:
+      aiplat spec schema > platform.schema.json
+    """
     doc = Platform.model_json_schema(by_alias=True)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "aiplat Platform (aiplat/v1alpha1)"
