@@ -29,7 +29,7 @@ from aiplat.plan.format import bytes_h, count_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.plan.training import dump_results
-from aiplat.sizing import disaggregated, inference, lengths, memory, queueing, rag
+from aiplat.sizing import chunked, disaggregated, inference, lengths, memory, queueing, rag
 from aiplat.sizing.result import Result
 from aiplat.spec.models import Platform, WorkloadKind, WorkloadSpec
 
@@ -248,6 +248,9 @@ def _serve_online(sv: _Serve, replica: inference.Replica, n: _Lengths, layout_gp
     if sv.w.serving.disaggregated_prefill:
         return (qps, *_serve_disaggregated(sv, replica, traffic, target,
                                            layout_gpus=layout_gpus, batch=batch))
+    if sv.w.serving.chunked_prefill_tokens is not None:
+        return (qps, *_serve_chunked(sv, replica, traffic, target, layout_gpus=layout_gpus,
+                                     batch=batch))
     sized = inference.replicas_for_slo(replica, traffic, target, max_batch_per_replica=batch)
     sv.results["slo"] = sized
     if not sized.feasible:
@@ -281,6 +284,26 @@ def _serve_disaggregated(sv: _Serve, replica: inference.Replica, traffic: infere
     sv.key["batch per replica"] = str(sized.batch_per_replica)
     sv.key["time to first token"] = (f"{sized.ttft_seconds * 1000:,.0f} ms (KV transfer "
                                      f"{sized.kv_transfer_seconds * 1000:,.0f} ms)")
+    sv.key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
+    return sized.gpus, sized.batch_per_replica
+
+
+def _serve_chunked(sv: _Serve, replica: inference.Replica, traffic: inference.Traffic,
+                   target: inference.LatencyTarget, *, layout_gpus: int,
+                   batch: int) -> tuple[int, int]:
+    chunk = sv.w.serving.chunked_prefill_tokens
+    assert chunk is not None
+    sized = chunked.chunked_replicas(replica, traffic, target, max_batch_per_replica=batch,
+                                     chunk_tokens=chunk)
+    sv.results["chunked_prefill"] = sized
+    if not sized.feasible:
+        _slo_error(sv, sized.reasons)
+        return layout_gpus, batch
+    sv.key["replicas"] = f"{sized.replicas} × {layout_gpus} GPU"
+    sv.key["batch per replica"] = str(sized.batch_per_replica)
+    sv.key["prefill chunks"] = (f"{sized.chunks_per_prompt} × {chunk} tokens per prompt, "
+                                f"chunk slot {sized.chunk_slot_utilization:.0%} busy")
+    sv.key["time to first token"] = f"{sized.ttft_seconds * 1000:,.0f} ms"
     sv.key["decode per user"] = f"{sized.decode_tokens_per_second_per_user:.0f} tokens/s"
     return sized.gpus, sized.batch_per_replica
 

@@ -727,6 +727,10 @@ class ServingSpec(SpecModel):
     kv_transfer_gbps: float = Field(
         default=400, gt=0, le=100_000, alias="kvTransferGbps",
         description="link from prefill to decode replicas, Gbit/s (default: one 400G NIC)")
+    chunked_prefill_tokens: int | None = Field(
+        default=None, ge=16, le=1_048_576, description="chunked prefill (Sarathi-Serve; "
+        "vLLM --enable-chunked-prefill --max-num-batched-tokens): prompt tokens added to "
+        "each decode step; unset: each prompt runs whole between decode steps")
     prefill_tensor_parallel: int | None = Field(
         default=None, ge=1, le=64, description="disaggregated prefill: tensor parallelism of "
         "the prefill replicas (DistServe sizes each phase apart: prefill wider for TTFT, "
@@ -739,6 +743,14 @@ class ServingSpec(SpecModel):
                            "adapters (vLLM --max-lora-rank), on every linear layer")
     max_loras: int | None = Field(default=None, ge=1, le=100_000, description="distinct "
                                   "adapters one batch may use (vLLM --max-loras); unset: all")
+
+    @model_validator(mode="after")
+    def _prefill_modes(self) -> Self:
+        if self.chunked_prefill_tokens is not None and self.disaggregated_prefill:
+            raise SpecValueError("chunkedPrefillTokens and disaggregatedPrefill are both set",
+                                 "keep one: prefill on replicas of its own, or in chunks "
+                                 "beside decode", ("chunkedPrefillTokens",))
+        return self
 
     @model_validator(mode="after")
     def _prefill_layout(self) -> Self:
