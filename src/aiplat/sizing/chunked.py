@@ -3,7 +3,7 @@
 Design. Colocated serving without chunking (``inference.replicas_for_slo``) runs each prompt
 whole between decode steps, so a prefill of λ/r prompts per second takes ρ = λ·t_p/r of the
 replica and every decode step waits for it. Sarathi-Serve (Agrawal et al., OSDI 2024,
-"Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve", sections 3-4;
+"Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve";
 vLLM's ``--enable-chunked-prefill`` with ``--max-num-batched-tokens``) instead adds at most
 C prompt tokens to each decode iteration. A decode step reading the weights is memory-bound,
 so a chunk's FLOPs largely hide under that read:
