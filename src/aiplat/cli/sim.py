@@ -432,6 +432,12 @@ def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[A
                     continue
                 raise InputError(f"{kind}: {e} (fix: is Kueue v0.19 installed?)") from None
             out += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, **o} for o in items]
+        try:  # DRA claim templates, every namespace (no resource.k8s.io/v1 before 1.34)
+            rcts = api.objects("resource.k8s.io/v1", "ResourceClaimTemplate")
+        except ApiError:
+            rcts = []
+        out += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", **o}
+                for o in rcts]
         try:
             cms = api.objects("v1", "ConfigMap", "kueue-system")
         except ApiError:

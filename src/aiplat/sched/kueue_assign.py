@@ -94,8 +94,9 @@ class Assignment:
         parts = []
         for p in self.podsets:
             if p.reasons:
+                # Status.Message sorts the reasons (flavorassigner.go)
                 parts.append(f"couldn't assign flavors to pod set {p.name}: "
-                             + ", ".join(p.reasons))
+                             + ", ".join(sorted(p.reasons)))
         return "; ".join(parts)
 
     def pending_flavors(self) -> bool:

@@ -122,6 +122,8 @@ class Replay:
                 self.tree.admit(Admitted(wl, wl.admission, _usage(wl, wl.admission),
                                          wl.admitted_at))
                 out.decision, out.flavors = "admitted", wl.admission
+            elif wl.active and wl.refused:  # the workload controller's DRA refusal
+                out.pending, out.reason, out.message = "inadmissible", "Inadmissible", wl.refused
             elif wl.active:
                 # A workload Kueue already tried waits among the inadmissible ones of a
                 # BestEffortFIFO queue until the queues start (StrictFIFO keeps its head).

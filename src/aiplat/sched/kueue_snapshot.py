@@ -6,6 +6,12 @@ WorkloadPriorityClasses, Workloads (admitted ones with ``status.admission``), To
 Nodes, and Kueue's Configuration (its ConfigMap or the file). ``kind: List`` documents are
 unpacked. Pure: it reads plain dicts (parsed YAML/JSON); no I/O.
 
+DRA: ResourceClaimTemplates (``resource.k8s.io/v1``) and the Configuration's
+``resources.deviceClassMappings`` turn a pod set's claim templates into requests of the mapped
+quota resource, as Kueue's workload controller does before queueing (see :func:`_devices`); a
+workload Kueue refuses there (a claim by name, an unmapped DeviceClass, allocationMode All,
+firstAvailable, adminAccess) is kept pending as inadmissible with Kueue's message.
+
 Amounts are integers in Kueue's own units (``pkg/resources``): ``cpu`` in milli-cores,
 every other resource (``memory`` in bytes, ``nvidia.com/gpu``, ``pods``, extended
 resources) as its value rounded up — so quota arithmetic is exact.
@@ -22,6 +28,7 @@ so both read a field the same way or not at all.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable, Iterable, Iterator
@@ -37,6 +44,7 @@ KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 CONFIG_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
                "WorkloadPriorityClass", "Workload")
+DRA_VERSION = "resource.k8s.io/v1"  # ResourceClaimTemplate, as Kueue v0.19 reads it
 FR = tuple[str, str]  # (flavor, resource)
 
 _SUFFIX = {"": Fraction(1), "m": Fraction(1, 1000), "k": Fraction(10**3), "M": Fraction(10**6),
@@ -206,6 +214,7 @@ class Workload:
     active: bool = True
     evaluated: bool = False  # Kueue has tried it (QuotaReserved False): waits in inadmissible
     held: bool = False  # its LocalQueue has a stopPolicy
+    refused: str | None = None  # Kueue's message when its DRA claims make it inadmissible
 
 
 @dataclass
@@ -220,6 +229,8 @@ class Snapshot:
     excluded_prefixes: tuple[str, ...] = ()
     admission_fair_sharing: AdmissionFairSharing | None = None
     wait_for_pods_ready: WaitForPodsReady | None = None
+    device_classes: dict[str, str] = field(default_factory=dict)  # DeviceClass -> resource
+    counted_by_counters: frozenset[str] = frozenset()  # DeviceClasses with counter sources
 
 
 # ---------------------------------------------------------------------------- reading
@@ -431,6 +442,118 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         # the scheduler skips writes Inadmissible, and the workload is still in the heap.
         evaluated=reserved.get("status") == "False" and reserved.get("reason") != "Inadmissible")
 
+# ---------------------------------------------------------------------------- DRA claims
+# Kueue v0.19.2 pkg/dra/claims.go (countDevicesPerClass, GetResourceRequestsForResourceClaim-
+# Templates), pkg/dra/mapper.go, pkg/controller/core/workload_controller.go (Reconcile) and
+# pkg/workload/workload.go (totalRequestsFromPodSets): each pod set's claim templates give
+# devices per DeviceClass (ExactCount only); each class becomes its mapped quota resource,
+# added per pod after excludeResourcePrefixes, then times the pod count. The first refusal
+# ends the reading and the workload waits, inadmissible, with the field error as its message.
+# Errors are written as apimachinery's field.Error prints them ("<field>: <type>: <value>:
+# <detail>", the value as JSON).
+
+
+@dataclass(frozen=True)
+class ClaimTemplate:
+    devices: dict[str, int]  # DeviceClass -> devices, summed over the template's requests
+    error: tuple[str, str, str] | None = None  # (field, "<type>: <value>", detail)
+    cel: bool = False  # CEL selectors: Kueue checks them against ResourceSlices
+
+
+def _claim_template(obj: Obj) -> ClaimTemplate:
+    spec = ((obj.get("spec") or {}).get("spec") or {})
+    devices: dict[str, int] = {}
+    cel = False
+    for k, r in enumerate((spec.get("devices") or {}).get("requests") or []):
+        at = f"devices.requests[{k}]"
+        if r.get("firstAvailable"):
+            return ClaimTemplate({}, (at, "Invalid value: null",
+                                      "FirstAvailable device selection is not supported"))
+        ex = r.get("exactly")
+        if ex is None:
+            return ClaimTemplate({}, (at, "Invalid value: null",
+                                      "Exactly must be set if FirstAvailable is nil"))
+        cel = cel or any(sel.get("cel") for sel in ex.get("selectors") or [])
+        mode = ex.get("allocationMode", "ExactCount")  # the API server's default
+        if ex.get("adminAccess"):
+            return ClaimTemplate({}, (f"{at}.exactly.adminAccess", "Invalid value: null",
+                                      "AdminAccess is not supported"))
+        if mode == "All":
+            return ClaimTemplate({}, (f"{at}.exactly.allocationMode", 'Invalid value: "All"',
+                                      "AllocationMode 'All' is not supported"))
+        if mode != "ExactCount":
+            return ClaimTemplate({}, (f"{at}.exactly.allocationMode",
+                                      f"Invalid value: {json.dumps(mode)}",
+                                      f"unsupported allocation mode: {mode}"))
+        dc = str(ex.get("deviceClassName") or "")
+        if dc:
+            devices[dc] = devices.get(dc, 0) + int(ex.get("count", 1))
+    return ClaimTemplate(devices, cel=cel)
+
+
+def _mappings(res: Obj, where: str, snap: Snapshot) -> None:
+    """``resources.deviceClassMappings``: the first mapping naming a class wins (mapper.go)."""
+    counters: set[str] = set()
+    for mi, m in enumerate(res.get("deviceClassMappings") or []):
+        if not m.get("name") or not m.get("deviceClassNames"):
+            raise InputError(f"{where} resources.deviceClassMappings[{mi}]: needs name and "
+                             "deviceClassNames")
+        for dc in m["deviceClassNames"]:
+            snap.device_classes.setdefault(str(dc), str(m["name"]))
+            if any(src.get("counter") for src in m.get("sources") or []):
+                counters.add(str(dc))
+    snap.counted_by_counters = frozenset(counters)
+
+
+def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: Snapshot,
+             where: str) -> None:
+    """Adds the pod sets' claimed devices to their requests, or sets ``wl.refused``."""
+    ns = wl.key.split("/", 1)[0]
+    raw = [((p.get("template") or {}).get("spec") or {}).get("resourceClaims") or []
+           for p in (obj.get("spec") or {}).get("podSets") or []]
+    if any(c.get("resourceClaimName") for claims in raw for c in claims):
+        wl.refused = "KueueDRAIntegration feature does not support use of resource claims"
+        return
+    podsets = []
+    for i, (ps, claims) in enumerate(zip(wl.podsets, raw, strict=True)):
+        extra: dict[str, int] = {}
+        for j, c in enumerate(claims):
+            name = c.get("resourceClaimTemplateName")
+            if not name:
+                continue
+            at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
+            t = templates.get(f"{ns}/{name}")
+            if t is None:
+                raise InputError(f"{where} {at}.resourceClaimTemplateName: "
+                                 f"ResourceClaimTemplate {ns}/{name} is not in the snapshot "
+                                 "(fix: include 'kubectl get resourceclaimtemplates -A -o yaml')")
+            if t.error:
+                f, body, detail = t.error
+                wl.refused = f"{at}.{f}: {body}: ResourceClaimTemplate {name}: {detail}"
+                return
+            if t.cel:
+                snap.unsupported.append(f"{where} {at}: ResourceClaimTemplate {ns}/{name} "
+                                        "CEL selectors (Kueue checks them against "
+                                        "ResourceSlices; not replayed)")
+            for dc, n in t.devices.items():
+                res = snap.device_classes.get(dc)
+                if res is None:
+                    wl.refused = (f"{at}.resourceClaimTemplateName: Not found: \"DeviceClass "
+                                  f"{dc} is not mapped in DRA configuration for podset "
+                                  f"{ps.name}\"")
+                    return
+                if dc in snap.counted_by_counters:  # KueueDRAIntegrationPartitionableDevices
+                    snap.unsupported.append(f"{where} {at}: DeviceClass {dc} counted by "
+                                            "ResourceSlice counters (not replayed)")
+                    continue
+                extra[res] = extra.get(res, 0) + n
+        req = dict(ps.requests)
+        for r, n in extra.items():
+            req[r] = req.get(r, 0) + n
+        podsets.append(PodSet(ps.name, ps.count, req, ps.node_selector, ps.tolerations)
+                       if extra else ps)
+    wl.podsets = tuple(podsets)
+
 
 def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
     av = cfg.get("apiVersion")
@@ -447,6 +570,7 @@ def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
                                 for s in fs["preemptionStrategies"])
     res = cfg.get("resources") or {}
     snap.excluded_prefixes = tuple(res.get("excludeResourcePrefixes") or ())
+    _mappings(res, where, snap)
     afs = cfg.get("admissionFairSharing")
     if afs:
         snap.unsupported.append(f"{where}: {NOT_REPLAYED_AFS}")
@@ -484,6 +608,7 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
     priorities: dict[str, int] = {}
     workloads: list[tuple[Obj, str]] = []
     held: set[str] = set()  # LocalQueues with a stopPolicy: their workloads wait
+    templates: dict[str, ClaimTemplate] = {}  # namespace/name
     for obj in objects:
         kind = obj.get("kind")
         av = str(obj.get("apiVersion", ""))
@@ -505,9 +630,17 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             continue
         if kind in ("Node", "Namespace"):
             continue  # quota decisions need no nodes (TAS is reported as unsupported)
+        if kind == "ResourceClaimTemplate":
+            if av != DRA_VERSION:
+                raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
+                                 f"{DRA_VERSION} (as Kueue v0.19 does)")
+            ns = obj["metadata"].get("namespace", "default")
+            templates[f"{ns}/{obj['metadata']['name']}"] = _claim_template(obj)
+            continue
         if kind not in KUEUE_KINDS:
             raise InputError(f"{where}: kind {kind!r} is not a Kueue object this replay reads "
-                             f"(fix: pass only {', '.join(KUEUE_KINDS)}, Node, Configuration)")
+                             f"(fix: pass only {', '.join(KUEUE_KINDS)}, "
+                             "ResourceClaimTemplate, Node, Configuration)")
         if av not in KUEUE_VERSIONS:
             raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
                              f"{' or '.join(KUEUE_VERSIONS)} (Kueue v0.19)")
@@ -563,6 +696,8 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                 r: v for r, v in p.requests.items()
                 if not r.startswith(snap.excluded_prefixes)}, p.node_selector, p.tolerations)
                 for p in wl.podsets)
+    for (obj, where), wl in zip(workloads, snap.workloads, strict=True):
+        _devices(obj, wl, templates, snap, where)  # after the exclusion, as Kueue adds them
     for wl in snap.workloads:
         if f"{wl.key.split('/', 1)[0]}/{wl.queue_name}" in held and wl.admission is None:
             wl.active = False
