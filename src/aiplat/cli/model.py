@@ -460,7 +460,6 @@ def bench(*, ref: str, workdir: str | None, concurrency: int, rounds: int, with_
     \b
     Examples (a registry at 127.0.0.1:5000):
       aiplat model bench 127.0.0.1:5000/models/mini:1 --rounds 1
-      aiplat model bench 127.0.0.1:5000/models/mini:1 --concurrency 8 --rounds 1 -o json
     """
     import shutil
     import tempfile

@@ -141,7 +141,7 @@ def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant:
     \b
     Examples (the FGD trace in ./data, see aiplat samples get fgd-trace):
       aiplat sim fgd --data data --trace multigpu50 --seeds 1
-      aiplat sim fgd --data data --trace multigpu50 --policy fgd --policy bestfit --seeds 2 -o json
+      aiplat sim fgd --data data --trace multigpu50 --policy fgd --policy bestfit --seeds 1 -o json
     """
     from aiplat.sched.alibaba import load_nodes, load_pods, variants
     from aiplat.sched.fgd import FgdOptions
