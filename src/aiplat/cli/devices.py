@@ -280,7 +280,7 @@ def cdi_verify(*, spec: str | None, root: str, inventory: str | None, chars: tup
     Examples (root, Podman):
       aiplat cdi generate --char example.com/null=0:/dev/null -d cdi
       aiplat cdi verify cdi/aiplat-example.com-null.json
-      aiplat cdi verify cdi/aiplat-example.com-null.json --device example.com/null=0 -o json
+      aiplat cdi verify cdi/aiplat-example.com-null.json --device 0 -o json
     """
     opts = PodmanOptions(podman=podman, runtime=oci_runtime or None, ulimits=ulimits,
                          extra=extra, image=image, stage_dir=stage_dir, allow_rw=allow_rw)
