@@ -162,10 +162,26 @@ def test_a_claim_by_name_is_not_supported_by_kueue() -> None:
     assert out.message == "KueueDRAIntegration feature does not support use of resource claims"
 
 
-def test_missing_template_and_other_api_version_are_clear_errors() -> None:
-    with pytest.raises(InputError, match=r"ResourceClaimTemplate ns/gone is not in the snapshot"
-                                         r".*kubectl get resourceclaimtemplates"):
-        parse([_config(), *_queue(8), _workload("a", 1, [_by_template("gone")])], "t")
+def test_a_missing_template_is_kueues_internal_error() -> None:
+    out = _run([_config(), _template("one"), *_queue(8),
+                _workload("a", 1, [_by_template("gone")])])["a"]
+    assert (out.decision, out.pending) == ("pending", "inadmissible")
+    assert out.message == (
+        "spec.podSets[0].template.spec.resourceClaims[0]: Internal error: failed to get claim "
+        "spec for ResourceClaimTemplate gone in podset main: "
+        "ResourceClaimTemplate.resource.k8s.io \"gone\" not found")
+
+
+def test_a_snapshot_without_templates_is_warned_not_refused() -> None:
+    snap = parse([_config(), *_queue(8), _workload("a", 1, [_by_template("gone")])], "t")
+    assert GPU not in snap.workloads[0].podsets[0].requests
+    assert snap.workloads[0].refused is None
+    assert any("ResourceClaimTemplate ns/gone is not in the snapshot" in u
+               and "kubectl get resourceclaimtemplates -A -o yaml" in u
+               for u in snap.unsupported)
+
+
+def test_other_api_version_is_a_clear_error() -> None:
     old = _template("one")
     old["apiVersion"] = "resource.k8s.io/v1beta1"
     with pytest.raises(InputError, match=r"resource\.k8s\.io/v1 "):

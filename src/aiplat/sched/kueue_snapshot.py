@@ -523,10 +523,18 @@ def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: 
                 continue
             at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
             t = templates.get(f"{ns}/{name}")
-            if t is None:
-                raise InputError(f"{where} {at}.resourceClaimTemplateName: "
-                                 f"ResourceClaimTemplate {ns}/{name} is not in the snapshot "
-                                 "(fix: include 'kubectl get resourceclaimtemplates -A -o yaml')")
+            if t is None and not templates:  # a snapshot without any: say so, count none
+                snap.unsupported.append(
+                    f"{where} {at}: ResourceClaimTemplate {ns}/{name} is not in the snapshot, "
+                    "its devices are not counted (fix: include 'kubectl get "
+                    "resourceclaimtemplates -A -o yaml')")
+                continue
+            if t is None:  # Kueue's Get fails: an internal error, retried with backoff;
+                # controller-runtime's cache names the Kind (seen on the real Kueue)
+                wl.refused = (f"{at}: Internal error: failed to get claim spec for "
+                              f"ResourceClaimTemplate {name} in podset {ps.name}: "
+                              f"ResourceClaimTemplate.resource.k8s.io \"{name}\" not found")
+                return
             if t.error:
                 f, body, detail = t.error
                 wl.refused = f"{at}.{f}: {body}: ResourceClaimTemplate {name}: {detail}"
