@@ -188,3 +188,34 @@ def test_a_blocked_strict_fifo_head_keeps_a_fitting_job_pending(lab: Lab) -> Non
     assert (_cond(wl, "QuotaReserved") or {}).get("status") != "True", wl
     lab.api.delete(big)
     _reserved(lab.api, "sf-small", ns, "True")
+
+
+def test_a_missing_admission_check_keeps_the_queue_inactive_as_kueue_says(lab: Lab) -> None:
+    """ClusterQueue ac-q names AdmissionCheck 'provisioning' that nobody created: Kueue sets
+    its Active condition False (AdmissionCheckNotFound) and admits nothing; why-pending names
+    the missing check from the objects alone (not only by quoting the condition)."""
+    ns = "ac-ns"
+    lab.api.apply_all([
+        {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "ac-q"},
+         "spec": {"namespaceSelector": {}, "resourceGroups": _cpu("4"),
+                  "admissionChecksStrategy": {"admissionChecks": [{"name": "provisioning"}]}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}},
+        {"apiVersion": KUEUE, "kind": "LocalQueue", "metadata": {"name": "ac", "namespace": ns},
+         "spec": {"clusterQueue": "ac-q"}}])
+    if lab.api.get(_tree("1")[0]) is None:
+        lab.api.apply(_tree("1")[0])  # the flavor hc
+    active = _eventually("ac-q Active=False", lambda: (
+        cq := lab.api.get({"apiVersion": KUEUE, "kind": "ClusterQueue",
+                           "metadata": {"name": "ac-q"}})) and (c := _cond(cq, "Active"))
+        and c["status"] == "False" and c)
+    assert active["reason"] == "AdmissionCheckNotFound", active
+    assert "provisioning" in active["message"], active
+    _eventually(f"{ns} ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", ns))
+    job = _job("ac-job")
+    job["metadata"] |= {"namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": "ac"}}
+    lab.api.create(job)
+    _eventually("ac-job's Workload", lambda: _wl(lab.api, "ac-job", ns))
+    why = _why(lab, "ac-job", "-n", ns)
+    assert why["code"] == "ClusterQueueInactive", why
+    assert "AdmissionCheck provisioning does not exist" in why["reason"], why

@@ -222,6 +222,7 @@ _LIVE = {"nodes": ("v1", "Node"), "pods": ("v1", "Pod"), "jobs": ("batch/v1", "J
          "clusterqueues": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
          "resourceflavors": ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
          "cohorts": ("kueue.x-k8s.io/v1beta2", "Cohort"),
+         "admissionchecks": ("kueue.x-k8s.io/v1beta2", "AdmissionCheck"),
          "topologies": ("kueue.x-k8s.io/v1beta2", "Topology"),
          "resourceslices": ("resource.k8s.io/v1", "ResourceSlice"),
          "deviceclasses": ("resource.k8s.io/v1", "DeviceClass"),

@@ -707,8 +707,31 @@ def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str]) -> Obj | Expla
     return inactive if inactive is not None else cq
 
 
+def _missing_checks(snap: Snapshot, cq: Obj) -> list[str]:
+    """AdmissionChecks the ClusterQueue names (v1beta2: ``admissionChecksStrategy``; v1beta1
+    also ``admissionChecks``) that the snapshot lacks, only when it lists AdmissionChecks at
+    all. Kueue keeps the queue inactive, reason AdmissionCheckNotFound (kueue
+    pkg/cache/scheduler/clusterqueue.go)."""
+    if "admissionchecks" not in snap.items:
+        return []
+    spec = cq.get("spec") or {}
+    names = list(spec.get("admissionChecks") or [])
+    names += [c.get("name") for c in (spec.get("admissionChecksStrategy") or {})
+              .get("admissionChecks") or [] if isinstance(c, dict)]
+    return [n for n in dict.fromkeys(names) if n and snap.get("admissionchecks", n) is None]
+
+
 def _inactive(snap: Snapshot, cq: Obj, ref: str, said: list[str]) -> Explanation | None:
     cq_name = _name(cq)
+    checks = _missing_checks(snap, cq)
+    if checks:
+        return Explanation(ref, "ClusterQueueInactive",
+                           f"ClusterQueue {cq_name} is inactive: its AdmissionCheck"
+                           f"{'s' if len(checks) > 1 else ''} {', '.join(checks)} "
+                           f"do{'' if len(checks) > 1 else 'es'} not exist",
+                           ["Kueue keeps a ClusterQueue inactive (AdmissionCheckNotFound) while "
+                            "an admission check it names is missing; create the AdmissionCheck "
+                            "(and its controller) or remove it from the ClusterQueue", *said])
     missing = _missing_flavors(snap, cq)
     if missing:
         return Explanation(ref, "ClusterQueueInactive",

@@ -96,9 +96,9 @@ def cluster_queue(name: str, gpu_resource: str, h100: tuple[str, str | None, str
     nominal, borrow, lend = h100
     cond = ({"type": "Active", "status": "True", "reason": "Ready",
              "message": "Can admit new workloads", "lastTransitionTime": TS} if active else
-            {"type": "Active", "status": "False", "reason": "FlavorNotFound",
-             "message": "Can't admit new workloads: references missing ResourceFlavor(s): "
-                        "h100-spot.", "lastTransitionTime": TS})
+            {"type": "Active", "status": "False", "reason": "AdmissionCheckNotFound",
+             "message": "Can't admit new workloads: references missing AdmissionCheck(s): "
+                        "provisioning.", "lastTransitionTime": TS})
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
         "metadata": {"name": name, "uid": _uid(name), "labels": {"aiplat.io/tenant": name}},
@@ -366,12 +366,16 @@ def scenarios() -> dict[str, tuple[dict[str, list[Obj]], Obj]]:
     s = base()
     s["clusterqueues"][0] = cluster_queue("research", "nvidia.com/gpu", ("16", "8", None),
                                           active=False)
+    # it names an admission check nobody created: Kueue keeps it inactive
+    s["clusterqueues"][0]["spec"]["admissionChecksStrategy"] = {
+        "admissionChecks": [{"name": "provisioning"}]}
+    s["admissionchecks"] = []
     s["workloads"].append(workload("sweep", "research", "research", priority=500, count=1, gpus=1,
                                    reason="Inadmissible",
                                    message="ClusterQueue research is inactive"))
     out["inactive-clusterqueue"] = (s, {"name": "sweep", "namespace": "research",
                                         "code": "ClusterQueueInactive",
-                                        "contains": "FlavorNotFound"})
+                                        "contains": "AdmissionCheck provisioning does not exist"})
 
     s = base()  # the queue names a flavor nobody created: Kueue keeps it inactive
     s["resourceflavors"] = [flavor("l40s")]
