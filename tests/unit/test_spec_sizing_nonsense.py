@@ -109,15 +109,29 @@ def test_64_pipeline_stages_on_32_layers_refused_for_an_inline_model_at_its_line
     assert "pipeline (64) exceeds the model's 32 layers" in err and "(fix: pipeline ≤ 32" in err
 
 
-def test_64_pipeline_stages_on_a_catalog_32_layer_model_refused_by_plan(
+def test_64_pipeline_stages_on_a_catalog_32_layer_model_refused_at_its_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A catalog model's layers are looked up when planning: `aiplat plan` exits 2 naming the
-    key, the rule and the fix (no line: the catalog check runs after the spec is read)."""
+    """A catalog model's layers are looked up by the reference check: spec validate and plan
+    both exit 2 at the key's line with the rule and the fix."""
     spec = _spec(tmp_path, {**PRETRAIN, "parallelism": {"data": 1, "pipeline": 64}})
-    err = _refused(capsys, ["plan", str(spec), "-d", str(tmp_path / "o")])
-    assert "parallelism.pipeline (64) exceeds llama-3-8b's 32 layers" in err
-    assert "To fix: pipeline ≤ 32" in err
+    for argv in (["spec", "validate", str(spec)], ["plan", str(spec), "-d", str(tmp_path / "o")]):
+        err = _refused(capsys, argv)
+        assert re.search(r"spec\.yaml:\d+:\d+: workloads\[0\]\.parallelism\.pipeline: ", err)
+        assert "pipeline (64) exceeds the model's 32 layers" in err and "(llama-3-8b)" in err
+        assert "(fix: pipeline ≤ 32)" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_tensor_and_expert_parallelism_against_a_catalog_model_at_their_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _spec(tmp_path, {**PRETRAIN, "parallelism": {"data": 1, "tensor": 3}})
+    err = _refused(capsys, ["spec", "validate", str(spec)])
+    assert "workloads[0].parallelism.tensor: tensor (3) does not divide the model's 32" in err
+    spec = _spec(tmp_path, {**PRETRAIN, "parallelism": {"data": 2, "expert": 2}})
+    err = _refused(capsys, ["spec", "validate", str(spec)])
+    assert "workloads[0].parallelism.expert: expert (2) is set but the model is dense" in err
 
 
 def test_tensor_parallelism_across_nodes_is_flagged(tmp_path: Path) -> None:

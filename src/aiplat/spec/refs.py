@@ -11,7 +11,13 @@ from collections.abc import Iterable
 
 from aiplat.catalog import Catalog, GpuModel, MigProfile
 from aiplat.catalog.suggest import suggest_node_type
-from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, WorkloadSpec
+from aiplat.spec.models import (
+    Platform,
+    PoolSpec,
+    SharingStrategy,
+    WorkloadSpec,
+    model_layout_problem,
+)
 
 Problem = tuple[tuple[str | int, ...], str, str]
 
@@ -75,6 +81,8 @@ def _workload_problems(i: int, w: WorkloadSpec, platform: Platform,
         out.append(((*wat, "model"), f"unknown model '{w.model.name}'",
                     _suggest(w.model.name, _names(catalog.models))
                     + "; or give the architecture: params, layers, hidden, heads, vocab"))
+    elif w.model.name is not None:
+        out += _catalog_layout_problems(wat, w, catalog)
     if w.rag is not None:
         emb = catalog.model(w.rag.embedding_model)
         if emb is None or emb.embedding_dim is None:
@@ -83,6 +91,23 @@ def _workload_problems(i: int, w: WorkloadSpec, platform: Platform,
                         f"'{w.rag.embedding_model}' is not an embedding model in the catalog",
                         _suggest(w.rag.embedding_model, embedders)))
     return out
+
+
+def _catalog_layout_problems(wat: tuple[str | int, ...], w: WorkloadSpec,
+                             catalog: Catalog) -> list[Problem]:
+    """The parallelism a catalog model's shape rules out (pipeline stages beyond its layers,
+    tensor parallelism not dividing its heads, expert parallelism on a dense model or not
+    dividing its experts), at the workload's line; an inline model is checked by the spec."""
+    m = catalog.model(w.model.name or "")
+    if m is None:
+        return []
+    found = model_layout_problem(w.parallelism, layers=w.model.layers or m.layers,
+                                 heads=w.model.heads or m.heads, experts=m.experts,
+                                 dense=m.experts == 1)
+    if found is None:
+        return []
+    msg, fix, path = found
+    return [((*wat, *path), f"{msg} ({m.name})", fix)]
 
 
 def _workload_pool_problems(wat: tuple[str | int, ...], w: WorkloadSpec,
