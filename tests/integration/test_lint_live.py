@@ -204,6 +204,126 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
                              "spec": {"accessModes": ["ReadWriteOnce"],
                                       "storageClassName": "shared",
                                       "resources": {"requests": {"storage": "1Gi"}}}}],
+        **_queue_seeds(objs), **_dra_seeds(objs),
+    }
+
+
+BATCH = {"matchLabels": {"aiplat.io/tenant": "batch"}}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def _cq(name: str, flavor: str, selector: Obj | None = None) -> Obj:
+    """A small ClusterQueue (no cohort) of CPU and memory on one flavor."""
+    return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
+            "spec": {"namespaceSelector": selector or BATCH, "resourceGroups": [{
+                "coveredResources": ["cpu", "memory"], "flavors": [{"name": flavor, "resources": [
+                    {"name": "cpu", "nominalQuota": "4"},
+                    {"name": "memory", "nominalQuota": "4Gi"}]}]}]}}
+
+
+def _lq(name: str, ns: str, cq: str) -> Obj:
+    return {"apiVersion": KUEUE, "kind": "LocalQueue",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}
+
+
+def _flavor(name: str, pool: str, *, tolerate: bool = True) -> Obj:
+    return {"apiVersion": KUEUE, "kind": "ResourceFlavor", "metadata": {"name": name},
+            "spec": {"nodeLabels": {"aiplat.io/pool": pool},
+                     **({"tolerations": [GPU_TOLERATION]} if tolerate else {})}}
+
+
+def _bare(objs: list[Obj], name: str, queue: str) -> Obj:
+    """A small batch Job with no affinity or tolerations of its own: the flavor places it."""
+    job = _workload(objs, "nightly-eval", name, queue=queue, resources=_res())
+    for k in ("affinity", "tolerations"):
+        job["spec"]["template"]["spec"].pop(k, None)
+    return job
+
+
+def _queue_seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
+    rq = {"apiVersion": "v1", "kind": "ResourceQuota",
+          "metadata": {"name": "lint-rq", "namespace": "lint-rq"},
+          "spec": {"hard": {"requests.cpu": "1"}}}
+    rq_job = {"apiVersion": "batch/v1", "kind": "Job",
+              "metadata": {"name": "lint-rq-job", "namespace": "lint-rq",
+                           "labels": {QUEUE: "lint-rq"}},
+              "spec": {"template": {"metadata": {"labels": {
+                  "app.kubernetes.io/name": "lint-rq-job"}}, "spec": _pod("x", "x", [{
+                      "name": "c", "image": "busybox",
+                      "resources": _res({"cpu": "2"})}])["spec"]}}}
+    return {
+        "localqueue-clusterqueue": [_lq("lint-orphan", "batch", "lint-absent"),
+                                    _bare(objs, "lint-orphan-job", "lint-orphan")],
+        "clusterqueue-flavor": [_cq("lint-noflavor", "lint-missing"),
+                                _lq("lint-noflavor", "batch", "lint-noflavor"),
+                                _bare(objs, "lint-noflavor-job", "lint-noflavor")],
+        "namespace-selector": [
+            _cq("lint-narrow", "l40s", {"matchLabels": {"aiplat.io/tenant": "nobody"}}),
+            _lq("lint-narrow", "batch", "lint-narrow"),
+            _bare(objs, "lint-narrow-job", "lint-narrow")],
+        "flavor-pool": [_flavor("lint-nopool", "a100"), _cq("lint-nopool", "lint-nopool"),
+                        _lq("lint-nopool", "batch", "lint-nopool"),
+                        _bare(objs, "lint-nopool-job", "lint-nopool")],
+        "flavor-taints": [_flavor("lint-untolerated", "l40s", tolerate=False),
+                          _cq("lint-untolerated", "lint-untolerated"),
+                          _lq("lint-untolerated", "batch", "lint-untolerated"),
+                          _bare(objs, "lint-untolerated-job", "lint-untolerated")],
+        "resourcequota-admits": [
+            _ns("lint-rq"), rq,
+            _cq("lint-rq", "l40s", {"matchLabels": {"kubernetes.io/metadata.name": "lint-rq"}}),
+            _lq("lint-rq", "lint-rq", "lint-rq"), rq_job],
+    }
+
+
+def _device_class(objs: list[Obj], name: str, expression: str | None = None) -> Obj:
+    """A copy of the rendered L40S DeviceClass under another name (or with one selector)."""
+    dc = copy.deepcopy(next(o for o in objs if o["kind"] == "DeviceClass"))
+    dc["metadata"] = {"name": name}
+    if expression is not None:
+        dc["spec"]["selectors"] = [{"cel": {"expression": expression}}]
+    return dc
+
+
+def _claim_template(name: str, ns: str, device_class: str) -> Obj:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": device_class, "allocationMode": "ExactCount",
+                "count": 1}}]}}}}
+
+
+def _claimed(objs: list[Obj], name: str, template: str, queue: str | None = None) -> Obj:
+    """A small serving Job (or, unqueued, a bare Pod: the scheduler alone) with one claim."""
+    job = _workload(objs, "docs-search", name, queue=queue)
+    spec = job["spec"]["template"]["spec"]
+    spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": template}]
+    spec["containers"][0]["resources"] = {**_res(), "claims": [{"name": "gpus"}]}
+    if queue is not None:
+        return job
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+        "name": name, "namespace": "serving", "labels": {"app.kubernetes.io/name": name}},
+        "spec": spec}
+
+
+A100 = ("device.driver == 'gpu.nvidia.com' && "
+        "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-80GB'")
+
+
+def _dra_seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
+    fence = {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "lint-fence", "namespace": "lint-fence"},
+             "spec": {"hard": {"gpu-l40s-48gb.deviceclass.resource.k8s.io/devices": "0"}}}
+    return {
+        "claim-deviceclass": [_claim_template("lint-noclass", "serving", "lint-no-such-class"),
+                              _claimed(objs, "lint-noclass-pod", "lint-noclass")],
+        "deviceclass-matches": [_device_class(objs, "lint-nomatch", A100),
+                                _claim_template("lint-nomatch", "serving", "lint-nomatch"),
+                                _claimed(objs, "lint-nomatch-pod", "lint-nomatch")],
+        "kueue-dra-mapping": [_device_class(objs, "lint-unmapped"),
+                              _claim_template("lint-unmapped", "serving", "lint-unmapped"),
+                              _claimed(objs, "lint-unmapped-job", "lint-unmapped", "serving")],
+        "resourcequota-dra": [_ns("lint-fence"), fence, _device_class(objs, "lint-alias"),
+                              _claim_template("lint-alias", "lint-fence", "lint-alias")],
     }
 
 
@@ -220,6 +340,16 @@ EXPECTED = {  # rule -> the objects lint must name
     "gpu-per-node": {"Job/research/lint-16-gpus", "Job/serving/lint-dra-8"},
     "limitrange-admits": {"Pod/lint-lr/lint-below-min", "Pod/lint-lr/lint-pod-max"},
     "pvc-access-mode": {"PersistentVolumeClaim/lint-lr/lint-no-class"},
+    "localqueue-clusterqueue": {"LocalQueue/batch/lint-orphan"},
+    "clusterqueue-flavor": {"ClusterQueue/lint-noflavor"},
+    "namespace-selector": {"ClusterQueue/lint-narrow"},
+    "flavor-pool": {"ResourceFlavor/lint-nopool"},
+    "flavor-taints": {"ResourceFlavor/lint-untolerated"},
+    "resourcequota-admits": {"ResourceQuota/lint-rq"},
+    "claim-deviceclass": {"ResourceClaimTemplate/serving/lint-noclass"},
+    "deviceclass-matches": {"DeviceClass/lint-nomatch"},
+    "kueue-dra-mapping": {"Job/serving/lint-unmapped-job"},
+    "resourcequota-dra": {"ResourceQuota/lint-fence"},
 }
 
 
@@ -384,3 +514,165 @@ def test_claim_on_a_missing_storage_class_stays_pending(lab: Lab) -> None:
         and "not found" in e.get("message", "")), None))
     assert '"shared" not found' in event["message"], event
     assert (lab.api.get(pvc) or {})["status"]["phase"] == "Pending"
+
+
+# --- queues and flavors: Kueue holds the workload, or admits pods no node takes ----------
+
+def _active(api: Api, kind: str, name: str, ns: str | None = None) -> Obj:
+    """The Active=False condition Kueue sets on a queue it will not use."""
+    ref = {"apiVersion": KUEUE, "kind": kind,
+           "metadata": {"name": name, **({"namespace": ns} if ns else {})}}
+    return dict(_eventually(f"{kind} {name}: inactive", lambda: (
+        c := _cond(api.get(ref) or {}, "Active")) and c["status"] == "False" and c))
+
+
+def _scheduled(api: Api, app: str, ns: str) -> None:
+    _eventually(f"{app}: bound to a node", lambda: any(
+        p["metadata"].get("labels", {}).get("app.kubernetes.io/name") == app
+        and (_cond(p, "PodScheduled") or {}).get("status") == "True"
+        for p in api.objects("v1", "Pod", ns)))
+
+
+def test_local_queue_naming_a_missing_cluster_queue_admits_nothing(lab: Lab) -> None:
+    lq, job = _seed(lab, "localqueue-clusterqueue")
+    lab.api.apply(lq)
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-orphan-job", "batch")
+    assert cond["message"] == "ClusterQueue lint-absent doesn't exist", cond
+    assert _active(lab.api, "LocalQueue", "lint-orphan", "batch")["reason"] == \
+        "ClusterQueueDoesNotExist"
+    lab.api.apply(_cq("lint-absent", "l40s"))  # the fix: the queue it names
+    _admitted(lab.api, "lint-orphan-job", "batch")
+
+
+def test_cluster_queue_with_a_missing_flavor_is_inactive(lab: Lab) -> None:
+    objs = _seed(lab, "clusterqueue-flavor")
+    lab.api.apply_all(objs[:-1])
+    lab.api.create(objs[-1])
+    cond = _pending(lab.api, "lint-noflavor-job", "batch")
+    assert cond["message"] == "ClusterQueue lint-noflavor is inactive", cond
+    active = _active(lab.api, "ClusterQueue", "lint-noflavor")
+    assert active["reason"] == "FlavorNotFound" and "lint-missing" in active["message"], active
+    lab.api.apply(_flavor("lint-missing", "l40s"))
+    _admitted(lab.api, "lint-noflavor-job", "batch")
+
+
+def test_namespace_outside_the_selector_is_inadmissible(lab: Lab) -> None:
+    cq, lq, job = _seed(lab, "namespace-selector")
+    lab.api.apply_all([cq, lq])
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-narrow-job", "batch")
+    # Kueue 0.19.2 writes it lower-case (pkg/scheduler/scheduler.go)
+    assert cond["message"] == "workload namespace doesn't match ClusterQueue selector", cond
+    lab.api.apply({**cq, "spec": {**cq["spec"], "namespaceSelector": BATCH}})
+    _admitted(lab.api, "lint-narrow-job", "batch")
+
+
+def _admitted_but_unplaced(lab: Lab, rule: str) -> str:
+    """Kueue admits the job on the seeded flavor; the scheduler leaves its pod Pending."""
+    flavor, cq, lq, job = _seed(lab, rule)
+    lab.api.apply_all([flavor, cq, lq])
+    lab.api.create(job)
+    name = job["metadata"]["name"]
+    _admitted(lab.api, name, "batch")
+    return _unschedulable(lab.api, name, "batch")
+
+
+def _refit(lab: Lab, flavor: Obj, rule: str) -> None:
+    """With the flavor fixed, a new job on it (pod templates are fixed at admission) runs."""
+    lab.api.apply(flavor)
+    again = _seed(lab, rule)[-1]
+    name = again["metadata"]["name"] = again["metadata"]["name"] + "-fixed"
+    again["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] = name
+    lab.api.create(again)
+    _scheduled(lab.api, name, "batch")
+
+
+def test_flavor_selecting_no_pool_leaves_admitted_pods_pending(lab: Lab) -> None:
+    why = _admitted_but_unplaced(lab, "flavor-pool")
+    assert "didn't match Pod's node affinity/selector" in why, why
+    assert "untolerated" not in why, why
+    _refit(lab, _flavor("lint-nopool", "l40s"), "flavor-pool")
+
+
+def test_flavor_without_the_pool_toleration_leaves_admitted_pods_pending(lab: Lab) -> None:
+    why = _admitted_but_unplaced(lab, "flavor-taints")
+    assert "had untolerated taint" in why, why
+    _refit(lab, _flavor("lint-untolerated", "l40s"), "flavor-taints")
+
+
+def _quota_synced(api: Api, rq: Obj) -> None:
+    """Quota admission checks status.hard, which the quota controller copies from spec."""
+    _eventually(f"{rq['metadata']['name']}: quota status", lambda: (
+        (api.get(rq) or {}).get("status") or {}).get("hard") == rq["spec"]["hard"])
+
+
+def test_namespace_quota_below_the_queue_refuses_the_admitted_pods(lab: Lab) -> None:
+    ns, rq, cq, lq, job = _seed(lab, "resourcequota-admits")
+    lab.api.apply_all([ns, rq, cq, lq])
+    _eventually("lint-rq ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", "lint-rq"))
+    _quota_synced(lab.api, rq)
+    lab.api.create(job)
+    _admitted(lab.api, "lint-rq-job", "lint-rq")
+    event = _eventually("the Job controller cannot make the pod", lambda: next((
+        e for e in lab.api.objects("v1", "Event", "lint-rq")
+        if e["involvedObject"]["name"] == "lint-rq-job"
+        and "exceeded quota" in e.get("message", "")), None))
+    assert "requests.cpu=2" in event["message"], event
+    fixed = {**rq, "spec": {"hard": {"requests.cpu": "2"}}}
+    lab.api.apply(fixed)
+    _quota_synced(lab.api, fixed)
+    _scheduled(lab.api, "lint-rq-job", "lint-rq")
+
+
+# --- DRA: the scheduler cannot allocate, Kueue refuses, or the quota does not fence ------
+
+def test_claim_on_a_missing_device_class_stays_pending(lab: Lab) -> None:
+    template, pod = _seed(lab, "claim-deviceclass")
+    lab.api.apply(template)
+    lab.api.create(pod)
+    why = _unschedulable(lab.api, "lint-noclass-pod", "serving")
+    assert "lint-no-such-class" in why, why
+    lab.api.apply(_device_class(lab.objects, "lint-no-such-class"))
+    _scheduled(lab.api, "lint-noclass-pod", "serving")
+
+
+def test_device_class_matching_no_device_is_never_allocated(lab: Lab) -> None:
+    dc, template, pod = _seed(lab, "deviceclass-matches")
+    lab.api.apply_all([dc, template])
+    lab.api.create(pod)
+    assert "cannot allocate all claims" in _unschedulable(lab.api, "lint-nomatch-pod", "serving")
+    lab.api.apply(_device_class(lab.objects, "lint-nomatch"))  # the L40S selector
+    _scheduled(lab.api, "lint-nomatch-pod", "serving")
+
+
+def test_claim_on_an_unmapped_device_class_is_inadmissible(lab: Lab) -> None:
+    dc, template, job = _seed(lab, "kueue-dra-mapping")
+    lab.api.apply_all([dc, template])
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-unmapped-job", "serving")
+    assert "DeviceClass lint-unmapped is not mapped in DRA configuration" in cond["message"], cond
+
+
+def test_quota_without_the_class_lets_its_claims_past_the_fence(lab: Lab) -> None:
+    """The namespace may hold no L40S; a claim on another class selecting the same GPUs is
+    let through until the quota names that class too."""
+    ns, fence, dc, template = _seed(lab, "resourcequota-dra")
+    lab.api.apply_all([ns, fence, dc])
+    _quota_synced(lab.api, fence)
+
+    def claim(name: str, device_class: str) -> Obj:
+        spec = copy.deepcopy(template["spec"]["spec"])
+        spec["devices"]["requests"][0]["exactly"]["deviceClassName"] = device_class
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": "lint-fence"}, "spec": spec}
+    with pytest.raises(ApiError, match="exceeded quota: lint-fence"):
+        lab.api.create(claim("lint-fenced", "gpu-l40s-48gb"))
+    lab.api.create(claim("lint-past-the-fence", "lint-alias"))
+    hard = {**fence["spec"]["hard"], "lint-alias.deviceclass.resource.k8s.io/devices": "0"}
+    fixed = {**fence, "spec": {"hard": hard}}
+    lab.api.apply(fixed)
+    _quota_synced(lab.api, fixed)
+    with pytest.raises(ApiError, match="exceeded quota: lint-fence"):
+        lab.api.create(claim("lint-alias-fenced", "lint-alias"))
