@@ -267,8 +267,8 @@ def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, ma
     \b
     Examples (root, Podman, docker-registry):
       aiplat spec example --this-host > node.yaml
-      aiplat accept run node.yaml --pool lab --suite function -d acceptance
-      aiplat accept run node.yaml --pool lab --suite repeatability --runs 3 --scale 0.05
+      aiplat accept run node.yaml --pool lab --observed kubernetes=1.34 -d acceptance
+      aiplat accept run node.yaml --pool lab --suite function
     """
     from aiplat.node.matrix import parse_observed
     from aiplat.ops.acceptance import parse_suites
