@@ -238,3 +238,33 @@ def test_json_output_carries_the_replay(capsys: pytest.CaptureFixture[str]) -> N
     assert data["code"] == "QuotaExhausted"
     assert data["replay"]["decision"] == "pending"
     assert data["replay"]["reason"] == "PreemptionNoCandidates"
+
+
+def test_claim_templates_reach_the_replay_as_kueue_counts_them() -> None:
+    """A pod set that asks its GPUs through a ResourceClaimTemplate: Kueue charges them to the
+    resource deviceClassMappings names. Without the templates in the snapshot the replay saw
+    no GPU request and admitted it; with them it stays pending as Kueue keeps it."""
+    lists = _lists("quota-exhausted")
+    wl = _untried(_owned(lists, "finetune"))
+    spec = wl["spec"]["podSets"][0]["template"]["spec"]
+    gpus = spec["containers"][0]["resources"]["requests"].pop("nvidia.com/gpu")
+    spec["containers"][0]["resources"].get("limits", {}).pop("nvidia.com/gpu", None)
+    spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": "gpus"}]
+    spec["containers"][0]["resources"]["claims"] = [{"name": "gpus"}]
+    lists["configmaps"] = [{"metadata": {"name": "kueue-manager-config",
+                                         "namespace": "kueue-system"},
+                            "data": {"controller_manager_config.yaml": (
+                                "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+                                "kind: Configuration\nresources:\n  deviceClassMappings:\n"
+                                "  - {name: nvidia.com/gpu, deviceClassNames: [gpu-h100]}\n")}}]
+    key = f"research/{wl['metadata']['name']}"
+    assert next_cycles(snapshot_from_lists(lists), key).decision == "admitted"
+    lists["resourceclaimtemplates"] = [{
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpus", "namespace": "research"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+            "deviceClassName": "gpu-h100", "allocationMode": "ExactCount",
+            "count": int(gpus)}}]}}}}]
+    out = next_cycles(snapshot_from_lists(lists), key)
+    assert out.decision == "pending", out
+    assert "insufficient unused quota for nvidia.com/gpu in flavor h100" in out.message, out

@@ -226,7 +226,8 @@ _LIVE = {"nodes": ("v1", "Node"), "pods": ("v1", "Pod"), "jobs": ("batch/v1", "J
          "topologies": ("kueue.x-k8s.io/v1beta2", "Topology"),
          "resourceslices": ("resource.k8s.io/v1", "ResourceSlice"),
          "deviceclasses": ("resource.k8s.io/v1", "DeviceClass"),
-         "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim")}
+         "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim"),
+         "resourceclaimtemplates": ("resource.k8s.io/v1", "ResourceClaimTemplate")}
 
 
 def _read_live(path: str, context: str | None) -> Any:

@@ -32,7 +32,7 @@ Obj = dict[str, Any]
 
 RESOURCES = ("nodes", "pods", "workloads", "clusterqueues", "localqueues", "resourceflavors",
              "cohorts", "topologies", "resourceslices", "resourceclaims", "deviceclasses",
-             "jobs", "configmaps", "admissionchecks")
+             "jobs", "configmaps", "admissionchecks", "resourceclaimtemplates")
 
 
 @dataclass

@@ -129,6 +129,10 @@ def kueue_objects(snap: Snapshot) -> list[Obj]:
     for cm in snap.list("configmaps"):
         if "controller_manager_config.yaml" in (cm.get("data") or {}):
             out.append({**cm, "kind": "ConfigMap", "apiVersion": "v1"})
+    # the devices Kueue counts as quota through deviceClassMappings (DRA claims)
+    out += [{**t, "kind": "ResourceClaimTemplate",
+             "apiVersion": t.get("apiVersion") or "resource.k8s.io/v1"}
+            for t in snap.list("resourceclaimtemplates")]
     return out
 
 
