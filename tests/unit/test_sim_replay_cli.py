@@ -44,3 +44,24 @@ def test_snapshot_and_context_are_exclusive(tmp_path: Path,
     (tmp_path / "s.yaml").write_text("kind: List\nitems: []\n")
     assert main(["sim", "replay", str(tmp_path / "s.yaml"), "--context", "x"]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_other_kinds_in_a_snapshot_are_left_out_with_a_note(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A why-pending sample folder (Pods, a DeviceClass, expected.json) and a rendered kueue/
+    folder (its Kustomization) replay; a kind of Kueue's own group it does not read is
+    refused by name."""
+    from aiplat.samples import get
+
+    get("snapshot-waiting-for-preemption", tmp_path / "snap")
+    assert main(["sim", "replay", str(tmp_path / "snap"), "-o", "json"]) == 0
+    err = capsys.readouterr().err
+    assert "not read by the replay: 1 DeviceClass, 4 Pod, 1 a document without kind" in err
+    tree = tmp_path / "kube"
+    assert main(["kube", "render", "-d", str(tree)]) == 0
+    assert main(["sim", "replay", str(tree / "kueue")]) == 0
+    assert "not read by the replay: 1 Kustomization" in capsys.readouterr().err
+    (tmp_path / "typo.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueues\nmetadata: {name: a}\n")
+    assert main(["sim", "replay", str(tmp_path / "typo.yaml")]) == 2
+    assert "kind 'ClusterQueues' is not a Kueue object" in capsys.readouterr().err

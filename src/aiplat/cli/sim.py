@@ -376,7 +376,30 @@ def _snapshot_files(path: Path) -> list[Any]:
                 if f.suffix == ".json" or text.lstrip()[:1] in ("{", "[")
                 else inputs.parse_yaml_all(text, f, "a cluster snapshot"))
         objects.extend(unpack([d for d in docs if d is not None], str(f)))
-    return objects
+    return _replayed(objects, str(path))
+
+
+_READ = ("ConfigMap", "Node", "Namespace", "ResourceClaimTemplate", "Configuration")
+
+
+def _replayed(objects: list[Any], source: str) -> list[Any]:
+    """The objects the replay reads; other Kubernetes kinds in the snapshot (a why-pending
+    folder's Pods and DeviceClasses, a rendered tree's Kustomization, anything `kubectl get
+    all` adds) are left out with one note. A kind of Kueue's own API group it does not know
+    stays in: the parser refuses it by name (a typo, not another component's object)."""
+    from collections import Counter
+
+    kept, skipped = [], Counter[str]()
+    for o in objects:
+        kind, api = str(o.get("kind") or ""), str(o.get("apiVersion") or "")
+        if kind in _READ or api.split("/", maxsplit=1)[0].endswith("kueue.x-k8s.io"):
+            kept.append(o)
+        else:
+            skipped[kind or "a document without kind"] += 1
+    if skipped:
+        click.echo(f"note: {source}: not read by the replay: "
+                   + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())), err=True)
+    return kept
 
 
 _OBJECT_FIELD = re.compile(r"^(?P<kind>[A-Z]\w+) (?P<name>[^\s:]+):? (?P<field>.+)$")
