@@ -207,6 +207,14 @@ def test_cli_generate_write_validate_verify(lab: Lab, tmp_path: Path,
                      "-o", "json"]) == 0
         data = json.loads(capsys.readouterr().out)
         assert data[0]["ok"] and [r["ok"] for r in data[0]["results"]] == [True, True]
+        # the qualified name podman --device takes names the same device
+        assert _run(["cdi", "verify", str(written), "--device", f"{KIND}=1", "--image",
+                     OPTS.image, "-o", "json"]) == 0
+        again = json.loads(capsys.readouterr().out)
+        assert [(r["device"], r["ok"]) for r in again[0]["results"]] == \
+            [(r["device"], r["ok"]) for r in data[0]["results"]]
+        assert _run(["cdi", "verify", str(written), "--device", f"{KIND}=7"]) == 2
+        assert f"no device {KIND}=7" in capsys.readouterr().err
         broken = _variant(lab, "cli-wrong", lambda d: _nodes(d, "0")[0].update(minor=1))
         assert _run(["cdi", "verify", broken, "--device", "0", "--image", OPTS.image]) == 1
         assert "FAIL" in capsys.readouterr().out

@@ -25,8 +25,10 @@ from aiplat.netdiag.state import load_state
 
 OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
                       show_default=True, help="format on stdout")
-PREFIX = click.option("--prefix", default=DEFAULT_PREFIX, show_default=True,
-                      help="lab name prefix (every host object the lab creates carries it)")
+PREFIX = click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, envvar="LAB",
+                      show_envvar=True,
+                      help="lab name prefix (every host object the lab creates carries it; "
+                           "`lab status -o env` prints it as LAB)")
 
 
 def _console() -> Console:

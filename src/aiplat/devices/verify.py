@@ -569,11 +569,13 @@ def verify_spec(file: str, opts: PodmanOptions = PodmanOptions(),
     kind = doc["kind"]
     names = [d["name"] for d in doc["devices"]]
     if devices:
-        unknown = [d for d in devices if d not in names]
+        # the bare name or the qualified one podman --device takes (KIND=NAME)
+        wanted = [d.removeprefix(f"{kind}=") for d in devices]
+        unknown = [d for d, w in zip(devices, wanted, strict=True) if w not in names]
         if unknown:
             raise DeviceError(f"{file}: no device {', '.join(unknown)} in {kind}; "
-                              f"fix: use one of {', '.join(names)}")
-        names = list(devices)
+                              f"fix: use one of {', '.join(names)} (or {kind}={names[0]})")
+        names = wanted
     host = host_facts(doc, RealHost())
     ensure_image(opts)
     results: list[DeviceResult] = []
