@@ -60,3 +60,14 @@ def test_model_policy_is_what_pull_accepts(tmp_path: Path) -> None:
     assert code == 2 and "not a PEM public key" in err and str(key) in err
     code, _, err = _invoke("model", "policy", "--key", "release", "--signed", "x/*")
     assert code == 2 and "NAME=FILE.pub" in err
+
+
+def test_acceptance_names_the_option_for_a_version_the_node_cannot_show() -> None:
+    """`accept run` on a `spec example --this-host` spec outside a cluster: Kubernetes is not
+    observable on the node, and the criterion says how to give it."""
+    from aiplat.ops.acceptance_run import _matrix_difference
+
+    text = _matrix_difference({"key": "kubernetes", "observed": None, "expected": "1.34"})
+    assert "--observed kubernetes=VERSION" in text and "None" not in text
+    assert _matrix_difference({"key": "driver", "observed": "575", "expected": ">=580"}) == \
+        "driver 575 != >=580"
