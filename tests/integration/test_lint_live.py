@@ -11,10 +11,19 @@ workload-unqueued (jobs that run with no Workload), resource-unserved (Kueue: MI
 not in the ClusterQueue), gpu-per-node for GPUs and DRA claims (admitted, unschedulable),
 limitrange-admits min and Pod max (the LimitRanger refuses the pods), pod-security's
 IPC_LOCK in a restricted namespace (Pod Security admission), pvc-access-mode's
-missing StorageClass (the PV controller). Lint alone: NetworkPolicy isolation and selectors
-(no CNI enforces policies here), access modes and static-only drivers (no CSI driver runs
-here), topology-spread (a placement that runs, only slower), Kueue
-Configurations other than the rendered one (the lab starts Kueue with that).
+missing StorageClass (the PV controller). Queues and flavors: a LocalQueue naming a
+missing ClusterQueue, a Job naming a missing LocalQueue, a ClusterQueue with a missing
+flavor or a flavor with a missing Topology (Kueue: inactive, fixed by creating it), a
+namespace the selector leaves out (fixed in one field), a flavor that selects no node or
+lacks the pool's toleration (admitted, then unschedulable; a job on the fixed flavor binds),
+a quota beyond the pool (admitted, "Insufficient cpu"), a namespace ResourceQuota below the
+queue (the Job controller's "exceeded quota", fixed by raising it). DRA: a missing or
+matching-no-device DeviceClass and a constraint on an unpublished attribute (the scheduler;
+bound once fixed), an unmapped class (Kueue), a quota without the class (a claim on an alias
+class passes a quota of 0 on the GPUs until the quota names it). Lint alone: NetworkPolicy
+isolation and selectors (no CNI enforces policies here), access modes and static-only
+drivers (no CSI driver runs here), topology-spread (a placement that runs, only slower),
+Kueue Configurations other than the rendered one (the lab starts Kueue with that).
 
 Needs the components built (``aiplat lab cluster build``); fails, not skips, in CI.
 """
@@ -204,7 +213,7 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
                              "spec": {"accessModes": ["ReadWriteOnce"],
                                       "storageClassName": "shared",
                                       "resources": {"requests": {"storage": "1Gi"}}}}],
-        **_queue_seeds(objs), **_dra_seeds(objs),
+        **_queue_seeds(objs), **_dra_seeds(objs), **_capacity_seeds(objs),
     }
 
 
@@ -273,6 +282,45 @@ def _queue_seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
             _cq("lint-rq", "l40s", {"matchLabels": {"kubernetes.io/metadata.name": "lint-rq"}}),
             _lq("lint-rq", "lint-rq", "lint-rq"), rq_job],
     }
+
+
+OVER = 13  # pods of 30 CPU: 390 CPU, more than the l40s pool's 372
+
+
+def _capacity_seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
+    over = _cq("lint-over", "lint-over",
+               {"matchLabels": {"kubernetes.io/metadata.name": "lint-over"}})
+    over["spec"]["resourceGroups"][0]["flavors"][0]["resources"] = [
+        {"name": "cpu", "nominalQuota": "1000"}, {"name": "memory", "nominalQuota": "100Gi"}]
+    over_job = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "lint-over-job", "namespace": "lint-over",
+                             "labels": {QUEUE: "lint-over"}},
+                "spec": {"parallelism": OVER, "completions": OVER, "template": {
+                    "metadata": {"labels": {"app.kubernetes.io/name": "lint-over-job"}},
+                    "spec": _pod("x", "x", [{"name": "c", "image": "busybox",
+                                             "resources": _res({"cpu": "30"})}])["spec"]}}}
+    tas = _flavor("lint-tas", "l40s")
+    tas["spec"]["topologyName"] = "lint-notopo"
+    tas_job = _bare(objs, "lint-tas-job", "lint-tas")
+    tas_job["spec"]["template"]["metadata"].setdefault("annotations", {})[
+        "kueue.x-k8s.io/podset-preferred-topology"] = "kubernetes.io/hostname"
+    return {
+        "quota-capacity": [_ns("lint-over"), _flavor("lint-over", "l40s"), over,
+                           _lq("lint-over", "lint-over", "lint-over"), over_job],
+        "workload-queue": [_bare(objs, "lint-noqueue-job", "lint-noqueue")],
+        "topology-levels": [tas, _cq("lint-tas", "lint-tas"),
+                            _lq("lint-tas", "batch", "lint-tas"), tas_job],
+        "claim-constraint": [_pair("lint-nosuch-attr", "gpu.nvidia.com/noSuchAttribute"),
+                             _claimed(objs, "lint-nosuch-attr-pod", "lint-nosuch-attr")],
+    }
+
+
+def _pair(name: str, attribute: str) -> Obj:
+    t = _claim_template(name, "serving", "gpu-l40s-48gb")
+    t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2
+    t["spec"]["spec"]["devices"]["constraints"] = [
+        {"requests": ["gpu"], "matchAttribute": attribute}]
+    return t
 
 
 def _device_class(objs: list[Obj], name: str, expression: str | None = None) -> Obj:
@@ -350,6 +398,10 @@ EXPECTED = {  # rule -> the objects lint must name
     "deviceclass-matches": {"DeviceClass/lint-nomatch"},
     "kueue-dra-mapping": {"Job/serving/lint-unmapped-job"},
     "resourcequota-dra": {"ResourceQuota/lint-fence"},
+    "quota-capacity": {"ResourceFlavor/lint-over"},
+    "workload-queue": {"Job/batch/lint-noqueue-job"},
+    "topology-levels": {"ResourceFlavor/lint-tas"},
+    "claim-constraint": {"ResourceClaimTemplate/serving/lint-nosuch-attr"},
 }
 
 
@@ -526,11 +578,17 @@ def _active(api: Api, kind: str, name: str, ns: str | None = None) -> Obj:
         c := _cond(api.get(ref) or {}, "Active")) and c["status"] == "False" and c))
 
 
-def _scheduled(api: Api, app: str, ns: str) -> None:
-    _eventually(f"{app}: bound to a node", lambda: any(
-        p["metadata"].get("labels", {}).get("app.kubernetes.io/name") == app
-        and (_cond(p, "PodScheduled") or {}).get("status") == "True"
-        for p in api.objects("v1", "Pod", ns)))
+def _scheduled(api: Api, app: str, ns: str, timeout: float = 60.0) -> None:
+    seen: list[Obj] = []
+
+    def probe() -> bool:
+        seen[:] = [_cond(p, "PodScheduled") or {} for p in api.objects("v1", "Pod", ns)
+                   if p["metadata"].get("labels", {}).get("app.kubernetes.io/name") == app]
+        return any(c.get("status") == "True" for c in seen)
+    try:
+        _eventually(f"{app}: bound to a node", probe, timeout)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; PodScheduled: {seen}") from None
 
 
 def test_local_queue_naming_a_missing_cluster_queue_admits_nothing(lab: Lab) -> None:
@@ -633,7 +691,8 @@ def test_claim_on_a_missing_device_class_stays_pending(lab: Lab) -> None:
     lab.api.apply(template)
     lab.api.create(pod)
     why = _unschedulable(lab.api, "lint-noclass-pod", "serving")
-    assert "lint-no-such-class" in why, why
+    # kube-scheduler pkg/scheduler/framework/plugins/dynamicresources (PreFilter)
+    assert "device class lint-no-such-class does not exist" in why, why
     lab.api.apply(_device_class(lab.objects, "lint-no-such-class"))
     _scheduled(lab.api, "lint-noclass-pod", "serving")
 
@@ -676,3 +735,63 @@ def test_quota_without_the_class_lets_its_claims_past_the_fence(lab: Lab) -> Non
     _quota_synced(lab.api, fixed)
     with pytest.raises(ApiError, match="exceeded quota: lint-fence"):
         lab.api.create(claim("lint-alias-fenced", "lint-alias"))
+
+
+# --- capacity, queue names, topology, constraints ---------------------------------------
+
+def test_job_naming_a_missing_local_queue_is_never_admitted(lab: Lab) -> None:
+    job = _seed(lab, "workload-queue")[0]
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-noqueue-job", "batch")
+    assert cond["message"] == "LocalQueue lint-noqueue doesn't exist", cond
+    lab.api.apply(_lq("lint-noqueue", "batch", "batch"))
+    _admitted(lab.api, "lint-noqueue-job", "batch")
+
+
+def test_flavor_naming_a_missing_topology_keeps_its_queue_inactive(lab: Lab) -> None:
+    flavor, cq, lq, job = _seed(lab, "topology-levels")
+    lab.api.apply_all([flavor, cq, lq])
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-tas-job", "batch")
+    assert cond["message"] == "ClusterQueue lint-tas is inactive", cond
+    active = _active(lab.api, "ClusterQueue", "lint-tas")
+    assert active["reason"] == "TopologyNotFound" and "lint-notopo" in active["message"], active
+    lab.api.apply({"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": "lint-notopo"},
+                   "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}})
+    _admitted(lab.api, "lint-tas-job", "batch")
+
+
+def test_constraint_on_an_unpublished_attribute_is_never_allocated(lab: Lab) -> None:
+    template, pod = _seed(lab, "claim-constraint")
+    lab.api.apply(template)
+    lab.api.create(pod)
+    why = _unschedulable(lab.api, "lint-nosuch-attr-pod", "serving")
+    assert "cannot allocate all claims" in why, why
+    # the same pair on an attribute the driver publishes (templates are immutable: a new one)
+    fixed = _pair("lint-product-pair", "gpu.nvidia.com/productName")
+    again = _claimed(lab.objects, "lint-product-pair-pod", "lint-product-pair")
+    lab.api.apply(fixed)
+    lab.api.create(again)
+    _scheduled(lab.api, "lint-product-pair-pod", "serving")
+
+
+def test_quota_beyond_the_pool_admits_pods_no_node_holds(lab: Lab) -> None:
+    """Last in the file: it fills the l40s pool's CPU."""
+    ns, flavor, cq, lq, job = _seed(lab, "quota-capacity")
+    lab.api.apply_all([ns, flavor, cq, lq])
+    _eventually("lint-over ServiceAccount", lambda: lab.api.exists(
+        "v1", "ServiceAccount", "default", "lint-over"))
+    lab.api.create(job)
+    _admitted(lab.api, "lint-over-job", "lint-over")  # 390 CPU: within the queue's 1000
+    assert "Insufficient cpu" in _unschedulable(lab.api, "lint-over-job", "lint-over")
+
+    def placed() -> list[str]:
+        pods = [p for p in lab.api.objects("v1", "Pod", "lint-over")
+                if p["metadata"].get("labels", {}).get("job-name") == "lint-over-job"]
+        states = [(_cond(p, "PodScheduled") or {}).get("status", "") for p in pods]
+        return states if len(states) == OVER and all(states) else []
+    bound = _eventually("every pod tried", placed).count("True")
+    # the lab runs the autoscaled pool at its minimum; lint counts the whole pool (372 CPU)
+    lab_cpu = sum(int(n["status"]["allocatable"]["cpu"]) for n in lab.api.objects("v1", "Node")
+                  if n["metadata"].get("labels", {}).get("aiplat.io/pool") == "l40s")
+    assert 0 < 30 * bound <= lab_cpu <= 372 < 30 * OVER, (bound, lab_cpu)
