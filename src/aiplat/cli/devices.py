@@ -61,7 +61,8 @@ def _source_options(f: F) -> F:
         click.option("--root", default="/", show_default=True,
                      help="host root to read /dev, /proc and the linker cache under"),
         click.option("--inventory", type=click.Path(dir_okay=False),
-                     help="node inventory JSON with a 'gpus' list (default: nvidia-smi -q -x)"),
+                     help="JSON with a 'gpus' list of index, uuid, minor (and mig) per GPU "
+                          "(default: nvidia-smi -q -x)"),
         click.option("--char", "chars", multiple=True, metavar="KIND=NAME:PATH[=HOST][,...]",
                      help="a generic character device, e.g. example.com/acc=0:/dev/acc0"),
         click.option("--env", "env", multiple=True, metavar="K=V",

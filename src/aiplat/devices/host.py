@@ -214,8 +214,11 @@ def gpus_from_nvidia_smi() -> list[GpuIdentity]:
 
 def gpus_from_inventory(doc: object, file: str = "inventory") -> list[GpuIdentity]:
     if not isinstance(doc, Mapping) or not isinstance(doc.get("gpus"), list):
-        raise DeviceError(f"{file}: expected an object with a 'gpus' list; fix: pass the "
-                          "node inventory's JSON (aiplat node inventory -o json)")
+        raise DeviceError(f"{file}: expected an object with a 'gpus' list, e.g. "
+                          '{"gpus": [{"index": 0, "uuid": "GPU-...", "minor": 0, "mig": []}]} '
+                          "(fix: write the GPUs' index, UUID and device minor that way, or "
+                          "leave --inventory out to read them from nvidia-smi -q -x; a node "
+                          "inventory has no device minors)")
     out = []
     for i, g in enumerate(doc["gpus"]):
         try:
