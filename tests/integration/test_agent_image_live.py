@@ -74,6 +74,7 @@ class Lab:
     api: Api
     server: str
     kube: Path  # a folder the container reads: CA, admin certificate and key, kubeconfigs
+    kubeconfig: Path  # the host's
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def lab(image: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     api = Api.from_kubeconfig(str(kubeconfig))
     try:
         server = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-        yield Lab(api, server, _container_kubeconfigs(kubeconfig, tmp / "kube"))
+        yield Lab(api, server, _container_kubeconfigs(kubeconfig, tmp / "kube"), kubeconfig)
     finally:
         api.close()
         subprocess.run([*aiplat, "down", "--name", NAME], env=env, capture_output=True,
@@ -226,3 +227,20 @@ def test_the_daemonset_keeps_its_pod_on_a_node_its_agent_tainted(lab: Lab,
         p for p in lab.api.objects("v1", "Pod", SYSTEM_NS)
         if p["spec"].get("nodeName") == "h100-2"
         and p["metadata"]["uid"] != pod["metadata"]["uid"]], timeout=45)
+
+
+def test_the_agent_on_the_host_takes_kubeconfig_and_context(lab: Lab, tmp_path: Path) -> None:
+    """``aiplat node agent --kubeconfig --context`` (as an admin runs it off-cluster, like
+    kubectl): the named context's cluster gets the patch; an unknown context is exit 2."""
+    context = yaml.safe_load(lab.kubeconfig.read_text())["current-context"]
+    base = [sys.executable, "-m", "aiplat.cli.main", "node", "agent", "--root",
+            str(_host(tmp_path)), "--once", "--node-name", "h100-2", "--kubeconfig",
+            str(lab.kubeconfig)]
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    bad = subprocess.run([*base, "--context", "nope"], capture_output=True, text=True,
+                         timeout=300, check=False, env=env)
+    assert bad.returncode == 2 and "nope" in bad.stderr, bad.stderr
+    r = subprocess.run([*base, "--context", context], capture_output=True, text=True,
+                       timeout=300, check=False, env=env)
+    assert r.returncode == 1, r.stderr  # the degraded tree fails its checks
+    assert _node(lab, "h100-2")["metadata"]["labels"]["node.aiplat.io/health"] == "fail"

@@ -341,8 +341,13 @@ def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | N
 @click.option("--once", is_flag=True, help="one round, then exit with the check status")
 @click.option("--dry-run", is_flag=True, help="print the Node patch instead of applying it")
 @click.option("--node-name", envvar="NODE_NAME", help="Node to patch (default: $NODE_NAME)")
-def agent(root: str, recorded: tuple[str, ...], spec: str | None, pool: str | None,  # noqa: PLR0917
-          interval: float, once: bool, dry_run: bool, node_name: str | None) -> None:
+@click.option("--kubeconfig", type=click.Path(dir_okay=False),
+              help="kubeconfig (default: the pod's service account in a cluster, else "
+                   "$KUBECONFIG, then ~/.kube/config)")
+@click.option("--context", help="kubeconfig context (default: its current-context)")
+def agent(*, root: str, recorded: tuple[str, ...], spec: str | None, pool: str | None,
+          interval: float, once: bool, dry_run: bool, node_name: str | None,
+          kubeconfig: str | None, context: str | None) -> None:
     """Run the checks every --interval and patch this Node (labels, condition, taint).
 
     \b
@@ -370,9 +375,23 @@ def agent(root: str, recorded: tuple[str, ...], spec: str | None, pool: str | No
         click.echo(json.dumps({"node": node_name, "status": report.status,
                                "patch": patch.metadata_spec, "statusPatch": patch.status}))
 
-    client = None if dry_run else LightkubeNodeClient()
+    client = None if dry_run else LightkubeNodeClient(_kube_config(kubeconfig, context))
     code = run_agent(one_round, client=client, node_name=node_name or "", interval_s=interval,  # type: ignore[arg-type]
                      iterations=1 if once else None, emit=emit,
                      on_error=lambda e: click.echo(f"error: patching the Node failed: {e}",
                                                    err=True))
     sys.exit(code)
+
+
+def _kube_config(kubeconfig: str | None, context: str | None) -> object | None:
+    """The context given by --kubeconfig/--context (kubectl's default file when only
+    --context is given); None leaves lightkube's order (in-cluster first)."""
+    if kubeconfig is None and context is None:
+        return None
+    import os
+
+    from aiplat.kube.live import load_kubeconfig
+
+    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
+        os.path.expanduser("~/.kube/config")
+    return load_kubeconfig(path, context)

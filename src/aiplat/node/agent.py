@@ -100,15 +100,16 @@ def run_agent(check: Callable[[], tuple[CheckReport, dict[str, str]]], *,
 
 
 class LightkubeNodeClient:
-    """NodeClient over lightkube: in-cluster config first, else the kubeconfig."""
+    """NodeClient over lightkube: ``config`` (a kubeconfig context the CLI loaded), else
+    lightkube's own order: in-cluster first, then $KUBECONFIG or ~/.kube/config."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: Any | None = None) -> None:
         import importlib
 
         lk = importlib.import_module("lightkube")
         self._types = importlib.import_module("lightkube.types")
         self._node = importlib.import_module("lightkube.resources.core_v1").Node
-        self._client = lk.Client(field_manager="aiplat-node-agent")
+        self._client = lk.Client(config=config, field_manager="aiplat-node-agent")
 
     def get_node(self, name: str) -> dict[str, Any]:
         obj = self._client.get(self._node, name=name)
