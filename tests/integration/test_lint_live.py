@@ -304,12 +304,26 @@ def _capacity_seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
     tas_job = _bare(objs, "lint-tas-job", "lint-tas")
     tas_job["spec"]["template"]["metadata"].setdefault("annotations", {})[
         "kueue.x-k8s.io/podset-preferred-topology"] = "kubernetes.io/hostname"
+    nowpc = _bare(objs, "lint-nowpc-job", "batch")
+    nowpc["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = "lint-nowpc"
+    levels = {"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": "lint-levels"},
+              "spec": {"levels": [{"nodeLabel": "topology.aiplat.io/no-such-level"},
+                                  {"nodeLabel": "kubernetes.io/hostname"}]}}
+    level_flavor = _flavor("lint-levels", "l40s")
+    level_flavor["spec"]["topologyName"] = "lint-levels"
+    level_job = copy.deepcopy(tas_job)
+    level_job["metadata"]["name"] = "lint-levels-job"
+    level_job["metadata"]["labels"][QUEUE] = "lint-levels"
+    level_job["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] = \
+        "lint-levels-job"
     return {
         "quota-capacity": [_ns("lint-over"), _flavor("lint-over", "l40s"), over,
                            _lq("lint-over", "lint-over", "lint-over"), over_job],
-        "workload-queue": [_bare(objs, "lint-noqueue-job", "lint-noqueue")],
+        "workload-queue": [_bare(objs, "lint-noqueue-job", "lint-noqueue"), nowpc],
         "topology-levels": [tas, _cq("lint-tas", "lint-tas"),
-                            _lq("lint-tas", "batch", "lint-tas"), tas_job],
+                            _lq("lint-tas", "batch", "lint-tas"), tas_job,
+                            levels, level_flavor, _cq("lint-levels", "lint-levels"),
+                            _lq("lint-levels", "batch", "lint-levels"), level_job],
         "claim-constraint": [_pair("lint-nosuch-attr", "gpu.nvidia.com/noSuchAttribute"),
                              _claimed(objs, "lint-nosuch-attr-pod", "lint-nosuch-attr")],
     }
@@ -399,8 +413,8 @@ EXPECTED = {  # rule -> the objects lint must name
     "kueue-dra-mapping": {"Job/serving/lint-unmapped-job"},
     "resourcequota-dra": {"ResourceQuota/lint-fence"},
     "quota-capacity": {"ResourceFlavor/lint-over"},
-    "workload-queue": {"Job/batch/lint-noqueue-job"},
-    "topology-levels": {"ResourceFlavor/lint-tas"},
+    "workload-queue": {"Job/batch/lint-noqueue-job", "Job/batch/lint-nowpc-job"},
+    "topology-levels": {"ResourceFlavor/lint-tas", "Topology/lint-levels"},
     "claim-constraint": {"ResourceClaimTemplate/serving/lint-nosuch-attr"},
 }
 
@@ -748,8 +762,24 @@ def test_job_naming_a_missing_local_queue_is_never_admitted(lab: Lab) -> None:
     _admitted(lab.api, "lint-noqueue-job", "batch")
 
 
+def test_job_naming_a_missing_priority_class_gets_no_workload(lab: Lab) -> None:
+    """Kueue cannot compose the Workload (WorkloadPriorityClass not found, retried in its
+    log only): beside a control job in the same queue that gets one, it has none, until the
+    class exists."""
+    job = _seed(lab, "workload-queue")[1]
+    control = _bare(lab.objects, "lint-wpc-control", "batch")
+    lab.api.create(job)
+    lab.api.create(control)
+    _admitted(lab.api, "lint-wpc-control", "batch")
+    assert _wl(lab.api, "lint-nowpc-job", "batch") is None
+    assert (lab.api.get(job) or {})["spec"]["suspend"] is True
+    lab.api.apply({"apiVersion": KUEUE, "kind": "WorkloadPriorityClass",
+                   "metadata": {"name": "lint-nowpc"}, "value": 100})
+    _admitted(lab.api, "lint-nowpc-job", "batch")
+
+
 def test_flavor_naming_a_missing_topology_keeps_its_queue_inactive(lab: Lab) -> None:
-    flavor, cq, lq, job = _seed(lab, "topology-levels")
+    flavor, cq, lq, job = _seed(lab, "topology-levels")[:4]
     lab.api.apply_all([flavor, cq, lq])
     lab.api.create(job)
     cond = _pending(lab.api, "lint-tas-job", "batch")
@@ -759,6 +789,17 @@ def test_flavor_naming_a_missing_topology_keeps_its_queue_inactive(lab: Lab) -> 
     lab.api.apply({"apiVersion": KUEUE, "kind": "Topology", "metadata": {"name": "lint-notopo"},
                    "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]}})
     _admitted(lab.api, "lint-tas-job", "batch")
+
+
+def test_topology_level_no_node_carries_finds_no_domain(lab: Lab) -> None:
+    topology, flavor, cq, lq, job = _seed(lab, "topology-levels")[4:]
+    lab.api.apply_all([topology, flavor, cq, lq])
+    lab.api.create(job)
+    cond = _pending(lab.api, "lint-levels-job", "batch")
+    # Kueue leaves out the nodes without every level label: no domain even at the hostname
+    # level; the same job on a Topology of hostname alone is admitted (lint-tas above).
+    assert cond["message"] == ("couldn't assign flavors to pod set main: no topology domains "
+                               "at level: kubernetes.io/hostname"), cond
 
 
 def test_constraint_on_an_unpublished_attribute_is_never_allocated(lab: Lab) -> None:
