@@ -66,7 +66,7 @@ FGD_DATA = ROOT.parent / "shared" / "data"
 def _missing() -> str | None:
     if os.geteuid() != 0:
         return "the tour's lab, device and Podman steps need root"
-    for tool in ("podman", "docker-registry", "promtool", "kubectl", "ip"):
+    for tool in ("podman", "docker-registry", "promtool", "ip"):
         if shutil.which(tool) is None:
             return f"{tool} is not installed (scripts/test.sh installs it as root)"
     if not FGD_DATA.is_dir():
