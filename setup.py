@@ -17,8 +17,9 @@ class BuildWithCommit(build_py):
     def run(self) -> None:
         super().run()
         commit = _git_head() or os.environ.get("AIPLAT_COMMIT", "").strip()
-        if commit:
-            (Path(self.build_lib) / "aiplat" / "_commit.txt").write_text(commit + "\n")
+        target = Path(self.build_lib) / "aiplat"
+        if commit and target.is_dir():  # an editable install builds no package folder here
+            (target / "_commit.txt").write_text(commit + "\n")
 
 
 def _git_head() -> str:
