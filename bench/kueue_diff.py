@@ -6,7 +6,13 @@ snapshot (``tests/integration/kueue_live.py``), and prints the agreement: scenar
 every workload agrees, and workloads that agree (admitted or not, and on which flavor per
 pod set and resource), with each difference listed.
 
-    .venv/bin/python bench/kueue_diff.py --seeds 100 [--first 1] [--fair] [--json out.json]
+    .venv/bin/python bench/kueue_diff.py --seeds 100 [--first 1] [--fair] [--repeat 2]
+                                         [--json out.json]
+
+``--repeat N`` runs each scenario N times on the real Kueue: where Kueue's own outcomes differ
+between runs (its eviction, requeue batch and cache updates race its scheduling cycles), the
+scenario is counted apart as *Kueue varies*, and the replay is held to each run's snapshot; the
+agreement is printed over all scenarios and over those where Kueue decided the same every time.
 
 Needs the components built (``aiplat lab cluster build``). About 12 s per scenario here.
 """
@@ -20,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration"))
 
@@ -36,12 +43,13 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=40)
     ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--fair", action="store_true", help="Kueue with fair sharing")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per scenario on Kueue")
     ap.add_argument("--json", type=Path, help="write the per-scenario results here")
     args = ap.parse_args()
     name = "kueuebenchfs" if args.fair else "kueuebench"
     tmp = Path(tempfile.mkdtemp(prefix="kueuebench-"))
     os.environ["AIPLAT_CLUSTER_DIR"] = str(tmp / "runs")
-    cfg: dict[str, object] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    cfg: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2",
                               "kind": "Configuration", "manageJobsWithoutQueueName": False}
     if args.fair:
         cfg["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare",
@@ -49,38 +57,59 @@ def main() -> int:
     t0 = time.monotonic()
     up(name, [], cfg, locate())
     api = Api.from_kubeconfig(str(kubeconfig_path(name)))
-    scen_ok = wl_ok = wl_total = 0
-    rows = []
+    rows: list[dict[str, Any]] = []
     try:
         for seed in range(args.first, args.first + args.seeds):
-            sc = generate(seed, fair_sharing=args.fair)
-            try:
-                res = kueue_live.run(api, sc)
-            except AssertionError as e:  # Kueue never settled: a difference of its own
-                n_wl = len(sc.phase_a) + len(sc.phase_b)
-                wl_total += n_wl
-                rows.append({"seed": seed, "workloads": n_wl, "differences": [str(e)]})
-                print(f"seed {seed}: {e}", flush=True)
-                continue
-            diffs = res.differences()
-            scen_ok += not diffs
-            wl_total += len(res.kueue)
-            wl_ok += len(res.kueue) - len(diffs)
-            rows.append({"seed": seed, "workloads": len(res.kueue), "differences": diffs})
-            print(f"seed {seed}: {'agrees' if not diffs else f'{len(diffs)} differ'}",
-                  flush=True)
-            for d in diffs:
-                print(f"  {d}", flush=True)
+            rows.append(_seed(api, seed, args.fair, args.repeat))
     finally:
         api.close()
         down(name)
-    n = args.seeds
-    print(f"\nKueue v0.19.2 {'fair sharing' if args.fair else 'classic'}: scenarios agreeing "
-          f"{scen_ok}/{n} ({100 * scen_ok / n:.1f}%), workloads agreeing {wl_ok}/{wl_total} "
-          f"({100 * wl_ok / max(1, wl_total):.1f}%) in {time.monotonic() - t0:.0f} s")
+    mode = "fair sharing" if args.fair else "classic"
+    print(f"\nKueue v0.19.2 {mode}, {args.seeds} scenarios x {args.repeat} runs, "
+          f"{time.monotonic() - t0:.0f} s")
+    _summary("all scenarios", rows)
+    if args.repeat > 1:
+        stable = [r for r in rows if not r["kueue_varies"]]
+        print(f"Kueue varied between runs on {len(rows) - len(stable)} scenarios: "
+              f"{[r['seed'] for r in rows if r['kueue_varies']]}")
+        _summary("scenarios Kueue decided the same every run", stable)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
     return 0
+
+
+def _seed(api: Api, seed: int, fair: bool, repeat: int) -> dict[str, Any]:
+    """One scenario, ``repeat`` runs; a run agrees when every workload does."""
+    sc = generate(seed, fair_sharing=fair)
+    runs: list[dict[str, Any]] = []
+    for _ in range(repeat):
+        try:
+            res = kueue_live.run(api, sc)
+        except AssertionError as e:  # Kueue never settled: a difference of its own
+            n_wl = len(sc.phase_a) + len(sc.phase_b)
+            runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None})
+            continue
+        runs.append({"workloads": len(res.kueue), "differences": res.differences(),
+                     "kueue": sorted((k, repr(v)) for k, v in res.kueue.items())})
+    outcomes = {repr(r["kueue"]) for r in runs}
+    row = {"seed": seed, "runs": runs, "kueue_varies": len(outcomes) > 1}
+    verdicts = ["agrees" if not r["differences"] else f"{len(r['differences'])} differ"
+                for r in runs]
+    print(f"seed {seed}: {', '.join(verdicts)}"
+          f"{' (Kueue varied)' if row['kueue_varies'] else ''}", flush=True)
+    for r in runs:
+        for d in r["differences"]:
+            print(f"  {d}", flush=True)
+    return row
+
+
+def _summary(title: str, rows: list[dict[str, Any]]) -> None:
+    runs = [r for row in rows for r in row["runs"]]
+    n_ok = sum(not r["differences"] for r in runs)
+    wl = sum(r["workloads"] for r in runs)
+    wl_ok = wl - sum(len(r["differences"]) for r in runs)
+    print(f"{title}: runs agreeing {n_ok}/{len(runs)} ({100 * n_ok / max(1, len(runs)):.1f}%), "
+          f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%)")
 
 
 if __name__ == "__main__":

@@ -262,14 +262,10 @@ def _read_live(path: str, context: str | None) -> Any:
 def _kubeconfig(given: str | None) -> str:
     """The kubeconfig kubectl would use: --kubeconfig, else the first of $KUBECONFIG, else
     ~/.kube/config."""
-    import os
+    from aiplat.kube.live import kubectl_kubeconfig
 
-    path = given or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    path = path or os.path.expanduser("~/.kube/config")
-    if not given and not os.path.exists(path):
-        raise InputError(f"no --snapshot and no kubeconfig at {path} (fix: pass --snapshot DIR "
-                         "or --kubeconfig FILE, or set KUBECONFIG)")
-    return path
+    return kubectl_kubeconfig(given, missing="no --snapshot and no kubeconfig at {path} (fix: "
+                              "pass --snapshot DIR or --kubeconfig FILE, or set KUBECONFIG)")
 
 
 @kube.command("apply")

@@ -388,10 +388,6 @@ def _kube_config(kubeconfig: str | None, context: str | None) -> object | None:
     --context is given); None leaves lightkube's order (in-cluster first)."""
     if kubeconfig is None and context is None:
         return None
-    import os
+    from aiplat.kube.live import kubectl_kubeconfig, load_kubeconfig
 
-    from aiplat.kube.live import load_kubeconfig
-
-    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
-        os.path.expanduser("~/.kube/config")
-    return load_kubeconfig(path, context)
+    return load_kubeconfig(kubectl_kubeconfig(kubeconfig), context)

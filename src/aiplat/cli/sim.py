@@ -428,16 +428,12 @@ def _grouped(lines: list[str], source: str, shown: int = 3) -> list[str]:
 
 
 def _default_kubeconfig() -> str:
-    """kubectl's: the first of $KUBECONFIG, else ~/.kube/config; none is a clear error."""
-    import os
+    """kubectl's default kubeconfig; none there is a clear error."""
+    from aiplat.kube.live import kubectl_kubeconfig
 
-    path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
-        os.path.expanduser("~/.kube/config")
-    if not os.path.exists(path):
-        raise InputError(f"no snapshot and no kubeconfig at {path} (fix: pass a file or folder "
-                         "of 'kubectl get -o yaml' output, or --kubeconfig FILE, or set "
-                         "KUBECONFIG)")
-    return path
+    return kubectl_kubeconfig(missing="no snapshot and no kubeconfig at {path} (fix: pass a "
+                              "file or folder of 'kubectl get -o yaml' output, or "
+                              "--kubeconfig FILE, or set KUBECONFIG)")
 
 
 def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[Any]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import copy
 import difflib
 import json
-import os
 import re
 import time
 import uuid
@@ -129,9 +128,14 @@ class Api:
     @classmethod
     def from_kubeconfig(cls, path: str | None = None, context: str | None = None,
                         timeout: float = 30.0) -> Api:
-        path = path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
-        path = path or os.path.expanduser("~/.kube/config")
-        from aiplat.kube.live import CLIENT_ERRORS, client_error, load_kubeconfig
+        from aiplat.kube.live import (
+            CLIENT_ERRORS,
+            client_error,
+            kubectl_kubeconfig,
+            load_kubeconfig,
+        )
+
+        path = kubectl_kubeconfig(path)
 
         single = load_kubeconfig(path, context)
         try:

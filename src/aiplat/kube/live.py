@@ -7,6 +7,7 @@ so), and so the rest of the package works without lightkube installed.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import httpx2
@@ -27,6 +28,17 @@ GLOBAL = {"nodes", "clusterqueues", "resourceflavors", "cohorts", "topologies",
 
 KUBECONFIG_FIX = ("give a kubeconfig as `kubectl config view --raw` prints it: clusters, "
                   "contexts and users lists and a current-context")
+
+
+def kubectl_kubeconfig(given: str | None = None, *, missing: str | None = None) -> str:
+    """The kubeconfig kubectl would read: ``given`` (--kubeconfig), else the first file of
+    $KUBECONFIG, else ~/.kube/config. With ``missing`` (a message with ``{path}``), a
+    default that does not exist is that ``InputError`` rather than the client's."""
+    path = given or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or \
+        os.path.expanduser("~/.kube/config")
+    if missing is not None and not given and not os.path.exists(path):
+        raise InputError(missing.format(path=path))
+    return path
 
 
 def load_kubeconfig(path: str, context: str | None = None) -> SingleConfig:
