@@ -19,6 +19,7 @@ from aiplat.catalog import load_catalog
 from aiplat.kube.crds import CrdIndex
 from aiplat.kube.pipeline import KubeCheck, check_platform
 from aiplat.kube.validate import SUPPORTED_VERSIONS, validate_objects
+from aiplat.ops.sim_month import tree_queues
 from aiplat.plan import build_plan
 from aiplat.report import Chart, Document, Section, Series, Table, render_html, render_markdown
 from aiplat.report.charts import DASHES, NARROW_WIDTH, PALETTE, WIDTH, render_svg
@@ -387,7 +388,8 @@ def test_line_chart_x_is_validated(changes: dict[str, object], message: str) -> 
 def test_sim_gpus_over_time_is_a_line_on_an_even_time_grid() -> None:
     catalog = load_catalog()
     platform = parse_platform(example_text(), EXAMPLE, catalog)
-    result = simulate_platform(platform, example_plan(), seed=0)
+    result = simulate_platform(platform, example_plan(), seed=0,
+                               queues=tree_queues(platform))
     chart = next(c for s in sim_sections(result) for c in s.charts if c.id == "sim-gpus")
     assert chart.kind == "line" and chart.x is not None and len(chart.x) == TIME_POINTS
     steps = {round(b - a, 6) for a, b in itertools.pairwise(chart.x)}

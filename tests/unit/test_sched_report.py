@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from aiplat.catalog import load_catalog
+from aiplat.ops.sim_month import tree_queues
 from aiplat.plan import build_plan
 from aiplat.report import Document, render_html, render_markdown
 from aiplat.report.sim_doc import sim_sections
-from aiplat.sched.platform import platform_queues, simulate_platform
+from aiplat.sched.platform import simulate_platform
 from aiplat.spec import EXAMPLE, example_text, parse_platform
 
 
@@ -18,8 +19,8 @@ def _example():  # type: ignore[no-untyped-def]
 
 def test_simulate_platform_uses_the_spec_names_and_is_reproducible() -> None:
     platform, plan = _example()
-    a = simulate_platform(platform, plan, seed=1)
-    b = simulate_platform(platform, plan, seed=1)
+    a = simulate_platform(platform, plan, seed=1, queues=tree_queues(platform))
+    b = simulate_platform(platform, plan, seed=1, queues=tree_queues(platform))
     assert a == b
     assert [t.name for t in a.tenants] == [t.name for t in platform.tenants]
     assert {r.flavor for r in a.records if r.flavor} <= {p.name for p in platform.pools}
@@ -29,23 +30,22 @@ def test_simulate_platform_uses_the_spec_names_and_is_reproducible() -> None:
                                                      "batch": 0.5}
 
 
-def test_platform_queues_mirror_tenant_quotas() -> None:
+def test_tree_queues_mirror_tenant_quotas() -> None:
     platform, _ = _example()
-    cfg = platform_queues(platform)
+    cfg = tree_queues(platform)
     research = next(q for q in cfg.cluster_queues if q.name == "research")
-    quota = research.flavors[0].resources["nvidia.com/gpu"]
+    h100 = next(f for f in research.flavors if f.flavor == "h100")
+    quota = h100.resources["nvidia.com/gpu"]
     tenant = platform.tenant("research")
     assert tenant is not None
     spec = tenant.quota["h100"]
-    assert (research.flavors[0].flavor, quota.nominal, quota.borrowing_limit) == (
-        "h100", spec.gpus, spec.borrowing_limit)
+    assert (quota.nominal, quota.borrowing_limit) == (spec.gpus, spec.borrowing_limit)
     assert research.weight == tenant.weight
-    assert research.cohort == platform.metadata.name
 
 
 def test_sections_render_in_markdown_and_html() -> None:
     platform, plan = _example()
-    result = simulate_platform(platform, plan, seed=0)
+    result = simulate_platform(platform, plan, seed=0, queues=tree_queues(platform))
     sections = sim_sections(result, subject=platform.metadata.name)
     doc = Document(title="sim", sections=sections)
     md = render_markdown(doc)

@@ -272,7 +272,7 @@ def run(  # noqa: PLR0917 (one parameter per click option)
         with progress_bar("simulating", 1.0, "fraction") as bar:
             result = simulate_platform(platform, plan, seed, policy=policy, months=months,
                                        strategy=strategy, warm_nodes=warm_nodes,
-                                       mtbf_h=mtbf_h, mttr_h=mttr_h, fair_sharing=not classic,
+                                       mtbf_h=mtbf_h, mttr_h=mttr_h,
                                        queues=queues, progress=bar.update)
         title = (f"{platform.metadata.name} · {months:g} month(s) · policy {policy} · "
                  f"pools {strategy} · {queues.mode} · queues "

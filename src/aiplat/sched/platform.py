@@ -10,10 +10,7 @@ Maps the spec onto the simulator with one name per concept:
 - the queues are the Kueue objects the tree renders, read back (``queues``: ClusterQueues
   with cpu, memory and GPU quota, Cohorts, the Configuration's fair sharing and
   waitForPodsReady; :mod:`aiplat.ops.sim_month` renders and reads them, since ``sched``
-  sees neither ``kube`` nor YAML). Without ``queues``, :func:`platform_queues` derives an
-  approximation from the spec (GPU quota only, fair sharing as ``fair_sharing`` says): it
-  is what the tree would render only for GPUs, and is kept for callers without a tree
-  (benchmarks, and ``sim run``/``compare`` until the CLI passes the tree's queues);
+  sees neither ``kube`` nor YAML): there is no second, spec-derived version of them;
 - every workload becomes jobs (:mod:`aiplat.sched.synthetic`) from the plan's sized GPUs and
   run hours, each GPU asking for its share of ``POD_SHARE`` of allocatable CPU and memory
   as the rendered pods do: training kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch
@@ -33,13 +30,7 @@ from aiplat.plan.resolve import POD_SHARE, reserved_cpus, reserved_memory_gib
 from aiplat.sched.cluster import Node
 from aiplat.sched.engine import PoolStrategy, simulate
 from aiplat.sched.kueue import (
-    GPU,
-    ClusterQueue,
-    Cohort,
-    FlavorQuotas,
     KueueConfig,
-    Preemption,
-    Quota,
 )
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.synthetic import Profile, Shape, generate
@@ -81,29 +72,6 @@ def _cpu_allocatable(spec: PoolSpec) -> int:
 
 def _memory_allocatable_gib(spec: PoolSpec) -> int:
     return spec.node.memory_gib - reserved_memory_gib(spec.node.memory_gib)
-
-
-def platform_queues(platform: Platform, *, fair_sharing: bool = True) -> KueueConfig:
-    """ClusterQueues and Cohorts from the spec, GPU quota only: an approximation of what
-    ``aiplat.kube`` renders (prefer :func:`aiplat.ops.sim_month.tree_queues`)."""
-    root = platform.metadata.name
-    queues = []
-    for t in platform.tenants:
-        flavors = tuple(
-            FlavorQuotas(pool, {GPU: Quota(q.gpus, q.borrowing_limit, q.lending_limit)})
-            for pool, q in t.quota.items()
-        )
-        p = t.preemption
-        queues.append(ClusterQueue(
-            name=t.name, flavors=flavors, cohort=t.cohort or root, weight=t.weight,
-            queueing_strategy=t.queueing_strategy,
-            preemption=Preemption(within_cluster_queue=p.within_cluster_queue,
-                                  reclaim_within_cohort=p.reclaim_within_cohort,
-                                  borrow_within_cohort=p.borrow_within_cohort),
-        ))
-    cohorts = (Cohort(root), *(Cohort(c.name, c.parent or root)
-                               for c in platform.kubernetes.cohorts))
-    return KueueConfig(tuple(queues), cohorts, fair_sharing=fair_sharing)
 
 
 STRATEGIES = ("spec", "fixed", "autoscale", "warm")
@@ -156,20 +124,18 @@ def platform_jobs(platform: Platform, plan: Plan, seed: int, months: float = 1.0
     return generate(profiles, seed=seed, months=months)
 
 
-def simulate_platform(platform: Platform, plan: Plan, seed: int = 0, *,
+def simulate_platform(platform: Platform, plan: Plan, seed: int = 0, *, queues: KueueConfig,
                       policy: str = "bestfit", months: float = 1.0, strategy: str = "spec",
                       warm_nodes: int = 1, mtbf_h: float | None = None, mttr_h: float = 24.0,
-                      fair_sharing: bool = True, queues: KueueConfig | None = None,
                       progress: Callable[[float], None] | None = None) -> SimResult:
     """Simulate ``months`` of the platform's workloads on its pools and queues.
 
     ``queues``: the Kueue objects the tree renders, read back
-    (:func:`aiplat.ops.sim_month.tree_queues`, or ``from_objects`` on a folder); without
-    them, the spec-derived approximation :func:`platform_queues` with ``fair_sharing``."""
+    (:func:`aiplat.ops.sim_month.tree_queues`, or ``from_objects`` on a folder)."""
     jobs = platform_jobs(platform, plan, seed, months)
     strategies = platform_strategies(platform, strategy, warm_nodes=warm_nodes,
                                      mtbf_h=mtbf_h, mttr_h=mttr_h)
     return simulate(platform_nodes(platform, plan), jobs,
-                    queues or platform_queues(platform, fair_sharing=fair_sharing), policy=policy,
+                    queues, policy=policy,
                     strategies=strategies, seed=seed, horizon=months * 730 * 3600,
                     progress=progress)
