@@ -44,6 +44,8 @@ def main() -> int:
     ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--fair", action="store_true", help="Kueue with fair sharing")
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario on Kueue")
+    ap.add_argument("--dump", type=Path,
+                    help="write each differing run's snapshot (kubectl's objects) here")
     ap.add_argument("--json", type=Path, help="write the per-scenario results here")
     args = ap.parse_args()
     name = "kueuebenchfs" if args.fair else "kueuebench"
@@ -60,7 +62,7 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     try:
         for seed in range(args.first, args.first + args.seeds):
-            rows.append(_seed(api, seed, args.fair, args.repeat))
+            rows.append(_seed(api, seed, args.fair, args.repeat, args.dump))
     finally:
         api.close()
         down(name)
@@ -78,7 +80,7 @@ def main() -> int:
     return 0
 
 
-def _seed(api: Api, seed: int, fair: bool, repeat: int) -> dict[str, Any]:
+def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> dict[str, Any]:
     """One scenario, ``repeat`` runs; a run agrees when every workload does."""
     sc = generate(seed, fair_sharing=fair)
     runs: list[dict[str, Any]] = []
@@ -89,6 +91,12 @@ def _seed(api: Api, seed: int, fair: bool, repeat: int) -> dict[str, Any]:
             n_wl = len(sc.phase_a) + len(sc.phase_b)
             runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None})
             continue
+        if dump and res.differences():  # `aiplat sim replay FILE` reads it back
+            dump.mkdir(parents=True, exist_ok=True)
+            (dump / f"seed{seed}-run{len(runs) + 1}.json").write_text(json.dumps(
+                {"apiVersion": "v1", "kind": "List", "items": res.snapshot + (
+                    [{"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+                      "fairSharing": {}}] if fair else [])}, indent=1))
         runs.append({"workloads": len(res.kueue), "differences": res.differences(),
                      "kueue": sorted((k, repr(v)) for k, v in res.kueue.items())})
     outcomes = {repr(r["kueue"]) for r in runs}
