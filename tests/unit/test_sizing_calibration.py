@@ -9,6 +9,7 @@ are kept here to show what the calibration changed: TP2 decode a fifth too fast 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -128,17 +129,19 @@ def test_spec_overrides_reach_the_sizing() -> None:
 def test_deepseek_v3_class_serving_against_trt_llm_on_8x_h200() -> None:
     """TensorRT-LLM blog "Best perf practice on DeepSeek-R1" (H200 max-throughput): 1,436 output
     tokens/s per GPU, DeepSeek-R1 FP8 (V3's architecture) at concurrency 1024, 1K in / 2K out,
-    8 x H200. Held out of the fit. The roofline at the default efficiencies gives 1,066: 26 %
-    under, held to [-30 %, -20 %]. Why under: the TP8 replica keeps the 70 KB-per-token MLA
-    latent whole on every rank, so at batch 1024 each GPU reads the whole batch's cache
-    (~150 GB) per step; the measured stack splits the batch over the ranks for attention
-    (attention data parallelism), which aiplat does not model. Under means more GPUs."""
+    8 x H200, tp 8 / ep 8, enable_attention_dp: true. Held out of the fit. With attention data
+    parallelism, as published, the roofline gives 2,039: 42 % over, held to [+35 %, +50 %];
+    without it 1,066, 26 % under. Over: the expert all-to-all and the experts' load imbalance
+    are not modelled (docs/sizing-coverage.md)."""
     (m,) = cal.HELD_OUT
     assert m.model.moe is not None and m.model.kv_latent_dim == 576
-    assert -0.30 < cal.error(m) < -0.20, cal.error(m)
-    # The cache read is what the stack avoids: at batch 1024 it outweighs the weights.
+    assert m.attention_data_parallel
+    assert 0.35 < cal.error(m) < 0.50, cal.error(m)
+    without = replace(m, attention_data_parallel=False)
+    assert -0.30 < cal.error(without) < -0.20, cal.error(without)
+    # Without it the cache read is what the stack avoids: at batch 1024 it outweighs the weights.
     from aiplat.sizing.inference import decode_throughput
-    d = decode_throughput(cal._replica(m, ServingEfficiency()), batch=m.batch,
+    d = decode_throughput(cal._replica(without, ServingEfficiency()), batch=m.batch,
                           context_tokens=m.prompt_tokens + m.output_tokens / 2)
     assert d.kv_read_bytes_per_gpu > d.weights_read_bytes_per_gpu
     assert m not in cal.MEASUREMENTS

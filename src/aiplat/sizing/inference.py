@@ -115,6 +115,13 @@ class ServingEfficiency:
     prefix_cache_hit: float = 0.0
     """Share of each prompt found in the prefix cache (vLLM automatic prefix caching): those
     tokens are not recomputed; the rest still attend to them."""
+    attention_data_parallel: bool = False
+    """Attention data parallelism (TensorRT-LLM ``enable_attention_dp``, SGLang
+    ``--enable-dp-attention``): each of the TP ranks runs attention for its own share of the
+    batch with the attention weights whole, the FFN/experts stay split over the ranks (expert
+    parallelism). A rank then caches and reads only its own sequences' KV: an MLA latent,
+    which TP cannot split by heads, or GQA heads fewer than the ranks, no longer sit on
+    every GPU."""
 
     def __post_init__(self) -> None:
         _require_fraction(bandwidth_efficiency=self.bandwidth,
@@ -456,6 +463,9 @@ class _Fit:
     weights: float
     kv_value_bytes: float
     tokens: int
+    replicated: float = 0.0
+    """Weight bytes every TP rank holds whole (attention under attention data parallelism)."""
+    attention_dp: bool = False
 
     def per_gpu(self, tp: int, pp: int) -> _PerGpu:
         layers = self.model.layers
@@ -463,7 +473,11 @@ class _Fit:
         kv_heads_gpu, _ = _kv_heads_per_gpu(tp, self.model.kv_heads)
         kv_per_token = stage_layers * self.model.kv_values_per_token(kv_heads_gpu) * (
             self.kv_value_bytes)
-        w = self.weights * stage_layers / layers / tp
+        if self.attention_dp and tp > 1:  # a rank caches whole tokens, 1/tp of them
+            kv_per_token = stage_layers * self.model.kv_values_per_token() * (
+                self.kv_value_bytes) / tp
+        shared = self.replicated if tp > 1 else 0.0
+        w = (shared + (self.weights - shared) / tp) * stage_layers / layers
         kv = kv_per_token * self.tokens
         b = self.budget
         needed = (w + kv) * (1 + b.overhead_fraction) + b.overhead_bytes_per_gpu
@@ -518,6 +532,7 @@ def gpus_per_replica(
     weight_precision: str = "bf16",
     kv_precision: str = "bf16",
     lora: LoraServing | None = None,
+    attention_data_parallel: bool = False,
 ) -> ReplicaLayout:
     """Smallest tensor-parallel layout whose GPUs hold weights, KV cache and overhead.
 
@@ -530,17 +545,27 @@ def gpus_per_replica(
     stages that fit, across nodes. Every expert of a mixture of experts is resident; a latent
     (MLA) cache is held whole by every tensor-parallel rank (vLLM's MLA backends). Served LoRA
     adapters are resident beside the base, split over TP like the layers they adapt.
+    With ``attention_data_parallel`` each rank holds the attention weights whole and caches
+    whole tokens (every head, or the latent) of 1/TP of the sequences.
     """
     _require_positive(context_tokens=context_tokens, concurrency=concurrency)
     tokens = context_tokens * concurrency
     resident = model.params + (lora.resident_params if lora is not None else 0.0)
     fit = _Fit(model=model, budget=budget,
                weights=resident * bytes_per_value(weight_precision),
-               kv_value_bytes=bytes_per_value(kv_precision), tokens=tokens)
+               kv_value_bytes=bytes_per_value(kv_precision), tokens=tokens,
+               replicated=(model.attention_weights * bytes_per_value(weight_precision)
+                           if attention_data_parallel else 0.0),
+               attention_dp=attention_data_parallel)
     notes: list[str] = []
     tp, pp, fits = _choose_layout(fit, _tp_candidates(model, budget.gpus_per_node, notes),
                                   notes)
     kv_heads_gpu, replicas = _kv_heads_per_gpu(tp, model.kv_heads)
+    if attention_data_parallel and tp > 1:
+        kv_heads_gpu, replicas = model.kv_heads, 1
+        notes.append(f"attention data parallelism: each of the {tp} GPUs caches whole tokens "
+                     f"of 1/{tp} of the sequences and holds the attention weights "
+                     f"({model.attention_weights:.3g} parameters) whole")
     if replicas > 1:
         notes.append(
             f"tensor parallel {tp} > {model.kv_heads} KV heads: each KV head is replicated on "
@@ -595,6 +620,8 @@ def gpus_per_replica(
             "overhead_fraction": budget.overhead_fraction,
             "lora_adapters": lora.adapters if lora else 0,
             "lora_params_per_adapter": lora.params_per_adapter if lora else 0.0,
+            # only when on: plans without it keep their recorded inputs
+            **({"attention_data_parallel": True} if attention_data_parallel else {}),
         },
         notes=notes,
     )
@@ -650,6 +677,7 @@ class _Model:
     weight_precision: str
     kv_precision: str
     lora: LoraServing | None = None
+    attention_dp: bool = False
 
     @property
     def layers(self) -> int:
@@ -664,15 +692,20 @@ def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
     stage_layers = math.ceil(shape.layers / m.pp)
     layer_share = stage_layers / shape.layers
     kv_heads_gpu, _ = _kv_heads_per_gpu(m.tp, shape.kv_heads)
+    dp = m.attention_dp and m.tp > 1
     # Speculative decoding verifies γ + 1 positions per sequence in one step.
     spec = m.speculation
     positions = micro * (spec.draft_tokens + 1)
     # A mixture of experts streams the experts the micro-batch's tokens route to (shape.py).
     weights_read = shape.params_read(positions) * m.weight_bytes * layer_share / m.tp
+    if dp:  # attention weights whole on every rank, the rest still split
+        weights_read += shape.attention_weights * m.weight_bytes * layer_share * (1 - 1 / m.tp)
     if m.lora is not None:  # the distinct adapters this micro-batch's sequences use
         weights_read += (m.lora.touched(micro) * m.lora.params_per_adapter * m.weight_bytes
                          * layer_share / m.tp)
     kv_per_token = stage_layers * shape.kv_values_per_token(kv_heads_gpu) * m.kv_bytes
+    if dp:  # each rank holds all heads (or the latent) of its micro / tp own sequences
+        kv_per_token = stage_layers * shape.kv_values_per_token() * m.kv_bytes / m.tp
     kv_read = micro * context_tokens * kv_per_token
     memory_s = (weights_read + kv_read) / (m.bandwidth_bps * m.bandwidth_efficiency)
     # 2 FLOPs per active parameter, plus QK^T and AV over the cached context: 4·layers·ctx·d
@@ -757,6 +790,7 @@ def _model(replica: Replica, *, pipeline: bool = True) -> _Model:
         weight_precision=replica.weight_precision,
         kv_precision=kv,
         lora=replica.lora,
+        attention_dp=replica.efficiency.attention_data_parallel,
     )
 
 
@@ -778,6 +812,7 @@ def _model_inputs(m: _Model) -> dict[str, InputValue]:
         "prefix_cache_hit": m.speculation.prefix_cache_hit,
         "lora_adapters": m.lora.adapters if m.lora else 0,
         "lora_params_per_adapter": m.lora.params_per_adapter if m.lora else 0.0,
+        **({"attention_data_parallel": True} if m.attention_dp else {}),
     }
 
 
@@ -815,6 +850,11 @@ def decode_throughput(replica: Replica, *, batch: int, context_tokens: float) ->
             "pipeline stages: one token crosses every stage in turn, so per-sequence speed "
             "does not gain from them; the batch is split into micro-batches, one per stage"
         )
+    if m.attention_dp and m.tp > 1:
+        notes.append(
+            f"attention data parallelism: each of the {m.tp} ranks reads only its own "
+            f"{batch / m.tp:.4g} sequences' KV cache, with the attention weights whole "
+            "(TensorRT-LLM enable_attention_dp)")
     inputs = _model_inputs(m)
     inputs.update({"batch": batch, "context_tokens": context_tokens})
     return Decode(

@@ -59,6 +59,10 @@ momentum: one fp32 buffer. Plain SGD: none.
 
 MASTER_WEIGHT_BYTES = 4.0
 """fp32 master copy the optimizer keeps when weights are held in 16 bits or fewer."""
+FP8_TRAINING_STORED_BYTES = 2.0
+"""Bytes per stored weight and gradient in FP8 training: 16-bit, as Transformer Engine keeps
+them (its fp8_model_init, FP8-only weights, is not modelled); the DeepSeek-V3 report (section
+3.3) likewise keeps master weights and gradients in higher precision and runs GEMMs in FP8."""
 
 NF4_BLOCK = 64
 """QLoRA quantizes base weights in blocks of 64 with one absmax constant per block."""
@@ -121,7 +125,8 @@ def model_state_memory(
     Bytes per parameter: weights and gradients in ``precisions.weights``; optimizer states
     from ``OPTIMIZER_STATE_BYTES`` plus a 4-byte fp32 master copy when ``master_weights`` (by
     default: when the weights are narrower than 32 bits). Mixed-precision Adam is then
-    2 + 2 + 12 = 16 bytes; fp32 Adam 4 + 4 + 8 = 16; 8-bit Adam 2 + 2 + 6 = 10; SGD with
+    2 + 2 + 12 = 16 bytes (FP8 training too: 16-bit stored weights, FP8 only in the GEMMs);
+    fp32 Adam 4 + 4 + 8 = 16; 8-bit Adam 2 + 2 + 6 = 10; SGD with
     momentum 2 + 2 + 8 = 12. ZeRO stage 1 partitions the optimizer states, stage 2 also the
     gradients, stage 3 also the weights (ZeRO section 5.1-5.3). Megatron's distributed
     optimizer corresponds to stage 1. Pipeline stages are taken as equal; in practice the
@@ -129,7 +134,9 @@ def model_state_memory(
     """
     require_positive(params=params)
     par, prec = parallelism, precisions
-    w = precision_bytes(prec.weights)
+    # FP8 training (Transformer Engine, Megatron): FP8 is the GEMMs' input format, cast per
+    # GEMM; the weights and their gradients are kept at 16 bits beside the fp32 master.
+    w = FP8_TRAINING_STORED_BYTES if prec.weights == "fp8" else precision_bytes(prec.weights)
     master = needs_master_weights(prec.weights, prec.master_weights)
     k = optimizer_state_bytes(prec.optimizer) + (MASTER_WEIGHT_BYTES if master else 0.0)
     shard = params / (par.tp * par.pp)
@@ -621,7 +628,8 @@ def accelerate_training_estimate(
                f"+ optimizer add up to {summed / params:.0f} bytes per parameter; unsharded, "
                "batch 1, no activations; binary units labelled GB"] + (
             ["fp8: accelerate counts no saving (Transformer Engine keeps 16-bit weights and "
-             "gradients); aiplat counts 1-byte weights and gradients (MS-AMP-style)"]
+             "gradients), as aiplat does: FP8 only in the GEMMs, 16-bit stored weights and "
+             "gradients"]
             if precision == "fp8" else []),
         accelerate_bytes=printed,
         components_sum_bytes=summed,

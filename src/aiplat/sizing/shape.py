@@ -65,6 +65,9 @@ class ModelShape:
     """The dense FFN's width (config.json intermediate_size); LoRA and activations need it."""
     expert_ffn_hidden: int | None = None
     """A routed expert's FFN width (moe_intermediate_size); unset: ffn_hidden."""
+    attention_params: float | None = None
+    """Attention projections over all layers (MLA: ``MlaShape.attention_params``); unset: the
+    Q/K/V/O count of grouped-query attention. Attention data parallelism replicates them."""
 
     def __post_init__(self) -> None:
         for name in ("params", "layers", "hidden", "heads", "kv_heads"):
@@ -115,6 +118,15 @@ class ModelShape:
         if self.moe is None:
             return self.flops_params
         return self.params - self.moe.experts * self.routed_expert_params
+
+    @property
+    def attention_weights(self) -> float:
+        """Parameters of the attention projections, all layers: Q and O of heads·head_dim,
+        K and V of kv_heads·head_dim (or the given MLA count)."""
+        if self.attention_params is not None:
+            return self.attention_params
+        hd = self.dim_per_head
+        return float(self.layers * 2 * self.hidden * hd * (self.heads + self.kv_heads))
 
     def params_read(self, tokens: float) -> float:
         """Parameters streamed from memory for one forward pass over ``tokens`` tokens."""

@@ -32,6 +32,7 @@ import math
 from aiplat.errors import InputError
 from aiplat.sizing.layout import SINGLE_GPU, Parallelism, Speed, TrainingBatch
 from aiplat.sizing.memory import (
+    FP8_TRAINING_STORED_BYTES,
     MASTER_WEIGHT_BYTES,
     needs_master_weights,
     optimizer_state_bytes,
@@ -386,7 +387,8 @@ def checkpoint_size(
     Gradients are not saved. A weights-only export sets ``include_optimizer=False``.
     """
     require_positive(params=params)
-    w = precision_bytes(precision)
+    # FP8 training saves the 16-bit weights it keeps (memory.FP8_TRAINING_STORED_BYTES)
+    w = FP8_TRAINING_STORED_BYTES if precision == "fp8" else precision_bytes(precision)
     k = optimizer_state_bytes(optimizer)
     if needs_master_weights(precision, master_weights):
         k += MASTER_WEIGHT_BYTES
@@ -527,7 +529,9 @@ def gradient_allreduce_bandwidth(
         raise InputError(f"comm_share is a fraction in (0, 1], got {comm_share!r}")
     if zero_stage not in (0, 1, 2, 3):
         raise InputError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    grad = params / (tp * pp) * precision_bytes(grad_precision)
+    # FP8 training's gradients are 16-bit (memory.FP8_TRAINING_STORED_BYTES)
+    grad = params / (tp * pp) * (FP8_TRAINING_STORED_BYTES if grad_precision == "fp8"
+                                 else precision_bytes(grad_precision))
     sent = 2 * (dp - 1) / dp * grad * (1.5 if zero_stage == 3 else 1.0)
     budget = comm_share * step_seconds
     return AllReduceBandwidth(

@@ -735,6 +735,12 @@ class ServingSpec(SpecModel):
         default=None, ge=1, le=64, description="disaggregated prefill: tensor parallelism of "
         "the prefill replicas (DistServe sizes each phase apart: prefill wider for TTFT, "
         "decode narrower); unset: the decode replicas' layout")
+    attention_data_parallel: bool = Field(
+        default=False, description="attention data parallelism (TensorRT-LLM "
+        "enable_attention_dp, SGLang --enable-dp-attention): each TP rank runs attention for "
+        "its own 1/TP of the sequences with the attention weights whole, experts split by "
+        "expert parallelism; a rank caches only its own sequences, so an MLA latent "
+        "(DeepSeek-V3), which TP cannot split by heads, is no longer held on every GPU")
     lora_adapters: int = Field(
         default=0, ge=0, le=100_000, description="multi-LoRA: adapters served on the one "
         "base model (vLLM --enable-lora, S-LoRA): their weights are resident and each decode "
