@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -41,10 +40,10 @@ from typing import Any
 
 import pytest
 import yaml
-from test_cluster_live import _aiplat, _cond, _eventually, _need_components, _zombie
+from examplelab import example_lab
+from test_cluster_live import _aiplat, _cond, _eventually
 
-from aiplat.kube.apply import Api, ApiError, apply_tree
-from aiplat.kube.tree import read_tree
+from aiplat.kube.apply import Api, ApiError
 
 pytestmark = pytest.mark.integration
 NAME = "lintlive"
@@ -63,28 +62,10 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    _need_components()
-    tmp = tmp_path_factory.mktemp("lint")
-    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
-    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
-    up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
-    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
-    api = Api.from_kubeconfig(kubeconfig)
-    tree = tmp / "plan" / "kube"
-    items, _ = read_tree(tree)
-    # Everything but the example workloads: the seeds need the queues and GPUs free.
-    base = [(f, o) for f, o in items if not f.startswith("workloads/")]
-    refused = [o for o in apply_tree(api, base, force=True) if "refused" in o.action]
-    assert not refused, refused
-    try:
-        yield Lab({**env, "KUBECONFIG": kubeconfig}, api, tree, [o for _f, o in items])
-    finally:
-        api.close()
-        state = json.loads((tmp / "runs" / NAME / "state.json").read_text())
-        down = _aiplat(env, "lab", "cluster", "down", "--name", NAME)
-        assert down.returncode == 0, down.stderr
-        assert all(not Path(f"/proc/{p['pid']}").exists() or _zombie(p["pid"])
-                   for p in state["procs"])
+    with example_lab(tmp_path_factory.mktemp("lint"), NAME) as ex:
+        # Everything but the example workloads: the seeds need the queues and GPUs free.
+        ex.apply(lambda f: not f.startswith("workloads/"))
+        yield Lab(ex.env, ex.api, ex.plan / "kube", [o for _f, o in ex.items])
 
 
 # --- the seeds: new objects beside the tree, each one mistake ----------------------------

@@ -19,19 +19,18 @@ Needs the components built (``aiplat lab cluster build``); fails, not skips, in 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from test_cluster_live import _aiplat, _cond, _eventually, _need_components, _zombie
+from examplelab import ExampleLab as Lab
+from examplelab import example_lab
+from test_cluster_live import _aiplat, _cond, _eventually
 
-from aiplat.kube.apply import Api, apply_tree
-from aiplat.kube.tree import read_tree
+from aiplat.kube.apply import Api
 
 pytestmark = pytest.mark.integration
 NAME = "pendlive"
@@ -39,34 +38,11 @@ KUEUE = "kueue.x-k8s.io/v1beta2"
 Obj = dict[str, Any]
 
 
-@dataclass
-class Lab:
-    env: dict[str, str]
-    api: Api
-    kubeconfig: str
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    _need_components()
-    tmp = tmp_path_factory.mktemp("pending")
-    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
-    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
-    up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
-    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
-    api = Api.from_kubeconfig(kubeconfig)
-    items, _ = read_tree(tmp / "plan" / "kube")
-    refused = [o for o in apply_tree(api, items, force=True) if "refused" in o.action]
-    assert not refused, refused
-    try:
-        yield Lab({**env, "KUBECONFIG": kubeconfig}, api, kubeconfig)
-    finally:
-        api.close()
-        state = json.loads((tmp / "runs" / NAME / "state.json").read_text())
-        down = _aiplat(env, "lab", "cluster", "down", "--name", NAME)
-        assert down.returncode == 0, down.stderr
-        assert all(not Path(f"/proc/{p['pid']}").exists() or _zombie(p["pid"])
-                   for p in state["procs"])
+    with example_lab(tmp_path_factory.mktemp("pending"), NAME) as lab:
+        lab.apply()
+        yield lab
 
 
 def _cpu(nominal: str, borrow: str | None = None) -> list[Obj]:

@@ -18,7 +18,6 @@ Needs the components built (``aiplat lab cluster build``); fails, not skips, in 
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
@@ -27,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cluster_live import _aiplat, _need_components
+from examplelab import example_lab
+from test_cluster_live import _aiplat
 
 from aiplat.kube.apply import Api
 
@@ -77,22 +77,11 @@ def _named(message: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], Api, Path]]:
-    _need_components()
-    tmp = tmp_path_factory.mktemp("dra-replay")
-    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
-    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
-    up = _aiplat(env, "lab", "cluster", "up", "--name", NAME, check=True)
-    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
-    env["KUBECONFIG"] = kubeconfig
-    api = Api.from_kubeconfig(kubeconfig)
-    try:
-        cp = _aiplat(env, "kube", "apply", str(tmp / "plan" / "kube"), "-o", "json")
+    with example_lab(tmp_path_factory.mktemp("dra-replay"), NAME) as ex:
+        # through the CLI, as an admin applies it
+        cp = _aiplat(ex.env, "kube", "apply", str(ex.plan / "kube"), "-o", "json")
         assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
-        yield env, api, tmp
-    finally:
-        api.close()
-        down = _aiplat(env, "lab", "cluster", "down", "--name", NAME)
-        assert down.returncode == 0, down.stderr
+        yield ex.env, ex.api, ex.plan.parent
 
 
 def _replay(env: dict[str, str]) -> dict[str, Obj]:
