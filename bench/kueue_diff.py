@@ -97,6 +97,9 @@ def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> di
                 {"apiVersion": "v1", "kind": "List", "items": res.snapshot + (
                     [{"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                       "fairSharing": {}}] if fair else [])}, indent=1))
+            (dump / f"seed{seed}-run{len(runs) + 1}-kueue.json").write_text(json.dumps(
+                {n: (w.get("status") or {}).get("conditions") for n, w in res.final.items()},
+                indent=1))
         runs.append({"workloads": len(res.kueue), "differences": res.differences(),
                      "kueue": sorted((k, repr(v)) for k, v in res.kueue.items())})
     outcomes = {repr(r["kueue"]) for r in runs}

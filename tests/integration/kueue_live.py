@@ -42,6 +42,7 @@ class Result:
     preempted_kueue: dict[str, str] = field(default_factory=dict)
     preempted_sim: dict[str, str] = field(default_factory=dict)
     snapshot: list[Obj] = field(default_factory=list)
+    final: dict[str, Obj] = field(default_factory=dict)  # Kueue's workloads at the end
 
     def differences(self) -> list[str]:
         out = []
@@ -210,7 +211,7 @@ def _compare(api: Api, sc: Scenario, snapshot: list[Obj]) -> Result:
     outcomes = replay(parse(objs, f"seed {sc.seed}"))
     res = Result(sc.seed, {n: outcome(w) for n, w in final.items()},
                  {o.workload.split("/", 1)[1]: (o.decision == "admitted", o.flavors)
-                  for o in outcomes}, snapshot=snapshot)
+                  for o in outcomes}, snapshot=snapshot, final=final)
     for n, w in final.items():
         p = _conds(w).get("Preempted", {})
         if p.get("status") == "True":
