@@ -131,3 +131,26 @@ def test_model_outside_the_catalog_given_inline() -> None:
     assert inline.model.startswith("custom-")
     assert inline.gpus == catalog.gpus
     assert inline.results["slo"]["replicas"] == catalog.results["slo"]["replicas"]
+
+
+def test_attention_data_parallelism_reaches_the_plan_with_its_warning() -> None:
+    """Mixtral-8x22B (GQA, 8 KV heads) at TP8 on H100: with attention DP each rank caches
+    only its own sequences but holds the attention weights whole; the plan's layout says
+    so, and an MoE model gets the warning that the roofline is 42 % over TensorRT-LLM."""
+    def edit(dp: bool) -> Edit:
+        def e(d: dict[str, Any]) -> None:
+            w = next(x for x in d["workloads"] if x["name"] == "assistant")
+            w["model"] = "mixtral-8x22b"
+            w["precision"] = "bf16"
+            w.setdefault("serving", {})["attentionDataParallel"] = dp
+        return e
+    off, on = _assistant(_plan(edit(False))), _assistant(_plan(edit(True)))
+    assert on.results["layout"]["inputs"].get("attention_data_parallel") is True
+    assert "attention_data_parallel" not in off.results["layout"]["inputs"]
+    # the attention weights whole on each of the 8 GPUs instead of an eighth of them
+    assert (on.results["layout"]["weights_bytes_per_gpu"]
+            > off.results["layout"]["weights_bytes_per_gpu"])
+    assert any("4.93 billion parameters" in n for n in on.results["layout"]["notes"])
+    warned = [f for f in on.findings if "attention data parallelism" in f.message]
+    assert warned and warned[0].severity == "warning" and "30 %" in warned[0].fix
+    assert not [f for f in off.findings if "attention data parallelism" in f.message]

@@ -81,11 +81,21 @@ def plan_inference(
     lora = _lora(sv)
     layout = inference.gpus_per_replica(
         arch.shape, context_tokens=context, concurrency=1, weight_precision=w.precision.value,
-        kv_precision=kv, lora=lora, budget=inference.MemoryBudget(
+        kv_precision=kv, lora=lora, attention_data_parallel=serving.attention_data_parallel,
+        budget=inference.MemoryBudget(
             gpu_memory_bytes=hw.gpu_memory_bytes, gpus_per_node=hw.gpus_per_node,
             gpu_memory_utilization=serving.gpu_memory_utilization,
             overhead_bytes_per_gpu=serving.overhead_gib_per_gpu * 2**30))
     sv.results["layout"] = layout
+    if serving.attention_data_parallel and arch.shape.moe is not None:
+        # Measured: TensorRT-LLM's DeepSeek-R1 8xH200 max throughput is 42 % below this
+        # roofline with attention DP on (docs/sizing-coverage.md).
+        sv.error("attention data parallelism on a mixture-of-experts model: the roofline "
+                 "leaves out the expert-parallel all-to-all and the experts' load imbalance "
+                 "(42 % over TensorRT-LLM's published DeepSeek-R1 8xH200 throughput)",
+                 "size with about 30 % more GPUs than planned, or calibrate "
+                 "serving.computeEfficiency and serving.tensorParallelEfficiency on a measured "
+                 "run", severity="warning")
     if not layout.fits:
         sv.error(f"{arch.name} with a {context}-token context does not fit "
                  f"{hw.gpus_per_node} × {gpu_of(hw).name}",
@@ -142,7 +152,8 @@ def _efficiency(w: WorkloadSpec) -> inference.ServingEfficiency:
         bandwidth=s.bandwidth_efficiency, compute=s.compute_efficiency,
         tensor_parallel=s.tensor_parallel_efficiency, draft_tokens=s.draft_tokens,
         acceptance_rate=s.acceptance_rate, draft_cost=s.draft_cost,
-        prefix_cache_hit=s.prefix_cache_hit_ratio)
+        prefix_cache_hit=s.prefix_cache_hit_ratio,
+        attention_data_parallel=s.attention_data_parallel)
 
 
 def _lengths(sv: _Serve) -> _Lengths:

@@ -565,7 +565,7 @@ def gpus_per_replica(
         kv_heads_gpu, replicas = model.kv_heads, 1
         notes.append(f"attention data parallelism: each of the {tp} GPUs caches whole tokens "
                      f"of 1/{tp} of the sequences and holds the attention weights "
-                     f"({model.attention_weights:.3g} parameters) whole")
+                     f"({model.attention_weights / 1e9:.2f} billion parameters) whole")
     if replicas > 1:
         notes.append(
             f"tensor parallel {tp} > {model.kv_heads} KV heads: each KV head is replicated on "
