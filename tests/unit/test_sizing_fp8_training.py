@@ -7,12 +7,16 @@ figure; the tolerance is stated in each."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from aiplat.catalog import load_catalog
+from aiplat.cli.main import main
 from aiplat.plan import build_plan
 from aiplat.plan.models import WorkloadPlan
 from aiplat.spec import parse_platform
@@ -39,11 +43,11 @@ tenants:
 """
 
 
-def _fp8_pretrain(model: str, parallelism: dict[str, Any]) -> WorkloadPlan:
+def _fp8_pretrain(model: str, parallelism: dict[str, Any], **extra: Any) -> WorkloadPlan:
     data = yaml.safe_load(SPEC)
     data["workloads"] = [{"name": "w", "tenant": "t", "pool": "h100", "kind": "pretrain",
                           "model": model, "precision": "fp8", "parallelism": parallelism,
-                          "data": {"tokens": TOKENS}}]
+                          "data": {"tokens": TOKENS}, **extra}]
     plan = build_plan(parse_platform(yaml.safe_dump(data), "t.yaml", CATALOG), CATALOG)
     w = plan.workloads[0]
     assert not [f for f in w.findings if f.severity == "error"]
@@ -98,3 +102,56 @@ def test_fp8_model_states_are_transformer_engines_16_bytes_per_param() -> None:
     params = CATALOG.model("llama-3-70b").params  # type: ignore[union-attr]
     # over tp 4 x pp 8; ZeRO-1 splits the 12 optimizer bytes over dp 2
     assert states == pytest.approx((2 + 2) * params / 32 + 12 * params / 64)
+
+
+# Pure data parallelism over 2 nodes: the all-reduce and accelerate's estimate both apply.
+DP16 = {"data": 16, "zeroStage": 3, "globalBatch": 128, "sequenceLength": 4096}
+
+
+def test_fp8_storage_holds_1_byte_weights_and_gradients() -> None:
+    """Convention: ``fp8Storage: fp8`` keeps the weights and gradients in FP8, 1 byte each,
+    beside the fp32 master and Adam moments (MS-AMP O2; Transformer Engine's fp8_model_init):
+    1 + 1 + 12 = 14 bytes per parameter of model states against the default's 16, the weights
+    and gradients halved; the checkpoint's weights and the gradient all-reduce halve too."""
+    default = _fp8_pretrain("llama-3-8b", DP16)
+    fp8 = _fp8_pretrain("llama-3-8b", DP16, fp8Storage="fp8")
+    params = CATALOG.model("llama-3-8b").params  # type: ignore[union-attr]
+    for part in ("weights", "gradients"):
+        assert fp8.memory_per_gpu_bytes[part] == pytest.approx(
+            default.memory_per_gpu_bytes[part] / 2)
+    assert fp8.memory_per_gpu_bytes["optimizer"] == pytest.approx(
+        default.memory_per_gpu_bytes["optimizer"])
+    states = sum(fp8.memory_per_gpu_bytes[p] for p in ("weights", "gradients", "optimizer"))
+    assert states == pytest.approx(14 * params / 16)  # ZeRO-3 over dp 16
+    ckpt, ckpt0 = fp8.results["checkpoint"], default.results["checkpoint"]
+    assert ckpt["weights_bytes"] == pytest.approx(params)
+    assert ckpt["total_bytes"] == pytest.approx(ckpt0["total_bytes"] - params)
+    ar, ar0 = fp8.results["allreduce"], default.results["allreduce"]
+    assert ar["gradient_bytes"] == pytest.approx(ar0["gradient_bytes"] / 2)
+    assert ar["bytes_sent_per_gpu"] < ar0["bytes_sent_per_gpu"]
+    # the plan names the convention, and the difference with accelerate
+    assert "stored in fp8 (1 + 1 + 12 B/param" in fp8.key_figures["FP8 weights and gradients"]
+    assert "stored in bf16 (2 + 2 + 12" in default.key_figures["FP8 weights and gradients"]
+    notes = " ".join(fp8.results["accelerate_estimate"]["notes"])
+    assert "1-byte weights and gradients" in notes and "accelerate counts no saving" in notes
+    assert fp8.results["accelerate_estimate"]["aiplat_bytes"] == pytest.approx(14 * params)
+
+
+def test_fp8_storage_with_bf16_precision_is_refused(tmp_path: Path) -> None:
+    """``fp8Storage: fp8`` only means something when training at precision fp8: with bf16 the
+    spec is refused at load, exit 2, naming the file, the line and the field, with the fix."""
+    data = yaml.safe_load(SPEC)
+    data["workloads"] = [{"name": "w", "tenant": "t", "pool": "h100", "kind": "pretrain",
+                          "model": "llama-3-8b", "precision": "bf16", "fp8Storage": "fp8",
+                          "parallelism": DP16, "data": {"tokens": TOKENS}}]
+    text = yaml.safe_dump(data, sort_keys=False)
+    path = tmp_path / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    line = next(i for i, s in enumerate(text.splitlines(), 1) if "fp8Storage" in s)
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["spec", "validate", str(path)])
+    assert code == 2
+    msg = err.getvalue()
+    assert f"{path}:{line}" in msg and "fp8Storage" in msg and "precision: fp8" in msg
+    assert "Traceback" not in msg

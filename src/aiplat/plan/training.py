@@ -30,7 +30,7 @@ from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.sizing import goodput, layout, memory, power, training
 from aiplat.sizing.result import Result
-from aiplat.spec.models import LoraSpec, Platform, WorkloadKind, WorkloadSpec
+from aiplat.spec.models import LoraSpec, Platform, Precision, WorkloadKind, WorkloadSpec
 
 OPTIMIZER = {"adamw": "adam", "adamw-8bit": "adam8bit", "sgd": "sgd_momentum"}
 TOKENS_PER_STEP = 4_000_000
@@ -109,6 +109,13 @@ def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform)
             f"{bytes_h(accel.accelerate_bytes)} (its largest component) vs "
             f"{bytes_h(accel.aiplat_bytes)} here, unsharded (its parts add up to "
             f"{bytes_h(accel.components_sum_bytes)})")
+    states = results.get("memory_states")
+    if w.precision is Precision.FP8 and isinstance(states, memory.ModelStateMemory):
+        b = states.weight_bytes_per_param
+        key["FP8 weights and gradients"] = (
+            f"stored in {w.fp8_storage} ({b:g} + {b:g} + {states.optimizer_bytes_per_param:g} "
+            "B/param; " + ("MS-AMP O2 / TE fp8_model_init)" if w.fp8_storage == "fp8" else
+                           "Transformer Engine's default, FP8 only in the GEMMs)"))
     if par.offload != "none" and not lora:
         key["offloaded to host memory"] = (f"{bytes_h(_offloaded(w, results))} per GPU "
                                            f"({par.offload}; ZeRO-Offload)")
@@ -198,7 +205,8 @@ def _memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_ste
     else:
         mem = _full_memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results)
         ckpt = training.checkpoint_size(arch.params, precision=w.precision.value,
-                                        optimizer=OPTIMIZER[w.optimizer])
+                                        optimizer=OPTIMIZER[w.optimizer],
+                                        fp8_storage=w.fp8_storage)
         fix = ("raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
                "microBatch, or set recompute: full")
     total = sum(mem.values())
@@ -354,7 +362,8 @@ def _states(
     w: WorkloadSpec, params: float, dp: int, shard: int, pp: int
 ) -> memory.ModelStateMemory:
     return memory.model_state_memory(params, _precisions(w), layout.Parallelism(
-        tp=shard, pp=pp, dp=dp, zero_stage=w.parallelism.zero_stage))
+        tp=shard, pp=pp, dp=dp, zero_stage=w.parallelism.zero_stage),
+        fp8_storage=w.fp8_storage)
 
 
 def _activations(w: WorkloadSpec, arch: Arch, microbatches: int | None,
@@ -432,7 +441,7 @@ def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micr
             whole = _states(w, arch.params, dp=1, shard=1, pp=1)
             results["accelerate_estimate"] = memory.accelerate_training_estimate(
                 arch.params, precision=w.precision.value, aiplat_bytes=whole.weights_bytes
-                + whole.gradients_bytes + whole.optimizer_bytes)
+                + whole.gradients_bytes + whole.optimizer_bytes, fp8_storage=w.fp8_storage)
     return mem
 
 
@@ -538,6 +547,9 @@ def _allreduce(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, nodes:
     ar = training.gradient_allreduce_bandwidth(
         params=held, dp=dp, step_seconds=step_seconds, tp=par.tensor, pp=par.pipeline,
         zero_stage=par.zero_stage,
+        # other precisions all-reduce 16-bit gradients; FP8's follow fp8Storage
+        grad_precision="fp8" if w.precision is Precision.FP8 else "bf16",
+        fp8_storage=w.fp8_storage,
     )
     results["allreduce"] = ar
     key["all-reduce per GPU"] = rate_h(ar.bandwidth_bps)

@@ -62,7 +62,24 @@ MASTER_WEIGHT_BYTES = 4.0
 FP8_TRAINING_STORED_BYTES = 2.0
 """Bytes per stored weight and gradient in FP8 training: 16-bit, as Transformer Engine keeps
 them (its fp8_model_init, FP8-only weights, is not modelled); the DeepSeek-V3 report (section
-3.3) likewise keeps master weights and gradients in higher precision and runs GEMMs in FP8."""
+3.3) likewise keeps master weights and gradients in higher precision and runs GEMMs in FP8.
+The default convention; ``fp8_storage="fp8"`` selects the 1-byte one (``stored_bytes``)."""
+
+FP8_STORAGE = ("bf16", "fp8")
+"""FP8 training's stored weights and gradients: "bf16" as Transformer Engine keeps them (the
+default, 2 bytes each), "fp8" as MS-AMP O2 or TE's fp8_model_init keep them (1 byte each)."""
+
+
+def stored_bytes(precision: str, fp8_storage: str = "bf16") -> float:
+    """Bytes per stored weight and per gradient when training at ``precision``: FP8 training
+    keeps them at 16 bits (``FP8_TRAINING_STORED_BYTES``) unless ``fp8_storage`` is "fp8"."""
+    if fp8_storage not in FP8_STORAGE:
+        raise InputError(f"fp8_storage is 'bf16' or 'fp8', got {fp8_storage!r}")
+    if fp8_storage == "fp8" and precision != "fp8":
+        raise InputError(f"fp8_storage 'fp8' needs precision fp8, got {precision!r}")
+    if precision == "fp8":
+        return precision_bytes("fp8") if fp8_storage == "fp8" else FP8_TRAINING_STORED_BYTES
+    return precision_bytes(precision)
 
 NF4_BLOCK = 64
 """QLoRA quantizes base weights in blocks of 64 with one absmax constant per block."""
@@ -119,13 +136,16 @@ def model_state_memory(
     params: float,
     precisions: Precisions = MIXED_PRECISION_ADAM,
     parallelism: Parallelism = SINGLE_GPU,
+    *,
+    fp8_storage: str = "bf16",
 ) -> ModelStateMemory:
     """Model states per GPU: split over tp x pp, then partitioned by ZeRO over dp ranks.
 
     Bytes per parameter: weights and gradients in ``precisions.weights``; optimizer states
     from ``OPTIMIZER_STATE_BYTES`` plus a 4-byte fp32 master copy when ``master_weights`` (by
     default: when the weights are narrower than 32 bits). Mixed-precision Adam is then
-    2 + 2 + 12 = 16 bytes (FP8 training too: 16-bit stored weights, FP8 only in the GEMMs);
+    2 + 2 + 12 = 16 bytes (FP8 training too: 16-bit stored weights, FP8 only in the GEMMs;
+    with ``fp8_storage="fp8"``, 1-byte weights and gradients, 1 + 1 + 12 = 14);
     fp32 Adam 4 + 4 + 8 = 16; 8-bit Adam 2 + 2 + 6 = 10; SGD with
     momentum 2 + 2 + 8 = 12. ZeRO stage 1 partitions the optimizer states, stage 2 also the
     gradients, stage 3 also the weights (ZeRO section 5.1-5.3). Megatron's distributed
@@ -135,8 +155,9 @@ def model_state_memory(
     require_positive(params=params)
     par, prec = parallelism, precisions
     # FP8 training (Transformer Engine, Megatron): FP8 is the GEMMs' input format, cast per
-    # GEMM; the weights and their gradients are kept at 16 bits beside the fp32 master.
-    w = FP8_TRAINING_STORED_BYTES if prec.weights == "fp8" else precision_bytes(prec.weights)
+    # GEMM; the weights and their gradients are kept at 16 bits beside the fp32 master
+    # unless fp8_storage is "fp8" (MS-AMP O2, TE fp8_model_init: 1 byte each).
+    w = stored_bytes(prec.weights, fp8_storage)
     master = needs_master_weights(prec.weights, prec.master_weights)
     k = optimizer_state_bytes(prec.optimizer) + (MASTER_WEIGHT_BYTES if master else 0.0)
     shard = params / (par.tp * par.pp)
@@ -152,6 +173,7 @@ def model_state_memory(
         inputs={
             "params": params,
             "precision": prec.weights,
+            **({"fp8_storage": fp8_storage} if prec.weights == "fp8" else {}),
             "optimizer": prec.optimizer,
             "master_weights": master,
             "zero_stage": zero,
@@ -597,7 +619,7 @@ class AccelerateEstimate(Result):
 
 
 def accelerate_training_estimate(
-    params: float, *, precision: str, aiplat_bytes: float
+    params: float, *, precision: str, aiplat_bytes: float, fp8_storage: str = "bf16"
 ) -> AccelerateEstimate:
     """What ``accelerate estimate-memory`` prints under "Training using Adam" for a model of
     ``params`` parameters at training dtype ``precision``, against ``aiplat_bytes`` (aiplat's
@@ -609,6 +631,7 @@ def accelerate_training_estimate(
     bf16 mixed-precision Adam is 8 bytes per parameter there (the fp32 moments), while its
     components add up to 4 + 6 + 8 = 18 (as DeepSpeed's fp32 gradient copy) and aiplat (the
     ZeRO paper) counts 2 + 2 + 12 = 16. fp32 Adam: max(4, 4, 8, 16) = 16, as aiplat's 16.
+    FP8 with ``fp8_storage="fp8"``: aiplat counts 1 + 1 + 12 = 14, accelerate still no saving.
     """
     require_positive(params=params)
     parts = ACCELERATE_COMPONENTS.get(precision)
@@ -621,7 +644,9 @@ def accelerate_training_estimate(
         formula=("accelerate estimate-memory 'Training using Adam': P x max(model, gradients, "
                  "optimizer, step) bytes per parameter at the dtype (largest component, batch "
                  "1, no activations)"),
-        inputs={"params": params, "precision": precision, **{f"{k}_bytes_per_param": v
+        inputs={"params": params, "precision": precision,
+                **({"fp8_storage": fp8_storage} if precision == "fp8" else {}),
+                **{f"{k}_bytes_per_param": v
                                                              for k, v in parts.items()},
                 "aiplat_bytes": aiplat_bytes},
         notes=["accelerate prints the largest component, not the sum: its model + gradients "
@@ -630,7 +655,11 @@ def accelerate_training_estimate(
             ["fp8: accelerate counts no saving (Transformer Engine keeps 16-bit weights and "
              "gradients), as aiplat does: FP8 only in the GEMMs, 16-bit stored weights and "
              "gradients"]
-            if precision == "fp8" else []),
+            if precision == "fp8" and fp8_storage != "fp8" else []) + (
+            ["fp8 storage: aiplat counts 1-byte weights and gradients (MS-AMP O2, TE "
+             "fp8_model_init: 1 + 1 + 12 bytes per parameter), accelerate counts no saving "
+             "from FP8"]
+            if precision == "fp8" and fp8_storage == "fp8" else []),
         accelerate_bytes=printed,
         components_sum_bytes=summed,
         aiplat_bytes=aiplat_bytes,

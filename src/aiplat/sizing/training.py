@@ -32,12 +32,11 @@ import math
 from aiplat.errors import InputError
 from aiplat.sizing.layout import SINGLE_GPU, Parallelism, Speed, TrainingBatch
 from aiplat.sizing.memory import (
-    FP8_TRAINING_STORED_BYTES,
     MASTER_WEIGHT_BYTES,
     needs_master_weights,
     optimizer_state_bytes,
-    precision_bytes,
     require_positive,
+    stored_bytes,
 )
 from aiplat.sizing.result import Result
 
@@ -379,6 +378,7 @@ def checkpoint_size(
     optimizer: str = "adam",
     master_weights: bool | None = None,
     include_optimizer: bool = True,
+    fp8_storage: str = "bf16",
 ) -> CheckpointSize:
     """Checkpoint bytes: weights in ``precision`` plus optimizer states with the master copy.
 
@@ -387,8 +387,8 @@ def checkpoint_size(
     Gradients are not saved. A weights-only export sets ``include_optimizer=False``.
     """
     require_positive(params=params)
-    # FP8 training saves the 16-bit weights it keeps (memory.FP8_TRAINING_STORED_BYTES)
-    w = FP8_TRAINING_STORED_BYTES if precision == "fp8" else precision_bytes(precision)
+    # FP8 training saves the weights it keeps: 16-bit, or 1 byte with fp8_storage "fp8"
+    w = stored_bytes(precision, fp8_storage)
     k = optimizer_state_bytes(optimizer)
     if needs_master_weights(precision, master_weights):
         k += MASTER_WEIGHT_BYTES
@@ -398,6 +398,7 @@ def checkpoint_size(
         inputs={
             "params": params,
             "precision": precision,
+            **({"fp8_storage": fp8_storage} if precision == "fp8" else {}),
             "optimizer": optimizer,
             "master_weights": master_weights,
             "include_optimizer": include_optimizer,
@@ -514,6 +515,7 @@ def gradient_allreduce_bandwidth(
     pp: int = 1,
     grad_precision: str = "bf16",
     zero_stage: int = 0,
+    fp8_storage: str = "bf16",
 ) -> AllReduceBandwidth:
     """Per-GPU bandwidth to all-reduce the gradients in ``comm_share`` of a step.
 
@@ -529,9 +531,8 @@ def gradient_allreduce_bandwidth(
         raise InputError(f"comm_share is a fraction in (0, 1], got {comm_share!r}")
     if zero_stage not in (0, 1, 2, 3):
         raise InputError(f"zero_stage must be 0, 1, 2 or 3, got {zero_stage!r}")
-    # FP8 training's gradients are 16-bit (memory.FP8_TRAINING_STORED_BYTES)
-    grad = params / (tp * pp) * (FP8_TRAINING_STORED_BYTES if grad_precision == "fp8"
-                                 else precision_bytes(grad_precision))
+    # FP8 training's gradients are 16-bit, or 1 byte with fp8_storage "fp8"
+    grad = params / (tp * pp) * stored_bytes(grad_precision, fp8_storage)
     sent = 2 * (dp - 1) / dp * grad * (1.5 if zero_stage == 3 else 1.0)
     budget = comm_share * step_seconds
     return AllReduceBandwidth(
@@ -544,6 +545,7 @@ def gradient_allreduce_bandwidth(
             "tp": tp,
             "pp": pp,
             "grad_precision": grad_precision,
+            **({"fp8_storage": fp8_storage} if grad_precision == "fp8" else {}),
             "zero_stage": zero_stage,
         },
         gradient_bytes=grad,

@@ -852,6 +852,13 @@ class WorkloadSpec(SpecModel):
         "fp8 with fp8 weights, else bf16")
     serving: ServingSpec = ServingSpec()
     optimizer: Literal["adamw", "adamw-8bit", "sgd"] = "adamw"
+    fp8_storage: Literal["bf16", "fp8"] = Field(
+        default="bf16", description="training with precision fp8: how the weights and "
+        "gradients are stored. bf16: Transformer Engine's default, FP8 only in the GEMMs, "
+        "16-bit stored weights and gradients beside the fp32 master (2 + 2 + 12 = 16 B/param, "
+        "as bf16); fp8: FP8-stored weights and gradients, 1 byte each, as MS-AMP O2 or TE "
+        "fp8_model_init keep them (1 + 1 + 12 = 14 B/param; smaller checkpoint and gradient "
+        "all-reduce)")
     parallelism: ParallelismSpec = ParallelismSpec()
     data: DataSpec = DataSpec()
     slo: SloSpec = SloSpec()
@@ -889,6 +896,13 @@ class WorkloadSpec(SpecModel):
             raise SpecValueError("achievedTflopsPerGpu and hfu are both given",
                                  "keep one: the measured TFLOP/s, or HFU against the peak",
                                  ("hfu",))
+        if self.fp8_storage == "fp8" and not (
+                self.precision is Precision.FP8 and k.trains and k is not WorkloadKind.LORA):
+            raise SpecValueError(
+                f"'fp8' (1-byte weights and gradients) only applies to FP8 training; this "
+                f"workload is {k.value} at precision {self.precision.value}",
+                "set precision: fp8 on a pretrain or finetune workload, or remove fp8Storage",
+                ("fp8Storage",))
         if k.trains and self.data.tokens is None:
             raise SpecValueError(
                 f"a {k.value} workload needs data.tokens (training tokens per run)",
