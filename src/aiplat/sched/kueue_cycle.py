@@ -16,8 +16,15 @@ One cycle (``pkg/scheduler/scheduler.go`` schedule):
    needs preemption evicts its victims and waits for them (never admitted in the same
    cycle); the rest are admitted.
 5. *Requeue*: skipped heads and preemptors go straight back; the others wait until quota is
-   released in their cohort tree (a victim's eviction completes between cycles and moves
-   every inadmissible workload of the tree back).
+   released in their cohort tree (a victim's eviction completing moves every inadmissible
+   workload of the tree back).
+
+Evictions complete late: Kueue marks a victim Evicted at once, but its quota is released
+only when its job controller has stopped the pods (seconds), while Kueue runs a cycle every
+few milliseconds. So a victim keeps its quota (and its preemptor keeps re-evaluating and
+reserving) until the cycles are quiet; then every pending eviction completes at once. The
+real Kueue on the lab cluster does the same (``bench/kueue_diff.py``: a preemptor waits tens
+of cycles while other heads preempt too).
 
 The engine here only applies these decisions; the decisions are pure functions of the
 tree. Pure: no I/O.
@@ -111,6 +118,8 @@ class Replay:
         self.pending: dict[str, dict[str, _Pending]] = {q: {} for q in snap.cluster_queues}
         self.heaps: dict[str, list[tuple[Any, ...]]] = {}
         self.outcomes: dict[str, Outcome] = {}
+        # victims marked Evicted whose quota is not yet released, with their preemptor
+        self.evicting: dict[str, tuple[kueue_preempt.Target, _Entry]] = {}
         self.inactive = self._inactive()
         # Requeues of inadmissible workloads Kueue batches (requeueBatchPeriod, 1 s): they
         # land after the active heads have had their cycles. Starting the queues is one.
@@ -309,9 +318,13 @@ class Replay:
             self.tree.remove_usage(node, usage)
         for e in entries:
             self._requeue(e)
+        issued = False
         for t, e in victims:
-            self._evict(t, e)
-        return any(e.status in ("admitted", "preempting") for e in entries)
+            if t.victim.wl.key not in self.evicting:
+                issued = True
+                self.evicting[t.victim.wl.key] = (t, e)
+                self._mark_evicted(t, e)
+        return issued or any(e.status == "admitted" for e in entries)
 
     def _ordered(self, entries: list[_Entry]) -> Any:
         if not self.snap.fair_sharing:
@@ -346,17 +359,28 @@ class Replay:
         out.pending = "inadmissible" if p.inadmissible else "active"
         out.reason, out.message = p.reason, p.message
 
-    def _evict(self, t: kueue_preempt.Target, by: _Entry) -> None:
+    def _mark_evicted(self, t: kueue_preempt.Target, by: _Entry) -> None:
+        """The Evicted and Preempted conditions: set at once, the quota still held."""
         a = t.victim
-        if a.wl.key not in self.tree.cqs[a.wl.cluster_queue].workloads:
-            return
-        self.tree.release(a)
         out = self.outcomes[a.wl.key]
         out.decision, out.flavors, out.cycle = "preempted", {}, None
         out.preempted.append(t.reason)
         out.pending, out.reason = "active", "Preempted"
         out.message = (f"Preempted to accommodate a workload ({by.p.wl.key}) due to "
                        f"{_HUMAN[t.reason]}")
+
+    def _complete_evictions(self) -> None:
+        """The job controllers have stopped the victims: their quota is released and they
+        are requeued; the preemptors stay first in their queues."""
+        for t, by in self.evicting.values():
+            self._release(t, by)
+        self.evicting.clear()
+
+    def _release(self, t: kueue_preempt.Target, by: _Entry) -> None:
+        a = t.victim
+        if a.wl.key not in self.tree.cqs[a.wl.cluster_queue].workloads:
+            return
+        self.tree.release(a)
         self._add(_Pending(a.wl))
         self._requeue_tree(a.wl.cluster_queue)
         for p in self.pending[by.cq.name].values():
@@ -385,6 +409,10 @@ class Replay:
             age = age + 1 if self.notify else 0
             sig = self._signature()
             quiet = not self._heads() or sig in seen
+            if self.evicting and quiet:
+                self._complete_evictions()
+                seen.clear()
+                continue
             if self.notify and (quiet or age >= BATCH_CYCLES):
                 self._deliver()  # the batch period is over: the inadmissible come back
                 seen.clear()
