@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +31,7 @@ class ExampleLab:
     plan: Path  # the ``aiplat plan`` folder; its tree is plan / "kube"
     items: list[tuple[str, Obj]]  # the tree: (file, object)
 
-    def apply(self, keep: Any = None) -> None:
+    def apply(self, keep: Callable[[str], bool] | None = None) -> None:
         """Apply the tree's objects (those ``keep(file)`` keeps); none may be refused."""
         chosen = [(f, o) for f, o in self.items if keep is None or keep(f)]
         refused = [o for o in apply_tree(self.api, chosen, force=True) if "refused" in o.action]
