@@ -41,6 +41,8 @@ class GpuModel(CatalogEntry):
     memory_bandwidth_tbps: float = Field(gt=0)
     bf16_tflops: float = Field(gt=0, description="dense BF16 tensor TFLOP/s")
     fp8_tflops: float | None = Field(default=None, gt=0, description="dense FP8 TFLOP/s")
+    fp4_tflops: float | None = Field(default=None, gt=0,
+                                     description="dense FP4 (NVFP4) TFLOP/s, Blackwell on")
     int8_tops: float | None = Field(default=None, gt=0)
     fp32_tflops: float = Field(gt=0, description="non-tensor FP32 TFLOP/s")
     tdp_w: float = Field(gt=0)

@@ -28,12 +28,12 @@ from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.plan.models import WorkloadPlan
 from aiplat.plan.resolve import POD_SHARE
+from aiplat.sizing.result import BYTES_PER_PARAM
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
 
 SERVING_PORT = 8000
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
 SERVE_IMAGE = "vllm/vllm-openai:v0.11.0"
-BYTES_PER_PARAM = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
 
 
 def _provisioner(sc: StorageClassSpec) -> str:

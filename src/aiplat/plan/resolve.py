@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from aiplat.catalog import Catalog, GpuModel, ModelArchitecture, NodeType
 from aiplat.sizing import power, reserve
-from aiplat.sizing.shape import ModelShape, MoeShape
+from aiplat.sizing.shape import MlaShape, ModelShape, MoeShape
 from aiplat.spec.models import (
     Cooling,
     ModelRef,
@@ -52,6 +52,9 @@ class Arch:
     moe: MoeShape | None = None
     kv_latent_dim: int | None = None
     """MLA (DeepSeek-V3): values cached per token and layer instead of K and V per head."""
+    mla: MlaShape | None = None
+    """MLA's projections: their weights (what attention data parallelism replicates) and the
+    compressed KV width decode attends over."""
     expert_ffn_hidden: int | None = None
     dense_layers: int = 0
     """Mixture of experts: layers with a dense FFN (``ffn_hidden`` wide) instead of experts."""
@@ -68,7 +71,10 @@ class Arch:
             kv_heads=self.kv_heads, head_dim=self.head_dim,
             active_params=self.active_params if self.moe else None, moe=self.moe,
             kv_latent_dim=self.kv_latent_dim, ffn_hidden=self.ffn_hidden,
-            expert_ffn_hidden=self.expert_ffn_hidden)
+            expert_ffn_hidden=self.expert_ffn_hidden,
+            attention_params=(self.layers * self.mla.attention_params(self.hidden, self.heads)
+                              if self.mla else None),
+            kv_lora_rank=self.mla.kv_lora_rank if self.mla else None)
 
 
 def _moe(ref: ModelRef, base: ModelArchitecture | None, params_overridden: bool) -> MoeShape | None:
@@ -118,6 +124,8 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
         explicit_head_dim=ref.head_dim or (base.head_dim if base else None),
         moe=moe,
         kv_latent_dim=mla.kv_lora_rank + mla.qk_rope_head_dim if mla else None,
+        mla=MlaShape(mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim,
+                     mla.qk_rope_head_dim, mla.v_head_dim) if mla else None,
         expert_ffn_hidden=(base.expert_ffn_hidden if base and moe else None),
         dense_layers=base.dense_layers if base and moe else 0,
     )
@@ -205,7 +213,10 @@ class ResolvedPool:
     def peak_tflops(self, precision: Precision) -> float:
         gpu = self.gpu
         assert gpu is not None
-        if precision is Precision.FP8 and gpu.fp8_tflops:
+        if precision is Precision.FP4 and gpu.fp4_tflops:
+            return gpu.fp4_tflops
+        # Without FP4 tensor cores, NVFP4 weights are dequantized into the FP8 (or 16-bit) path.
+        if precision in (Precision.FP8, Precision.FP4) and gpu.fp8_tflops:
             return gpu.fp8_tflops
         if precision is Precision.FP32:
             return gpu.fp32_tflops
@@ -305,7 +316,8 @@ def pool_gpu(pool: PoolSpec, catalog: Catalog) -> GpuModel | None:
         return base
     figures = {"memory_gb": spec.memory_gb, "memory_bandwidth_tbps": spec.memory_bandwidth_tbps,
                "bf16_tflops": spec.bf16_tflops, "tdp_w": spec.tdp_w}
-    optional = {"fp8_tflops": spec.fp8_tflops, "interconnect_gbps": spec.interconnect_gbps}
+    optional = {"fp8_tflops": spec.fp8_tflops, "fp4_tflops": spec.fp4_tflops,
+                "interconnect_gbps": spec.interconnect_gbps}
     figures |= {k: v for k, v in optional.items() if v is not None}
     if base is not None:
         return base.model_copy(update=figures)

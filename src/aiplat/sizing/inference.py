@@ -76,10 +76,29 @@ token in 133 ms, 69 % of 312 TFLOP/s). One figure for both precisions fits the A
 with 40 % RMS error instead of 15 %."""
 
 
-def default_compute_efficiency(precision: str) -> float:
-    """The calibrated compute efficiency for weights in ``precision``: 8 bits or fewer, or 16+."""
-    return (DEFAULT_COMPUTE_EFFICIENCY_8BIT if bytes_per_value(precision) <= 1
-            else DEFAULT_COMPUTE_EFFICIENCY_16BIT)
+DEFAULT_MOE_COMPUTE_SHARE = 0.43
+"""A mixture of experts served at scale reaches this share of the dense compute efficiency
+(0.19 of the peak at 8 bits or fewer). Fitted (``sizing.calibration.fit_moe_share``) to
+TensorRT-LLM's published DeepSeek-R1 max-throughput figures on 8 GPUs, TP8/EP8 with
+attention data parallelism, 1K in / 2K out: H200 FP8 1,436 tok/s/GPU, B200 NVFP4 with FP8 KV
+5,393 and with BF16 KV 4,548 (errors −7 %, +12 %, −4 %); at the dense efficiency the
+roofline is 42 %, 161 % and 124 % over them. It lumps what a roofline leaves out, each
+published in TensorRT-LLM's tech blogs (docs/source/blogs/tech_blog): attention-DP ranks
+waiting for the slowest one, a context phase on one rank stalling the others (35 % lost
+without ADP balance, blog10), the expert AllGather and ReduceScatter at about 80 % of NVLink
+(blog18), expert load imbalance (the hottest rank 1.56x the mean at EP32, blog4), CUDA-graph
+padding and host overhead (up to 50 %, blog20). With the absorbed MLA attention at the KV
+cache's precision (ModelShape.decode_attention_dim, ServingHardware.attention_tflops) one
+share fits all three (RMS 8 %); without them it was 15 %. Decode of a small batch stays
+bound by streaming the experts."""
+
+
+def default_compute_efficiency(precision: str, *, moe: bool = False) -> float:
+    """The calibrated compute efficiency for weights in ``precision`` (8 bits or fewer, or
+    16+), times ``DEFAULT_MOE_COMPUTE_SHARE`` for a mixture of experts."""
+    dense = (DEFAULT_COMPUTE_EFFICIENCY_8BIT if bytes_per_value(precision) <= 1
+             else DEFAULT_COMPUTE_EFFICIENCY_16BIT)
+    return dense * DEFAULT_MOE_COMPUTE_SHARE if moe else dense
 
 DEFAULT_TP_EFFICIENCY = 0.86
 """Throughput factor per doubling of tensor parallelism (two all-reduces per layer per step):
@@ -107,7 +126,7 @@ class ServingEfficiency:
     bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
     compute: float | None = None
     """None: ``default_compute_efficiency`` of the weights' precision (0.45 at 8 bits, 0.76
-    at 16)."""
+    at 16; a quarter of that for a mixture of experts)."""
     tensor_parallel: float = DEFAULT_TP_EFFICIENCY
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
@@ -143,10 +162,12 @@ class ServingEfficiency:
 @dataclass(frozen=True)
 class ServingHardware:
     """One GPU's roofline: memory bandwidth (bytes/s) and dense peak (TFLOP/s) at the
-    weights' precision."""
+    weights' precision, and at the KV cache's where it differs (``attention_tflops``: the
+    attention's scores and values run at the cache's precision, FP4 weights or not)."""
 
     memory_bandwidth_bps: float
     dense_tflops: float
+    attention_tflops: float | None = None
 
 
 def bytes_per_value(precision: str) -> float:
@@ -668,6 +689,7 @@ class _Model:
     kv_bytes: float
     bandwidth_bps: float
     peak_flops: float
+    attention_peak_flops: float
     tp: int
     pp: int
     bandwidth_efficiency: float
@@ -709,12 +731,13 @@ def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
     kv_read = micro * context_tokens * kv_per_token
     memory_s = (weights_read + kv_read) / (m.bandwidth_bps * m.bandwidth_efficiency)
     # 2 FLOPs per active parameter, plus QK^T and AV over the cached context: 4·layers·ctx·d
+    # (d: the decode attention width; MLA's absorbed latent is 4.25x GQA's at DeepSeek-V3).
     adapter_flops = 2 * m.lora.params_per_adapter if m.lora is not None else 0.0
-    flops_per_token = 2 * shape.flops_params + adapter_flops + 4 * shape.layers * (
-        context_tokens * shape.attention_dim)
-    compute_s = (positions * flops_per_token * layer_share / m.tp) / (
-        m.peak_flops * m.compute_efficiency
-    )
+    attention_flops = 4 * shape.layers * context_tokens * shape.decode_attention_dim
+    flops_per_token = 2 * shape.flops_params + adapter_flops + attention_flops
+    compute_s = positions * layer_share / m.tp * (
+        (flops_per_token - attention_flops) / m.peak_flops
+        + attention_flops / m.attention_peak_flops) / m.compute_efficiency
     stage_s = max(memory_s, compute_s) / m.tp_factor
     # Per output token: the target step plus γ draft steps of cost c, over the tokens kept.
     per_token = stage_s * m.pp * (1 + spec.draft_tokens * spec.draft_cost) / (
@@ -780,11 +803,13 @@ def _model(replica: Replica, *, pipeline: bool = True) -> _Model:
         kv_bytes=bytes_per_value(kv),
         bandwidth_bps=hardware.memory_bandwidth_bps,
         peak_flops=hardware.dense_tflops * 1e12,
+        attention_peak_flops=(hardware.attention_tflops or hardware.dense_tflops) * 1e12,
         tp=tp,
         pp=pp,
         bandwidth_efficiency=replica.efficiency.bandwidth,
         compute_efficiency=(replica.efficiency.compute if replica.efficiency.compute is not None
-                            else default_compute_efficiency(replica.weight_precision)),
+                            else default_compute_efficiency(
+                                replica.weight_precision, moe=model.moe is not None)),
         tp_factor=tp_factor(replica.efficiency.tensor_parallel, tp),
         speculation=replica.efficiency,
         weight_precision=replica.weight_precision,
@@ -801,6 +826,8 @@ def _model_inputs(m: _Model) -> dict[str, InputValue]:
         "kv_precision": m.kv_precision,
         "memory_bandwidth_bps": m.bandwidth_bps,
         "dense_tflops": m.peak_flops / 1e12,
+        **({"attention_tflops": m.attention_peak_flops / 1e12}
+           if m.attention_peak_flops != m.peak_flops else {}),
         "tensor_parallel": m.tp,
         "pipeline_parallel": m.pp,
         "bandwidth_efficiency": m.bandwidth_efficiency,

@@ -23,6 +23,8 @@ BYTES_PER_PARAM: dict[str, float] = {
     "bf16": 2.0,
     "fp16": 2.0,
     "fp8": 1.0,
+    # NVFP4 (Blackwell): 4-bit E2M1 values with one FP8 scale per 16 of them, 4.5 bits.
+    "fp4": 0.5625,
     "int8": 1.0,
     "int4": 0.5,
     "nf4": 0.5,

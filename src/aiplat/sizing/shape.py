@@ -68,6 +68,8 @@ class ModelShape:
     attention_params: float | None = None
     """Attention projections over all layers (MLA: ``MlaShape.attention_params``); unset: the
     Q/K/V/O count of grouped-query attention. Attention data parallelism replicates them."""
+    kv_lora_rank: int | None = None
+    """MLA: the compressed KV's width (the latent less its RoPE key); decode attends over it."""
 
     def __post_init__(self) -> None:
         for name in ("params", "layers", "hidden", "heads", "kv_heads"):
@@ -99,6 +101,18 @@ class ModelShape:
     def attention_dim(self) -> int:
         """heads · head_dim: the width of Q (and of the attention output)."""
         return self.heads * self.dim_per_head
+
+    @property
+    def decode_attention_dim(self) -> float:
+        """Per head summed over heads, half of QK^T's plus AV's inner widths: a decode step
+        spends 4·ctx·this FLOPs per layer on attention. MLA decodes with the up-projections
+        absorbed into the query and output (DeepSeek-V2 paper, section 2.1.2; FlashMLA), so
+        each head's scores run over the whole cached latent (kv_lora_rank + RoPE key) and its
+        values over the compressed KV: heads·(latent + kv_lora_rank)/2, 4.25x GQA's
+        heads·head_dim for DeepSeek-V3."""
+        if self.kv_latent_dim is not None and self.kv_lora_rank is not None:
+            return self.heads * (self.kv_latent_dim + self.kv_lora_rank) / 2
+        return float(self.attention_dim)
 
     @property
     def flops_params(self) -> float:

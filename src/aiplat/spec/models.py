@@ -195,6 +195,9 @@ class GpuSpec(SpecModel):
                                       description="inline GPU: dense BF16 TFLOP/s")
     fp8_tflops: float | None = Field(default=None, gt=0, le=1_000_000,
                                      description="inline GPU: dense FP8 TFLOP/s; unset: no FP8")
+    fp4_tflops: float | None = Field(default=None, gt=0, le=1_000_000,
+                                     description="inline GPU: dense FP4 (NVFP4) TFLOP/s; unset: "
+                                     "no FP4 (fp4 weights then run at the FP8 rate)")
     tdp_w: float | None = Field(default=None, gt=0, le=100_000, alias="tdpW",
                                 description="inline GPU: board power, W")
     interconnect_gbps: float | None = Field(
@@ -503,6 +506,7 @@ class Precision(StrEnum):
     BF16 = "bf16"
     FP16 = "fp16"
     FP8 = "fp8"
+    FP4 = "fp4"
     INT8 = "int8"
     INT4 = "int4"
 
@@ -693,14 +697,16 @@ class RagSpec(SpecModel):
 class ServingSpec(SpecModel):
     """Serving-stack efficiencies against the roofline. The defaults are aiplat.sizing.inference's
     constants, fitted to published NIM, vLLM and TensorRT-LLM measurements on A100/H100/H200
-    (aiplat.sizing.calibration: 14 % RMS error over 23 figures); replace them with a
-    measurement on the target stack."""
+    (aiplat.sizing.calibration: 13 % RMS error over 23 figures; a mixture of experts 8 % over
+    TensorRT-LLM's three DeepSeek-R1 H200/B200 figures); replace them with a measurement on
+    the target stack."""
 
     bandwidth_efficiency: Fraction = Field(
         default=0.68, description="share of peak HBM bandwidth a decode step sustains (MBU)")
     compute_efficiency: Fraction | None = Field(
         default=None, description="share of dense peak FLOP/s (at the weights' precision) "
-        "prefill reaches; unset: 0.45 with 8-bit weights, 0.76 with 16-bit (calibrated)")
+        "prefill and compute-bound decode reach; unset: 0.45 with 8-bit or fewer, 0.76 with "
+        "16-bit, times 0.43 for a mixture of experts (calibrated)")
     tensor_parallel_efficiency: Fraction = Field(
         default=0.86, description="throughput factor per doubling of tensor parallelism "
         "(all-reduces): TP2 ×0.86, TP4 ×0.74, TP8 ×0.64 at the default")
