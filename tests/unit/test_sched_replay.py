@@ -229,3 +229,24 @@ def test_excluded_resource_prefixes_are_not_quota() -> None:
     objs.append({"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                  "resources": {"excludeResourcePrefixes": ["rdma/"]}})
     assert run(objs)["w"].decision == "admitted"
+
+
+RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
+
+
+def test_an_admission_requeues_the_cohort_tree_with_fresh_flavor_scans() -> None:
+    """Recorded from the real Kueue v0.19.2 (bench/kueue_diff.py seed 15, the snapshot its
+    harness took; ``--zap-log-level=6``): s15-w10 (q2, priority 712) is skipped in a cycle
+    where other heads took f0, resumes its flavor scan at f1 next cycle, fits nowhere there
+    and waits as inadmissible. Another queue's admission then updates the ClusterQueue's
+    status; the cohort controller updates the cohort tree, which requeues its inadmissible
+    workloads with their scan progress outdated: w10 scans f0 again and preempts s15-w04
+    (priority 57) in its own queue. Kueue's final state: w10 admitted on f0, w04 preempted."""
+    import json
+
+    objs = json.loads((RECORDED / "kueue-seed15-snapshot.json").read_text())["items"]
+    out = {o.workload.split("/")[1]: o for o in replay(parse(objs, "seed 15"))}
+    assert out["s15-w10"].decision == "admitted"
+    assert out["s15-w10"].flavors == {"ps0": {"cpu": "s15-f0", "memory": "s15-f0"}}
+    assert out["s15-w04"].decision == "preempted"
+    assert out["s15-w04"].preempted == ["InClusterQueue"]

@@ -17,7 +17,12 @@ One cycle (``pkg/scheduler/scheduler.go`` schedule):
    cycle); the rest are admitted.
 5. *Requeue*: skipped heads and preemptors go straight back; the others wait until quota is
    released in their cohort tree (a victim's eviction completing moves every inadmissible
-   workload of the tree back).
+   workload of the tree back) or a queue of the tree admits one: its ClusterQueue status
+   changes, and the cohort controller's update of the cohorts above it
+   (``CohortReconciler.Reconcile``: ``cache.AddOrUpdateCohort`` advances every queue's
+   AllocatableResourceGeneration, ``qManager.AddOrUpdateCohort`` requeues the tree) brings
+   the inadmissible back with their flavor scans outdated, so they scan from the first
+   flavor again.
 
 Evictions complete late: Kueue marks a victim Evicted at once, but its quota is released
 only when its job controller has stopped the pods (seconds), while Kueue runs a cycle every
@@ -298,6 +303,10 @@ class Replay:
                    for ps in e.a.podsets}
         self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), float(self.cycle)))
         e.status = "admitted"
+        # The ClusterQueue's status changes (admitted count, usage): its update event has
+        # the cohort controller update every cohort above it, which requeues the tree's
+        # inadmissible workloads with their flavor scans outdated.
+        self._requeue_tree(e.cq.name)
         del self.pending[e.cq.name][e.p.wl.key]
         out = self.outcomes[e.p.wl.key]
         out.decision, out.flavors, out.cycle = "admitted", flavors, self.cycle
