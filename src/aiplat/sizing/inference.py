@@ -126,7 +126,7 @@ class ServingEfficiency:
     bandwidth: float = DEFAULT_BANDWIDTH_EFFICIENCY
     compute: float | None = None
     """None: ``default_compute_efficiency`` of the weights' precision (0.45 at 8 bits, 0.76
-    at 16; a quarter of that for a mixture of experts)."""
+    at 16; times ``DEFAULT_MOE_COMPUTE_SHARE`` for a mixture of experts)."""
     tensor_parallel: float = DEFAULT_TP_EFFICIENCY
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
@@ -898,8 +898,10 @@ def decode_throughput(replica: Replica, *, batch: int, context_tokens: float) ->
         tokens_per_second=batch / s.step_seconds,
         formula=(
             "step = pp · max((weights_read/TP + batch·context·kv_bytes_per_token/TP) / "
-            "(bandwidth · bandwidth_efficiency), batch·(2·active_params + "
-            "4·layers·context·heads·head_dim)/TP / (peak · compute_efficiency)) / tp_efficiency;"
+            "(bandwidth · bandwidth_efficiency), batch·(2·active_params / peak + "
+            "4·layers·context·attention_width / attention_peak)/TP / compute_efficiency) / "
+            "tp_efficiency (attention_width: heads·head_dim, MLA's absorbed latent; "
+            "attention_peak: at the KV cache's precision);"
             " tokens/s per sequence = 1/step, aggregate = batch/step (roofline; MBU as in "
             "Databricks 'LLM Inference Performance Engineering')"
         ),
