@@ -19,6 +19,7 @@ from aiplat.sizing.inference import (
     DEFAULT_COMPUTE_EFFICIENCY_8BIT,
     DEFAULT_COMPUTE_EFFICIENCY_16BIT,
     DEFAULT_MOE_COMPUTE_SHARE,
+    DEFAULT_MOE_LAYER_FLOOR_S,
     DEFAULT_TP_EFFICIENCY,
     ServingEfficiency,
     default_compute_efficiency,
@@ -106,6 +107,8 @@ def test_spec_defaults_are_the_sizing_defaults() -> None:
     assert (s.bandwidth_efficiency, s.tensor_parallel_efficiency) == (
         DEFAULT_BANDWIDTH_EFFICIENCY, DEFAULT_TP_EFFICIENCY)
     assert s.compute_efficiency is None  # by precision: default_compute_efficiency
+    assert s.moe_layer_floor_us * 1e-6 == pytest.approx(DEFAULT_MOE_LAYER_FLOOR_S)
+    assert ServingEfficiency().moe_layer_floor == DEFAULT_MOE_LAYER_FLOOR_S
     described = ServingSpec.model_fields["compute_efficiency"].description or ""
     assert f"times {DEFAULT_MOE_COMPUTE_SHARE} for a mixture of experts" in described
     assert default_compute_efficiency("fp4", moe=True) == pytest.approx(

@@ -36,9 +36,6 @@ from aiplat.spec.models import Platform, Precision, WorkloadKind, WorkloadSpec
 DEFAULT_TTFT_S = 2.0
 DEFAULT_DECODE_TPS = 10.0
 """Per-user decode rate assumed when the SLO names none (faster than people read)."""
-MOE_PROVEN_DECODE_TPS = 100.0
-"""Per-user decode speed of a mixture of experts beyond which the plan warns: below both
-published DeepSeek-R1 min-latency figures (TensorRT-LLM, 158 and 275 tokens/s per user)."""
 
 
 @dataclass
@@ -110,17 +107,6 @@ def plan_inference(
                  "model (its FP8 rows on H200 hold within 30 %)",
                  "size with about twice the GPUs, or set serving.computeEfficiency from a "
                  "measured run", severity="warning")
-    fast = slo.tokens_per_second or 0
-    if arch.shape.moe is not None and fast > MOE_PROVEN_DECODE_TPS:
-        # The roofline has no per-layer kernel/communication latency, which binds a mixture
-        # of experts at small batch: 2.7x (H200) and 4.6x (B200) over TensorRT-LLM's
-        # published min-latency DeepSeek-R1 runs (docs/sizing-coverage.md, Gaps).
-        sv.error(f"a per-user decode target of {fast:g} tokens/s on a mixture of experts: the "
-                 "roofline is calibrated at large batches only; at small batches TensorRT-LLM's "
-                 "published DeepSeek-R1 min-latency runs (batch 1, 3-layer MTP) reach 158 "
-                 "tokens/s per user on 8xH200 and 275 on 8xB200, where this model gives 434 "
-                 "and 1,275", "measure the per-user speed on the target stack before "
-                 "promising more than about 100 tokens/s per user", severity="warning")
     if not layout.fits:
         sv.error(f"{arch.name} with a {context}-token context does not fit "
                  f"{hw.gpus_per_node} × {gpu_of(hw).name}",
@@ -179,6 +165,7 @@ def _efficiency(w: WorkloadSpec) -> inference.ServingEfficiency:
         tensor_parallel=s.tensor_parallel_efficiency, draft_tokens=s.draft_tokens,
         acceptance_rate=s.acceptance_rate, draft_cost=s.draft_cost,
         prefix_cache_hit=s.prefix_cache_hit_ratio,
+        moe_layer_floor=s.moe_layer_floor_us * 1e-6,
         attention_data_parallel=s.attention_data_parallel)
 
 

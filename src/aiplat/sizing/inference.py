@@ -93,6 +93,18 @@ share fits all three (RMS 8 %); without them it was 15 %. Decode of a small batc
 bound by streaming the experts."""
 
 
+DEFAULT_MOE_LAYER_FLOOR_S = 200e-6
+"""Shortest time a decode step spends in one layer of a mixture of experts, however small
+the batch: the router, top-k, permutation, grouped GEMM and expert-parallel communication
+kernels each take microseconds that no bandwidth or FLOP count shows. Fitted to
+TensorRT-LLM's two published DeepSeek-R1 min-latency runs (Best_perf_practice_on_DeepSeek-R1,
+batch 1, 1K in / 2K out, TP8, 3-layer MTP at the 2.82 tokens per step tech_blog/blog1
+publishes): 158 tokens/s per user on 8xH200 and 275 on 8xB200 imply 261 and 150 µs per
+layer; this, their geometric mean rounded, gives +31 % and −25 %. Without it the roofline
+was 2.7x and 4.6x faster. Dense models keep none: their batch-1 figures (NIM, TensorRT-LLM)
+are explained by bandwidth."""
+
+
 def default_compute_efficiency(precision: str, *, moe: bool = False) -> float:
     """The calibrated compute efficiency for weights in ``precision`` (8 bits or fewer, or
     16+), times ``DEFAULT_MOE_COMPUTE_SHARE`` for a mixture of experts."""
@@ -131,6 +143,8 @@ class ServingEfficiency:
     draft_tokens: int = 0
     acceptance_rate: float = 0.0
     draft_cost: float = 0.0
+    moe_layer_floor: float = DEFAULT_MOE_LAYER_FLOOR_S
+    """Seconds: a mixture of experts' decode step takes at least this per layer."""
     prefix_cache_hit: float = 0.0
     """Share of each prompt found in the prefix cache (vLLM automatic prefix caching): those
     tokens are not recomputed; the rest still attend to them."""
@@ -146,6 +160,8 @@ class ServingEfficiency:
         _require_fraction(bandwidth_efficiency=self.bandwidth,
                           compute_efficiency=1.0 if self.compute is None else self.compute,
                           tp_efficiency=self.tensor_parallel)
+        if not 0 <= self.moe_layer_floor < 1:
+            raise ValueError(f"moe_layer_floor must be in [0, 1) s, got {self.moe_layer_floor!r}")
         if not 0 <= self.prefix_cache_hit < 1:
             raise ValueError(f"prefix_cache_hit must be in [0, 1), got {self.prefix_cache_hit!r}")
         if self.draft_tokens < 0 or not 0 <= self.acceptance_rate < 1 or self.draft_cost < 0:
@@ -739,6 +755,8 @@ def _decode_step(m: _Model, batch: int, context_tokens: float) -> _Step:
         (flops_per_token - attention_flops) / m.peak_flops
         + attention_flops / m.attention_peak_flops) / m.compute_efficiency
     stage_s = max(memory_s, compute_s) / m.tp_factor
+    if shape.moe is not None:  # the per-layer kernels bind a small batch
+        stage_s = max(stage_s, stage_layers * spec.moe_layer_floor)
     # Per output token: the target step plus γ draft steps of cost c, over the tokens kept.
     per_token = stage_s * m.pp * (1 + spec.draft_tokens * spec.draft_cost) / (
         spec.tokens_per_step)
@@ -837,6 +855,7 @@ def _model_inputs(m: _Model) -> dict[str, InputValue]:
         "acceptance_rate": m.speculation.acceptance_rate,
         "draft_cost": m.speculation.draft_cost,
         "prefix_cache_hit": m.speculation.prefix_cache_hit,
+        **({"moe_layer_floor_s": m.speculation.moe_layer_floor} if m.shape.moe else {}),
         "lora_adapters": m.lora.adapters if m.lora else 0,
         "lora_params_per_adapter": m.lora.params_per_adapter if m.lora else 0.0,
         **({"attention_data_parallel": True} if m.attention_dp else {}),
@@ -901,7 +920,8 @@ def decode_throughput(replica: Replica, *, batch: int, context_tokens: float) ->
             "(bandwidth · bandwidth_efficiency), batch·(2·active_params / peak + "
             "4·layers·context·attention_width / attention_peak)/TP / compute_efficiency) / "
             "tp_efficiency (attention_width: heads·head_dim, MLA's absorbed latent; "
-            "attention_peak: at the KV cache's precision);"
+            "attention_peak: at the KV cache's precision); a mixture of experts' step is at "
+            "least layers·moe_layer_floor;"
             " tokens/s per sequence = 1/step, aggregate = batch/step (roofline; MBU as in "
             "Databricks 'LLM Inference Performance Engineering')"
         ),

@@ -723,6 +723,11 @@ class ServingSpec(SpecModel):
                                    "decoding: chance the target keeps a draft token (measured)")
     draft_cost: float = Field(default=0.0, ge=0, le=1, description="speculative decoding: one "
                               "draft step's time / one target step's")
+    moe_layer_floor_us: float = Field(
+        default=200, ge=0, le=100_000,
+        description="mixture of experts: shortest time a decode step spends per layer, µs "
+        "(router, top-k, grouped GEMM and expert-parallel kernels; fitted to TensorRT-LLM's "
+        "DeepSeek-R1 min-latency runs); 0: none")
     prefix_cache_hit_ratio: float = Field(
         default=0.0, ge=0, lt=1, description="share of prompt tokens served from the prefix "
         "cache (shared system prompts, multi-turn history); not recomputed in prefill")
