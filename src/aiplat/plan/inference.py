@@ -98,8 +98,7 @@ def plan_inference(
                  "with varied lengths enable attention-DP balancing (TensorRT-LLM "
                  "attention_dp_config.enable_balance) or size with about 1.5x the GPUs; or set "
                  "serving.computeEfficiency from a measured run", severity="warning")
-    if (w.precision is Precision.FP4 and arch.shape.moe is not None
-            and arch.shape.kv_lora_rank is None):
+    if w.precision is Precision.FP4 and arch.moe is not None and arch.mla is None:
         # TensorRT-LLM perf overview, Qwen3-235B-A22B on 8xB200 NVFP4: 1.5x to 2.7x below
         # this model (tests/unit/test_moe_published_figures.py; H200 FP8 rows within 30 %).
         sv.error("NVFP4 weights on a mixture of experts without MLA: TensorRT-LLM's "

@@ -50,14 +50,16 @@ class Arch:
     embedding_dim: int | None = None
     explicit_head_dim: int | None = None
     moe: MoeShape | None = None
-    kv_latent_dim: int | None = None
-    """MLA (DeepSeek-V3): values cached per token and layer instead of K and V per head."""
     mla: MlaShape | None = None
-    """MLA's projections: their weights (what attention data parallelism replicates) and the
-    compressed KV width decode attends over."""
+    """MLA (DeepSeek-V3): its projections, whose weights attention data parallelism
+    replicates, and the latent cached per token and layer instead of K and V per head."""
     expert_ffn_hidden: int | None = None
     dense_layers: int = 0
     """Mixture of experts: layers with a dense FFN (``ffn_hidden`` wide) instead of experts."""
+
+    @property
+    def kv_latent_dim(self) -> int | None:
+        return self.mla.latent_dim if self.mla else None
 
     @property
     def head_dim(self) -> int:
@@ -123,7 +125,6 @@ def resolve_arch(ref: ModelRef, catalog: Catalog) -> Arch:
         embedding_dim=base.embedding_dim if base else None,
         explicit_head_dim=ref.head_dim or (base.head_dim if base else None),
         moe=moe,
-        kv_latent_dim=mla.kv_lora_rank + mla.qk_rope_head_dim if mla else None,
         mla=MlaShape(mla.q_lora_rank, mla.kv_lora_rank, mla.qk_nope_head_dim,
                      mla.qk_rope_head_dim, mla.v_head_dim) if mla else None,
         expert_ffn_hidden=(base.expert_ffn_hidden if base and moe else None),
