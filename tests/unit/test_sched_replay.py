@@ -250,3 +250,31 @@ def test_an_admission_requeues_the_cohort_tree_with_fresh_flavor_scans() -> None
     assert out["s15-w10"].flavors == {"ps0": {"cpu": "s15-f0", "memory": "s15-f0"}}
     assert out["s15-w04"].decision == "preempted"
     assert out["s15-w04"].preempted == ["InClusterQueue"]
+
+
+@pytest.mark.parametrize("preference", ["BorrowingOverPreemption", "PreemptionOverBorrowing"])
+def test_preemption_over_borrowing_can_leave_a_preemptor_skipped_every_cycle(
+        preference: str) -> None:
+    """Kueue v0.19.2 (seen on bench/kueue_diff.py seed 34, ``--zap-log-level=6``): a flavor's
+    mode is its least preferred resource's. Under PreemptionOverBorrowing memory that fits
+    by borrowing ranks below cpu that needs preemption inside the queue, so the flavor
+    "fits", the pod set gets no status, and the workload is Fit with cpu still to preempt
+    for: no preemption targets are searched, and every cycle it is skipped as no longer
+    fitting. The other preference preempts the low-priority workload and admits."""
+    fung = {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor",
+            "preference": preference}
+    objs = [rf("f0"),
+            *cq("q", [(["cpu", "memory"], [("f0", {"cpu": 3, "memory": "1Gi"})])], "co",
+                flavorFungibility=fung, preemption={"withinClusterQueue": "LowerPriority"}),
+            *cq("lender", [(["cpu", "memory"], [("f0", {"cpu": 0, "memory": "4Gi"})])],
+                "co"),
+            wl("low", "q", (1, {"cpu": "2", "memory": "1Gi"}), priority=1,
+               admitted={"ps0": {"cpu": "f0", "memory": "f0"}}),
+            wl("high", "q", (1, {"cpu": "2", "memory": "1Gi"}), priority=10)]
+    out = run(objs)
+    if preference == "BorrowingOverPreemption":
+        assert out["high"].decision == "admitted" and out["low"].decision == "preempted"
+    else:
+        assert out["high"].decision == "pending" and out["low"].decision == "admitted"
+        assert out["high"].message == \
+            "Workload no longer fits after processing another workload"

@@ -72,6 +72,18 @@ class PodSetAssignment:
     reasons: list[str] = field(default_factory=list)
     failed: bool = False
 
+    @property
+    def mode(self) -> int:
+        """``PodSetAssignment.RepresentativeMode``: Fit when its status has no reason, else
+        the worst of its resources. A flavor whose worst resource (by ``preference``) fits
+        returns no status, so under ``PreemptionOverBorrowing`` a pod set can be Fit with a
+        resource in Preempt mode (cpu to preempt for beside memory to borrow): Kueue then
+        computes no preemption targets and skips the workload every cycle as "no longer
+        fits"; the replay does the same."""
+        if not self.reasons:
+            return FIT
+        return min((m for _, m, _ in self.flavors.values()), default=FIT)
+
 
 @dataclass
 class Assignment:
@@ -82,12 +94,10 @@ class Assignment:
 
     @property
     def mode(self) -> int:
-        """RepresentativeMode: the worst mode of any assigned resource; NoFit if a pod set
-        failed."""
+        """RepresentativeMode: the worst pod set's; NoFit if a pod set failed."""
         if not self.podsets or any(p.failed for p in self.podsets):
             return NOFIT
-        modes = [m for p in self.podsets for _, m, _ in p.flavors.values()]
-        return min(modes) if modes else FIT
+        return min(p.mode for p in self.podsets)
 
     def message(self) -> str:
         """The condition message Kueue writes for a workload that is not admitted."""
