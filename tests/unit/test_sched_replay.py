@@ -278,3 +278,25 @@ def test_preemption_over_borrowing_can_leave_a_preemptor_skipped_every_cycle(
         assert out["high"].decision == "pending" and out["low"].decision == "admitted"
         assert out["high"].message == \
             "Workload no longer fits after processing another workload"
+
+
+def test_fair_sharing_preemptor_within_nominal_reclaims_whatever_the_shares() -> None:
+    """FairSharingPreemptWithinNominal (beta, on in Kueue v0.19.2; seen on bench fair seed
+    11): q's share is 1000 (all the cohort's accelerators borrowed), b's is 1000 (all its
+    cpu borrowed), so neither strategy lets q preempt b (1000 < 1000 fails); but q stays
+    within its nominal cpu with the new workload, so it reclaims b's borrowed cpu."""
+    objs = [rf("f0"), rf("x0"),
+            *cq("q", [(["cpu"], [("f0", {"cpu": 4})]),
+                      (["example.com/accel"], [("x0", {"example.com/accel": 0})])], "co",
+                preemption={"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}),
+            *cq("b", [(["cpu"], [("f0", {"cpu": 0})]),
+                      (["example.com/accel"], [("x0", {"example.com/accel": 2})])], "co"),
+            wl("qa", "q", (1, {"example.com/accel": "2"}), priority=5,
+               admitted={"ps0": {"example.com/accel": "x0"}}),
+            wl("bw", "b", (1, {"cpu": "4"}), priority=5, admitted={"ps0": {"cpu": "f0"}}),
+            wl("w", "q", (1, {"cpu": "2"}), priority=1),
+            {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+             "fairSharing": {}}]
+    out = run(objs)
+    assert out["bw"].preempted == ["InCohortReclamation"]
+    assert out["w"].decision == "admitted"

@@ -14,7 +14,9 @@ the workload fits, then every victim but the last that is not needed is put back
 
 Fair sharing (``fairPreemptions``, ``fairsharing/``): the same candidates as Kueue's
 ``findCandidates``, preempted from the ClusterQueue that wins the share comparison down the
-tree, first with ``LessThanOrEqualToFinalShare`` then ``LessThanInitialShare``.
+tree, first with ``LessThanOrEqualToFinalShare`` then ``LessThanInitialShare``; a preemptor
+whose queue stays within nominal quota in the contested resources reclaims from any queue
+(``InCohortReclamation``, ``FairSharingPreemptWithinNominal``).
 
 Pure: the tree is changed only inside a search and restored before it returns.
 """
@@ -249,8 +251,12 @@ def _fair(search: _Search, strategies: tuple[str, ...]) -> list[Target]:
         return ok
 
     me = search.spec.name
+    # FairSharingPreemptWithinNominal (beta, on): a preemptor whose queue stays within its
+    # nominal quota in the contested resources (its own usage counted) reclaims from every
+    # other queue regardless of shares.
+    within = not any(cq.borrowing_with(fr, 0) for fr in frs)
     ok, retry = _first_strategy(tree, cq, cands, strategies[0], targets=targets, fits=fits,
-                                me=me)
+                                me=me, within_nominal=within)
     if not ok and len(strategies) > 1:
         ok = _second_strategy(tree, cq, retry, targets=targets, fits=fits, me=me)
     tree.remove_usage(cq, search.requests)
@@ -347,16 +353,16 @@ class _Ordering:
 
 
 def _first_strategy(tree: Tree, cq: Node, cands: list[Admitted], strategy: str, *,
-                    targets: list[Target], fits: Callable[[], bool], me: str
-                    ) -> tuple[bool, list[Admitted]]:
+                    targets: list[Target], fits: Callable[[], bool], me: str,
+                    within_nominal: bool = False) -> tuple[bool, list[Admitted]]:
     queues = _by_queue(cands)
     retry: list[Admitted] = []
     for target in _Ordering(tree, cq, queues, me):
         ws = queues[target.name]
-        if target is cq:
+        if target is cq or within_nominal:
             a = ws.pop(0)
             tree.release(a)
-            targets.append(Target(a, IN_CQ))
+            targets.append(Target(a, IN_CQ if target is cq else RECLAIM))
             if fits():
                 return True, []
             continue
