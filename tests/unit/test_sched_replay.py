@@ -300,3 +300,27 @@ def test_fair_sharing_preemptor_within_nominal_reclaims_whatever_the_shares() ->
     out = run(objs)
     assert out["bw"].preempted == ["InCohortReclamation"]
     assert out["w"].decision == "admitted"
+
+
+def test_a_preemption_churn_ends_with_the_preemptor_admitted() -> None:
+    """Fair sharing, Kueue v0.19.2 (bench fair seed 6): P (a weight-0 queue, borrowing
+    accelerators) reclaims V's borrowed cpu, being within its nominal cpu; once V's eviction
+    completes both are heads, V's finite share beats P's infinite one, V is admitted again
+    and P preempts it again. Kueue left that loop after about 300 rounds by a race (the
+    quota released a cycle before V was back in its queue) and then stayed there: P
+    admitted, V pending, as V may not reclaim."""
+    objs = [rf("f0"), rf("x0"),
+            *cq("qp", [(["cpu"], [("f0", {"cpu": 4})]),
+                       (["example.com/accel"], [("x0", {"example.com/accel": 0})])], "co",
+                fairSharing={"weight": "0"},
+                preemption={"reclaimWithinCohort": "Any", "withinClusterQueue": "Never"}),
+            *cq("qv", [(["cpu"], [("f0", {"cpu": 0})]),
+                       (["example.com/accel"], [("x0", {"example.com/accel": 2})])], "co"),
+            wl("v", "qv", (1, {"cpu": "4"}), priority=5, admitted={"ps0": {"cpu": "f0"}}),
+            wl("p", "qp", (1, {"cpu": "2", "example.com/accel": "1"}), priority=1),
+            {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
+             "fairSharing": {}}]
+    out = run(objs)
+    assert out["p"].decision == "admitted"
+    assert out["v"].decision == "preempted"
+    assert out["v"].preempted == ["InCohortReclamation", "InCohortReclamation"]

@@ -126,6 +126,10 @@ class Replay:
         self.outcomes: dict[str, Outcome] = {}
         # victims marked Evicted whose quota is not yet released, with their preemptor
         self.evicting: dict[str, tuple[kueue_preempt.Target, _Entry]] = {}
+        # how often each preemptor evicted each victim, and the victims whose requeue waits
+        # one cycle (see _release)
+        self.evictions: dict[tuple[str, str], int] = {}
+        self.held: list[_Pending] = []
         self.inactive = self._inactive()
         # Requeues of inadmissible workloads Kueue batches (requeueBatchPeriod, 1 s): they
         # land after the active heads have had their cycles. Starting the queues is one.
@@ -314,6 +318,15 @@ class Replay:
 
     def step(self) -> bool:
         """One scheduling cycle; True when it admitted or preempted something."""
+        held, self.held = self.held, []
+        try:
+            return self._cycle()
+        finally:
+            for p in held:  # back after the cycle they sat out
+                p.inadmissible = False
+                self._push(p)
+
+    def _cycle(self) -> bool:
         heads = self._heads()
         if not heads:
             return False
@@ -387,11 +400,23 @@ class Replay:
         self.evicting.clear()
 
     def _release(self, t: kueue_preempt.Target, by: _Entry) -> None:
+        """The victim's quota is released and it is requeued. A victim its preemptor has
+        evicted before is a churn: it wins the next cycle's head order, is admitted, and
+        is preempted again by the same workload. The real Kueue leaves that loop only by a
+        race, the cache releasing the quota a cycle before the victim is back in its queue
+        (fair seed 6: about 300 rounds, then the preemptor admitted for good); the replay
+        takes that way out at the second round: the victim's requeue waits one cycle."""
         a = t.victim
         if a.wl.key not in self.tree.cqs[a.wl.cluster_queue].workloads:
             return
         self.tree.release(a)
-        self._add(_Pending(a.wl))
+        pair = (a.wl.key, by.p.wl.key)
+        self.evictions[pair] = self.evictions.get(pair, 0) + 1
+        if self.evictions[pair] > 1:
+            self.pending[a.wl.cluster_queue][a.wl.key] = p = _Pending(a.wl, inadmissible=True)
+            self.held.append(p)
+        else:
+            self._add(_Pending(a.wl))
         self._requeue_tree(a.wl.cluster_queue)
         for p in self.pending[by.cq.name].values():
             if p.wl.key == by.p.wl.key and not p.sticky:
