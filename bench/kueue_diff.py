@@ -7,7 +7,8 @@ every workload agrees, and workloads that agree (admitted or not, and on which f
 pod set and resource), with each difference listed.
 
     .venv/bin/python bench/kueue_diff.py --seeds 100 [--first 1] [--fair] [--repeat 2]
-                                         [--json out.json]
+                                         [--json out.json] [--dump DIR]
+    .venv/bin/python bench/kueue_diff.py --from DIR   # replay a --dump again, no cluster
 
 ``--repeat N`` runs each scenario N times on the real Kueue: where Kueue's own outcomes differ
 between runs (its eviction, requeue batch and cache updates race its scheduling cycles), the
@@ -35,7 +36,9 @@ import kueue_live  # type: ignore[import-not-found]  # tests/integration, on sys
 from aiplat.cluster.assets import locate
 from aiplat.cluster.run import down, kubeconfig_path, up
 from aiplat.kube.apply import Api
+from aiplat.sched.kueue_cycle import replay
 from aiplat.sched.kueue_scenarios import generate
+from aiplat.sched.kueue_snapshot import parse
 
 
 def main() -> int:
@@ -45,9 +48,15 @@ def main() -> int:
     ap.add_argument("--fair", action="store_true", help="Kueue with fair sharing")
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario on Kueue")
     ap.add_argument("--dump", type=Path,
-                    help="write each differing run's snapshot (kubectl's objects) here")
+                    help="write each run's snapshot (kubectl's objects) and Kueue's final "
+                         "workloads here")
+    ap.add_argument("--from", dest="source", type=Path,
+                    help="no cluster: replay the runs a --dump wrote and compare them with "
+                         "Kueue's recorded outcome")
     ap.add_argument("--json", type=Path, help="write the per-scenario results here")
     args = ap.parse_args()
+    if args.source:
+        return _offline(args.source)
     name = "kueuebenchfs" if args.fair else "kueuebench"
     tmp = Path(tempfile.mkdtemp(prefix="kueuebench-"))
     os.environ["AIPLAT_CLUSTER_DIR"] = str(tmp / "runs")
@@ -91,15 +100,14 @@ def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> di
             n_wl = len(sc.phase_a) + len(sc.phase_b)
             runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None})
             continue
-        if dump and res.differences():  # `aiplat sim replay FILE` reads it back
+        if dump:  # `aiplat sim replay FILE` reads it back; --from DIR replays them all
             dump.mkdir(parents=True, exist_ok=True)
             (dump / f"seed{seed}-run{len(runs) + 1}.json").write_text(json.dumps(
                 {"apiVersion": "v1", "kind": "List", "items": res.snapshot + (
                     [{"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration",
                       "fairSharing": {}}] if fair else [])}, indent=1))
             (dump / f"seed{seed}-run{len(runs) + 1}-kueue.json").write_text(json.dumps(
-                {n: (w.get("status") or {}).get("conditions") for n, w in res.final.items()},
-                indent=1))
+                res.final, indent=1))
         runs.append({"workloads": len(res.kueue), "differences": res.differences(),
                      "kueue": sorted((k, repr(v)) for k, v in res.kueue.items())})
     outcomes = {repr(r["kueue"]) for r in runs}
@@ -112,6 +120,27 @@ def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> di
         for d in r["differences"]:
             print(f"  {d}", flush=True)
     return row
+
+
+def _offline(source: Path) -> int:
+    """Replay the dumped snapshots again (after a change to the replay) against the outcome
+    the real Kueue reached on them."""
+    rows = []
+    for snap in sorted(source.glob("seed*-run*[0-9].json"),
+                       key=lambda p: [int(x) for x in p.stem[4:].split("-run")]):
+        objs = json.loads(snap.read_text())["items"]
+        final = json.loads(snap.with_name(snap.stem + "-kueue.json").read_text())
+        sim = {o.workload.split("/", 1)[1]: (o.decision == "admitted", o.flavors)
+               for o in replay(parse(objs, str(snap)))}
+        kueue = {n: kueue_live.outcome(w) for n, w in final.items()}
+        diffs = [f"{snap.stem} {n}: kueue {kueue[n]} sim {sim.get(n)}" for n in sorted(kueue)
+                 if kueue[n] != sim.get(n)]
+        print(f"{snap.stem}: {'agrees' if not diffs else f'{len(diffs)} differ'}")
+        for d in diffs:
+            print(f"  {d}")
+        rows.append({"runs": [{"workloads": len(kueue), "differences": diffs}]})
+    _summary(f"replayed from {source}", rows)
+    return 0
 
 
 def _summary(title: str, rows: list[dict[str, Any]]) -> None:
