@@ -98,7 +98,8 @@ def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> di
             res = kueue_live.run(api, sc)
         except AssertionError as e:  # Kueue never settled: a difference of its own
             n_wl = len(sc.phase_a) + len(sc.phase_b)
-            runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None})
+            runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None,
+                         "settled": False})
             continue
         if dump:  # `aiplat sim replay FILE` reads it back; --from DIR replays them all
             dump.mkdir(parents=True, exist_ok=True)
@@ -144,12 +145,18 @@ def _offline(source: Path) -> int:
 
 
 def _summary(title: str, rows: list[dict[str, Any]]) -> None:
-    runs = [r for row in rows for r in row["runs"]]
+    """Agreement over the runs Kueue settled on; a run it never settled on has no outcome
+    to compare (Kueue was still changing its decisions): those are counted apart."""
+    every = [(row.get("seed"), r) for row in rows for r in row["runs"]]
+    unsettled = [seed for seed, r in every if r.get("settled") is False]
+    runs = [r for _, r in every if r.get("settled") is not False]
     n_ok = sum(not r["differences"] for r in runs)
     wl = sum(r["workloads"] for r in runs)
     wl_ok = wl - sum(len(r["differences"]) for r in runs)
     print(f"{title}: runs agreeing {n_ok}/{len(runs)} ({100 * n_ok / max(1, len(runs)):.1f}%), "
-          f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%)")
+          f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%)"
+          + (f"; Kueue never settled on {len(unsettled)} more run(s), seeds {unsettled}"
+             if unsettled else ""))
 
 
 if __name__ == "__main__":
