@@ -1,20 +1,21 @@
 """Kueue's flavor assigner: per pod set and resource group, a flavor in the group's order.
 
-``pkg/scheduler/flavorassigner/flavorassigner.go``: for each pod set, each resource group
-it requests is assigned one flavor, trying the group's flavors in order (from where the last
+``pkg/scheduler/flavorassigner/flavorassigner.go``: for each pod set, each resource group it
+requests is assigned one flavor, trying the group's flavors in order (from where the last
 scan stopped, ``FlavorFungibilityPreserveScanProgress``). A flavor is checked against the
 pod set first (taints the pod does not tolerate, a ``nodeSelector`` on the flavor's label
 keys), then every resource of the group is charged in it: ``Fit`` (fits the unused quota,
-with the borrowing height of the lowest subtree where it fits), ``Preempt`` (fits the
-quota, not its unused part: preemption is simulated, ``Reclaim`` when every victim is in
-another queue), or ``NoFit`` (over the most the queue could get, or preemption forbidden:
-over nominal without ``borrowWithinCohort``). The flavor's mode is the least preferred of
-its resources' (by ``preference``: under PreemptionOverBorrowing borrowing ranks below
+with the borrowing height of the lowest subtree where it fits), ``Preempt`` (fits the quota,
+not its unused part: preemption is simulated, ``Reclaim`` when every victim is in another
+queue), or ``NoFit`` (over the most the queue could get, or preemption forbidden: over
+nominal without ``borrowWithinCohort``). The flavor's mode is the least preferred of its
+resources' (by ``preference``: under PreemptionOverBorrowing borrowing ranks below
 preempting), and a pod set whose chosen flavor's mode fits carries no status: it counts as
-Fit even with a resource in Preempt mode, as in Kueue. The scan stops at a flavor that fits without borrowing, at one that borrows under
-``whenCanBorrow: MayStopSearch`` or needs preemption under ``whenCanPreempt:
-MayStopSearch``; otherwise the best flavor seen is kept, by ``flavorFungibility.preference``.
-A requested resource no group covers makes the pod set (and the workload) NoFit. Pure.
+Fit even with a resource in Preempt mode, as in Kueue. The scan stops at a flavor that fits
+without borrowing, at one that borrows under ``whenCanBorrow: MayStopSearch`` or needs
+preemption under ``whenCanPreempt: MayStopSearch``; otherwise the best flavor seen is kept,
+by ``flavorFungibility.preference``. A requested resource no group covers makes the pod set
+(and the workload) NoFit. Pure.
 """
 
 from __future__ import annotations
