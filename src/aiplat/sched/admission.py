@@ -84,6 +84,8 @@ class Admission:
         self._shapes: list[tuple[Any, ...]] = []
         self._shape_job: list[Job] = []  # a job of each shape (for its quota need)
         self._topology: list[bool] = []  # does the shape ask for topology-aware placement
+        self._quota_shape: list[int] = []  # shapes with the same pods and pool share one
+        self._quota_shape_id: dict[tuple[Any, ...], int] = {}
         self._shape_id: dict[tuple[Any, ...], int] = {}
         self._run_shape: dict[str, int] = {}
         self._needs: dict[tuple[int, str], dict[FR, float]] = {}
@@ -131,6 +133,9 @@ class Admission:
                 self._shapes.append(shape)
                 self._shape_job.append(j)
                 self._topology.append(any(p.topology is not None for p in j.podsets))
+                # shapes that differ only in priority or local queue need the same quota
+                self._quota_shape.append(self._quota_shape_id.setdefault(
+                    (pods, j.pool), len(self._quota_shape_id)))
             self._run_shape[run.job.name] = got
         return got
 
@@ -160,21 +165,42 @@ class Admission:
             pre = self.tree.cq[q].preemption
             if (pre.within_cluster_queue == "Never" and pre.reclaim_within_cohort == "Never"
                     and pre.borrow_within_cohort == "Never"):
-                self.blocked[q] = {sid for sid in blocked if not self._topology[sid]
-                                   and not self._quota_fits(q, sid)}
+                room: dict[FR, float] = {}  # the tree is unchanged meanwhile: ask once
+                verdict: dict[int, bool] = {}  # per shape job: buckets differ in priority
+                topology = self._topology
+                self.blocked[q] = {sid for sid in blocked if not topology[sid]
+                                   and not self._quota_fits(q, sid, room, verdict)}
             else:
                 blocked.clear()
         self.dirty.add(q)
 
-    def _quota_fits(self, q: str, sid: int) -> bool:
+    def _quota_fits(self, q: str, sid: int, room: dict[FR, float],
+                    verdict: dict[int, bool] | None = None) -> bool:
+        """Does the bucket's shape fit ``q``'s quota on some flavor? ``room`` caches the
+        queue's available quota per flavor and resource, ``verdict`` the answer per shape
+        job, for calls on an unchanged tree."""
         job = self._shape_job[sid]
+        if verdict is not None:
+            key = self._quota_shape[sid]
+            got = verdict.get(key)
+            if got is None:
+                got = verdict[key] = self._quota_fits(q, sid, room)
+            return got
+        node = self.tree.queue(q)
         for flavor in self._flavors[q]:
             if job.pool is not None and flavor != job.pool:
                 continue
             need = self._needs.get((sid, flavor))
             if need is None:
                 need = self._needs[(sid, flavor)] = job.need(flavor, self.tree.covered(q, flavor))
-            if self.tree.fits(q, need):
+            ok = True
+            for fr, amount in need.items():
+                if fr not in room:
+                    room[fr] = self.tree.available(node, fr)
+                if amount > room[fr] + 1e-9:
+                    ok = False
+                    break
+            if ok:
                 return True
         return False
 
