@@ -54,7 +54,11 @@ def main() -> int:
                     help="no cluster: replay the runs a --dump wrote and compare them with "
                          "Kueue's recorded outcome")
     ap.add_argument("--json", type=Path, help="write the per-scenario results here")
+    ap.add_argument("--settle", type=float, default=kueue_live.SETTLE_TIMEOUT,
+                    help="seconds Kueue gets to settle a run before it counts as never "
+                         "settled (default %(default).0f)")
     args = ap.parse_args()
+    kueue_live.SETTLE_TIMEOUT = args.settle
     if args.source:
         return _offline(args.source)
     name = "kueuebenchfs" if args.fair else "kueuebench"

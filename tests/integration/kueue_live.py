@@ -108,8 +108,12 @@ def _state(wls: list[Obj]) -> tuple[Any, ...]:
                         for w in wls))
 
 
-def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float = 120.0) -> None:
+SETTLE_TIMEOUT = 120.0  # s; bench/kueue_diff.py --settle waits longer for a churn to end
+
+
+def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = None) -> None:
     """Wait until no workload of the scenario changes for ``quiet`` seconds."""
+    timeout = SETTLE_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + timeout
     last: tuple[Any, ...] | None = None
     since = time.monotonic()
