@@ -128,3 +128,69 @@ def test_run_simulates_the_queues_the_tree_renders(tmp_path: Path) -> None:
                                                       "writes them")
     r = CliRunner().invoke(sim, ["run"])
     assert "· fair sharing · queues as kube render writes them" in r.stdout.splitlines()[0]
+
+
+def _rendered_kueue(tmp_path: Path) -> Path:
+    """The example's kueue/ folder as kube render writes it."""
+    from aiplat.cli.main import main
+
+    assert main(["kube", "render", "-d", str(tmp_path / "kube")]) == 0
+    return tmp_path / "kube" / "kueue"
+
+
+def _rename_queue(tree: Path, old: str, new: str) -> None:
+    import yaml
+
+    for f in tree.glob("*.yaml"):
+        docs = list(yaml.safe_load_all(f.read_text()))
+        for d in docs:
+            if not isinstance(d, dict):
+                continue
+            if d.get("kind") == "ClusterQueue" and d["metadata"]["name"] == old:
+                d["metadata"]["name"] = new
+            if d.get("kind") == "LocalQueue" and d["spec"]["clusterQueue"] == old:
+                d["spec"]["clusterQueue"] = new
+        f.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def test_a_tenants_jobs_go_to_the_queue_its_local_queue_names(tmp_path: Path) -> None:
+    """ClusterQueue names are the cluster's, not the spec's tenants': a tenant's jobs go to
+    the ClusterQueue of the LocalQueue in its namespace (they ended in a traceback)."""
+    tree = _rendered_kueue(tmp_path)
+    _rename_queue(tree, "research", "cq-research")
+    r = CliRunner().invoke(sim, ["run", "--kueue", str(tree), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {t["name"]: t for t in json.loads(r.stdout)["tenants"]}
+    assert set(rows) == {"cq-research", "serving", "batch"}
+    assert rows["cq-research"]["jobs"] > 0
+
+
+def test_a_tenant_without_a_queue_is_named(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    tree = _rendered_kueue(tmp_path)
+    _rename_queue(tree, "research", "cq-research")
+    (tree / "localqueues.yaml").unlink()
+    from aiplat.cli.main import main
+
+    assert main(["sim", "run", "--kueue", str(tree)]) == 2
+    err = capsys.readouterr().err
+    assert "no queue for tenant(s) research (none in its namespace)" in err
+    assert "Traceback" not in err
+
+
+def test_a_flavor_no_pool_has_is_warned(tmp_path: Path) -> None:
+    import yaml
+
+    tree = tmp_path / "kueue"
+    tree.mkdir()
+    cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+          "metadata": {}, "spec": {"resourceGroups": [
+              {"coveredResources": ["nvidia.com/gpu"], "flavors": [
+                  {"name": "fast", "resources": [{"name": "nvidia.com/gpu",
+                                                  "nominalQuota": 8}]}]}]}}
+    (tree / "q.yaml").write_text(yaml.safe_dump_all(
+        [{**cq, "metadata": {"name": t}} for t in ("research", "serving", "batch")]))
+    r = CliRunner().invoke(sim, ["run", "--kueue", str(tree), "--months", "0.1"])
+    assert r.exit_code == 0, r.output
+    assert ("warning: ClusterQueue research: flavor fast is not a pool of the spec (h100, "
+            "l40s)") in r.stderr

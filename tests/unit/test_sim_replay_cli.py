@@ -64,4 +64,4 @@ def test_other_kinds_in_a_snapshot_are_left_out_with_a_note(
     (tmp_path / "typo.yaml").write_text(
         "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueues\nmetadata: {name: a}\n")
     assert main(["sim", "replay", str(tmp_path / "typo.yaml")]) == 2
-    assert "kind 'ClusterQueues' is not a Kueue object" in capsys.readouterr().err
+    assert "kind 'ClusterQueues' is not a kind of kueue.x-k8s.io" in capsys.readouterr().err

@@ -25,7 +25,7 @@ from aiplat.cli.main import SEED, Finite
 from aiplat.errors import InputError
 from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
 from aiplat.sched.fgd import fgd_table
-from aiplat.sched.platform import STRATEGIES, simulate_platform
+from aiplat.sched.platform import STRATEGIES, foreign_flavors, simulate_platform
 from aiplat.sched.policies import ENGINE_VARIANT
 
 DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
@@ -52,11 +52,12 @@ def _kueue(path: str | None) -> Any:
     if path is None:
         return None
     from aiplat import inputs
+    from aiplat.ops import kueue_input
     from aiplat.sched.kueue_objects import from_objects
 
     root = Path(path)
     files = sorted(root.rglob("*.y*ml")) if root.is_dir() else [root]
-    objects: list[Any] = []
+    items: list[tuple[str, Any]] = []
     for f in files:
         try:
             docs = inputs.load_yaml_all(f, "Kueue objects (YAML)")
@@ -67,12 +68,10 @@ def _kueue(path: str | None) -> Any:
             if not isinstance(d, dict):
                 raise InputError(f"{f}: document {i + 1} is {type(d).__name__}, not a Kueue "
                                  "object (fix: pass the rendered Kueue YAML)")
-        objects.extend(docs)
-    try:
-        config = from_objects(objects, str(root), load_text=_embedded)
-    except (TypeError, AttributeError, KeyError) as e:
-        raise InputError(f"{root}: not the shape of Kueue objects ({type(e).__name__}: {e}) "
-                         "(fix: pass the rendered Kueue YAML, e.g. out/kube/kueue/)") from e
+        items.extend((str(f), d) for d in docs)
+    config = kueue_input.read(items, str(root),
+                              lambda objs: from_objects(objs, str(root), load_text=_embedded),
+                              "pass the rendered Kueue YAML, e.g. out/kube/kueue/")
     for line in config.unsupported:
         click.echo(f"warning: {line}", err=True)
     return config
@@ -269,6 +268,8 @@ def run(  # noqa: PLR0917 (one parameter per click option)
         queues = _kueue(kueue_path) or _tree_queues(platform)
         if classic:  # --classic overrides the Configuration
             queues = dataclasses.replace(queues, fair_sharing=False)
+        for line in foreign_flavors(queues, [p.name for p in plan.pools]):
+            click.echo(f"warning: {line}", err=True)
         with progress_bar("simulating", 1.0, "fraction") as bar:
             result = simulate_platform(platform, plan, seed, policy=policy, months=months,
                                        strategy=strategy, warm_nodes=warm_nodes,
@@ -359,7 +360,7 @@ _LIVE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topolo
                "WorkloadPriorityClass", "Workload")
 
 
-def _snapshot_files(path: Path) -> list[Any]:
+def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
     """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
     from aiplat import inputs
     from aiplat.sched.kueue_snapshot import unpack
@@ -369,20 +370,23 @@ def _snapshot_files(path: Path) -> list[Any]:
     if not files:
         raise InputError(f"{path}: no .yaml/.yml/.json file (fix: pass the output of "
                          "'kubectl get clusterqueues,workloads,... -A -o yaml')")
-    objects: list[Any] = []
+    items: list[tuple[str, Any]] = []
     for f in files:
         text = inputs.read_text(f, "a cluster snapshot")
         docs = ([inputs.parse_json(text, f, "a cluster snapshot")]
                 if f.suffix == ".json" or text.lstrip()[:1] in ("{", "[")
                 else inputs.parse_yaml_all(text, f, "a cluster snapshot"))
-        objects.extend(unpack([d for d in docs if d is not None], str(f)))
-    return _replayed(objects, str(path))
+        items.extend((str(f), o) for o in unpack([d for d in docs if d is not None], str(f)))
+    if not items:
+        raise InputError(f"{path}: no objects (fix: pass the output of 'kubectl get "
+                         "clusterqueues,workloads,... -A -o yaml')")
+    return _replayed(items, str(path))
 
 
 _READ = ("ConfigMap", "Node", "Namespace", "ResourceClaimTemplate", "Configuration")
 
 
-def _replayed(objects: list[Any], source: str) -> list[Any]:
+def _replayed(items: list[tuple[str, Any]], source: str) -> list[tuple[str, Any]]:
     """The objects the replay reads; other Kubernetes kinds in the snapshot (a why-pending
     folder's Pods and DeviceClasses, a rendered tree's Kustomization, anything `kubectl get
     all` adds) are left out with one note. A kind of Kueue's own API group it does not know
@@ -390,10 +394,10 @@ def _replayed(objects: list[Any], source: str) -> list[Any]:
     from collections import Counter
 
     kept, skipped = [], Counter[str]()
-    for o in objects:
+    for where, o in items:
         kind, api = str(o.get("kind") or ""), str(o.get("apiVersion") or "")
         if kind in _READ or api.split("/", maxsplit=1)[0].endswith("kueue.x-k8s.io"):
-            kept.append(o)
+            kept.append((where, o))
         else:
             skipped[kind or "a document without kind"] += 1
     if skipped:
@@ -522,6 +526,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
       aiplat sim replay
       aiplat sim replay --cycles 1 -o json
     """
+    from aiplat.ops import kueue_input
     from aiplat.sched.kueue_cycle import Replay
     from aiplat.sched.kueue_snapshot import parse
 
@@ -532,14 +537,11 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
         kubeconfig = _default_kubeconfig()
     if snapshot is not None and not snapshot.exists():
         raise InputError(f"{snapshot}: no such file or folder")
-    objects = (_snapshot_files(snapshot) if snapshot is not None
-               else _snapshot_live(kubeconfig, context))
     source = str(snapshot) if snapshot is not None else "cluster"
-    try:
-        snap = parse(objects, source, load_text=_embedded)
-    except (TypeError, AttributeError, KeyError, ValueError) as e:
-        raise InputError(f"{source}: not the shape of Kueue objects ({type(e).__name__}: "
-                         f"{e}) (fix: pass 'kubectl get ... -o yaml' output)") from None
+    items = (_snapshot_files(snapshot) if snapshot is not None
+             else [(source, o) for o in _snapshot_live(kubeconfig, context)])
+    snap = kueue_input.read(items, source, lambda objs: parse(objs, source, _embedded),
+                            "pass 'kubectl get ... -o yaml' output")
     for line in _grouped(snap.unsupported, source):
         click.echo(f"warning: not replayed: {line}", err=True)
     r = Replay(snap)

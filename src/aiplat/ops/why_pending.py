@@ -30,6 +30,7 @@ from aiplat import inputs
 from aiplat.errors import InputError
 from aiplat.kube.pending import Explanation, why_pending
 from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.ops import kueue_input
 from aiplat.sched.kueue_cycle import Replay
 from aiplat.sched.kueue_snapshot import parse
 
@@ -182,12 +183,11 @@ def next_cycles(snap: Snapshot, key: str) -> NextCycles:
     """The replay's outcome for the workload ``namespace/name``; InputError when the
     objects are not something the replay reads."""
     objects = kueue_objects(snap)
-    try:
-        first = {o.workload: o for o in Replay(parse(objects, "snapshot", _load_text)).run(1)}
-        parsed = parse(objects, "snapshot", _load_text)
-        outcomes = Replay(parsed).run()
-    except (TypeError, AttributeError, KeyError, ValueError) as e:
-        raise InputError(f"not the shape of Kueue objects ({type(e).__name__}: {e})") from None
+    parsed = kueue_input.read([("snapshot", o) for o in objects], "snapshot",
+                              lambda objs: parse(objs, "snapshot", _load_text),
+                              "pass 'kubectl get ... -o yaml' output")
+    first = {o.workload: o for o in Replay(parse(objects, "snapshot", _load_text)).run(1)}
+    outcomes = Replay(parsed).run()
     out = next((o for o in outcomes if o.workload == key), None)
     wl = next((w for w in parsed.workloads if w.key == key), None)
     if out is None or wl is None:

@@ -91,6 +91,8 @@ class KueueConfig:
     admission_fair_sharing: AdmissionFairSharing | None = None
     wait_for_pods_ready: WaitForPodsReady | None = None
     unsupported: tuple[str, ...] = field(default=())  # fields read but not simulated
+    # LocalQueues, "namespace/name" -> ClusterQueue: how a tenant's jobs find their queue
+    local_queues: tuple[tuple[str, str], ...] = ()
 
     @property
     def mode(self) -> str:

@@ -8,7 +8,8 @@ errors). What this module adds is the simulator's view:
 
 - units: GPUs as counts, ``cpu`` in cores, ``memory`` in GiB (the snapshot keeps Kueue's
   milli-cores and bytes); the whole-GPU resource names of one flavor add up to its GPUs;
-- names: flavors are pool names, ClusterQueues tenant names (one name per concept);
+- names: flavors are pool names; a tenant's jobs go to the ClusterQueue its LocalQueue
+  names (``KueueConfig.local_queues``; ``sched.platform.route``), whatever its name;
 - notes: every field the simulator does not model is in ``KueueConfig.unsupported`` (the
   CLI prints them as warnings) — the snapshot's own notes, less those the simulator does
   models or words its own way (admission fair sharing, topology levels from the pools'
@@ -105,7 +106,7 @@ def _queue(q: ParsedQueue, source: str, notes: list[str]) -> ClusterQueue:
     where = f"{source}: ClusterQueue {q.name}"
     if q.namespace_selector is not None:
         notes.append(f"{where}: spec.namespaceSelector (not simulated: a tenant's jobs go to "
-                     "its ClusterQueue)")
+                     "the ClusterQueue of the LocalQueue in its namespace)")
     if q.stop_policy != "None":
         notes.append(f"{where}: spec.stopPolicy {q.stop_policy} (not simulated)")
     if q.fungibility.preference is not None:
@@ -143,7 +144,8 @@ def to_config(snap: Snapshot, source: str, notes: Iterable[str] = ()) -> KueueCo
                            preemption_strategies=cast(Any, snap.strategies),
                            admission_fair_sharing=snap.admission_fair_sharing,
                            wait_for_pods_ready=snap.wait_for_pods_ready,
-                           unsupported=tuple(unsupported))
+                           unsupported=tuple(unsupported),
+                           local_queues=tuple(sorted(snap.local_queues.items())))
     except ValueError as e:
         raise InputError(f"{source}: {e}") from e
 

@@ -231,6 +231,7 @@ class Snapshot:
     wait_for_pods_ready: WaitForPodsReady | None = None
     device_classes: dict[str, str] = field(default_factory=dict)  # DeviceClass -> resource
     counted_by_counters: frozenset[str] = frozenset()  # DeviceClasses with counter sources
+    local_queues: dict[str, str] = field(default_factory=dict)  # namespace/name -> ClusterQueue
 
 
 # ---------------------------------------------------------------------------- reading
@@ -241,7 +242,11 @@ def unpack(docs: Iterable[Any], source: str) -> Iterator[Obj]:
         if not isinstance(d, dict):
             raise InputError(f"{source}: document {i + 1} is {type(d).__name__}, not an "
                              "object (fix: pass 'kubectl get ... -o yaml' output)")
-        if str(d.get("kind", "")).endswith("List") and isinstance(d.get("items"), list):
+        if str(d.get("kind", "")).endswith("List") and "items" in d:
+            if not isinstance(d["items"], list):
+                raise InputError(f"{source}: document {i + 1} ({d['kind']}): items: "
+                                 f"{d['items']!r} is not a list (fix: pass 'kubectl get ... "
+                                 "-o yaml' output)")
             yield from unpack(d["items"], source)
         else:
             yield d
@@ -301,8 +306,26 @@ def _groups(spec: Obj, where: str) -> tuple[ResourceGroup, ...]:
             flavors.append(FlavorQuota(str(f["name"]), res))
         if not covered and flavors:
             covered = tuple(flavors[0].resources)
+        for fi, f in enumerate(flavors):
+            if set(f.resources) != set(covered):
+                raise InputError(f"{gat}.flavors[{fi}].resources: lists "
+                                 f"{', '.join(f.resources) or 'none'}, not the group's "
+                                 f"coveredResources {', '.join(covered)} (fix: "
+                                 "each flavor of a group lists exactly the group's resources, "
+                                 "as Kueue's webhook requires)")
         out.append(ResourceGroup(covered, tuple(flavors)))
+    _unique([r for g in out for r in g.covered], f"{where} spec.resourceGroups",
+            "a resource is covered by one resource group")
+    _unique([f.flavor for g in out for f in g.flavors], f"{where} spec.resourceGroups",
+            "a flavor appears once in a queue")
     return tuple(out)
+
+
+def _unique(names: list[str], where: str, rule: str) -> None:
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise InputError(f"{where}: {', '.join(twice)} given twice (fix: {rule}, as Kueue's "
+                         "webhook requires)")
 
 
 def _weight(spec: Obj, where: str) -> float:
@@ -361,7 +384,12 @@ def _container_requests(c: Obj, where: str) -> dict[str, int]:
     res = c.get("resources") or {}
     req = dict(res.get("limits") or {})
     req.update(res.get("requests") or {})  # limits stand in for missing requests
-    return {str(k): amount(v, str(k), f"{where}.resources.requests.{k}") for k, v in req.items()}
+    out = {str(k): amount(v, str(k), f"{where}.resources.requests.{k}") for k, v in req.items()}
+    for k, v in out.items():
+        if v < 0:
+            raise InputError(f"{where}.resources.requests.{k}: {req[k]!r} is negative (fix: a "
+                             "request is zero or more; the API server refuses the pod)")
+    return out
 
 
 def _pod_requests(spec: Obj, where: str) -> dict[str, int]:
@@ -402,7 +430,11 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
             unsupported.append(f"{pat}.minCount (partial admission)")
         if (pspec.get("affinity") or {}).get("nodeAffinity"):
             unsupported.append(f"{pat}.template.spec.affinity.nodeAffinity")
-        podsets.append(PodSet(str(ps.get("name", f"ps{pi}")), int(ps.get("count", 1)),
+        count = ps.get("count", 1)
+        if not isinstance(count, int) or count < 0:
+            raise InputError(f"{pat}.count: {count!r} is not a pod count (fix: a whole number, "
+                             "0 or more)")
+        podsets.append(PodSet(str(ps.get("name", f"ps{pi}")), count,
                               _pod_requests(pspec, f"{pat}.template.spec"),
                               dict(pspec.get("nodeSelector") or {}),
                               tuple(pspec.get("tolerations") or [])))
@@ -425,6 +457,12 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         admission = {str(p.get("name")): {str(r): str(f) for r, f in
                                            (p.get("flavors") or {}).items()}
                      for p in adm.get("podSetAssignments") or []}
+        names = {p.name for p in podsets}
+        for name in admission:
+            if name not in names:
+                raise InputError(f"{where}: status.admission.podSetAssignments: pod set "
+                                 f"{name!r} is not in spec.podSets ({', '.join(sorted(names))})"
+                                 " (fix: take the Workload from the cluster as it is)")
         if adm.get("clusterQueue") and adm["clusterQueue"] != lq[key]:
             unsupported.append(f"{where}: status.admission.clusterQueue differs from its "
                                "LocalQueue's (counted in the LocalQueue's ClusterQueue)")
@@ -568,6 +606,10 @@ def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
     if av not in CONFIG_VERSIONS:
         raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
                          f"{' or '.join(CONFIG_VERSIONS)}")
+    for key in ("fairSharing", "resources", "admissionFairSharing", "waitForPodsReady"):
+        if cfg.get(key) is not None and not isinstance(cfg[key], dict):
+            raise InputError(f"{where} {key}: {cfg[key]!r} is not a mapping (fix: see Kueue's "
+                             "Configuration reference)")
     fs = cfg.get("fairSharing")
     # v1beta2: the section's presence enables fair sharing; v1beta1 had an enable flag.
     snap.fair_sharing = fs is not None and (av.endswith("v1beta2") or bool(fs.get("enable")))
@@ -617,6 +659,7 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
     workloads: list[tuple[Obj, str]] = []
     held: set[str] = set()  # LocalQueues with a stopPolicy: their workloads wait
     templates: dict[str, ClaimTemplate] = {}  # namespace/name
+    seen: set[str] = set()
     for obj in objects:
         kind = obj.get("kind")
         av = str(obj.get("apiVersion", ""))
@@ -624,6 +667,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
         if not (obj.get("metadata") or {}).get("name") and kind not in ("ConfigMap",
                                                                          "Configuration"):
             raise InputError(f"{where}: metadata.name is missing")
+        if kind in KUEUE_KINDS:
+            if where in seen:  # a cluster holds one; a folder of files may hold two
+                raise InputError(f"{where}: given twice (fix: keep one copy of each object)")
+            seen.add(where)
         if kind == "Configuration":
             _configuration(obj, where, snap)
             continue
@@ -634,7 +681,12 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             if load_text is None:
                 raise InputError(f"{where}: a ConfigMap's embedded Configuration needs a "
                                  "YAML reader (fix: pass the Configuration itself)")
-            _configuration(load_text(str(text), where)[0], where, snap)
+            docs = load_text(str(text), where)
+            if not docs:
+                raise InputError(f"{where}: data.controller_manager_config.yaml holds no "
+                                 "Configuration mapping (fix: embed Kueue's Configuration "
+                                 "YAML there)")
+            _configuration(docs[0], where, snap)
             continue
         if kind in ("Node", "Namespace"):
             continue  # quota decisions need no nodes (TAS is reported as unsupported)
@@ -697,7 +749,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                     snap.unsupported.append(
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
+    snap.local_queues = lq
     snap.workloads = [_workload(o, w, lq, priorities, snap.unsupported) for o, w in workloads]
+    for (_, where), wl in zip(workloads, snap.workloads, strict=True):
+        _check_admission(wl, snap.cluster_queues[wl.cluster_queue], where, snap.unsupported)
     if snap.excluded_prefixes:  # resources.excludeResourcePrefixes: not quota at all
         for wl in snap.workloads:
             wl.podsets = tuple(PodSet(p.name, p.count, {
@@ -712,6 +767,18 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             wl.held = True
     _check_cycles(snap, source)
     return snap
+
+
+def _check_admission(wl: Workload, cq: ClusterQueue, where: str, notes: list[str]) -> None:
+    """An admission on a flavor or resource the queue no longer lists (the queue was edited
+    after it): Kueue keeps counting it; here it counts against no quota, said by name."""
+    quota = {(f.flavor, r) for g in cq.groups for f in g.flavors for r in f.resources}
+    for ps, flavors in (wl.admission or {}).items():
+        for res, flavor in sorted(flavors.items()):
+            if (flavor, res) not in quota:
+                notes.append(f"{where}: status.admission pod set {ps}: {res} on flavor "
+                             f"{flavor}, which ClusterQueue {cq.name} has no quota for "
+                             "(counted against none)")
 
 
 def _check_cycles(snap: Snapshot, source: str) -> None:

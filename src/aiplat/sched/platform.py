@@ -23,8 +23,10 @@ takes well under a second. Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
+from aiplat.errors import InputError
 from aiplat.plan.models import Plan, WorkloadPlan
 from aiplat.plan.resolve import POD_SHARE, reserved_cpus, reserved_memory_gib
 from aiplat.sched.cluster import Node
@@ -124,6 +126,53 @@ def platform_jobs(platform: Platform, plan: Plan, seed: int, months: float = 1.0
     return generate(profiles, seed=seed, months=months)
 
 
+def tenant_queues(tenants: list[str], queues: KueueConfig) -> dict[str, str]:
+    """Each tenant's ClusterQueue, as its pods find it: the LocalQueue in the tenant's
+    namespace (the one named after the tenant, as ``kube render`` writes it, or the only
+    one there), else a ClusterQueue of the tenant's name (queues given without
+    LocalQueues). InputError naming the tenants that have neither."""
+    lqs: dict[str, dict[str, str]] = {}
+    for key, cq in queues.local_queues:
+        ns, _, name = key.partition("/")
+        lqs.setdefault(ns, {})[name] = cq
+    names = {q.name for q in queues.cluster_queues}
+    out, missing = {}, []
+    for t in tenants:
+        mine = lqs.get(t, {})
+        if t in mine:
+            out[t] = mine[t]
+        elif len(mine) == 1:
+            out[t] = next(iter(mine.values()))
+        elif not mine and t in names:
+            out[t] = t
+        else:
+            missing.append(f"{t} ({'LocalQueues ' + ', '.join(sorted(mine)) if mine else 'none'}"
+                           " in its namespace)")
+    if missing:
+        raise InputError(f"no queue for tenant(s) {'; '.join(missing)}: a tenant's jobs go to "
+                         "the LocalQueue named after it in its namespace, or to the ClusterQueue"
+                         f" of its name (ClusterQueues: {', '.join(sorted(names))}) (fix: add "
+                         "a LocalQueue NAMESPACE/NAME -> CLUSTERQUEUE for each, as kube render "
+                         "writes them)")
+    return out
+
+
+def foreign_flavors(queues: KueueConfig, pools: list[str]) -> list[str]:
+    """One line per ClusterQueue flavor that names no pool: its quota lands on no node (a
+    flavor is a pool here, matched by name), so jobs that would use it never run."""
+    return [f"ClusterQueue {q.name}: flavor {f.flavor} is not a pool of the spec "
+            f"({', '.join(pools)}): no node has it, jobs assigned to it never start"
+            for q in queues.cluster_queues for f in q.flavors if f.flavor not in pools]
+
+
+def route(jobs: list[Job], queues: KueueConfig, tenants: list[str]) -> list[Job]:
+    """The spec's jobs (queued by tenant) in their tenants' ClusterQueues; every tenant in
+    ``tenants`` must have one, whether or not its jobs arrive in the simulated span."""
+    by_tenant = tenant_queues(sorted({*tenants, *(j.queue for j in jobs)}), queues)
+    return [j if by_tenant[j.queue] == j.queue else dataclasses.replace(
+        j, queue=by_tenant[j.queue], local_queue=j.local_queue or j.queue) for j in jobs]
+
+
 def simulate_platform(platform: Platform, plan: Plan, seed: int = 0, *, queues: KueueConfig,
                       policy: str = "bestfit", months: float = 1.0, strategy: str = "spec",
                       warm_nodes: int = 1, mtbf_h: float | None = None, mttr_h: float = 24.0,
@@ -132,7 +181,8 @@ def simulate_platform(platform: Platform, plan: Plan, seed: int = 0, *, queues: 
 
     ``queues``: the Kueue objects the tree renders, read back
     (:func:`aiplat.ops.sim_month.tree_queues`, or ``from_objects`` on a folder)."""
-    jobs = platform_jobs(platform, plan, seed, months)
+    jobs = route(platform_jobs(platform, plan, seed, months), queues,
+                 [w.tenant for w in plan.workloads])
     strategies = platform_strategies(platform, strategy, warm_nodes=warm_nodes,
                                      mtbf_h=mtbf_h, mttr_h=mttr_h)
     return simulate(platform_nodes(platform, plan), jobs,

@@ -1,0 +1,100 @@
+"""Kueue objects a user hands in, held to Kueue's own schemas before anything reads them.
+
+The one reader of Kueue objects (:func:`aiplat.sched.kueue_snapshot.parse`) takes plain dicts
+and trusts their types: a podSet ``count: one`` or a ``maxPriorityThreshold: high`` would
+fail deep inside it (or inside the replay) with Python's words. The API server checks every
+object against Kueue's CRD schema before it stores it; here the same schemas (the packaged
+Kueue CRDs, ``kube.crds``, strict as ``kubectl apply`` is) check the objects first, so a wrong
+type or an unknown field is named by file, object and field path.
+
+Workloads are many (a cluster snapshot has thousands) and their pod templates make the
+schema check cost about 1 ms each, more than the replay itself; so they are checked only
+when reading fails, to name what failed. Values of the right type that Kueue refuses
+(negative requests, a flavor's resources that differ from ``coveredResources``) are the
+reader's own checks. Pure: no I/O (this sits above ``kube`` and ``sched`` to use both).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import jsonschema
+
+from aiplat.errors import InputError
+from aiplat.kube.crds import packaged_crds
+
+Obj = dict[str, Any]
+Item = tuple[str, Obj]  # (the file or source it came from, the object)
+T = TypeVar("T")
+GROUP = "kueue.x-k8s.io"
+SHOWN = 10  # errors listed before "and N more"
+READ_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+
+
+@functools.cache
+def _validator(api: str, kind: str) -> Any:
+    schema = packaged_crds().schema(api, kind)
+    return None if schema is None else jsonschema.validators.Draft202012Validator(schema)
+
+
+def _ref(o: Obj) -> str:
+    meta = o.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    ns = f"{meta['namespace']}/" if meta.get("namespace") else ""
+    return f"{o.get('kind')} {ns}{meta.get('name', '?')}"
+
+
+def _path(parts: Iterable[Any]) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out.lstrip(".")
+
+
+def schema_errors(items: Iterable[Item], *, workloads: bool = True) -> list[str]:
+    """``FILE: Kind ns/name at field: message`` for each object of Kueue's API group that
+    its CRD schema refuses (Workloads only with ``workloads``). An apiVersion the CRDs do
+    not serve is the reader's to refuse (it names the versions it reads)."""
+    out = []
+    for where, o in items:
+        api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
+        if api.rpartition("/")[0] != GROUP or (kind == "Workload" and not workloads):
+            continue
+        validator = _validator(api, kind)
+        if validator is None:
+            if not packaged_crds().knows(api, kind):  # a typo, not another version
+                kinds = sorted({k for (g, _v, k) in packaged_crds().schemas if g == GROUP})
+                out.append(f"{where}: {_ref(o)}: kind {kind!r} is not a kind of {GROUP} "
+                           f"(Kueue v0.19 has {', '.join(kinds)})")
+            continue
+        errs = sorted(validator.iter_errors(o), key=lambda e: list(map(str, e.absolute_path)))
+        for e in errs:
+            at = _path(e.absolute_path)
+            out.append(f"{where}: {_ref(o)}{' at ' + at if at else ''}: {e.message[:200]}")
+    return out
+
+
+def _refuse(errors: list[str], failure: str = "") -> InputError:
+    more = f"\n  ... and {len(errors) - SHOWN} more" if len(errors) > SHOWN else ""
+    return InputError(failure + "Kueue objects that the API server would refuse (Kueue "
+                      "v0.19's CRD schema):\n  " + "\n  ".join(errors[:SHOWN]) + more
+                      + "\n(fix: correct each field as named; 'kubectl apply --dry-run=server'"
+                      " tells the same)")
+
+
+def read(items: list[Item], source: str, reader: Callable[[list[Obj]], T], fix: str) -> T:
+    """``reader`` on the objects, after the schema check; when reading fails anyway, the
+    Workloads are checked too and the failure names its object and field."""
+    errors = schema_errors(items, workloads=False)
+    if errors:
+        raise _refuse(errors)
+    try:
+        return reader([o for _, o in items])
+    except READ_ERRORS as e:
+        failure = f"{source}: not the shape of Kueue objects ({type(e).__name__}: {e})"
+        errors = schema_errors(items)
+        if errors:
+            raise _refuse(errors, failure + "; among the ") from None
+        raise InputError(f"{failure} (fix: {fix})") from None
