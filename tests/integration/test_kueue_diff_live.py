@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ import pytest
 import yaml
 from test_cluster_live import _need_components
 
+from aiplat.cluster.assets import locate
 from aiplat.kube.apply import Api
 from aiplat.sched.kueue_scenarios import generate
 
@@ -107,14 +107,11 @@ def test_cli_replays_a_kubectl_snapshot(classic: tuple[Api, str], tmp_path: Path
         snap = tmp_path / "snap.yaml"
         kinds = "resourceflavors,cohorts,clusterqueues,localqueues,workloadpriorityclasses," \
                 "workloads"
-        if shutil.which("kubectl"):
-            cp = subprocess.run(["kubectl", "--kubeconfig", kubeconfig, "get", kinds, "-A",
-                                 "-o", "yaml"], capture_output=True, text=True, check=True)
-            snap.write_text(cp.stdout)
-        else:  # the same List kubectl prints, from the API
-            items = kueue_live.list_objects(api, sc.prefix)
-            snap.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List",
-                                            "items": items}))
+        kubectl = locate().bin("kubectl")  # built with the lab (`aiplat lab cluster build`)
+        cp = subprocess.run([kubectl, "--kubeconfig", kubeconfig, "get", kinds, "-A",
+                             "-o", "yaml"], capture_output=True, text=True, check=True)
+        snap.write_text(cp.stdout)
+        assert yaml.safe_load(cp.stdout)["kind"] == "List"
         cp = subprocess.run([sys.executable, "-m", "aiplat.cli.main", "sim", "replay",
                              str(snap), "-o", "json"], capture_output=True, text=True,
                             check=False)

@@ -2,8 +2,8 @@
 
 The versions live in ``tools/go.mod`` next to this file (shipped with the package), a Go
 module whose ``tool`` lines name the main packages: etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, Kueue, JobSet and kwok. One module for all of them,
-so the Kubernetes libraries they share are compiled once. ``build`` runs ``go build`` on it
+kube-controller-manager, kube-scheduler, kubectl, Kueue, JobSet and kwok. One module for all
+of them, so the Kubernetes libraries they share are compiled once. ``build`` runs ``go build`` on it
 (``-mod=readonly``: nothing is written next to the package) into
 ``$XDG_CACHE_HOME/aiplat/cluster/<versions>/bin`` (default ``~/.cache``), and copies from the
 Go module cache what the programs need besides themselves: Kueue's and JobSet's CRDs and
@@ -41,6 +41,8 @@ COMPONENTS = (
     Component("kube-controller-manager", "k8s.io/kubernetes",
               "k8s.io/kubernetes/cmd/kube-controller-manager"),
     Component("kube-scheduler", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kube-scheduler"),
+    # the client: snapshots taken as an admin takes them (`kubectl get -o yaml`)
+    Component("kubectl", "k8s.io/kubernetes", "k8s.io/kubernetes/cmd/kubectl"),
     Component("kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue"),
     Component("jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset"),
     Component("kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"),
