@@ -203,3 +203,19 @@ def test_two_clusters_never_remove_each_others_kueue_metrics_certs(
     assert (certs / "tls.crt").read_text() == "b-crt" and (certs / "tls.key").exists()
     run.down("b")
     assert not certs.exists()
+
+
+def test_the_cluster_runs_without_kubectl_and_asking_for_it_says_how(tmp_path: Path) -> None:
+    """kubectl is built with the lab (snapshots as an admin takes them), but an --assets
+    folder without it still starts the cluster; asking for it names the fix."""
+    bindir = tmp_path / "cache" / "bin"
+    bindir.mkdir(parents=True)
+    for c in assets.COMPONENTS:
+        if c.name != "kubectl":
+            (bindir / c.name).write_text("")
+            (bindir / c.name).chmod(0o755)
+    (tmp_path / "cache" / "manifests" / "crds").mkdir(parents=True)
+    found = assets.locate(cache=tmp_path / "cache")
+    assert found.bin("kueue") == str(bindir / "kueue")
+    with pytest.raises(assets.InputError, match="kubectl.*aiplat lab cluster build"):
+        found.bin("kubectl")

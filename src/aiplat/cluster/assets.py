@@ -47,6 +47,7 @@ COMPONENTS = (
     Component("jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset"),
     Component("kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"),
 )
+CLIENTS = {"kubectl"}  # built, but the cluster runs without them
 SHORT = {"k8s.io/kubernetes": "k8s", "sigs.k8s.io/kueue": "kueue",
          "sigs.k8s.io/jobset": "jobset", "sigs.k8s.io/kwok": "kwok",
          "go.etcd.io/etcd/server/v3": "etcd"}
@@ -116,6 +117,9 @@ class Assets:
     manifests: Path
 
     def bin(self, name: str) -> str:
+        if name not in self.bins:
+            raise InputError(f"{name} was not found with the lab's programs (fix: run 'aiplat "
+                             "lab cluster build', or put it in the --assets folder)")
         return str(self.bins[name])
 
 
@@ -132,7 +136,8 @@ def locate(assets: Path | None = None, cache: Path | None = None) -> Assets:
                 bins[c.name] = p
                 break
         else:
-            missing.append(c.name)
+            if c.name not in CLIENTS:
+                missing.append(c.name)
     manifests = cache / "manifests"
     if not (manifests / "crds").is_dir():
         missing.append("manifests (Kueue/JobSet CRDs and webhooks, kwok stages)")
