@@ -217,5 +217,5 @@ def test_the_cluster_runs_without_kubectl_and_asking_for_it_says_how(tmp_path: P
     (tmp_path / "cache" / "manifests" / "crds").mkdir(parents=True)
     found = assets.locate(cache=tmp_path / "cache")
     assert found.bin("kueue") == str(bindir / "kueue")
-    with pytest.raises(assets.InputError, match="kubectl.*aiplat lab cluster build"):
+    with pytest.raises(assets.InputError, match=r"kubectl.*aiplat lab cluster build"):
         found.bin("kubectl")
