@@ -122,7 +122,8 @@ def _builtin_validator(version: str, api_version: str, kind: str) -> Any:
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
-def _path(parts: Any) -> str:
+def field_path(parts: Any) -> str:
+    """A jsonschema error's path as kubectl writes it: ``spec.podSets[0].count``."""
     out = ""
     for p in parts:
         out += f"[{p}]" if isinstance(p, int) else f".{p}"
@@ -148,7 +149,7 @@ def _schema_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
         validator = jsonschema.validators.Draft202012Validator(schema)
     issues = []
     for e in sorted(validator.iter_errors(o), key=lambda e: list(map(str, e.absolute_path))):
-        issues.append(Issue(severity, file, r, _path(e.absolute_path), e.message[:300]))
+        issues.append(Issue(severity, file, r, field_path(e.absolute_path), e.message[:300]))
     return issues
 
 

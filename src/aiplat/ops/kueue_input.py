@@ -24,6 +24,7 @@ import jsonschema
 
 from aiplat.errors import InputError
 from aiplat.kube.crds import packaged_crds
+from aiplat.kube.validate import field_path
 
 Obj = dict[str, Any]
 Item = tuple[str, Obj]  # (the file or source it came from, the object)
@@ -46,13 +47,6 @@ def _ref(o: Obj) -> str:
     return f"{o.get('kind')} {ns}{meta.get('name', '?')}"
 
 
-def _path(parts: Iterable[Any]) -> str:
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out.lstrip(".")
-
-
 def schema_errors(items: Iterable[Item], *, workloads: bool = True) -> list[str]:
     """``FILE: Kind ns/name at field: message`` for each object of Kueue's API group that
     its CRD schema refuses (Workloads only with ``workloads``). An apiVersion the CRDs do
@@ -71,7 +65,7 @@ def schema_errors(items: Iterable[Item], *, workloads: bool = True) -> list[str]
             continue
         errs = sorted(validator.iter_errors(o), key=lambda e: list(map(str, e.absolute_path)))
         for e in errs:
-            at = _path(e.absolute_path)
+            at = field_path(e.absolute_path)
             out.append(f"{where}: {_ref(o)}{' at ' + at if at else ''}: {e.message[:200]}")
     return out
 
