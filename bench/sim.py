@@ -60,7 +60,7 @@ def kueue_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str, ta
     span = 3600.0
     jobs = [Job(f"w{k}", queues[int(rng.integers(len(queues)))].name,
                 float(rng.uniform(0, span)), float(rng.uniform(30, 300)),
-                (PodSet(1, Req(int(s) * 1000, 1024)),), int(rng.integers(0, 3)))
+                (PodSet(1, Req(int(s) * 1000, 0)),), int(rng.integers(0, 3)))
             for k, s in enumerate(sizes)]
     t0 = time.perf_counter()
     sim = Simulator(nodes, jobs, KueueConfig(queues), policy="least-allocated", samples=20)

@@ -33,7 +33,8 @@ def nodes(pool: str = "a", n: int = 1, gpus: int = 8, *, racks: list[int] | None
 def job(name: str, queue: str, gpus: int, *, submit: float = 0, dur: float = 100,
         prio: int = 0, pods: int = 1, lq: str = "",
         topology: TopologyRequest | None = None) -> Job:
-    req = Request(1000, 1024, gpus, 1000) if gpus else Request(1000, 1024)
+    # GPU-only pods: the queues here cover GPUs only (Kueue refuses what no group covers)
+    req = Request(0, 0, gpus, 1000) if gpus else Request(1000, 1024)
     return Job(name, queue, submit, dur, (PodSet(pods, req, topology),), prio, lq)
 
 

@@ -23,8 +23,10 @@ from aiplat.sched import (
     WaitForPodsReady,
     simulate,
 )
-from aiplat.sched.engine import Simulator
-from aiplat.sched.kueue import AdmissionFairSharing, Preemption, QuotaTree
+from aiplat.sched.engine import EVICTION_S, Simulator
+from aiplat.sched.kueue import AdmissionFairSharing, Preemption
+from aiplat.sched.kueue_quota import Tree
+from aiplat.sched.sim_queues import to_snapshot
 
 
 def victims(result: object) -> set[str]:
@@ -63,17 +65,18 @@ def test_lending_limit_keeps_quota_private() -> None:
 
 
 def test_quota_tree_arithmetic_matches_kueue() -> None:
+    # the simulator's queues as Kueue objects (GPUs in milli-GPUs), Kueue's quota arithmetic
     cfg = KueueConfig((cq("a", 4, borrow=2), cq("b", 6, lend=2)))
-    tree = QuotaTree(cfg)
+    tree = Tree(to_snapshot(cfg))
     fr = ("a", GPU)
-    cohort = tree.nodes["cohort/co"]
-    assert cohort.subtree[fr] == 4 + 2  # b keeps 4 private
-    assert tree.queue("b").guaranteed[fr] == 4
-    assert tree.available(tree.queue("a"), fr) == 6  # 4 own + borrowing limit 2
-    assert tree.available(tree.queue("b"), fr) == 10  # 4 private + the cohort's 6
-    tree.add("a", {fr: 5})
-    assert cohort.usage[fr] == 5
-    assert tree.available(tree.queue("b"), fr) == 4 + 1
+    cohort = tree.cohorts["co"]
+    assert cohort.subtree[fr] == (4 + 2) * 1000  # b keeps 4 private
+    assert tree.cqs["b"].local(fr) == 4000
+    assert tree.available(tree.cqs["a"], fr) == 6000  # 4 own + borrowing limit 2
+    assert tree.available(tree.cqs["b"], fr) == 10000  # 4 private + the cohort's 6
+    tree.add_usage(tree.cqs["a"], {fr: 5000})
+    assert cohort.usage[fr] == 5000
+    assert tree.available(tree.cqs["b"], fr) == (4 + 1) * 1000
 
 
 def test_hierarchical_cohort_borrows_from_the_parent() -> None:
@@ -130,10 +133,10 @@ def test_preempts_lower_priority_within_the_queue() -> None:
     cfg = KueueConfig((cq("a", 4, cohort=None, preemption=pre),))
     jobs = [job("low", "a", 4, prio=0, dur=1000), job("high", "a", 4, submit=10, prio=100)]
     r = simulate(nodes(), jobs, cfg)
-    assert starts(r)["high"] == 10
+    assert starts(r)["high"] == 10 + EVICTION_S  # once the victim's pods stopped
     assert victims(r) == {"low"}
     assert r.preemptions == 1
-    assert r.preempted_gpu_hours == pytest.approx(4 * 10 / 3600)
+    assert r.preempted_gpu_hours == pytest.approx(4 * (10 + EVICTION_S) / 3600)
 
 
 def test_within_queue_never_does_not_preempt() -> None:
@@ -163,7 +166,7 @@ def test_reclaim_within_cohort_evicts_the_borrower() -> None:
     r = simulate(nodes(), jobs, cfg)
     # a2 is the workload that made a borrow (most recently admitted): it goes.
     assert victims(r) == {"a2"}
-    assert starts(r)["b1"] == 10
+    assert starts(r)["b1"] == 10 + EVICTION_S
 
 
 def test_reclaim_never_waits_for_the_borrower() -> None:
@@ -193,7 +196,7 @@ def test_borrow_within_cohort_lets_a_borrower_preempt_lower_priority() -> None:
             job("b-high", "b", 6, submit=10, prio=100)]
     r = simulate(nodes(), jobs, cfg)
     assert victims(r) == {"c-low"}
-    assert starts(r)["b-high"] == 10
+    assert starts(r)["b-high"] == 10 + EVICTION_S
 
 
 def test_borrow_within_cohort_respects_the_priority_threshold() -> None:
@@ -265,7 +268,7 @@ def test_fair_sharing_preemption_less_than_or_equal_to_final_share() -> None:
     r = simulate(nodes(), jobs, cfg)
     # b is within nominal after admission: a (share 4 borrowed) loses its newest two.
     assert victims(r) == {"a7", "a6"}
-    assert starts(r)["b1"] == 100
+    assert starts(r)["b1"] == 100 + EVICTION_S
 
 
 def test_fair_sharing_preemption_refused_when_preemptor_would_exceed_target() -> None:
@@ -299,9 +302,9 @@ def test_fair_sharing_weights_split_the_idle_lenders_quota_by_preemption() -> No
                        cq("idle", 16, preemption=pre)), fair_sharing=True)
     jobs = [job(f"{q}{i}", q, 1, dur=1000) for q in ("a", "b") for i in range(40)]
 
-    def held(result: object) -> dict[str, int]:  # GPUs running from t=0 to the horizon
+    def held(result: object) -> dict[str, int]:  # GPUs running at the horizon (dur 1000)
         return {q: sum(1 for x in result.records  # type: ignore[attr-defined]
-                       if x.queue == q and x.first_start == 0 and not x.evictions)
+                       if x.queue == q and x.first_start is not None and not x.evictions)
                 for q in ("a", "b")}
 
     r = simulate(nodes(n=4), jobs, cfg, horizon=500)
@@ -368,7 +371,7 @@ def test_tas_required_rack_does_not_fit_is_not_admitted() -> None:
                     [job("j", "a", 8, pods=3, topology=topo)], cfg)
     r = sim.run()
     assert starts(r) == {"j": None}
-    assert sim.adm.tree.queue("a").usage.get(("a", GPU), 0.0) == 0.0  # no quota held
+    assert sim.adm.tree.cqs["a"].usage.get(("a", GPU), 0) == 0  # no quota held
 
 
 def test_tas_preferred_rack_falls_back_to_the_block() -> None:
@@ -432,7 +435,7 @@ def test_lower_or_newer_equal_priority_preempts_a_newer_equal(
             job("newer", "a", 2, submit=2, prio=5, dur=5000)]
     r = simulate(nodes(), jobs, cfg)
     assert victims(r) == victim
-    assert starts(r)["older"] == start
+    assert starts(r)["older"] == start + (EVICTION_S if victim else 0)
 
 
 def test_jain_counts_no_unfairness_when_nobody_waits() -> None:

@@ -56,7 +56,10 @@ class PoolStrategy:
     mttr_h: float = 24.0
 
 
-ARRIVE, FINISH, NODE_UP, NODE_DOWN, REPAIR, IDLE_CHECK, READY_TIMEOUT, REQUEUE = range(8)
+ARRIVE, FINISH, NODE_UP, NODE_DOWN, REPAIR, IDLE_CHECK, READY_TIMEOUT, REQUEUE, STOPPED = range(9)
+# A preempted job's pods stop within Kubernetes' default grace period; Kueue holds the
+# victim's quota (and its preemptor waits) until then.
+EVICTION_S = 30.0
 
 
 class Simulator:
@@ -149,7 +152,7 @@ class Simulator:
                 _, _, kind, name, arg = heapq.heappop(self.events)
                 self._handle(kind, name, arg)
                 self.events_processed += 1
-            self.adm.cycle()
+            self.adm.decide()
             self._place_pending()
             self._pool_upkeep()
             if progress is not None:
@@ -182,7 +185,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ events
 
-    def _handle(self, kind: int, name: str, arg: int) -> None:
+    def _handle(self, kind: int, name: str, arg: int) -> None:  # noqa: C901 (one branch per kind)
         if kind == ARRIVE:
             run = self.runs[name]
             if not self._can_ever_fit(run.job):
@@ -219,6 +222,8 @@ class Simulator:
             run = self.runs[name]
             if run.state == "admitted" and run.epoch == arg:
                 self.evict(run, reason="timeout")
+        elif kind == STOPPED:
+            self.adm.evicted(name, self.runs[name].epoch == arg)
         elif kind == REQUEUE:
             run = self.runs[name]
             if run.state == "pending" and run.epoch == arg:
@@ -246,20 +251,22 @@ class Simulator:
 
     # ------------------------------------------------------------------ placement
 
-    def try_place(self, run: _Run) -> bool:
-        """Place every pod of the job on its flavor's pool, all or nothing."""
+    def try_place(self, run: _Run, *, dry: bool = False) -> bool:
+        """Place every pod of the job on its flavor's pool, all or nothing (``dry``: only
+        say whether it would, leaving the state as it was)."""
         st = self.state
-        idx = self.pool_nodes.get(run.flavor)
-        if idx is None:
+        pools = run.pools or [run.flavor] * len(run.job.podsets)
+        if any(p not in self.pool_nodes for p in pools):
             return False
         done: list[tuple[int, Placement]] = []
-        mask = np.zeros(len(st), dtype=bool)
-        mask[idx] = True
         ok = True
         saved = st.up
-        st.up = st.up & mask
         try:
             for pi, ps in enumerate(run.job.podsets):
+                idx = self.pool_nodes[pools[pi]]
+                mask = np.zeros(len(st), dtype=bool)
+                mask[idx] = True
+                st.up = saved & mask
                 if ps.topology is not None:
                     plan = plan_podset(st, ps, idx)
                     if plan is None:
@@ -282,10 +289,10 @@ class Simulator:
                     break
         finally:
             st.up = saved
-        if not ok:
+        if not ok or dry:
             for pi, where in reversed(done):
                 st.release(run.job.podsets[pi].request, where)
-            return False
+            return ok
         run.placements = done
         for pi, where in done:
             if isinstance(self.policy, GpuClustering):
@@ -293,6 +300,24 @@ class Simulator:
             self.on_node.setdefault(where.node, set()).add(run.job.name)
             self.idle_since.pop(where.node, None)
         return True
+
+    def fits_without(self, run: _Run, victims: list[_Run]) -> bool:
+        """Would ``run``'s pods be placed if ``victims`` stopped? (state unchanged after)"""
+        st = self.state
+        gone = [(v.job.podsets[pi].request, where) for v in victims
+                for pi, where in v.placements]
+        for req, where in gone:
+            st.release(req, where)
+        try:
+            placed = self.try_place(run, dry=True)
+        finally:
+            for req, where in gone:
+                st.allocate(req, where)
+        return placed
+
+    def stop_later(self, run: _Run) -> None:
+        """A preemption victim: its pods stop ``EVICTION_S`` from now."""
+        self._push(self.now + EVICTION_S, STOPPED, run.job.name, run.epoch)
 
     def start(self, run: _Run) -> None:
         run.state = "running"
@@ -321,12 +346,12 @@ class Simulator:
             return
         self._freed = self._new_pending = False
         still = []
-        failed: set[tuple[object, str]] = set()
+        failed: set[tuple[object, ...]] = set()
         for name in self.pending_pods:
             run = self.runs[name]
             if run.state != "admitted":
                 continue
-            key = (run.job.podsets, run.flavor)
+            key = (run.job.podsets, tuple(run.pools))
             if key not in failed and self.try_place(run):
                 self.start(run)
             else:

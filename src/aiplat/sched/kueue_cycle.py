@@ -291,6 +291,12 @@ class Replay:
             e.p.message = "Workload no longer fits after processing another workload"
             e.p.reason = "Skipped"
             return
+        flavors = {ps.name: {r: f for r, (f, _, _) in ps.flavors.items()}
+                   for ps in e.a.podsets}
+        why = self._unplaceable(e, flavors, [t.victim for t in e.targets])
+        if why:
+            e.status, e.p.message, e.p.reason = "inadmissible", why, "NoFit"
+            return
         for t in e.targets:
             taken[t.victim.wl.key] = t.victim
         if mode == PREEMPT:
@@ -303,10 +309,18 @@ class Replay:
             e.p.reason = "PendingPreemption"
             victims.extend((t, e) for t in e.targets)
             return
-        flavors = {ps.name: {r: f for r, (f, _, _) in ps.flavors.items()}
-                   for ps in e.a.podsets}
-        self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), float(self.cycle)))
+        self._admit(e, flavors)
         e.status = "admitted"
+
+    def _unplaceable(self, e: _Entry, flavors: dict[str, dict[str, str]],
+                     victims: list[Admitted]) -> str:
+        """Why the pods of a workload that fits its quota (once ``victims`` are gone) find
+        no room: topology-aware placement, which the simulator runs at admission (and a
+        preemption that would not make room is not issued); the replay places no pods."""
+        return ""
+
+    def _admit(self, e: _Entry, flavors: dict[str, dict[str, str]]) -> None:
+        self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), self._clock()))
         # The ClusterQueue's status changes (admitted count, usage): its update event has
         # the cohort controller update every cohort above it, which requeues the tree's
         # inadmissible workloads with their flavor scans outdated.
@@ -315,6 +329,11 @@ class Replay:
         out = self.outcomes[e.p.wl.key]
         out.decision, out.flavors, out.cycle = "admitted", flavors, self.cycle
         out.pending = out.reason = out.message = ""
+
+    def _clock(self) -> float:
+        """The reservation time a new admission records (preemption takes the newest
+        first): the cycle here, the simulated time in ``sim run``."""
+        return float(self.cycle)
 
     def step(self) -> bool:
         """One scheduling cycle; True when it admitted or preempted something."""
@@ -392,12 +411,13 @@ class Replay:
         out.message = (f"Preempted to accommodate a workload ({by.p.wl.key}) due to "
                        f"{_HUMAN[t.reason]}")
 
-    def _complete_evictions(self) -> None:
+    def _complete_evictions(self) -> bool:
         """The job controllers have stopped the victims: their quota is released and they
-        are requeued; the preemptors stay first in their queues."""
+        are requeued; the preemptors stay first in their queues. True: something changed."""
         for t, by in self.evicting.values():
             self._release(t, by)
         self.evicting.clear()
+        return True
 
     def _release(self, t: kueue_preempt.Target, by: _Entry) -> None:
         """The victim's quota is released and it is requeued. A victim its preemptor has
@@ -423,39 +443,17 @@ class Replay:
                 p.sticky = True
                 self._push(p)
 
-    def _signature(self) -> tuple[object, ...]:
+    def _signature(self, heads: list[_Pending]) -> tuple[object, ...]:
         """The heads and their scan progress: the same after a cycle that changed nothing
         means every later cycle repeats it (a blocked StrictFIFO head, say)."""
         return tuple((p.wl.key, tuple(sorted((p.last or {}).items())), p.inadmissible)
-                     for p in self._heads())
+                     for p in heads)
 
     def run(self, cycles: int | None = None, limit: int = 100000) -> list[Outcome]:
         """Cycle ``cycles`` times, or until quiet: no head left, or the heads back in a
         state seen since the last change (a blocked StrictFIFO head, or one whose flavor
         scan goes round), with no batched requeue left to deliver."""
-        n = 0
-        seen: set[tuple[object, ...]] = set()
-        age = 0  # cycles since the pending batched requeue was raised
-        while n < (cycles if cycles is not None else limit):
-            n += 1
-            changed = self.step()
-            if changed:
-                seen.clear()
-            age = age + 1 if self.notify else 0
-            sig = self._signature()
-            quiet = not self._heads() or sig in seen
-            if self.evicting and quiet:
-                self._complete_evictions()
-                seen.clear()
-                continue
-            if self.notify and (quiet or age >= BATCH_CYCLES):
-                self._deliver()  # the batch period is over: the inadmissible come back
-                seen.clear()
-                age = 0
-                continue
-            if quiet and cycles is None:
-                break
-            seen.add(sig)
+        self.until_quiet(cycles, limit)
         for name, queue in self.pending.items():
             for p in queue.values():
                 out = self.outcomes[p.wl.key]
@@ -466,6 +464,32 @@ class Replay:
                     out.pending, out.reason = "active", "Pending"
                     out.message = f"waiting behind the head of ClusterQueue {name}"
         return [self.outcomes[w.key] for w in self.snap.workloads]
+
+    def until_quiet(self, cycles: int | None = None, limit: int = 100000) -> None:
+        """The cycles of :meth:`run`, without the final outcome rows."""
+        n = 0
+        seen: set[tuple[object, ...]] = set()
+        age = 0  # cycles since the pending batched requeue was raised
+        while n < (cycles if cycles is not None else limit):
+            n += 1
+            changed = self.step()
+            if changed:
+                seen.clear()
+            age = age + 1 if self.notify else 0
+            heads = self._heads()
+            sig = self._signature(heads)
+            quiet = not heads or sig in seen
+            if self.evicting and quiet and self._complete_evictions():
+                seen.clear()
+                continue
+            if self.notify and (quiet or age >= BATCH_CYCLES):
+                self._deliver()  # the batch period is over: the inadmissible come back
+                seen.clear()
+                age = 0
+                continue
+            if quiet and cycles is None:
+                break
+            seen.add(sig)
 
 
 _HUMAN = {kueue_preempt.IN_CQ: "prioritization in the ClusterQueue",

@@ -145,7 +145,8 @@ def to_config(snap: Snapshot, source: str, notes: Iterable[str] = ()) -> KueueCo
                            admission_fair_sharing=snap.admission_fair_sharing,
                            wait_for_pods_ready=snap.wait_for_pods_ready,
                            unsupported=tuple(unsupported),
-                           local_queues=tuple(sorted(snap.local_queues.items())))
+                           local_queues=tuple(sorted(snap.local_queues.items())),
+                           objects=snap)
     except ValueError as e:
         raise InputError(f"{source}: {e}") from e
 

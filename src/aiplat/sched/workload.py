@@ -75,8 +75,8 @@ class Run:
     it lost to evictions (the engine changes it; admission and metrics read it)."""
 
     job: Job
-    flavor: str = ""
-    need: dict[tuple[str, str], float] = field(default_factory=dict)
+    flavor: str = ""  # the pool of its first pod set
+    pools: list[str] = field(default_factory=list)  # per pod set: the pool its flavors name
     placements: list[tuple[int, Placement]] = field(default_factory=list)  # (podset, where)
     admitted_at: float | None = None
     started_at: float | None = None
