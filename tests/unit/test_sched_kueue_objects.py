@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import yaml
 
 from aiplat.errors import InputError
-from aiplat.sched import GPU, simulate
+from aiplat.sched import GPU, PodSet, Request, simulate
 from aiplat.sched.kueue_objects import duration, from_objects, quantity
 
 OBJECTS = """
@@ -75,17 +77,28 @@ def test_reads_queue_cohort_and_configuration() -> None:
 def test_unsupported_fields_are_reported_not_dropped() -> None:
     cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")
     assert any("spec.namespaceSelector" in u for u in cfg.unsupported)
-    assert any("spec.stopPolicy" in u for u in cfg.unsupported)
+    assert not any("spec.stopPolicy" in u for u in cfg.unsupported)  # simulated: below
 
 
 def test_the_read_objects_simulate() -> None:
     from sched_helpers import job, nodes
 
-    cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")
-    r = simulate(nodes(), [job("j", "research", 4)], cfg)
-    # 2 own + up to 2 borrowed from the cohort's 4: a 4-GPU job fits; its 1-CPU pod does not
-    # fit the 500m CPU quota, so it must wait forever.
-    assert r.records[0].first_start is None
+    text = OBJECTS.replace("  stopPolicy: Hold\n", "")
+    cfg = from_objects(yaml.safe_load_all(text), "kueue.yaml")
+    # 2 own + up to 2 borrowed from the cohort's 4: a 4-GPU job fits, a 5-GPU one never
+    r = simulate(nodes(), [job("j", "research", 4), job("big", "research", 5)], cfg)
+    assert [x.first_start for x in r.records] == [0, None]
+    # a pod asking for 1 CPU does not fit the 500m CPU quota: it waits forever
+    one_cpu = dataclasses.replace(job("c", "research", 1), podsets=(
+        PodSet(1, Request(1000, 0, 1, 1000)),))
+    assert simulate(nodes(), [one_cpu], cfg).records[0].first_start is None
+
+
+def test_a_held_cluster_queue_admits_nothing() -> None:
+    from sched_helpers import job, nodes
+
+    cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")  # stopPolicy: Hold
+    assert simulate(nodes(), [job("j", "research", 1)], cfg).records[0].first_start is None
 
 
 @pytest.mark.parametrize(("text", "res", "value"), [("8", "nvidia.com/gpu", 8), ("500m", "cpu",

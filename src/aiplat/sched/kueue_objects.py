@@ -92,7 +92,8 @@ def _flavors(groups: tuple[ResourceGroup, ...], where: str, notes: list[str]
             for name, q in f.resources.items():
                 key = GPU if _whole_gpu(name) else name
                 if key not in (GPU, "cpu", "memory"):
-                    notes.append(f"{where}: flavor {f.flavor} resource {name} (not simulated)")
+                    notes.append(f"{where}: flavor {f.flavor} resource {name} (no simulated "
+                                 "job asks for it)")
                     continue
                 sim = Quota(_units(key, q.nominal),
                             None if q.borrowing_limit is None else _units(key, q.borrowing_limit),
@@ -107,10 +108,6 @@ def _queue(q: ParsedQueue, source: str, notes: list[str]) -> ClusterQueue:
     if q.namespace_selector is not None:
         notes.append(f"{where}: spec.namespaceSelector (not simulated: a tenant's jobs go to "
                      "the ClusterQueue of the LocalQueue in its namespace)")
-    if q.stop_policy != "None":
-        notes.append(f"{where}: spec.stopPolicy {q.stop_policy} (not simulated)")
-    if q.fungibility.preference is not None:
-        notes.append(f"{where}: spec.flavorFungibility.preference (not simulated)")
     fung = q.fungibility
     return ClusterQueue(
         name=q.name, flavors=_flavors(q.groups, where, notes), cohort=q.cohort,

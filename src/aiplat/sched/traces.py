@@ -50,6 +50,10 @@ def trace_jobs(pods: Sequence[TracePod], variant: str) -> list[Job]:
 
 def qos_queues(jobs: Sequence[Job], nodes: Sequence[Node]) -> KueueConfig:
     gpus = sum(n.gpus for n in nodes)
+    # The trace's pods ask for CPU and memory too: every queue covers the whole cluster's
+    # (a queue that covers no CPU admits no pod, as in Kueue); the GPUs are what is shared.
+    cpu = sum(n.cpu_milli for n in nodes) / 1000
+    memory = sum(n.memory_mib for n in nodes) / 1024
     demand: dict[str, float] = {}
     for j in jobs:
         demand[j.queue] = demand.get(j.queue, 0.0) + j.gpus * j.duration
@@ -57,5 +61,6 @@ def qos_queues(jobs: Sequence[Job], nodes: Sequence[Node]) -> KueueConfig:
     queues = []
     for q in sorted(demand):
         share = round(gpus * demand[q] / total * MILLI) / MILLI
-        queues.append(ClusterQueue(q, (FlavorQuotas(POOL, {GPU: Quota(share)}),), "trace"))
+        queues.append(ClusterQueue(q, (FlavorQuotas(POOL, {
+            GPU: Quota(share), "cpu": Quota(cpu), "memory": Quota(memory)}),), "trace"))
     return KueueConfig(tuple(queues))
