@@ -90,9 +90,14 @@ class Admission(Replay):
         self.firsts: dict[str, list[_Pending]] = {q: [] for q in self.snap.cluster_queues}
         self._flavors = {q.name: [f.flavor for g in q.groups for f in g.flavors]
                          for q in self.snap.cluster_queues.values()}
+        # per ClusterQueue and resource: its group's (flavor, resource) pairs, in order
+        self._groups = {q.name: {r: tuple((f.flavor, r) for f in g.flavors)
+                                 for g in q.groups for r in g.covered}
+                        for q in self.snap.cluster_queues.values()}
         self._shape_id: dict[tuple[Any, ...], tuple[int, tuple[PodSet, ...]]] = {}
         self._shape_of: dict[str, int] = {}
         self._pin: list[str | None] = []  # per shape: the pool it is pinned to
+        self._needs: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
         self._tas: list[bool] = []  # per shape: does it ask for topology-aware placement
         self._seq = 0
         self._version = 0
@@ -178,6 +183,8 @@ class Admission(Replay):
             for ps in p.wl.podsets:
                 for r, v in ps.total().items():
                     need[r] = need.get(r, 0) + v
+            # one dict per distinct need: buckets that differ in priority share it
+            need = self._needs.setdefault(tuple(sorted(need.items())), need)
             b = buckets[sid] = _Bucket(need)
         heapq.heappush(b.active, (p.wl.created, p.wl.uid, p.wl.key, p.version))
         self.live.add(p.wl.cluster_queue)
@@ -227,15 +234,16 @@ class Admission(Replay):
         moved = False
         for n in sorted(self.notify):
             spec = self.snap.cluster_queues[n]
+            never = spec.preemption.never
             room: dict[tuple[str, str], int] = {}  # the tree is unchanged meanwhile
-            verdict: dict[tuple[tuple[str, int], ...], bool] = {}  # per need
+            verdict: dict[int, bool] = {}  # per need
             for b in self.buckets[n].values():
                 # A queue that cannot preempt admits on unused quota alone: a bucket no
                 # flavor has room for would be found inadmissible again (no need to ask).
                 if not b.aside:
                     continue
-                if spec.preemption.never:
-                    key = tuple(b.need.items())
+                if never:
+                    key = id(b.need)
                     ok = verdict.get(key)
                     if ok is None:
                         ok = verdict[key] = self._may_fit(spec, b, room)
@@ -255,17 +263,15 @@ class Admission(Replay):
                  ) -> bool:  # pinned buckets are checked on every flavor: looser, still safe
         """Does some flavor of each requested resource's group have its unused quota?"""
         node = self.tree.cqs[spec.name]
+        groups = self._groups[spec.name]
         for r, v in b.need.items():
-            group = spec.group_of(r)
-            if group is None:
-                return False
-            for f in group.flavors:
-                fr = (f.flavor, r)
-                if fr not in room:
-                    room[fr] = self.tree.available(node, fr)
-                if room[fr] >= v:
+            for fr in groups.get(r, ()):
+                got = room.get(fr)
+                if got is None:
+                    got = room[fr] = self.tree.available(node, fr)
+                if got >= v:
                     break
-            else:
+            else:  # no flavor has room, or no group covers it
                 return False
         return True
 
@@ -284,6 +290,11 @@ class Admission(Replay):
         strict = e.cq.queueing_strategy == "StrictFIFO"
         inadmissible = not (strict or immediate or (p.last is not None and any(
             i != -1 for i in p.last.values())))
+        if (e.status == "skipped" and not strict and not p.sticky and e.cq.preemption.never
+                and not self._may_fit(e.cq, self._bucket(p), {})):
+            # Kueue would nominate it again next cycle and find no flavor with room: a
+            # queue that cannot preempt admits on unused quota alone.
+            inadmissible = True
         if p.sticky:
             p.inadmissible = inadmissible
         elif inadmissible:  # the head and its whole bucket wait for the tree's requeue
@@ -303,6 +314,9 @@ class Admission(Replay):
                     and self._pin[oid] == self._pin[sid] and o.need.keys() == mine.keys()
                     and all(o.need[r] >= v for r, v in mine.items())):
                 o.aside, o.active = _merge(o.aside, o.active), []
+
+    def _bucket(self, p: _Pending) -> _Bucket:
+        return self.buckets[p.wl.cluster_queue][self._shape_of[p.wl.key]]
 
     def _make_first(self, p: _Pending) -> None:
         if not p.sticky:

@@ -142,16 +142,22 @@ class Tree:
     # ------------------------------------------------------------------ queries
 
     def available(self, node: Node, fr: FR) -> int:
-        if node.parent is None:
-            return node.subtree.get(fr, 0) - node.usage.get(fr, 0)
-        parent = self.available(node.parent, fr)
-        q = node.quotas.get(fr)
-        if q is not None and q.borrowing_limit is not None:
-            lq = node.local(fr)
-            stored = node.subtree.get(fr, 0) - lq
-            used = max(0, node.usage.get(fr, 0) - lq)
-            parent = min(stored - used + q.borrowing_limit, parent)
-        return node.local_available(fr) + parent
+        """From the root down (the hottest query of a simulation, so not recursive): a
+        node's unused local quota plus what its parent has, capped by its borrowing limit."""
+        chain = []
+        while node.parent is not None:
+            chain.append(node)
+            node = node.parent
+        avail = node.subtree.get(fr, 0) - node.usage.get(fr, 0)
+        for n in reversed(chain):
+            q = n.quotas.get(fr)
+            sub, use = n.subtree.get(fr, 0), n.usage.get(fr, 0)
+            local = max(0, sub - q.lending_limit) if q is not None and \
+                q.lending_limit is not None else 0
+            if q is not None and q.borrowing_limit is not None:
+                avail = min(sub - local - max(0, use - local) + q.borrowing_limit, avail)
+            avail += max(0, local - use)
+        return avail
 
     def potential(self, node: Node, fr: FR) -> int:
         if node.parent is None:
