@@ -5,7 +5,8 @@ Prints, never asserts (timings vary with the machine):
 1. One FGD-protocol experiment (FGD policy, seed 42, default trace, 6,212 GPUs): our wall
    time against the published simulator's ~600 s on 2 vCPUs (target: under 10 s).
 2. A Kueue-scale scenario shaped like Kueue's own performance test: 5 cohorts x 6
-   ClusterQueues, 15,000 workloads of 1, 5 and 20 CPUs (nominal 20, borrowingLimit 100);
+   ClusterQueues, 15,000 workloads of 1, 5 and 20 CPUs and no memory (the queues cover cpu
+   only, nominal 20, borrowingLimit 100);
    Kueue's test takes ~351 s against a test API server (target: under 10 s). Events/s.
 3. 1,000 ClusterQueues (100 cohorts x 10) with 50,000 workloads (target: under 120 s).
 4. ``sim replay`` (Kueue's scheduling cycle) on the same shapes as a cluster snapshot: the
