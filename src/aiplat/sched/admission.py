@@ -106,6 +106,8 @@ class Admission(Replay):
         self._lq: dict[tuple[str, str], list[float]] = {}  # usage, last t, current GPUs
         self._stopping: set[str] = set()  # victims whose pods are stopping
         self.live: set[str] = set()  # ClusterQueues that may have an active workload
+        # per ClusterQueue: its buckets set aside, by their need (id of the shared dict)
+        self._asides: dict[str, dict[int, set[int]]] = {q: {} for q in self.snap.cluster_queues}
         self.dirty = False
 
     # ------------------------------------------------------------------ the engine's calls
@@ -133,9 +135,9 @@ class Admission(Replay):
             b = self.buckets[job.queue][sid]
             if (b.aside and job.queue not in self.notify
                     and self.snap.cluster_queues[job.queue].preemption.never):
-                # Its like wait for a release in the tree, and none came since: it would
+                # Its likes wait for a release in the tree, and none came since: it would
                 # be found inadmissible against the same quota.
-                b.aside, b.active = _merge(b.aside, b.active), []
+                self._set_aside(job.queue, sid, b)
         self.dirty = True
 
     def release(self, run: Run) -> None:
@@ -236,21 +238,17 @@ class Admission(Replay):
             spec = self.snap.cluster_queues[n]
             never = spec.preemption.never
             room: dict[tuple[str, str], int] = {}  # the tree is unchanged meanwhile
-            verdict: dict[int, bool] = {}  # per need
-            for b in self.buckets[n].values():
-                # A queue that cannot preempt admits on unused quota alone: a bucket no
+            buckets, asides = self.buckets[n], self._asides[n]
+            for nid, sids in list(asides.items()):
+                # A queue that cannot preempt admits on unused quota alone: buckets no
                 # flavor has room for would be found inadmissible again (no need to ask).
-                if not b.aside:
+                if never and not self._may_fit(spec, buckets[next(iter(sids))].need, room):
                     continue
-                if never:
-                    key = id(b.need)
-                    ok = verdict.get(key)
-                    if ok is None:
-                        ok = verdict[key] = self._may_fit(spec, b, room)
-                    if not ok:
-                        continue
+                for sid in sids:
+                    b = buckets[sid]
+                    b.active, b.aside = _merge(b.active, b.aside), []
+                del asides[nid]
                 moved = True
-                b.active, b.aside = _merge(b.active, b.aside), []
                 self.live.add(n)
             for p in self.firsts[n]:
                 if p.inadmissible:
@@ -259,12 +257,13 @@ class Admission(Replay):
         self.notify.clear()
         return moved
 
-    def _may_fit(self, spec: ClusterQueue, b: _Bucket, room: dict[tuple[str, str], int]
-                 ) -> bool:  # pinned buckets are checked on every flavor: looser, still safe
-        """Does some flavor of each requested resource's group have its unused quota?"""
+    def _may_fit(self, spec: ClusterQueue, need: dict[str, int],
+                 room: dict[tuple[str, str], int]) -> bool:
+        """Does some flavor of each requested resource's group have its unused quota?
+        (Pinned buckets are checked on every flavor: looser, still safe.)"""
         node = self.tree.cqs[spec.name]
         groups = self._groups[spec.name]
-        for r, v in b.need.items():
+        for r, v in need.items():
             for fr in groups.get(r, ()):
                 got = room.get(fr)
                 if got is None:
@@ -291,7 +290,7 @@ class Admission(Replay):
         inadmissible = not (strict or immediate or (p.last is not None and any(
             i != -1 for i in p.last.values())))
         if (e.status == "skipped" and not strict and not p.sticky and e.cq.preemption.never
-                and not self._may_fit(e.cq, self._bucket(p), {})):
+                and not self._may_fit(e.cq, self._bucket(p).need, {})):
             # Kueue would nominate it again next cycle and find no flavor with room: a
             # queue that cannot preempt admits on unused quota alone.
             inadmissible = True
@@ -300,20 +299,25 @@ class Admission(Replay):
         elif inadmissible:  # the head and its whole bucket wait for the tree's requeue
             buckets = self.buckets[p.wl.cluster_queue]
             sid = self._shape_of[p.wl.key]
-            b = buckets[sid]
-            b.aside, b.active = _merge(b.aside, b.active), []
+            self._set_aside(p.wl.cluster_queue, sid, buckets[sid])
             if e.cq.preemption.never and not self._tas[sid]:
-                self._aside_bigger(buckets, sid)
+                self._aside_bigger(p.wl.cluster_queue, sid)
 
-    def _aside_bigger(self, buckets: dict[int, _Bucket], sid: int) -> None:
+    def _set_aside(self, cq: str, sid: int, b: _Bucket) -> None:
+        b.aside, b.active = _merge(b.aside, b.active), []
+        if b.aside:
+            self._asides[cq].setdefault(id(b.need), set()).add(sid)
+
+    def _aside_bigger(self, cq: str, sid: int) -> None:
         """In a queue that cannot preempt, fit is a matter of unused quota only: a bucket
         pinned alike that asks for at least as much of everything cannot fit either."""
+        buckets = self.buckets[cq]
         mine = buckets[sid].need
         for oid, o in buckets.items():
             if (o.active and oid != sid and not self._tas[oid]
                     and self._pin[oid] == self._pin[sid] and o.need.keys() == mine.keys()
                     and all(o.need[r] >= v for r, v in mine.items())):
-                o.aside, o.active = _merge(o.aside, o.active), []
+                self._set_aside(cq, oid, o)
 
     def _bucket(self, p: _Pending) -> _Bucket:
         return self.buckets[p.wl.cluster_queue][self._shape_of[p.wl.key]]

@@ -117,6 +117,7 @@ class Tree:
             if node.parent is None:
                 self._sum(node)
         self.generation = 0  # bumped on every usage change (Kueue's AllocatableResourceGeneration)
+        self._available: dict[tuple[int, FR], int] = {}  # answers since the last change
 
     def _cohort(self, name: str, snap: Snapshot, seen: frozenset[str] = frozenset()) -> Node:
         if name in self.cohorts:
@@ -144,6 +145,10 @@ class Tree:
     def available(self, node: Node, fr: FR) -> int:
         """From the root down (the hottest query of a simulation, so not recursive): a
         node's unused local quota plus what its parent has, capped by its borrowing limit."""
+        key = (id(node), fr)
+        got = self._available.get(key)
+        if got is not None:
+            return got
         chain = []
         while node.parent is not None:
             chain.append(node)
@@ -157,6 +162,7 @@ class Tree:
             if q is not None and q.borrowing_limit is not None:
                 avail = min(sub - local - max(0, use - local) + q.borrowing_limit, avail)
             avail += max(0, local - use)
+        self._available[key] = avail
         return avail
 
     def potential(self, node: Node, fr: FR) -> int:
@@ -175,6 +181,7 @@ class Tree:
 
     def add_usage(self, node: Node, usage: dict[FR, int]) -> None:
         self.generation += 1
+        self._available.clear()
         for fr, amount in usage.items():
             n: Node | None = node
             val = amount
@@ -186,6 +193,7 @@ class Tree:
 
     def remove_usage(self, node: Node, usage: dict[FR, int]) -> None:
         self.generation += 1
+        self._available.clear()
         for fr, amount in usage.items():
             n: Node | None = node
             val = amount
