@@ -183,7 +183,7 @@ class Admission(Replay):
         if b is None:
             need: dict[str, int] = {}
             for ps in p.wl.podsets:
-                for r, v in ps.total().items():
+                for r, v in ps.totals.items():
                     need[r] = need.get(r, 0) + v
             # one dict per distinct need: buckets that differ in priority share it
             need = self._needs.setdefault(tuple(sorted(need.items())), need)
@@ -213,23 +213,26 @@ class Admission(Replay):
         best: _Pending | None = None
         best_key: tuple[Any, ...] = ()
         buckets = self.buckets[name]
-        for sid, b in list(buckets.items()):
+        empty = []
+        for sid, b in buckets.items():
             heap = b.active
             p = None
             while heap:
-                *_, key, version = heap[0]
-                p = pend.get(key)
-                if p is not None and p.version == version and not p.sticky:
+                top = heap[0]  # (created, uid, key, version)
+                p = pend.get(top[2])
+                if p is not None and p.version == top[3] and not p.sticky:
                     break
                 heapq.heappop(heap)
                 p = None
             if p is None:
                 if not b.aside:
-                    del buckets[sid]
+                    empty.append(sid)
                 continue
             k = (self._lq_usage(p) if afs else 0.0, -p.wl.priority, p.wl.created, p.wl.uid)
             if best is None or k < best_key:
                 best, best_key = p, k
+        for sid in empty:
+            del buckets[sid]
         return best
 
     def _deliver(self) -> bool:

@@ -95,12 +95,16 @@ class Assignment:
     borrowing: int = 0
     tried: dict[tuple[int, str], int] = field(default_factory=dict)  # (podset, res) -> idx
 
+    _mode: int | None = field(default=None, repr=False, compare=False)
+
     @property
     def mode(self) -> int:
-        """RepresentativeMode: the worst pod set's; NoFit if a pod set failed."""
-        if not self.podsets or any(p.failed for p in self.podsets):
-            return NOFIT
-        return min(p.mode for p in self.podsets)
+        """RepresentativeMode: the worst pod set's; NoFit if a pod set failed (kept once
+        asked: it is asked after assign() is done with it)."""
+        if self._mode is None:
+            self._mode = NOFIT if not self.podsets or any(p.failed for p in self.podsets) \
+                else min(p.mode for p in self.podsets)
+        return self._mode
 
     def message(self) -> str:
         """The condition message Kueue writes for a workload that is not admitted."""
@@ -169,9 +173,7 @@ class Assigner:
         a = Assignment([], {})
         pods_group = self.spec.group_of("pods")
         for i, ps in enumerate(self.wl.podsets):
-            requests = ps.total()
-            if pods_group is not None:
-                requests["pods"] = ps.count
+            requests = ps.totals if pods_group is None else {**ps.totals, "pods": ps.count}
             psa = PodSetAssignment(ps.name)
             self._tried: dict[tuple[int, str], int] = {}
             for res, qty in requests.items():
@@ -277,11 +279,16 @@ class Assigner:
 def lowest_fit(cq: Node, fr: FR, val: int) -> tuple[int, bool]:
     """``FindHeightOfLowestSubtreeThatFits``: the borrowing level, and whether a higher
     cohort exists to reclaim in."""
-    if not cq.borrowing_with(fr, val) or cq.parent is None:
-        return 0, cq.parent is not None
+    node = cq.parent
+    if node is None:
+        return 0, False
+    if not cq.borrowing_with(fr, val):
+        return 0, True
     remaining = val - cq.local_available(fr)
-    for node in cq.ancestors():
+    while True:
         if not node.borrowing_with(fr, remaining):
             return node.height(), node.parent is not None
         remaining -= node.local_available(fr)
-    return cq.root().height(), False
+        if node.parent is None:  # the root: the whole tree is borrowed from
+            return node.height(), False
+        node = node.parent

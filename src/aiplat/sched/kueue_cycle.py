@@ -268,12 +268,12 @@ class Replay:
                                                             _Entry]]) -> None:
         node = self.tree.cqs[e.cq.name]
         mode = e.a.mode
-        msg = e.a.message()
         if mode == NOFIT:
-            e.status, e.p.message, e.p.reason = "inadmissible", msg, "NoFit"
+            e.status, e.p.message, e.p.reason = "inadmissible", e.a.message(), "NoFit"
             return
         if mode == PREEMPT and not e.targets:
-            e.status, e.p.message, e.p.reason = "inadmissible", msg, "PreemptionNoCandidates"
+            e.status, e.p.reason = "inadmissible", "PreemptionNoCandidates"
+            e.p.message = e.a.message()
             if e.cq.preemption.reclaim_within_cohort != "Any":
                 held = self._reserve(e, node)
                 self.tree.add_usage(node, held)
@@ -303,6 +303,7 @@ class Replay:
             self.tree.add_usage(node, e.a.usage)
             undo.append((node, e.a.usage))
             e.status = "preempting"
+            msg = e.a.message()
             e.p.message = (f"{msg}. Pending the preemption of {len(e.targets)} workload(s)"
                            if msg else f"Pending the preemption of {len(e.targets)} "
                            "workload(s)")
@@ -335,18 +336,20 @@ class Replay:
         first): the cycle here, the simulated time in ``sim run``."""
         return float(self.cycle)
 
-    def step(self) -> bool:
-        """One scheduling cycle; True when it admitted or preempted something."""
+    def step(self, heads: list[_Pending] | None = None) -> bool:
+        """One scheduling cycle; True when it admitted or preempted something. ``heads``:
+        the queues' heads, when the caller has just taken them (nothing changed since)."""
         held, self.held = self.held, []
         try:
-            return self._cycle()
+            return self._cycle(heads)
         finally:
             for p in held:  # back after the cycle they sat out
                 p.inadmissible = False
                 self._push(p)
 
-    def _cycle(self) -> bool:
-        heads = self._heads()
+    def _cycle(self, heads: list[_Pending] | None) -> bool:
+        if heads is None:
+            heads = self._heads()
         if not heads:
             return False
         self.cycle += 1
@@ -470,9 +473,10 @@ class Replay:
         n = 0
         seen: set[tuple[object, ...]] = set()
         age = 0  # cycles since the pending batched requeue was raised
+        heads: list[_Pending] | None = None  # taken after the last cycle, still current
         while n < (cycles if cycles is not None else limit):
             n += 1
-            changed = self.step()
+            changed = self.step(heads)
             if changed:
                 seen.clear()
             age = age + 1 if self.notify else 0
@@ -481,11 +485,13 @@ class Replay:
             quiet = not heads or sig in seen
             if self.evicting and quiet and self._complete_evictions():
                 seen.clear()
+                heads = None
                 continue
             if self.notify and (quiet or age >= BATCH_CYCLES):
                 self._deliver()  # the batch period is over: the inadmissible come back
                 seen.clear()
                 age = 0
+                heads = None
                 continue
             if quiet and cycles is None:
                 break

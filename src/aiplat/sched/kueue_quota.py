@@ -44,6 +44,7 @@ class Node:
     subtree: dict[FR, int] = field(default_factory=dict)
     usage: dict[FR, int] = field(default_factory=dict)
     workloads: dict[str, Admitted] = field(default_factory=dict)  # ClusterQueues only
+    _height: int = field(default=-1, repr=False, compare=False)
 
     def local(self, fr: FR) -> int:
         q = self.quotas.get(fr)
@@ -79,11 +80,15 @@ class Node:
         return all(self.subtree.get(fr, 0) >= self.usage.get(fr, 0) for fr in frs)
 
     def height(self) -> int:
-        """``getNodeHeight``: 1 for a cohort of only ClusterQueues, +1 per cohort level."""
+        """``getNodeHeight``: 1 for a cohort of only ClusterQueues, +1 per cohort level
+        (kept: the tree's shape is fixed once built)."""
+        if self._height >= 0:
+            return self._height
         h = min(len(self.children), 1)
         for c in self.children:
             if not c.is_cq:
                 h = max(h, c.height() + 1)
+        self._height = h
         return h
 
     def cluster_queues(self) -> Iterator[Node]:
@@ -118,6 +123,7 @@ class Tree:
                 self._sum(node)
         self.generation = 0  # bumped on every usage change (Kueue's AllocatableResourceGeneration)
         self._available: dict[tuple[int, FR], int] = {}  # answers since the last change
+        self._potential: dict[tuple[int, FR], int] = {}  # quotas only: kept
 
     def _cohort(self, name: str, snap: Snapshot, seen: frozenset[str] = frozenset()) -> Node:
         if name in self.cohorts:
@@ -166,6 +172,14 @@ class Tree:
         return avail
 
     def potential(self, node: Node, fr: FR) -> int:
+        """The most ``node`` could get of ``fr`` with the whole tree unused."""
+        key = (id(node), fr)
+        got = self._potential.get(key)
+        if got is None:
+            got = self._potential[key] = self._potential_of(node, fr)
+        return got
+
+    def _potential_of(self, node: Node, fr: FR) -> int:
         if node.parent is None:
             return node.subtree.get(fr, 0)
         avail = node.local(fr) + self.potential(node.parent, fr)

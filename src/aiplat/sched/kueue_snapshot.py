@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
+from functools import cached_property
 from typing import Any, Literal
 
 from aiplat.errors import InputError
@@ -165,10 +166,15 @@ class ClusterQueue:
     namespace_selector: Obj | None = None
 
     def group_of(self, resource: str) -> ResourceGroup | None:
+        return self._group_by_resource.get(resource)
+
+    @cached_property  # asked on every flavor assignment
+    def _group_by_resource(self) -> dict[str, ResourceGroup]:
+        out: dict[str, ResourceGroup] = {}
         for g in self.groups:
-            if resource in g.covered:
-                return g
-        return None
+            for r in g.covered:
+                out.setdefault(r, g)
+        return out
 
 
 @dataclass(frozen=True)
@@ -197,6 +203,11 @@ class PodSet:
     tolerations: tuple[Obj, ...] = ()
 
     def total(self) -> dict[str, int]:
+        return dict(self.totals)
+
+    @cached_property
+    def totals(self) -> dict[str, int]:
+        """What all its pods ask for (read-only: :meth:`total` gives a copy)."""
         return {r: v * self.count for r, v in self.requests.items()}
 
 
