@@ -38,7 +38,7 @@ from aiplat.sched.cluster import ClusterState
 from aiplat.sched.kueue import KueueConfig
 from aiplat.sched.kueue_cycle import Replay, _Entry, _Pending
 from aiplat.sched.kueue_quota import Admitted
-from aiplat.sched.kueue_snapshot import ClusterQueue, PodSet
+from aiplat.sched.kueue_snapshot import PodSet
 from aiplat.sched.sim_queues import podsets, pool_of, to_snapshot, workload
 from aiplat.sched.workload import Job, Run
 
@@ -238,19 +238,21 @@ class Admission(Replay):
     def _deliver(self) -> bool:
         moved = False
         for n in sorted(self.notify):
-            spec = self.snap.cluster_queues[n]
-            never = spec.preemption.never
-            room: dict[tuple[str, str], int] = {}  # the tree is unchanged meanwhile
             buckets, asides = self.buckets[n], self._asides[n]
-            for nid, sids in list(asides.items()):
+            never = self.snap.cluster_queues[n].preemption.never
+            back = []
+            for nid, sids in asides.items():
                 # A queue that cannot preempt admits on unused quota alone: buckets no
                 # flavor has room for would be found inadmissible again (no need to ask).
-                if never and not self._may_fit(spec, buckets[next(iter(sids))].need, room):
+                if never and not self._may_fit(n, buckets[next(iter(sids))].need):
                     continue
+                back.append(nid)
                 for sid in sids:
                     b = buckets[sid]
                     b.active, b.aside = _merge(b.active, b.aside), []
+            for nid in back:
                 del asides[nid]
+            if back:
                 moved = True
                 self.live.add(n)
             for p in self.firsts[n]:
@@ -260,18 +262,15 @@ class Admission(Replay):
         self.notify.clear()
         return moved
 
-    def _may_fit(self, spec: ClusterQueue, need: dict[str, int],
-                 room: dict[tuple[str, str], int]) -> bool:
+    def _may_fit(self, cq: str, need: dict[str, int]) -> bool:
         """Does some flavor of each requested resource's group have its unused quota?
         (Pinned buckets are checked on every flavor: looser, still safe.)"""
-        node = self.tree.cqs[spec.name]
-        groups = self._groups[spec.name]
+        node = self.tree.cqs[cq]
+        groups = self._groups[cq]
+        available = self.tree.available
         for r, v in need.items():
             for fr in groups.get(r, ()):
-                got = room.get(fr)
-                if got is None:
-                    got = room[fr] = self.tree.available(node, fr)
-                if got >= v:
+                if available(node, fr) >= v:
                     break
             else:  # no flavor has room, or no group covers it
                 return False
@@ -293,7 +292,7 @@ class Admission(Replay):
         inadmissible = not (strict or immediate or (p.last is not None and any(
             i != -1 for i in p.last.values())))
         if (e.status == "skipped" and not strict and not p.sticky and e.cq.preemption.never
-                and not self._may_fit(e.cq, self._bucket(p).need, {})):
+                and not self._may_fit(e.cq.name, self._bucket(p).need)):
             # Kueue would nominate it again next cycle and find no flavor with room: a
             # queue that cannot preempt admits on unused quota alone.
             inadmissible = True

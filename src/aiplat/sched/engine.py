@@ -78,6 +78,7 @@ class Simulator:
         for i, n in enumerate(self.state.nodes):
             by_pool.setdefault(n.pool, []).append(i)
         self.pool_nodes = {k: np.array(v, dtype=np.int64) for k, v in by_pool.items()}
+        self._pool_mask = {k: np.isin(np.arange(len(self.state)), v) for k, v in by_pool.items()}
         self.runs = {j.name: _Run(j) for j in jobs}
         if len(self.runs) != len(jobs):
             raise ValueError("job names must be unique")
@@ -264,9 +265,7 @@ class Simulator:
         try:
             for pi, ps in enumerate(run.job.podsets):
                 idx = self.pool_nodes[pools[pi]]
-                mask = np.zeros(len(st), dtype=bool)
-                mask[idx] = True
-                st.up = saved & mask
+                st.up = saved & self._pool_mask[pools[pi]]
                 if ps.topology is not None:
                     plan = plan_podset(st, ps, idx)
                     if plan is None:

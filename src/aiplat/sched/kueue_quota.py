@@ -149,20 +149,21 @@ class Tree:
     # ------------------------------------------------------------------ queries
 
     def available(self, node: Node, fr: FR) -> int:
-        """From the root down (the hottest query of a simulation, so not recursive): a
-        node's unused local quota plus what its parent has, capped by its borrowing limit."""
+        """A node's unused local quota plus what its parent has available, capped by its
+        borrowing limit. The hottest query of a simulation: the answers of every node on
+        the way are kept until the usage changes (a cohort's is shared by its queues)."""
         key = (id(node), fr)
         got = self._available.get(key)
         if got is not None:
             return got
-        chain = []
-        while node.parent is not None:
-            chain.append(node)
-            node = node.parent
-        avail = node.subtree.get(fr, 0) - node.usage.get(fr, 0)
-        for n in reversed(chain):
-            q = n.quotas.get(fr)
-            sub, use = n.subtree.get(fr, 0), n.usage.get(fr, 0)
+        parent = node.parent
+        use = node.usage.get(fr, 0)
+        if parent is None:
+            avail = node.subtree.get(fr, 0) - use
+        else:
+            avail = self.available(parent, fr)
+            q = node.quotas.get(fr)
+            sub = node.subtree.get(fr, 0)
             local = max(0, sub - q.lending_limit) if q is not None and \
                 q.lending_limit is not None else 0
             if q is not None and q.borrowing_limit is not None:
