@@ -156,7 +156,7 @@ def test_a_clusterqueue_given_twice_is_refused() -> None:
 
     cq = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
           "metadata": {"name": "a"}, "spec": {}}
-    with pytest.raises(InputError, match="ClusterQueue a is given twice"):
+    with pytest.raises(InputError, match="k/: ClusterQueue a: given twice"):
         from_objects([cq, cq], "k/")
 
 

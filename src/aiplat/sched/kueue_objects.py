@@ -155,16 +155,11 @@ def from_objects(objects: Iterable[Any], source: str = "<objects>",
     that are not Kueue's (a Kustomization, a Deployment...) are noted, not refused."""
     read: list[dict[str, Any]] = []
     notes: list[str] = []
-    seen: set[tuple[object, object]] = set()
     for i, obj in enumerate(objects):
         if not isinstance(obj, dict):
             raise InputError(f"{source}: document {i + 1} is not a mapping")
         kind = obj.get("kind")
         name = (obj.get("metadata") or {}).get("name", "")
-        if kind in ("ClusterQueue", "Cohort") and (kind, name) in seen:
-            # a cluster holds one; a folder of files may hold two (the snapshot keeps the last)
-            raise InputError(f"{source}: {kind} {name} is given twice (fix: keep one)")
-        seen.add((kind, name))
         if kind not in _READ:
             notes.append(f"{source}: {kind} {name}: kind {kind} (not simulated)")
         elif kind == "ConfigMap" and load_text is None and CONFIG_KEY in (obj.get("data") or {}):
