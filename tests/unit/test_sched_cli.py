@@ -107,8 +107,36 @@ spec:
     r = CliRunner().invoke(sim, ["run", "--kueue", str(objs), "-o", "json"])
     assert r.exit_code == 0, r.output
     assert "warning:" in r.stderr and "namespaceSelector" in r.stderr
+    # GPU quota only: the spec's pods also request cpu and memory, which Kueue would not
+    # admit - said per queue, and nothing starts
+    for t in ("research", "serving", "batch"):
+        assert (f"warning: ClusterQueue {t} does not cover cpu, memory, which the spec's pods "
+                "request: Kueue admits none of its jobs") in r.stderr
     data = json.loads(r.stdout)
     assert [t["weight"] for t in data["tenants"]] == [1.0, 1.0, 1.0]  # from the objects
+    assert [t["started"] for t in data["tenants"]] == [0, 0, 0]
+
+
+def test_run_with_queues_covering_what_the_pods_request_starts_them(tmp_path: Path) -> None:
+    objs = tmp_path / "kueue"
+    objs.mkdir()
+    res = ("[{name: cpu, nominalQuota: 1000}, {name: memory, nominalQuota: 10Ti}, "
+           "{name: nvidia.com/gpu, nominalQuota: 24}]")
+    (objs / "queues.yaml").write_text("\n---\n".join([
+        *(f"""apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {{name: {t}}}
+spec:
+  resourceGroups:
+  - coveredResources: [cpu, memory, nvidia.com/gpu]
+    flavors: [{{name: h100, resources: {res}}}, {{name: l40s, resources: {res}}}]"""
+          for t in ("research", "serving", "batch")),
+        *(f"apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {{name: {f}}}"
+          for f in ("h100", "l40s"))]))
+    r = CliRunner().invoke(sim, ["run", "--kueue", str(objs), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    assert "does not cover" not in r.stderr
+    assert all(t["started"] > 0 for t in json.loads(r.stdout)["tenants"])
 
 
 def test_run_simulates_the_queues_the_tree_renders(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from aiplat.cli.main import SEED, Finite
 from aiplat.errors import InputError
 from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
 from aiplat.sched.fgd import fgd_table
-from aiplat.sched.platform import STRATEGIES, foreign_flavors, simulate_platform
+from aiplat.sched.platform import STRATEGIES, foreign_flavors, simulate_platform, uncovered
 from aiplat.sched.policies import ENGINE_VARIANT
 
 DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
@@ -268,7 +268,8 @@ def run(  # noqa: PLR0917 (one parameter per click option)
         queues = _kueue(kueue_path) or _tree_queues(platform)
         if classic:  # --classic overrides the Configuration
             queues = dataclasses.replace(queues, fair_sharing=False)
-        for line in foreign_flavors(queues, [p.name for p in plan.pools]):
+        for line in [*foreign_flavors(queues, [p.name for p in plan.pools]),
+                     *uncovered(queues, [w.tenant for w in plan.workloads])]:
             click.echo(f"warning: {line}", err=True)
         with progress_bar("simulating", 1.0, "fraction") as bar:
             result = simulate_platform(platform, plan, seed, policy=policy, months=months,

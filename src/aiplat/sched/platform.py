@@ -31,10 +31,9 @@ from aiplat.plan.models import Plan, WorkloadPlan
 from aiplat.plan.resolve import POD_SHARE, reserved_cpus, reserved_memory_gib
 from aiplat.sched.cluster import Node
 from aiplat.sched.engine import PoolStrategy, simulate
-from aiplat.sched.kueue import (
-    KueueConfig,
-)
+from aiplat.sched.kueue import GPU, KueueConfig
 from aiplat.sched.metrics import SimResult
+from aiplat.sched.sim_queues import to_snapshot
 from aiplat.sched.synthetic import Profile, Shape, generate
 from aiplat.sched.workload import Job
 from aiplat.spec.models import Platform, PoolSpec, WorkloadKind
@@ -163,6 +162,26 @@ def foreign_flavors(queues: KueueConfig, pools: list[str]) -> list[str]:
     return [f"ClusterQueue {q.name}: flavor {f.flavor} is not a pool of the spec "
             f"({', '.join(pools)}): no node has it, jobs assigned to it never start"
             for q in queues.cluster_queues for f in q.flavors if f.flavor not in pools]
+
+
+REQUESTED = ("cpu", "memory", GPU)  # what every pod of the spec's workloads requests
+
+
+def uncovered(queues: KueueConfig, tenants: list[str]) -> list[str]:
+    """One line per tenant's ClusterQueue that covers not every resource the spec's pods
+    request: Kueue admits no workload asking for a resource its queue does not cover, so
+    that tenant's jobs all stay pending."""
+    snap = to_snapshot(queues)
+    out = []
+    for cq in sorted(set(tenant_queues(tenants, queues).values())):
+        covered = {r for g in snap.cluster_queues[cq].groups for r in g.covered}
+        missing = [r for r in REQUESTED if r not in covered]
+        if missing:
+            out.append(f"ClusterQueue {cq} does not cover {', '.join(missing)}, which the "
+                       "spec's pods request: Kueue admits none of its jobs (fix: add "
+                       f"{', '.join(missing)} to a resource group's coveredResources, as "
+                       "kube render writes them)")
+    return out
 
 
 def route(jobs: list[Job], queues: KueueConfig, tenants: list[str]) -> list[Job]:
