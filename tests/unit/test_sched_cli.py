@@ -222,3 +222,40 @@ def test_a_flavor_no_pool_has_is_warned(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert ("warning: ClusterQueue research: flavor fast is not a pool of the spec (h100, "
             "l40s)") in r.stderr
+
+
+def test_classic_changes_who_may_preempt(tmp_path: Path) -> None:
+    """The l40s quota moved to the cohort (both l40s tenants borrow all of it) and batch
+    weighted 10: with fair sharing, batch's low share lets it preempt serving's borrowed
+    RAG replicas (Kueue ignores priority across queues there); classic Kueue lets a
+    borrowing workload reclaim nothing (borrowWithinCohort: Never), so batch waits."""
+    import yaml
+
+    tree = _rendered_kueue(tmp_path)
+    path = tree / "clusterqueues.yaml"
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for d in docs:
+        for f in (f for g in d["spec"]["resourceGroups"] for f in g["flavors"]):
+            if f["name"] == "l40s":
+                f["resources"] = [{"name": r["name"], "nominalQuota": "0"}
+                                  for r in f["resources"]]
+        if d["metadata"]["name"] == "batch":
+            d["spec"]["fairSharing"] = {"weight": "10"}
+    path.write_text(yaml.safe_dump_all(docs))
+    quota = [("cpu", "370"), ("memory", "3006Gi"), ("gpu-l40s-48gb", "24")]
+    (tree / "cohorts.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort",
+        "metadata": {"name": "example"}, "spec": {"resourceGroups": [{
+            "coveredResources": [r for r, _ in quota],
+            "flavors": [{"name": "l40s", "resources": [
+                {"name": r, "nominalQuota": q} for r, q in quota]}]}]}}))
+    out = {}
+    for mode in ("fair", "classic"):
+        r = CliRunner().invoke(sim, ["run", "--kueue", str(tree), "-o", "json",
+                                     *(["--classic"] if mode == "classic" else [])])
+        assert r.exit_code == 0, r.output
+        out[mode] = json.loads(r.stdout)
+    fair, classic = ({t["name"]: t for t in out[m]["tenants"]} for m in ("fair", "classic"))
+    assert out["fair"]["preemptions"] > 0 and out["classic"]["preemptions"] == 0
+    assert fair["batch"]["wait_p95_h"] < 1 < classic["batch"]["wait_p95_h"]
+    assert fair["serving"]["gpu_hours"] < classic["serving"]["gpu_hours"]
