@@ -76,11 +76,13 @@ def main() -> int:
     try:
         for seed in range(args.first, args.first + args.seeds):
             row = _seed(api, seed, args.fair, args.repeat, args.dump)
-            if any(r.get("settled") is False for r in row["runs"]):
+            if any(r.get("settled") is False and not (r.get("loop") or {}).get("kueue")
+                   for r in row["runs"]):
                 # Kueue v0.19.2 can hang for good: a workload update on a ClusterQueue
                 # under the gate's cohort cycle walks the cycle forever (reportActive-
                 # Workloads -> PathSelfToRoot) holding its cache lock. A fresh lab, and
-                # the scenario once more; the first run stays counted as unsettled.
+                # the scenario once more; the first run stays counted as unsettled. (A
+                # preemption loop is no hang: Kueue is busy repeating it.)
                 print(f"seed {seed}: Kueue did not settle: the lab restarts, the scenario "
                       "runs again", flush=True)
                 api.close()
@@ -114,10 +116,16 @@ def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> di
     for _ in range(repeat):
         try:
             res = kueue_live.run(api, sc)
-        except AssertionError as e:  # Kueue never settled: a difference of its own
+        except kueue_live.NotSettledError as e:  # no outcome to compare: was it a loop?
             n_wl = len(sc.phase_a) + len(sc.phase_b)
+            loop = kueue_live.loops(sc, e) if e.snapshot else None
             runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None,
-                         "settled": False})
+                         "settled": False, "loop": loop})
+            if loop is not None:
+                print(f"  seed {seed}: Kueue's preemption loops (victim, preemptor) "
+                      f"{loop['kueue']}, the replay's {loop['sim']}: "
+                      f"{'the same' if loop['agrees'] else 'DIFFERENT'} "
+                      f"(evictions finished: {loop['evictions']})", flush=True)
             continue
         if dump:  # `aiplat sim replay FILE` reads it back; --from DIR replays them all
             dump.mkdir(parents=True, exist_ok=True)
@@ -167,13 +175,15 @@ def _summary(title: str, rows: list[dict[str, Any]]) -> None:
     to compare (Kueue was still changing its decisions): those are counted apart."""
     every = [(row.get("seed"), r) for row in rows for r in row["runs"]]
     unsettled = [seed for seed, r in every if r.get("settled") is False]
+    looped = [seed for seed, r in every if (r.get("loop") or {}).get("agrees")]
     runs = [r for _, r in every if r.get("settled") is not False]
     n_ok = sum(not r["differences"] for r in runs)
     wl = sum(r["workloads"] for r in runs)
     wl_ok = wl - sum(len(r["differences"]) for r in runs)
     print(f"{title}: runs agreeing {n_ok}/{len(runs)} ({100 * n_ok / max(1, len(runs)):.1f}%), "
           f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%)"
-          + (f"; Kueue never settled on {len(unsettled)} more run(s), seeds {unsettled}"
+          + (f"; Kueue never settled on {len(unsettled)} more run(s), seeds {unsettled}, "
+             f"in the preemption loop the replay reports on {len(looped)} of them"
              if unsettled else ""))
 
 

@@ -20,12 +20,13 @@ its reservation cleared and is requeued.
 from __future__ import annotations
 
 import copy
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.kube.apply import Api, ApiError
-from aiplat.sched.kueue_cycle import replay
+from aiplat.sched.kueue_cycle import Replay, replay
 from aiplat.sched.kueue_scenarios import API, Scenario
 from aiplat.sched.kueue_snapshot import parse
 
@@ -72,9 +73,13 @@ def workloads(api: Api, prefix: str) -> list[Obj]:
     return _mine(api.objects(API, "Workload", "default"), prefix)
 
 
-def _finish_evictions(api: Api, wls: list[Obj]) -> int:
-    """Play the job controller: clear the quota of Evicted workloads (jobframework step 6)."""
+def _finish_evictions(api: Api, wls: list[Obj],
+                      counts: dict[tuple[str, str], int] | None = None) -> int:
+    """Play the job controller: clear the quota of Evicted workloads (jobframework step 6).
+    ``counts``: (victim, preemptor) -> evictions finished, the preemptor read from Kueue's
+    message ("Preempted to accommodate a workload (UID: ...")."""
     done = 0
+    names = {w["metadata"].get("uid"): w["metadata"]["name"] for w in wls}
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     for wl in wls:
         c = _conds(wl)
@@ -100,6 +105,11 @@ def _finish_evictions(api: Api, wls: list[Obj]) -> int:
         r = api._request("PUT", path, json=new)
         if r.status_code < 400:
             done += 1
+            if counts is not None:
+                uid = re.search(r"\(UID: ([^,)]+)", msg)
+                pair = (wl["metadata"]["name"], names.get(uid.group(1), uid.group(1))
+                        if uid else "?")
+                counts[pair] = counts.get(pair, 0) + 1
     return done
 
 
@@ -111,15 +121,29 @@ def _state(wls: list[Obj]) -> tuple[Any, ...]:
 SETTLE_TIMEOUT = 120.0  # s; bench/kueue_diff.py --settle waits longer for a churn to end
 
 
+class NotSettledError(AssertionError):
+    """Kueue kept changing its decisions: the evictions the harness finished meanwhile, per
+    (victim, preemptor), and the scenario's snapshot (set by the caller)."""
+
+    def __init__(self, message: str, evictions: dict[tuple[str, str], int]) -> None:
+        super().__init__(message)
+        self.evictions = evictions
+        self.snapshot: list[Obj] = []
+
+
+LOOP_EVICTIONS = 3  # a victim evicted this often by one preemptor: Kueue is in a loop
+
+
 def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = None) -> None:
     """Wait until no workload of the scenario changes for ``quiet`` seconds."""
     timeout = SETTLE_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + timeout
     last: tuple[Any, ...] | None = None
     since = time.monotonic()
+    counts: dict[tuple[str, str], int] = {}
     while time.monotonic() < deadline:
         wls = workloads(api, prefix)
-        if _finish_evictions(api, wls):
+        if _finish_evictions(api, wls, counts):
             last, since = None, time.monotonic()
             time.sleep(0.2)
             continue
@@ -129,7 +153,7 @@ def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = No
         elif time.monotonic() - since >= quiet:
             return
         time.sleep(0.3)
-    raise AssertionError(f"{prefix}: Kueue did not settle within {timeout:.0f} s")
+    raise NotSettledError(f"{prefix}: Kueue did not settle within {timeout:.0f} s", counts)
 
 
 def _wait_seen(api: Api, sc: Scenario, timeout: float = 30.0) -> None:
@@ -200,8 +224,16 @@ def _run_flavor_gate(api: Api, sc: Scenario) -> Result:
     time.sleep(3.0)
     snapshot = [*list_objects(api, sc.prefix), flavors[-1]]
     _apply(api, flavors[-1:])
-    settle(api, sc.prefix)
+    _settle_after(api, sc, snapshot)
     return _compare(api, sc, snapshot)
+
+
+def _settle_after(api: Api, sc: Scenario, snapshot: list[Obj]) -> None:
+    try:
+        settle(api, sc.prefix)
+    except NotSettledError as e:
+        e.snapshot = snapshot
+        raise
 
 
 def _apply(api: Api, objs: list[Obj]) -> None:
@@ -225,16 +257,31 @@ def _run(api: Api, sc: Scenario) -> Result:
         if o["kind"] == "Cohort" and o["metadata"]["name"] == sc.gate:
             o["spec"].pop("parentName", None)  # replay what happens next: the gate opens
     _apply(api, [sc.cohort(sc.gate, None)])
-    settle(api, sc.prefix)
+    _settle_after(api, sc, snapshot)
     return _compare(api, sc, snapshot)
+
+
+def _objects(sc: Scenario, snapshot: list[Obj]) -> list[Obj]:
+    return snapshot + ([{"apiVersion": "config.kueue.x-k8s.io/v1beta2",
+                         "kind": "Configuration", "fairSharing": {}}]
+                       if sc.fair_sharing else [])
+
+
+def loops(sc: Scenario, e: NotSettledError) -> dict[str, Any]:
+    """A run Kueue never settled: the preemption loops Kueue was in (a victim evicted at
+    least ``LOOP_EVICTIONS`` times by one preemptor) against those the replay of the same
+    snapshot reports (``Replay.loops``)."""
+    r = Replay(parse(_objects(sc, e.snapshot), f"seed {sc.seed}"))
+    r.run()
+    sim = sorted((v.split("/", 1)[1], p.split("/", 1)[1]) for v, p in r.loops())
+    kueue = sorted(pair for pair, n in e.evictions.items() if n >= LOOP_EVICTIONS)
+    return {"kueue": kueue, "sim": sim, "agrees": bool(kueue) and kueue == sim,
+            "evictions": sorted((*pair, n) for pair, n in e.evictions.items())}
 
 
 def _compare(api: Api, sc: Scenario, snapshot: list[Obj]) -> Result:
     final = {w["metadata"]["name"]: w for w in workloads(api, sc.prefix)}
-    objs = snapshot + ([{"apiVersion": "config.kueue.x-k8s.io/v1beta2",
-                         "kind": "Configuration", "fairSharing": {}}]
-                       if sc.fair_sharing else [])
-    outcomes = replay(parse(objs, f"seed {sc.seed}"))
+    outcomes = replay(parse(_objects(sc, snapshot), f"seed {sc.seed}"))
     res = Result(sc.seed, {n: outcome(w) for n, w in final.items()},
                  {o.workload.split("/", 1)[1]: (o.decision == "admitted", o.flavors)
                   for o in outcomes}, snapshot=snapshot, final=final)

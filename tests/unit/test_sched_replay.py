@@ -302,7 +302,7 @@ def test_fair_sharing_preemptor_within_nominal_reclaims_whatever_the_shares() ->
     assert out["w"].decision == "admitted"
 
 
-def test_a_preemption_churn_ends_with_the_preemptor_admitted() -> None:
+def test_a_preemption_churn_ends_with_the_preemptor_admitted(tmp_path: Path) -> None:
     """Fair sharing, Kueue v0.19.2 (bench fair seed 6): P (a weight-0 queue, borrowing
     accelerators) reclaims V's borrowed cpu, being within its nominal cpu; once V's eviction
     completes both are heads, V's finite share beats P's infinite one, V is admitted again
@@ -324,3 +324,12 @@ def test_a_preemption_churn_ends_with_the_preemptor_admitted() -> None:
     assert out["p"].decision == "admitted"
     assert out["v"].decision == "preempted"
     assert out["v"].preempted == ["InCohortReclamation", "InCohortReclamation"]
+    # the loop is said: the real Kueue would keep repeating it
+    f = tmp_path / "snap.yaml"
+    f.write_text(yaml.safe_dump_all(objs))
+    r = CliRunner().invoke(cli, ["sim", "replay", str(f)])
+    assert r.exit_code == 0, r.output
+    assert ("warning: preemption loop: ns/p preempts ns/v, which is admitted again "
+            "before it and preempted again, over and over") in r.stderr
+    assert "preemption loop" not in CliRunner().invoke(
+        cli, ["sim", "replay", str(f), "--cycles", "1"]).stderr  # not yet a loop

@@ -547,6 +547,11 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
         click.echo(f"warning: not replayed: {line}", err=True)
     r = Replay(snap)
     rows = [o.as_dict() for o in r.run(cycles)]
+    for victim, preemptor in r.loops():
+        click.echo(f"warning: preemption loop: {preemptor} preempts {victim}, which is "
+                   "admitted again before it and preempted again, over and over; Kueue v0.19 "
+                   "leaves the loop only by a race (seen after about 300 rounds), the replay "
+                   f"at the second round, with {preemptor} admitted", err=True)
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
     elif fmt == "yaml":

@@ -446,6 +446,12 @@ class Replay:
                 p.sticky = True
                 self._push(p)
 
+    def loops(self) -> list[tuple[str, str]]:
+        """(victim, preemptor) pairs of the preemption loops :meth:`_release` ended: the
+        preemptor evicted the victim more than once. The real Kueue keeps repeating those
+        until a race ends them: an administrator wants to know."""
+        return sorted(pair for pair, n in self.evictions.items() if n > 1)
+
     def _signature(self, heads: list[_Pending]) -> tuple[object, ...]:
         """The heads and their scan progress: the same after a cycle that changed nothing
         means every later cycle repeats it (a blocked StrictFIFO head, say)."""
