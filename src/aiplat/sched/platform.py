@@ -174,8 +174,7 @@ def uncovered(queues: KueueConfig, tenants: list[str]) -> list[str]:
     snap = to_snapshot(queues)
     out = []
     for cq in sorted(set(tenant_queues(tenants, queues).values())):
-        covered = {r for g in snap.cluster_queues[cq].groups for r in g.covered}
-        missing = [r for r in REQUESTED if r not in covered]
+        missing = [r for r in REQUESTED if snap.cluster_queues[cq].group_of(r) is None]
         if missing:
             out.append(f"ClusterQueue {cq} does not cover {', '.join(missing)}, which the "
                        "spec's pods request: Kueue admits none of its jobs (fix: add "
