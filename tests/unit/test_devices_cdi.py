@@ -37,6 +37,13 @@ class FakeHost:
     files: ClassVar[set[str]] = {"/usr/lib/x86_64-linux-gnu/libcuda.so.550.54.15",
                                  "/usr/bin/nvidia-cdi-hook", "/usr/bin/nvidia-ctk"}
     executables: ClassVar[set[str]] = {"/usr/bin/nvidia-cdi-hook"}
+    links: ClassVar[dict[str, str]] = {}
+
+    def real(self, path: str) -> str:
+        return self.links.get(path, path)
+
+    def replaceable(self, path: str) -> str | None:
+        return None
 
     def node(self, path: str) -> NodeFact | None:
         return self.nodes.get(path)
@@ -88,7 +95,9 @@ BAD = {
     "leak.json": ("error", "deviceNodes", "belongs to device '1'"),
     "no-devices.json": ("error", "devices", "at least one device"),
     "empty-edits.json": ("error", "devices[0].containerEdits", "non-empty containerEdits"),
-    "mount-writable.json": ("warning", "mounts[0].options", "writable in the container"),
+    # a writable driver library: the container changes what root processes on the host load
+    "mount-writable.json": ("error", "mounts[0].options", "writable: the container can change "
+                                                          "/usr"),
     "negative-minor.json": ("error", ".minor", "not a non-negative integer"),
     "not-a-mapping.yaml": ("error", "(decode)", "cannot unmarshal !!seq into specs.Spec"),
 }

@@ -42,15 +42,14 @@ def test_validate_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(["cdi", "validate", "--no-host", str(DATA / "bad" / "leak.json")]) == 1
     out = capsys.readouterr().out
     assert "leak.json" in out and "belongs to device '1'" in out
-    assert run(["cdi", "validate", "--no-host", str(DATA / "bad" / "mount-writable.json")]) == 0
-    assert run(["cdi", "validate", "--no-host", "--strict",
-                str(DATA / "bad" / "mount-writable.json")]) == 1
+    # a writable bind of a host driver library is an escape (root on the host loads it)
+    assert run(["cdi", "validate", "--no-host", str(DATA / "bad" / "mount-writable.json")]) == 1
     capsys.readouterr()
-    assert run(["cdi", "validate", "--no-host", "-o", "json",
-                str(DATA / "bad" / "dup-dirs" / "etc"), str(DATA / "bad" / "dup-dirs" / "run")]
-               ) == 0
+    dup = [str(DATA / "bad" / "dup-dirs" / "etc"), str(DATA / "bad" / "dup-dirs" / "run")]
+    assert run(["cdi", "validate", "--no-host", "-o", "json", *dup]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["findings"] and {f["severity"] for f in data["findings"]} == {"warning"}
+    assert run(["cdi", "validate", "--no-host", "--strict", *dup]) == 1  # warnings fail too
     assert run(["cdi", "validate", "/nonexistent.json"]) == 2
     broken = DATA / "bad" / "not-json.json"
     assert not broken.exists()

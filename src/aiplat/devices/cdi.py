@@ -14,7 +14,13 @@ Two classes of finding, kept apart:
 - ``host-check``: aiplat's deliberate strictness, for specs the loader accepts but that fail
   or leak at container start: relative container paths, missing host files or nodes, a node
   that differs from the host's, a hook that is not executable, a writable bind mount, a
-  negative hook timeout, one device's node granted to another.
+  negative hook timeout, one device's node granted to another. And, as errors (``cdi
+  validate`` exits 1), what hands the host to the container or to whoever wrote the spec:
+  a bind of ``/``, of credentials or of a container runtime's socket (``ESCAPE_PATHS``), a
+  writable bind of a system directory, a kernel file system, the host's memory devices, a
+  hook that runs a shell or an interpreter, pipes into one, sits where anyone can replace
+  it or preloads code. A spec's hooks run as root on the host, so a spec is trusted code:
+  these checks catch the spec that escapes openly, not every way a root binary misbehaves.
 
 Specs are ``dict[str, Any]`` exactly as they will be serialised: what is validated is what is
 written, with no model layer in between that could hide an unknown key.
@@ -30,7 +36,7 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
-from aiplat.devices import cdiyaml
+from aiplat.devices import cdiyaml, escape
 from aiplat.errors import InputError
 
 VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0",
@@ -72,6 +78,7 @@ class Finding:
     hint: str = ""
     severity: Severity = "error"
     check: Check = "spec"
+    escape: bool = False  # hands the host over (aiplat.devices.escape): never run it
 
     def __str__(self) -> str:
         dev = f" device '{self.device}'" if self.device else ""
@@ -110,6 +117,10 @@ class Host(Protocol):
     def node(self, path: str) -> NodeFact | None: ...  # None: missing or not a device node
     def exists(self, path: str) -> bool: ...
     def executable(self, path: str) -> bool: ...
+    def real(self, path: str) -> str: ...  # ``path`` with the host's symlinks resolved
+    # the first part of ``path`` (itself or a directory above) a user other than root can
+    # write; None when only root can change it
+    def replaceable(self, path: str) -> str | None: ...
 
 
 # ---------------------------------------------------------------------------- names
@@ -238,6 +249,20 @@ class _Ctx:
     def strict(self, device: str, fld: str, msg: str, hint: str = "",
                severity: Severity = "error") -> None:
         self.out.append(Finding(self.file, device, fld, msg, hint, severity, "host-check"))
+
+    def escapes(self, device: str, at: str, problems: Iterable[escape.Problem]) -> bool:
+        """Report ``problems`` (aiplat.devices.escape) under ``at``; whether there were any."""
+        n = len(self.out)
+        for p in problems:
+            self.out.append(Finding(self.file, device, f"{at}.{p.field}", p.message, p.hint,
+                                    p.severity, "host-check", escape=True))
+        return len(self.out) > n
+
+    def real(self, path: object) -> str | None:
+        """The host's real path for an absolute ``path`` (None without a host)."""
+        if self.host is None or not isinstance(path, str) or not path.startswith("/"):
+            return None
+        return self.host.real(path)
 
 
 def check_text(text: str, file: str, host: Host | None = None) -> tuple[
@@ -470,6 +495,7 @@ def _node(c: _Ctx, dev: str, at: str, n: Mapping[str, Any]) -> None:
     if perms is not None and not permissions_ok(perms):
         c.add(dev, f"{at}.permissions", f"'{perms}' is not '{NO_PERMISSIONS}' or letters of "
               "'rwm'", "use e.g. rw or rwm")
+    c.escapes(dev, at, escape.node_problems(n))
     if c.host is not None and isinstance(host_path, str):
         _node_on_host(c, dev, at, n, host_path)
 
@@ -523,12 +549,13 @@ def _mount(c: _Ctx, dev: str, at: str, m: Mapping[str, Any]) -> None:
         c.add(dev, f"{at}.options", "must be a list of strings")
         opts = []
     opts = opts or []
-    mtype = m.get("type")
-    if (not mtype or mtype == "bind") and "ro" not in opts:
+    bind = escape.is_bind(m)
+    if c.escapes(dev, at, escape.mount_problems(m, c.real(hp) if bind else None)):
+        return
+    if bind and not escape.read_only(opts):
         c.strict(dev, f"{at}.options", f"bind mount of {hp} is writable in the container",
                  "add 'ro' (aiplat generates ro,nosuid,nodev,bind)", "warning")
-    if c.host is not None and hp.startswith("/") and (not mtype or mtype == "bind") \
-            and not c.host.exists(hp):
+    if c.host is not None and hp.startswith("/") and bind and not c.host.exists(hp):
         c.strict(dev, f"{at}.hostPath", f"host path {hp} does not exist",
                  "install the driver files, or regenerate the spec")
 
@@ -555,6 +582,11 @@ def _hook(c: _Ctx, dev: str, at: str, h: Mapping[str, Any]) -> None:
     elif c.host is not None and not c.host.executable(path):
         c.strict(dev, f"{at}.path", f"hook {path} is missing or not executable on the host",
                  f"install it or chmod +x {path}")
+    c.escapes(dev, at, escape.hook_problems(h, c.real(path)))
+    if isinstance(path, str) and path.startswith("/"):
+        writer = c.host.replaceable(path) if c.host is not None else None
+        place = escape.replaceable_hook(path, writer, asked=c.host is not None)
+        c.escapes(dev, at, [place] if place else [])
 
 
 def _nodes_of(edits: object) -> list[Mapping[str, Any]]:
@@ -604,10 +636,11 @@ def _mount_leaks(c: _Ctx, dev: str, at: str, edits: object) -> None:
         return
     for j, m in enumerate(_list(edits.get("mounts"))):
         hp = m.get("hostPath") if isinstance(m, Mapping) else None
-        if not isinstance(hp, str) or m.get("type") not in (None, "", "bind"):
+        if not isinstance(hp, str) or not hp.startswith("/") or not escape.is_bind(m):
             continue
         is_node = c.host is not None and c.host.node(hp) is not None
-        if hp.rstrip("/") == "/dev" or hp.startswith("/dev/") or is_node:
+        where = escape.normal(hp)
+        if where == "/dev" or where.startswith("/dev/") or is_node:
             c.strict(dev, f"{at}.mounts[{j}].hostPath",
                      f"bind mount of {hp} puts host device nodes in the container outside "
                      "deviceNodes", "declare the nodes the device needs in deviceNodes")

@@ -80,6 +80,38 @@ class RealHost:
         p = _under(self.root, path)
         return os.path.isfile(p) and os.access(p, os.X_OK)
 
+    def real(self, path: str) -> str:
+        """``path`` with its symlinks resolved, as the host under ``root`` sees it (a link
+        that leaves ``root`` keeps its target: that is what a runtime there would open)."""
+        real = os.path.realpath(_under(self.root, path))
+        if self.root in ("", "/"):
+            return real
+        top = os.path.realpath(self.root)
+        return "/" + os.path.relpath(real, top) if real.startswith(top + os.sep) else real
+
+    def replaceable(self, path: str) -> str | None:
+        """The first part of ``path`` (resolved; itself, else the nearest directory above)
+        a user other than root could write: not owned by root, writable by others, or by a
+        group other than root's. A sticky directory (/tmp) protects the entries in it that
+        exist, not a name still free."""
+        p = os.path.realpath(_under(self.root, path))
+        missing = False
+        while True:
+            try:
+                st = os.stat(p)
+            except OSError:
+                missing = True
+            else:
+                open_to = st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != 0)
+                sticky = stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX
+                if st.st_uid != 0 or (open_to and (missing or not sticky)):
+                    return p
+                missing = False
+            parent = os.path.dirname(p)
+            if parent == p:
+                return None
+            p = parent
+
 
 def need_node(path: str, root: str, host_path: str | None = None) -> NodeFact:
     n = stat_node(path, root, host_path)

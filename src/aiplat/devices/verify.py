@@ -563,6 +563,14 @@ def verify_spec(file: str, opts: PodmanOptions = PodmanOptions(),
     if structural:
         raise DeviceError("the spec cannot be loaded by a runtime:\n"
                           + "\n".join(str(p) for p in structural))
+    # verifying starts containers as root: a spec that hands them the host, or runs a shell
+    # hook on it, is not run to find out
+    escapes = [f for f in findings if f.escape and f.severity == "error"]
+    if escapes:
+        raise DeviceError("refusing to start containers from a spec that escapes to the "
+                          "host:\n" + "\n".join(str(p) for p in escapes)
+                          + "\nfix: remove what each line names (`aiplat cdi validate` lists "
+                          "them), then verify again")
     reason = podman_missing(opts)
     if reason:
         raise DeviceError(f"cannot verify: {reason}")
