@@ -1,21 +1,43 @@
-"""An in-memory OCI registry behind ``httpx.MockTransport``, with fault injection.
+"""An in-memory OCI registry behind ``httpx.MockTransport``, with fault injection, and a
+raw loopback HTTP server for answers no well-behaved server sends.
 
-Unit tests of the artifacts client and pull use it instead of patching: it speaks enough
-of the distribution API (manifests, blobs with Range, uploads with mount/PATCH/PUT, tags,
-a 404 referrers endpoint like distribution 2.8) and can answer with a status or cut a
-blob body after N bytes. The real registry is exercised by tests/integration.
+Unit tests of the artifacts client and pull use them instead of patching: the fake speaks
+enough of the distribution API (manifests, blobs with Range, uploads with mount/PATCH/PUT,
+tags, referrers: a 404 like distribution 2.8 unless ``referrers`` lists some) and can answer
+with a status, cut a blob body after N bytes or lie in a HEAD. :class:`Endless` is a body
+that streams and counts what was taken from it (a bound must stop reading, not read and
+then complain). :class:`LoopbackServer` writes whole HTTP answers on a real socket (huge
+headers, trickles, gzip bombs). The real registry is exercised by tests/integration.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
+import socket
+import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import httpx
+
+
+class Endless(httpx.SyncByteStream):
+    """``total`` bytes of ``chunk`` repeated, streamed; ``sent`` counts what was read."""
+
+    def __init__(self, chunk: bytes, total: int, head: bytes = b"") -> None:
+        self.chunk, self.total, self.head, self.sent = chunk, total, head, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        if self.head:
+            self.sent += len(self.head)
+            yield self.head
+        while self.sent < self.total:
+            self.sent += len(self.chunk)
+            yield self.chunk
 
 
 class _DroppingStream(httpx.SyncByteStream):
@@ -40,6 +62,8 @@ class FakeRegistry:
     fail_blob_gets: list[int] = field(default_factory=list)
     drop_blob_after: list[int] = field(default_factory=list)  # per blob GET: cut after bytes
     range_support: bool = True
+    referrers: dict[str, list[dict[str, object]]] | None = None  # digest -> descriptors
+    head_digest: dict[str, str] = field(default_factory=dict)  # ref -> a HEAD's claim
 
     @property
     def transport(self) -> httpx.MockTransport:
@@ -72,6 +96,8 @@ class FakeRegistry:
                 return httpx.Response(404, json={"errors": [{"code": "MANIFEST_UNKNOWN"}]})
             body = refs[rest]
             digest = "sha256:" + hashlib.sha256(body).hexdigest()
+            if method == "HEAD":
+                digest = self.head_digest.get(rest, digest)
             headers = {"Docker-Content-Digest": digest,
                        "Content-Type": json.loads(body).get("mediaType", "")}
             return httpx.Response(200, content=b"" if method == "HEAD" else body,
@@ -80,7 +106,12 @@ class FakeRegistry:
             tags = [t for t in self.manifests.get(repo, {}) if not t.startswith("sha256:")]
             return httpx.Response(200, json={"name": repo, "tags": tags})
         if kind == "referrers":
-            return httpx.Response(404)
+            if self.referrers is None:
+                return httpx.Response(404)
+            index = {"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+                     "manifests": self.referrers.get(rest, [])}
+            return httpx.Response(200, json=index, headers={
+                "Content-Type": "application/vnd.oci.image.index.v1+json"})
         return self._blobs(request, repo, rest)
 
     def _blobs(self, request: httpx.Request, repo: str, rest: str) -> httpx.Response:
@@ -128,3 +159,65 @@ class FakeRegistry:
             status = 206
         drop = self.drop_blob_after.pop(0) if self.drop_blob_after else None
         return httpx.Response(status, stream=_DroppingStream(data[start:], drop))
+
+
+Respond = Callable[[str, str, dict[str, str], socket.socket], None]
+"""(method, path, headers, socket): write the whole answer on the socket."""
+
+
+class LoopbackServer:
+    """A raw HTTP/1.1 server on 127.0.0.1 (one thread per connection) whose ``respond``
+    writes every byte of each answer itself; ``host`` is its ``127.0.0.1:PORT``."""
+
+    def __init__(self, respond: Respond) -> None:
+        self.respond = respond
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.host = f"127.0.0.1:{self.sock.getsockname()[1]}"
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self._stop = False
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def __enter__(self) -> LoopbackServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop = True
+        self.sock.close()
+        self._thread.join(timeout=5)
+
+    def _serve(self) -> None:
+        self.sock.settimeout(0.1)
+        while not self._stop:
+            try:
+                conn, _ = self.sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                got = conn.recv(65536)
+                if not got:
+                    return
+                data += got
+            head = data.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+            method, path, _ = head[0].split(" ", 2)
+            headers = {k.strip().lower(): v.strip()
+                       for k, _, v in (line.partition(":") for line in head[1:])}
+            self.requests.append((method, path, headers))
+            # The client may hang up mid-answer: what it read is what the test measures.
+            with contextlib.suppress(OSError):
+                self.respond(method, path, headers, conn)
+
+
+def answer(conn: socket.socket, status: str, headers: dict[str, str], body: bytes) -> None:
+    """Write one whole answer (Content-Length from the body unless given); the server
+    answers one request per connection, and says so."""
+    lines = [f"HTTP/1.1 {status}", "Connection: close",
+             *(f"{k}: {v}" for k, v in headers.items())]
+    if not any(k.lower() == "content-length" for k in headers):
+        lines.append(f"Content-Length: {len(body)}")
+    conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)

@@ -13,11 +13,20 @@ per scope. Secrets live only in headers: ``Credentials.__repr__`` masks them and
 never puts them in URLs or messages.
 
 Credentials go only to the registry's own host (any port), and only over TLS unless the
-registry is loopback. The realm of a ``Bearer`` challenge is chosen by whoever answers the
-401, so a token service elsewhere (another host, or plain HTTP) gets an anonymous token
-request; a Basic challenge over plain HTTP to a remote registry is refused with the fix.
-Registries whose token service lives on another host (Docker Hub's auth.docker.io) therefore
-get anonymous tokens: pull public models there, or use a mirror on one host.
+registry is loopback; one check (:meth:`RegistryAuth.withheld`) decides it for Basic
+credentials and bearer tokens alike, on every request: a ``Link`` page, an upload
+``Location`` or a redirect to another host gets neither (httpx also drops the header on a
+cross-origin redirect), and a 401 from another host is not answered. A token obtained with
+credentials is a secret like them; an anonymous one still goes to the registry's host only.
+The realm of a ``Bearer`` challenge is chosen by whoever answers the 401, so a token service
+elsewhere (another host, or plain HTTP) gets an anonymous token request, and its answer is
+read within ``MAX_TOKEN_BYTES``; a Basic challenge over plain HTTP to a remote registry is
+refused with the fix. Registries whose token service lives on another host (Docker Hub's
+auth.docker.io) therefore get anonymous tokens: pull public models there, or use a mirror
+on one host.
+
+An auth file that other users can read still works, with a warning naming it and the fix
+(``chmod 600``): docker and podman write theirs 0600.
 """
 
 from __future__ import annotations
@@ -26,16 +35,19 @@ import base64
 import json
 import os
 import re
+import stat
 import subprocess
 import threading
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import httpx
 
 from aiplat import inputs
+from aiplat.artifacts import limits
 from aiplat.artifacts.errors import ArtifactInputError, RegistryError
+from aiplat.artifacts.reference import canonical_name
 from aiplat.errors import InputError
 
 
@@ -44,6 +56,7 @@ class Credentials:
     username: str
     password: str = field(repr=False)
     source: str = ""
+    warning: str = ""  # e.g. the file holding them is readable by other users
 
     def __repr__(self) -> str:
         return f"Credentials(username={self.username!r}, password='***', source={self.source!r})"
@@ -67,9 +80,23 @@ def auth_files(env: Mapping[str, str] | None = None, home: Path | None = None) -
 
 
 def _host_of(key: str) -> str:
-    # Keys may be "host", "host/path" or "https://host/v1/" (old Docker logins).
+    # Keys may be "host", "host/path" or "https://host/v1/" (old Docker logins); compared
+    # as canonical hosts (case, default port), as a trust policy compares them.
     key = re.sub(r"^[a-z]+://", "", key)
-    return key.split("/", 1)[0]
+    return canonical_name(key.split("/", 1)[0])
+
+
+def exposed(path: Path) -> str:
+    """A warning when the auth file ``path`` is readable by other users ('' when not)."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        return ""
+    if not mode & 0o044:
+        return ""
+    who = "every user" if mode & 0o004 else "its group"
+    return (f"{path} holds registry credentials and is readable by {who} (mode"
+            f" {mode:04o}). To fix: chmod 600 {path}")
 
 
 def _from_entry(entry: object, where: str) -> Credentials | None:
@@ -122,13 +149,14 @@ def load_credentials(registry: str, env: Mapping[str, str] | None = None,
         if not isinstance(doc, dict):
             continue
         auths = doc.get("auths") or {}
-        for key, entry in auths.items():
-            if _host_of(key) == registry:
+        for key, entry in auths.items() if isinstance(auths, dict) else ():
+            if _host_of(str(key)) == canonical_name(registry):
                 creds = _from_entry(entry, str(path))
                 if creds is not None:
-                    return creds
+                    return replace(creds, warning=exposed(path))
         helpers = doc.get("credHelpers") or {}
-        helper = helpers.get(registry) or doc.get("credsStore")
+        helper = (helpers.get(registry) if isinstance(helpers, dict) else None) \
+            or doc.get("credsStore")
         if helper:
             creds = _helper(str(helper), registry, str(path))
             if creds is not None:
@@ -164,7 +192,8 @@ class RegistryAuth(httpx.Auth):
         self.registry = registry
         self.host = bare_host(registry)
         self.loopback = loopback
-        self._tokens: dict[str, str] = {}
+        # scope -> (token, whether credentials were sent to get it: then it is a secret)
+        self._tokens: dict[str, tuple[str, bool]] = {}
         self._basic = False
         self._lock = threading.Lock()
 
@@ -177,27 +206,32 @@ class RegistryAuth(httpx.Auth):
                 return "/".join(parts[2:parts.index(marker)])
         return ""
 
-    def withheld(self, url: httpx.URL) -> str:
-        """Why the credentials may not go to ``url`` ('' when they may)."""
+    def withheld(self, url: httpx.URL, secret: bool = True) -> str:
+        """Why credentials — or a token — may not go to ``url`` ('' when they may): the one
+        host check for Basic and bearer alike. Nothing goes to another host; a ``secret``
+        (credentials, or a token obtained with them) goes over TLS only, unless the
+        registry is loopback."""
         if url.host.lower() != self.host:
             return f"{url.host} is not on the registry's host {self.host or '?'}"
-        if url.scheme != "https" and not self.loopback:
-            return f"{url} is plain HTTP to a registry that is not loopback"
+        if secret and url.scheme != "https" and not self.loopback:
+            return f"{url.copy_with(query=None)} is plain HTTP to a registry that is not loopback"
         return ""
 
     def _apply(self, request: httpx.Request) -> None:
         with self._lock:
             token = self._tokens.get(self._scope_key(request))
             basic = self._basic
-        if token:
-            request.headers["Authorization"] = f"Bearer {token}"
+        if token and not self.withheld(request.url, secret=token[1]):
+            request.headers["Authorization"] = f"Bearer {token[0]}"
         elif basic and self.credentials and not self.withheld(request.url):
             request.headers["Authorization"] = self.credentials.basic_header()
 
     def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         self._apply(request)
         response = yield request
-        if response.status_code != 401:
+        # A 401 from another host (a Link, a Location, a redirect) is not ours to answer:
+        # its challenge would name a token service and scope of that host's choosing.
+        if response.status_code != 401 or self.withheld(response.request.url, secret=False):
             return
         scheme, params = parse_challenge(response.headers.get("www-authenticate", ""))
         if scheme == "basic":
@@ -216,20 +250,34 @@ class RegistryAuth(httpx.Auth):
             return
         if scheme != "bearer" or "realm" not in params:
             return
+        token, secret = yield from self._token(request, params)
+        with self._lock:
+            self._tokens[self._scope_key(request)] = (token, secret)
+        if not self.withheld(request.url, secret=secret):
+            request.headers["Authorization"] = f"Bearer {token}"
+        yield request
+
+    def _token(self, request: httpx.Request, params: dict[str, str],
+               ) -> Generator[httpx.Request, httpx.Response, tuple[str, bool]]:
+        """Ask the challenge's token service for a token: with the credentials when both it
+        and the request they are for pass :meth:`withheld`, else anonymously. Returns the
+        token and whether credentials were sent for it."""
         query = {k: v for k, v in params.items() if k in ("service", "scope")}
         try:
-            token_request = httpx.Request("GET", params["realm"], params=query)
+            token_request = httpx.Request("GET", params["realm"], params=query,
+                                          extensions={limits.BOUND: limits.TOKEN})
         except (httpx.InvalidURL, ValueError, TypeError):
             raise RegistryError(f"{self.registry} named a token service that is not a URL"
                                 f" ({params['realm'][:100]!r}); check the registry's auth"
                                 " configuration", 401) from None
         why = ""
         if self.credentials is not None:
-            why = self.withheld(token_request.url)
+            why = self.withheld(token_request.url) or self.withheld(request.url)
             if not why:
                 token_request.headers["Authorization"] = self.credentials.basic_header()
+        service = token_request.url.copy_with(query=None)
         token_response = yield token_request
-        token_response.read()
+        token_response.read()  # bounded (MAX_TOKEN_BYTES) by the client's answer hook
         if token_response.status_code != 200:
             hint = (f"aiplat did not send your credentials there ({why}): they go only to the"
                     " registry's own host, over TLS unless it is loopback. To fix: use a"
@@ -237,14 +285,23 @@ class RegistryAuth(httpx.Auth):
                     if why else "check the credentials in your auth file (podman login /"
                     " docker login)")
             raise RegistryError(
-                f"the token service {token_request.url.copy_with(query=None)} answered"
-                f" {token_response.status_code}; {hint}", token_response.status_code)
-        try:
-            body = token_response.json()
-            token = str(body.get("token") or body["access_token"])
-        except (ValueError, KeyError):
-            raise RegistryError(f"the token service {params['realm']} sent no token") from None
-        with self._lock:
-            self._tokens[self._scope_key(request)] = token
-        request.headers["Authorization"] = f"Bearer {token}"
-        yield request
+                f"the token service {service} answered {token_response.status_code}; {hint}",
+                token_response.status_code)
+        return _token_of(token_response, str(service)), "Authorization" in token_request.headers
+
+
+_TOKEN_RE = re.compile(r"[\x21-\x7e]{1,16384}")  # visible ASCII, fits an HTTP header
+
+
+def _token_of(response: httpx.Response, service: str) -> str:
+    """The token of a token service's answer, or a RegistryError naming the service."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None
+    if not isinstance(token, str) or not _TOKEN_RE.fullmatch(token):
+        raise RegistryError(f"the token service {service} sent no usable token (a JSON object"
+                            " with a 'token' of visible ASCII characters, at most 16 KiB);"
+                            " check the registry's auth configuration")
+    return token

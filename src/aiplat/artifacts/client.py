@@ -21,19 +21,28 @@ else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import httpx
 
+from aiplat.artifacts import limits
 from aiplat.artifacts.auth import Credentials, RegistryAuth, bare_host
-from aiplat.artifacts.errors import RegistryError
+from aiplat.artifacts.errors import ArtifactInputError, DigestMismatchError, RegistryError
+from aiplat.artifacts.limits import BOUND, Bound
 from aiplat.artifacts.modelpack import MANIFEST_ACCEPT, OCI_INDEX, OCI_MANIFEST
-from aiplat.artifacts.reference import check_digest, sha256_digest
+from aiplat.artifacts.reference import (
+    check_digest,
+    matches,
+    parse_registry,
+    sha256_digest,
+)
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 DEFAULT_CHUNK = 64 * 1024 * 1024
@@ -60,6 +69,70 @@ def read_larger_chunks() -> None:
 
 class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
+
+
+INFLATE_STEP = 64 * 1024
+"""Decoded bytes produced per step of a gzip/deflate answer: what one step may allocate."""
+
+_WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 15}
+
+
+def _inflater(encoding: str, fail: Callable[[str], RegistryError],
+              ) -> Callable[[bytes], Iterator[bytes]] | None:
+    """A step-wise decoder for ``Content-Encoding: encoding`` (None for identity): each step
+    yields at most INFLATE_STEP bytes, so a bomb is counted before it is decompressed."""
+    if encoding in ("", "identity"):
+        return None
+    if encoding not in _WBITS:
+        raise fail(f"it came with Content-Encoding {encoding[:40]!r}; aiplat asks for none and"
+                   " decodes only one layer of gzip or deflate")
+    d = zlib.decompressobj(_WBITS[encoding])
+
+    def inflate(data: bytes) -> Iterator[bytes]:
+        try:
+            while True:
+                piece = d.decompress(data, INFLATE_STEP)
+                if piece:
+                    yield piece
+                # Output may still be pending inside zlib when a step filled up.
+                if not d.unconsumed_tail and len(piece) < INFLATE_STEP:
+                    return
+                data = d.unconsumed_tail
+        except zlib.error as e:
+            raise fail(f"its {encoding} encoding is corrupt ({e})") from None
+
+    return inflate
+
+
+class _BoundedStream(httpx.SyncByteStream):
+    """An answer's body as aiplat reads it: decoded here step by step, counted while it
+    streams, cut at ``limit`` (``cut``: error documents) or refused past it, and — when
+    ``seconds`` is set — refused when it has not arrived whole by then (a trickle)."""
+
+    def __init__(self, inner: Any, inflate: Callable[[bytes], Iterator[bytes]] | None, *,
+                 limit: int | None, cut: bool, seconds: float | None,
+                 fail: Callable[[str], RegistryError], too_large: str) -> None:
+        self.inner, self.inflate, self.limit, self.cut = inner, inflate, limit, cut
+        self.seconds, self.fail, self.too_large = seconds, fail, too_large
+
+    def __iter__(self) -> Iterator[bytes]:
+        deadline = time.monotonic() + self.seconds if self.seconds else None
+        total = 0
+        for raw in self.inner:
+            for piece in self.inflate(raw) if self.inflate else (raw,):
+                total += len(piece)
+                if self.limit is not None and total > self.limit:
+                    if not self.cut:
+                        raise self.fail(self.too_large)
+                    yield piece[:len(piece) - (total - self.limit)]
+                    return
+                yield piece
+            if deadline is not None and time.monotonic() > deadline:
+                raise self.fail(f"it had not arrived whole after {self.seconds:.0f} s (it"
+                                " trickles in); aiplat gave up on it")
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 Resolver = Callable[[str], list[str]]
@@ -124,23 +197,35 @@ class RegistryClient:
         sleep: Callable[[float], None] = time.sleep,
         resolve: Resolver = resolve_host,
     ) -> None:
-        self.registry = registry
+        self.registry = parse_registry(registry)
         self.loopback = is_loopback(registry, resolve)
         plain = self.loopback if plain_http is None else plain_http
         self.base = f"{'http' if plain else 'https'}://{registry}"
         self.retry = retry or RetryPolicy()
         self.sleep = sleep
+        self.timeout = timeout
+        # Said once, where the caller can show it: credentials others can read.
+        self.warnings = [credentials.warning] if credentials and credentials.warning else []
         read_larger_chunks()
-        self.http = httpx.Client(
-            base_url=self.base,
-            auth=RegistryAuth(credentials, registry, self.loopback),
-            transport=transport,
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=max_connections,
-                                max_keepalive_connections=max_connections),
-            follow_redirects=True,
-            headers={"User-Agent": "aiplat"},
-        )
+        try:
+            self.http = httpx.Client(
+                base_url=self.base,
+                auth=RegistryAuth(credentials, registry, self.loopback),
+                transport=transport,
+                timeout=httpx.Timeout(timeout, connect=10.0),
+                limits=httpx.Limits(max_connections=max_connections,
+                                    max_keepalive_connections=max_connections),
+                follow_redirects=True,
+                # No compression asked for: blobs are hashed as they arrive, and an answer
+                # compressed anyway is decoded under its bound (_bound_answer).
+                headers={"User-Agent": "aiplat", "Accept-Encoding": "identity"},
+                event_hooks={"response": [self._bound_answer]},
+            )
+            self.http.build_request("GET", "/v2/")
+        except (httpx.InvalidURL, UnicodeError, ValueError) as e:
+            raise ArtifactInputError(f"{registry!r} is not a registry host httpx can use"
+                                     f" ({e}); write HOST[:PORT] in ASCII (an IDN as its"
+                                     " xn-- form)") from None
 
     def close(self) -> None:
         self.http.close()
@@ -150,6 +235,31 @@ class RegistryClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    # ------------------------------------------------------------------ bounded answers
+
+    def _bound_answer(self, response: httpx.Response) -> None:
+        """Put every answer's body (redirects, 401s and token answers included: httpx calls
+        this hook for each) behind its bound before anything reads it."""
+        request = response.request
+        bound: Bound = request.extensions.get(BOUND) or limits.METADATA
+        where = f"{request.method} {request.url.copy_with(query=None)}"
+
+        def fail(problem: str) -> RegistryError:
+            return RegistryError(
+                f"{where}: the {bound.what} from registry {self.registry}: {problem}. To fix:"
+                f" check that {self.base} is the registry you meant and that nothing between"
+                " (a proxy) rewrites its answers")
+
+        ok = 200 <= response.status_code < 300
+        encoding = response.headers.get("content-encoding", "").strip().lower()
+        inflate = _inflater(encoding, fail)
+        response.headers.pop("content-encoding", None)  # decoded here, not again by httpx
+        limit = bound.limit if ok else limits.MAX_ERROR_BYTES
+        response.stream = _BoundedStream(
+            response.stream, inflate, limit=limit, cut=not ok,
+            seconds=self.timeout if limit is not None else None, fail=fail,
+            too_large=f"it is larger than {bound.describe()}; aiplat stopped reading there")
 
     # ------------------------------------------------------------------ requests with retries
 
@@ -161,15 +271,17 @@ class RegistryClient:
         )
 
     def request(self, method: str, path: str, *, ok: tuple[int, ...] = (200,),
-                **kwargs: object) -> httpx.Response:
-        """Send with retries; return a response whose status is in ``ok`` (body read)."""
+                bound: Bound = limits.METADATA, **kwargs: object) -> httpx.Response:
+        """Send with retries; return a response whose status is in ``ok``, its body read
+        within ``bound``."""
         what = f"{method} {path.split('?', 1)[0]}"
         last, status = "", None
         for attempt in range(self.retry.attempts):
             if attempt:
                 self.sleep(self.retry.delay(attempt - 1))
             try:
-                r = self.http.request(method, path, **kwargs)  # type: ignore[arg-type]
+                r = self.http.request(method, path, extensions={BOUND: bound},
+                                      **kwargs)  # type: ignore[arg-type]
             except httpx.TransportError as e:
                 last, status = f"{e.__class__.__name__}: {e}", None
                 continue
@@ -187,27 +299,33 @@ class RegistryClient:
         self.request("GET", "/v2/")
 
     def head_manifest(self, repo: str, ident: str) -> str | None:
+        """The sha256 digest the registry claims for ``ident`` (unchecked: the manifest's
+        bytes are checked against it when fetched); None when it has none, or claims
+        something that is not a sha256 digest."""
         r = self.request("HEAD", f"/v2/{repo}/manifests/{ident}", ok=(200, 404),
                          headers={"Accept": MANIFEST_ACCEPT})
         if r.status_code == 404:
             return None
-        return r.headers.get("docker-content-digest") or None
+        claimed = r.headers.get("docker-content-digest") or ""
+        return claimed if _SHA256_RE.fullmatch(claimed) else None
 
     def get_manifest(self, repo: str, ident: str) -> tuple[bytes, str, str]:
-        """(body, digest, media type); the digest is computed and checked, not trusted."""
+        """(body, sha256 digest, media type), at most MAX_MANIFEST_BYTES; the digest is
+        computed, and a pinned (sha256 or sha512) or claimed digest checked against the
+        bytes, never trusted."""
         r = self.request("GET", f"/v2/{repo}/manifests/{ident}", ok=(200, 404),
-                         headers={"Accept": MANIFEST_ACCEPT})
+                         bound=limits.MANIFEST, headers={"Accept": MANIFEST_ACCEPT})
         if r.status_code == 404:
             raise RegistryError(
                 f"{self.registry}/{repo}: no manifest {ident!r}; list the tags with"
                 f" `aiplat model tags {self.registry}/{repo}`", 404)
         body = r.content
         digest = sha256_digest(body)
-        claimed = r.headers.get("docker-content-digest")
-        if ident.startswith("sha256:") and ident != digest:
+        claimed = r.headers.get("docker-content-digest") or ""
+        if _DIGEST_RE.fullmatch(ident) and not matches(body, ident):
             raise RegistryError(f"{self.registry}/{repo}: manifest {ident} came back with "
                                 f"digest {digest}; the registry served other content")
-        if claimed and claimed.startswith("sha256:") and claimed != digest:
+        if _DIGEST_RE.fullmatch(claimed) and not matches(body, claimed):
             raise RegistryError(f"{self.registry}/{repo}:{ident}: Docker-Content-Digest "
                                 f"{claimed} does not match the body ({digest})")
         media = r.headers.get("content-type", OCI_MANIFEST).split(";")[0].strip()
@@ -281,23 +399,23 @@ class RegistryClient:
             self.upload_blob(repo, digest, len(data), io.BytesIO(data))
         return digest
 
-    def get_blob_bytes(self, repo: str, digest: str, limit: int = 16 * 1024 * 1024) -> bytes:
-        """A small blob (config, signature), verified against its digest."""
-        r = self.request("GET", f"/v2/{repo}/blobs/{digest}")
-        if len(r.content) > limit:
-            raise RegistryError(f"blob {digest} is larger than {limit} bytes; not a small blob")
-        if sha256_digest(r.content) != digest:
-            from aiplat.artifacts.errors import DigestMismatchError
-
+    def get_blob_bytes(self, repo: str, digest: str,
+                       bound: Bound = limits.SMALL_BLOB) -> bytes:
+        """A small blob (config, signature payload) read within ``bound`` while it streams,
+        verified against its digest."""
+        r = self.request("GET", f"/v2/{repo}/blobs/{check_digest(digest)}", bound=bound)
+        if not matches(r.content, digest):
             raise DigestMismatchError(f"{self.registry}/{repo}: blob {digest} does not match its "
                                  "digest; the registry's copy is corrupt. To fix: push it again")
         return r.content
 
     @contextmanager
     def stream_blob(self, repo: str, digest: str, offset: int = 0) -> Iterator[httpx.Response]:
-        """One streamed GET (no retries here; the caller resumes). Status 200 or 206."""
+        """One streamed GET (no retries here; the caller resumes). Status 200 or 206. The
+        body is not bounded here: the caller stops at the descriptor's size."""
         headers = {"Range": f"bytes={offset}-"} if offset else {}
-        with self.http.stream("GET", f"/v2/{repo}/blobs/{digest}", headers=headers) as r:
+        with self.http.stream("GET", f"/v2/{repo}/blobs/{digest}", headers=headers,
+                              extensions={BOUND: limits.BLOB}) as r:
             if r.status_code not in (200, 206):
                 r.read()
                 raise RegistryError(
@@ -306,37 +424,103 @@ class RegistryClient:
             yield r
 
     def tags(self, repo: str) -> list[str]:
-        out: list[str] = []
-        path: str | None = f"/v2/{repo}/tags/list?n=1000"
-        while path:
-            r = self.request("GET", path, ok=(200, 404))
-            if r.status_code == 404:
-                raise RegistryError(f"{self.registry}/{repo}: no such repository", 404)
-            out.extend(r.json().get("tags") or [])
-            path = _next_link(r)
-        return sorted(out)
+        names = self._listing(f"/v2/{repo}/tags/list?n=1000", "tags", f"tags of {repo}",
+                              missing=f"{self.registry}/{repo}: no such repository")
+        return sorted(names)
 
     def catalog(self) -> list[str]:
+        return sorted(self._listing("/v2/_catalog?n=1000", "repositories", "catalog"))
+
+    def _listing(self, first: str, key: str, what: str, missing: str = "") -> list[str]:
+        """Every name of a paged listing. Pages are followed through ``Link`` on this
+        registry only (same scheme, host and port: a page elsewhere could be anyone's), at
+        most MAX_PAGES of them and MAX_LISTING_BYTES together; a page named twice is a
+        loop and refused."""
+        origin = self.http.base_url
+        url = origin.join(first)
+        seen: set[str] = set()
         out: list[str] = []
-        path: str | None = "/v2/_catalog?n=1000"
-        while path:
-            r = self.request("GET", path)
-            out.extend(r.json().get("repositories") or [])
-            path = _next_link(r)
-        return sorted(out)
+        total = 0
+        for _ in range(limits.MAX_PAGES):
+            seen.add(str(url))
+            r = self.request("GET", str(url), ok=(200, 404) if missing else (200,))
+            if r.status_code == 404:
+                raise RegistryError(missing, 404)
+            total += len(r.content)
+            if total > limits.MAX_LISTING_BYTES:
+                raise self._listing_error(what, f"its pages hold more than"
+                                          f" {limits.MAX_LISTING_BYTES // limits.MiB} MiB"
+                                          " (MAX_LISTING_BYTES)")
+            out += _names(_json_object(r, f"{self.registry}: the {what}"), key,
+                          f"{self.registry}: the {what}")
+            link = _next_link(r)
+            if link is None:
+                return out
+            try:
+                url = r.url.join(link)
+            except httpx.InvalidURL:
+                raise self._listing_error(what, f"its Link {link[:100]!r} is not a URL") \
+                    from None
+            if (url.scheme, url.host, url.port) != (origin.scheme, origin.host, origin.port):
+                raise self._listing_error(
+                    what, f"its Link points at {url.scheme}://{url.netloc.decode()[:100]},"
+                    " not the registry; aiplat follows pages on the registry itself only")
+            if str(url) in seen:
+                raise self._listing_error(what, "its Link points back at a page already read"
+                                          " (a loop)")
+        raise self._listing_error(what, f"it has more than {limits.MAX_PAGES} pages"
+                                  " (MAX_PAGES)")
+
+    def _listing_error(self, what: str, problem: str) -> RegistryError:
+        return RegistryError(f"{self.registry}: the {what} stops here: {problem}. To fix:"
+                             f" check that {self.base} is the registry you meant")
 
     def referrers(self, repo: str, digest: str, artifact_type: str | tuple[str, ...],
                   ) -> list[dict[str, object]] | None:
-        """Referrers of ``digest`` of ``artifact_type`` (one, or any of several); ``None``
-        when the registry does not serve the referrers API."""
+        """Referrers of ``digest`` of ``artifact_type`` (one, or any of several), each digest
+        once; ``None`` when the registry does not serve the referrers API."""
         types = (artifact_type,) if isinstance(artifact_type, str) else artifact_type
         params = {"artifactType": types[0]} if len(types) == 1 else None
         r = self.request("GET", f"/v2/{repo}/referrers/{digest}", ok=(200, 404),
                          params=params)
         if r.status_code == 404 or OCI_INDEX not in r.headers.get("content-type", ""):
             return None
-        manifests = r.json().get("manifests") or []
-        return [m for m in manifests if m.get("artifactType") in types]
+        where = f"{self.registry}/{repo}: the referrers of {digest[:19]}"
+        manifests = _json_object(r, where).get("manifests") or []
+        if not isinstance(manifests, list):
+            raise RegistryError(f"{where}: 'manifests' is not a list; the registry's answer"
+                                " is not an OCI image index")
+        out: dict[str, dict[str, object]] = {}
+        for m in manifests:
+            d = m.get("digest") if isinstance(m, dict) else None
+            if isinstance(d, str) and _DIGEST_RE.fullmatch(d) and d not in out \
+                    and m.get("artifactType") in types:
+                out[d] = m  # one listed 300 times is one referrer
+        return list(out.values())
+
+
+_SHA256_RE = re.compile(r"sha256:[a-f0-9]{64}")
+_DIGEST_RE = re.compile(r"sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}")
+
+
+def _json_object(r: httpx.Response, where: str) -> dict[str, Any]:
+    """The JSON object an answer holds, or a RegistryError naming ``where``."""
+    try:
+        doc = r.json()
+    except ValueError:
+        doc = None
+    if not isinstance(doc, dict):
+        raise RegistryError(f"{where} is not a JSON object; check that the registry speaks"
+                            " the OCI distribution API")
+    return doc
+
+
+def _names(doc: dict[str, Any], key: str, where: str) -> list[str]:
+    names = doc.get(key) or []
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise RegistryError(f"{where}: {key!r} is not a list of names; check that the"
+                            " registry speaks the OCI distribution API")
+    return names
 
 
 def _with_digest(location: str, digest: str) -> str:

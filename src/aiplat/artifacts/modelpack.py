@@ -20,7 +20,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiplat.artifacts.errors import ArtifactError, ManifestError
+from aiplat.artifacts.errors import ArtifactError, ArtifactInputError, ManifestError
 from aiplat.artifacts.reference import check_digest
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -76,11 +76,14 @@ class Descriptor:
             media, digest, size = d["mediaType"], d["digest"], d["size"]
         except KeyError as e:
             raise ArtifactError(f"{where}: descriptor lacks {e.args[0]!r}") from None
-        if not isinstance(size, int) or size < 0:
-            raise ArtifactError(f"{where}: descriptor size {size!r} is not a byte count")
-        check_digest(str(digest))
-        ann = d.get("annotations") or {}
-        return cls(str(media), str(digest), size, {str(k): str(v) for k, v in ann.items()})
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ArtifactError(f"{where}: descriptor size {str(size)[:40]!r} is not a byte"
+                                " count")
+        try:
+            check_digest(str(digest))
+        except ArtifactInputError as e:  # the registry's content, not the user's input: exit 1
+            raise ManifestError(f"{where}: {e}; refusing the manifest") from None
+        return cls(str(media), str(digest), size, _strings(d.get("annotations"), where))
 
 
 @dataclass(frozen=True)
@@ -117,8 +120,8 @@ class Manifest:
     def from_bytes(cls, data: bytes, where: str = "manifest") -> Manifest:
         try:
             d = json.loads(data)
-        except ValueError as e:
-            raise ArtifactError(f"{where}: not JSON ({e})") from None
+        except (ValueError, RecursionError) as e:  # nesting a few thousand deep: Recursion
+            raise ArtifactError(f"{where}: not JSON ({str(e)[:200]})") from None
         if not isinstance(d, dict) or d.get("schemaVersion") != 2:
             raise ArtifactError(f"{where}: not an OCI image manifest (schemaVersion 2)")
         media = d.get("mediaType", OCI_MANIFEST)
@@ -126,19 +129,30 @@ class Manifest:
             raise ArtifactError(f"{where}: is an image index, not a model manifest")
         if "config" not in d:
             raise ArtifactError(f"{where}: has no config descriptor")
+        raw_layers = d.get("layers") or []
+        if not isinstance(raw_layers, list):
+            raise ArtifactError(f"{where}: 'layers' is not a list")
         layers = tuple(
-            Descriptor.from_json(x, f"{where}: layers[{i}]")
-            for i, x in enumerate(d.get("layers") or [])
+            Descriptor.from_json(x, f"{where}: layers[{i}]") for i, x in enumerate(raw_layers)
         )
         subject = d.get("subject")
         return cls(
             config=Descriptor.from_json(d["config"], f"{where}: config"),
             layers=layers,
-            artifact_type=d.get("artifactType"),
+            artifact_type=str(d["artifactType"]) if d.get("artifactType") else None,
             subject=Descriptor.from_json(subject, f"{where}: subject") if subject else None,
-            annotations={str(k): str(v) for k, v in (d.get("annotations") or {}).items()},
+            annotations=_strings(d.get("annotations"), where),
             media_type=str(media),
         )
+
+
+def _strings(annotations: Any, where: str) -> dict[str, str]:
+    """Annotations as strings; anything but a JSON object there is refused."""
+    if not annotations:
+        return {}
+    if not isinstance(annotations, dict):
+        raise ArtifactError(f"{where}: 'annotations' is not an object")
+    return {str(k): str(v) for k, v in annotations.items()}
 
 
 @dataclass(frozen=True)
@@ -218,8 +232,17 @@ def layout(manifest: Manifest, where: str) -> list[tuple[Descriptor, str]]:
     Every path must be safe (:func:`safe_relpath`), no two layers may write the same path,
     and no path may be the parent directory of another (``a`` and ``a/b``): a manifest that
     cannot be laid out is refused whole. Tar layers are checked member by member when they
-    are unpacked; unnamed layers have no place in the directory and are skipped.
+    are unpacked; unnamed layers have no place in the directory and are skipped. Blobs are
+    sha256 (the OCI default, and the only digest the cache stores): a sha512 blob is
+    refused here, before any byte moves, rather than by the cache half-way.
     """
+    for slot, d in (("config", manifest.config),
+                    *((f"layers[{i}]", x) for i, x in enumerate(manifest.layers))):
+        if not d.digest.startswith("sha256:"):
+            raise ManifestError(f"{where} {slot}: blob {d.digest[:19]}... is not a sha256"
+                                " digest; aiplat's cache stores sha256 blobs only, refusing"
+                                " the model. To fix: push it with sha256 digests (the OCI"
+                                " default)")
     out: list[tuple[Descriptor, str]] = []
     owner: dict[str, int] = {}
     for i, layer in enumerate(manifest.layers):

@@ -14,7 +14,9 @@ private model stores and never guesses Docker Hub.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import ipaddress
 import re
 from dataclasses import dataclass, replace
 
@@ -25,10 +27,15 @@ _COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
 _REPO_RE = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _DIGEST_RE = re.compile(r"^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$")
-# A registry host is "localhost" or has a dot or a port (as Docker decides), or is [IPv6].
+# A registry host is "localhost" or has a dot or a port (as Docker decides), or is [IPv6];
+# DNS labels are ASCII letters, digits and inner hyphens (Docker's domain grammar), so
+# nothing reaches the HTTP client that it cannot make a URL of.
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_RE = re.compile(
-    r"^(?:localhost|[\w-]+(?:\.[\w-]+)+|[\w-]+(?=:)|\[[0-9a-fA-F:]+\])(?::\d{1,5})?$"
+    rf"^(?:(?P<name>localhost|{_LABEL}(?:\.{_LABEL})+|{_LABEL}(?=:))|\[(?P<v6>[0-9a-fA-F:.]+)\])"
+    r"(?::(?P<port>\d{1,5}))?$"
 )
+_DEFAULT_PORTS = (":443", ":80")
 
 
 def check_digest(digest: str) -> str:
@@ -42,6 +49,57 @@ def check_digest(digest: str) -> str:
 
 def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def digest_of(data: bytes, algorithm: str = "sha256") -> str:
+    """``data``'s digest with ``algorithm`` (sha256 or sha512: what a digest may name)."""
+    if algorithm not in ("sha256", "sha512"):
+        raise ArtifactInputError(f"{algorithm!r} is not a digest algorithm aiplat checks;"
+                                 " use sha256 (or sha512)")
+    return f"{algorithm}:" + hashlib.new(algorithm, data).hexdigest()
+
+
+def matches(data: bytes, digest: str) -> bool:
+    """Whether ``data`` hashes to ``digest`` under the digest's own algorithm."""
+    return digest_of(data, check_digest(digest).split(":", 1)[0]) == digest
+
+
+def parse_registry(text: str) -> str:
+    """``HOST[:PORT]`` if it names a registry (a DNS name with a dot, ``localhost``, a name
+    with a port, an IP literal, ``[IPv6]``; a port 1-65535), else ArtifactInputError."""
+    fix = ("write HOST[:PORT], e.g. 127.0.0.1:5000 or registry.example.com (a DNS name,"
+           " an IP address or [IPv6], and a port from 1 to 65535)")
+    m = _HOST_RE.match(text)
+    if m is None or len(m.group("name") or "") > 253:
+        raise ArtifactInputError(f"{text!r} is not a registry host; {fix}")
+    if m.group("v6") is not None:
+        try:
+            ipaddress.IPv6Address(m.group("v6"))
+        except ValueError:
+            raise ArtifactInputError(f"{text!r}: {m.group('v6')!r} is not an IPv6 address;"
+                                     f" {fix}") from None
+    port = m.group("port")
+    if port is not None and not 0 < int(port) < 65536:
+        raise ArtifactInputError(f"{text!r}: port {port} is out of range; {fix}")
+    return text
+
+
+def canonical_name(name: str) -> str:
+    """``HOST[:PORT]/REPO`` as a trust policy compares it: the host lower-case and a default
+    port (443, 80) dropped, so ``LOCALHOST:5000/m`` is ``localhost:5000/m`` and
+    ``reg.example:443/m`` is ``reg.example/m``. Works on patterns too (``*`` and ``?``
+    stay; an IPv6 literal is written in its compressed form)."""
+    host, sep, rest = name.partition("/")
+    host = host.lower()
+    for port in _DEFAULT_PORTS:
+        if host.endswith(port):
+            host = host[: -len(port)]
+            break
+    if host.startswith("[") and "]" in host:
+        literal, _, port = host[1:].partition("]")
+        with contextlib.suppress(ValueError):  # a pattern with wildcards: kept as written
+            host = f"[{ipaddress.IPv6Address(literal).compressed}]{port}"
+    return f"{host}{sep}{rest}"
 
 
 def signature_tag(digest: str) -> str:
@@ -92,8 +150,10 @@ def parse_reference(text: str) -> Reference:
     if "/" not in raw:
         raise ArtifactInputError(f"reference {text!r} has no registry host; {fix}")
     host, rest = raw.split("/", 1)
-    if not _HOST_RE.match(host):
-        raise ArtifactInputError(f"reference {text!r}: {host!r} is not a registry host; {fix}")
+    try:
+        parse_registry(host)
+    except ArtifactInputError as e:
+        raise ArtifactInputError(f"reference {text!r}: {e}") from None
     tag = None
     if ":" in rest:
         rest, tag = rest.rsplit(":", 1)

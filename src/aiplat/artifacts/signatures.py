@@ -9,21 +9,28 @@ team, security team) can sign the same model.
 
 Collecting reads both places, because ``cosign sign`` writes the tag even on a registry
 that serves referrers: the referrers of the digest (cosign's signature artifact type, and
-the artifact type of aiplat's format before cosign's) and the tag.
+the artifact type of aiplat's format before cosign's) and the tag. What a registry lists is
+bounded: referrers and signature layers are de-duplicated, more than ``MAX_SIGNATURES`` of
+either is refused (cosign's limit), and each payload is read within
+``MAX_SIGNATURE_PAYLOAD_BYTES`` while it streams (:mod:`aiplat.artifacts.limits`).
+
+Signing a tag signs the bytes: the manifest is fetched, hashed, and that digest is signed
+(and returned to print), never a digest the registry merely reports.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from dataclasses import dataclass
 
-from aiplat.artifacts import cosign
+from aiplat.artifacts import cosign, limits
 from aiplat.artifacts.client import RegistryClient
 from aiplat.artifacts.cosign import PrivateKey
 from aiplat.artifacts.errors import ArtifactError, RegistryError, SignatureError
 from aiplat.artifacts.modelpack import Descriptor, Manifest
 from aiplat.artifacts.push import push_blob_bytes
-from aiplat.artifacts.reference import Reference, signature_tag
+from aiplat.artifacts.reference import Reference, sha256_digest, signature_tag
 from aiplat.artifacts.signing import (
     SIGNATURE_TYPE,
     Policy,
@@ -33,8 +40,17 @@ from aiplat.artifacts.signing import (
     sign,
 )
 
-PAYLOAD_LIMIT = 1024 * 1024
+PAYLOAD_LIMIT = limits.MAX_SIGNATURE_PAYLOAD_BYTES
 REFERRER_TYPES = (cosign.REFERRER_TYPE, SIGNATURE_TYPE)
+
+
+def _too_many(client: RegistryClient, repo: str, digest: str, n: int, what: str,
+              ) -> SignatureError:
+    return SignatureError(
+        f"{client.registry}/{repo}@{digest}: the registry lists {n} {what}, more than"
+        f" {limits.MAX_SIGNATURES} (MAX_SIGNATURES, cosign's limit); aiplat checks none of"
+        " them. To fix: delete the stale signature manifests of this model in the registry"
+        " and sign it again")
 
 
 def _tag_manifest(client: RegistryClient, repo: str, digest: str) -> Manifest | None:
@@ -62,47 +78,98 @@ def _referrer_manifests(client: RegistryClient, repo: str,
     return out
 
 
-def _signatures_in(client: RegistryClient, repo: str, manifest: Manifest,
-                   where: str) -> list[Signature]:
+def _signature_layers(manifest: Manifest) -> list[Descriptor]:
+    """The layers of a signature manifest that carry a signature aiplat can check."""
+    return [x for x in manifest.layers
+            if x.media_type in (cosign.SIMPLESIGNING, SIGNATURE_TYPE)]
+
+
+_Layer = tuple[Descriptor, str]  # a signature layer and where it was found
+
+
+def _key(x: Descriptor) -> tuple[str, str, int, tuple[tuple[str, str], ...]]:
+    return x.media_type, x.digest, x.size, tuple(sorted(x.annotations.items()))
+
+
+def _signatures_in(client: RegistryClient, repo: str, layers: list[_Layer],
+                   ) -> list[Signature]:
+    """The signatures the ``layers`` carry, each payload read once, within
+    MAX_SIGNATURE_PAYLOAD_BYTES while it streams."""
+    payloads: dict[str, bytes] = {}
     out = []
-    for layer in manifest.layers:
+    for layer, where in layers:
+        raw: bytes | None = None
         if layer.media_type == cosign.SIMPLESIGNING:
             b64 = layer.annotations.get(cosign.SIGNATURE_ANNOTATION, "")
             try:
                 raw = base64.b64decode(b64, validate=True)
             except (binascii.Error, ValueError):
                 continue
-            if not raw or layer.size > PAYLOAD_LIMIT:
+            if not raw:
                 continue
-            out.append(Signature(client.get_blob_bytes(repo, layer.digest, PAYLOAD_LIMIT), raw,
-                                 where))
-        elif layer.media_type == SIGNATURE_TYPE and layer.size <= PAYLOAD_LIMIT:
-            out.append(Signature(client.get_blob_bytes(repo, layer.digest, PAYLOAD_LIMIT), None,
-                                 where))
+        if layer.size > PAYLOAD_LIMIT:
+            continue  # says so itself: not a payload aiplat reads
+        if layer.digest not in payloads:
+            payloads[layer.digest] = client.get_blob_bytes(repo, layer.digest,
+                                                           limits.SIGNATURE_PAYLOAD)
+        out.append(Signature(payloads[layer.digest], raw, where))
     return out
 
 
+def _collect(client: RegistryClient, repo: str, digest: str,
+             manifests: list[tuple[str, Manifest]]) -> list[_Layer]:
+    """Every signature layer of ``manifests`` once (a layer listed twice is one), at most
+    MAX_SIGNATURES."""
+    layers: dict[tuple[str, str, int, tuple[tuple[str, str], ...]], _Layer] = {}
+    for where, m in manifests:
+        for x in _signature_layers(m):
+            layers.setdefault(_key(x), (x, where))
+    if len(layers) > limits.MAX_SIGNATURES:
+        raise _too_many(client, repo, digest, len(layers), "signature layers")
+    return list(layers.values())
+
+
+def _signature_manifests(client: RegistryClient, repo: str, digest: str,
+                         refs: list[dict[str, object]]) -> list[tuple[str, Manifest]]:
+    if len(refs) > limits.MAX_SIGNATURES:
+        raise _too_many(client, repo, digest, len(refs), "signature manifests (referrers)")
+    return [(f"referrer {d[:19]}", m) for d, m in _referrer_manifests(client, repo, refs)]
+
+
 def find_signatures(client: RegistryClient, repo: str, digest: str) -> list[Signature]:
-    """Every signature of ``repo@digest``: its referrers (when served) and its ``.sig`` tag."""
-    found: list[Signature] = []
-    refs = client.referrers(repo, digest, REFERRER_TYPES)
-    for d, m in _referrer_manifests(client, repo, refs or []):
-        found += _signatures_in(client, repo, m, f"referrer {d[:19]}")
+    """Every signature of ``repo@digest``: its referrers (when served) and its ``.sig`` tag;
+    each referrer, layer and payload once, at most MAX_SIGNATURES."""
+    refs = client.referrers(repo, digest, REFERRER_TYPES) or []
+    manifests = _signature_manifests(client, repo, digest, refs)
     tagged = _tag_manifest(client, repo, digest)
     if tagged is not None:
-        found += _signatures_in(client, repo, tagged, f"tag {signature_tag(digest)}")
+        manifests.append((f"tag {signature_tag(digest)}", tagged))
+    found = _signatures_in(client, repo, _collect(client, repo, digest, manifests))
     unique = {(s.payload, s.signature): s for s in found}
     return list(unique.values())
 
 
-def attach_signature(client: RegistryClient, ref: Reference, key: PrivateKey) -> str:
-    """Sign ``ref`` (resolved to its digest) in cosign's format and push the signature
-    manifest; returns its digest."""
+@dataclass(frozen=True)
+class Signed:
+    """What :func:`sign_reference` signed (the manifest digest it hashed itself) and the
+    digest of the signature manifest it pushed."""
+
+    digest: str
+    signature: str
+
+
+def signed_manifest(client: RegistryClient, ref: Reference) -> tuple[bytes, str, str]:
+    """The manifest ``ref`` names, fetched whole: (bytes, their sha256 digest, media type).
+    A tag is resolved by its bytes, not by the digest a HEAD reports; a pinned digest (sha256
+    or sha512) is checked against the bytes by the client."""
+    return client.get_manifest(ref.repository, ref.identifier)
+
+
+def sign_reference(client: RegistryClient, ref: Reference, key: PrivateKey) -> Signed:
+    """Sign ``ref``'s manifest in cosign's format: fetch it, hash its bytes, sign that
+    digest, push the signature manifest; return both digests."""
     repo = ref.repository
-    digest = ref.digest or client.head_manifest(repo, ref.identifier)
-    if digest is None:
-        raise RegistryError(f"{ref}: no such manifest to sign", 404)
-    body, _, media = client.get_manifest(repo, digest)
+    body, digest, media = signed_manifest(client, ref)
     sig = sign(key, f"{client.registry}/{repo}", digest)
     payload_digest = push_blob_bytes(client, repo, sig.payload)
     layer = Descriptor(cosign.SIMPLESIGNING, payload_digest, len(sig.payload),
@@ -111,20 +178,19 @@ def attach_signature(client: RegistryClient, ref: Reference, key: PrivateKey) ->
     refs = client.referrers(repo, digest, cosign.REFERRER_TYPE)
     referrers = refs is not None
     if referrers:
-        previous = [m for _, m in _referrer_manifests(client, repo, refs or [])]
+        previous = _signature_manifests(client, repo, digest, refs or [])
     else:
         tagged = _tag_manifest(client, repo, digest)
-        previous = [tagged] if tagged is not None else []
+        previous = [("", tagged)] if tagged is not None else []
     mine = {key_id(key.public_key()): key.public_key()}
     layers: list[Descriptor] = []
-    for m in previous:
-        for x in m.layers:
-            if x.media_type != cosign.SIMPLESIGNING or x in layers:
-                continue
-            old = _signatures_in(client, repo, Manifest(m.config, (x,)), "")
-            if old and check_signature(old[0], repo, digest, mine).valid:
-                continue  # this key signs again: its new signature replaces the old one
-            layers.append(x)
+    for x, where in _collect(client, repo, digest, previous):
+        if x.media_type != cosign.SIMPLESIGNING:
+            continue
+        old = _signatures_in(client, repo, [(x, where)])
+        if old and check_signature(old[0], repo, digest, mine).valid:
+            continue  # this key signs again: its new signature replaces the old one
+        layers.append(x)
     layers.append(layer)
     config = cosign.image_config([x.digest for x in layers])
     config_digest = push_blob_bytes(client, repo, config)
@@ -133,12 +199,15 @@ def attach_signature(client: RegistryClient, ref: Reference, key: PrivateKey) ->
                             layers=tuple(layers), artifact_type=cosign.REFERRER_TYPE,
                             subject=Descriptor(media, digest, len(body)))
         data = manifest.to_bytes()
-        from aiplat.artifacts.reference import sha256_digest
-
-        return client.put_manifest(repo, sha256_digest(data), data)
+        return Signed(digest, client.put_manifest(repo, sha256_digest(data), data))
     manifest = Manifest(config=Descriptor(cosign.OCI_CONFIG, config_digest, len(config)),
                         layers=tuple(layers))
-    return client.put_manifest(repo, signature_tag(digest), manifest.to_bytes())
+    return Signed(digest, client.put_manifest(repo, signature_tag(digest), manifest.to_bytes()))
+
+
+def attach_signature(client: RegistryClient, ref: Reference, key: PrivateKey) -> str:
+    """:func:`sign_reference`, returning the signature manifest's digest."""
+    return sign_reference(client, ref, key).signature
 
 
 def enforce_policy(client: RegistryClient, ref: Reference, digest: str, policy: Policy) -> str:

@@ -12,7 +12,8 @@ Signatures made by aiplat before it spoke cosign's format (a JSON blob of media 
 :data:`SIGNATURE_TYPE` with an Ed25519 signature) still verify; nothing writes them.
 
 The policy (YAML) names public keys (PEM, e.g. a ``cosign.pub``) and ordered rules; the
-first rule whose repository pattern (fnmatch on ``registry/repository``) matches decides:
+first rule whose repository pattern (fnmatch on ``registry/repository``, the host compared
+canonically: lower-case, default ports 443 and 80 dropped) matches decides:
 ``require: signed`` with the keys it trusts, or ``require: none``. A repository no rule
 matches is refused: a policy file means "deny unless said otherwise". Parsing is strict: a
 key given twice in one mapping (two ``rules:``, which YAML loaders silently resolve to the
@@ -37,6 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiplat.artifacts import cosign
 from aiplat.artifacts.cosign import PrivateKey, PublicKey
 from aiplat.artifacts.errors import ArtifactInputError, SignatureError
+from aiplat.artifacts.reference import canonical_name
 from aiplat.errors import InputError
 
 SIGNATURE_TYPE = "application/vnd.aiplat.signature.v1+json"  # the format before cosign's
@@ -212,14 +214,27 @@ class Policy:
     source: str
 
     def decide(self, name: str) -> Decision:
-        """The rule for ``registry/repository`` (first match wins; no match refuses)."""
+        """The rule for ``registry/repository`` (first match wins; no match refuses). Hosts
+        compare canonically, in the name and the patterns alike: ``LOCALHOST:5000/m`` is
+        ``localhost:5000/m`` and ``reg.example:443/m`` is ``reg.example/m``, so another
+        spelling of a signed repository's host cannot fall through to a later rule."""
+        canon = canonical_name(name)
         for i, rule in enumerate(self.doc.rules):
-            if any(fnmatch.fnmatchcase(name, pat) for pat in rule.repositories):
+            if any(fnmatch.fnmatchcase(canon, _pattern(pat)) for pat in rule.repositories):
                 keys = {key_id(self.public_keys[k]): self.public_keys[k] for k in rule.keys}
                 return Decision(rule.require == "signed", keys, f"{self.source}: rules[{i}]")
         raise SignatureError(
             f"{self.source}: no rule matches {name}; the policy refuses it. To fix: add a rule"
             f" with repositories: ['{name}'] (require: signed and its keys, or require: none)")
+
+
+def _pattern(pattern: str) -> str:
+    """A repository pattern as fnmatch reads it: its host canonical, and the brackets of an
+    IPv6 host (``[::1]:5000/...``) literal rather than a character class."""
+    host, sep, rest = canonical_name(pattern).partition("/")
+    if host.startswith("[") and "]" in host:
+        host = host.replace("[", "\0").replace("]", "[]]").replace("\0", "[[]")
+    return f"{host}{sep}{rest}"
 
 
 def parse_policy(text: str, source: str) -> Policy:

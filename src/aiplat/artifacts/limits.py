@@ -1,0 +1,92 @@
+"""How much aiplat reads from a registry or token service, each bound with its source (pure).
+
+A registry is a peer, not a friend: every answer it sends is read with a bound, counted on
+the decoded bytes while they stream (a 306 KB gzip answer that would decode to 971 MiB
+stops at the bound, without the rest ever being decompressed), and an answer past its
+bound is a :class:`~aiplat.artifacts.errors.RegistryError` that names the registry, the
+thing and the limit. Error documents are cut at their bound instead (the status is what
+matters). Listings are bounded in pages and in bytes, and a ``Link`` that points back at a
+page already read ends the listing with an error rather than a loop. The numbers follow the
+clients that have had to choose them (containerd, oras-go, cosign); where none has, the
+reason is given.
+
+Model weights (blobs) are the one unbounded stream: their descriptor's size bounds them
+(:mod:`aiplat.artifacts.pull` stops past it) and their digest proves them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MiB = 1024 * 1024
+
+MAX_MANIFEST_BYTES = 4 * MiB
+"""A manifest (or an image index). containerd refuses a manifest above ``MaxManifestSize``
+(core/remotes/docker/resolver.go: ``4 * 1048 * 1048``, its "4M"); a ModelPack manifest is a
+few KiB, so 4 MiB is far above any real one."""
+
+MAX_METADATA_BYTES = 4 * MiB
+"""One page of a tags list or catalog, a referrers index, and any other JSON answer: oras-go's
+``defaultMaxMetadataBytes`` (registry/remote, 4 MiB) for the same metadata APIs."""
+
+MAX_LISTING_BYTES = 64 * MiB
+"""All pages of one tags list or catalog together: a million 64-byte names. Each page has
+its own bound; this one keeps a listing of many full pages from filling memory (aiplat's)."""
+
+MAX_PAGES = 1000
+"""Pages of one tags list or catalog (aiplat asks for ``n=1000`` a page: a million names);
+a listing that never ends, or pages of one name each, is refused here (aiplat's)."""
+
+MAX_TOKEN_BYTES = 128 * 1024
+"""A token service's answer: oras-go's ``maxResponseBytes`` (registry/remote/auth): a token
+must fit in an HTTP header (16 KiB) and the answer may carry it twice (``token`` and
+``access_token``), so 128 KiB is ample."""
+
+MAX_ERROR_BYTES = 8 * 1024
+"""An answer with a status outside 2xx (an error document, a redirect's or a 401's body),
+cut here rather than refused: oras-go's ``maxErrorBytes`` (8 KiB; "a typical error
+message is around 200 bytes")."""
+
+MAX_SIGNATURE_PAYLOAD_BYTES = 1 * MiB
+"""A signature's payload blob, checked while it streams: a simple-signing payload is about
+250 bytes. cosign's own bound on any attached blob is 128 MB (``COSIGN_MAX_ATTACHMENT_SIZE``);
+aiplat needs nothing near that (aiplat's)."""
+
+MAX_SIGNATURES = 100
+"""Signature manifests listed for one model, and signature layers read from them, after
+removing duplicates: cosign's ``maxAllowedSigsOrAtts`` (pkg/cosign/fetch.go), which it
+added after a registry listing thousands of signatures took verifiers down."""
+
+MAX_SMALL_BLOB_BYTES = 16 * MiB
+"""A config blob read into memory (``model inspect``): a ModelPack config is a few KiB
+(aiplat's; the bound, not its size, is the point)."""
+
+
+BOUND = "aiplat.bound"
+"""The httpx request extension that carries a request's :class:`Bound` to the client's
+answer hook (httpx copies extensions onto redirects)."""
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What one answer may hold: ``limit`` decoded bytes (``None``: a blob, bounded by its
+    descriptor), named ``what`` in errors, with the constant and its source in ``why``."""
+
+    limit: int | None
+    what: str
+    why: str = ""
+
+    def describe(self) -> str:
+        """``4 MiB (MAX_MANIFEST_BYTES, containerd's limit)``."""
+        size = f"{self.limit // MiB} MiB" if self.limit and self.limit % MiB == 0 \
+            else f"{(self.limit or 0) // 1024} KiB"
+        return f"{size} ({self.why})" if self.why else size
+
+
+MANIFEST = Bound(MAX_MANIFEST_BYTES, "manifest", "MAX_MANIFEST_BYTES, containerd's limit")
+METADATA = Bound(MAX_METADATA_BYTES, "answer", "MAX_METADATA_BYTES, oras-go's limit")
+TOKEN = Bound(MAX_TOKEN_BYTES, "token service's answer", "MAX_TOKEN_BYTES, oras-go's limit")
+SIGNATURE_PAYLOAD = Bound(MAX_SIGNATURE_PAYLOAD_BYTES, "signature payload",
+                          "MAX_SIGNATURE_PAYLOAD_BYTES")
+SMALL_BLOB = Bound(MAX_SMALL_BLOB_BYTES, "config blob", "MAX_SMALL_BLOB_BYTES")
+BLOB = Bound(None, "blob")

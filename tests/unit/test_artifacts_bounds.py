@@ -1,0 +1,332 @@
+"""Everything a registry or token service sends is read with a bound (issue #38).
+
+Hostile peers, on a real loopback socket where the transport matters (headers, trickles,
+gzip) and behind ``httpx.MockTransport`` with streaming bodies elsewhere. Each test failed
+before its fix: a 200 MiB manifest and a 256 MiB gzip bomb were read whole, an error
+document too, a signature payload and a token answer were buffered before any check (or
+never checked), a slow token server was waited for byte by byte, ``Link`` pages were
+followed forever (a self-link looped), a referrer listed 300 times was fetched 300 times
+and 150 of them were all fetched, and answers of the wrong JSON shape ended in tracebacks.
+The huge-header test held before (httpcore caps headers at 100 KiB); it guards that.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import time
+import tracemalloc
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from artifacts_fakes import Endless, FakeRegistry, LoopbackServer, answer
+
+from aiplat.artifacts import cosign
+from aiplat.artifacts.client import RegistryClient, RetryPolicy
+from aiplat.artifacts.errors import ArtifactError, RegistryError, SignatureError
+from aiplat.artifacts.limits import MAX_PAGES, MAX_SIGNATURES, MiB
+from aiplat.artifacts.modelpack import OCI_MANIFEST, Descriptor, Manifest
+from aiplat.artifacts.reference import sha256_digest, signature_tag
+from aiplat.artifacts.signatures import find_signatures
+
+HOST = "reg.test:5000"
+JSON = {"Content-Type": "application/json"}
+
+
+def client(handler: Callable[[httpx.Request], httpx.Response], **kw: Any) -> RegistryClient:
+    return RegistryClient(HOST, transport=httpx.MockTransport(handler),
+                          retry=RetryPolicy(attempts=1, backoff=0), **kw)
+
+
+def loopback(srv: LoopbackServer, timeout: float = 60.0) -> RegistryClient:
+    return RegistryClient(srv.host, retry=RetryPolicy(attempts=1, backoff=0), timeout=timeout)
+
+
+# ---------------------------------------------------------------------------- sizes
+
+
+def test_a_200_mib_manifest_is_refused_at_4_mib_while_it_streams() -> None:
+    sent = [0]
+
+    def respond(_m: str, _p: str, _h: dict[str, str], conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: " + OCI_MANIFEST.encode()
+                     + b"\r\nContent-Length: %d\r\n\r\n" % (200 * MiB))
+        for _ in range(200):
+            conn.sendall(b" " * MiB)
+            sent[0] += MiB
+
+    with LoopbackServer(respond) as srv:
+        with pytest.raises(RegistryError) as info:
+            loopback(srv).get_manifest("m", "v1")
+        msg = str(info.value)
+        assert "manifest" in msg and "4 MiB" in msg and "MAX_MANIFEST_BYTES" in msg
+        assert srv.host in msg and "To fix" in msg
+    assert sent[0] < 64 * MiB  # the client hung up: the rest was never sent
+
+
+@pytest.fixture(scope="module")
+def gzip_bomb() -> bytes:
+    """261 KB of gzip that decodes to 256 MiB of zeros."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zero = bytes(MiB)
+    return b"".join([*(z.compress(zero) for _ in range(256)), z.flush()])
+
+
+def test_a_gzip_bomb_is_refused_at_the_bound_without_being_decompressed(
+        gzip_bomb: bytes) -> None:
+    def respond(_m: str, _p: str, _h: dict[str, str], conn: socket.socket) -> None:
+        answer(conn, "200 OK", {"Content-Type": OCI_MANIFEST, "Content-Encoding": "gzip"},
+               gzip_bomb)
+
+    with LoopbackServer(respond) as srv:
+        c = loopback(srv)
+        tracemalloc.start()
+        try:
+            with pytest.raises(RegistryError, match=r"larger than 4 MiB"):
+                c.get_manifest("m", "v1")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert srv.requests[0][2].get("accept-encoding") == "identity"
+    assert len(gzip_bomb) < 300_000 and peak < 32 * MiB, peak
+
+
+def test_an_error_document_is_cut_not_read_whole() -> None:
+    body = Endless(b"e" * 65536, 100 * MiB)
+    c = client(lambda r: httpx.Response(500, stream=body))
+    with pytest.raises(RegistryError, match="HTTP 500"):
+        c.ping()
+    assert body.sent <= 8 * 1024 + 65536
+
+
+@pytest.mark.parametrize("encoding", ["gzip, gzip", "br", "compress"])
+def test_an_encoding_aiplat_cannot_bound_is_refused(encoding: str) -> None:
+    c = client(lambda r: httpx.Response(200, stream=Endless(b"x" * 1024, 4096),
+                                        headers={"Content-Encoding": encoding}))
+    with pytest.raises(RegistryError, match="Content-Encoding"):
+        c.get_manifest("m", "v1")
+
+
+def test_a_signature_payload_is_refused_at_1_mib_while_it_streams() -> None:
+    fake = FakeRegistry()
+    model = json.dumps({"schemaVersion": 2, "config": {
+        "mediaType": "x", "digest": sha256_digest(b"{}"), "size": 2}}).encode()
+    digest = sha256_digest(model)
+    liar = sha256_digest(b"a small payload")
+    sig = Manifest(Descriptor(cosign.OCI_CONFIG, sha256_digest(b"{}"), 2), (
+        Descriptor(cosign.SIMPLESIGNING, liar, 250,  # says 250 bytes, streams 50 MiB
+                   {cosign.SIGNATURE_ANNOTATION: base64.b64encode(b"sig").decode()}),))
+    fake.manifests["m"] = {"v1": model, digest: model, signature_tag(digest): sig.to_bytes()}
+    payload = Endless(b"p" * 65536, 50 * MiB)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith(f"/blobs/{liar}"):
+            return httpx.Response(200, stream=payload)
+        return fake.handle(request)
+
+    with pytest.raises(RegistryError) as info:
+        find_signatures(client(handler), "m", digest)
+    assert "signature payload" in str(info.value) and "1 MiB" in str(info.value)
+    assert payload.sent <= MiB + 2 * 65536
+
+
+# ---------------------------------------------------------------------------- token services
+
+
+def _bearer_registry(token_answer: Callable[[], httpx.Response],
+                     ) -> Callable[[httpx.Request], httpx.Response]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/token":
+            return token_answer()
+        if request.headers.get("authorization") == "Bearer T0K":
+            return httpx.Response(200, json={"tags": ["v1"]})
+        return httpx.Response(401, headers={
+            "WWW-Authenticate": f'Bearer realm="https://{HOST}/token",service="reg"'})
+    return handler
+
+
+def test_a_token_answer_is_read_within_128_kib() -> None:
+    body = Endless(b"a" * 65536, 64 * MiB, head=b'{"token": "')
+    c = client(_bearer_registry(lambda: httpx.Response(200, stream=body)))
+    with pytest.raises(RegistryError) as info:
+        c.tags("a/m")
+    assert "token service's answer" in str(info.value) and "128 KiB" in str(info.value)
+    assert body.sent <= 128 * 1024 + 2 * 65536
+
+
+@pytest.mark.parametrize("doc", [[1, 2], {"token": 5}, {"token": "a b"}, {"token": ""},
+                                 {"access_token": "x\r\nInjected: 1"}])
+def test_a_token_answer_of_the_wrong_shape_is_a_clean_error(doc: object) -> None:
+    c = client(_bearer_registry(lambda: httpx.Response(200, json=doc)))
+    with pytest.raises(RegistryError, match="sent no usable token"):
+        c.tags("a/m")
+
+
+def test_a_token_service_that_trickles_is_given_up_on() -> None:
+    token = json.dumps({"token": "T" * 200}).encode()
+
+    def respond(_m: str, path: str, headers: dict[str, str], conn: socket.socket) -> None:
+        if path.startswith("/token"):
+            conn.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\n"
+                         b"Content-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(token))
+            for i in range(len(token)):  # a byte every 50 ms: 10 s for the whole answer
+                conn.sendall(token[i:i + 1])
+                time.sleep(0.05)
+        elif headers.get("authorization", "").startswith("Bearer "):
+            answer(conn, "200 OK", JSON, b'{"tags": ["v1"]}')
+        else:
+            answer(conn, "401 Unauthorized", {"WWW-Authenticate": (
+                f'Bearer realm="http://{srv.host}/token",service="reg"')}, b"")
+
+    with LoopbackServer(respond) as srv:
+        t0 = time.monotonic()
+        with pytest.raises(RegistryError, match="trickles"):
+            loopback(srv, timeout=0.5).tags("a/m")
+        assert time.monotonic() - t0 < 5
+
+
+def test_huge_headers_are_a_clean_error() -> None:
+    def respond(_m: str, _p: str, _h: dict[str, str], conn: socket.socket) -> None:
+        conn.sendall(b"HTTP/1.1 200 OK\r\n")
+        for i in range(10_000):  # 10 MB of headers
+            conn.sendall(b"X-Junk-%d: %s\r\n" % (i, b"j" * 1000))
+
+    with LoopbackServer(respond) as srv, pytest.raises(RegistryError, match="after 1 attempt"):
+        loopback(srv).ping()
+
+
+# ---------------------------------------------------------------------------- listings
+
+
+def _pages(next_of: Callable[[httpx.URL], str | None], names: list[str] | None = None,
+           ) -> tuple[list[httpx.Request], RegistryClient]:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if len(seen) > 3 * MAX_PAGES:  # a guard for the code before the fix: it never ended
+            return httpx.Response(500)
+        link = next_of(request.url)
+        headers = {"Link": f'<{link}>; rel="next"'} if link else {}
+        return httpx.Response(200, json={"name": "a/m", "tags": names or ["v1"],
+                                         "repositories": names or ["a/m"]}, headers=headers)
+
+    return seen, client(handler)
+
+
+@pytest.mark.parametrize(("name", "next_of", "words"), [
+    ("self-link", str, "already read"),
+    ("two-page-cycle", lambda url: "/v2/a/m/tags/list?n=1000&last=b"
+     if "last=b" not in str(url) else "/v2/a/m/tags/list?n=1000", "already read"),
+    ("endless", lambda url: f"/v2/a/m/tags/list?n=1&last={url.params.get('last', '0')}0",
+     f"more than {MAX_PAGES} pages"),
+    ("another-host", lambda url: "https://evil.test/v2/a/m/tags/list?last=x", "evil.test"),
+    ("another-scheme", lambda url: f"http://{HOST}/v2/a/m/tags/list?last=x", "http://"),
+    ("another-port", lambda url: "https://reg.test:5001/v2/a/m/tags/list?last=x", "5001"),
+    ("not-a-url", lambda url: "http://[::1/x", "not a URL"),
+])
+def test_tags_pages_stop_at_loops_foreign_links_and_the_page_cap(
+        name: str, next_of: Callable[[httpx.URL], str], words: str) -> None:
+    seen, c = _pages(next_of)
+    with pytest.raises(RegistryError) as info:
+        c.tags("a/m")
+    assert words in str(info.value) and "To fix" in str(info.value), info.value
+    assert len(seen) <= MAX_PAGES
+    assert all(r.url.host == "reg.test" and r.url.port == 5000 and r.url.scheme == "https"
+               for r in seen)  # never a request off the registry
+
+
+def test_catalog_pages_stop_at_a_self_link_too() -> None:
+    _, c = _pages(str)
+    with pytest.raises(RegistryError, match="already read"):
+        c.catalog()
+
+
+def test_pages_within_the_caps_are_all_read() -> None:
+    _, c = _pages(lambda url: None if "last=c" in str(url) else
+                  f"/v2/a/m/tags/list?n=1&last={'c' if 'last=b' in str(url) else 'b'}")
+    assert c.tags("a/m") == ["v1", "v1", "v1"]
+
+
+@pytest.mark.parametrize("doc", [[], {"tags": "v1"}, {"tags": [1, 2]}, "text"])
+def test_a_tags_answer_of_the_wrong_shape_is_a_clean_error(doc: object) -> None:
+    c = client(lambda r: httpx.Response(200, json=doc))
+    with pytest.raises(RegistryError, match="OCI distribution API"):
+        c.tags("a/m")
+
+
+# ---------------------------------------------------------------------------- referrers
+
+
+def _signed_on_a_referrers_registry(listed: list[dict[str, object]] | None = None,
+                                    ) -> tuple[FakeRegistry, str, str]:
+    """A model and one signature manifest (under the tag, and as a referrer)."""
+    fake = FakeRegistry()
+    model = json.dumps({"schemaVersion": 2, "config": {
+        "mediaType": "x", "digest": sha256_digest(b"{}"), "size": 2}}).encode()
+    digest = sha256_digest(model)
+    payload = cosign.payload(f"{HOST}/m", digest)
+    fake.blobs[sha256_digest(payload)] = payload
+    layer = Descriptor(cosign.SIMPLESIGNING, sha256_digest(payload), len(payload),
+                       {cosign.SIGNATURE_ANNOTATION: base64.b64encode(b"s").decode()})
+    sig = Manifest(Descriptor(cosign.OCI_CONFIG, sha256_digest(b"{}"), 2), (layer,) * 300)
+    body = sig.to_bytes()
+    sig_digest = sha256_digest(body)
+    fake.manifests["m"] = {"v1": model, digest: model, sig_digest: body}
+    ref = {"mediaType": OCI_MANIFEST, "digest": sig_digest, "size": len(body),
+           "artifactType": cosign.REFERRER_TYPE}
+    fake.referrers = {digest: listed if listed is not None else [ref] * 300}
+    return fake, digest, sig_digest
+
+
+def test_a_referrer_listed_300_times_is_fetched_once_and_its_payload_once() -> None:
+    fake, digest, sig_digest = _signed_on_a_referrers_registry()
+    sigs = find_signatures(client(fake.handle), "m", digest)
+    assert len(sigs) == 1
+    gets = [p for m, p, _ in fake.log if m == "GET"]
+    assert gets.count(f"/v2/m/manifests/{sig_digest}") == 1
+    assert len(fake.blob_gets(sigs and sha256_digest(sigs[0].payload))) == 1
+
+
+def test_more_referrers_than_cosign_allows_are_refused_before_any_is_fetched() -> None:
+    many = [{"mediaType": OCI_MANIFEST, "digest": sha256_digest(b"%d" % i), "size": 10,
+             "artifactType": cosign.REFERRER_TYPE} for i in range(MAX_SIGNATURES + 50)]
+    fake, digest, _ = _signed_on_a_referrers_registry(many)
+    with pytest.raises(SignatureError) as info:
+        find_signatures(client(fake.handle), "m", digest)
+    assert f"{MAX_SIGNATURES + 50} signature manifests" in str(info.value)
+    assert "MAX_SIGNATURES" in str(info.value) and "To fix" in str(info.value)
+    assert not [p for m, p, _ in fake.log if m == "GET" and "/manifests/sha256:" in p]
+
+
+def test_referrers_of_the_wrong_shape_are_skipped_or_a_clean_error() -> None:
+    fake, digest, _ = _signed_on_a_referrers_registry([1, "x", {"digest": 5}, None])  # type: ignore[list-item]
+    assert find_signatures(client(fake.handle), "m", digest) == []
+    index = {"Content-Type": "application/vnd.oci.image.index.v1+json"}
+    c = client(lambda r: httpx.Response(200, json={"manifests": 7}, headers=index))
+    with pytest.raises(RegistryError, match="not a list"):
+        c.referrers("m", digest, cosign.REFERRER_TYPE)
+
+
+# ---------------------------------------------------------------------------- manifests
+
+
+@pytest.mark.parametrize("doc", [
+    b'{"schemaVersion": 2, "config": {"mediaType": "x", "digest": "sha256:' + b"a" * 64
+    + b'", "size": 1}, "layers": 5}',
+    b'{"schemaVersion": 2, "config": {"mediaType": "x", "digest": "sha256:' + b"a" * 64
+    + b'", "size": 1, "annotations": ["a"]}}',
+    b'{"schemaVersion": 2, "config": {"mediaType": "x", "digest": "md5:1", "size": 1}}',
+    b'{"schemaVersion": 2, "config": {"mediaType": "x", "digest": "sha256:' + b"a" * 64
+    + b'", "size": true}}',
+    b"[" * 100_000 + b"]" * 100_000,
+])
+def test_a_manifest_of_the_wrong_shape_is_an_artifact_error_not_a_traceback(doc: bytes) -> None:
+    with pytest.raises(ArtifactError) as info:
+        Manifest.from_bytes(doc, "reg/m:v1")
+    assert info.value.exit_code == 1 and str(info.value).startswith("reg/m:v1")
