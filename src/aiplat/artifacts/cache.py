@@ -24,8 +24,9 @@ cache's group (``chgrp -R GROUP`` the cache root; its folders are group-readable
 
 Why hard links: a warm pull of a model already on the node copies nothing, and two tags
 that share shards share the bytes. Blobs are read-only so a process writing through a
-snapshot cannot silently corrupt the shared copy; ``verify`` also checks that each snapshot
-file is still the blob's inode.
+snapshot cannot silently corrupt the shared copy; ``verify`` (and every warm pull) also
+checks that each weight file is still the blob's inode, each config-tar file holds the
+tar's bytes, and no other file was added (:meth:`Cache.snapshot_problem`).
 
 LRU works on snapshots (the unit a job uses): the snapshot directory's mtime is touched on
 every pull, eviction removes the least recently used unpinned snapshots and then the blobs
@@ -41,6 +42,7 @@ import hashlib
 import os
 import shutil
 import stat
+import tarfile
 import threading
 import time
 from collections.abc import Iterator
@@ -48,8 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiplat import inputs
-from aiplat.artifacts.errors import ArtifactInputError, StorageError, storage_error
-from aiplat.artifacts.modelpack import Manifest
+from aiplat.artifacts.errors import (
+    ArtifactInputError,
+    ManifestError,
+    StorageError,
+    storage_error,
+)
+from aiplat.artifacts.modelpack import Manifest, layout, safe_relpath
 from aiplat.artifacts.reference import Reference, check_digest
 from aiplat.errors import InputError
 from aiplat.fsutil import atomic_write
@@ -94,6 +101,59 @@ def regular_hash(path: Path) -> str | None:
         return "sha256:" + h.hexdigest()
     finally:
         os.close(fd)
+
+
+def _tar_problem(blob: Path, snap: Path, where: str, expected: set[str]) -> str | None:
+    """Why a member of the config tar ``blob`` is not in ``snap`` with the tar's bytes
+    (None when all are); adds every member's path to ``expected``."""
+    with tarfile.open(blob, mode="r:") as tar:
+        for member in tar:
+            rel = safe_relpath(member.name, where)
+            expected.add(rel)
+            if member.isreg():
+                data = tar.extractfile(member)
+                want = hashlib.sha256()
+                while data is not None and (chunk := data.read(READ_SIZE)):
+                    want.update(chunk)
+                if _regular_sha256(snap / rel, member.size) != want.hexdigest():
+                    return f"{rel} is not the file its config-tar layer holds"
+    return None
+
+
+def _regular_sha256(path: Path, size: int) -> str | None:
+    """The sha256 hex of ``path`` if it is a regular file of ``size`` bytes (opened without
+    following a link or blocking on a FIFO), else None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != size:
+            return None
+        h = hashlib.sha256()
+        while chunk := os.read(fd, READ_SIZE):
+            h.update(chunk)
+        return h.hexdigest()
+    finally:
+        os.close(fd)
+
+
+def _extra_file(snap: Path, expected: set[str]) -> str | None:
+    """The first path in ``snap`` that no layer put there, or a link where a folder of the
+    model should be (None when there is none): a planted tokenizer or Python file changes
+    what a server loads as surely as an edited one."""
+    folders = {"/".join(rel.split("/")[:n]) for rel in expected
+               for n in range(1, rel.count("/") + 1)}
+    for dirpath, dirnames, filenames in os.walk(snap):
+        base = Path(dirpath).relative_to(snap)
+        for name in (*dirnames, *filenames):
+            rel = (base / name).as_posix()
+            if rel not in expected and rel not in folders:
+                return f"{rel} is not part of the model"
+            if name in dirnames and os.path.islink(Path(dirpath) / name):
+                return f"{rel} is a symlink, not the model's folder"
+    return None
 
 
 def link_snapshot(snapshot: Path, link: Path) -> None:
@@ -365,8 +425,37 @@ class Cache:
 
     # ------------------------------------------------------------------ verify, gc, evict
 
+    def snapshot_problem(self, digest: str, manifest: Manifest) -> str | None:
+        """Why the snapshot of ``digest`` is not exactly the model its manifest lays out, or
+        ``None`` when it is: every weight file still the cached blob (same inode and size),
+        every member of a config-tar layer there with the tar's bytes (a same-size edit of
+        a model's Python file is found), and no other file. Reads the config files (small)
+        and stats the weights (large, guarded by their read-only blob)."""
+        snap = self.snapshot_path(digest)
+        expected: set[str] = set()
+        try:
+            for layer, rel in layout(manifest, digest):
+                st = os.lstat(snap / rel)
+                blob = os.stat(self.blob_path(layer.digest))
+                if (st.st_ino, st.st_dev) != (blob.st_ino, blob.st_dev) \
+                        or st.st_size != layer.size:
+                    return f"{rel} is no longer the cached blob {layer.digest}"
+                expected.add(rel)
+            for layer in manifest.layers:
+                if layer.media_type.endswith(".tar"):
+                    why = _tar_problem(self.blob_path(layer.digest), snap, digest, expected)
+                    if why:
+                        return why
+            return _extra_file(snap, expected)
+        except FileNotFoundError as e:
+            return f"{e.filename} is missing"
+        except (OSError, tarfile.TarError, ManifestError) as e:
+            return str(e)[:200]
+
     def verify(self, quarantine: bool = True) -> VerifyResult:
-        """Re-hash every blob; move corrupt ones to quarantine/ and drop their snapshots."""
+        """Re-hash every blob, and check every snapshot file against its blob or its
+        config-tar layer (:meth:`snapshot_problem`); move corrupt blobs to quarantine/ and
+        drop the snapshots that use them or were modified."""
         corrupt, moved, total, blobs = [], [], 0, self.blob_digests()
         for digest in blobs:
             path = self.blob_path(digest)
@@ -376,22 +465,8 @@ class Cache:
         modified = []
         for digest in self.snapshot_digests():
             m = self.load_manifest(digest)
-            if m is None:
+            if m is None or self.snapshot_problem(digest, m) is not None:
                 modified.append(digest)
-                continue
-            snap = self.snapshot_path(digest)
-            for layer in m.layers:
-                fp = layer.filepath
-                blob = self.blob_path(layer.digest)
-                if fp is None or not blob.exists() or layer.media_type.endswith(".tar"):
-                    continue
-                try:
-                    same = os.stat(snap / fp).st_ino == blob.stat().st_ino
-                except FileNotFoundError:
-                    same = False
-                if not same:
-                    modified.append(digest)
-                    break
         removed: list[str] = []
         if quarantine:
             with self._cache_lock(exclusive=True):

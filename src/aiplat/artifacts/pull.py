@@ -2,10 +2,11 @@
 
 1. Resolve the tag to a digest (HEAD; a digest reference needs no request) and enforce the
    trust policy on that digest, before any byte of the model moves.
-2. If the snapshot for the digest exists and is whole (every file present with its size,
-   each weight file still the cached blob's inode: a few ``stat`` calls and the config tar's
-   headers), touch it and return: a warm pull is one request. A snapshot that is not whole
-   is removed and made again like a cold pull.
+2. If the snapshot for the digest exists and is exactly the model (each weight file still
+   the cached blob's inode, each config-tar member there with the tar's bytes, no other
+   file: :meth:`Cache.snapshot_problem`, a few ``stat`` calls and a read of the small
+   files), touch it and return: a warm pull is one request. A snapshot that is not is
+   removed and made again like a cold pull.
 3. Otherwise fetch the manifest and check its layout (every path safe, none clashing with
    another: :func:`aiplat.artifacts.modelpack.layout`) before a byte of the model moves,
    then download the missing blobs in parallel (largest first). Each blob: take its file
@@ -131,11 +132,15 @@ def _run_all(fn: Callable[[Descriptor], _BlobOutcome], items: list[Descriptor],
 
 
 def resolve(client: RegistryClient, ref: Reference) -> str:
-    if ref.digest:
+    """The sha256 digest ``ref`` names. A sha512 pin is fetched and checked against the
+    bytes (the client does), which are then known by their sha256 digest: the one the
+    cache, the signatures and the registry's own index use."""
+    if ref.digest and ref.digest.startswith("sha256:"):
         return ref.digest
-    digest = client.head_manifest(ref.repository, ref.identifier)
-    if digest is None:
-        _, digest, _ = client.get_manifest(ref.repository, ref.identifier)
+    claimed = None if ref.digest else client.head_manifest(ref.repository, ref.identifier)
+    if claimed is not None:
+        return claimed  # checked against the bytes when the manifest is fetched
+    _, digest, _ = client.get_manifest(ref.repository, ref.identifier)
     return digest
 
 
@@ -341,29 +346,9 @@ def _materialise(cache: Cache, digest: str, manifest: Manifest, where: str) -> P
 
 
 def incomplete(cache: Cache, digest: str, manifest: Manifest) -> str | None:
-    """Why the snapshot of ``digest`` is not whole, or ``None`` when every file is there
-    with its size and each weight file is still the cached blob (same inode)."""
-    snap = cache.snapshot_path(digest)
-    try:
-        for layer, rel in layout(manifest, digest):
-            st = os.lstat(snap / rel)
-            blob = os.stat(cache.blob_path(layer.digest))
-            if (st.st_ino, st.st_dev) != (blob.st_ino, blob.st_dev) or st.st_size != layer.size:
-                return f"{rel} is no longer the cached blob {layer.digest}"
-        for layer in manifest.layers:
-            if not _is_tar(layer):
-                continue
-            with tarfile.open(cache.blob_path(layer.digest), mode="r:") as tar:
-                for member in tar:
-                    if member.isreg():
-                        st = os.lstat(snap / safe_relpath(member.name, digest))
-                        if not stat.S_ISREG(st.st_mode) or st.st_size != member.size:
-                            return f"{member.name} is not the file its tar layer holds"
-    except FileNotFoundError as e:
-        return f"{e.filename} is missing"
-    except (OSError, tarfile.TarError, ManifestError) as e:
-        return str(e)[:200]
-    return None
+    """Why the snapshot of ``digest`` is not the whole model, or ``None`` when it is (the
+    same check as ``model verify``: :meth:`Cache.snapshot_problem`)."""
+    return cache.snapshot_problem(digest, manifest)
 
 
 def _record_ref(cache: Cache, ref: Reference, digest: str, notes: list[str]) -> None:
@@ -402,7 +387,8 @@ def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy
                 return PullResult(ref.with_digest(digest), digest, snap, True, trust,
                                   total_bytes=manifest.total_size,
                                   seconds=time.perf_counter() - t0, notes=notes)
-            notes.append(f"the cached snapshot {snap} was incomplete ({why}); made it again")
+            notes.append(f"the cached snapshot {snap} was incomplete or modified ({why});"
+                         " made it again")
             cache.discard_snapshot(digest)
         if manifest is None:
             body, _, _ = client.get_manifest(ref.repository, digest)
