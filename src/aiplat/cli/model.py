@@ -22,10 +22,10 @@ import yaml
 
 from aiplat import inputs
 from aiplat.artifacts.cache import Cache
-from aiplat.artifacts.client import open_client
+from aiplat.artifacts.client import RegistryClient, open_client
 from aiplat.artifacts.errors import ArtifactInputError, storage_error
 from aiplat.artifacts.modelpack import Manifest, ModelInfo
-from aiplat.artifacts.reference import parse_reference
+from aiplat.artifacts.reference import parse_reference, parse_registry
 from aiplat.artifacts.units import human_bytes, parse_size
 from aiplat.cli._progress import QUIET, info, progress_bar
 
@@ -73,6 +73,15 @@ def _emit(data: Any, output: str, table: list[str]) -> None:
     else:
         for line in table:
             click.echo(line)
+
+
+def _client(registry: str, plain_http: bool | None, concurrency: int = 4) -> RegistryClient:
+    """The registry client with the auth files' credentials; a warning about them (a file
+    other users can read) goes to stderr once, even with --quiet."""
+    client = open_client(registry, plain_http=plain_http, concurrency=concurrency)
+    for warning in client.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return client
 
 
 @contextlib.contextmanager
@@ -130,15 +139,15 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
     pkg = package_dir(directory, meta)
     info(f"packaged {len(pkg.layers)} layers, {human_bytes(pkg.manifest.total_size)}")
     chunk = parse_size(chunk_size, "--chunk-size")
-    with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
+    with (_client(r.registry, plain_http, concurrency) as client,
           _transfer_bar("push") as (on_total, progress)):
         res = push_package(client, r, pkg, mount_from=list(mount_from), chunk_size=chunk,
                            concurrency=concurrency, progress=progress, on_total=on_total)
         signature = None
         if key is not None:
-            from aiplat.artifacts.signatures import attach_signature
+            from aiplat.artifacts.signatures import sign_reference
 
-            signature = attach_signature(client, res.reference, key)
+            signature = sign_reference(client, res.reference, key).signature
     seconds = time.perf_counter() - t0
     data = {"reference": str(res.reference), "digest": res.digest, "uploaded": res.uploaded,
             "skipped": res.skipped, "mounted": res.mounted,
@@ -196,7 +205,7 @@ def pull(*, ref: str, cache_dir: str, policy: str | None, concurrency: int, max_
     rate = parse_size(max_rate, "--max-rate") if max_rate else None
     limit = parse_size(max_cache_size, "--max-cache-size") if max_cache_size else None
     cache = Cache(cache_dir)
-    with (open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client,
+    with (_client(r.registry, plain_http, concurrency) as client,
           _transfer_bar("pull") as (on_total, progress)):
         res = do_pull(client, cache, r, policy=pol, concurrency=concurrency, max_rate=rate,
                       max_cache_bytes=limit, progress=progress, on_total=on_total)
@@ -250,7 +259,7 @@ def ls(registry: str | None, cache_dir: str, plain_http: bool | None, output: st
       aiplat model ls 127.0.0.1:5000
     """
     if registry:
-        with open_client(registry, plain_http=plain_http) as client:
+        with _client(parse_registry(registry), plain_http) as client:
             repos = client.catalog()
         _emit({"registry": registry, "repositories": repos}, output, repos)
         return
@@ -276,7 +285,7 @@ def tags(repository: str, plain_http: bool | None, output: str) -> None:
       aiplat model tags 127.0.0.1:5000/models/mini -o json
     """
     r = parse_reference(repository)
-    with open_client(r.registry, plain_http=plain_http) as client:
+    with _client(r.registry, plain_http) as client:
         all_tags = client.tags(r.repository)
     versions = [t for t in all_tags if not t.endswith(".sig")]
     _emit({"repository": r.name, "tags": versions}, output, versions)
@@ -297,11 +306,15 @@ def inspect(ref: str, plain_http: bool | None, output: str) -> None:
     from aiplat.artifacts.signatures import find_signatures
 
     r = parse_reference(ref)
-    with open_client(r.registry, plain_http=plain_http) as client:
+    with _client(r.registry, plain_http) as client:
         body, digest, media = client.get_manifest(r.repository, r.identifier)
         m = Manifest.from_bytes(body, str(r))
-        config = json.loads(client.get_blob_bytes(r.repository, m.config.digest))
+        raw = client.get_blob_bytes(r.repository, m.config.digest)
         sigs = len(find_signatures(client, r.repository, digest))
+    try:
+        config = json.loads(raw)
+    except (ValueError, RecursionError):
+        config = {"unreadable": f"the config blob {m.config.digest} is not JSON"}
     layers = [{"mediaType": x.media_type, "digest": x.digest, "size": x.size,
                "path": x.filepath or x.annotations.get("org.opencontainers.image.title", "")}
               for x in m.layers]
@@ -434,13 +447,15 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
         key = generate_key
     if not ref or not key:
         raise ArtifactInputError("give REF and --key FILE (or --generate-key FILE)")
-    from aiplat.artifacts.signatures import attach_signature
+    from aiplat.artifacts.signatures import sign_reference
 
-    private = _load_key(key)
     r = parse_reference(ref)
-    with open_client(r.registry, plain_http=plain_http) as client:
-        sig = attach_signature(client, r, private)
-    click.echo(f"signed {r} with {key_id(private.public_key())}: {sig}")
+    private = _load_key(key)
+    with _client(r.registry, plain_http) as client:
+        signed = sign_reference(client, r, private)
+    # The digest hashed from the manifest's bytes: what the signature covers.
+    click.echo(f"signed {r.name}@{signed.digest} ({r}) with {key_id(private.public_key())}:"
+               f" signature {signed.signature}")
 
 
 @model.command()
@@ -469,7 +484,7 @@ def bench(*, ref: str, workdir: str | None, concurrency: int, rounds: int, with_
     r = parse_reference(ref)
     work = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="aiplat-bench-"))
     try:
-        with open_client(r.registry, plain_http=plain_http, concurrency=concurrency) as client:
+        with _client(r.registry, plain_http, concurrency) as client:
             report = run_bench(client, r, work / "run", concurrency=concurrency, rounds=rounds,
                                with_oras=with_oras, log=info)
     finally:

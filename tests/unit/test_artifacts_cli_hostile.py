@@ -1,0 +1,131 @@
+"""``aiplat model`` against bad references and hostile registries: one line and an exit
+code, never a traceback (issue #38).
+
+Each test failed before its fix: ``model ls :::`` (and other registry spellings httpx
+cannot make a URL of) ended in an ``httpx.InvalidURL`` or ``IDNAError`` traceback, or got as
+far as a connection to port 99999; credentials from an auth file every user can read came
+without a warning; ``model sign TAG`` did not say which digest it signed; ``model inspect``
+of a model whose config blob is not JSON ended in a traceback.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from artifacts_fakes import FakeRegistry
+
+from aiplat.artifacts import client as client_module
+from aiplat.artifacts.modelpack import ModelInfo
+from aiplat.artifacts.package import package_dir
+from aiplat.artifacts.push import push_package
+from aiplat.artifacts.reference import parse_reference, sha256_digest
+from aiplat.cli import model as model_cli
+from aiplat.cli.main import main
+
+HOST = "reg.test:5000"
+
+
+@pytest.mark.parametrize("args", [
+    ["ls", ":::"], ["ls", "reg:99999"], ["ls", "reg:0"], ["ls", "[:::]:5000"],
+    ["ls", "localhost:5000/models"], ["ls", "a_b.example"], ["ls", "ｆｕｌｌ.example"],
+    ["ls", "reg..example"], ["tags", "xn--zz.example/m"], ["tags", "[::1::]:5000/m"],
+    ["pull", "reg.example:65536/m:v1"], ["inspect", "١٢٣.example/m:v1"],
+    ["sign", "reg:99999/m:v1", "--key", "k.pem"],
+])
+def test_a_registry_no_url_can_be_made_of_is_an_input_error(
+        args: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.pem").write_text("not a key")
+    extra = ["--cache", str(tmp_path / "c")] if args[0] == "pull" else []
+    code = main(["model", *args, *extra])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "Traceback" not in err and err.count("\n") == 1 and err.startswith("error: ")
+    assert "HOST[:PORT]" in err
+
+
+def test_an_invalid_registry_is_refused_by_the_client_itself() -> None:
+    for bad in (":::", "a:b:c", "reg:99999", "xn--zz.example"):
+        with pytest.raises(Exception) as info:
+            client_module.RegistryClient(bad)
+        assert info.value.__class__.__name__ == "ArtifactInputError", bad
+
+
+@pytest.fixture
+def registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> FakeRegistry:
+    """The CLI's clients talk to an in-memory registry; the auth files are tmp_path's."""
+    fake = FakeRegistry()
+    real = client_module.open_client
+
+    def fake_client(registry: str, **kw: Any) -> client_module.RegistryClient:
+        return real(registry, transport=fake.transport, **kw)
+
+    monkeypatch.setattr(model_cli, "open_client", fake_client)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("REGISTRY_AUTH_FILE", raising=False)
+    monkeypatch.delenv("DOCKER_CONFIG", raising=False)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    return fake
+
+
+def _push(fake: FakeRegistry, tmp_path: Path) -> str:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w.safetensors").write_bytes(os.urandom(1024))
+    c = client_module.RegistryClient(HOST, transport=fake.transport)
+    return push_package(c, parse_reference(f"{HOST}/m:v1"),
+                        package_dir(src, ModelInfo(name="m"))).digest
+
+
+def test_credentials_from_a_world_readable_auth_file_are_warned_about(
+        registry: FakeRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    _push(registry, tmp_path)
+    auth = tmp_path / "home/.docker/config.json"
+    auth.parent.mkdir(parents=True)
+    auth.write_text(json.dumps({"auths": {HOST: {
+        "auth": base64.b64encode(b"alice:s3cret").decode()}}}))
+    auth.chmod(0o644)
+    assert main(["model", "tags", f"{HOST}/m"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "v1\n"
+    assert f"warning: {auth} holds registry credentials and is readable by every user" in err
+    assert f"To fix: chmod 600 {auth}" in err and "s3cret" not in err
+    auth.chmod(0o600)
+    assert main(["model", "tags", f"{HOST}/m"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_sign_prints_the_digest_it_hashed_and_signed(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    digest = _push(registry, tmp_path)
+    decoy = sha256_digest(b"decoy")
+    registry.manifests["m"][decoy] = registry.manifests["m"]["v1"].replace(b"{", b"{ ", 1)
+    registry.head_digest["v1"] = decoy  # the HEAD names other bytes
+    key = tmp_path / "k.pem"
+    assert main(["model", "sign", "--generate-key", str(key)]) == 0
+    capsys.readouterr()
+    assert main(["model", "sign", f"{HOST}/m:v1", "--key", str(key)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"signed {HOST}/m@{digest} ({HOST}/m:v1) with ecdsa-p256:"), out
+    assert decoy not in out
+
+
+def test_inspect_of_a_config_that_is_not_json_says_so(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _push(registry, tmp_path)
+    body = json.loads(registry.manifests["m"]["v1"])
+    junk = b"\xff not json"
+    registry.blobs[sha256_digest(junk)] = junk
+    body["config"].update(digest=sha256_digest(junk), size=len(junk))
+    data = json.dumps(body).encode()
+    registry.manifests["m"].update({"v2": data, sha256_digest(data): data})
+    assert main(["model", "inspect", f"{HOST}/m:v2", "-o", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "not JSON" in doc["config"]["unreadable"]
