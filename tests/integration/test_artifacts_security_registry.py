@@ -1,5 +1,10 @@
 """Attacks and faults against a real Debian docker-registry on 127.0.0.1, through the CLI.
 
+Issue 38 against the real registry: a same-size edit of a model's Python file in the
+snapshot passed ``verify`` and warm pulls as clean, and ``sign`` did not say which digest it
+signed (both failed before their fix; the hostile-registry cases, which a real registry
+cannot play, are unit tests with fakes and a loopback server).
+
 Cache poisoning as issue 15 reproduced it: an unsigned model allowed under ``scratch/*``
 lists a signed model's blob as a weight file and ships a tar layer with a file at the same
 path; before the fix the unpack wrote through the snapshot's hard link into the signed
@@ -146,6 +151,41 @@ def test_unsigned_scratch_model_cannot_poison_a_signed_models_cache(
     assert (snap / "model.safetensors").read_bytes() == good
     code, out, _ = run("verify", "--cache", cache)
     assert code == 0 and "clean" in out
+
+
+# ---------------------------------------------------------------------------- every file
+
+
+def test_verify_and_a_warm_pull_find_a_same_size_edit_of_a_models_python_file(
+        registry: Registry, tmp_path: Path) -> None:
+    """Issue 38: a config-tar file edited in the snapshot, its size kept, passed as clean."""
+    code = b"def forward(x):\n    return x\n"
+    ref = _push(registry, tmp_path, "every/file", {"w.safetensors": os.urandom(4096),
+                                                   "modeling.py": code})
+    cache = str(tmp_path / "cache")
+    rc, out, err = run("pull", ref, "--cache", cache)
+    assert rc == 0, err
+    snap = Path(out.strip())
+    (snap / "modeling.py").chmod(0o644)
+    (snap / "modeling.py").write_bytes(code.replace(b"return x", b"return 0"))
+    rc, out, _ = run("verify", "--cache", cache, "--no-quarantine")
+    assert rc == 1 and "modified snapshot" in out
+    rc, out, err = run("pull", ref, "--cache", cache)
+    assert rc == 0 and "incomplete or modified" in err and "modeling.py" in err, err
+    assert (snap / "modeling.py").read_bytes() == code
+    rc, out, _ = run("verify", "--cache", cache)
+    assert rc == 0 and "clean" in out
+
+
+def test_sign_prints_the_digest_of_the_manifest_it_signed(
+        registry: Registry, tmp_path: Path) -> None:
+    ref = _push(registry, tmp_path, "sign/digest", {"w.safetensors": os.urandom(1024)})
+    key = tmp_path / "k.key"
+    assert run("sign", "--generate-key", str(key))[0] == 0
+    with RegistryClient(registry.host) as c:
+        _, digest, _ = c.get_manifest("sign/digest", "v1")
+    rc, out, err = run("sign", ref, "--key", str(key))
+    assert rc == 0 and out.startswith(f"signed {registry.host}/sign/digest@{digest} "), err
 
 
 # ---------------------------------------------------------------------------- disk full
