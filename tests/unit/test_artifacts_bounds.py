@@ -7,12 +7,16 @@ document too, a signature payload and a token answer were buffered before any ch
 never checked), a slow token server was waited for byte by byte, ``Link`` pages were
 followed forever (a self-link looped), a referrer listed 300 times was fetched 300 times
 and 150 of them were all fetched, and answers of the wrong JSON shape ended in tracebacks.
-The huge-header test held before (httpcore caps headers at 100 KiB); it guards that.
+The huge-header test held before (httpcore caps headers at 100 KiB); it guards that. The
+last section is attacks of the same kinds tried afterwards, each of which got through
+(a redirect loop, an upload Location or a token realm that is no HTTP URL: tracebacks; a
+``Link`` listing ``prev`` before ``next`` was followed backwards).
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import socket
 import time
@@ -330,3 +334,46 @@ def test_a_manifest_of_the_wrong_shape_is_an_artifact_error_not_a_traceback(doc:
     with pytest.raises(ArtifactError) as info:
         Manifest.from_bytes(doc, "reg/m:v1")
     assert info.value.exit_code == 1 and str(info.value).startswith("reg/m:v1")
+
+
+# ---------------------------------------------------------------------------- more of the kind
+
+
+def test_a_redirect_loop_is_one_registry_error() -> None:
+    loop = client(lambda r: httpx.Response(302, headers={"Location": r.url.path}))
+    with pytest.raises(RegistryError, match="TooManyRedirects"):
+        loop.ping()
+    with pytest.raises(RegistryError, match="TooManyRedirects"), \
+            loop.stream_blob("m", sha256_digest(b"x")):
+        pass
+
+
+def test_an_upload_location_that_is_not_a_url_is_one_registry_error() -> None:
+    c = client(lambda r: httpx.Response(202, headers={"Location": "http://[::1/x"}))
+    with pytest.raises(RegistryError, match="not a URL"):
+        c.upload_blob("m", sha256_digest(b"x"), 1, io.BytesIO(b"x"))
+    assert c.mount_blob("m", sha256_digest(b"x"), "other") is False  # its cleanup too
+
+
+@pytest.mark.parametrize("realm", ["", "/token", "file:///etc/passwd", "ftp://reg.test/t"])
+def test_a_token_service_that_is_not_an_http_url_is_refused(realm: str) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(401, headers={"WWW-Authenticate": f'Bearer realm="{realm}"'})
+
+    with pytest.raises(RegistryError, match=r"not an HTTP\(S\) URL"):
+        client(handler).ping()
+    assert [r.url.path for r in seen] == ["/v2/"]
+
+
+def test_the_next_link_is_the_one_marked_next() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.params.get("last") == "b":
+            return httpx.Response(200, json={"tags": ["b"]})
+        return httpx.Response(200, json={"tags": ["a"]}, headers={"Link": (
+            '</v2/m/tags/list?n=1000&last=z>; rel="prev", '
+            '</v2/m/tags/list?n=1000&last=b>; rel="next"')})
+
+    assert client(handler).tags("m") == ["a", "b"]

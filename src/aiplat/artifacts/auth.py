@@ -266,9 +266,11 @@ class RegistryAuth(httpx.Auth):
         try:
             token_request = httpx.Request("GET", params["realm"], params=query,
                                           extensions={limits.BOUND: limits.TOKEN})
+            if token_request.url.scheme not in ("http", "https") or not token_request.url.host:
+                raise ValueError(token_request.url)
         except (httpx.InvalidURL, ValueError, TypeError):
-            raise RegistryError(f"{self.registry} named a token service that is not a URL"
-                                f" ({params['realm'][:100]!r}); check the registry's auth"
+            raise RegistryError(f"{self.registry} named a token service that is not an HTTP(S)"
+                                f" URL ({params['realm'][:100]!r}); check the registry's auth"
                                 " configuration", 401) from None
         why = ""
         if self.credentials is not None:

@@ -20,6 +20,7 @@ else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import socket
@@ -285,6 +286,11 @@ class RegistryClient:
             except httpx.TransportError as e:
                 last, status = f"{e.__class__.__name__}: {e}", None
                 continue
+            except (httpx.HTTPError, httpx.InvalidURL) as e:
+                # A redirect loop, or a URL the registry named (an upload Location) that is
+                # none: asking again gets the same answer.
+                raise self._fail(what, attempt + 1, f"{e.__class__.__name__}: {e}", None) \
+                    from None
             if r.status_code in ok:
                 return r
             status = r.status_code
@@ -361,8 +367,10 @@ class RegistryClient:
     def mount_blob(self, repo: str, digest: str, from_repo: str) -> bool:
         mounted, location = self.start_upload(repo, digest, from_repo)
         if not mounted:
-            # Not mountable (unknown there): drop the session the registry opened instead.
-            self.http.delete(location)
+            # Not mountable (unknown there): drop the session the registry opened instead,
+            # as a courtesy: a failure here changes nothing for the push.
+            with contextlib.suppress(httpx.HTTPError, httpx.InvalidURL):
+                self.http.delete(location)
         return mounted
 
     def upload_blob(self, repo: str, digest: str, size: int, source: Readable,
@@ -414,14 +422,20 @@ class RegistryClient:
         """One streamed GET (no retries here; the caller resumes). Status 200 or 206. The
         body is not bounded here: the caller stops at the descriptor's size."""
         headers = {"Range": f"bytes={offset}-"} if offset else {}
-        with self.http.stream("GET", f"/v2/{repo}/blobs/{digest}", headers=headers,
-                              extensions={BOUND: limits.BLOB}) as r:
-            if r.status_code not in (200, 206):
-                r.read()
-                raise RegistryError(
-                    f"GET {repo}/blobs/{digest}: HTTP {r.status_code} {_error_text(r)}",
-                    r.status_code)
-            yield r
+        try:
+            with self.http.stream("GET", f"/v2/{repo}/blobs/{digest}", headers=headers,
+                                  extensions={BOUND: limits.BLOB}) as r:
+                if r.status_code not in (200, 206):
+                    r.read()
+                    raise RegistryError(
+                        f"GET {repo}/blobs/{digest}: HTTP {r.status_code} {_error_text(r)}",
+                        r.status_code)
+                yield r
+        except httpx.TransportError:
+            raise  # the caller resumes
+        except (httpx.HTTPError, httpx.InvalidURL) as e:  # a redirect loop: not worth a retry
+            raise RegistryError(f"GET {repo}/blobs/{digest} on {self.base}:"
+                                f" {e.__class__.__name__}: {e}") from None
 
     def tags(self, repo: str) -> list[str]:
         names = self._listing(f"/v2/{repo}/tags/list?n=1000", "tags", f"tags of {repo}",
@@ -525,7 +539,11 @@ def _names(doc: dict[str, Any], key: str, where: str) -> list[str]:
 
 def _with_digest(location: str, digest: str) -> str:
     # The upload URL carries the registry's own state in its query: merge, never replace.
-    return str(httpx.URL(location).copy_merge_params({"digest": digest}))
+    try:
+        return str(httpx.URL(location).copy_merge_params({"digest": digest}))
+    except httpx.InvalidURL:
+        raise RegistryError(f"the registry named the upload {location[:100]!r}, which is not"
+                            " a URL; check the registry (or a proxy before it)") from None
 
 
 def _error_text(r: httpx.Response) -> str:
@@ -536,11 +554,13 @@ def _error_text(r: httpx.Response) -> str:
         return r.reason_phrase
 
 
+_LINK_RE = re.compile(r'<([^>]*)>\s*;[^,<]*\brel="?next"?')
+
+
 def _next_link(r: httpx.Response) -> str | None:
-    link = r.headers.get("link")
-    if not link or 'rel="next"' not in link:
-        return None
-    return str(link.split(";", 1)[0].strip().strip("<>"))
+    """The ``rel="next"`` target of a ``Link`` header (RFC 8288; one of several links)."""
+    m = _LINK_RE.search(r.headers.get("link", ""))
+    return m.group(1).strip() if m else None
 
 
 def open_client(registry: str, *, plain_http: bool | None = None, concurrency: int = 4,
