@@ -16,7 +16,6 @@ measured NUMA layout instead of the 2-socket assumption made here.
 
 from __future__ import annotations
 
-import shlex
 from typing import Any
 
 from aiplat import __version__
@@ -34,6 +33,7 @@ from aiplat.kube.facts import (
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
 from aiplat.kube.yamlout import dump_docs
 from aiplat.plan.resolve import reserved_cpus, reserved_memory_gib
+from aiplat.shell import sh
 from aiplat.spec.models import Platform, SharingStrategy
 
 SYSTEM_NS = "aiplat-system"
@@ -110,15 +110,15 @@ def _label_script(pools: list[PoolFacts]) -> str:
     ]
     for p in pools:
         t = p.spec.topology
-        labels = " ".join(shlex.quote(f"{k}={v}") for k, v in p.node_labels.items())
-        taints = " ".join(shlex.quote(f"{x.key}{'=' + x.value if x.value else ''}:{x.effect.value}")
-                          for x in p.taints)
+        labels = [f"{k}={v}" for k, v in p.node_labels.items()]
+        taints = [f"{x.key}{'=' + x.value if x.value else ''}:{x.effect.value}" for x in p.taints]
         lines += [
-            f"  {p.name})",
+            sh("  {pool})", pool=p.name),
             f"    per_rack={p.nodes_per_rack}; racks_per_block={t.racks_per_block}",
-            f"    labels=({labels})",
-            f"    taints=({taints})" if taints else "    taints=()",
-            f"    rack_label={shlex.quote(t.rack_label)}; block_label={shlex.quote(t.block_label)}",
+            sh("    labels=({labels})", labels=labels),
+            sh("    taints=({taints})", taints=taints),
+            sh("    rack_label={rack}; block_label={block}", rack=t.rack_label,
+               block=t.block_label),
             "    ;;",
         ]
     lines += [

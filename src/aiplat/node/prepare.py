@@ -12,10 +12,11 @@ other distributions are out of scope for now and the script refuses to run there
 
 from __future__ import annotations
 
-import shlex
+import re
 from dataclasses import dataclass, field
 
 from aiplat.errors import InputError
+from aiplat.shell import heredoc, sh
 from aiplat.spec.models import NicType, Platform, VersionEntry
 
 
@@ -28,7 +29,19 @@ class Step:
 
 
 def _write(path: str, content: str, mode: str = "0644") -> str:
-    return f"aiplat_write {shlex.quote(path)} {mode} <<'AIPLAT_EOF'\n{content.rstrip()}\nAIPLAT_EOF"
+    return heredoc(sh("aiplat_write {path} {mode}", path=path, mode=mode), content)
+
+
+_EXACT = re.compile(r"^(?:[A-Za-z][A-Za-z0-9._-]* )?v?[0-9][A-Za-z0-9.+~:-]*$")
+
+
+def _exact(field: str, value: str) -> str:
+    """The version apt pins; a range cannot be pinned."""
+    if not _EXACT.match(value):
+        raise InputError(f"versions.approved {field} {value!r}: node prepare pins an exact "
+                         "version and this is a range (fix: give the version to install, "
+                         "e.g. 580.95.05, in the entry node prepare uses)")
+    return value
 
 
 def _pin(packages: list[str], version: str) -> str:
@@ -44,8 +57,9 @@ def _range_check(what: str, spec: str, value_cmd: str) -> list[str]:
         op = next((o for o in (">=", "<=", "==", ">", "<") if clause.startswith(o)), None)
         ver = clause[len(op):].strip() if op else clause
         dop = ops[op] if op else "eq"
-        out.append(f'dpkg --compare-versions "$({value_cmd})" {dop} {shlex.quote(ver)} || '
-                   f'{{ echo "{what} $({value_cmd}) is not {clause} (approved)" >&2; exit 1; }}')
+        out.append(sh(f'dpkg --compare-versions "$({value_cmd})" {dop} {{ver}} || '
+                      f'{{{{ echo "{what} $({value_cmd}) is not "{{clause}}" (approved)" >&2; '
+                      'exit 1; }}', ver=ver, clause=clause))
     return out
 
 
@@ -78,7 +92,7 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
         *(_range_check("kernel", entry.kernel, "uname -r | cut -d- -f1") if entry.kernel else []),
     ]))
     if nvidia and entry.driver:
-        branch = entry.driver.split(".")[0]
+        branch = _exact("driver", entry.driver).split(".")[0]
         pkgs = [f"nvidia-driver-{branch}-open"]
         if nvswitch:
             pkgs.append(f"nvidia-fabricmanager-{branch}")
@@ -89,29 +103,31 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
             _write("/etc/apt/preferences.d/aiplat-nvidia-driver", _pin(
                 [f"/-{branch}(-open|-server|-server-open)?$/"], f"{entry.driver}-*")),
             "apt-get update -q",
-            f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q {' '.join(pkgs)}",
+            sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkgs}", pkgs=pkgs),
         ], reboot=True, notes=["a new driver needs a reboot (or unloading every nvidia module)"]))
     if entry.container_toolkit and nvidia:
         tk = ["nvidia-container-toolkit", "nvidia-container-toolkit-base",
               "libnvidia-container-tools", "libnvidia-container1"]
-        steps.append(Step(f"NVIDIA Container Toolkit {entry.container_toolkit}, pinned", [
+        toolkit = _exact("containerToolkit", entry.container_toolkit)
+        steps.append(Step(f"NVIDIA Container Toolkit {toolkit}, pinned", [
             _write("/etc/apt/preferences.d/aiplat-nvidia-container-toolkit",
-                   _pin(tk, f"{entry.container_toolkit}-*")),
-            f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q {' '.join(tk)}",
+                   _pin(tk, f"{toolkit}-*")),
+            sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkgs}", pkgs=tk),
         ]))
     if entry.container_runtime:
-        name, _, ver = entry.container_runtime.partition(" ")
+        name, _, ver = _exact("containerRuntime", entry.container_runtime).partition(" ")
         pkg = {"containerd": "containerd.io", "cri-o": "cri-o"}.get(name, name)
         steps.append(Step(f"container runtime {entry.container_runtime}, pinned", [
             _write(f"/etc/apt/preferences.d/aiplat-{pkg}", _pin([pkg], f"{ver}*" if ver else "*")),
-            f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkg}",
+            sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkg}", pkg=pkg),
         ]))
     if entry.kubernetes:
         kpk = ["kubelet", "kubeadm", "kubectl"]
-        steps.append(Step(f"Kubernetes node packages {entry.kubernetes}, pinned and held", [
-            _write("/etc/apt/preferences.d/aiplat-kubernetes", _pin(kpk, f"{entry.kubernetes}.*")),
-            f"DEBIAN_FRONTEND=noninteractive apt-get install -y -q {' '.join(kpk)}",
-            f"apt-mark hold {' '.join(kpk)}",
+        kube = _exact("kubernetes", entry.kubernetes)
+        steps.append(Step(f"Kubernetes node packages {kube}, pinned and held", [
+            _write("/etc/apt/preferences.d/aiplat-kubernetes", _pin(kpk, f"{kube}.*")),
+            sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkgs}", pkgs=kpk),
+            sh("apt-mark hold {pkgs}", pkgs=kpk),
         ]))
     modules = ([*(["nvidia", "nvidia_uvm"] if nvidia else []), *(["amdgpu"] if amd else []),
                 *(["nvidia_peermem"] if nvidia and rdma else []), *checks.required_modules])
@@ -119,17 +135,18 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
     if modules:
         steps.append(Step("kernel modules loaded at boot", [
             _write("/etc/modules-load.d/aiplat.conf", "\n".join(modules)),
-            *(f"modprobe {m}" for m in modules),
+            *(sh("modprobe {m}", m=m) for m in modules),
         ]))
     if group:
-        gid = f"$(getent group {shlex.quote(group)} | cut -d: -f3)"
-        perm_cmds = [f'getent group {shlex.quote(group)} >/dev/null || groupadd --system '
-                     f'{shlex.quote(group)}']
+        perm_cmds = [sh("getent group {g} >/dev/null || groupadd --system {g}", g=group)]
         if nvidia:
-            perm_cmds.append(_write("/etc/modprobe.d/aiplat-nvidia-devices.conf",
-                                    "options nvidia NVreg_DeviceFileUID=0 "
-                                    f"NVreg_DeviceFileGID={gid} NVreg_DeviceFileMode=0660")
-                             .replace("<<'AIPLAT_EOF'", "<<AIPLAT_EOF"))
+            # The group's number is known on the node only: printf fills it in, so the
+            # written text is never expanded by the shell.
+            perm_cmds += [
+                sh('gid=$(getent group {g} | cut -d: -f3)', g=group),
+                sh("printf 'options nvidia NVreg_DeviceFileUID=0 NVreg_DeviceFileGID=%s "
+                   "NVreg_DeviceFileMode=0660\\n' \"$gid\" | aiplat_write {path} 0644",
+                   path="/etc/modprobe.d/aiplat-nvidia-devices.conf")]
         rules = []
         if rdma:
             rules += [f'KERNEL=="uverbs*", SUBSYSTEM=="infiniband_verbs", OWNER="root", '
@@ -142,6 +159,8 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
         if rules:
             perm_cmds += [_write("/etc/udev/rules.d/70-aiplat-devices.rules", "\n".join(rules)),
                           "udevadm control --reload-rules", "udevadm trigger"]
+        # ``group`` is a SYSTEM_NAME (no quote, comma or space): it cannot add a key such as
+        # RUN+= to the rules.
         steps.append(Step(f"device node permissions: root:{group} 0660, never world-writable",
                           perm_cmds, reboot=nvidia,
                           notes=["NVreg_* options apply when the nvidia module next loads"]))
@@ -173,15 +192,20 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
         runtime = (entry.container_runtime or "containerd").split()[0]
         rt = "crio" if runtime == "cri-o" else runtime
         steps.append(Step("container runtime integration and CDI specs", [
-            f"nvidia-ctk runtime configure --runtime={rt}",
+            sh("nvidia-ctk runtime configure --runtime={rt}", rt=rt),
             "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml",
-            f"systemctl restart {rt}",
+            sh("systemctl restart {rt}", rt=rt),
         ]))
     steps.append(Step("verify", [
-        f"aiplat node check --spec SPEC --pool {pool.name} --matrix",
+        sh("aiplat node check --spec SPEC --pool {pool} --matrix", pool=pool.name),
     ], notes=["replace SPEC with the platform spec path; the node stays cordoned until it "
               "passes"]))
     return steps
+
+
+def _comment(text: str) -> str:
+    """A comment line: a newline in ``text`` would start a command."""
+    return "# " + " ".join(text.split())
 
 
 def render_script(steps: list[Step], platform: Platform, pool: str,
@@ -206,9 +230,10 @@ def render_script(steps: list[Step], platform: Platform, pool: str,
     ]
     reboot = False
     for i, s in enumerate(steps, 1):
-        lines.append(f"# --- step {i}: {s.title}" + (" (needs a reboot)" if s.reboot else ""))
-        lines += [f"# note: {n}" for n in s.notes]
-        lines.append(f"echo '== step {i}: {s.title}' >&2")
+        lines.append(_comment(f"--- step {i}: {s.title}"
+                              + (" (needs a reboot)" if s.reboot else "")))
+        lines += [_comment(f"note: {n}") for n in s.notes]
+        lines.append(sh("echo {title} >&2", title=f"== step {i}: {s.title}"))
         lines += s.commands
         lines.append("")
         reboot = reboot or s.reboot

@@ -32,6 +32,7 @@ from datetime import date
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
 
 from aiplat import __version__
 from aiplat.errors import InputError
@@ -40,7 +41,7 @@ from aiplat.node.matrix import MATRIX_KEYS, Fact, driver_facts, version_matches,
 __all__ = ["LABELS", "MATRIX_KEYS", "EntryCheck", "MatrixCheck", "MatrixDiff", "check_entry",
            "check_matrix", "diff_entries", "dra_versions", "lowest", "matrix_document"]
 from aiplat.report.document import Document, KeyFigure, Section, Table
-from aiplat.spec.models import Platform, VersionEntry
+from aiplat.spec.models import PATTERN_HINTS, Platform, VersionEntry
 
 # Kubernetes minor -> resource.k8s.io versions served by default (FACTS.md, DRA section).
 DRA_API_VERSIONS: dict[int, tuple[str, ...]] = {
@@ -271,11 +272,18 @@ def planned_entry(current: VersionEntry, changes: dict[str, str | None],
     try:
         return VersionEntry.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"--set {'.'.join(map(str, err['loc']))}: "
-                             f"{str(err['msg']).removeprefix('Value error, ')}"
+        problems = "; ".join(f"--set {'.'.join(map(str, err['loc']))}: {_problem(err)}"
                              for err in e.errors())
         raise InputError(f"{problems} (fix: give a version such as 580.105.08, or a range "
                          "such as '>=6.1,<6.9')") from None
+
+
+def _problem(err: ErrorDetails) -> str:
+    """The spec loader's wording for a value that is not a version (not the pattern)."""
+    pattern = str((err.get("ctx") or {}).get("pattern", ""))
+    if err["type"] == "string_pattern_mismatch" and pattern in PATTERN_HINTS:
+        return f"{err['input']!r} is not {PATTERN_HINTS[pattern][0]}"
+    return str(err["msg"]).removeprefix("Value error, ")
 
 
 def _entry_id(name: str) -> str:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from aiplat.ops.monitoring import RuleGroup, monitoring_rules
 from aiplat.report.document import Code, Document, KeyFigure, Section, Table
+from aiplat.shell import quote, sh
 from aiplat.spec.models import Platform, PoolSpec, Responsibility
 
 AREAS: tuple[str, ...] = ("nodes", "drivers", "operators", "cluster", "queues", "model store")
@@ -175,27 +176,29 @@ def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Proc
     tol = {p.name: p.node.checks.baseline_tolerance for p in platform.pools}
     tol_text = ", ".join(f"{k} {v:.0%}" for k, v in tol.items())
     entry = platform.versions.approved[-1].name if platform.versions.approved else None
-    entry_opt = f" --entry {entry}" if entry else ""
+    entry_opt = sh(" --entry {entry}", entry=entry) if entry else ""
+    prev = f"{spec}.previous"
     steps = (
         Step("Check the target versions against the compatibility facts",
-             f"aiplat matrix check {spec}",
+             sh("aiplat matrix check {spec}", spec=spec),
              f"exit 0; target entry {entry}" if entry else "exit 0"),
         Step("Before the change, on the node: record its baseline",
-             f"aiplat node baseline record --spec {spec} --pool $POOL "
-             "-w baseline/$NODE-before.json",
+             sh("aiplat node baseline record --spec {spec} --pool $POOL "
+                "-w baseline/$NODE-before.json", spec=spec),
              "file written; medians of 5 runs"),
         *_kueue_drain_steps(),
         Step("Update the node per the approved matrix: review the generated steps, run them, "
              "reboot",
-             f"aiplat node prepare --spec {spec} --pool $POOL{entry_opt} -w prepare-$NODE.sh; "
-             "less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && sudo systemctl reboot",
+             sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
+             + " -w prepare-$NODE.sh; less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && "
+             "sudo systemctl reboot",
              "node back Ready (kubectl get node $NODE)"),
         Step("Run the node checks, versions included",
-             f"aiplat node check --spec {spec} --pool $POOL --matrix",
+             sh("aiplat node check --spec {spec} --pool $POOL --matrix", spec=spec),
              "exit 0: every check passes and the versions match the approved entry"),
         Step("Compare with the baseline recorded before",
-             f"aiplat node baseline compare baseline/$NODE-before.json --spec {spec} "
-             "--pool $POOL",
+             sh("aiplat node baseline compare baseline/$NODE-before.json --spec {spec} "
+                "--pool $POOL", spec=spec),
              f"exit 0: no regression beyond the pool tolerance ({tol_text})"),
         Step("Check device binding: containers see exactly their devices",
              "aiplat cdi verify",
@@ -213,15 +216,16 @@ def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Proc
         Step("Keep the node cordoned; stop the rollout (no further batches)",
              "kubectl cordon $NODE"),
         Step("Reinstall the previous approved entry: prepare from the spec before the change",
-             f"aiplat node prepare --spec {spec}.previous --pool $POOL -w "
-             "rollback-$NODE.sh; sudo bash rollback-$NODE.sh && sudo systemctl reboot"),
+             sh("aiplat node prepare --spec {prev} --pool $POOL -w rollback-$NODE.sh; "
+                "sudo bash rollback-$NODE.sh && sudo systemctl reboot", prev=prev)),
         Step("Prove the node is back to its recorded state",
-             f"aiplat node check --spec {spec}.previous --pool $POOL --matrix && "
-             "aiplat node baseline compare baseline/$NODE-before.json "
-             f"--spec {spec}.previous --pool $POOL",
+             sh("aiplat node check --spec {prev} --pool $POOL --matrix && "
+                "aiplat node baseline compare baseline/$NODE-before.json "
+                "--spec {prev} --pool $POOL", prev=prev),
              "both exit 0"),
         Step("Return it to service and record what failed against the matrix",
-             f"kubectl uncordon $NODE; aiplat matrix diff {spec}.previous {spec}"),
+             sh("kubectl uncordon $NODE; aiplat matrix diff {prev} {spec}", prev=prev,
+                spec=spec)),
     )
     notes = (
         "Canary order: one node of the pool first, then batches no larger than the pool's "
@@ -243,10 +247,11 @@ def driver_upgrade(platform: Platform, spec: str) -> Procedure:
     steps = (
         Step("Add the new driver to a versions.approved entry and check it (CUDA minimum, "
              "branch end of life)",
-             f"aiplat matrix check {spec} && aiplat matrix diff {spec}.previous {spec}",
+             sh("aiplat matrix check {spec} && aiplat matrix diff {prev} {spec}", spec=spec,
+                prev=f"{spec}.previous"),
              "no violated facts"),
         Step("Render the GPU operator values with the new driver version",
-             f"aiplat kube render {spec} -d out/kube",
+             sh("aiplat kube render {spec} -d out/kube", spec=spec),
              f"out/kube/cluster/gpu-operator/values.yaml has driver.version {target}"),
         Step("Apply the values; the driver DaemonSet changes node by node",
              "helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values "
@@ -258,7 +263,8 @@ def driver_upgrade(platform: Platform, spec: str) -> Procedure:
              "--field-selector spec.nodeName=$NODE",
              "driver pod on $NODE Running again"),
         Step("Check the node: driver version, GPUs, device binding",
-             f"aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+                spec=spec),
              f"exit 0; driver {target}"),
         Step("Continue in batches per the canary plan", "", "GpuMissing and "
              "GpuCriticalXid stay silent"),
@@ -277,25 +283,27 @@ def driver_upgrade(platform: Platform, spec: str) -> Procedure:
 
 def operator_upgrade(platform: Platform, spec: str) -> Procedure:
     entry = platform.versions.approved[-1] if platform.versions.approved else None
-    v = entry.gpu_operator if entry and entry.gpu_operator else "$VERSION"
+    # The approved version, quoted, or the variable the admin sets.
+    version = quote(entry.gpu_operator) if entry and entry.gpu_operator else '"$VERSION"'
     steps = (
-        Step("Check the operator version in the matrix", f"aiplat matrix check {spec}",
-             "exit 0"),
+        Step("Check the operator version in the matrix",
+             sh("aiplat matrix check {spec}", spec=spec), "exit 0"),
         Step("Update the CRDs first (helm does not upgrade CRDs)",
-             f"helm repo update && helm show crds nvidia/gpu-operator --version {v} | "
-             "kubectl apply --server-side -f -",
+             "helm repo update && helm show crds nvidia/gpu-operator --version "
+             f"{version} | kubectl apply --server-side -f -",
              "CRDs configured"),
         Step("Upgrade the operator with the rendered values",
-             f"aiplat kube render {spec} -d out/kube && helm upgrade gpu-operator "
-             f"nvidia/gpu-operator -n gpu-operator --version {v} "
-             "-f out/kube/cluster/gpu-operator/values.yaml",
+             sh("aiplat kube render {spec} -d out/kube && helm upgrade gpu-operator "
+                "nvidia/gpu-operator -n gpu-operator --version ", spec=spec)
+             + f"{version} -f out/kube/cluster/gpu-operator/values.yaml",
              "new revision deployed"),
         Step("Wait for the operands",
              "kubectl -n gpu-operator get pods; kubectl get clusterpolicies.nvidia.com "
              "-o jsonpath='{.items[0].status.state}'",
              "all pods Running or Completed; state ready"),
         Step("Check one node per pool",
-             f"aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+                spec=spec),
              "exit 0; ScrapeTargetDown silent for dcgm-exporter"),
     )
     rollback = (Step("Roll back the release", "helm rollback gpu-operator -n gpu-operator"),)
@@ -307,15 +315,16 @@ def operator_upgrade(platform: Platform, spec: str) -> Procedure:
 def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
     v = platform.kubernetes.kueue_version
     steps = (
-        Step("Check the Kueue version and API in the matrix", f"aiplat matrix check {spec}",
+        Step("Check the Kueue version and API in the matrix",
+             sh("aiplat matrix check {spec}", spec=spec),
              f"exit 0 (running {v}, API {platform.kubernetes.kueue_api})"),
         Step("Fetch the new release's manifests (its CRDs among them)",
              "mkdir -p kueue-$VERSION-crds && curl -fsSL -o kueue-$VERSION-crds/manifests.yaml "
              f"{KUEUE_RELEASES}/v$VERSION/manifests.yaml",
              "the file holds the release's CustomResourceDefinitions"),
         Step("Validate the rendered queues against the new release's CRDs",
-             f"aiplat kube render {spec} -d out/kube && aiplat kube validate out/kube "
-             "--crd-dir kueue-$VERSION-crds",
+             sh("aiplat kube render {spec} -d out/kube && aiplat kube validate out/kube "
+                "--crd-dir kueue-$VERSION-crds", spec=spec),
              "exit 0"),
         Step("Save the queue state",
              "kubectl get clusterqueues,localqueues,workloads.kueue.x-k8s.io -A -o yaml > "
@@ -333,7 +342,8 @@ def kueue_upgrade(platform: Platform, spec: str) -> Procedure:
     )
     rollback = (
         Step("Re-apply the previous release (same storage API version only)",
-             f"kubectl apply --server-side -f {KUEUE_RELEASES}/v{v}/manifests.yaml"),
+             sh("kubectl apply --server-side -f {url}",
+                url=f"{KUEUE_RELEASES}/v{v}/manifests.yaml")),
     )
     return Procedure("kueue-upgrade", "Kueue upgrade", "queues",
                      "A new approved Kueue release.", steps, rollback)
@@ -343,8 +353,8 @@ def cluster_upgrade(platform: Platform, spec: str) -> Procedure:
     order = ", ".join(p.name for p in sorted(platform.pools, key=lambda p: (p.nodes, p.name)))
     steps = (
         Step("Check the target version: DRA resource.k8s.io/v1 needs 1.34 or later",
-             f"aiplat matrix check {spec} && aiplat kube validate out/kube --k8s-version "
-             "$TARGET",
+             sh("aiplat matrix check {spec} && aiplat kube validate out/kube --k8s-version "
+                "$TARGET", spec=spec),
              "exit 0"),
         Step("Back up etcd (the only way back from a control plane upgrade)",
              "ETCDCTL_API=3 etcdctl snapshot save etcd-before-$TARGET.db",
@@ -372,12 +382,12 @@ def add_tenant(platform: Platform, spec: str) -> Procedure:
     pools = ", ".join(p.name for p in platform.pools)
     steps = (
         Step(f"Add the tenant to the spec: name, quota per pool ({pools}), admins, users, "
-             "weight", f"aiplat spec validate {spec}", "valid"),
-        Step("Plan: quotas against capacity", f"aiplat plan {spec} -d out",
+             "weight", sh("aiplat spec validate {spec}", spec=spec), "valid"),
+        Step("Plan: quotas against capacity", sh("aiplat plan {spec} -d out", spec=spec),
              "exit 0 (no error findings)"),
         Step("Render, validate and lint every layer",
-             f"aiplat kube render {spec} -d out/kube && aiplat kube validate out/kube && "
-             "aiplat kube lint out/kube",
+             sh("aiplat kube render {spec} -d out/kube && aiplat kube validate out/kube && "
+                "aiplat kube lint out/kube", spec=spec),
              "all exit 0"),
         Step("Review and apply the tenant and the queues",
              "kubectl diff -k out/kube/tenants/$TENANT; kubectl apply -k "
@@ -389,8 +399,8 @@ def add_tenant(platform: Platform, spec: str) -> Procedure:
              "--as=system:serviceaccount:$TENANT:default",
              "True; rights as the spec grants"),
         Step("Refresh monitoring and this runbook",
-             f"aiplat monitoring render {spec} -d out/monitoring && aiplat runbook {spec} "
-             "-d out/runbook",
+             sh("aiplat monitoring render {spec} -d out/monitoring && aiplat runbook {spec} "
+                "-d out/runbook", spec=spec),
              "files written; reload Prometheus"),
     )
     rollback = (Step("Remove the tenant from the spec, render again and delete its objects",
@@ -404,11 +414,11 @@ def add_tenant(platform: Platform, spec: str) -> Procedure:
 def replace_node(platform: Platform, spec: str) -> Procedure:
     r = platform.reserve
     approved = platform.versions.approved
-    entry_opt = f" --entry {approved[-1].name}" if approved else ""
+    entry_opt = sh(" --entry {entry}", entry=approved[-1].name) if approved else ""
     steps = (
         Step("Confirm the failure on the node (which GPU, which check)",
-             f"aiplat node check --spec {spec} --pool $POOL; aiplat node inventory -o json > "
-             "inventory-$NODE.json",
+             sh("aiplat node check --spec {spec} --pool $POOL; aiplat node inventory -o json > "
+                "inventory-$NODE.json", spec=spec),
              "the failing device and its serial number for the ticket"),
         *_kueue_drain_steps(),
         Step("Remove the node from the cluster and open the hardware case",
@@ -416,13 +426,13 @@ def replace_node(platform: Platform, spec: str) -> Procedure:
              f"support contract {r.support_contract}; replacement lead time "
              f"{r.replacement_lead_time_days:g} days"),
         Step("Prepare the replacement per the approved matrix",
-             f"aiplat node prepare --spec {spec} --pool $POOL{entry_opt} -w "
-             "prepare-$NODE.sh; sudo bash prepare-$NODE.sh && sudo systemctl reboot",
+             sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
+             + " -w prepare-$NODE.sh; sudo bash prepare-$NODE.sh && sudo systemctl reboot",
              "reviewed script run, node rebooted"),
         Step("Qualify it: checks, burn-in, baseline",
-             f"aiplat node check --spec {spec} --pool $POOL --matrix && aiplat node burnin "
-             f"--duration 2h && aiplat node baseline record --spec {spec} --pool $POOL "
-             "-w baseline/$NODE.json",
+             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat node burnin "
+                "--duration 2h && aiplat node baseline record --spec {spec} --pool $POOL "
+                "-w baseline/$NODE.json", spec=spec),
              "all pass"),
         Step("Join, label and taint it as its pool",
              "bash out/kube/cluster/nodes/label-and-taint.sh $POOL $NODE",

@@ -28,7 +28,7 @@ from pydantic_core import ErrorDetails
 from aiplat.catalog import Catalog, load_catalog
 from aiplat.errors import InputError, SpecError, SpecIssue
 from aiplat.inputs import read_bytes
-from aiplat.spec.models import Platform, SpecValueError
+from aiplat.spec.models import PATTERN_HINTS, Platform, SpecValueError
 from aiplat.spec.refs import check_references
 
 Loc = tuple[str | int, ...]
@@ -340,7 +340,8 @@ def _issue(err: ErrorDetails, filename: str, positions: Positions) -> SpecIssue:
         hint = "use a finite number (not .inf or .nan)"
     elif kind == "string_pattern_mismatch":
         hint = _pattern_hint(err)
-        msg = f"'{err['input']}' is not a valid value here"
+        what = PATTERN_HINTS.get(str(ctx.get("pattern", "")), ("a valid value here", ""))[0]
+        msg = f"{err['input']!r} is not {what}"
     elif kind in ("literal_error", "enum"):
         msg = f"'{err['input']}' is not allowed"
         expected = (err.get("ctx") or {}).get("expected", "")
@@ -375,6 +376,8 @@ def _pattern_hint(err: ErrorDetails) -> str:
     pattern = str((err.get("ctx") or {}).get("pattern", ""))
     if pattern.startswith("^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"):
         return "use lowercase letters, digits and '-' (a DNS label of at most 63 characters)"
+    if pattern in PATTERN_HINTS:
+        return PATTERN_HINTS[pattern][1]
     return f"must match {pattern}"
 
 

@@ -13,7 +13,6 @@ One YAML document describes the whole platform; every other capability reads it.
 
 from __future__ import annotations
 
-import re
 import typing
 from enum import StrEnum
 from ipaddress import IPv4Network
@@ -51,6 +50,51 @@ LabelKey = Annotated[
     ),
 ]
 Fraction = Annotated[float, Field(gt=0, le=1)]
+
+# Strings that reach a root shell, apt or a udev rule (``node prepare``, the runbook) hold
+# to the grammar of what they name, checked here at load with the fix; the shell text is
+# also quoted where it is assembled (``aiplat.shell``). Each pattern's hint is in
+# PATTERN_HINTS, which the loader shows instead of the pattern.
+MODULE_NAME = r"^[A-Za-z0-9_-]{1,55}$"
+"""A kernel module name: MODULE_NAME_LEN is 56 bytes with the NUL (include/linux/module.h);
+modprobe treats '-' and '_' alike."""
+SYSTEM_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
+"""A user or group name as useradd/groupadd accept by default (shadow-utils' NAME_REGEX,
+32 characters); the '$' of machine accounts is left out."""
+_VERSION = r"v?(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*"
+_CLAUSE = rf"(?:(?:>=|<=|==|!=|>|<) ?)?{_VERSION}"
+VERSION_SPEC = rf"^(?:[A-Za-z][A-Za-z0-9._-]* )?{_CLAUSE}(?: ?, ?{_CLAUSE})*$"
+"""A version ('580.95.05', 'v25.10.0', '6.8.0-49-generic', '1:2.1.4-1'), a range
+('>=6.1,<6.13') or a component and version ('containerd 2.1'): Debian's version characters
+(deb-version(7)) and the comparison operators node/matrix.py reads, nothing else."""
+Version = Annotated[str, StringConstraints(pattern=VERSION_SPEC, max_length=128)]
+ModuleName = Annotated[str, StringConstraints(pattern=MODULE_NAME)]
+SystemName = Annotated[str, StringConstraints(pattern=SYSTEM_NAME)]
+PATTERN_HINTS: dict[str, tuple[str, str]] = {
+    MODULE_NAME: ("a kernel module name", "letters, digits, '_' and '-', at most 55 "
+                  "(e.g. br_netfilter)"),
+    SYSTEM_NAME: ("a Linux user or group name", "lowercase letters, digits, '_' and '-', "
+                  "starting with a letter or '_', at most 32 (e.g. video)"),
+    VERSION_SPEC: ("a version or a range of versions", "e.g. 580.95.05, v25.10.0, "
+                   "'>=6.1,<6.13' or 'containerd 2.1': letters, digits, . + ~ - : and the "
+                   "operators >= <= == != > < only"),
+}
+"""pattern -> (what the value must be, the fix), for the loader's message."""
+
+# Tenants become namespaces with rights for their groups: a tenant must not be a namespace
+# that Kubernetes, aiplat or an operator aiplat installs runs in (its groups would get pod
+# create there: a path to cluster-admin), and a group must not be one Kubernetes assigns.
+RESERVED_NAMESPACES: frozenset[str] = frozenset({
+    "default", "kube-system", "kube-public", "kube-node-lease",
+    "aiplat-system", "aiplat-gateway",                  # aiplat's node agent and gateway
+    "kueue-system", "gpu-operator", "monitoring",       # what the tree renders and installs
+    "nvidia-dra-driver-gpu", "node-feature-discovery",  # the operators' default namespaces
+    "nvidia-network-operator", "jobset-system", "lws-system", "cert-manager",
+})
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "aiplat-")
+RESERVED_SUBJECT_PREFIX = "system:"
+"""Kubernetes reserves 'system:' for its own users and groups (system:authenticated,
+system:masters, system:serviceaccounts:...): binding one grants every such identity."""
 
 # Upper bounds keep every figure the planner derives finite: a value that validates must plan.
 MAX_TOKENS = 10_485_760
@@ -256,15 +300,15 @@ class NodeChecksSpec(SpecModel):
     )
     xid_window_hours: float = Field(default=24, gt=0, le=8760)
     min_free_disk_percent: float = Field(default=10, ge=0, le=100)
-    required_modules: list[str] = []
+    required_modules: list[ModuleName] = []
     secure_boot: Literal["required", "forbidden", "any"] = "any"
     iommu: Literal["required", "off", "any"] = "any"
     acs: Literal["disabled", "enabled", "any"] = Field(
         default="any", description="PCIe ACS redirect on bridges above GPUs and RDMA NICs: "
         "'disabled' for GPUDirect peer traffic, 'enabled' for device passthrough isolation"
     )
-    device_owner: str = "root"
-    device_group: str | None = Field(default=None, description="unset: any group")
+    device_owner: SystemName = "root"
+    device_group: SystemName | None = Field(default=None, description="unset: any group")
     mtu: int | None = Field(default=None, ge=576, le=65536, description="unset: from segments")
     baseline_tolerance: Fraction = Field(
         default=0.10, description="slowdown of a baseline median that counts as a regression"
@@ -475,6 +519,35 @@ class TenantSpec(SpecModel):
     preemption: PreemptionSpec = PreemptionSpec()
     pod_security: Literal["privileged", "baseline", "restricted"] = "restricted"
     secrets_access: bool = Field(default=False, description="team roles may read Secrets")
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+            raise SpecValueError(
+                f"'{name}' is a namespace Kubernetes, aiplat or an operator runs in: the "
+                "tenant's groups would get pod create there (a path to cluster-admin)",
+                "name the tenant after the team (e.g. research); reserved: names starting "
+                f"with {' or '.join(RESERVED_NAMESPACE_PREFIXES)}, and " + ", ".join(
+                    n for n in sorted(RESERVED_NAMESPACES)
+                    if not n.startswith(RESERVED_NAMESPACE_PREFIXES)))
+        return name
+
+    @field_validator("admins", "users")
+    @classmethod
+    def _not_system_subjects(cls, groups: list[str]) -> list[str]:
+        for i, g in enumerate(groups):
+            if g.startswith(RESERVED_SUBJECT_PREFIX):
+                raise SpecValueError(
+                    f"'{g}' is a group Kubernetes assigns itself ({RESERVED_SUBJECT_PREFIX}*): "
+                    "binding it grants the tenant's rights to every such identity",
+                    "name the team's group from your identity provider (e.g. oidc:ml-team)",
+                    (i,))
+            if not g or any(not c.isprintable() for c in g):
+                raise SpecValueError(f"{g!r} is not a group name",
+                                     "give the group as your identity provider names it, on "
+                                     "one line", (i,))
+        return groups
 
     @field_validator("weight")
     @classmethod
@@ -988,6 +1061,15 @@ class StorageClassSpec(SpecModel):
 
 REGISTRY_PREFIX = r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
 """host[:port][/path]: what `aiplat model push` and the kubelet accept as a repository prefix."""
+IMAGE_REFERENCE = (r"^[a-z0-9][a-z0-9.-]*(?::[0-9]+)?(?:/[a-z0-9][a-z0-9._-]*)*"
+                   r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
+                   r"(?:@(?:sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128}))?$")
+"""[host[:port]/]path[:tag][@digest] as distribution/reference spells it: it becomes an
+argument of the puller's `aiplat model pull` and a pod's image, so it cannot start with '-'
+or hold a space."""
+ImageReference = Annotated[str, StringConstraints(pattern=IMAGE_REFERENCE, max_length=512)]
+PATTERN_HINTS[IMAGE_REFERENCE] = ("an OCI reference", "host[:port]/path[:tag][@sha256:...] "
+                                  "with a lowercase path, e.g. registry.ai.internal/models/llama:1")
 
 
 class ModelStoreSpec(SpecModel):
@@ -999,7 +1081,7 @@ class ModelStoreSpec(SpecModel):
         description="repository prefix the models are pushed under, e.g. "
               "'registry.ai.internal/models'; a model's reference is <registry>/<model>:latest "
               "unless references names it")
-    references: dict[str, str] = Field(
+    references: dict[str, ImageReference] = Field(
         default_factory=dict,
         description="model name -> full reference (tag or @sha256 digest) where it is not "
         "<registry>/<model>:latest")
@@ -1007,7 +1089,7 @@ class ModelStoreSpec(SpecModel):
         default="auto", description="auto: an image volume where Kubernetes has ImageVolume on "
         "by default (1.35+) and every approved container runtime mounts OCI artifacts (CRI-O "
         ">= 1.33; containerd mounts runnable images only), else an init container")
-    puller_image: str | None = Field(
+    puller_image: ImageReference | None = Field(
         default=None, description="image with aiplat installed for the init container; unset: "
         "<registry host>/aiplat/aiplat:<aiplat version>")
     signing_keys: dict[Name, str] = Field(
@@ -1081,31 +1163,16 @@ class VersionEntry(SpecModel):
     """One approved combination; each value is a version or a range like '>=6.1,<6.9'."""
 
     name: Name
-    kernel: str | None = None
-    firmware: str | None = None
-    driver: str | None = None
-    cuda: str | None = None
-    container_toolkit: str | None = None
-    container_runtime: str | None = None
-    kubernetes: str | None = None
-    gpu_operator: str | None = None
-    dra_driver: str | None = None
-    kueue: str | None = None
-
-    @field_validator("kernel", "firmware", "driver", "cuda", "container_toolkit",
-                     "container_runtime", "kubernetes", "gpu_operator", "dra_driver", "kueue")
-    @classmethod
-    def _has_version_numbers(cls, value: str | None) -> str | None:
-        # Each clause of '>=6.1,<6.9', '580.95.05' or 'containerd 2.1' needs a number to
-        # compare with (node/matrix.py's version_matches).
-        if value is None:
-            return value
-        text = re.sub(r"^[A-Za-z][\w.-]*\s+(?=[^<>=!~])", "", value.strip())
-        clauses = [c.strip() for c in text.split(",") if c.strip()]
-        if not clauses or any(not re.search(r"\d", c) for c in clauses):
-            raise SpecValueError(f"{value!r} is not a version or a range of versions",
-                                 "e.g. 580.95.05, '>=6.1,<6.9' or 'containerd 2.1'")
-        return value
+    kernel: Version | None = None
+    firmware: Version | None = None
+    driver: Version | None = None
+    cuda: Version | None = None
+    container_toolkit: Version | None = None
+    container_runtime: Version | None = None
+    kubernetes: Version | None = None
+    gpu_operator: Version | None = None
+    dra_driver: Version | None = None
+    kueue: Version | None = None
 
 
 class VersionsSpec(SpecModel):
