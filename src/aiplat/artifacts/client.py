@@ -85,7 +85,7 @@ def _inflater(encoding: str, fail: Callable[[str], RegistryError],
     if encoding in ("", "identity"):
         return None
     if encoding not in _WBITS:
-        raise fail(f"it came with Content-Encoding {encoding[:40]!r}; aiplat asks for none and"
+        raise fail(f"came with Content-Encoding {encoding[:40]!r}; aiplat asks for none and"
                    " decodes only one layer of gzip or deflate")
     d = zlib.decompressobj(_WBITS[encoding])
 
@@ -100,7 +100,7 @@ def _inflater(encoding: str, fail: Callable[[str], RegistryError],
                     return
                 data = d.unconsumed_tail
         except zlib.error as e:
-            raise fail(f"its {encoding} encoding is corrupt ({e})") from None
+            raise fail(f"is corrupt {encoding} ({e})") from None
 
     return inflate
 
@@ -129,7 +129,7 @@ class _BoundedStream(httpx.SyncByteStream):
                     return
                 yield piece
             if deadline is not None and time.monotonic() > deadline:
-                raise self.fail(f"it had not arrived whole after {self.seconds:.0f} s (it"
+                raise self.fail(f"had not arrived whole after {self.seconds:.0f} s (it"
                                 " trickles in); aiplat gave up on it")
 
     def close(self) -> None:
@@ -248,7 +248,7 @@ class RegistryClient:
 
         def fail(problem: str) -> RegistryError:
             return RegistryError(
-                f"{where}: the {bound.what} from registry {self.registry}: {problem}. To fix:"
+                f"{where}: the {bound.what} (registry {self.registry}) {problem}. To fix:"
                 f" check that {self.base} is the registry you meant and that nothing between"
                 " (a proxy) rewrites its answers")
 
@@ -260,7 +260,7 @@ class RegistryClient:
         response.stream = _BoundedStream(
             response.stream, inflate, limit=limit, cut=not ok,
             seconds=self.timeout if limit is not None else None, fail=fail,
-            too_large=f"it is larger than {bound.describe()}; aiplat stopped reading there")
+            too_large=f"is larger than {bound.describe()}; aiplat stopped reading there")
 
     # ------------------------------------------------------------------ requests with retries
 
@@ -457,7 +457,8 @@ class RegistryClient:
         total = 0
         for _ in range(limits.MAX_PAGES):
             seen.add(str(url))
-            r = self.request("GET", str(url), ok=(200, 404) if missing else (200,))
+            r = self.request("GET", str(url), ok=(200, 404) if missing else (200,),
+                             bound=limits.LISTING_PAGE)
             if r.status_code == 404:
                 raise RegistryError(missing, 404)
             total += len(r.content)
@@ -496,7 +497,7 @@ class RegistryClient:
         types = (artifact_type,) if isinstance(artifact_type, str) else artifact_type
         params = {"artifactType": types[0]} if len(types) == 1 else None
         r = self.request("GET", f"/v2/{repo}/referrers/{digest}", ok=(200, 404),
-                         params=params)
+                         bound=limits.REFERRERS, params=params)
         if r.status_code == 404 or OCI_INDEX not in r.headers.get("content-type", ""):
             return None
         where = f"{self.registry}/{repo}: the referrers of {digest[:19]}"

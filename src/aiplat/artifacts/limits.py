@@ -85,6 +85,9 @@ class Bound:
 
 MANIFEST = Bound(MAX_MANIFEST_BYTES, "manifest", "MAX_MANIFEST_BYTES, containerd's limit")
 METADATA = Bound(MAX_METADATA_BYTES, "answer", "MAX_METADATA_BYTES, oras-go's limit")
+LISTING_PAGE = Bound(MAX_METADATA_BYTES, "tags or catalog page",
+                     "MAX_METADATA_BYTES, oras-go's limit")
+REFERRERS = Bound(MAX_METADATA_BYTES, "referrers index", "MAX_METADATA_BYTES, oras-go's limit")
 TOKEN = Bound(MAX_TOKEN_BYTES, "token service's answer", "MAX_TOKEN_BYTES, oras-go's limit")
 SIGNATURE_PAYLOAD = Bound(MAX_SIGNATURE_PAYLOAD_BYTES, "signature payload",
                           "MAX_SIGNATURE_PAYLOAD_BYTES")
