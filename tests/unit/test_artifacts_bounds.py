@@ -10,7 +10,8 @@ and 150 of them were all fetched, and answers of the wrong JSON shape ended in t
 The huge-header test held before (httpcore caps headers at 100 KiB); it guards that. The
 last section is attacks of the same kinds tried afterwards, each of which got through
 (a redirect loop, an upload Location or a token realm that is no HTTP URL: tracebacks; a
-``Link`` listing ``prev`` before ``next`` was followed backwards).
+``Link`` listing ``prev`` before ``next`` was followed backwards; a tag or repository name
+with a terminal escape or a newline in it was printed as listed).
 """
 
 from __future__ import annotations
@@ -377,3 +378,15 @@ def test_the_next_link_is_the_one_marked_next() -> None:
             '</v2/m/tags/list?n=1000&last=b>; rel="next"')})
 
     assert client(handler).tags("m") == ["a", "b"]
+
+
+@pytest.mark.parametrize(("key", "name"), [
+    ("tags", "v1\x1b]0;owned\x07"), ("tags", "v1\n"), ("tags", "-v"), ("tags", "t" * 200),
+    ("repositories", "a/B"), ("repositories", "a/m\r\nfake line"), ("repositories", "../x"),
+])
+def test_a_listed_name_outside_the_spec_grammar_is_refused_not_printed(
+        key: str, name: str) -> None:
+    c = client(lambda r: httpx.Response(200, json={key: ["ok", name]}))
+    with pytest.raises(RegistryError, match="by the OCI distribution spec") as info:
+        c.tags("m") if key == "tags" else c.catalog()
+    assert "\x1b" not in str(info.value) and "\n" not in str(info.value)

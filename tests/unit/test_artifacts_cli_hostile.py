@@ -5,7 +5,8 @@ Each test failed before its fix: ``model ls :::`` (and other registry spellings 
 cannot make a URL of) ended in an ``httpx.InvalidURL`` or ``IDNAError`` traceback, or got as
 far as a connection to port 99999; credentials from an auth file every user can read came
 without a warning; ``model sign TAG`` did not say which digest it signed; ``model inspect``
-of a model whose config blob is not JSON ended in a traceback.
+of a model whose config blob is not JSON ended in a traceback, and it printed a manifest's
+escape sequences to the terminal as they came.
 """
 
 from __future__ import annotations
@@ -129,3 +130,16 @@ def test_inspect_of_a_config_that_is_not_json_says_so(
     assert main(["model", "inspect", f"{HOST}/m:v2", "-o", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "not JSON" in doc["config"]["unreadable"]
+
+
+def test_inspect_escapes_a_manifests_control_characters_in_the_table(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _push(registry, tmp_path)
+    body = json.loads(registry.manifests["m"]["v1"])
+    body["artifactType"] = "x\x1b]0;owned\x07"
+    body["layers"][0]["annotations"]["org.cncf.model.filepath"] = "w\x1b[2J.safetensors"
+    data = json.dumps(body).encode()
+    registry.manifests["m"].update({"v3": data, sha256_digest(data): data})
+    assert main(["model", "inspect", f"{HOST}/m:v3"]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\\x1b]0;owned\\x07" in out and "\\x1b[2J" in out

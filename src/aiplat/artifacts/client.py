@@ -40,6 +40,8 @@ from aiplat.artifacts.limits import BOUND, Bound
 from aiplat.artifacts.modelpack import MANIFEST_ACCEPT, OCI_INDEX, OCI_MANIFEST
 from aiplat.artifacts.reference import (
     check_digest,
+    is_repository,
+    is_tag,
     matches,
     parse_registry,
     sha256_digest,
@@ -531,10 +533,18 @@ def _json_object(r: httpx.Response, where: str) -> dict[str, Any]:
 
 
 def _names(doc: dict[str, Any], key: str, where: str) -> list[str]:
+    """The tags or repositories of one page, each checked against the distribution spec's
+    grammar: a name with a newline or a terminal escape in it is not printed to anyone."""
     names = doc.get(key) or []
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise RegistryError(f"{where}: {key!r} is not a list of names; check that the"
                             " registry speaks the OCI distribution API")
+    valid, noun = (is_tag, "tag") if key == "tags" else (is_repository, "repository")
+    bad = next((n for n in names if not valid(n)), None)
+    if bad is not None:
+        raise RegistryError(f"{where}: {bad[:80]!r} is not a {noun} name by the OCI"
+                            " distribution spec; check that the registry"
+                            " speaks the OCI distribution API")
     return names
 
 

@@ -47,6 +47,16 @@ def check_digest(digest: str) -> str:
     return digest
 
 
+def is_tag(name: str) -> bool:
+    """Whether ``name`` is a tag by the distribution spec's grammar."""
+    return bool(_TAG_RE.fullmatch(name))
+
+
+def is_repository(name: str) -> bool:
+    """Whether ``name`` is a repository name by the distribution spec's grammar."""
+    return bool(_REPO_RE.fullmatch(name)) and len(name) <= 255
+
+
 def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 

@@ -162,6 +162,13 @@ def push(*, directory: str, ref: str, name: str | None, version: str, mount_from
     ])
 
 
+def _shown(value: object) -> str:
+    """A registry's string for the table: as is when printable, else escaped (repr), so a
+    manifest cannot send escape sequences to the reader's terminal."""
+    text = str(value)
+    return text if text.isprintable() else repr(text)
+
+
 def _load_key(path: str) -> Any:
     from aiplat.artifacts.signing import load_private_key
 
@@ -323,10 +330,11 @@ def inspect(ref: str, plain_http: bool | None, output: str) -> None:
             "totalBytes": m.total_size, "config": config, "layers": layers,
             "signatures": sigs}
     table = [f"{r.with_digest(digest)}",
-             f"  artifactType {m.artifact_type} ({'ModelPack' if m.is_model else 'not ModelPack'})",
+             f"  artifactType {_shown(m.artifact_type)}"
+             f" ({'ModelPack' if m.is_model else 'not ModelPack'})",
              f"  {len(m.layers)} layers, {human_bytes(m.total_size)}, {sigs} signature(s)"]
-    table += [f"  {x['size']:>14,}  {str(x['digest'])[:19]}  {x['path']}  ({x['mediaType']})"
-              for x in layers]
+    table += [f"  {x['size']:>14,}  {str(x['digest'])[:19]}  {_shown(x['path'])}"
+              f"  ({_shown(x['mediaType'])})" for x in layers]
     _emit(data, output, table)
 
 
