@@ -11,7 +11,8 @@ The huge-header test held before (httpcore caps headers at 100 KiB); it guards t
 last section is attacks of the same kinds tried afterwards, each of which got through
 (a redirect loop, an upload Location or a token realm that is no HTTP URL: tracebacks; a
 ``Link`` listing ``prev`` before ``next`` was followed backwards; a tag or repository name
-with a terminal escape or a newline in it was printed as listed).
+with a terminal escape or a newline in it was printed as listed, and so were a registry's
+error messages and a signature's claims in the errors that quote them).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from aiplat.artifacts.limits import MAX_PAGES, MAX_SIGNATURES, MiB
 from aiplat.artifacts.modelpack import OCI_MANIFEST, Descriptor, Manifest
 from aiplat.artifacts.reference import sha256_digest, signature_tag
 from aiplat.artifacts.signatures import find_signatures
+from aiplat.artifacts.signing import Signature, check_signature
 
 HOST = "reg.test:5000"
 JSON = {"Content-Type": "application/json"}
@@ -390,3 +392,22 @@ def test_a_listed_name_outside_the_spec_grammar_is_refused_not_printed(
     with pytest.raises(RegistryError, match="by the OCI distribution spec") as info:
         c.tags("m") if key == "tags" else c.catalog()
     assert "\x1b" not in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_registrys_words_reach_the_terminal_escaped() -> None:
+    evil = "\x1b]0;owned\x07\nerror: all good"
+    c = client(lambda r: httpx.Response(403, json={"errors": [{"code": "DENIED",
+                                                                "message": evil}]}))
+    with pytest.raises(RegistryError) as info:
+        c.ping()
+    assert "\x1b" not in str(info.value) and "\n" not in str(info.value)
+    assert "DENIED" in str(info.value)
+    for junk in ({"errors": 5}, {"errors": [5]}, {"errors": "x"}):
+        with pytest.raises(RegistryError, match="HTTP 403"):
+            client(lambda r, j=junk: httpx.Response(403, json=j)).ping()
+    payload = cosign.payload(f"{HOST}/m{evil}", "sha256:" + "0" * 64)
+    check = check_signature(Signature(payload, b"sig"), "m", "sha256:" + "1" * 64, {})
+    assert not check.valid and "\x1b" not in check.reason and "\n" not in check.reason
+    legacy = json.dumps({"keyId": evil, "payload": "", "signature": ""}).encode()
+    check = check_signature(legacy, "m", "sha256:" + "1" * 64, {})
+    assert "\x1b" not in check.key_id and "\n" not in check.key_id

@@ -45,6 +45,7 @@ from aiplat.artifacts.reference import (
     matches,
     parse_registry,
     sha256_digest,
+    shown,
 )
 
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -558,10 +559,11 @@ def _with_digest(location: str, digest: str) -> str:
 
 
 def _error_text(r: httpx.Response) -> str:
+    """The registry's error codes and messages (escaped: they are printed to a terminal)."""
     try:
         errors = r.json().get("errors") or []
-        return "; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors)[:300]
-    except (ValueError, AttributeError, httpx.ResponseNotRead):
+        return shown("; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors), 300)
+    except (ValueError, AttributeError, TypeError, httpx.ResponseNotRead):
         return r.reason_phrase
 
 

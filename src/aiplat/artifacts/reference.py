@@ -47,6 +47,14 @@ def check_digest(digest: str) -> str:
     return digest
 
 
+def shown(text: str, keep: int = 200) -> str:
+    """A peer's string (a registry's error message, a signature's claim) as it may appear in
+    aiplat's messages: cut to ``keep``, and escaped (repr) when it holds anything
+    unprintable, so no escape sequence or line break reaches the reader's terminal."""
+    text = text[:keep]
+    return text if text.isprintable() else repr(text)
+
+
 def is_tag(name: str) -> bool:
     """Whether ``name`` is a tag by the distribution spec's grammar."""
     return bool(_TAG_RE.fullmatch(name))

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiplat.artifacts import cosign
 from aiplat.artifacts.cosign import PrivateKey, PublicKey
 from aiplat.artifacts.errors import ArtifactInputError, SignatureError
-from aiplat.artifacts.reference import canonical_name
+from aiplat.artifacts.reference import canonical_name, shown
 from aiplat.errors import InputError
 
 SIGNATURE_TYPE = "application/vnd.aiplat.signature.v1+json"  # the format before cosign's
@@ -147,8 +147,8 @@ def check_signature(sig: Signature | bytes, repository: str, digest: str,
         return SignatureCheck("?", False, "not a cosign simple-signing payload")
     reference, signed = claim
     if signed != digest or cosign.repository_of(reference) != repository:
-        return SignatureCheck("?", False, f"signs {reference}@{signed}, another manifest or"
-                                          f" repository, not {repository}@{digest}")
+        return SignatureCheck("?", False, f"signs {shown(reference)}@{shown(signed)}, another"
+                                          f" manifest or repository, not {repository}@{digest}")
     for kid, key in keys.items():
         if cosign.verify_bytes(key, sig.signature, sig.payload):
             return SignatureCheck(kid, True, "ok")
@@ -160,7 +160,7 @@ def _check_legacy(blob: bytes, repository: str, digest: str,
                   keys: dict[str, PublicKey]) -> SignatureCheck:
     try:
         doc = json.loads(blob)
-        kid = str(doc["keyId"])
+        kid = shown(str(doc["keyId"]), 80)  # the blob's claim, printed in refusals
         data = base64.b64decode(doc["payload"])
         sig = base64.b64decode(doc["signature"])
     except (ValueError, KeyError, TypeError):
