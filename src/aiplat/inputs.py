@@ -12,6 +12,12 @@ been and a fix, instead of failing deep inside a parser:
   ``MAX_VALUES`` values; duplicate keys in JSON and YAML mappings; ``NaN``/``Infinity`` in JSON;
 - a document of the wrong shape (``mapping`` / ``sequence`` check the root).
 
+Files inside a host's tree (``--root``: a recorded sysfs/procfs, a driver root) are read by
+``read_in_tree``, which also refuses a path whose links lead out of the tree, checks the file
+type with ``stat`` before opening (a FIFO would block, a device may act on open), reads at
+most ``TREE_MAX_BYTES`` (or the last that many, for a log) and, unlike ``read_bytes``, lets a
+plain ``OSError`` (a missing attribute) through: in a tree files come and go.
+
 The functions are plain: no CLI, no click; layers import them at their I/O edges.
 """
 
@@ -30,6 +36,11 @@ from aiplat.errors import InputError
 
 MAX_BYTES = 64 * 1024 * 1024
 """The largest input file read; every aiplat input is far smaller."""
+
+TREE_MAX_BYTES = 16 * 1024 * 1024
+"""The largest file read from a host's tree: /var/lib/dpkg/status of a full desktop install
+is ~10 MiB, /proc/cpuinfo of a 1,024-thread host ~2 MiB, a sysfs attribute one page. A
+recorded tree is not trusted to stop there (/dev/zero, a sparse file of terabytes)."""
 
 MAX_DEPTH = 64
 """The deepest nesting of lists and mappings accepted; real inputs need well under 20."""
@@ -53,35 +64,17 @@ def read_bytes(path: str | Path, what: str = "an input file", *,
     """The bytes of the regular file ``path``; ``what`` names it in errors ("a CDI spec")."""
     name = str(path)
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        _regular(os.stat(name), name, what, f"give the path of {what}")
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except FileNotFoundError:
         raise _fail(name, what, "cannot read it: no such file",
-                    f"give the path of {what}") from None
-    except IsADirectoryError:
-        raise _fail(name, what, "cannot read it: a directory, not a file",
                     f"give the path of {what}") from None
     except OSError as e:
         raise _fail(name, what, f"cannot read it: {e.strerror or e}",
                     f"give the path of {what} you can read") from None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
-            raise _fail(name, what, f"cannot read it: {kind}, not a regular file",
-                        f"give the path of {what}")
-        if st.st_size > max_bytes:
-            raise _too_big(name, what, max_bytes)
-        os.set_blocking(fd, True)
-        chunks, total = [], 0
-        while total <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
-        if total > max_bytes:
-            raise _too_big(name, what, max_bytes)
-        return b"".join(chunks)
+        return _read_fd(fd, name, what, max_bytes, f"give {what}; no aiplat input is that "
+                        "large")
     except OSError as e:
         raise _fail(name, what, f"cannot read it: {e.strerror or e}",
                     f"give the path of {what} you can read") from None
@@ -89,9 +82,84 @@ def read_bytes(path: str | Path, what: str = "an input file", *,
         os.close(fd)
 
 
-def _too_big(name: str, what: str, max_bytes: int) -> InputError:
-    return _fail(name, what, f"cannot read it: larger than {max_bytes // (1024 * 1024)} MiB",
-                 f"give {what}; no aiplat input is that large")
+def _regular(st: os.stat_result, name: str, what: str, fix: str) -> None:
+    """Refuse anything but a regular file (before opening it: see the module doc)."""
+    if not stat.S_ISREG(st.st_mode):
+        kind = next((k for test, k in _KINDS if test(st.st_mode)), "not a regular file")
+        raise _fail(name, what, f"cannot read it: {kind}, not a regular file", fix)
+
+
+def _read_fd(fd: int, name: str, what: str, max_bytes: int, fix: str, *,
+             tail: bool = False) -> bytes:
+    """At most ``max_bytes`` of the open regular file ``fd`` (its last ones with ``tail``);
+    more is an error, whatever the size says (/proc files say 0)."""
+    st = os.fstat(fd)
+    _regular(st, name, what, fix)  # again, on what was opened: a swap in between
+    if st.st_size > max_bytes:
+        if not tail:
+            raise _too_big(name, what, max_bytes, fix)
+        os.lseek(fd, st.st_size - max_bytes, os.SEEK_SET)
+    os.set_blocking(fd, True)
+    chunks, total = [], 0
+    while total <= max_bytes:
+        chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    data = b"".join(chunks)
+    if total > max_bytes:
+        if not tail:
+            raise _too_big(name, what, max_bytes, fix)
+        data = data[-max_bytes:]
+    return data
+
+
+def _too_big(name: str, what: str, max_bytes: int, fix: str) -> InputError:
+    size = f"{max_bytes // (1024 * 1024)} MiB" if max_bytes >= 1 << 20 else \
+        f"{max_bytes // 1024} KiB"
+    return _fail(name, what, f"cannot read it: larger than {size}", fix)
+
+
+# ---------------------------------------------------------------------------- host trees
+
+
+def inside(root: str | Path, path: str | Path) -> Path:
+    """``path`` with every link resolved, when that stays under ``root`` (resolved too); an
+    ``InputError`` naming where the link leads when it leaves the tree."""
+    top = os.path.realpath(root)
+    real = os.path.realpath(path)
+    if top not in (os.sep, real) and not real.startswith(top + os.sep):
+        raise _fail(path, "a file of the tree", f"a link out of the tree {root} (to {real}): "
+                    "not followed", "record the tree with links relative inside it (sysfs's "
+                    "own are), or copy the file in")
+    return Path(real)
+
+
+_TREE_FIX = "replace it with the file it stands for, or remove it from the tree"
+
+
+def file_in_tree(root: str | Path, path: str | Path, what: str = "a file of the tree") -> Path:
+    """The real path of the regular file ``path`` inside the tree ``root``, for a reader
+    that is not ours (ldconfig): ``InputError`` when refused, ``OSError`` when missing."""
+    real = inside(root, path)
+    _regular(os.stat(real), str(path), what, _TREE_FIX)
+    return real
+
+
+def read_in_tree(root: str | Path, path: str | Path, what: str = "a file of the tree", *,
+                 max_bytes: int = TREE_MAX_BYTES, tail: bool = False) -> bytes:
+    """The bytes of the regular file ``path`` inside the tree ``root``, at most ``max_bytes``
+    (``tail``: its last ``max_bytes``, for a log). ``InputError`` when refused (see the module
+    doc); a plain ``OSError`` when missing or unreadable."""
+    real = file_in_tree(root, path, what)
+    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC |
+                 os.O_NOCTTY)
+    try:
+        return _read_fd(fd, str(path), what, max_bytes,
+                        f"{_TREE_FIX}; no such file is that large", tail=tail)
+    finally:
+        os.close(fd)
 
 
 def decode(data: bytes, name: str | Path, what: str = "an input file") -> str:

@@ -139,6 +139,7 @@ def check(  # noqa: PLR0917 (one parameter per option)
             extra.append(f"{i.severity}: {i.subject}: {i.message}"
                          + (f" (fix: {i.fix})" if i.fix else ""))
         extra += [f"rollback: {step}" for step in outcome.rollback]
+        extra += [f"warning: {w}" for w in outcome.warnings]
         check_table(outcome.report, outcome.matrix, extra)
     else:
         click.echo(dump(outcome.as_data(), fmt), nl=False)

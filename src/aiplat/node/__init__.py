@@ -3,6 +3,8 @@ burn-in, preparation and the node agent.
 
 Layout (I/O at the edges, pure in the middle):
 
+    tree (I/O)                           the one bounded reader of a root (links kept
+                                         inside it, no FIFOs or devices, size bounds)
     readers (I/O, each takes root=)      sysfs, hostinfo, software, kernlog, nvml
     recorded-output parsers (pure)       nvsmi (topo -m, -q -x, nvlink -s), lstopo
     collect (I/O)                        runs the readers -> ``Inventory``

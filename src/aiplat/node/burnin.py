@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict
 
 from aiplat.errors import InputError
 from aiplat.node.kernlog import read_xids
-from aiplat.node.sysfs import read_int, read_text, under
+from aiplat.node.tree import Tree
 
 MIN_SAMPLES = 30
 
@@ -66,18 +66,17 @@ class BurninReport(BurninModel):
     problems: list[str]
 
 
-def read_counters(root: str | Path = "/") -> Counters:
+def read_counters(root: str | Path | Tree = "/") -> Counters:
+    tree = Tree.of(root)
     ce = ue = 0
-    mc = under(root, "/sys/devices/system/edac/mc")
-    if mc.is_dir():
-        for d in mc.glob("mc[0-9]*"):
-            ce += read_int(d / "ce_count") or 0
-            ue += read_int(d / "ue_count") or 0
+    for d in tree.glob(tree.path("/sys/devices/system/edac/mc"), "mc[0-9]*"):
+        ce += tree.number(d / "ce_count") or 0
+        ue += tree.number(d / "ue_count") or 0
     try:
-        xids = len(read_xids(root) or [])
+        xids = len(read_xids(tree) or [])
     except OSError:
         xids = 0
-    gpu = GpuSensors.open() if str(root) == "/" else None
+    gpu = GpuSensors.open() if tree.live else None
     unc = gpu.ecc_uncorrected() if gpu else 0
     return Counters(edac_ce=ce, edac_ue=ue, xids=xids, gpu_ecc_uncorrected=unc)
 
@@ -120,14 +119,13 @@ class GpuSensors:
         return total
 
 
-def read_max_temp(root: str | Path = "/") -> float | None:
+def read_max_temp(root: str | Path | Tree = "/") -> float | None:
+    tree = Tree.of(root)
     temps = []
-    base = under(root, "/sys/class/hwmon")
-    if base.is_dir():
-        for f in base.glob("hwmon*/temp*_input"):
-            v = read_text(f)
-            if v and v.lstrip("-").isdigit():
-                temps.append(int(v) / 1000)
+    for f in tree.glob(tree.path("/sys/class/hwmon"), "hwmon*/temp*_input"):
+        v = tree.number(f)
+        if v is not None:
+            temps.append(v / 1000)
     return max(temps) if temps else None
 
 

@@ -5,8 +5,10 @@ the live host, then recorded outputs given with ``--from KIND=FILE``. Recordings
 over live reads of the same kind (the administrator asked for them). When sysfs has no PCI
 devices (reading another host's recordings), a recorded ``lstopo`` supplies them.
 
-Nothing here raises for an unreadable host file; it becomes an entry in ``warnings``.
-Unreadable or malformed *recordings* are input errors (exit 2): the user named them.
+Nothing here raises for an unreadable host file. One ``Tree`` reads the host (or a tree
+someone recorded): a link out of it, a FIFO, device or socket, or a file past the bound is
+not read and becomes an entry in ``warnings``, as do missing sources. Unreadable or malformed
+*recordings* are input errors (exit 2): the user named them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from aiplat.node.nvml import read_nvml
 from aiplat.node.nvsmi import parse_nvlink_status, parse_smi_xml, parse_topo
 from aiplat.node.software import read_software
 from aiplat.node.sysfs import read_ib, read_net, read_pci
+from aiplat.node.tree import Tree
 
 RECORDED_KINDS = {
     "topo": "nvidia-smi topo -m",
@@ -69,26 +72,29 @@ def _live_smi(args: list[str]) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def collect_inventory(root: str | Path = "/", recorded: Mapping[str, Path] | None = None,
+def collect_inventory(root: str | Path | Tree = "/",
+                      recorded: Mapping[str, Path] | None = None,
                       live_gpu: bool | None = None) -> Inventory:
     """Read the node under ``root``. ``live_gpu`` (default: root is ``/``) allows NVML and
-    running ``nvidia-smi``; recordings in ``recorded`` are used either way."""
+    running ``nvidia-smi``; recordings in ``recorded`` are used either way. A ``Tree`` given
+    as ``root`` keeps collecting refusals for later readers (the checks' kernel log)."""
     recorded = dict(recorded or {})
-    root_s = str(root)
-    live = root_s == "/" if live_gpu is None else live_gpu
+    tree = Tree.of(root)
+    root_s = str(tree.root)
+    live = tree.live if live_gpu is None else live_gpu
     sources = ["sysfs", "procfs"]
     warnings: list[str] = []
-    host = read_host(root)
-    pci = read_pci(root)
+    host = read_host(tree)
+    pci = read_pci(tree)
     if "lstopo" in recorded:
         from_lstopo = parse_lstopo(_read_recording("lstopo", recorded["lstopo"]),
                                    str(recorded["lstopo"]))
         sources.append("lstopo")
         if not pci:
             pci = from_lstopo
-    net = read_net(root)
-    ib = read_ib(root, net)
-    software = read_software(root)
+    net = read_net(tree)
+    ib = read_ib(tree, net)
+    software = read_software(tree)
 
     details: list[GpuDetail] = []
     cuda: str | None = None
@@ -138,5 +144,5 @@ def collect_inventory(root: str | Path = "/", recorded: Mapping[str, Path] | Non
         gpu_details=details,
         topology=topo,
         driver_cuda_version=cuda,
-        warnings=warnings,
+        warnings=tree.warnings + warnings,
     )

@@ -3,7 +3,8 @@
 Sources (all under ``root``): ``/proc/sys/kernel/{osrelease,hostname}``, ``/proc/cmdline``,
 ``/proc/cpuinfo`` plus ``/sys/devices/system/cpu/cpu*/topology`` (SMT siblings),
 ``/proc/meminfo``, ``/sys/kernel/mm/hugepages``, ``/sys/devices/system/node/node*``,
-``/sys/kernel/iommu_groups`` and ``/proc/mounts`` with ``statvfs`` for real file systems.
+``/sys/kernel/iommu_groups`` and ``/proc/mounts`` with ``statvfs`` for real file systems,
+all read through ``aiplat.node.tree`` (bounded, never out of the root).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from aiplat.node.inventory import CpuInfo, Filesystem, HostInfo, NumaNode
 from aiplat.node.pciaddr import parse_cpulist
-from aiplat.node.sysfs import read_int, read_text, under
+from aiplat.node.tree import TEXT_MAX_BYTES, Tree
 
 REAL_FS = {"ext4", "ext3", "xfs", "btrfs", "zfs", "f2fs", "overlay", "tmpfs", "nfs", "nfs4",
            "lustre", "gpfs", "beegfs", "ceph", "fuse.juicefs", "virtiofs"}
@@ -24,8 +25,9 @@ WATCHED_MOUNTS = ("/", "/var", "/var/lib", "/var/lib/containerd", "/var/lib/kube
                   "/var/lib/containers", "/raid", "/scratch", "/tmp", "/mnt/local")
 
 
-def read_cpu(root: str | Path) -> CpuInfo | None:
-    text = read_text(under(root, "/proc/cpuinfo"))
+def read_cpu(root: str | Path | Tree) -> CpuInfo | None:
+    tree = Tree.of(root)
+    text = tree.text(tree.path("/proc/cpuinfo"), TEXT_MAX_BYTES)
     if not text:
         return None
     model = None
@@ -44,65 +46,75 @@ def read_cpu(root: str | Path) -> CpuInfo | None:
         phys = fields.get("physical id", "0")
         sockets.add(phys)
         cores.add((phys, fields.get("core id", fields["processor"])))
-    groups = _core_threads(root)
+    groups = _core_threads(tree)
     n_cores = len(groups) if groups else len(cores)
     return CpuInfo(model=model, sockets=max(1, len(sockets)), cores=n_cores or threads,
                    threads=threads, smt=threads > (n_cores or threads), core_threads=groups)
 
 
-def _core_threads(root: str | Path) -> list[list[int]]:
-    base = under(root, "/sys/devices/system/cpu")
-    if not base.is_dir():
-        return []
+def _core_threads(tree: Tree) -> list[list[int]]:
     seen: dict[str, list[int]] = {}
-    for cpu in base.glob("cpu[0-9]*"):
-        siblings = read_text(cpu / "topology" / "thread_siblings_list")
-        if siblings:
-            seen.setdefault(siblings, parse_cpulist(siblings))
+    for cpu in tree.glob(tree.path("/sys/devices/system/cpu"), "cpu[0-9]*"):
+        path = cpu / "topology" / "thread_siblings_list"
+        siblings = tree.text(path)
+        if siblings and siblings not in seen and _cpulist(tree, path, siblings):
+            seen[siblings] = parse_cpulist(siblings)
     return sorted(seen.values())
 
 
-def read_meminfo(root: str | Path) -> dict[str, int]:
-    text = read_text(under(root, "/proc/meminfo")) or ""
+def _cpulist(tree: Tree, path: Path, text: str) -> bool:
+    """Whether ``text`` is a cpulist; a warning naming the file when not."""
+    try:
+        parse_cpulist(text)
+    except ValueError as e:
+        tree.warn(f"{path}: ignored: {e} (fix: record the file from the host again)")
+        return False
+    return True
+
+
+def read_meminfo(root: str | Path | Tree) -> dict[str, int]:
+    tree = Tree.of(root)
+    text = tree.text(tree.path("/proc/meminfo"), TEXT_MAX_BYTES) or ""
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^(\S+):\s+(\d+)", line)
+        m = re.match(r"^(\S+):\s+(\d{1,20})\b", line)  # more digits: no host's
         if m:
             out[m.group(1)] = int(m.group(2))
     return out
 
 
-def read_hugepages(root: str | Path) -> dict[str, int]:
-    base = under(root, "/sys/kernel/mm/hugepages")
-    if not base.is_dir():
-        return {}
+def read_hugepages(root: str | Path | Tree) -> dict[str, int]:
+    tree = Tree.of(root)
     out = {}
-    for d in sorted(base.glob("hugepages-*")):
-        n = read_int(d / "nr_hugepages")
+    for d in tree.glob(tree.path("/sys/kernel/mm/hugepages"), "hugepages-*"):
+        n = tree.number(d / "nr_hugepages")
         if n is not None:
             out[d.name.removeprefix("hugepages-")] = n
     return out
 
 
-def read_numa(root: str | Path) -> list[NumaNode]:
-    base = under(root, "/sys/devices/system/node")
-    if not base.is_dir():
-        return []
+def read_numa(root: str | Path | Tree) -> list[NumaNode]:
+    tree = Tree.of(root)
     nodes = []
-    for d in sorted(base.glob("node[0-9]*"), key=lambda p: int(p.name[4:])):
+    found = tree.glob(tree.path("/sys/devices/system/node"), "node[0-9]*")
+    for d in sorted((d for d in found if d.name[4:].isdigit()), key=lambda p: int(p.name[4:])):
         mem = None
-        meminfo = read_text(d / "meminfo") or ""
-        m = re.search(r"MemTotal:\s+(\d+)\s*kB", meminfo)
+        meminfo = tree.text(d / "meminfo") or ""
+        m = re.search(r"MemTotal:\s+(\d{1,20})\s*kB", meminfo)
         if m:
             mem = int(m.group(1))
-        dist = read_text(d / "distance") or ""
-        nodes.append(NumaNode(id=int(d.name[4:]), cpulist=read_text(d / "cpulist") or "",
-                              memory_kib=mem, distances=[int(x) for x in dist.split()]))
+        dist = tree.text(d / "distance") or ""
+        cpulist = tree.text(d / "cpulist") or ""
+        nodes.append(NumaNode(id=int(d.name[4:]),
+                              cpulist=cpulist if _cpulist(tree, d / "cpulist", cpulist) else "",
+                              memory_kib=mem, distances=[int(x) for x in dist.split()
+                                                         if x.isdigit() and len(x) < 6]))
     return nodes
 
 
-def read_filesystems(root: str | Path) -> list[Filesystem]:
-    text = read_text(under(root, "/proc/mounts")) or ""
+def read_filesystems(root: str | Path | Tree) -> list[Filesystem]:
+    tree = Tree.of(root)
+    text = tree.text(tree.path("/proc/mounts"), TEXT_MAX_BYTES) or ""
     out = []
     seen = set()
     for line in text.splitlines():
@@ -112,9 +124,12 @@ def read_filesystems(root: str | Path) -> list[Filesystem]:
         mount, fstype = parts[1].replace("\\040", " "), parts[2]
         if mount not in WATCHED_MOUNTS or fstype not in REAL_FS or mount in seen:
             continue
+        real = tree.resolve(tree.path(mount))  # a link out of the tree: not the host's disk
         try:
-            st = os.statvfs(under(root, mount))
+            st = os.statvfs(real) if real is not None else None
         except OSError:
+            st = None
+        if st is None:
             continue
         seen.add(mount)
         out.append(Filesystem(mount=mount, fstype=fstype, size_bytes=st.f_blocks * st.f_frsize,
@@ -122,17 +137,17 @@ def read_filesystems(root: str | Path) -> list[Filesystem]:
     return out
 
 
-def read_host(root: str | Path) -> HostInfo:
-    groups = under(root, "/sys/kernel/iommu_groups")
-    meminfo = read_meminfo(root)
+def read_host(root: str | Path | Tree) -> HostInfo:
+    tree = Tree.of(root)
+    meminfo = read_meminfo(tree)
     return HostInfo(
-        hostname=read_text(under(root, "/proc/sys/kernel/hostname")),
-        kernel=read_text(under(root, "/proc/sys/kernel/osrelease")),
-        cmdline=read_text(under(root, "/proc/cmdline")),
-        cpu=read_cpu(root),
+        hostname=tree.text(tree.path("/proc/sys/kernel/hostname")),
+        kernel=tree.text(tree.path("/proc/sys/kernel/osrelease")),
+        cmdline=tree.text(tree.path("/proc/cmdline")),
+        cpu=read_cpu(tree),
         memory_kib=meminfo.get("MemTotal"),
-        hugepages=read_hugepages(root),
-        numa=read_numa(root),
-        iommu_groups=sum(1 for _ in groups.iterdir()) if groups.is_dir() else 0,
-        filesystems=read_filesystems(root),
+        hugepages=read_hugepages(tree),
+        numa=read_numa(tree),
+        iommu_groups=len(tree.entries(tree.path("/sys/kernel/iommu_groups"))),
+        filesystems=read_filesystems(tree),
     )

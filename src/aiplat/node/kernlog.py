@@ -3,7 +3,8 @@
 Sources, first found wins: a file the user names (``dmesg`` output, with or without
 ``-T``... only the ``[seconds]`` monotonic form carries an age), ``/dev/kmsg`` on the live
 host (records ``prio,seq,usec,flags;text``, read non-blocking so it never waits for new
-messages), else ``/var/log/kern.log`` under ``root``. The age of an event is
+messages, and at most ``TEXT_MAX_BYTES`` of them), else the newest ``TEXT_MAX_BYTES`` of
+``/var/log/kern.log`` under ``root`` (through ``aiplat.node.tree``). The age of an event is
 ``/proc/uptime`` minus its timestamp; events without a timestamp have no age and count as
 recent (better a false alarm than a missed fallen-off-the-bus). When no source can be read
 the result is None and the XID check says "skip", never "pass".
@@ -19,11 +20,11 @@ from pathlib import Path
 
 from aiplat.errors import InputError
 from aiplat.node.pciaddr import normalise
-from aiplat.node.sysfs import read_text, under
+from aiplat.node.tree import TEXT_MAX_BYTES, Tree
 
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d+)")
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d{1,9})\b")
 _DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]")
-_KMSG = re.compile(r"^\d+,\d+,(\d+),[^;]*;")
+_KMSG = re.compile(r"^\d+,\d+,(\d{1,20}),[^;]*;")
 
 
 @dataclass(frozen=True)
@@ -58,9 +59,10 @@ def parse_xids(text: str, uptime_s: float | None) -> list[XidEvent]:
 
 def _read_kmsg(path: Path) -> str:
     lines = []
+    total = 0
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        while True:
+        while total < TEXT_MAX_BYTES:  # a flood of new records must not keep us here
             try:
                 rec = os.read(fd, 8192)
             except OSError as e:
@@ -71,18 +73,27 @@ def _read_kmsg(path: Path) -> str:
                 raise
             if not rec:
                 break
+            total += len(rec)
             lines.append(rec.decode(errors="replace").split("\n", 1)[0])
     finally:
         os.close(fd)
     return "\n".join(lines)
 
 
-def read_xids(root: str | Path = "/", log_file: str | Path | None = None
+def _uptime(tree: Tree) -> float | None:
+    text = tree.text(tree.path("/proc/uptime"))
+    try:
+        return float(text.split()[0]) if text else None
+    except ValueError:
+        return None
+
+
+def read_xids(root: str | Path | Tree = "/", log_file: str | Path | None = None
               ) -> list[XidEvent] | None:
     """XID events, or None when no kernel log could be read (not root and
     ``kernel.dmesg_restrict=1``, no kern.log): "not read" must never look like "no XIDs"."""
-    uptime_text = read_text(under(root, "/proc/uptime"))
-    uptime = float(uptime_text.split()[0]) if uptime_text else None
+    tree = Tree.of(root)
+    uptime = _uptime(tree)
     if log_file is not None:
         from aiplat import inputs
 
@@ -92,10 +103,10 @@ def read_xids(root: str | Path = "/", log_file: str | Path | None = None
         except InputError as e:
             raise InputError(f"--kernel-log {e}") from None
         return parse_xids(text, uptime)
-    if str(root) == "/":
+    if tree.live:
         try:
             return parse_xids(_read_kmsg(Path("/dev/kmsg")), uptime)
         except OSError:
             pass
-    logged = read_text(under(root, "/var/log/kern.log"))
+    logged = tree.text(tree.path("/var/log/kern.log"), TEXT_MAX_BYTES, tail=True)
     return parse_xids(logged, uptime) if logged is not None else None

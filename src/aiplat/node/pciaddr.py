@@ -80,18 +80,26 @@ def parse_link_speed(text: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
+MAX_CPUS = 1 << 16
+"""CPU ids a cpulist may name: Linux's NR_CPUS is at most 8,192 (x86-64 MAXSMP), so a list
+beyond this is not a host's (``0-4294967295`` would be 4 billion ints)."""
+
+
 def parse_cpulist(text: str) -> list[int]:
-    """``0-3,8,10-11`` -> [0, 1, 2, 3, 8, 10, 11]; empty -> []."""
+    """``0-3,8,10-11`` -> [0, 1, 2, 3, 8, 10, 11]; empty -> []. ValueError when it is not
+    a cpulist, or names an id of ``MAX_CPUS`` or more."""
     cpus: list[int] = []
     for raw in text.strip().split(","):
         part = raw.strip()
         if not part:
             continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.extend(range(int(lo), int(hi) + 1))
-        else:
-            cpus.append(int(part))
+        lo, _, hi = part.partition("-")
+        first, last = int(lo), int(hi or lo)
+        if not 0 <= first <= last < MAX_CPUS:
+            raise ValueError(f"'{part[:40]}' is not a range of CPU ids below {MAX_CPUS}")
+        cpus.extend(range(first, last + 1))
+        if len(cpus) > MAX_CPUS:
+            raise ValueError(f"more than {MAX_CPUS} CPUs")
     return cpus
 
 

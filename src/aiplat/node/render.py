@@ -23,7 +23,8 @@ from aiplat.node.placement import Placement
 def console() -> Console:
     # Piped output keeps whole lines: rich would wrap at 80 columns off a terminal. Free-text
     # lines soft-wrap (tables still fit the width), so commands and names in them are never split.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 200,
+    # No markup: names come from the host or a recorded tree ("[/x]" would be a tag).
+    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 200,
                    soft_wrap=True)
 
 

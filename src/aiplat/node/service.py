@@ -31,6 +31,7 @@ from aiplat.node.matrix import (
     image_cuda_version,
     observe,
 )
+from aiplat.node.tree import Tree
 from aiplat.spec.models import Platform
 
 
@@ -41,6 +42,7 @@ class CheckOutcome:
     matrix: MatrixReport | None
     image: Fact | None
     rollback: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # files of the tree refused
 
     @property
     def exit_code(self) -> int:
@@ -62,6 +64,8 @@ class CheckOutcome:
             data["image"] = self.image.model_dump()
         if self.rollback:
             data["rollback"] = self.rollback
+        if self.warnings:
+            data["warnings"] = self.warnings
         return data
 
 
@@ -92,9 +96,10 @@ def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = 
     if matrix and platform is None:
         raise InputError("--matrix needs --spec (the approved combinations are in "
                          "versions.approved)")
-    inv = inventory or collect_inventory(root, recorded)
+    tree = Tree.of(root)
+    inv = inventory or collect_inventory(tree, recorded)
     exp = Expectations.from_platform(platform, pool) if platform and pool else Expectations()
-    xids = read_xids(root, kernel_log)
+    xids = read_xids(tree, kernel_log)
     report = run_checks(CheckContext(inv=inv, exp=exp, xids=xids), only=only, skip=skip)
     mreport = None
     if matrix and platform is not None:
@@ -105,7 +110,8 @@ def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = 
         cuda = image_cuda_version(load_image_config(image_config), str(image_config))
         driver = inv.software.nvidia_driver.version if inv.software.nvidia_driver else None
         image = check_image(cuda, driver, inv.driver_cuda_version)
-    outcome = CheckOutcome(inventory=inv, report=report, matrix=mreport, image=image)
+    outcome = CheckOutcome(inventory=inv, report=report, matrix=mreport, image=image,
+                           warnings=list(tree.warnings))
     if baseline is not None:
         base = load_baseline(baseline)
         if outcome.exit_code:

@@ -4,7 +4,8 @@ nodes, container runtimes and CDI specs.
 Versions of runtimes come from the Debian package database (``/var/lib/dpkg/status``), which
 is a plain file and so works on any ``root``; only on the live host (``root == "/"``) is a
 tool asked for ``--version``, with a short timeout, when the package database does not know
-it. Binaries under a foreign root are never executed: a mounted image is not trusted code.
+it. Binaries under a foreign root are never executed: a mounted image is not trusted code,
+and its files are read through ``aiplat.node.tree`` (bounded, never out of the root).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from aiplat.node.inventory import DeviceNode, Module, NvidiaDriver, SoftwareInfo
-from aiplat.node.sysfs import read_text, under
+from aiplat.node.tree import TEXT_MAX_BYTES, Tree
 
 SecureBoot = Literal["enabled", "disabled", "legacy-boot", "unknown"]
 SECURE_BOOT_VAR = "SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
@@ -37,12 +38,13 @@ RUNTIMES: dict[str, tuple[tuple[str, ...], list[str]]] = {
 _VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:[-+~][0-9A-Za-z.+~-]*)?)")
 
 
-def read_modules(root: str | Path) -> list[Module]:
-    text = read_text(under(root, "/proc/modules")) or ""
+def read_modules(root: str | Path | Tree) -> list[Module]:
+    tree = Tree.of(root)
+    text = tree.text(tree.path("/proc/modules"), TEXT_MAX_BYTES) or ""
     names = [line.split()[0] for line in text.splitlines() if line.strip()]
     out = []
     for name in names:
-        version = read_text(under(root, f"/sys/module/{name}/version"))
+        version = tree.text(tree.path(f"/sys/module/{name}/version"))
         out.append(Module(name=name, version=version))
     return out
 
@@ -61,23 +63,22 @@ def parse_nvidia_version(text: str) -> NvidiaDriver | None:
     return NvidiaDriver(version=m.group(1), flavor=flavor, raw=first.strip())
 
 
-def read_secure_boot(root: str | Path) -> SecureBoot:
-    efi = under(root, "/sys/firmware/efi")
-    if not efi.is_dir():
+def read_secure_boot(root: str | Path | Tree) -> SecureBoot:
+    tree = Tree.of(root)
+    efi = tree.path("/sys/firmware/efi")
+    if not tree.is_dir(efi):
         return "legacy-boot"
-    var = efi / "efivars" / SECURE_BOOT_VAR
-    try:
-        data = var.read_bytes()
-    except OSError:
-        return "unknown" if not (efi / "efivars").is_dir() else "disabled"
+    data = tree.data(efi / "efivars" / SECURE_BOOT_VAR)
+    if data is None:
+        return "unknown" if not tree.is_dir(efi / "efivars") else "disabled"
     # 4 bytes of attributes, then the value byte.
     if len(data) < 5:
         return "unknown"
     return "enabled" if data[4] == 1 else "disabled"
 
 
-def _names(root: str | Path, path: str) -> dict[int, str]:
-    text = read_text(under(root, path)) or ""
+def _names(tree: Tree, path: str) -> dict[int, str]:
+    text = tree.text(tree.path(path), TEXT_MAX_BYTES) or ""
     out: dict[int, str] = {}
     for line in text.splitlines():
         parts = line.split(":")
@@ -86,17 +87,19 @@ def _names(root: str | Path, path: str) -> dict[int, str]:
     return out
 
 
-def read_device_nodes(root: str | Path) -> list[DeviceNode]:
-    dev = under(root, "/dev")
-    if not dev.is_dir():
+def read_device_nodes(root: str | Path | Tree) -> list[DeviceNode]:
+    """The accelerator nodes under /dev, by ``lstat`` (a node is never opened)."""
+    tree = Tree.of(root)
+    dev = tree.path("/dev")
+    if not tree.is_dir(dev):
         return []
-    users, groups = _names(root, "/etc/passwd"), _names(root, "/etc/group")
-    live = str(root) == "/"
+    users, groups = _names(tree, "/etc/passwd"), _names(tree, "/etc/group")
+    live = tree.live
     out = []
     seen = set()
     for pattern in DEVICE_GLOBS:
-        for p in sorted(dev.glob(pattern)):
-            if p in seen or p.is_dir():
+        for p in tree.glob(dev, pattern):
+            if p in seen or tree.is_dir(p):
                 continue
             seen.add(p)
             try:
@@ -107,7 +110,7 @@ def read_device_nodes(root: str | Path) -> list[DeviceNode]:
                     else "file" if stat.S_ISREG(st.st_mode) else "other")
             is_dev = kind in ("char", "block")
             out.append(DeviceNode(
-                path="/" + str(p.relative_to(root)).lstrip("/"),
+                path="/" + str(p.relative_to(tree.root)).lstrip("/"),
                 type=kind,
                 mode=f"{stat.S_IMODE(st.st_mode):04o}",
                 owner=users.get(st.st_uid) or (_live_user(st.st_uid) if live else str(st.st_uid)),
@@ -132,9 +135,10 @@ def _live_group(gid: int) -> str:
         return str(gid)
 
 
-def read_dpkg(root: str | Path, wanted: set[str]) -> dict[str, str]:
+def read_dpkg(root: str | Path | Tree, wanted: set[str]) -> dict[str, str]:
     """Installed versions of ``wanted`` packages from the dpkg status database."""
-    text = read_text(under(root, "/var/lib/dpkg/status")) or ""
+    tree = Tree.of(root)
+    text = tree.text(tree.path("/var/lib/dpkg/status"), TEXT_MAX_BYTES) or ""
     out = {}
     for block in text.split("\n\n"):
         fields = dict(
@@ -153,14 +157,15 @@ def version_from_output(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-def read_runtimes(root: str | Path) -> dict[str, str | None]:
+def read_runtimes(root: str | Path | Tree) -> dict[str, str | None]:
+    tree = Tree.of(root)
     wanted = {p for pkgs, _ in RUNTIMES.values() for p in pkgs}
-    packages = read_dpkg(root, wanted)
-    live = str(root) == "/"
+    packages = read_dpkg(tree, wanted)
+    live = tree.live
     out: dict[str, str | None] = {}
     for tool, (pkgs, cmd) in RUNTIMES.items():
         version = next((packages[p] for p in pkgs if p in packages), None)
-        binary = _find_binary(root, cmd[0])
+        binary = _find_binary(tree, cmd[0])
         if version is None and binary and live:
             version = _ask_version(cmd)
         if version is not None or binary:
@@ -168,10 +173,10 @@ def read_runtimes(root: str | Path) -> dict[str, str | None]:
     return out
 
 
-def _find_binary(root: str | Path, name: str) -> Path | None:
+def _find_binary(tree: Tree, name: str) -> Path | None:
     for d in ("/usr/bin", "/usr/local/bin", "/usr/sbin", "/bin", "/sbin"):
-        p = under(root, f"{d}/{name}")
-        if p.is_file() and os.access(p, os.X_OK):
+        p = tree.path(f"{d}/{name}")
+        if tree.is_file(p) and os.access(p, os.X_OK):
             return p
     return None
 
@@ -188,23 +193,23 @@ def _ask_version(cmd: list[str]) -> str | None:
     return version_from_output(proc.stdout + proc.stderr)
 
 
-def read_cdi_specs(root: str | Path) -> list[str]:
+def read_cdi_specs(root: str | Path | Tree) -> list[str]:
+    tree = Tree.of(root)
     out = []
     for d in ("/etc/cdi", "/var/run/cdi"):
-        base = under(root, d)
-        if base.is_dir():
-            out += [f"{d}/{p.name}" for p in sorted(base.iterdir())
-                    if p.suffix in (".json", ".yaml")]
+        out += [f"{d}/{p.name}" for p in tree.entries(tree.path(d))
+                if p.suffix in (".json", ".yaml")]
     return out
 
 
-def read_software(root: str | Path) -> SoftwareInfo:
-    version_text = read_text(under(root, "/proc/driver/nvidia/version"))
+def read_software(root: str | Path | Tree) -> SoftwareInfo:
+    tree = Tree.of(root)
+    version_text = tree.text(tree.path("/proc/driver/nvidia/version"))
     return SoftwareInfo(
-        modules=read_modules(root),
+        modules=read_modules(tree),
         nvidia_driver=parse_nvidia_version(version_text) if version_text else None,
-        secure_boot=read_secure_boot(root),
-        device_nodes=read_device_nodes(root),
-        runtimes=read_runtimes(root),
-        cdi_specs=read_cdi_specs(root),
+        secure_boot=read_secure_boot(tree),
+        device_nodes=read_device_nodes(tree),
+        runtimes=read_runtimes(tree),
+        cdi_specs=read_cdi_specs(tree),
     )

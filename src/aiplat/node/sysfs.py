@@ -1,9 +1,11 @@
 """Readers for sysfs: PCI functions and their switch tree, network interfaces, IB ports.
 
-Every reader takes ``root`` (``/`` on a live host, a fake tree in tests) and only reads
-files under it; symlinks are resolved inside the tree, so fake trees built with relative
-links behave like the real ``/sys``. A missing or unreadable attribute becomes ``None``
-(sysfs attributes come and go with kernel versions and drivers), never an exception.
+Every reader takes ``root`` (``/`` on a live host, a fake or recorded tree, or the
+``Tree`` collecting what was refused) and reads through ``aiplat.node.tree``: symlinks are
+resolved inside the tree, so trees with relative links behave like the real ``/sys``, and a
+link out of it, a special file or an oversized one is refused with a warning. A missing or
+unreadable attribute becomes ``None`` (sysfs attributes come and go with kernel versions and
+drivers), never an exception.
 
 The PCIe tree: ``/sys/bus/pci/devices/<addr>`` links to
 ``/sys/devices/pci0000:00/<root port>/<switch up>/<switch down>/<addr>``; the PCI addresses
@@ -12,43 +14,14 @@ along that path are the bridges above the device, and ``pci0000:00`` is its host
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from aiplat.node.inventory import DeviceKind, IbPort, NetInterface, PciDevice, PciLink
 from aiplat.node.pciaddr import VENDORS, acs_control, classify, normalise, parse_link_speed
+from aiplat.node.tree import Tree
 
 _PCI_COMPONENT = re.compile(r"^[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
-
-
-def under(root: str | Path, path: str) -> Path:
-    return Path(root) / path.lstrip("/")
-
-
-def read_text(path: Path) -> str | None:
-    try:
-        return path.read_text(errors="replace").strip()
-    except OSError:
-        return None
-
-
-def read_int(path: Path) -> int | None:
-    text = read_text(path)
-    if text is None:
-        return None
-    try:
-        return int(text, 0) if text.startswith("0x") else int(text)
-    except ValueError:
-        return None
-
-
-def link_name(path: Path) -> str | None:
-    """Basename of a symlink's target (``driver`` -> ``nvidia``), None when absent."""
-    try:
-        return os.path.basename(os.readlink(path))
-    except OSError:
-        return None
 
 
 def _pci_chain(real: Path) -> tuple[str | None, list[str]]:
@@ -63,24 +36,24 @@ def _pci_chain(real: Path) -> tuple[str | None, list[str]]:
     return host, chain
 
 
-def read_pci(root: str | Path) -> list[PciDevice]:
-    base = under(root, "/sys/bus/pci/devices")
-    if not base.is_dir():
-        return []
+def read_pci(root: str | Path | Tree) -> list[PciDevice]:
+    tree = Tree.of(root)
     devices = []
-    for entry in sorted(base.iterdir()):
-        d = entry.resolve()
-        cls = read_text(d / "class")
-        vendor = read_text(d / "vendor")
+    for entry in tree.entries(tree.path("/sys/bus/pci/devices")):
+        d = tree.resolve(entry)
+        if d is None:
+            continue
+        cls = tree.text(d / "class")
+        vendor = tree.text(d / "vendor")
         if not cls or not vendor:
             continue
-        numa = read_int(d / "numa_node")
+        numa = tree.number(d / "numa_node")
         host, chain = _pci_chain(d)
-        group = link_name(d / "iommu_group")
-        speed_cur = parse_link_speed(read_text(d / "current_link_speed"))
-        speed_max = parse_link_speed(read_text(d / "max_link_speed"))
-        width_cur = read_int(d / "current_link_width")
-        width_max = read_int(d / "max_link_width")
+        group = tree.link_name(d / "iommu_group")
+        speed_cur = parse_link_speed(tree.text(d / "current_link_speed"))
+        speed_max = parse_link_speed(tree.text(d / "max_link_speed"))
+        width_cur = tree.number(d / "current_link_width")
+        width_max = tree.number(d / "max_link_width")
         link = None
         if any(v is not None for v in (speed_cur, speed_max, width_cur, width_max)):
             link = PciLink(current_speed_gts=speed_cur, max_speed_gts=speed_max,
@@ -88,25 +61,21 @@ def read_pci(root: str | Path) -> list[PciDevice]:
         vendor = vendor.lower()
         address = normalise(entry.name)
         kind = classify(cls, vendor)
-        acs = None
-        if kind is DeviceKind.BRIDGE:
-            try:
-                acs = acs_control((d / "config").read_bytes())
-            except OSError:
-                acs = None
+        config = tree.data(d / "config") if kind is DeviceKind.BRIDGE else None
+        acs = acs_control(config) if config is not None else None
         devices.append(PciDevice(
             address=address,
             class_code=cls.lower(),
             kind=kind,
             vendor=vendor,
             vendor_name=VENDORS.get(vendor),
-            device=(read_text(d / "device") or "").lower(),
-            subsystem_vendor=read_text(d / "subsystem_vendor"),
-            subsystem_device=read_text(d / "subsystem_device"),
+            device=(tree.text(d / "device") or "").lower(),
+            subsystem_vendor=tree.text(d / "subsystem_vendor"),
+            subsystem_device=tree.text(d / "subsystem_device"),
             numa_node=None if numa is None or numa < 0 else numa,
-            local_cpulist=read_text(d / "local_cpulist"),
+            local_cpulist=tree.text(d / "local_cpulist"),
             link=link,
-            driver=link_name(d / "driver"),
+            driver=tree.link_name(d / "driver"),
             iommu_group=int(group) if group and group.isdigit() else None,
             host_bridge=host,
             acs_control=acs,
@@ -115,40 +84,37 @@ def read_pci(root: str | Path) -> list[PciDevice]:
     return devices
 
 
-def _pci_of(device_link: Path) -> str | None:
+def _pci_of(tree: Tree, device_link: Path) -> str | None:
     """The PCI function a class device belongs to (walks up: virtio nets sit below it)."""
-    try:
-        real = device_link.resolve(strict=True)
-    except OSError:
+    real = tree.resolve(device_link)
+    if real is None or not real.exists():
         return None
     _, chain = _pci_chain(real)
     return chain[-1] if chain else None
 
 
-def read_net(root: str | Path) -> list[NetInterface]:
-    base = under(root, "/sys/class/net")
-    if not base.is_dir():
-        return []
+def read_net(root: str | Path | Tree) -> list[NetInterface]:
+    tree = Tree.of(root)
     out = []
-    for entry in sorted(base.iterdir()):
-        if not entry.is_dir():
+    for entry in tree.entries(tree.path("/sys/class/net")):
+        d = tree.resolve(entry)
+        if d is None or not d.is_dir():
             continue
         name = entry.name
-        d = entry.resolve()
-        speed = read_int(d / "speed")
-        master = link_name(d / "master")
-        slaves_text = read_text(d / "bonding" / "slaves")
-        vlan_parent, vlan_id = _vlan(root, name)
-        has_device = (d / "device").exists()
+        speed = tree.number(d / "speed")
+        master = tree.link_name(d / "master")
+        slaves_text = tree.text(d / "bonding" / "slaves")
+        vlan_parent, vlan_id = _vlan(tree, name)
+        has_device = tree.exists(d / "device")
         out.append(NetInterface(
             name=name,
-            mtu=read_int(d / "mtu"),
+            mtu=tree.number(d / "mtu"),
             speed_mbps=speed if speed is not None and speed > 0 else None,
-            operstate=read_text(d / "operstate"),
-            driver=link_name(d / "device" / "driver") if has_device else None,
-            pci_address=_pci_of(d / "device") if has_device else None,
+            operstate=tree.text(d / "operstate"),
+            driver=tree.link_name(d / "device" / "driver") if has_device else None,
+            pci_address=_pci_of(tree, d / "device") if has_device else None,
             virtual="/devices/virtual/" in str(d) or not has_device,
-            bond_master=master if master and (d / "bonding_slave").exists() else None,
+            bond_master=master if master and tree.exists(d / "bonding_slave") else None,
             bond_slaves=slaves_text.split() if slaves_text else [],
             vlan_parent=vlan_parent,
             vlan_id=vlan_id,
@@ -156,12 +122,12 @@ def read_net(root: str | Path) -> list[NetInterface]:
     return out
 
 
-def _vlan(root: str | Path, name: str) -> tuple[str | None, int | None]:
+def _vlan(tree: Tree, name: str) -> tuple[str | None, int | None]:
     """VLAN parent and id from /proc/net/vlan/<name> (``Device: eth0``, ``VID: 100``)."""
-    text = read_text(under(root, f"/proc/net/vlan/{name}"))
+    text = tree.text(tree.path(f"/proc/net/vlan/{name}"))
     if not text:
         return None, None
-    vid = re.search(r"VID:\s*(\d+)", text)
+    vid = re.search(r"VID:\s*(\d{1,5})\b", text)
     dev = re.search(r"Device:\s*(\S+)", text)
     return (dev.group(1) if dev else None), (int(vid.group(1)) if vid else None)
 
@@ -181,29 +147,27 @@ def parse_ib_rate(text: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def read_ib(root: str | Path, net: list[NetInterface] | None = None) -> list[IbPort]:
-    base = under(root, "/sys/class/infiniband")
-    if not base.is_dir():
-        return []
+def read_ib(root: str | Path | Tree, net: list[NetInterface] | None = None) -> list[IbPort]:
+    tree = Tree.of(root)
     net = net or []
     out = []
-    for hca in sorted(base.iterdir()):
-        d = hca.resolve()
-        pci = _pci_of(d / "device")
-        netdevs = sorted(n.name for n in net if pci and n.pci_address == pci)
-        ports = d / "ports"
-        if not ports.is_dir():
+    for hca in tree.entries(tree.path("/sys/class/infiniband")):
+        d = tree.resolve(hca)
+        if d is None:
             continue
-        for port in sorted(ports.iterdir(), key=lambda p: int(p.name) if p.name.isdigit() else 0):
-            rate = read_text(port / "rate")
+        pci = _pci_of(tree, d / "device")
+        netdevs = sorted(n.name for n in net if pci and n.pci_address == pci)
+        ports = tree.entries(d / "ports")
+        for port in sorted(ports, key=lambda p: int(p.name) if p.name.isdigit() else 0):
+            rate = tree.text(port / "rate")
             out.append(IbPort(
                 device=hca.name,
                 port=int(port.name) if port.name.isdigit() else 0,
-                state=_after_colon(read_text(port / "state")),
-                phys_state=_after_colon(read_text(port / "phys_state")),
+                state=_after_colon(tree.text(port / "state")),
+                phys_state=_after_colon(tree.text(port / "phys_state")),
                 rate_gbps=parse_ib_rate(rate),
                 rate=rate,
-                link_layer=read_text(port / "link_layer"),
+                link_layer=tree.text(port / "link_layer"),
                 pci_address=pci,
                 netdevs=netdevs,
             ))
