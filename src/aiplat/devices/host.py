@@ -148,9 +148,16 @@ def linker_cache(root: str = "/") -> dict[str, str]:
     cache = _under(root, "/etc/ld.so.cache")
     if not os.path.exists(cache):
         return {}
+    from aiplat import inputs
+
+    # ldconfig reads it, not us: still a regular file inside the root (a FIFO would hang it)
     try:
-        res = subprocess.run([ldconfig, "-p", "-C", cache], capture_output=True, text=True,
-                             check=False, timeout=30)
+        real = inputs.file_in_tree(root, cache, "the linker cache")
+    except OSError:
+        return {}
+    try:
+        res = subprocess.run([ldconfig, "-p", "-C", str(real)], capture_output=True,
+                             text=True, check=False, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     return parse_ldconfig(res.stdout)
@@ -349,8 +356,8 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
     nv = [g for g in gpus if g.vendor == "nvidia"]
     if nv:
         if mig_minors is None:
-            p = Path(_under(root, "/proc/driver/nvidia-caps/mig-minors"))
-            mig_minors = parse_mig_minors(p.read_text()) if p.exists() else {}
+            mig_minors = parse_mig_minors(
+                nvf.tree_text(root, "/proc/driver/nvidia-caps/mig-minors") or "")
         if ldcache is None:
             ldcache = linker_cache(root)
         add("nvidia.com/gpu", _nvidia_devices(nv, root, mig_minors), _nvidia_common(root, ldcache,
@@ -418,9 +425,8 @@ HOOK_SINCE = {"create-symlinks": (1, 16, 0), "update-ldcache": (1, 16, 0),
 def toolkit_version(root: str) -> tuple[int, int, int] | None:
     """The NVIDIA Container Toolkit installed under ``root`` (dpkg's status of
     nvidia-container-toolkit-base or nvidia-container-toolkit), None if not found."""
-    try:
-        text = Path(_under(root, "/var/lib/dpkg/status")).read_text(errors="replace")
-    except OSError:
+    text = nvf.tree_text(root, "/var/lib/dpkg/status")
+    if text is None:
         return None
     for block in text.split("\n\n"):
         if re.search(r"^Package: nvidia-container-toolkit(-base)?$", block, re.M) and \

@@ -8,6 +8,10 @@ soname link, which the image may not have); GSP firmware; the graphics/compute c
 (EGL/Vulkan ICDs, ``nvoptix.bin``); the persistenced and fabric manager sockets and the MPS
 pipe directory; and the character-device majors the driver registered in ``/proc/devices``
 (``nvidia-uvm`` and ``nvidia-caps`` are dynamic). Reads files only; returns plain data.
+
+The driver root may be a tree someone else made (``cdi generate --root``): its files are read
+by ``tree_text`` (``aiplat.inputs.read_in_tree``: never through a link out of the root, never
+a FIFO or device, bounded), and a refused one is an ``InputError`` naming it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import glob
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
+
+from aiplat import inputs
 
 _VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
 
@@ -33,15 +38,21 @@ def _strip(root: str, path: str) -> str:
     return "/" + rel if not rel.startswith("..") else path
 
 
+def tree_text(root: str, path: str) -> str | None:
+    """The text of ``path`` under the driver ``root``; None when missing or unreadable."""
+    try:
+        data = inputs.read_in_tree(root or "/", _under(root, path))
+    except OSError:
+        return None
+    return data.decode(errors="replace")
+
+
 def driver_version(root: str, ldcache: Mapping[str, str]) -> str | None:
     """The kernel module's version (``NVRM version: ... Kernel Module  550.54.15``), else
     the suffix of the file ``libcuda.so.1`` resolves to."""
-    try:
-        m = _VERSION.search(Path(_under(root, "/proc/driver/nvidia/version")).read_text())
-        if m:
-            return m.group(1)
-    except OSError:
-        pass
+    m = _VERSION.search(tree_text(root, "/proc/driver/nvidia/version") or "")
+    if m:
+        return m.group(1)
     cuda = ldcache.get("libcuda.so.1")
     if cuda:
         real = _strip(root, os.path.realpath(_under(root, cuda)))
@@ -120,10 +131,7 @@ def existing(root: str, paths: tuple[str, ...]) -> list[str]:
 def proc_devices(root: str) -> dict[str, int]:
     """``/proc/devices``' character devices: driver name → major."""
     out: dict[str, int] = {}
-    try:
-        text = Path(_under(root, "/proc/devices")).read_text()
-    except OSError:
-        return out
+    text = tree_text(root, "/proc/devices") or ""
     block = False
     for line in text.splitlines():
         if line.startswith("Block devices"):
