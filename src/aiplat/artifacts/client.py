@@ -11,6 +11,13 @@ exponential backoff (``backoff * 2**n``, capped at 8 s) and then raised as one
 downloads are retried one level up (:mod:`aiplat.artifacts.pull`) because a retry there must
 resume at the byte already received rather than start over.
 
+Every answer is read within a bound (:mod:`aiplat.artifacts.limits`): the client's response
+hook puts each body — redirects, 401s and token answers included — behind a stream that
+decodes gzip/deflate step by step, counts the decoded bytes and stops at the request's
+``Bound`` (an error body is cut, anything else refused with a :class:`RegistryError` that
+names the registry, the thing and the limit). Listings follow ``Link`` pages on the registry
+only, within a page and byte budget, and refuse a loop; referrers are de-duplicated.
+
 Plain HTTP is used for loopback registries unless ``plain_http`` says otherwise; everything
 else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.0/8 or
 ``::1``, or a name every one of whose addresses is loopback (``localhost``);
