@@ -228,6 +228,59 @@ def networkpolicy_label_typo(o: list[Obj], inv: Inventory) -> None:
         "matchLabels": {"aiplat.io/serve": "true"}}
 
 
+# --- lint_system -------------------------------------------------------------------------
+
+RBAC = "rbac.authorization.k8s.io"
+
+
+def _binding(kind: str, name: str, ns: str | None, role: tuple[str, str],
+             *subjects: Obj) -> Obj:
+    meta: Obj = {"name": name, **({"namespace": ns} if ns else {})}
+    return {"apiVersion": f"{RBAC}/v1", "kind": kind, "metadata": meta,
+            "roleRef": {"apiGroup": RBAC, "kind": role[0], "name": role[1]},
+            "subjects": list(subjects)}
+
+
+def _group(name: str) -> Obj:
+    return {"apiGroup": RBAC, "kind": "Group", "name": name}
+
+
+def tenant_group_edits_kube_system(o: list[Obj], inv: Inventory) -> None:
+    o.append(_binding("RoleBinding", "research-debug", "kube-system", ("ClusterRole", "edit"),
+                      _group("research-leads")))
+
+
+def tenant_group_is_cluster_admin(o: list[Obj], inv: Inventory) -> None:
+    o.append(_binding("ClusterRoleBinding", "research-admins", None,
+                      ("ClusterRole", "cluster-admin"), _group("research-leads")))
+
+
+def everyone_is_a_tenant_user(o: list[Obj], inv: Inventory) -> None:
+    find(o, "RoleBinding", "aiplat-user", "batch")["subjects"] = [
+        _group("system:authenticated")]
+
+
+def anonymous_reads_endpoint_picker_pods(o: list[Obj], inv: Inventory) -> None:
+    o.append(_binding("RoleBinding", "anyone", "serving", ("Role", "assistant-epp"),
+                      _group("system:unauthenticated")))
+
+
+def default_deny_in_kube_system(o: list[Obj], inv: Inventory) -> None:
+    np = copy.deepcopy(find(o, "NetworkPolicy", "default-deny", "batch"))
+    np["metadata"]["namespace"] = "kube-system"
+    np["spec"]["policyTypes"] = ["Ingress"]
+    o.append(np)
+
+
+def kube_system_restricted(o: list[Obj], inv: Inventory) -> None:
+    o.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "kube-system", "labels": {"pod-security.kubernetes.io/enforce": "restricted"}}})
+
+
+def kueue_namespace_made_a_tenant(o: list[Obj], inv: Inventory) -> None:
+    find(o, "Namespace", "kueue-system")["metadata"]["labels"]["aiplat.io/tenant"] = "kueue"
+
+
 SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
     (cohort_cycle, "cohort-cycle", "Cohort/example", "example -> org -> example"),
     (cohort_self_parent, "cohort-cycle", "Cohort/example",
@@ -287,10 +340,27 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "protects nothing"),
     (networkpolicy_label_typo, "selector-matches", "NetworkPolicy/serving/allow-gateway",
      "stay fenced"),
+    (tenant_group_edits_kube_system, "rbac-system-namespace",
+     "RoleBinding/kube-system/research-debug",
+     "gives Group research-leads, which is no system component, ClusterRole edit in system "
+     "namespace kube-system"),
+    (tenant_group_is_cluster_admin, "rbac-cluster-grant", "ClusterRoleBinding/research-admins",
+     "gives tenant subject Group research-leads ClusterRole cluster-admin in every namespace"),
+    (everyone_is_a_tenant_user, "rbac-everyone", "RoleBinding/batch/aiplat-user",
+     "every authenticated identity"),
+    (anonymous_reads_endpoint_picker_pods, "rbac-everyone", "RoleBinding/serving/anyone",
+     "gives anonymous requests (system:unauthenticated) Role assistant-epp"),
+    (default_deny_in_kube_system, "system-namespace-policy",
+     "NetworkPolicy/kube-system/default-deny", "isolates every pod of system namespace"),
+    (kube_system_restricted, "system-namespace-policy", "Namespace/kube-system",
+     "enforces Pod Security 'restricted' on system namespace kube-system"),
+    (kueue_namespace_made_a_tenant, "system-namespace-policy", "Namespace/kueue-system",
+     "makes system namespace kueue-system a tenant's"),
 ]
 # Other rules a seed sets off by design (the same defect seen from another object).
 ALSO = {"pvc_access_mode_driver_cannot_serve": {"pvc-access-mode"},
-        "queued_job_in_kube_system": {"workload-queue"}}
+        "queued_job_in_kube_system": {"workload-queue"},
+        "kueue_namespace_made_a_tenant": {"netpol-default-deny"}}
 
 
 @pytest.mark.parametrize(("seed", "rule", "obj", "words"), SEEDED,

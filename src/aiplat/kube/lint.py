@@ -21,7 +21,8 @@ workload can be stuck or a tenant fenced wrongly; warnings need a decision. Rule
   netpol-dns                namespaces with default-deny egress can still reach DNS
   netpol-model-store        ... and the model store
   rbac-escalation           no wildcards, escalate/bind/impersonate, RBAC writes, node
-                            proxy, token minting; Secrets only when granted
+                            proxy, token minting; Secrets only when granted (roles that
+                            only system components hold are theirs to have)
   workload-queue            example workloads name a LocalQueue and priority class that exist
   pod-security              pods pass their namespace's Pod Security level (hostPath,
                             privileged, host namespaces, added capabilities such as IPC_LOCK;
@@ -39,6 +40,8 @@ its docstring:
                    flavor-affinity, topology-spread
   lint_fit         pods that fit nothing: gpu-per-node, resource-unserved, pvc-access-mode
   lint_selectors   what selects pods: netpol-default-deny, selector-matches
+  lint_system      what reaches the system namespaces: rbac-system-namespace,
+                   rbac-cluster-grant, rbac-everyone, system-namespace-policy
 """
 
 from __future__ import annotations
@@ -497,10 +500,15 @@ _SENSITIVE = {"nodes/proxy", "serviceaccounts/token", "certificatesigningrequest
 
 
 def rbac_escalation(ctx: Context) -> list[Finding]:
+    from aiplat.kube.lint_system import component_roles  # it builds on this module
+
     out = []
     allowed = set(ctx.inventory.secrets_allowed)
+    components = component_roles(ctx)
     for role in ctx.kind("Role") + ctx.kind("ClusterRole"):
         ns = namespace(role)
+        if (str(role.get("kind")), ns, name(role)) in components:
+            continue  # only Kubernetes' or an operator's own accounts hold it
         for rule in role.get("rules") or []:
             verbs = set(rule.get("verbs") or [])
             resources = set(rule.get("resources") or [])
@@ -660,10 +668,11 @@ def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
     from aiplat.kube.lint_quota import QUOTA_RULES
     from aiplat.kube.lint_runtime import RUNTIME_RULES
     from aiplat.kube.lint_selectors import SELECTOR_RULES
+    from aiplat.kube.lint_system import SYSTEM_RULES
 
     ctx = Context(objects, inventory)
     rules = (RULES + ADMISSION_RULES + KUEUE_RULES + QUOTA_RULES + FIT_RULES + SELECTOR_RULES
-             + RUNTIME_RULES)
+             + RUNTIME_RULES + SYSTEM_RULES)
     findings = [f for rule in rules for f in rule(ctx)]
     order = {"error": 0, "warning": 1}
     return sorted(findings, key=lambda f: (order.get(f.severity, 2), f.rule, f.object))

@@ -1,0 +1,344 @@
+"""Lint rules for what reaches the system namespaces: RBAC that hands a tenant (or everyone)
+a path to cluster-admin, and tenant policies that land on system components. They read any
+tree, whoever rendered it, and judge a binding by its subjects and its role's rules, not by
+who made it. Rules, by name:
+
+  rbac-system-namespace  a RoleBinding in a system namespace giving a subject that is no
+                         system component a role that runs pods (create, exec, attach, a
+                         workload controller), reads Secrets, mints tokens, writes RBAC,
+                         escalates, binds, impersonates or uses a wildcard: such a subject
+                         runs as any ServiceAccount there (kube-system holds the
+                         controllers' own), a path to cluster-admin
+  rbac-cluster-grant     a ClusterRoleBinding giving a tenant's subject (a group or user a
+                         tenant namespace binds, a ServiceAccount of a tenant namespace) such
+                         a ClusterRole (cluster-admin, admin, edit among Kubernetes' own)
+  rbac-everyone          a binding whose subject is everyone: system:authenticated,
+                         system:unauthenticated, system:serviceaccounts or system:anonymous
+                         (error with any of those powers, else a warning; Kubernetes' own
+                         discovery grants and kube-public, readable by design, are not
+                         flagged)
+  system-namespace-policy  a tenant's fence put on a system namespace: a NetworkPolicy that
+                         isolates all its pods, a Pod Security level above privileged on a
+                         namespace whose components need host access, the tenant label
+
+A subject is a system component when it is a ``system:`` user or group other than the
+everyone groups (the control plane, nodes, masters) or a ServiceAccount of a system
+namespace (in any form: the subject kind, ``system:serviceaccount:NS:NAME``,
+``system:serviceaccounts:NS``): only those who may already run pods there can act as one.
+Kueue's own release binds its kueue-system ServiceAccount in kube-system, so a
+ServiceAccount of another system namespace is a component too.
+
+Sources: Kubernetes' "RBAC good practices" (privilege escalation risks: workload creation,
+Secrets, escalate/bind/impersonate, token request, nodes/proxy), the RBAC authorizer
+(``plugin/pkg/auth/authorizer/rbac``: a RoleBinding's ServiceAccount subject without a
+namespace is in the binding's), the bootstrap policy
+(``plugin/pkg/auth/authorizer/rbac/bootstrappolicy``: what Kubernetes grants everyone), Pod
+Security Standards (host namespaces and hostPath need privileged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from aiplat.kube.facts import TENANT_LABEL
+from aiplat.kube.lint import Context, Finding, name, namespace, selector_matches
+from aiplat.kube.lint_selectors import _tenants
+from aiplat.kube.render_cluster import GPU_OPERATOR_NS, SYSTEM_NS
+from aiplat.kube.render_kueue import KUEUE_NS
+from aiplat.kube.render_tenants import GATEWAY_NS, MONITORING_NS
+from aiplat.kube.validate import ref
+
+Obj = dict[str, Any]
+RBAC_GROUP = "rbac.authorization.k8s.io"
+DRA_DRIVER_NS = "nvidia-dra-driver-gpu"  # the NVIDIA DRA driver's Helm release namespace
+# Kubernetes' own (it reserves kube-*), aiplat's (aiplat-*), those of what the tree renders
+# and the operators it installs, in their default namespaces; the same names the spec refuses
+# as tenants.
+SYSTEM_NAMESPACES = frozenset({
+    "kube-system", "kube-public", "kube-node-lease", "default", SYSTEM_NS, GATEWAY_NS,
+    KUEUE_NS, GPU_OPERATOR_NS, MONITORING_NS, DRA_DRIVER_NS, "node-feature-discovery",
+    "nvidia-network-operator", "jobset-system", "lws-system", "cert-manager"})
+SYSTEM_PREFIXES = ("kube-", "aiplat-")
+# Namespaces where no component runs: a fence there breaks nothing.
+PODLESS = frozenset({"default", "kube-public", "kube-node-lease"})
+# Components that need host namespaces, hostPath or privileged containers.
+PRIVILEGED_NAMESPACES = frozenset({"kube-system", SYSTEM_NS, GPU_OPERATOR_NS, DRA_DRIVER_NS,
+                                   MONITORING_NS, "node-feature-discovery",
+                                   "nvidia-network-operator"})
+EVERYONE_GROUPS = frozenset({"system:authenticated", "system:unauthenticated",
+                             "system:serviceaccounts"})
+ANONYMOUS = "system:anonymous"
+# How a ServiceAccount (User) or all of a namespace's (Group) are named as other subjects.
+SA_NAME_PREFIX = {"User": "system:serviceaccount:", "Group": "system:serviceaccounts:"}
+# What Kubernetes itself grants everyone (bootstrappolicy: cluster-role-bindings).
+EVERYONE_DEFAULTS = frozenset({"system:basic-user", "system:discovery",
+                               "system:public-info-viewer",
+                               "system:service-account-issuer-discovery"})
+# Kubernetes' default ClusterRoles, when a tree binds them without defining them.
+DEFAULT_POWERS = {
+    "cluster-admin": ["every verb on every resource"],
+    "admin": ["creates pods and workloads", "reads Secrets", "writes RoleBindings"],
+    "edit": ["creates pods and workloads", "reads Secrets"],
+}
+WORKLOADS = {"": {"pods", "replicationcontrollers"},
+             "apps": {"deployments", "daemonsets", "statefulsets", "replicasets"},
+             "batch": {"jobs", "cronjobs"}}
+WRITE = {"create", "update", "patch", "*"}
+READ = {"get", "list", "watch", "*"}
+
+
+def is_system_namespace(ns: str) -> bool:
+    return ns in SYSTEM_NAMESPACES or ns.startswith(SYSTEM_PREFIXES)
+
+
+@dataclass(frozen=True)
+class Subject:
+    kind: str
+    name: str
+    sa_namespace: str | None  # the namespace of a ServiceAccount (any spelling)
+
+    @classmethod
+    def of(cls, s: Obj, binding_ns: str) -> Subject:
+        kind, nm = str(s.get("kind", "")), str(s.get("name", ""))
+        sa_ns: str | None = None
+        if kind == "ServiceAccount":
+            sa_ns = str(s.get("namespace") or binding_ns)  # the RBAC authorizer's default
+        elif nm.startswith(SA_NAME_PREFIX.get(kind, "\0")):
+            sa_ns = nm.split(":")[2]  # system:serviceaccount(s):NS[:NAME]
+        return cls(kind, nm, sa_ns)
+
+    @property
+    def everyone(self) -> bool:
+        return (self.kind == "Group" and self.name in EVERYONE_GROUPS) or (
+            self.kind == "User" and self.name == ANONYMOUS)
+
+    @property
+    def system(self) -> bool:
+        if self.sa_namespace is not None:
+            return is_system_namespace(self.sa_namespace)
+        return self.name.startswith("system:") and not self.everyone
+
+    def __str__(self) -> str:
+        if self.kind == "ServiceAccount":
+            return f"ServiceAccount {self.sa_namespace}/{self.name}"
+        return f"{self.kind} {self.name}"
+
+
+def _matches(rule: Obj, group: str, resources: Iterable[str], verbs: set[str]) -> bool:
+    groups = set(rule.get("apiGroups") or [])
+    have = set(rule.get("resources") or [])
+    return bool((group in groups or "*" in groups) and (have & set(resources) or "*" in have)
+                and (set(rule.get("verbs") or []) & verbs))
+
+
+def _rule_powers(rule: Obj) -> list[str]:
+    verbs = set(rule.get("verbs") or [])
+    out = []
+    if "*" in verbs or "*" in set(rule.get("resources") or []):
+        out.append("uses a wildcard verb or resource")
+    if verbs & {"escalate", "bind", "impersonate"}:
+        out.append(f"may {'/'.join(sorted(verbs & {'escalate', 'bind', 'impersonate'}))}")
+    if any(_matches(rule, g, r, {"create", "*"}) for g, r in WORKLOADS.items()):
+        out.append("creates pods or workloads (run as any ServiceAccount there)")
+    if _matches(rule, "", {"pods/exec", "pods/attach"}, {"create", "get", "*"}) or \
+            _matches(rule, "", {"pods/ephemeralcontainers"}, {"update", "patch", "*"}):
+        out.append("execs into running pods")
+    if _matches(rule, "", {"secrets"}, READ):
+        out.append("reads Secrets")
+    if _matches(rule, "", {"serviceaccounts/token"}, {"create", "*"}):
+        out.append("mints ServiceAccount tokens")
+    if _matches(rule, RBAC_GROUP, {"roles", "rolebindings", "clusterroles",
+                                   "clusterrolebindings"}, WRITE):
+        out.append("writes RBAC objects")
+    if _matches(rule, "", {"nodes/proxy"}, {"get", "create", "*"}):
+        out.append("reaches the kubelet (nodes/proxy)")
+    return out
+
+
+def _role_rules(ctx: Context, role: Obj) -> list[Obj]:
+    """A role's rules; an aggregated ClusterRole's are those of the tree's ClusterRoles its
+    selectors pick (the aggregation controller's union)."""
+    rules = list(role.get("rules") or [])
+    selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+    for other in ctx.kind("ClusterRole"):
+        labels = (other.get("metadata") or {}).get("labels") or {}
+        if other is not role and any(selector_matches(s, labels) for s in selectors):
+            rules += other.get("rules") or []
+    return rules
+
+
+def powers(ctx: Context, binding: Obj) -> tuple[str, list[str]]:
+    """(the role's name, what it allows that leads to cluster-admin); a role neither in the
+    tree nor one of Kubernetes' defaults has no known powers."""
+    role_ref = binding.get("roleRef") or {}
+    kind, rname = str(role_ref.get("kind", "")), str(role_ref.get("name", ""))
+    ns = namespace(binding) if kind == "Role" else ""
+    role = next((r for r in ctx.kind(kind) if name(r) == rname
+                 and (kind != "Role" or namespace(r) == ns)), None)
+    label = f"{kind} {rname}"
+    if role is None:
+        return label, list(DEFAULT_POWERS.get(rname, [])) if kind == "ClusterRole" else []
+    return label, list(dict.fromkeys(p for r in _role_rules(ctx, role) for p in _rule_powers(r)))
+
+
+def _bindings(ctx: Context) -> Iterable[tuple[Obj, Subject]]:
+    for b in ctx.kind("RoleBinding") + ctx.kind("ClusterRoleBinding"):
+        ns = namespace(b) if b.get("kind") == "RoleBinding" else ""
+        for s in b.get("subjects") or []:
+            yield b, Subject.of(s, ns)
+
+
+def component_roles(ctx: Context) -> set[tuple[str, str, str]]:
+    """(kind, namespace, name) of the roles only system components hold: bound to nobody
+    else, and bound to one or named ``system:`` (the prefix Kubernetes reserves for its
+    own, like system:node, which the Node authorizer serves). Their powers are the
+    platform's, not a tenant's."""
+    bound: set[tuple[str, str, str]] = set()
+    others: set[tuple[str, str, str]] = set()
+    for b, s in _bindings(ctx):
+        key = _role_key(b)
+        (bound if s.system else others).add(key)
+    reserved = {(str(r.get("kind")), namespace(r), name(r))
+                for r in ctx.kind("Role") + ctx.kind("ClusterRole")
+                if name(r).startswith("system:")}
+    return (bound | reserved) - others
+
+
+def _role_key(binding: Obj) -> tuple[str, str, str]:
+    role_ref = binding.get("roleRef") or {}
+    kind = str(role_ref.get("kind", ""))
+    return kind, namespace(binding) if kind == "Role" else "", str(role_ref.get("name", ""))
+
+
+def rbac_system_namespace(ctx: Context) -> list[Finding]:
+    out = []
+    for b, s in _bindings(ctx):
+        ns = namespace(b)
+        if b.get("kind") != "RoleBinding" or not is_system_namespace(ns) or s.system \
+                or s.everyone:
+            continue
+        role, allowed = powers(ctx, b)
+        if allowed:
+            out.append(Finding(
+                "error", "rbac-system-namespace", ref(b),
+                f"gives {s}, which is no system component, {role} in system namespace {ns}, "
+                f"which {'; '.join(allowed)}: a path to cluster-admin (it can act as any "
+                f"ServiceAccount of {ns})",
+                f"remove {s} from the binding; grant tenants roles in their own namespace, "
+                "and cluster administrators cluster-admin by a ClusterRoleBinding that says "
+                "so"))
+    return out
+
+
+def _tenant_subjects(ctx: Context, tenants: set[str]) -> set[tuple[str, str]]:
+    """(kind, name) of the users and groups bound in a tenant namespace."""
+    return {(s.kind, s.name) for b, s in _bindings(ctx)
+            if b.get("kind") == "RoleBinding" and namespace(b) in tenants
+            and s.sa_namespace is None and not s.system and not s.everyone}
+
+
+def rbac_cluster_grant(ctx: Context) -> list[Finding]:
+    tenants = _tenants(ctx)  # a tenant label or a LocalQueue, whoever made the tree
+    people = _tenant_subjects(ctx, tenants)
+    out = []
+    for b, s in _bindings(ctx):
+        if b.get("kind") != "ClusterRoleBinding" or s.everyone or s.system:
+            continue
+        if (s.kind, s.name) not in people and s.sa_namespace not in tenants:
+            continue  # an administrator's group or an operator's account: not a tenant's
+        role, allowed = powers(ctx, b)
+        if allowed:
+            out.append(Finding(
+                "error", "rbac-cluster-grant", ref(b),
+                f"gives tenant subject {s} {role} in every namespace, which "
+                f"{'; '.join(allowed)}: kube-system included, a path to cluster-admin",
+                f"remove {s} from the ClusterRoleBinding; bind the role in the tenant's own "
+                "namespace with a RoleBinding"))
+    return out
+
+
+def _everyone_text(s: Subject) -> str:
+    if s.name == "system:serviceaccounts":
+        return "every ServiceAccount of every namespace"
+    if s.name in ("system:unauthenticated", ANONYMOUS):
+        return "anonymous requests"
+    return "every authenticated identity (each tenant's ServiceAccounts included)"
+
+
+def rbac_everyone(ctx: Context) -> list[Finding]:
+    out = []
+    for b, s in _bindings(ctx):
+        if not s.everyone:
+            continue
+        role, allowed = powers(ctx, b)
+        where = f"in namespace {namespace(b)}" if b.get("kind") == "RoleBinding" \
+            else "in every namespace"
+        fix = f"bind named groups instead of {s.name}"
+        if allowed:
+            out.append(Finding(
+                "error", "rbac-everyone", ref(b),
+                f"gives {_everyone_text(s)} ({s.name}) {role} {where}, which "
+                f"{'; '.join(allowed)}: anyone who reaches the API server gets it", fix))
+        elif namespace(b) != "kube-public" and \
+                str((b.get("roleRef") or {}).get("name")) not in EVERYONE_DEFAULTS:
+            out.append(Finding(
+                "warning", "rbac-everyone", ref(b),
+                f"gives {_everyone_text(s)} ({s.name}) {role} {where}: every tenant sees "
+                "what it allows", fix))
+    return out
+
+
+def _isolated(spec: Obj) -> list[str]:
+    """The directions a NetworkPolicy isolates its pods in without allowing all traffic."""
+    types = spec.get("policyTypes") or (["Ingress", "Egress"] if "egress" in spec
+                                        else ["Ingress"])
+    out = []
+    for t in types:
+        rules = spec.get(t.lower()) or []
+        if not any(r == {} for r in rules):
+            out.append(t)
+    return out
+
+
+def system_namespace_policy(ctx: Context) -> list[Finding]:
+    out = []
+    for np in ctx.kind("NetworkPolicy"):
+        ns = namespace(np)
+        spec = np.get("spec") or {}
+        if not is_system_namespace(ns) or ns in PODLESS or spec.get("podSelector"):
+            continue
+        isolated = _isolated(spec)
+        if isolated:
+            out.append(Finding(
+                "error", "system-namespace-policy", ref(np),
+                f"isolates every pod of system namespace {ns} ({'/'.join(isolated)}): its "
+                "components (DNS, webhooks, controllers, device plugins) lose the traffic "
+                "the policy does not list",
+                f"delete it: a tenant's fence belongs in the tenant's namespace, not {ns}"))
+    for n in ctx.kind("Namespace"):
+        ns = name(n)
+        labels = (n.get("metadata") or {}).get("labels") or {}
+        level = labels.get("pod-security.kubernetes.io/enforce", "privileged")
+        if level in ("baseline", "restricted") and (
+                ns in PRIVILEGED_NAMESPACES or (ns.startswith("kube-") and ns not in PODLESS)):
+            out.append(Finding(
+                "error", "system-namespace-policy", ref(n),
+                f"enforces Pod Security {level!r} on system namespace {ns}: its components "
+                "(kube-proxy, CNI, device plugins, node agents) need host namespaces or "
+                "hostPath and are refused when they restart",
+                "drop the pod-security.kubernetes.io/enforce label (or set it to "
+                "privileged)"))
+        if TENANT_LABEL in labels and is_system_namespace(ns):
+            out.append(Finding(
+                "error", "system-namespace-policy", ref(n),
+                f"makes system namespace {ns} a tenant's ({TENANT_LABEL}={labels[TENANT_LABEL]}):"
+                " the tenant's roles, quota and policies land on system components",
+                "rename the tenant (a tenant's name is its namespace's)"))
+    return out
+
+
+SYSTEM_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
+    rbac_system_namespace, rbac_cluster_grant, rbac_everyone, system_namespace_policy,
+)

@@ -1,0 +1,353 @@
+"""The system-namespace lint rules (issue 38): RBAC that hands a tenant or everyone a path to
+cluster-admin, and tenant fences put on system namespaces, found on any tree (the issue's
+hostile trees, hand-written bindings in every subject spelling), and silent on the real RBAC
+upstream components ship (``test_lint_system_upstream.yaml``: Kubernetes' bootstrap policy,
+Kueue, JobSet, LeaderWorkerSet and kwok, recorded from their pinned Go modules)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_kube_lint import clean, find
+
+from aiplat.kube import lint
+from aiplat.kube.inventory import Inventory
+from aiplat.kube.lint import Finding
+
+Obj = dict[str, Any]
+RBAC = "rbac.authorization.k8s.io"
+UPSTREAM = Path(__file__).with_name("test_lint_system_upstream.yaml")
+SYSTEM_RULES = {"rbac-system-namespace", "rbac-cluster-grant", "rbac-everyone",
+                "system-namespace-policy"}
+NO_POOLS = Inventory(pools=[])
+
+
+def upstream() -> list[Obj]:
+    return [d for d in yaml.safe_load_all(UPSTREAM.read_text()) if d]
+
+
+def binding(kind: str, ns: str | None, role: tuple[str, str], *subjects: Obj,
+            name: str = "grant") -> Obj:
+    meta: Obj = {"name": name, **({"namespace": ns} if ns else {})}
+    return {"apiVersion": f"{RBAC}/v1", "kind": kind, "metadata": meta,
+            "roleRef": {"apiGroup": RBAC, "kind": role[0], "name": role[1]},
+            "subjects": list(subjects)}
+
+
+def role(kind: str, ns: str | None, *rules: Obj, name: str = "r") -> Obj:
+    meta: Obj = {"name": name, **({"namespace": ns} if ns else {})}
+    return {"apiVersion": f"{RBAC}/v1", "kind": kind, "metadata": meta, "rules": list(rules)}
+
+
+def rule(group: str, resources: list[str], verbs: list[str]) -> Obj:
+    return {"apiGroups": [group], "resources": resources, "verbs": verbs}
+
+
+def group(name: str) -> Obj:
+    return {"apiGroup": RBAC, "kind": "Group", "name": name}
+
+
+def user(name: str) -> Obj:
+    return {"apiGroup": RBAC, "kind": "User", "name": name}
+
+
+def sa(name: str, ns: str | None = None) -> Obj:
+    return {"kind": "ServiceAccount", "name": name, **({"namespace": ns} if ns else {})}
+
+
+def system_findings(objs: list[Obj], inv: Inventory = NO_POOLS) -> list[Finding]:
+    return [f for f in lint(objs, inv) if f.rule in SYSTEM_RULES]
+
+
+def tenant_tree() -> list[Obj]:
+    """A tenant namespace (research, with its groups bound there), as any tool makes it."""
+    return [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": "research", "labels": {"team": "research"}}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+             "metadata": {"name": "q", "namespace": "research"},
+             "spec": {"clusterQueue": "research"}},
+            binding("RoleBinding", "research", ("ClusterRole", "edit"), group("ml-team"),
+                    user("alice"), name="team")]
+
+
+# --- what upstream ships is not flagged ----------------------------------------------------
+
+def test_the_upstream_fixture_holds_the_cases_that_matter() -> None:
+    """The recorded RBAC has what a rule could mistake for an attack: a RoleBinding in
+    kube-system to another system namespace's ServiceAccount (Kueue's visibility server),
+    roles that create pods and read Secrets in kube-system (Kubernetes' controllers),
+    bindings to everyone (Kubernetes' discovery roles), cluster-admin to system:masters."""
+    objs = upstream()
+    sources = {o["metadata"]["labels"]["aiplat.test/source"] for o in objs}
+    assert sources == {"kubernetes-v1.36.3-bootstrap-policy", "kueue-v0.19.2",
+                       "jobset-v0.12.0", "lws-v0.9.0", "kwok-v0.8.0"}
+    cross = [b for b in objs if b["kind"] == "RoleBinding"
+             and b["metadata"]["namespace"] == "kube-system"
+             and any(s.get("namespace") == "kueue-system" for s in b["subjects"])]
+    assert cross
+    assert any(s["name"] == "system:authenticated" for b in objs
+               if b["kind"] == "ClusterRoleBinding" for s in b.get("subjects") or [])
+    assert any(r["kind"] == "Role" and r["metadata"]["namespace"] == "kube-system"
+               and "secrets" in str(r["rules"]) for r in objs)
+
+
+def test_upstream_rbac_raises_nothing() -> None:
+    assert lint(upstream(), NO_POOLS) == []
+
+
+def test_upstream_rbac_beside_the_rendered_tree_raises_nothing() -> None:
+    """With tenants in the tree, upstream's accounts still are not tenants' subjects."""
+    objs, inv = clean()
+    objs += [o for o in upstream() if o["kind"] != "Namespace"]
+    assert [f for f in lint(objs, inv) if f.rule in SYSTEM_RULES | {"rbac-escalation"}] == []
+
+
+def test_the_rendered_example_stays_clean() -> None:
+    objs, inv = clean()
+    assert lint(objs, inv) == []
+
+
+# --- the issue's hostile trees ------------------------------------------------------------
+
+def _rename_tenant(objs: list[Obj], old: str, new: str) -> list[Obj]:
+    """The tree a tenant named ``new`` gets: what the renderer makes for tenant ``old``, in
+    namespace ``new`` (the spec now refuses such names; a tree from elsewhere may not)."""
+    text = yaml.safe_dump_all(objs)
+    out = list(yaml.safe_load_all(text.replace(f"namespace: {old}\n", f"namespace: {new}\n")))
+    ns = find(out, "Namespace", old)
+    ns["metadata"]["name"] = new
+    ns["metadata"]["labels"]["aiplat.io/tenant"] = new
+    return out
+
+
+def test_a_tenant_named_kube_system_is_flagged() -> None:
+    objs, inv = clean()
+    objs = _rename_tenant(objs, "batch", "kube-system")
+    found = {(f.severity, f.rule, f.object) for f in system_findings(objs, inv)}
+    assert {("error", "rbac-system-namespace", "RoleBinding/kube-system/aiplat-admin"),
+            ("error", "rbac-system-namespace", "RoleBinding/kube-system/aiplat-user"),
+            ("error", "system-namespace-policy", "Namespace/kube-system"),
+            ("error", "system-namespace-policy", "NetworkPolicy/kube-system/default-deny"),
+            } <= found
+    why = next(f.why for f in system_findings(objs, inv)
+               if f.object == "RoleBinding/kube-system/aiplat-user")
+    assert "Group batch" in why and "creates pods" in why and "cluster-admin" in why
+
+
+def test_a_tenant_named_aiplat_system_is_flagged() -> None:
+    """Two Namespaces of that name, and pod create in the node agent's privileged one."""
+    objs, inv = clean()
+    objs = _rename_tenant(objs, "research", "aiplat-system")
+    found = {(f.rule, f.object) for f in system_findings(objs, inv)}
+    assert ("rbac-system-namespace", "RoleBinding/aiplat-system/aiplat-admin") in found
+    assert ("system-namespace-policy", "Namespace/aiplat-system") in found
+
+
+@pytest.mark.parametrize("who", ["system:authenticated", "system:unauthenticated",
+                                 "system:serviceaccounts"])
+def test_everyone_as_tenant_users_is_an_error(who: str) -> None:
+    objs, inv = clean()
+    find(objs, "RoleBinding", "aiplat-user", "research")["subjects"].append(group(who))
+    hits = [f for f in system_findings(objs, inv) if f.rule == "rbac-everyone"]
+    assert [(h.severity, h.object) for h in hits] == [("error", "RoleBinding/research/"
+                                                                 "aiplat-user")]
+    assert who in hits[0].why and who in hits[0].fix
+
+
+# --- hand-written bindings in system namespaces -------------------------------------------
+
+POWERFUL = {
+    "pod create": rule("", ["pods"], ["create"]),
+    "deployment create": rule("apps", ["deployments"], ["create"]),
+    "cronjob create": rule("batch", ["cronjobs"], ["create", "update"]),
+    "exec": rule("", ["pods/exec"], ["create"]),
+    "attach by get": rule("", ["pods/attach"], ["get"]),
+    "ephemeral containers": rule("", ["pods/ephemeralcontainers"], ["patch"]),
+    "secrets read": rule("", ["secrets"], ["list"]),
+    "token minting": rule("", ["serviceaccounts/token"], ["create"]),
+    "rolebinding create": rule(RBAC, ["rolebindings"], ["create"]),
+    "escalate": rule(RBAC, ["roles"], ["escalate"]),
+    "bind": rule(RBAC, ["clusterroles"], ["bind"]),
+    "impersonate": rule("", ["users", "groups"], ["impersonate"]),
+    "wildcard verbs": rule("", ["configmaps"], ["*"]),
+    "wildcard resources": rule("", ["*"], ["get"]),
+    "wildcard group": {"apiGroups": ["*"], "resources": ["pods"], "verbs": ["create"]},
+}
+TENANT_SUBJECTS = {
+    "group": group("ml-team"),
+    "user": user("alice"),
+    "tenant service account": sa("default", "research"),
+    "service account as user": user("system:serviceaccount:research:default"),
+    "service accounts of a tenant namespace": group("system:serviceaccounts:research"),
+    "unknown user": user("mallory"),
+}
+
+
+@pytest.mark.parametrize("power", POWERFUL, ids=list(POWERFUL))
+@pytest.mark.parametrize("ns", ["kube-system", "gpu-operator", "kueue-system", "default",
+                                "nvidia-dra-driver-gpu", "aiplat-system", "kube-flannel"])
+def test_a_powerful_role_for_a_tenant_in_a_system_namespace_is_an_error(
+        power: str, ns: str) -> None:
+    objs = [*tenant_tree(), role("Role", ns, POWERFUL[power]),
+            binding("RoleBinding", ns, ("Role", "r"), group("ml-team"))]
+    found = system_findings(objs)
+    assert [(f.severity, f.rule, f.object) for f in found] == [
+        ("error", "rbac-system-namespace", f"RoleBinding/{ns}/grant")], power
+    assert "Group ml-team" in found[0].why and "remove Group ml-team" in found[0].fix
+
+
+@pytest.mark.parametrize("subject", TENANT_SUBJECTS, ids=list(TENANT_SUBJECTS))
+def test_every_spelling_of_a_tenant_subject_is_caught(subject: str) -> None:
+    objs = [*tenant_tree(), binding("RoleBinding", "kube-system", ("ClusterRole", "admin"),
+                                    TENANT_SUBJECTS[subject])]
+    assert [f.rule for f in system_findings(objs)] == ["rbac-system-namespace"]
+
+
+def test_an_aggregated_cluster_role_is_judged_by_what_it_picks_up() -> None:
+    agg = role("ClusterRole", None, name="debugger")
+    agg["aggregationRule"] = {"clusterRoleSelectors": [{"matchLabels": {"x/debug": "true"}}]}
+    part = role("ClusterRole", None, rule("", ["pods/exec"], ["create"]), name="exec")
+    part["metadata"]["labels"] = {"x/debug": "true"}
+    objs = [*tenant_tree(), agg, part,
+            binding("RoleBinding", "kube-system", ("ClusterRole", "debugger"), user("alice"))]
+    found = system_findings(objs)
+    assert [f.rule for f in found] == ["rbac-system-namespace"]
+    assert "execs into running pods" in found[0].why
+
+
+def test_a_service_account_subject_without_namespace_is_the_bindings() -> None:
+    """The RBAC authorizer reads it in the RoleBinding's namespace: kube-system's own."""
+    objs = [binding("RoleBinding", "kube-system", ("ClusterRole", "cluster-admin"), sa("x"))]
+    assert system_findings(objs) == []
+    objs = [binding("RoleBinding", "research", ("ClusterRole", "cluster-admin"), sa("x"))]
+    assert system_findings(objs) == []  # a tenant's power in its own namespace
+
+
+@pytest.mark.parametrize(("case", "objs"), [
+    ("the namespace's own account", [binding(
+        "RoleBinding", "kube-system", ("ClusterRole", "cluster-admin"),
+        sa("coredns", "kube-system"))]),
+    ("another system namespace's account (Kueue's visibility server)", [binding(
+        "RoleBinding", "kube-system", ("ClusterRole", "edit"), sa("kueue", "kueue-system"))]),
+    ("a control-plane user", [binding(
+        "RoleBinding", "kube-system", ("ClusterRole", "edit"), user("system:kube-scheduler"))]),
+    ("the node group", [binding(
+        "RoleBinding", "kube-system", ("ClusterRole", "edit"), group("system:nodes"))]),
+    ("kube-system's service accounts", [binding(
+        "RoleBinding", "kube-system", ("ClusterRole", "edit"),
+        group("system:serviceaccounts:kube-system"))]),
+    ("read-only for a tenant", [*tenant_tree(), binding(
+        "RoleBinding", "kube-system", ("ClusterRole", "view"), group("ml-team"))]),
+    ("a role the tree does not define", [*tenant_tree(), binding(
+        "RoleBinding", "kube-system", ("Role", "missing"), group("ml-team"))]),
+    ("a narrow role for a tenant", [*tenant_tree(), role(
+        "Role", "monitoring", rule("monitoring.coreos.com", ["prometheusrules"],
+                                   ["create", "update"])),
+        binding("RoleBinding", "monitoring", ("Role", "r"), group("ml-team"))]),
+    ("cluster-admin for the platform's administrators", [*tenant_tree(), binding(
+        "ClusterRoleBinding", None, ("ClusterRole", "cluster-admin"), group("platform-ops"))]),
+    ("an operator's account in its own namespace", [*tenant_tree(), binding(
+        "ClusterRoleBinding", None, ("ClusterRole", "cluster-admin"), sa("argocd", "argocd"))]),
+    ("view for a tenant cluster-wide", [*tenant_tree(), binding(
+        "ClusterRoleBinding", None, ("ClusterRole", "view"), group("ml-team"))]),
+    ("Kubernetes' discovery for everyone", [binding(
+        "ClusterRoleBinding", None, ("ClusterRole", "system:discovery"),
+        group("system:authenticated"))]),
+    ("kube-public, readable by design", [binding(
+        "RoleBinding", "kube-public", ("Role", "cluster-info"), user("system:anonymous"))]),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_near_misses_are_clean(case: str, objs: list[Obj]) -> None:
+    assert system_findings(objs) == [], case
+
+
+# --- cluster-wide grants --------------------------------------------------------------------
+
+# A user no tenant namespace binds is an administrator as far as lint can know.
+BOUND_TENANT_SUBJECTS = [s for s in TENANT_SUBJECTS if s != "unknown user"]
+
+
+@pytest.mark.parametrize("subject", BOUND_TENANT_SUBJECTS)
+@pytest.mark.parametrize("cluster_role", ["cluster-admin", "admin", "edit", "own-wildcard"])
+def test_a_cluster_wide_grant_to_a_tenant_is_an_error(subject: str, cluster_role: str) -> None:
+    own = role("ClusterRole", None, rule("", ["*"], ["*"]), name="own-wildcard")
+    objs = [*tenant_tree(), own, binding("ClusterRoleBinding", None,
+                                         ("ClusterRole", cluster_role),
+                                         TENANT_SUBJECTS[subject])]
+    found = system_findings(objs)
+    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-cluster-grant")]
+
+
+@pytest.mark.parametrize("who", [group("system:authenticated"),
+                                 group("system:unauthenticated"),
+                                 group("system:serviceaccounts"), user("system:anonymous")],
+                         ids=lambda s: s["name"])
+def test_a_powerful_grant_to_everyone_is_an_error_anywhere(who: Obj) -> None:
+    for b in (binding("ClusterRoleBinding", None, ("ClusterRole", "edit"), who),
+              binding("RoleBinding", "kube-system", ("ClusterRole", "edit"), who),
+              binding("RoleBinding", "research", ("ClusterRole", "edit"), who)):
+        found = system_findings([b])
+        assert [(f.severity, f.rule) for f in found] == [("error", "rbac-everyone")], b
+
+
+def test_a_harmless_grant_to_everyone_is_a_warning() -> None:
+    objs = [role("ClusterRole", None, rule("", ["configmaps"], ["get"]), name="cm"),
+            binding("ClusterRoleBinding", None, ("ClusterRole", "cm"),
+                    group("system:authenticated"))]
+    assert [(f.severity, f.rule) for f in system_findings(objs)] == [
+        ("warning", "rbac-everyone")]
+
+
+# --- fences on system namespaces ------------------------------------------------------------
+
+def _policy(ns: str, spec: Obj) -> Obj:
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": "p", "namespace": ns}, "spec": spec}
+
+
+@pytest.mark.parametrize(("spec", "isolated"), [
+    ({"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}, "Ingress/Egress"),
+    ({"podSelector": {}}, "Ingress"),
+    ({"podSelector": {}, "egress": [{"to": [{"ipBlock": {"cidr": "10.0.0.0/8"}}]}]},
+     "Ingress/Egress"),
+    ({"podSelector": {}, "ingress": [{}], "egress": [], "policyTypes": ["Ingress", "Egress"]},
+     "Egress"),
+])
+def test_a_policy_isolating_a_system_namespace_is_an_error(spec: Obj, isolated: str) -> None:
+    found = system_findings([_policy("kube-system", spec)])
+    assert [(f.severity, f.rule) for f in found] == [("error", "system-namespace-policy")]
+    assert f"({isolated})" in found[0].why
+
+
+@pytest.mark.parametrize(("ns", "spec"), [
+    ("kube-system", {"podSelector": {"matchLabels": {"app": "mine"}}}),  # its own pods
+    ("kube-system", {"podSelector": {}, "ingress": [{}]}),  # allows everything
+    ("default", {"podSelector": {}}),  # nothing system runs there
+    ("research", {"podSelector": {}}),
+])
+def test_policies_that_break_no_component_are_clean(ns: str, spec: Obj) -> None:
+    assert system_findings([_policy(ns, spec)]) == []
+
+
+@pytest.mark.parametrize(("ns", "level", "flagged"), [
+    ("kube-system", "restricted", True), ("kube-system", "baseline", True),
+    ("gpu-operator", "restricted", True), ("monitoring", "baseline", True),
+    ("kube-flannel", "baseline", True), ("kube-system", "privileged", False),
+    ("kueue-system", "restricted", False), ("default", "restricted", False),
+    ("research", "restricted", False),
+])
+def test_pod_security_on_namespaces_with_host_level_components(
+        ns: str, level: str, flagged: bool) -> None:
+    objs = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": ns, "labels": {"pod-security.kubernetes.io/enforce": level}}}]
+    assert bool(system_findings(objs)) is flagged
+
+
+def test_findings_say_what_to_change() -> None:
+    objs, inv = clean()
+    objs = _rename_tenant(copy.deepcopy(objs), "serving", "gpu-operator")
+    found = system_findings(objs, inv)
+    assert found and all(f.severity == "error" and f.fix for f in found)
