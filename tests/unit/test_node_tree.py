@@ -209,3 +209,27 @@ def test_names_from_the_tree_are_not_markup(tmp_path: Path) -> None:
     r = aiplat("node", "inventory", "--root", str(root))
     assert r.returncode == 0, r.stderr[-2000:]
     assert "host [/x] [bold]evil" in r.stdout
+
+
+def test_control_characters_from_the_tree_do_not_reach_the_terminal(tmp_path: Path) -> None:
+    root = gpu_less_vm(tmp_path / "t")
+    _replace(root, "proc/sys/kernel/hostname").write_text("evil\x1b]0;PWNED\x07\x1b[2J\n")
+    r = aiplat("node", "inventory", "--root", str(root))
+    assert r.returncode == 0 and "\x1b" not in r.stdout and "\x07" not in r.stdout
+    assert "host evil\\x1b]0;PWNED\\x07\\x1b[2J" in r.stdout
+    data = json.loads(aiplat("node", "inventory", "--root", str(root), "-o", "json").stdout)
+    assert data["host"]["hostname"] == "evil\x1b]0;PWNED\x07\x1b[2J"  # the data stays as read
+
+
+def test_a_directory_of_more_entries_than_any_host_is_read_that_far(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aiplat.node import tree as tree_mod
+
+    monkeypatch.setattr(tree_mod, "MAX_ENTRIES", 10)
+    root = tmp_path / "t"
+    (root / "d").mkdir(parents=True)
+    for i in range(25):
+        (root / "d" / f"e{i}").write_text("")
+    t = Tree(root)
+    assert len(t.entries(root / "d")) == 10 and len(t.glob(root / "d", "e*")) == 10
+    assert "more than 10 entries" in t.warnings[0] and "more than 10 matches" in t.warnings[1]

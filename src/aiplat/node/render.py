@@ -7,10 +7,12 @@ pure evaluators so those never import rich.
 from __future__ import annotations
 
 import json
+import re
 import sys
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
+from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
@@ -28,6 +30,32 @@ def console() -> Console:
                    soft_wrap=True)
 
 
+M = TypeVar("M", bound=BaseModel)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # newlines too: a forged line
+
+
+def shown(text: str) -> str:
+    """``text`` safe for a terminal: control characters (an escape sequence in a hostname
+    or file name of a recorded tree) written as ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _shown_all(data: Any) -> Any:
+    if isinstance(data, str):
+        return shown(data)
+    if isinstance(data, dict):
+        return {shown(k) if isinstance(k, str) else k: _shown_all(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return type(data)(_shown_all(v) for v in data)
+    return data
+
+
+def printable(model: M) -> M:
+    """``model`` with every text made terminal-safe (``shown``), for the tables; JSON and
+    YAML escape control characters themselves."""
+    return type(model).model_validate(_shown_all(model.model_dump()))
+
+
 def dump(data: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
@@ -40,6 +68,7 @@ def _gib(kib: int | None) -> str:
 
 def inventory_table(inv: Inventory, placement: Placement) -> None:
     c = console()
+    inv = printable(inv)
     h = inv.host
     cpu = h.cpu
     c.print(f"host {h.hostname or '?'} · kernel {h.kernel or '?'} · "
@@ -89,6 +118,7 @@ def inventory_table(inv: Inventory, placement: Placement) -> None:
 
 def placement_table(p: Placement) -> None:
     c = console()
+    p = printable(p)
     if p.gpus:
         t = Table(title="GPU placement", title_justify="left")
         for col in ("GPU", "address", "NUMA", "nearest NIC", "path", "cpuset"):
@@ -109,6 +139,9 @@ def placement_table(p: Placement) -> None:
 
 def check_table(report: CheckReport, matrix: MatrixReport | None, extra: list[str]) -> None:
     c = console()
+    report = printable(report)
+    matrix = printable(matrix) if matrix is not None else None
+    extra = [shown(line) for line in extra]
     t = Table(title=f"Node checks — {report.node or '?'}"
               + (f" (pool {report.pool})" if report.pool else ""), title_justify="left")
     for col in ("check", "status", "subject", "observed", "expected", "remediation"):

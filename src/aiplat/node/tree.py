@@ -29,6 +29,11 @@ pages); PCI config space is 4 KiB."""
 TEXT_MAX_BYTES = inputs.TREE_MAX_BYTES
 """procfs and package files (/proc/cpuinfo, /var/lib/dpkg/status, kern.log's tail)."""
 
+MAX_ENTRIES = 65_536
+"""Entries read from one directory: a node's busiest (/sys/class/net with thousands of pod
+veths, /sys/bus/pci/devices with SR-IOV functions) stays far below; a tree past it is not a
+host's, and is read that far, with a warning."""
+
 MAX_WARNINGS = 50
 """Refusals listed one by one; past this a hostile tree gets one summary line, not one per
 file."""
@@ -120,18 +125,33 @@ class Tree:
         is missing or its links leave the root (a host's directory is never listed)."""
         if not self.is_dir(path):
             return []
+        names: list[str] = []
         try:
-            return sorted(path / name for name in os.listdir(path))
+            with os.scandir(path) as it:
+                for e in it:
+                    if len(names) == MAX_ENTRIES:
+                        self.warn(f"{path}: more than {MAX_ENTRIES} entries, the rest not "
+                                  "read (fix: record the directory from a host)")
+                        break
+                    names.append(e.name)
         except OSError:
             return []
+        return sorted(path / name for name in names)
 
     def glob(self, path: Path, pattern: str) -> list[Path]:
         """``path.glob(pattern)``, sorted, keeping only matches whose directory stays inside
         the root (a pattern like ``nvidia-caps/*`` walks a link the tree may hold)."""
         if not self.is_dir(path):
             return []
-        return sorted(p for p in path.glob(pattern)
-                      if p.parent == path or self.is_dir(p.parent))
+        found: list[Path] = []
+        for p in path.glob(pattern):
+            if len(found) == MAX_ENTRIES:
+                self.warn(f"{path}: more than {MAX_ENTRIES} matches of {pattern}, the rest "
+                          "not read (fix: record the directory from a host)")
+                break
+            if p.parent == path or self.is_dir(p.parent):
+                found.append(p)
+        return sorted(found)
 
     @staticmethod
     def link_name(path: Path) -> str | None:
