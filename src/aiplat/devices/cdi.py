@@ -608,25 +608,44 @@ def foreign_nodes(doc: Mapping[str, Any], name: str) -> dict[str, str]:
     the same node set), with ``all``, and between a MIG device (``0:1``, ``MIG-…``) and its
     parent GPU, whose node it needs besides its capability nodes. Any other overlap is a leak.
     """
-    devs: dict[str, set[str]] = {}
-    for d in _list(doc.get("devices")):
-        if isinstance(d, Mapping):
-            devs[str(d.get("name"))] = {str(n.get("hostPath") or n.get("path"))
-                                        for n in _nodes_of(d.get("containerEdits"))}
-    if name == "all" or name not in devs:
+    owners = _Owners.of(doc)
+    if name == "all" or name not in owners.devs:
         return {}
-    order = list(devs)
-    owner: dict[str, str] = {}
-    for n in sorted(order, key=lambda x: (len(devs[x]), order.index(x))):
-        if n == "all":
-            continue
-        for hp in devs[n]:
-            owner.setdefault(hp, n)
+    return {hp: o for hp, o in owners.owner.items() if not owners.related(name, o)}
 
-    def related(a: str, b: str) -> bool:
-        return a == b or devs[a] == devs[b] or _mig_style(a) or _mig_style(b)
 
-    return {hp: o for hp, o in owner.items() if not related(name, o)}
+@dataclass(frozen=True)
+class _Owners:
+    """Each device's host nodes and each node's owner, computed once per spec (per device,
+    as it once was, a spec of a few thousand devices took minutes)."""
+
+    devs: dict[str, set[str]]
+    owner: dict[str, str]
+
+    @classmethod
+    def of(cls, doc: Mapping[str, Any]) -> _Owners:
+        devs: dict[str, set[str]] = {}
+        for d in _list(doc.get("devices")):
+            if isinstance(d, Mapping):
+                devs[str(d.get("name"))] = {str(n.get("hostPath") or n.get("path"))
+                                            for n in _nodes_of(d.get("containerEdits"))}
+        order = {n: i for i, n in enumerate(devs)}
+        owner: dict[str, str] = {}
+        for n in sorted(devs, key=lambda x: (len(devs[x]), order[x])):
+            if n != "all":
+                for hp in devs[n]:
+                    owner.setdefault(hp, n)
+        return cls(devs, owner)
+
+    def related(self, a: str, b: str) -> bool:
+        return a == b or _mig_style(a) or _mig_style(b) or self.devs[a] == self.devs[b]
+
+    def foreign(self, name: str, hp: str) -> str | None:
+        """The other device that owns ``hp``, when ``name`` must not have it."""
+        o = self.owner.get(hp)
+        if name == "all" or name not in self.devs or o is None or self.related(name, o):
+            return None
+        return o
 
 
 def _mount_leaks(c: _Ctx, dev: str, at: str, edits: object) -> None:
@@ -677,15 +696,15 @@ def _leaks(c: _Ctx, doc: Mapping[str, Any]) -> None:
         if isinstance(d, Mapping):
             _mount_leaks(c, str(d.get("name")), f"devices[{i}].containerEdits",
                          d.get("containerEdits"))
+    owners = _Owners.of(doc)
     for d in _list(doc.get("devices")):
         if not isinstance(d, Mapping) or not isinstance(d.get("name"), str):
             continue
-        foreign = foreign_nodes(doc, d["name"])
         for n in _nodes_of(d.get("containerEdits")):
             hp = str(n.get("hostPath") or n.get("path"))
-            if hp in foreign:
+            if (other := owners.foreign(d["name"], hp)) is not None:
                 c.strict(d["name"], "containerEdits.deviceNodes",
-                         f"host node {hp} belongs to device '{foreign[hp]}': a container "
+                         f"host node {hp} belongs to device '{other}': a container "
                          f"asking for '{d['name']}' would get that device too",
                          "remove the node from this device, or move it to the spec-level "
                          "containerEdits if every device needs it")

@@ -121,6 +121,10 @@ RUNS_ANYTHING: dict[str, str] = {
     **dict.fromkeys(_FETCHERS, "a network client"),
 }
 
+KERNEL_DIRS = ("/proc", "/sys", "/dev")
+"""Where a hook path is the kernel's view (another process's root, an open descriptor), not
+an installed file."""
+
 WORLD_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/run/shm", "/run/user", "/var/run/user",
                   "/home")
 """Where a hook binary can be replaced by someone other than root."""
@@ -254,11 +258,14 @@ def node_problems(n: Mapping[str, Any]) -> list[Problem]:
 
 
 def _program(name: str) -> str | None:
-    """What kind of program-runner ``name`` (a basename) is, if it is one."""
-    if name in RUNS_ANYTHING:
-        return RUNS_ANYTHING[name]
-    m = _VERSIONED.fullmatch(name)
-    return RUNS_ANYTHING.get(m.group("name")) if m else None
+    """What kind of program-runner ``name`` (a basename) is, if it is one: also with a
+    version (``python3.12``) or a suffix after a dot (``busybox.static``)."""
+    for n in dict.fromkeys((name, name.partition(".")[0])):
+        m = _VERSIONED.fullmatch(n)
+        kind = RUNS_ANYTHING.get(n) or (RUNS_ANYTHING.get(m.group("name")) if m else None)
+        if kind:
+            return kind
+    return None
 
 
 def hook_problems(h: Mapping[str, Any], real: str | None = None) -> list[Problem]:
@@ -297,6 +304,11 @@ def _runner_problems(path: str, real: str | None, args: list[str],
                                    "use the vendor's hook binary (e.g. /usr/bin/nvidia-cdi-hook)"
                                    ", never a shell, interpreter or downloader"))
                 break
+    top = next((t for t in KERNEL_DIRS if _within(where, t)), None)
+    if top:  # /proc/1/root/tmp/x is the host's /tmp/x; /proc/self/fd/N whatever is open
+        out.append(Problem("path", f"hook {where} lies under {top}: it runs whatever the "
+                           "kernel's view resolves to, not a file root installed",
+                           "install the hook under /usr/bin and name that path"))
     return out
 
 
@@ -328,11 +340,18 @@ def _arg_problems(args: list[str], runner: bool) -> list[Problem]:
             continue
         value = a.partition("=")[2] if a.startswith("-") and "=" in a else a
         value = value.removeprefix("@")  # nvidia-cdi-hook: '@/sbin/ldconfig' is a host path
-        kind = _program(posixpath.basename(value)) if value.startswith("/") else None
+        absolute = value.startswith("/")
+        kind = _program(posixpath.basename(value)) if absolute else None
+        top = next((t for t in WORLD_WRITABLE if _within(normal(value), t)), None) \
+            if absolute else None
         if kind:
             out.append(Problem(f"args[{j}]", f"'{_short(a)}' names {value}, {kind}, for the "
                                "hook to run as root", "name the program the hook is meant "
                                "to run (e.g. /sbin/ldconfig), or drop the argument"))
+        elif top:
+            out.append(Problem(f"args[{j}]", f"'{_short(a)}' names {value} under {top}: "
+                               "whoever can write there chooses what the hook (root) runs "
+                               "or reads", "name a root-owned path (e.g. /sbin/ldconfig)"))
         elif not runner and _SHELL_SYNTAX.search(a):
             out.append(Problem(f"args[{j}]", f"'{_short(a)}' holds shell syntax: harmless "
                                "only if the hook never hands it to a shell",
