@@ -93,3 +93,22 @@ def test_cdi_generate_on_a_fifo_exits_2_without_hanging(tmp_path: Path) -> None:
     except subprocess.TimeoutExpired:
         pytest.fail("cdi generate hangs on a FIFO in the driver root")
     assert r.returncode == 2 and "FIFO" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of device nodes needs root")
+@pytest.mark.parametrize("how", ["link-out", "block"])
+def test_a_tree_cannot_point_a_gpu_node_at_the_hosts_devices(tmp_path: Path, how: str) -> None:
+    """/dev/nvidia0 of the tree as a link to the host's /dev/null (or as a disk's block node)
+    would become a grant of that device in the spec."""
+    root = tmp_path / "root"
+    driver_root(root)
+    (root / "dev").mkdir()
+    os.mknod(root / "dev/nvidiactl", 0o020666, os.makedev(195, 255))
+    if how == "link-out":
+        (root / "dev/nvidia0").symlink_to("/dev/null")
+    else:
+        os.mknod(root / "dev/nvidia0", 0o060660, os.makedev(8, 0))  # /dev/sda's numbers
+    with pytest.raises(InputError, match="link out of the tree" if how == "link-out"
+                       else "block device"):
+        host.generate(str(root), gpus=[host.GpuIdentity(0, "GPU-a", 0)], mig_minors={},
+                      ldcache={})

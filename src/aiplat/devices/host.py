@@ -113,8 +113,24 @@ class RealHost:
             p = parent
 
 
-def need_node(path: str, root: str, host_path: str | None = None) -> NodeFact:
+def tree_node(path: str, root: str, host_path: str | None = None) -> NodeFact | None:
+    """``stat_node`` for a spec generated from a tree: a node whose links leave ``root`` is
+    an input error (a tree pointing /dev/nvidia0 at the host's disk must not become a
+    grant), and so is a block device (every accelerator's node is a character device)."""
+    hp = _under(root, host_path or path)
+    if root not in ("", "/"):
+        from aiplat import inputs
+
+        inputs.inside(root, hp)
     n = stat_node(path, root, host_path)
+    if n is not None and n.type != "c":
+        raise DeviceError(f"{hp} is a block device, not an accelerator's character device; "
+                          "fix: name the device's own node")
+    return n
+
+
+def need_node(path: str, root: str, host_path: str | None = None) -> NodeFact:
+    n = tree_node(path, root, host_path)
     if n is None:
         hp = _under(root, host_path or path)
         what = "is not a device node" if os.path.lexists(hp) else "does not exist"
@@ -379,7 +395,7 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
     if verbs:
         devs = [DeviceEntry(p.name, Edits((need_node(f"/dev/infiniband/{p.name}", root),)))
                 for p in verbs]
-        cm = stat_node("/dev/infiniband/rdma_cm", root)
+        cm = tree_node("/dev/infiniband/rdma_cm", root)
         add("rdma.aiplat.io/hca", devs, Edits((cm,) if cm else (), common_env))
     by_kind: dict[str, list[DeviceEntry]] = {}
     for ch in chars:
@@ -395,7 +411,7 @@ def imex_channels(root: str) -> list[tuple[int, NodeFact]]:
     out = []
     for p in Path(_under(root, "/dev/nvidia-caps-imex-channels")).glob("channel*"):
         if p.name[7:].isdigit():
-            n = stat_node(f"/dev/nvidia-caps-imex-channels/{p.name}", root)
+            n = tree_node(f"/dev/nvidia-caps-imex-channels/{p.name}", root)
             if n is not None:
                 out.append((int(p.name[7:]), n))
     return sorted(out, key=lambda x: x[0])
@@ -486,7 +502,7 @@ def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) 
     majors = nvf.proc_devices(root)
     nodes = [_registered(n, majors) for p in ("/dev/nvidiactl", "/dev/nvidia-uvm",
                                                "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
-             if (n := stat_node(p, root)) is not None]
+             if (n := tree_node(p, root)) is not None]
     if not nodes:
         raise DeviceError(f"{_under(root, '/dev/nvidiactl')} does not exist; fix: load the "
                           "NVIDIA driver (modprobe nvidia; nvidia-modprobe -c 0 -u)")
