@@ -51,6 +51,9 @@ def node() -> None:
 def inventory(root: str, recorded: tuple[str, ...], fmt: str, schema: bool) -> None:
     """What this node is: PCI tree, NUMA, CPUs, network, drivers, devices, GPUs.
 
+    A --root tree is read as someone else's recording: a link out of it, a FIFO, device or
+    socket, or a file past its size bound is not read but listed as a warning (exit 0).
+
     \b
     Examples:
       aiplat samples get node-hgx-h100 -d hgx
