@@ -113,6 +113,13 @@ HOSTILE: dict[str, tuple[dict[str, Any], str]] = {
     "hook-ldconfig-in-tmp": (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook",
                                    "update-ldcache", "--ldconfig-path", "@/tmp/ldconfig"),
                              "under /tmp"),
+    "hook-runc": (_hook("/usr/sbin/runc", "runc", "run", "-b", "/x", "evil"), "a launcher"),
+    "hook-ldconfig-is-bash": (_hook("/usr/bin/nvidia-ctk", "nvidia-ctk", "hook",
+                                    "update-ldcache", "--ldconfig-path", "/bin/bash"),
+                              "names /bin/bash, a shell"),
+    "bind-service-account": (_bind("/var/run/secrets/kubernetes.io/serviceaccount"),
+                             "host's secrets"),
+    "bind-cgroup-writable": (_bind("/sys/fs/cgroup", "rw", "rbind"), "change /sys"),
     "hook-ld-preload": (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "chmod",
                               env=["LD_PRELOAD=/tmp/x.so"]), "LD_PRELOAD loads code"),
 }

@@ -111,7 +111,9 @@ _INTERPRETERS = ("python", "python2", "python3", "perl", "ruby", "node", "nodejs
                  "pwsh", "java", "gdb")
 _LAUNCHERS = ("env", "sudo", "su", "doas", "pkexec", "nsenter", "chroot", "unshare",
               "setsid", "nohup", "xargs", "timeout", "nice", "ionice", "stdbuf", "taskset",
-              "busybox", "toybox", "systemd-run", "strace")
+              "busybox", "toybox", "systemd-run", "strace", "systemctl",
+              # container CLIs: each starts any container, privileged too
+              "runc", "crun", "ctr", "nerdctl", "docker", "podman", "crictl", "kubectl")
 _FETCHERS = ("curl", "wget", "nc", "ncat", "netcat", "socat", "telnet", "ssh", "scp",
              "sftp", "rsync", "ftp", "tftp")
 _VERSIONED = re.compile(r"(?P<name>[a-z]+?)[0-9.]*")  # python3.12 -> python, perl5 -> perl
