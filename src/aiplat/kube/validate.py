@@ -1,9 +1,8 @@
 """``aiplat kube validate``: every object against its schema, then what schemas miss.
 
 1. Built-in kinds: the official OpenAPI schemas that ``kubernetes-validate`` ships, strict
-   (unknown fields fail), for the target version. The package re-reads its 1 MB definitions
-   file on every call; ``_builtin_validator`` builds one validator per (version, kind) from
-   the same files and caches it, which is what makes validating a 50-tenant tree fast.
+   (unknown fields fail), for the target version (``schemas.builtin_validator``: one cached
+   validator per version and kind).
 2. Custom resources: their CRD's openAPIV3Schema (``CrdIndex``, strict), for the served
    version the object names; a group the CRDs know with an unserved version is an error,
    a group no CRD defines is a warning (the cluster may have it; we cannot check). The CRDs
@@ -18,21 +17,21 @@ No API server runs here: this is schema and rule checking, not a dry-run apply.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
 from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped]
-from referencing import Registry, Resource
 
 from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.crds import CrdIndex, packaged_crds
 from aiplat.kube.quantity import QuantityError, parse_quantity
+from aiplat.kube.schemas import SUPPORTED_VERSIONS, builtin_validator, field_path, schema_version
 
-SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36", "1.37")
+__all__ = ["SUPPORTED_VERSIONS", "Issue", "ValidationResult", "check_version", "field_path",
+           "ref", "validate_objects"]
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Kinds whose names must be DNS-1123 labels (they become DNS names or label values).
@@ -76,12 +75,6 @@ def ref(o: dict[str, Any]) -> str:
     return f"{o.get('kind', '?')}/{ns}{m.get('name', '?')}"
 
 
-@functools.cache
-def _definitions(version: str) -> Resource[Any]:
-    return Resource.from_contents(kv_utils.schema_contents(
-        f"kubernetes-json-schema/v{version}-local-strict/_definitions.json", version))
-
-
 def check_version(version: str) -> str:
     """``version`` when it is a Kubernetes MAJOR.MINOR[.PATCH] the schemas cover, else an
     ``InputError`` naming the range (call it on options before doing any work)."""
@@ -91,49 +84,17 @@ def check_version(version: str) -> str:
     if not re.fullmatch(r"v?\d{1,3}\.\d{1,3}(\.\d{1,4})?", version):
         raise InputError(f"--k8s-version {version!r}: not a Kubernetes version {fix}")
     try:
-        _schema_version(version.lstrip("v"))
+        schema_version(version.lstrip("v"))
     except ValueError:
         raise InputError(f"--k8s-version {version}: not covered by kubernetes-validate "
                          f"{last} {fix}") from None
     return version.lstrip("v")
 
 
-def _schema_version(version: str) -> str:
-    versions = [v for v in kv_utils.all_versions()
-                if kv_utils.major_minor(v) <= kv_utils.major_minor(version)]
-    if not versions or kv_utils.major_minor(version) > kv_utils.latest_version():
-        raise ValueError(f"Kubernetes {version} is not supported by kubernetes-validate "
-                         f"{kv_utils.latest_version()}")
-    return str(versions[-1])
-
-
-@functools.cache
-def _builtin_validator(version: str, api_version: str, kind: str) -> Any:
-    """A cached Draft 2020-12 validator for a built-in kind, or None if not built in."""
-    sv = _schema_version(version)
-    api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
-    try:
-        schema = kv_utils.schema_contents(
-            f"kubernetes-json-schema/v{sv}-local-strict/{kind.lower()}-{api}.json", version)
-    except FileNotFoundError:
-        return None
-    registry: Registry[Any] = Resource.from_contents(schema) @ Registry()
-    registry = _definitions(sv) @ registry
-    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
-
-
-def field_path(parts: Any) -> str:
-    """A jsonschema error's path as kubectl writes it: ``spec.podSets[0].count``."""
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else f".{p}"
-    return out.lstrip(".")
-
-
 def _schema_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
     api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
     r = ref(o)
-    validator = _builtin_validator(version, api, kind)
+    validator = builtin_validator(version, api, kind)
     severity = "error"
     if validator is None:
         schema = crds.schema(api, kind)
@@ -320,7 +281,7 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
     """Validate (file, object) pairs for Kubernetes ``version`` (e.g. '1.34') against the
     built-in schemas and ``crds`` over aiplat's packaged CRDs (``packaged=False``: ``crds``
     alone)."""
-    _schema_version(version)
+    schema_version(version)
     if packaged:
         crds = packaged_crds().overlay(crds)
     issues: list[Issue] = []
