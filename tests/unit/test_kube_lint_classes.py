@@ -72,6 +72,10 @@ def queued_job_in_kube_system(o: list[Obj], inv: Inventory) -> None:
     _copy_job(o, "nightly-eval", "sneaky", "kube-system")
 
 
+def kueue_config_field_of_wrong_type(o: list[Obj], inv: Inventory) -> None:
+    _kueue_cfg(o, lambda c: c["integrations"].update(frameworks="batch/job"))
+
+
 def queued_job_outside_managed_namespaces(o: list[Obj], inv: Inventory) -> None:
     _kueue_cfg(o, lambda c: c.update(managedJobsNamespaceSelector={
         "matchLabels": {"aiplat.io/tenant": "research"}}))
@@ -301,6 +305,9 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
     (clusterqueue_held_and_drained, "queue-stopped", "ClusterQueue/serving", "HoldAndDrain"),
     (kueue_manages_kube_system, "kueue-config", "ConfigMap/kueue-system/kueue-manager-config",
      "matches namespace kube-system"),
+    (kueue_config_field_of_wrong_type, "kueue-config",
+     "ConfigMap/kueue-system/kueue-manager-config",
+     "integrations.frameworks must be a list, not the string 'batch/job'"),
     (job_bigger_than_its_queue, "workload-quota", "Job/batch/nightly-eval",
      "ask for 715 cpu in all but ClusterQueue batch can give at most 370"),
     (job_pinned_to_a_pool_its_queue_lacks, "flavor-affinity", "Job/batch/nightly-eval",
@@ -360,7 +367,9 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
 # Other rules a seed sets off by design (the same defect seen from another object).
 ALSO = {"pvc_access_mode_driver_cannot_serve": {"pvc-access-mode"},
         "queued_job_in_kube_system": {"workload-queue"},
-        "kueue_namespace_made_a_tenant": {"netpol-default-deny"}}
+        "kueue_namespace_made_a_tenant": {"netpol-default-deny"},
+        # Kueue does not start; the rules that read its Configuration read the defaults.
+        "kueue_config_field_of_wrong_type": {"kueue-dra-mapping", "kueue-managed"}}
 
 
 @pytest.mark.parametrize(("seed", "rule", "obj", "words"), SEEDED,

@@ -148,6 +148,7 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
     """
     path = Path(target)
     inv: Inventory | None
+    files: list[str] | None = None
     if path.is_file():
         platform = _platform(target)
         rendered = render(platform, load_catalog())
@@ -155,7 +156,7 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
         inv = rendered.inventory
     else:
         items, inv = read_tree(path)
-        objects = [o for _f, o in items]
+        files, objects = [f for f, _o in items], [o for _f, o in items]
     if inventory:
         from aiplat import inputs
 
@@ -164,7 +165,7 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
     if inv is None:
         raise InputError(f"{target}: no cluster/nodes/inventory.yaml (fix: pass --inventory "
                          "FILE, or lint the SPEC)")
-    findings = lint(objects, inv)
+    findings = lint(objects, inv, files=files)
     errors = sum(f.severity == "error" for f in findings)
     lines = [f"{f.severity}: [{f.rule}] {f.object}: {f.why} (fix: {f.fix})" for f in findings]
     lines.append(f"{len(objects)} objects, {errors} errors, {len(findings) - errors} warnings")

@@ -1,9 +1,10 @@
 """Kubernetes for AI: render every layer from the spec, validate it, cross-check it, and
 explain pending work.
 
-Pure core: builders (``render_*``), ``validate`` (schemas + rules), ``cel`` (DRA selectors
-with Kubernetes' quantity/semver extensions), ``lint`` (cross-layer rules), ``pending``
-(why-pending over a ``Snapshot``). I/O at the edges: ``crds.load_crds``, ``tree.read_tree``,
+Pure core: builders (``render_*``), ``validate`` (schemas + rules), ``shape`` (the field
+types every check relies on, from ``schemas``), ``cel`` (DRA selectors with Kubernetes'
+quantity/semver extensions), ``lint`` (cross-layer rules), ``pending`` (why-pending over a
+``Snapshot``). I/O at the edges: ``crds.load_crds``, ``tree.read_tree``,
 ``snapshot.load_snapshot`` / ``snapshot.read_live`` (lightkube). The CLI
 (``aiplat.cli.kube``) only parses arguments, calls one of these and prints.
 """

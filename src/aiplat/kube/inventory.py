@@ -8,6 +8,7 @@ an administrator can replace it with what the nodes really report.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,29 @@ from aiplat.kube.facts import (
     RDMA_RESOURCE,
     PoolFacts,
 )
+from aiplat.kube.shape import value_problems
 from aiplat.spec.models import Platform, SegmentPurpose
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+_STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
+SCHEMA = {"type": "object", "properties": {
+    "modelStoreCIDRs": _STRINGS, "secretsAllowed": _STRINGS,
+    "pools": {"type": "array", "items": {"type": "object", "required": ["name", "nodes"],
+                                         "properties": {
+        "name": {"type": "string"}, "nodes": {"type": "integer"}, "labels": _STRING_MAP,
+        "taints": {"type": "array", "items": {"type": "object", "required": ["key"],
+                                              "properties": {
+            "key": {"type": "string"}, "value": {"type": "string"},
+            "effect": {"type": "string"}}}},
+        "topologyLabels": _STRINGS,
+        "capacity": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "cpu": {"type": "integer"}, "memoryGiB": {"type": "integer"},
+        "driver": {"type": "string"},
+        # What a ResourceSlice publishes per device (resource.k8s.io/v1 Device).
+        "devices": {"type": "array", "items": {
+            "$ref": "_definitions.json#/$defs/io.k8s.api.resource.v1.Device"}},
+        "autoscaled": {"type": "boolean"}, "memlockUnlimited": {"type": "boolean"}}}}}}
+"""The inventory's shape, which ``from_dict`` checks before reading it."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +96,25 @@ class Inventory:
             raise InputError(f"{name}: an inventory is a mapping with 'pools', not "
                              f"{type(d).__name__} (fix: start from the cluster/nodes/"
                              "inventory.yaml that `aiplat kube render` writes)")
+        fix = " (fix: compare it with the cluster/nodes/inventory.yaml `aiplat kube render` " \
+              "writes)"
         pools = d.get("pools") or []
         if not isinstance(pools, list):
-            raise InputError(f"{name}: 'pools' must be a list of pools")
+            raise InputError(f"{name}: 'pools' must be a list of pools{fix}")
         for i, p in enumerate(pools):
             if not isinstance(p, dict) or "name" not in p or "nodes" not in p:
                 raise InputError(f"{name}: pools[{i}] must be a mapping with at least 'name' "
-                                 "and 'nodes'")
+                                 f"and 'nodes'{fix}")
+        wrong = value_problems(d, SCHEMA)
+        if wrong:
+            raise InputError(f"{name}: not the shape of an inventory: "
+                             + "; ".join(f"{p} {m}" for p, m in wrong[:5]) + fix)
+        for cidr in d.get("modelStoreCIDRs") or []:
+            try:
+                ipaddress.ip_network(cidr, strict=False)
+            except ValueError:
+                raise InputError(f"{name}: modelStoreCIDRs: {cidr!r} is not a CIDR (fix: "
+                                 "e.g. 10.20.0.0/24)") from None
         try:
             return cls._from_dict(d)
         except (TypeError, ValueError, AttributeError, OverflowError) as e:

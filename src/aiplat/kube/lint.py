@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -56,6 +56,7 @@ from typing import Any
 from aiplat.kube import cel
 from aiplat.kube.inventory import Inventory, PoolInventory
 from aiplat.kube.quantity import QuantityError, parse_quantity
+from aiplat.kube.shape import readable
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]
@@ -156,7 +157,8 @@ def cohort_root(cohort: str, cohorts: list[Obj]) -> str:
 def localqueue_clusterqueue(ctx: Context) -> list[Finding]:
     cqs = ctx.names("ClusterQueue")
     return [Finding("error", "localqueue-clusterqueue", ref(lq),
-                    f"names ClusterQueue {lq['spec'].get('clusterQueue')!r}, which does not exist;"
+                    f"names ClusterQueue {(lq.get('spec') or {}).get('clusterQueue')!r}, which "
+                    "does not exist;"
                     " workloads submitted to it stay pending (inadmissible)",
                     f"set spec.clusterQueue to one of {sorted(cqs)} or create the ClusterQueue")
             for lq in ctx.kind("LocalQueue")
@@ -470,6 +472,14 @@ def netpol_dns(ctx: Context) -> list[Finding]:
     return out
 
 
+def _network(cidr: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """An ipBlock's network; None for one the API server refuses (it allows nothing)."""
+    try:
+        return ipaddress.ip_network(str(cidr), strict=False) if cidr else None
+    except ValueError:
+        return None
+
+
 def netpol_model_store(ctx: Context) -> list[Finding]:
     cidrs = [ipaddress.ip_network(c) for c in ctx.inventory.model_store_cidrs]
     if not cidrs:
@@ -482,10 +492,10 @@ def netpol_model_store(ctx: Context) -> list[Finding]:
         reached = set()
         for r in rules:
             for t in r.get("to") or []:
-                block = (t.get("ipBlock") or {}).get("cidr")
-                if block:
-                    net = ipaddress.ip_network(block, strict=False)
-                    reached |= {c for c in cidrs if c.subnet_of(net)}  # type: ignore[arg-type]
+                net = _network((t.get("ipBlock") or {}).get("cidr"))
+                if net is not None:
+                    reached |= {c for c in cidrs if c.version == net.version
+                                and c.subnet_of(net)}  # type: ignore[arg-type]
         missing = [str(c) for c in cidrs if c not in reached]
         if missing:
             out.append(Finding("error", "netpol-model-store", f"Namespace/{ns}",
@@ -660,7 +670,11 @@ RULES: tuple[Callable[[Context], list[Finding]], ...] = (
 )
 
 
-def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
+def lint(objects: list[Obj], inventory: Inventory, *,
+         files: Sequence[str] | None = None) -> list[Finding]:
+    """The findings of every rule on ``objects`` (from ``files``, one per object, for
+    messages); an ``InputError`` naming file, object and field when a field is not of the
+    type its schema gives (rules read fields; none reasons on half a tree)."""
     # The rule modules build on this one's helpers, so they are imported here.
     from aiplat.kube.lint_admission import ADMISSION_RULES
     from aiplat.kube.lint_fit import FIT_RULES
@@ -670,7 +684,8 @@ def lint(objects: list[Obj], inventory: Inventory) -> list[Finding]:
     from aiplat.kube.lint_selectors import SELECTOR_RULES
     from aiplat.kube.lint_system import SYSTEM_RULES
 
-    ctx = Context(objects, inventory)
+    named = zip(files or [""] * len(objects), objects, strict=True)
+    ctx = Context(readable(list(named)), inventory)
     rules = (RULES + ADMISSION_RULES + KUEUE_RULES + QUOTA_RULES + FIT_RULES + SELECTOR_RULES
              + RUNTIME_RULES + SYSTEM_RULES)
     findings = [f for rule in rules for f in rule(ctx)]

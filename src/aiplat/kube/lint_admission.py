@@ -28,6 +28,7 @@ import yaml
 
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.lint import Context, Finding, _pod_specs, _q, name, namespace
+from aiplat.kube.shape import value_problems
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]
@@ -37,6 +38,21 @@ TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology",
                         "kueue.x-k8s.io/podset-unconstrained-topology")
 KUEUE_CONFIG_MAP = "kueue-manager-config"
 PROVISIONING = "kueue.x-k8s.io/provisioning-request"
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+LABEL_SELECTOR = {"type": "object", "properties": {
+    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "matchExpressions": {"type": "array", "items": {"type": "object", "properties": {
+        "key": {"type": "string"}, "operator": {"type": "string"}, "values": _STRINGS}}}}}
+# The fields of Kueue's Configuration (apis/config/v1beta2) lint reads, with their types:
+# Kueue decodes it strictly and does not start on a wrong one.
+KUEUE_CONFIGURATION = {"type": "object", "properties": {
+    "namespace": {"type": "string"},
+    "manageJobsWithoutQueueName": {"type": "boolean"},
+    "managedJobsNamespaceSelector": LABEL_SELECTOR,
+    "integrations": {"type": "object", "properties": {"frameworks": _STRINGS}},
+    "resources": {"type": "object", "properties": {"deviceClassMappings": {
+        "type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "deviceClassNames": _STRINGS}}}}}}}
 
 
 def _container_limits(lr_items: list[Obj]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -148,15 +164,29 @@ def _container_findings(o: Obj, c: Obj, default: dict[str, Any], maximum: dict[s
 
 
 def _kueue_configuration(ctx: Context) -> Obj | None:
+    """The tree's Kueue Configuration; None without one, or with one Kueue cannot read
+    (``kueue_configuration_problems`` says why)."""
+    doc, problems = _read_kueue_configuration(ctx)
+    return None if problems else doc
+
+
+def kueue_configuration_problems(ctx: Context) -> list[str]:
+    """Why Kueue cannot decode the tree's Configuration (and so does not start)."""
+    return _read_kueue_configuration(ctx)[1]
+
+
+def _read_kueue_configuration(ctx: Context) -> tuple[Obj | None, list[str]]:
     for cm in ctx.kind("ConfigMap"):
         if name(cm) == KUEUE_CONFIG_MAP:
             text = ((cm.get("data") or {}).get("controller_manager_config.yaml")) or ""
             try:
                 doc = yaml.safe_load(text)
-            except yaml.YAMLError:
-                return None
-            return doc if isinstance(doc, dict) else None
-    return None
+            except yaml.YAMLError as e:
+                return None, [f"it is not YAML ({str(e).splitlines()[0]})"]
+            if not isinstance(doc, dict):
+                return None, []
+            return doc, [f"{p} {m}" for p, m in value_problems(doc, KUEUE_CONFIGURATION)]
+    return None, []
 
 
 def _queued_claims(ctx: Context) -> Iterable[tuple[Obj, Obj]]:

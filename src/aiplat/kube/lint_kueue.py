@@ -30,8 +30,10 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
                         Symptom: workloads pending with "LocalQueue X is inactive". Source:
                         apis/kueue/v1beta2 StopPolicy.
   kueue-config          a Configuration Kueue refuses to start with: managedJobsNamespaceSelector
-                        matching kube-system or Kueue's own namespace. Source: pkg/config/
-                        validation.go validateManagedJobsNamespaceSelector.
+                        matching kube-system or Kueue's own namespace, or one it cannot
+                        decode (not YAML, a field of the wrong type). Source: pkg/config/
+                        validation.go validateManagedJobsNamespaceSelector, config.go
+                        (strict decoding).
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ from aiplat.kube.lint import (
     namespace,
     selector_matches,
 )
-from aiplat.kube.lint_admission import QUEUE_LABEL, _kueue_configuration
+from aiplat.kube.lint_admission import (
+    QUEUE_LABEL,
+    _kueue_configuration,
+    kueue_configuration_problems,
+)
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]
@@ -226,6 +232,14 @@ def queue_stopped(ctx: Context) -> list[Finding]:
 
 
 def kueue_config(ctx: Context) -> list[Finding]:
+    unreadable = kueue_configuration_problems(ctx)
+    if unreadable:
+        return [Finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
+                        f"Kueue cannot decode its Configuration: {'; '.join(unreadable)}: it "
+                        "does not start, so nothing is admitted (the other rules read "
+                        "Kueue's defaults instead)",
+                        "correct data.controller_manager_config.yaml (Kueue's "
+                        "apis/config/v1beta2 Configuration)")]
     cfg, _, _, managed = _config(ctx)
     if cfg is None:
         return []

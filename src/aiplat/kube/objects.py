@@ -29,6 +29,14 @@ def obj(api: str, kind: str, name: str, namespace: str | None = None, *,
     return o
 
 
+def ref(o: Obj) -> str:
+    """``Kind/namespace/name`` as findings and issues name an object; whatever its shape."""
+    m = o.get("metadata")
+    m = m if isinstance(m, dict) else {}
+    ns = f"{m['namespace']}/" if m.get("namespace") else ""
+    return f"{o.get('kind', '?')}/{ns}{m.get('name', '?')}"
+
+
 def toleration(key: str, value: str, effect: str) -> Obj:
     if value:
         return {"key": key, "operator": "Equal", "value": value, "effect": effect}

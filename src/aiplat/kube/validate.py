@@ -10,7 +10,10 @@
    caller's on top, so a pip install checks every custom resource its trees use.
 3. What neither checks: DNS-1123 names, quantities, DRA one-of rules (``exactly`` vs
    ``firstAvailable``), allocation modes and counts, constraint references, CEL selectors
-   (``aiplat.kube.cel.check``), Pod claim references.
+   (``aiplat.kube.cel.check``), Pod claim references. These read fields, so they run only
+   on an object whose fields have the types its schema gives (``shape.problems``, which
+   also covers what 1 and 2 do not: an unknown API version of a known kind, a custom
+   resource's metadata); a field of the wrong type is an error naming its path.
 
 No API server runs here: this is schema and rule checking, not a dry-run apply.
 """
@@ -27,8 +30,10 @@ from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped
 from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.crds import CrdIndex, packaged_crds
+from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.schemas import SUPPORTED_VERSIONS, builtin_validator, field_path, schema_version
+from aiplat.kube.shape import problems, without_nulls
 
 __all__ = ["SUPPORTED_VERSIONS", "Issue", "ValidationResult", "check_version", "field_path",
            "ref", "validate_objects"]
@@ -67,12 +72,6 @@ class ValidationResult:
     @property
     def ok(self) -> bool:
         return not self.errors
-
-
-def ref(o: dict[str, Any]) -> str:
-    m = o.get("metadata") or {}
-    ns = f"{m['namespace']}/" if m.get("namespace") else ""
-    return f"{o.get('kind', '?')}/{ns}{m.get('name', '?')}"
 
 
 def check_version(version: str) -> str:
@@ -290,6 +289,11 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
             issues.append(Issue("error", file, "?", "", "not a Kubernetes object "
                                 "(apiVersion and kind are required)"))
             continue
-        issues += _schema_issues(file, o, version, crds)
-        issues += _rule_issues(file, o)
+        found = _schema_issues(file, o, version, crds)
+        # Fields of the wrong type the schema check cannot see (an unknown API version, a
+        # custom resource's metadata), and no rule on an object that has any: rules read it.
+        misshapen = problems(o, version, crds)
+        seen = {i.path for i in found}
+        found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
+        issues += found if misshapen else found + _rule_issues(file, without_nulls(o))
     return ValidationResult(version=version, objects=len(items), issues=issues)
