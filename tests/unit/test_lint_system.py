@@ -74,6 +74,16 @@ def tenant_tree() -> list[Obj]:
                     user("alice"), name="team")]
 
 
+def test_the_namespaces_the_tree_renders_into_are_system_namespaces() -> None:
+    from aiplat.kube import lint_system, render_cluster, render_kueue, render_tenants
+
+    rendered = {render_cluster.SYSTEM_NS, render_cluster.GPU_OPERATOR_NS,
+                render_kueue.KUEUE_NS, render_tenants.GATEWAY_NS, render_tenants.MONITORING_NS,
+                lint_system.DRA_DRIVER_NS}
+    assert all(lint_system.is_system_namespace(ns) for ns in rendered)
+    assert lint_system.PRIVILEGED_NAMESPACES <= lint_system.SYSTEM_NAMESPACES
+
+
 # --- what upstream ships is not flagged ----------------------------------------------------
 
 def test_the_upstream_fixture_holds_the_cases_that_matter() -> None:

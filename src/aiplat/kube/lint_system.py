@@ -46,21 +46,17 @@ from aiplat.kube.facts import TENANT_LABEL
 from aiplat.kube.lint import Context, Finding, name, namespace, selector_matches
 from aiplat.kube.lint_selectors import _tenants
 from aiplat.kube.render_cluster import GPU_OPERATOR_NS, SYSTEM_NS
-from aiplat.kube.render_kueue import KUEUE_NS
-from aiplat.kube.render_tenants import GATEWAY_NS, MONITORING_NS
+from aiplat.kube.render_tenants import MONITORING_NS
 from aiplat.kube.validate import ref
+from aiplat.spec.models import RESERVED_NAMESPACE_PREFIXES, RESERVED_NAMESPACES
 
 Obj = dict[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
 DRA_DRIVER_NS = "nvidia-dra-driver-gpu"  # the NVIDIA DRA driver's Helm release namespace
 # Kubernetes' own (it reserves kube-*), aiplat's (aiplat-*), those of what the tree renders
-# and the operators it installs, in their default namespaces; the same names the spec refuses
-# as tenants.
-SYSTEM_NAMESPACES = frozenset({
-    "kube-system", "kube-public", "kube-node-lease", "default", SYSTEM_NS, GATEWAY_NS,
-    KUEUE_NS, GPU_OPERATOR_NS, MONITORING_NS, DRA_DRIVER_NS, "node-feature-discovery",
-    "nvidia-network-operator", "jobset-system", "lws-system", "cert-manager"})
-SYSTEM_PREFIXES = ("kube-", "aiplat-")
+# and of the operators it installs: the names the spec refuses as tenants, one list.
+SYSTEM_NAMESPACES = RESERVED_NAMESPACES
+SYSTEM_PREFIXES = RESERVED_NAMESPACE_PREFIXES
 # Namespaces where no component runs: a fence there breaks nothing.
 PODLESS = frozenset({"default", "kube-public", "kube-node-lease"})
 # Components that need host namespaces, hostPath or privileged containers.
