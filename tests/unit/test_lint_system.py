@@ -1,7 +1,7 @@
 """The system-namespace lint rules (issue 38): RBAC that hands a tenant or everyone a path to
 cluster-admin, and tenant fences put on system namespaces, found on any tree (the issue's
 hostile trees, hand-written bindings in every subject spelling), and silent on the real RBAC
-upstream components ship (``test_lint_system_upstream.yaml``: Kubernetes' bootstrap policy,
+upstream components ship (``tests/fixtures/upstream-rbac.yaml``: Kubernetes' bootstrap policy,
 Kueue, JobSet, LeaderWorkerSet and kwok, recorded from their pinned Go modules)."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from aiplat.kube.lint import Finding
 
 Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
-UPSTREAM = Path(__file__).with_name("test_lint_system_upstream.yaml")
+UPSTREAM = Path(__file__).parents[1] / "fixtures" / "upstream-rbac.yaml"
 SYSTEM_RULES = {"rbac-system-namespace", "rbac-cluster-grant", "rbac-everyone",
                 "system-namespace-policy"}
 NO_POOLS = Inventory(pools=[])

@@ -38,6 +38,7 @@ from aiplat.kube.lint import cohort_root, selector_matches
 from aiplat.kube.pending_quota import FR, Node, QuotaTree
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.shell import sh
 
 INF = Decimal("Infinity")
 
@@ -695,8 +696,9 @@ def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str]) -> Obj | Expla
                            ["a held LocalQueue admits nothing new"
                             + (" and HoldAndDrain evicts what it admitted"
                                if lq_stop == "HoldAndDrain" else ""),
-                            f"resume: kubectl patch localqueue {queue} -n {_ns(wl)} --type merge "
-                            "-p '{\"spec\":{\"stopPolicy\":\"None\"}}'", *said])
+                            "resume: " + sh("kubectl patch localqueue {q} -n {ns} --type merge "
+                                            "-p '{{\"spec\":{{\"stopPolicy\":\"None\"}}}}'",
+                                            q=queue, ns=_ns(wl)), *said])
     cq_name = (lq.get("spec") or {}).get("clusterQueue", "")
     cq = snap.get("clusterqueues", cq_name)
     if cq is None:
