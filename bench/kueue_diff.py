@@ -1,7 +1,7 @@
 """The differential test's larger set: ``aiplat sim replay`` against the real Kueue v0.19.2.
 
 Starts a lab control plane of its own (classic Kueue; ``--fair`` for fair sharing), runs
-each generated scenario (``aiplat.sched.kueue_scenarios``) on the real Kueue and replays its
+each generated scenario (``aiplat.kueue.scenarios``) on the real Kueue and replays its
 snapshot (``tests/integration/kueue_live.py``), and prints the agreement: scenarios where
 every workload agrees, and workloads that agree (admitted or not, and on which flavor per
 pod set and resource), with each difference listed.
@@ -36,9 +36,9 @@ import kueue_live  # type: ignore[import-not-found]  # tests/integration, on sys
 from aiplat.cluster.assets import locate
 from aiplat.cluster.run import down, kubeconfig_path, up
 from aiplat.kube.apply import Api
-from aiplat.sched.kueue_cycle import replay
-from aiplat.sched.kueue_scenarios import generate
-from aiplat.sched.kueue_snapshot import parse
+from aiplat.kueue.cycle import replay
+from aiplat.kueue.scenarios import generate
+from aiplat.kueue.snapshot import parse
 
 
 def main() -> int:

@@ -75,8 +75,8 @@ def kueue_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str, ta
 
 def replay_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str,
                  target: float, peer: float | None = None) -> None:
-    from aiplat.sched.kueue_cycle import Replay
-    from aiplat.sched.kueue_snapshot import parse
+    from aiplat.kueue.cycle import Replay
+    from aiplat.kueue.snapshot import parse
 
     api = "kueue.x-k8s.io/v1beta2"
     rng = np.random.default_rng(1)

@@ -1,7 +1,7 @@
 """Run a generated scenario on the real Kueue and replay its snapshot: the differential test.
 
 Used by ``test_kueue_diff_live.py`` (the CI seed set) and ``bench/kueue_diff.py`` (the larger
-set). Steps per scenario (:mod:`aiplat.sched.kueue_scenarios`):
+set). Steps per scenario (:mod:`aiplat.kueue.scenarios`):
 
 1. the cohort tree is created with a cycle through its ``gate`` cohort (every queue
    inactive), then queues, LocalQueues, priority classes and the phase-a workloads;
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.kube.apply import Api, ApiError
-from aiplat.sched.kueue_cycle import Replay, replay
-from aiplat.sched.kueue_scenarios import API, Scenario
-from aiplat.sched.kueue_snapshot import parse
+from aiplat.kueue.cycle import Replay, replay
+from aiplat.kueue.scenarios import API, Scenario
+from aiplat.kueue.snapshot import parse
 
 Obj = dict[str, Any]
 KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",

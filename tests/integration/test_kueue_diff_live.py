@@ -1,6 +1,6 @@
 """``aiplat sim replay`` against the real Kueue (v0.19.2 on a lab control plane of its own).
 
-For each seed of the CI set, a generated scenario (:mod:`aiplat.sched.kueue_scenarios`) runs
+For each seed of the CI set, a generated scenario (:mod:`aiplat.kueue.scenarios`) runs
 on the real Kueue and its snapshot is replayed (:mod:`kueue_live`): every workload's
 admission and flavors must agree. Kueue runs once with classic ordering and preemption
 (no ``fairSharing`` in its Configuration: two phases, the second on top of admitted
@@ -28,7 +28,7 @@ from test_cluster_live import _need_components
 
 from aiplat.cluster.assets import locate
 from aiplat.kube.apply import Api
-from aiplat.sched.kueue_scenarios import generate
+from aiplat.kueue.scenarios import generate
 
 pytestmark = pytest.mark.integration
 # Seeds that agreed on every run here (bench/kueue_diff.py has the rest and the figure).

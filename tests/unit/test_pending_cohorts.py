@@ -2,7 +2,7 @@
 ``resourceGroups`` quota, and the level whose limit caps a queue.
 
 The quota arithmetic of ``aiplat.kube.pending_quota`` is checked against the replay's
-(``aiplat.sched.kueue_quota``, itself tested against the real Kueue) on random cohort trees;
+(``aiplat.kueue.quota``, itself tested against the real Kueue) on random cohort trees;
 the answers on a 2-level tree are checked against the replay's decision for the workload.
 """
 
@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from aiplat.kube import load_snapshot, snapshot_from_lists, why_pending
 from aiplat.kube.pending_quota import QuotaTree
+from aiplat.kueue.quota import Tree
+from aiplat.kueue.snapshot import parse
 from aiplat.ops.why_pending import explain
-from aiplat.sched.kueue_quota import Tree
-from aiplat.sched.kueue_snapshot import parse
 
 SNAPSHOTS = Path(__file__).parents[1] / "data" / "snapshots"
 KUEUE = "kueue.x-k8s.io/v1beta2"

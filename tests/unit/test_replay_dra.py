@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from aiplat.errors import InputError
-from aiplat.sched.kueue_cycle import replay
-from aiplat.sched.kueue_snapshot import parse
+from aiplat.kueue.cycle import replay
+from aiplat.kueue.snapshot import parse
 
 API = "kueue.x-k8s.io/v1beta2"
 Obj = dict[str, Any]

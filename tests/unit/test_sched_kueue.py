@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from sched_helpers import cq, job, nodes, starts
 
+from aiplat.kueue.quota import Tree
 from aiplat.sched import (
     GPU,
     ClusterQueue,
@@ -25,7 +26,6 @@ from aiplat.sched import (
 )
 from aiplat.sched.engine import EVICTION_S, Simulator
 from aiplat.sched.kueue import AdmissionFairSharing, Preemption
-from aiplat.sched.kueue_quota import Tree
 from aiplat.sched.sim_queues import to_snapshot
 
 

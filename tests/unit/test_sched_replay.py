@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from aiplat.cli.main import cli, main
 from aiplat.errors import InputError
-from aiplat.sched.kueue_cycle import replay
-from aiplat.sched.kueue_quota import Tree
-from aiplat.sched.kueue_snapshot import amount, parse
+from aiplat.kueue.cycle import replay
+from aiplat.kueue.quota import Tree
+from aiplat.kueue.snapshot import amount, parse
 
 API = "kueue.x-k8s.io/v1beta2"
 Obj = dict[str, Any]

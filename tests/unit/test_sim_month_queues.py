@@ -237,6 +237,6 @@ def _pool_and_gpus(spec: dict[str, Any]) -> tuple[str, int]:
                                                 ("300ms", 0.3), ("1.5h", 5400)])
 def test_go_durations(text: str, seconds: float) -> None:
     """Kueue writes Go durations back (``10m0s``); ``300ms`` is milliseconds, not 300 m + s."""
-    from aiplat.sched.kueue_snapshot import duration
+    from aiplat.kueue.snapshot import duration
 
     assert duration(text, "x") == pytest.approx(seconds)

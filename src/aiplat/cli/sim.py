@@ -364,7 +364,7 @@ _LIVE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topolo
 def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
     """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
     from aiplat import inputs
-    from aiplat.sched.kueue_snapshot import unpack
+    from aiplat.kueue.snapshot import unpack
 
     files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) \
         if path.is_dir() else [path]
@@ -527,9 +527,9 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
       aiplat sim replay
       aiplat sim replay --cycles 1 -o json
     """
+    from aiplat.kueue.cycle import Replay
+    from aiplat.kueue.snapshot import parse
     from aiplat.ops import kueue_input
-    from aiplat.sched.kueue_cycle import Replay
-    from aiplat.sched.kueue_snapshot import parse
 
     del until_quiet  # the default; --cycles N overrides it
     if snapshot is not None and (kubeconfig or context):

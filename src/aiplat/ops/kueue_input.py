@@ -1,6 +1,6 @@
 """Kueue objects a user hands in, held to Kueue's own schemas before anything reads them.
 
-The one reader of Kueue objects (:func:`aiplat.sched.kueue_snapshot.parse`) takes plain dicts
+The one reader of Kueue objects (:func:`aiplat.kueue.snapshot.parse`) takes plain dicts
 and trusts their types: a podSet ``count: one`` or a ``maxPriorityThreshold: high`` would
 fail deep inside it (or inside the replay) with Python's words. The API server checks every
 object against Kueue's CRD schema before it stores it; here the same schemas (the packaged

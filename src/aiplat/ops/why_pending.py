@@ -1,5 +1,5 @@
 """why-pending with Kueue's next cycles: the cause ``aiplat.kube.pending`` names, checked
-against the replay of Kueue v0.19's scheduler (``aiplat.sched.kueue_cycle``) over the same
+against the replay of Kueue v0.19's scheduler (``aiplat.kueue.cycle``) over the same
 objects, so the answer never says "fits" when Kueue would keep the workload pending.
 
 ``kube`` and ``sched`` are independent packages; this module composes them (pure: it reads a
@@ -7,7 +7,7 @@ objects, so the answer never says "fits" when Kueue would keep the workload pend
 
 1. ``kube.pending.why_pending`` walks queue, flavors, quota (the cohort tree), topology,
    DRA and placement, and stops at the first blocker.
-2. The snapshot's Kueue objects go through ``kueue_snapshot.parse`` and ``Replay.run``
+2. The snapshot's Kueue objects go through ``aiplat.kueue.snapshot.parse`` and ``Replay.run``
    (one cycle, then until quiet): the workload's outcome — admitted (flavors, the cycle,
    whom it preempts) or pending (active or inadmissible, Kueue's reason and message).
 3. The two are reconciled (:func:`_reconcile`): quota questions are the replay's to answer
@@ -30,9 +30,9 @@ from aiplat import inputs
 from aiplat.errors import InputError
 from aiplat.kube.pending import Explanation, why_pending
 from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.kueue.cycle import Replay
+from aiplat.kueue.snapshot import parse
 from aiplat.ops import kueue_input
-from aiplat.sched.kueue_cycle import Replay
-from aiplat.sched.kueue_snapshot import parse
 
 KINDS = {"resourceflavors": "ResourceFlavor", "cohorts": "Cohort",
          "clusterqueues": "ClusterQueue", "localqueues": "LocalQueue",
@@ -111,7 +111,7 @@ def _ns(o: Obj) -> str:
 
 
 def kueue_objects(snap: Snapshot) -> list[Obj]:
-    """The snapshot's Kueue objects as ``kueue_snapshot.parse`` reads them: kind and
+    """The snapshot's Kueue objects as ``aiplat.kueue.snapshot.parse`` reads them: kind and
     apiVersion on each (a list's items may lack them), LocalQueues without their
     ClusterQueue and Workloads without their LocalQueue left out (Kueue cannot schedule
     them; why-pending names that cause itself), Kueue's Configuration from its ConfigMap."""

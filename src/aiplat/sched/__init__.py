@@ -9,8 +9,9 @@ Layout (pure core first, edges last):
                  workload, the 130% headline
     fgd_policies the six policies as the published simulator scores them
     fgd          the FGD experiment (run_fgd, fgd_table) and FgdOptions for aiplat's choices
-    kueue        Kueue configuration and quota arithmetic (cohort trees, borrowing, lending)
-    admission    Kueue's admission cycle: ordering, flavors, preemption, fair sharing
+    kueue        the simulator's Kueue configuration (KueueConfig: GPUs, cores, GiB)
+    sim_queues   that configuration and the jobs as aiplat.kueue's Snapshot and Workloads
+    admission    Kueue's cycle (aiplat.kueue) with time: arrivals, evictions, placement
     tas          topology-aware placement (BestFit over block/rack/host)
     workload     jobs (Kueue Workloads) with pod sets
     engine       the discrete-event loop and pool strategies (simulate)
@@ -21,17 +22,8 @@ Layout (pure core first, edges last):
     traces       trace pods as Workloads, one ClusterQueue per QoS class
     alibaba      the only module that reads files: the Alibaba GPU trace v2023
 
-``sim replay`` — Kueue v0.19's scheduler on a cluster snapshot, structured like Kueue's
-(``pkg/cache/scheduler``, ``pkg/scheduler``), each layer importing only those below it:
-
-    kueue_cycle      the scheduling cycle (heads, nominate, order, process, requeue) until
-                     quiet; applies the decisions below, nothing else (``Replay``)
-    kueue_assign     the flavor assigner: per pod set and resource group, flavors in order
-    kueue_preempt    the preemption target search (classic and fair sharing)
-    kueue_fairshare  dominant resource share and the head tournament down the cohort tree
-    kueue_quota      the cohort tree with usage: available, potential, borrowing, lending
-    kueue_snapshot   ``kubectl get -o yaml`` objects -> Snapshot, in Kueue's integer units
-    kueue_scenarios  seeded scenarios for the differential test against the real Kueue
+Kueue's own decisions (the snapshot, quota tree, flavor assigner, preemption, the cycle)
+are :mod:`aiplat.kueue`'s; ``admission`` runs that cycle with simulated time added.
 
 Why a hand-written heapq loop and numpy arrays: a discrete-event loop is ~3x faster than
 SimPy here, and scoring every node with a few array operations keeps the FGD protocol

@@ -2,7 +2,7 @@
 
 ``sim run`` (and the month ``aiplat plan`` simulates) decides exactly as ``sim replay`` and
 ``kube why-pending`` do: :class:`Admission` *is* the replay's
-:class:`~aiplat.sched.kueue_cycle.Replay` — the same flavor assigner per pod set and
+:class:`~aiplat.kueue.cycle.Replay` — the same flavor assigner per pod set and
 resource group, preemption target search, classic or fair-sharing head order, requeue of
 inadmissible workloads per cohort tree, and evictions that complete once the cycles are
 quiet — on the simulator's queues as Kueue objects (:mod:`aiplat.sched.sim_queues`). What it
@@ -33,12 +33,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from aiplat.sched import kueue_preempt
+from aiplat.kueue import preempt
+from aiplat.kueue.cycle import Replay, _Entry, _Pending
+from aiplat.kueue.quota import Admitted
+from aiplat.kueue.snapshot import PodSet
 from aiplat.sched.cluster import ClusterState
 from aiplat.sched.kueue import KueueConfig
-from aiplat.sched.kueue_cycle import Replay, _Entry, _Pending
-from aiplat.sched.kueue_quota import Admitted
-from aiplat.sched.kueue_snapshot import PodSet
 from aiplat.sched.sim_queues import podsets, pool_of, to_snapshot, workload
 from aiplat.sched.workload import Job, Run
 
@@ -388,10 +388,10 @@ class Admission(Replay):
             self._release(*got)
         self.dirty = True
 
-    def _mark_evicted(self, t: kueue_preempt.Target, by: _Entry) -> None:
+    def _mark_evicted(self, t: preempt.Target, by: _Entry) -> None:
         self.sim.runs[by.p.wl.key].preempted_at = self.sim.now
 
-    def _release(self, t: kueue_preempt.Target, by: _Entry) -> None:
+    def _release(self, t: preempt.Target, by: _Entry) -> None:
         """The victim's pods are stopped: the engine releases its quota and requeues it
         (a victim its preemptor evicted before sits out a cycle, as in the replay)."""
         a = t.victim

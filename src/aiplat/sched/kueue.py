@@ -2,7 +2,7 @@
 
 This module holds the simulator's configuration (what the Kueue objects say, in the
 simulator's units); the simulator decides on it as Kueue objects (:mod:`aiplat.sched.sim_queues`)
-with the replay's quota tree (:mod:`aiplat.sched.kueue_quota`), flavor assigner and
+with the replay's quota tree (:mod:`aiplat.kueue.quota`), flavor assigner and
 preemption search (:mod:`aiplat.sched.admission`).
 
 Quota semantics (Kueue v0.19), per (flavor, resource) ``fr``:
@@ -22,7 +22,7 @@ Resources are named as in the ClusterQueue (``nvidia.com/gpu`` in GPUs, ``cpu`` 
 not admitted, as in Kueue.
 Names follow the spec: a flavor is a ``pool``, a ClusterQueue is a ``tenant``.
 
-What the objects say is read once, by :mod:`aiplat.sched.kueue_snapshot` (in Kueue's integer
+What the objects say is read once, by :mod:`aiplat.kueue.snapshot` (in Kueue's integer
 units); :mod:`aiplat.sched.kueue_objects` converts it to this configuration (GPUs, cores,
 GiB as floats). The policy shapes (``Preemption``, ``AdmissionFairSharing``,
 ``WaitForPodsReady``) are the snapshot's own.
@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from aiplat.sched.kueue_snapshot import (
+from aiplat.kueue.snapshot import (
     AdmissionFairSharing,
     Preemption,
     Snapshot,

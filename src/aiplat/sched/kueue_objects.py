@@ -1,6 +1,6 @@
 """Kueue objects (as rendered for the cluster) → :class:`~aiplat.sched.kueue.KueueConfig`.
 
-There is one reader of Kueue objects: :func:`aiplat.sched.kueue_snapshot.parse`, the
+There is one reader of Kueue objects: :func:`aiplat.kueue.snapshot.parse`, the
 replay's. ``from_objects`` hands it the objects and converts the parsed ``Snapshot`` into the
 simulator's configuration, so the month ``aiplat plan`` simulates, ``sim run --kueue`` and
 ``sim replay`` read every field the same way (the same kinds, API versions, defaults and
@@ -26,15 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, cast
 
 from aiplat.errors import InputError
-from aiplat.sched.kueue import (
-    GPU,
-    ClusterQueue,
-    Cohort,
-    FlavorQuotas,
-    KueueConfig,
-    Quota,
-)
-from aiplat.sched.kueue_snapshot import (
+from aiplat.kueue.snapshot import (
     KUEUE_KINDS,
     NOT_REPLAYED_AFS,
     NOT_REPLAYED_NS,
@@ -45,7 +37,15 @@ from aiplat.sched.kueue_snapshot import (
     duration,
     parse,
 )
-from aiplat.sched.kueue_snapshot import ClusterQueue as ParsedQueue
+from aiplat.kueue.snapshot import ClusterQueue as ParsedQueue
+from aiplat.sched.kueue import (
+    GPU,
+    ClusterQueue,
+    Cohort,
+    FlavorQuotas,
+    KueueConfig,
+    Quota,
+)
 
 __all__ = ["duration", "from_objects", "quantity", "to_config"]
 CONFIG_KEY = "controller_manager_config.yaml"

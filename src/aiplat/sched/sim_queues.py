@@ -2,7 +2,7 @@
 
 ``sim run`` and the month ``aiplat plan`` simulates decide with the replay's code (flavor
 assigner, preemption search, head ordering: :mod:`aiplat.sched.admission`), which reads a
-:class:`~aiplat.sched.kueue_snapshot.Snapshot` in Kueue's integer units. This module makes
+:class:`~aiplat.kueue.snapshot.Snapshot` in Kueue's integer units. This module makes
 that snapshot from the simulator's :class:`~aiplat.sched.kueue.KueueConfig`, and each job's
 Kueue ``Workload``:
 
@@ -26,11 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from aiplat.sched.cluster import MILLI
-from aiplat.sched.kueue import GPU, FlavorQuotas, KueueConfig
-from aiplat.sched.kueue import ClusterQueue as SimQueue
-from aiplat.sched.kueue import Quota as SimQuota
-from aiplat.sched.kueue_snapshot import (
+from aiplat.kueue.snapshot import (
     ClusterQueue,
     Cohort,
     Flavor,
@@ -42,6 +38,10 @@ from aiplat.sched.kueue_snapshot import (
     Snapshot,
     Workload,
 )
+from aiplat.sched.cluster import MILLI
+from aiplat.sched.kueue import GPU, FlavorQuotas, KueueConfig
+from aiplat.sched.kueue import ClusterQueue as SimQueue
+from aiplat.sched.kueue import Quota as SimQuota
 from aiplat.sched.workload import Job
 
 POOL_LABEL = "aiplat.io/pool"  # the label kube render puts on a pool's nodes and flavor

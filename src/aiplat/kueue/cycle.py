@@ -4,11 +4,11 @@ One cycle (``pkg/scheduler/scheduler.go`` schedule):
 1. *Heads*: the first pending workload of each active ClusterQueue's queue (priority, then
    creation time, then UID; a workload waiting for its victims stays first).
 2. *Nominate* each head against the same state: a flavor assignment
-   (:mod:`aiplat.sched.kueue_assign`) and, when it needs preemption, its victims
-   (:mod:`aiplat.sched.kueue_preempt`).
+   (:mod:`aiplat.kueue.assign`) and, when it needs preemption, its victims
+   (:mod:`aiplat.kueue.preempt`).
 3. *Order* the heads: classic — no borrowing first (by borrowing level), higher priority,
    older; fair sharing — the tournament down each cohort tree
-   (:mod:`aiplat.sched.kueue_fairshare`).
+   (:mod:`aiplat.kueue.fairshare`).
 4. *Process* in that order: NoFit and no-candidates wait (inadmissible; a queue that cannot
    always reclaim keeps the quota it would use, so lower ones in the cohort cannot take it
    in this cycle); a head whose victims overlap an earlier head's, or that no longer fits
@@ -42,11 +42,11 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiplat.sched import kueue_preempt
-from aiplat.sched.kueue_assign import FIT, NOFIT, PREEMPT, Assigner, Assignment
-from aiplat.sched.kueue_fairshare import tournament
-from aiplat.sched.kueue_quota import Admitted, Node, Tree
-from aiplat.sched.kueue_snapshot import FR, ClusterQueue, Snapshot, Workload
+from aiplat.kueue import preempt
+from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment
+from aiplat.kueue.fairshare import tournament
+from aiplat.kueue.quota import Admitted, Node, Tree
+from aiplat.kueue.snapshot import FR, ClusterQueue, Snapshot, Workload
 
 BATCH_CYCLES = 50  # cycles that run within Kueue's 1 s requeue batch (a cycle takes ms)
 
@@ -99,7 +99,7 @@ class _Entry:
     p: _Pending
     cq: ClusterQueue
     a: Assignment
-    targets: list[kueue_preempt.Target]
+    targets: list[preempt.Target]
     status: str = ""  # skipped | preempting | admitted | inadmissible
 
 
@@ -125,7 +125,7 @@ class Replay:
         self.heaps: dict[str, list[tuple[Any, ...]]] = {}
         self.outcomes: dict[str, Outcome] = {}
         # victims marked Evicted whose quota is not yet released, with their preemptor
-        self.evicting: dict[str, tuple[kueue_preempt.Target, _Entry]] = {}
+        self.evicting: dict[str, tuple[preempt.Target, _Entry]] = {}
         # how often each preemptor evicted each victim, and the victims whose requeue waits
         # one cycle (see _release)
         self.evictions: dict[tuple[str, str], int] = {}
@@ -228,11 +228,11 @@ class Replay:
         a = Assigner(self.tree, spec, self.snap.flavors, p.wl, fair=self.snap.fair_sharing,
                      strategies=self.snap.strategies, last=p.last).assign()
         p.last, p.last_cycle, p.last_gen = dict(a.tried), self.cycle, self.tree.generation
-        targets: list[kueue_preempt.Target] = []
+        targets: list[preempt.Target] = []
         if a.mode == PREEMPT:
-            targets = kueue_preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
-                                            a.usage, fair=self.snap.fair_sharing,
-                                            strategies=self.snap.strategies)
+            targets = preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
+                                      a.usage, fair=self.snap.fair_sharing,
+                                      strategies=self.snap.strategies)
         return _Entry(p, spec, a, targets)
 
     def _order(self, entries: list[_Entry]) -> list[_Entry]:
@@ -264,8 +264,7 @@ class Replay:
         return {fr: v for fr, v in out.items() if v > 0}
 
     def _process(self, e: _Entry, taken: dict[str, Admitted], undo: list[
-            tuple[Node, dict[FR, int]]], victims: list[tuple[kueue_preempt.Target,
-                                                            _Entry]]) -> None:
+            tuple[Node, dict[FR, int]]], victims: list[tuple[preempt.Target, _Entry]]) -> None:
         node = self.tree.cqs[e.cq.name]
         mode = e.a.mode
         if mode == NOFIT:
@@ -356,7 +355,7 @@ class Replay:
         entries = [self._nominate(p) for p in heads]
         taken: dict[str, Admitted] = {}
         undo: list[tuple[Node, dict[FR, int]]] = []
-        victims: list[tuple[kueue_preempt.Target, _Entry]] = []
+        victims: list[tuple[preempt.Target, _Entry]] = []
         for e in self._ordered(entries):
             self._process(e, taken, undo, victims)
         for node, usage in undo:
@@ -404,7 +403,7 @@ class Replay:
         out.pending = "inadmissible" if p.inadmissible else "active"
         out.reason, out.message = p.reason, p.message
 
-    def _mark_evicted(self, t: kueue_preempt.Target, by: _Entry) -> None:
+    def _mark_evicted(self, t: preempt.Target, by: _Entry) -> None:
         """The Evicted and Preempted conditions: set at once, the quota still held."""
         a = t.victim
         out = self.outcomes[a.wl.key]
@@ -422,7 +421,7 @@ class Replay:
         self.evicting.clear()
         return True
 
-    def _release(self, t: kueue_preempt.Target, by: _Entry) -> None:
+    def _release(self, t: preempt.Target, by: _Entry) -> None:
         """The victim's quota is released and it is requeued. A victim its preemptor has
         evicted before is a churn: it wins the next cycle's head order, is admitted, and
         is preempted again by the same workload. The real Kueue leaves that loop only by a
@@ -506,10 +505,10 @@ class Replay:
             seen.add(sig)
 
 
-_HUMAN = {kueue_preempt.IN_CQ: "prioritization in the ClusterQueue",
-          kueue_preempt.RECLAIM: "reclamation within the cohort",
-          kueue_preempt.FAIR: "Fair Sharing within the cohort",
-          kueue_preempt.RECLAIM_BORROWING: "reclamation within the cohort while borrowing"}
+_HUMAN = {preempt.IN_CQ: "prioritization in the ClusterQueue",
+          preempt.RECLAIM: "reclamation within the cohort",
+          preempt.FAIR: "Fair Sharing within the cohort",
+          preempt.RECLAIM_BORROWING: "reclamation within the cohort while borrowing"}
 
 
 def replay(snap: Snapshot, cycles: int | None = None) -> list[Outcome]:

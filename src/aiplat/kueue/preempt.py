@@ -1,4 +1,4 @@
-"""Kueue's preemption target search over a :class:`~aiplat.sched.kueue_quota.Tree`.
+"""Kueue's preemption target search over a :class:`~aiplat.kueue.quota.Tree`.
 
 Classic (``pkg/scheduler/preemption/preemption.go`` classicalPreemptions and
 ``classical/``): candidates are admitted workloads using a (flavor, resource) that needs
@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
-from aiplat.sched.kueue_fairshare import Key, drs
-from aiplat.sched.kueue_quota import Admitted, Node, Tree
-from aiplat.sched.kueue_snapshot import FR, ClusterQueue, Workload
+from aiplat.kueue.fairshare import Key, drs
+from aiplat.kueue.quota import Admitted, Node, Tree
+from aiplat.kueue.snapshot import FR, ClusterQueue, Workload
 
 IN_CQ = "InClusterQueue"
 RECLAIM = "InCohortReclamation"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from aiplat.sched.kueue_snapshot import FR, Quota, ResourceGroup, Snapshot, Workload
+from aiplat.kueue.snapshot import FR, Quota, ResourceGroup, Snapshot, Workload
 
 
 @dataclass

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aiplat.sched import kueue_preempt
-from aiplat.sched.kueue_quota import Node, Tree
-from aiplat.sched.kueue_snapshot import (
+from aiplat.kueue import preempt
+from aiplat.kueue.quota import Node, Tree
+from aiplat.kueue.snapshot import (
     FR,
     ClusterQueue,
     Flavor,
@@ -262,8 +262,8 @@ class Assigner:
         while_borrowing = pre.borrow_within_cohort != "Never" or (
             self.fair and pre.reclaim_within_cohort != "Never")
         if cq.nominal(fr) >= val or may_reclaim or while_borrowing:
-            victims = kueue_preempt.targets(tree, self.spec, self.wl, {fr}, {fr: val},
-                                            fair=self.fair, strategies=self.strategies)
+            victims = preempt.targets(tree, self.spec, self.wl, {fr}, {fr: val},
+                                      fair=self.fair, strategies=self.strategies)
             if not victims:
                 return _NO_CANDIDATES, lowest_fit(cq, fr, val)[0], why
             for t in victims:

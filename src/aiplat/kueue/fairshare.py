@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from aiplat.sched.kueue_quota import Node, Tree
-from aiplat.sched.kueue_snapshot import FR
+from aiplat.kueue.quota import Node, Tree
+from aiplat.kueue.snapshot import FR
 
 Key = tuple[bool, float]
 T = TypeVar("T")
