@@ -1,31 +1,15 @@
-"""Kueue's quota model: ClusterQueues in (hierarchical) cohorts, and what fits where.
+"""The simulator's Kueue configuration: ClusterQueues in (hierarchical) cohorts, in the
+simulator's units (``nvidia.com/gpu`` in GPUs, ``cpu`` in cores, ``memory`` in GiB, floats),
+for reports and queues built in code.
 
-This module holds the simulator's configuration (what the Kueue objects say, in the
-simulator's units); the simulator decides on it as Kueue objects (:mod:`aiplat.sched.sim_queues`)
-with the replay's quota tree (:mod:`aiplat.kueue.quota`), flavor assigner and
-preemption search (:mod:`aiplat.sched.admission`).
-
-Quota semantics (Kueue v0.19), per (flavor, resource) ``fr``:
-- A ClusterQueue's *subtree quota* is its nominal quota; a cohort's is its own nominal quota
-  plus, for each child, the child's subtree quota minus what the child keeps private.
-- *Guaranteed* (private) quota of a node with a ``lendingLimit``: subtree quota − lendingLimit;
-  without one, nothing is private.
-- A cohort's *usage* is the sum over its children of the part of their usage above their
-  guaranteed quota.
-- *Available* to a node: its unused guaranteed quota plus what its parent has available,
-  capped by ``borrowingLimit`` (unset = the whole cohort) as Kueue computes it:
-  ``min(parentAvailable, subtreeQuota − guaranteed − usedInParent + borrowingLimit)``.
-- A workload *borrows* when its ClusterQueue's usage would exceed its nominal quota.
-
-Resources are named as in the ClusterQueue (``nvidia.com/gpu`` in GPUs, ``cpu`` in cores,
-``memory`` in GiB); a workload that requests a resource its ClusterQueue does not cover is
-not admitted, as in Kueue.
+Kueue's semantics are :mod:`aiplat.kueue`'s, not this module's: what the objects say is read
+once, by :mod:`aiplat.kueue.snapshot` (in Kueue's integer units), and
+:mod:`aiplat.sched.kueue_objects` converts it to this configuration; the simulator decides on
+it as Kueue objects again (:mod:`aiplat.sched.sim_queues`), with Kueue's quota tree
+(:mod:`aiplat.kueue.quota`), flavor assigner and preemption search
+(:mod:`aiplat.sched.admission`). The policy shapes (``Preemption``,
+``AdmissionFairSharing``, ``WaitForPodsReady``) are the snapshot's own.
 Names follow the spec: a flavor is a ``pool``, a ClusterQueue is a ``tenant``.
-
-What the objects say is read once, by :mod:`aiplat.kueue.snapshot` (in Kueue's integer
-units); :mod:`aiplat.sched.kueue_objects` converts it to this configuration (GPUs, cores,
-GiB as floats). The policy shapes (``Preemption``, ``AdmissionFairSharing``,
-``WaitForPodsReady``) are the snapshot's own.
 """
 
 from __future__ import annotations

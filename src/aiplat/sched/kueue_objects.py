@@ -46,6 +46,7 @@ from aiplat.sched.kueue import (
     KueueConfig,
     Quota,
 )
+from aiplat.sched.sim_queues import whole_gpu
 
 __all__ = ["duration", "from_objects", "quantity", "to_config"]
 CONFIG_KEY = "controller_manager_config.yaml"
@@ -68,14 +69,6 @@ def quantity(value: object, resource: str, where: str) -> float:
     return _units(resource, amount(value, resource, where))
 
 
-def _whole_gpu(name: str) -> bool:
-    """Whole-GPU resource names: the device plugin's (``nvidia.com/gpu``), the DRA driver's
-    DeviceClass (``gpu.nvidia.com``) and aiplat's per-model DeviceClasses (``gpu-<model>``).
-    A ClusterQueue covering both a device-plugin pool and a DRA pool lists both names in
-    every flavor, one of them 0: they add up to the flavor's GPUs."""
-    return name.endswith("/gpu") or name == "gpu.nvidia.com" or name.startswith("gpu-")
-
-
 def _add(a: Quota, b: Quota) -> Quota:
     def opt(x: float | None, y: float | None) -> float | None:
         return None if x is None and y is None else (x or 0.0) + (y or 0.0)
@@ -90,7 +83,7 @@ def _flavors(groups: tuple[ResourceGroup, ...], where: str, notes: list[str]
         for f in group.flavors:
             res: dict[str, Quota] = {}
             for name, q in f.resources.items():
-                key = GPU if _whole_gpu(name) else name
+                key = GPU if whole_gpu(name) else name
                 if key not in (GPU, "cpu", "memory"):
                     notes.append(f"{where}: flavor {f.flavor} resource {name} (no simulated "
                                  "job asks for it)")
