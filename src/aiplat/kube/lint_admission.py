@@ -28,6 +28,7 @@ import yaml
 
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.lint import Context, Finding, _pod_specs, _q, name, namespace
+from aiplat.kube.quantity import pod_requests
 from aiplat.kube.shape import value_problems
 from aiplat.kube.validate import ref
 
@@ -124,9 +125,7 @@ def _min_findings(o: Obj, c: Obj, lr_items: list[Obj]) -> list[Finding]:
 
 def _pod_item_findings(o: Obj, spec: Obj, lr_items: list[Obj]) -> list[Finding]:
     """A Pod item's max caps the sum over the pod's containers (requests and limits)."""
-    from aiplat.kube.lint_fit import pod_requests  # lint_fit builds on this module
-
-    total = pod_requests(spec)
+    total = pod_requests(spec, overhead=False)  # the LimitRanger's sum
     out = []
     for item in lr_items:
         if item.get("type") != "Pod":

@@ -30,7 +30,6 @@ Each class, with its page at night and the rule's source:
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any
@@ -39,29 +38,13 @@ from aiplat.catalog.storage import driver
 from aiplat.kube import cel
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
-from aiplat.kube.lint import Context, Finding, _pod_specs, _q, name, namespace
+from aiplat.kube.lint import Context, Finding, _pod_specs, name, namespace
 from aiplat.kube.lint_admission import _requests
+from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]
 NOT_EXTENDED = {"cpu", "memory", "ephemeral-storage"}
-
-
-def pod_requests(spec: Obj) -> dict[str, Decimal]:
-    """What one pod asks of a node: the sum over its containers, at least each init
-    container (extended resources: the request, or the limit it defaults to)."""
-    def of(c: Obj) -> dict[str, Decimal]:
-        res = c.get("resources") or {}
-        return {k: _q(v) for k, v in {**(res.get("limits") or {}),
-                                      **(res.get("requests") or {})}.items()}
-    total: dict[str, Decimal] = defaultdict(Decimal)
-    for c in spec.get("containers") or []:
-        for k, v in of(c).items():
-            total[k] += v
-    for c in spec.get("initContainers") or []:
-        for k, v in of(c).items():
-            total[k] = max(total[k], v)
-    return dict(total)
 
 
 def _extended(spec: Obj) -> Iterable[tuple[str, Decimal]]:

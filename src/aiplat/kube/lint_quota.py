@@ -39,7 +39,8 @@ from aiplat.kube.lint_admission import (
     _pool_of,
     _templates,
 )
-from aiplat.kube.lint_fit import _claim_counts, pod_requests
+from aiplat.kube.lint_fit import _claim_counts
+from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]

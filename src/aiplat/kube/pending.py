@@ -36,7 +36,7 @@ from typing import Any
 from aiplat.kube import cel
 from aiplat.kube.lint import cohort_root, selector_matches
 from aiplat.kube.pending_quota import FR, Node, QuotaTree
-from aiplat.kube.quantity import QuantityError, parse_quantity
+from aiplat.kube.quantity import pod_requests, quantity_or_zero
 from aiplat.kube.snapshot import Obj, Snapshot
 from aiplat.shell import sh
 
@@ -53,13 +53,6 @@ class Explanation:
     def as_dict(self) -> dict[str, Any]:
         return {"object": self.object, "code": self.code, "reason": self.reason,
                 "evidence": self.evidence}
-
-
-def _q(v: Any) -> Decimal:
-    try:
-        return parse_quantity(v)
-    except QuantityError:
-        return Decimal(0)
 
 
 def _fmt(d: Decimal, resource: str = "") -> str:
@@ -94,17 +87,6 @@ def _is_true(o: Obj, ctype: str) -> bool:
     return bool(c and c.get("status") == "True")
 
 
-def pod_requests(spec: Obj) -> dict[str, Decimal]:
-    out: dict[str, Decimal] = defaultdict(Decimal)
-    for c in spec.get("containers") or []:
-        res = c.get("resources") or {}
-        reqs = dict(res.get("limits") or {})  # extended resources may give only limits
-        reqs.update(res.get("requests") or {})
-        for k, v in reqs.items():
-            out[k] += _q(v)
-    return dict(out)
-
-
 def _podsets(wl: Obj) -> list[Obj]:
     return list((wl.get("spec") or {}).get("podSets") or [])
 
@@ -136,7 +118,7 @@ def _usage(snap: Snapshot) -> dict[tuple[str, str, str], Decimal]:
         for psa in adm.get("podSetAssignments") or []:
             flavors = psa.get("flavors") or {}
             for res, amount in (psa.get("resourceUsage") or {}).items():
-                out[(cq, flavors.get(res, ""), res)] += _q(amount)
+                out[(cq, flavors.get(res, ""), res)] += quantity_or_zero(amount)
     return out
 
 
@@ -419,7 +401,7 @@ def _node_free(snap: Snapshot) -> dict[str, dict[str, Decimal]]:
     free: dict[str, dict[str, Decimal]] = {}
     for n in snap.list("nodes"):
         alloc = ((n.get("status") or {}).get("allocatable")) or {}
-        free[_name(n)] = {k: _q(v) for k, v in alloc.items()}
+        free[_name(n)] = {k: quantity_or_zero(v) for k, v in alloc.items()}
     for p in snap.list("pods"):
         node = (p.get("spec") or {}).get("nodeName")
         phase = (p.get("status") or {}).get("phase")

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from aiplat.errors import InputError
+from aiplat.kueue import podrequests
 
 _SUFFIX = {
     "Ki": Decimal(2) ** 10, "Mi": Decimal(2) ** 20, "Gi": Decimal(2) ** 30,
@@ -50,6 +52,22 @@ def parse_quantity(value: str | int | float) -> Decimal:
         return Decimal(number) * _SUFFIX[suffix]
     except InvalidOperation as e:  # pragma: no cover - the regex admits only numbers
         raise QuantityError(f"{value!r}: {e}") from e
+
+
+def quantity_or_zero(value: Any) -> Decimal:
+    """A quantity, or nothing where it is none: lint and why-pending reason on what they
+    can read (``kube validate`` names the bad field)."""
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return Decimal(0)
+
+
+def pod_requests(spec: dict[str, Any], *, overhead: bool = True) -> dict[str, Decimal]:
+    """What one pod requests, in base units (Kubernetes' rule, once:
+    :mod:`aiplat.kueue.podrequests`)."""
+    return podrequests.pod_requests(spec, lambda _r, v, _w: quantity_or_zero(v),
+                                    overhead=overhead)
 
 
 def format_binary(nbytes: int) -> str:

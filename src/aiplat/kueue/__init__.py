@@ -12,6 +12,8 @@ run the cycle on a cluster snapshot, ``sim run`` runs it with simulated time add
     fairshare  dominant resource share and the head tournament down the cohort tree
     quota      the cohort tree with usage: available, potential, borrowing, lending
     snapshot   ``kubectl get -o yaml`` objects -> Snapshot, in Kueue's integer units
+    podrequests  what one pod requests (Kubernetes' PodRequests): init containers, sidecars,
+               pod-level resources, overhead
 
     scenarios  seeded scenarios for the differential test against the real Kueue
 

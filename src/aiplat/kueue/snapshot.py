@@ -39,6 +39,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from aiplat.errors import InputError
+from aiplat.kueue.podrequests import pod_requests
 
 Obj = dict[str, Any]
 KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
@@ -391,31 +392,13 @@ def _cluster_queue(obj: Obj, where: str, unsupported: list[str]) -> ClusterQueue
     )
 
 
-def _container_requests(c: Obj, where: str) -> dict[str, int]:
-    res = c.get("resources") or {}
-    req = dict(res.get("limits") or {})
-    req.update(res.get("requests") or {})  # limits stand in for missing requests
-    out = {str(k): amount(v, str(k), f"{where}.resources.requests.{k}") for k, v in req.items()}
-    for k, v in out.items():
-        if v < 0:
-            raise InputError(f"{where}.resources.requests.{k}: {req[k]!r} is negative (fix: a "
-                             "request is zero or more; the API server refuses the pod)")
+def _request(resource: str, value: object, where: str) -> int:
+    """A quantity of a pod's requests in Kueue's unit; negative ones are refused."""
+    out = amount(value, resource, where)
+    if out < 0:
+        raise InputError(f"{where}: {value!r} is negative (fix: a request is zero or more; "
+                         "the API server refuses the pod)")
     return out
-
-
-def _pod_requests(spec: Obj, where: str) -> dict[str, int]:
-    """Containers add up; an init container runs alone, so the pod needs the larger
-    (Kueue's ``pkg/workload/resources.go`` via the pod's effective request)."""
-    total: dict[str, int] = {}
-    for i, c in enumerate(spec.get("containers") or []):
-        for k, v in _container_requests(c, f"{where}.containers[{i}]").items():
-            total[k] = total.get(k, 0) + v
-    for i, c in enumerate(spec.get("initContainers") or []):
-        for k, v in _container_requests(c, f"{where}.initContainers[{i}]").items():
-            total[k] = max(total.get(k, 0), v)
-    for k, v in (spec.get("overhead") or {}).items():
-        total[k] = total.get(k, 0) + amount(v, k, f"{where}.overhead.{k}")
-    return total
 
 
 def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, int],
@@ -446,7 +429,7 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
             raise InputError(f"{pat}.count: {count!r} is not a pod count (fix: a whole number, "
                              "0 or more)")
         podsets.append(PodSet(str(ps.get("name", f"ps{pi}")), count,
-                              _pod_requests(pspec, f"{pat}.template.spec"),
+                              pod_requests(pspec, _request, f"{pat}.template.spec"),
                               dict(pspec.get("nodeSelector") or {}),
                               tuple(pspec.get("tolerations") or [])))
     if not podsets:
