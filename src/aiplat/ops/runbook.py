@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from aiplat.ops.monitoring import RuleGroup, monitoring_rules
-from aiplat.report.document import Code, Document, KeyFigure, Section, Table
+from aiplat.report.document import Code, Document, KeyFigure, Rich, Section, Table
 from aiplat.shell import quote, sh
 from aiplat.spec.models import Platform, PoolSpec, Responsibility
 
@@ -63,7 +63,7 @@ class Procedure:
     id: str
     title: str
     area: str
-    when: str
+    when: Rich
     steps: tuple[Step, ...]
     rollback: tuple[Step, ...] = ()
     notes: tuple[str, ...] = ()
@@ -235,9 +235,9 @@ def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Proc
     )
     return Procedure(
         "node-patch", "Node patch (OS, kernel, firmware, driver on the node)", "nodes",
-        "Monthly OS patches, a kernel or firmware update, or a new approved matrix entry. "
-        "Set POOL and NODE first (export POOL=... NODE=...); keep the spec before the change "
-        f"as {spec}.previous.",
+        ["Monthly OS patches, a kernel or firmware update, or a new approved matrix entry. "
+         "Set POOL and NODE first (export POOL=... NODE=...); keep the spec before the change "
+         "as ", Code(text=f"{spec}.previous"), "."],
         steps, rollback, notes)
 
 
@@ -446,9 +446,16 @@ def replace_node(platform: Platform, spec: str) -> Procedure:
                      "persist after a reset, or the node does not boot.", steps)
 
 
+def spec_argument(spec: str) -> str:
+    """The spec path as the commands name it: one starting with '-' would be read as an
+    option, so it is given as ./-name (quoting does not help there)."""
+    return f"./{spec}" if spec.startswith("-") else spec
+
+
 def procedures(platform: Platform, spec: str = "platform.yaml",
                spares: Mapping[str, int] | None = None) -> list[Procedure]:
     s = dict(spares or {})
+    spec = spec_argument(spec)
     return [node_patch(platform, spec, s), driver_upgrade(platform, spec),
             operator_upgrade(platform, spec), kueue_upgrade(platform, spec),
             cluster_upgrade(platform, spec), add_tenant(platform, spec),

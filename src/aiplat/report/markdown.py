@@ -7,7 +7,7 @@ numbers the bar labels show, via :meth:`Chart.as_table`).
 Text in the document is plain text. The renderer escapes only what would change the
 structure or inject markup: ``|`` and ``\\`` in table cells (a raw pipe would split the
 cell), ``<`` everywhere (so a value like ``<script>`` stays text in renderers that allow
-raw HTML), a ``#`` or ``>`` opening a paragraph's line, and line breaks in headings and
+raw HTML), a ``#``, ``>`` or code fence opening a paragraph's line, and line breaks in headings and
 cells (they would end the heading or the row).
 Emphasis characters are left alone, so authored text reads naturally in the raw file.
 
@@ -88,11 +88,13 @@ def _text(value: Rich) -> str:
     """A paragraph: kept as written (line breaks included), only raw HTML neutralised.
 
     A line starting with ``#`` or ``>`` would become a heading or a quote ("# of GPUs ..."),
-    so that character is escaped.
+    and one starting with a fence (three backticks or tildes) would open a code block that
+    swallows what follows (text from a file name can hold one), so that character is escaped.
     """
     text = _inline(value, lambda t: t.replace("<", "&lt;"))
     lines = text.strip().splitlines()
-    return "\n".join("\\" + ln.lstrip() if ln.lstrip()[:1] in ("#", ">") else ln for ln in lines)
+    return "\n".join("\\" + ln.lstrip() if ln.lstrip()[:1] in ("#", ">")
+                     or ln.lstrip()[:3] in ("```", "~~~") else ln for ln in lines)
 
 
 def _line(text: str) -> str:

@@ -49,35 +49,50 @@ LabelKey = Annotated[
         max_length=316,
     ),
 ]
+LABEL_VALUE = r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"
+"""A label or taint value as the API server validates it (IsValidLabelValue)."""
+LabelValue = Annotated[str, StringConstraints(pattern=LABEL_VALUE, max_length=63)]
 Fraction = Annotated[float, Field(gt=0, le=1)]
 
 # Strings that reach a root shell, apt or a udev rule (``node prepare``, the runbook) hold
 # to the grammar of what they name, checked here at load with the fix; the shell text is
 # also quoted where it is assembled (``aiplat.shell``). Each pattern's hint is in
 # PATTERN_HINTS, which the loader shows instead of the pattern.
-MODULE_NAME = r"^[A-Za-z0-9_-]{1,55}$"
+MODULE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,54}$"
 """A kernel module name: MODULE_NAME_LEN is 56 bytes with the NUL (include/linux/module.h);
-modprobe treats '-' and '_' alike."""
+modprobe treats '-' and '_' alike. Not starting with '-': modprobe would read an option."""
 SYSTEM_NAME = r"^[a-z_][a-z0-9_-]{0,31}$"
 """A user or group name as useradd/groupadd accept by default (shadow-utils' NAME_REGEX,
 32 characters); the '$' of machine accounts is left out."""
 _VERSION = r"v?(?:[0-9]+:)?[0-9][A-Za-z0-9.+~-]*"
 _CLAUSE = rf"(?:(?:>=|<=|==|!=|>|<) ?)?{_VERSION}"
-VERSION_SPEC = rf"^(?:[A-Za-z][A-Za-z0-9._-]* )?{_CLAUSE}(?: ?, ?{_CLAUSE})*$"
-"""A version ('580.95.05', 'v25.10.0', '6.8.0-49-generic', '1:2.1.4-1'), a range
-('>=6.1,<6.13') or a component and version ('containerd 2.1'): Debian's version characters
-(deb-version(7)) and the comparison operators node/matrix.py reads, nothing else."""
+_CLAUSES = rf"{_CLAUSE}(?: ?, ?{_CLAUSE})*"
+VERSION_SPEC = rf"^{_CLAUSES}$"
+"""A version ('580.95.05', 'v25.10.0', '6.8.0-49-generic', '1:2.1.4-1') or a range
+('>=6.1,<6.13'): Debian's version characters (deb-version(7)) and the comparison operators
+node/matrix.py reads, nothing else. Patterns say [0-9], not \\d: \\d also matches other
+scripts' digits ('1.３４'), which int() reads but no package manager does."""
+RUNTIME_SPEC = rf"^(?:containerd|cri-o) {_CLAUSES}$"
+"""The container runtime and its version or range ('containerd 2.1', 'cri-o >=1.33'): the
+two CRI runtimes node prepare installs and configures; any other name would be installed,
+pinned and restarted as a package of that name."""
 Version = Annotated[str, StringConstraints(pattern=VERSION_SPEC, max_length=128)]
+RuntimeVersion = Annotated[str, StringConstraints(pattern=RUNTIME_SPEC, max_length=128)]
 ModuleName = Annotated[str, StringConstraints(pattern=MODULE_NAME)]
 SystemName = Annotated[str, StringConstraints(pattern=SYSTEM_NAME)]
 PATTERN_HINTS: dict[str, tuple[str, str]] = {
+    LABEL_VALUE: (
+        "a label value", "at most 63 letters, digits, '-', '_' and '.', starting and ending "
+        "with a letter or digit (or empty), as Kubernetes validates it"),
     MODULE_NAME: ("a kernel module name", "letters, digits, '_' and '-', at most 55 "
                   "(e.g. br_netfilter)"),
     SYSTEM_NAME: ("a Linux user or group name", "lowercase letters, digits, '_' and '-', "
                   "starting with a letter or '_', at most 32 (e.g. video)"),
-    VERSION_SPEC: ("a version or a range of versions", "e.g. 580.95.05, v25.10.0, "
-                   "'>=6.1,<6.13' or 'containerd 2.1': letters, digits, . + ~ - : and the "
-                   "operators >= <= == != > < only"),
+    VERSION_SPEC: ("a version or a range of versions", "e.g. 580.95.05, v25.10.0 or "
+                   "'>=6.1,<6.13': letters, digits, . + ~ - : and the operators "
+                   ">= <= == != > < only"),
+    RUNTIME_SPEC: ("a container runtime and its version", "containerd or cri-o, a space, "
+                   "then a version or range, e.g. 'containerd 2.1' or 'cri-o 1.36'"),
 }
 """pattern -> (what the value must be, the fix), for the loader's message."""
 
@@ -156,10 +171,10 @@ class CohortSpec(SpecModel):
 
 
 class KubernetesSpec(SpecModel):
-    version: Annotated[str, StringConstraints(pattern=r"^1\.\d{2}$")] = Field(
+    version: Annotated[str, StringConstraints(pattern=r"^1\.[0-9]{2}$")] = Field(
         default="1.34", description="target Kubernetes minor version, e.g. '1.34'"
     )
-    kueue_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "0.19.2"
+    kueue_version: Annotated[str, StringConstraints(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")] = "0.19.2"
     managed_control_plane: bool = Field(
         default=False, description="control plane run by a provider: no control-plane nodes"
     )
@@ -422,7 +437,7 @@ class TaintEffect(StrEnum):
 
 class Taint(SpecModel):
     key: LabelKey
-    value: Annotated[str, StringConstraints(max_length=63)] = ""
+    value: LabelValue = ""
     effect: TaintEffect = TaintEffect.NO_SCHEDULE
 
 
@@ -439,7 +454,7 @@ class PoolSpec(SpecModel):
     sharing: SharingSpec = SharingSpec()
     topology: TopologySpec = TopologySpec()
     taints: list[Taint] = []
-    labels: dict[LabelKey, Annotated[str, StringConstraints(max_length=63)]] = {}
+    labels: dict[LabelKey, LabelValue] = {}
 
     @model_validator(mode="after")
     def _sized(self) -> Self:
@@ -1059,7 +1074,7 @@ class StorageClassSpec(SpecModel):
         return self
 
 
-REGISTRY_PREFIX = r"^[a-z0-9.-]+(:\d+)?(/[a-z0-9._/-]+)?$"
+REGISTRY_PREFIX = r"^[a-z0-9][a-z0-9.-]*(:[0-9]+)?(/[a-z0-9._/-]+)?$"
 """host[:port][/path]: what `aiplat model push` and the kubelet accept as a repository prefix."""
 IMAGE_REFERENCE = (r"^[a-z0-9][a-z0-9.-]*(?::[0-9]+)?(?:/[a-z0-9][a-z0-9._-]*)*"
                    r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
@@ -1168,7 +1183,7 @@ class VersionEntry(SpecModel):
     driver: Version | None = None
     cuda: Version | None = None
     container_toolkit: Version | None = None
-    container_runtime: Version | None = None
+    container_runtime: RuntimeVersion | None = None
     kubernetes: Version | None = None
     gpu_operator: Version | None = None
     dra_driver: Version | None = None
