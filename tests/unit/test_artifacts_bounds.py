@@ -18,9 +18,12 @@ error messages and a signature's claims in the errors that quote them).
 from __future__ import annotations
 
 import base64
+import gzip
 import io
 import json
+import random
 import socket
+import threading
 import time
 import tracemalloc
 import zlib
@@ -411,3 +414,115 @@ def test_a_registrys_words_reach_the_terminal_escaped() -> None:
     legacy = json.dumps({"keyId": evil, "payload": "", "signature": ""}).encode()
     check = check_signature(legacy, "m", "sha256:" + "1" * 64, {})
     assert "\x1b" not in check.key_id and "\n" not in check.key_id
+
+
+# ---------------------------------------------------------------------------- encoded bytes
+#
+# Found by the red team after the bounds above (each failed before its fix): a gzip answer
+# with one byte after its end looped for ever at 100% CPU (zlib took the byte, gave nothing
+# and kept it; the deadline was only checked between network chunks), for a manifest, a
+# token answer and a blob alike; and only decoded bytes were counted, so a gzip header whose
+# file name never ends, endless empty deflate blocks and bytes after the end of the stream
+# were read for as long as the registry sent them (57 GB, 48 GB, 470 MB in 976 MB of RSS).
+
+
+def _finishes(call: Callable[[], object], seconds: float = 20.0) -> BaseException | None:
+    """What ``call`` raised (None if nothing), failing the test when it has not finished
+    within ``seconds``: the code before the fix never did, so it runs in a thread."""
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            call()
+            outcome.append(None)
+        except BaseException as e:  # handed to the test as it is
+            outcome.append(e)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert outcome, f"still running after {seconds} s (a loop that never ends)"
+    return outcome[0]
+
+
+HANGS = gzip.compress(b" " * 131072) + b"x"  # the red team's 164 bytes
+
+
+def _encoded(body: bytes, encoding: str = "gzip") -> Callable[[], httpx.Response]:
+    return lambda: httpx.Response(200, stream=Endless(b"", 0, head=body),
+                                  headers={"Content-Encoding": encoding, **JSON})
+
+
+def _read_blob(c: RegistryClient) -> None:
+    with c.stream_blob("m", sha256_digest(b"x")) as r:
+        for _ in r.iter_bytes():
+            pass
+
+
+@pytest.mark.parametrize("read", [
+    lambda c: c.get_manifest("m", "v1"),
+    lambda c: c.get_blob_bytes("m", sha256_digest(b"x")),
+    _read_blob,  # no bound on a blob's decoded bytes, no deadline: nothing ended the loop
+    lambda c: c.tags("m"),
+], ids=["manifest", "config-blob", "streamed-blob", "tags"])
+def test_a_byte_after_the_end_of_a_gzip_answer_is_refused_not_looped_on(
+        read: Callable[[RegistryClient], object]) -> None:
+    c = client(lambda r: _encoded(HANGS)())
+    error = _finishes(lambda: read(c))
+    assert isinstance(error, RegistryError), error
+    assert "after the end of its gzip stream" in str(error) and HOST in str(error)
+
+
+def test_a_token_answer_with_a_byte_after_its_gzip_stream_is_refused() -> None:
+    c = client(_bearer_registry(_encoded(HANGS)))
+    error = _finishes(lambda: c.tags("a/m"))
+    assert isinstance(error, RegistryError) and "token service's answer" in str(error)
+    assert "after the end" in str(error)
+
+
+def test_an_error_answer_with_a_byte_after_its_gzip_stream_ends_cleanly() -> None:
+    small = gzip.compress(b'{"errors": [{"code": "DENIED", "message": "no"}]}') + b"x"
+    for body in (HANGS, small):
+        c = client(lambda r, b=body: httpx.Response(
+            403, stream=Endless(b"", 0, head=b), headers={"Content-Encoding": "gzip"}))
+        error = _finishes(c.ping)
+        assert isinstance(error, RegistryError), error
+
+
+NO_END_NAME = b"\x1f\x8b\x08\x08" + bytes(4) + b"\x00\x03"  # FNAME set: a name follows
+ZLIB_HEADER = b"\x78\x9c"
+EMPTY_STORED_BLOCK = b"\x00\x00\x00\xff\xff"  # a stored block of no bytes, not the last
+
+
+@pytest.mark.parametrize(("encoding", "head", "chunk", "words"), [
+    ("gzip", NO_END_NAME, b"A" * 65536, "MAX_ENCODING_OVERHEAD"),
+    ("deflate", ZLIB_HEADER, EMPTY_STORED_BLOCK * 13107, "MAX_ENCODING_OVERHEAD"),
+    ("gzip", gzip.compress(b'{"tags": ["v1"]}'), bytes(65536), "after the end"),
+    ("gzip", gzip.compress(b'{"tags": ["v1"]}'), gzip.compress(b" " * 65536),
+     "after the end"),  # a second member: one stream is decoded, not a series
+], ids=["gzip-name-never-ends", "empty-deflate-blocks", "zeros-after-the-end",
+        "members-after-the-first"])
+def test_encoded_bytes_are_bounded_not_only_decoded_ones(
+        encoding: str, head: bytes, chunk: bytes, words: str) -> None:
+    for read in (lambda c: c.tags("m"), _read_blob):
+        body = Endless(chunk, 256 * MiB, head=head)
+        c = client(lambda r, b=body: httpx.Response(
+            200, stream=b, headers={"Content-Encoding": encoding, **JSON}))
+        with pytest.raises(RegistryError) as info:
+            read(c)
+        assert words in str(info.value) and "To fix" in str(info.value), info.value
+        assert body.sent <= 512 * 1024, body.sent
+
+
+def test_a_real_compressor_stays_within_the_encoded_bound() -> None:
+    """Incompressible bytes grow a little under gzip (stored blocks): still accepted."""
+    noise = random.Random(38).randbytes(3 * MiB)
+    for level in (0, 1, 9):
+        grown = gzip.compress(noise, level)
+        assert len(grown) > len(noise)
+        c = client(lambda r, g=grown: _encoded(g)())
+        assert c.get_blob_bytes("m", sha256_digest(noise)) == noise
+    tags = json.dumps({"tags": ["v1"]}).encode()
+    assert client(lambda r: _encoded(gzip.compress(tags, 0))()).tags("m") == ["v1"]
+    deflate = zlib.compress(tags)
+    assert client(lambda r: _encoded(deflate, "deflate")()).tags("m") == ["v1"]

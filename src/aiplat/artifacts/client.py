@@ -13,10 +13,12 @@ resume at the byte already received rather than start over.
 
 Every answer is read within a bound (:mod:`aiplat.artifacts.limits`): the client's response
 hook puts each body — redirects, 401s and token answers included — behind a stream that
-decodes gzip/deflate step by step, counts the decoded bytes and stops at the request's
-``Bound`` (an error body is cut, anything else refused with a :class:`RegistryError` that
-names the registry, the thing and the limit). Listings follow ``Link`` pages on the registry
-only, within a page and byte budget, and refuse a loop; referrers are de-duplicated.
+decodes gzip/deflate step by step (one stream, nothing after its end, and no more encoded
+bytes than :func:`limits.max_encoded` allows for what they decode to), counts the decoded
+bytes and stops at the request's ``Bound`` (an error body is cut, anything else refused
+with a :class:`RegistryError` that names the registry, the thing and the limit). Listings
+follow ``Link`` pages on the registry only, within a page and byte budget, and refuse a
+loop; referrers are de-duplicated.
 
 Plain HTTP is used for loopback registries unless ``plain_http`` says otherwise; everything
 else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.0/8 or
@@ -88,37 +90,63 @@ INFLATE_STEP = 64 * 1024
 _WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 15}
 
 
-def _inflater(encoding: str, fail: Callable[[str], RegistryError],
-              ) -> Callable[[bytes], Iterator[bytes]] | None:
-    """A step-wise decoder for ``Content-Encoding: encoding`` (None for identity): each step
-    yields at most INFLATE_STEP bytes, so a bomb is counted before it is decompressed."""
+class _Inflater:
+    """One layer of gzip or deflate, decoded a step at a time as the encoded bytes arrive.
+
+    Each step yields at most INFLATE_STEP bytes, so a bomb is counted before it is
+    decompressed; the stream ends where it says it ends (:attr:`zlib.Decompress.eof`), and a
+    byte after that is refused rather than handed to zlib again (which took it, gave
+    nothing and kept it: a loop forever); the encoded bytes may not outgrow the decoded ones
+    (:func:`limits.max_encoded`), so a header that never ends or empty blocks without end
+    cannot stream for ever while decoding to nothing."""
+
+    def __init__(self, encoding: str, fail: Callable[[str], RegistryError]) -> None:
+        self.encoding, self.fail = encoding, fail
+        self.d = zlib.decompressobj(_WBITS[encoding])
+        self.encoded = self.decoded = 0
+
+    def __call__(self, data: bytes) -> Iterator[bytes]:
+        """The decoded bytes of the next ``data`` the peer sent."""
+        self.encoded += len(data)
+        try:
+            yield from self._steps(data)
+        except zlib.error as e:
+            raise self.fail(f"is corrupt {self.encoding} ({e})") from None
+        if self.encoded > limits.max_encoded(self.decoded):
+            raise self.fail(
+                f"is {self.encoded} bytes of {self.encoding} that decode to {self.decoded}"
+                f" (more than {limits.max_encoded(self.decoded)}, MAX_ENCODING_OVERHEAD: no"
+                " compressor writes that); aiplat stopped reading there")
+
+    def _steps(self, data: bytes) -> Iterator[bytes]:
+        pending = True  # a full step may leave output inside zlib after all input is taken
+        while not self.d.eof and (data or pending):
+            piece = self.d.decompress(data, INFLATE_STEP)
+            data = self.d.unconsumed_tail
+            pending = len(piece) == INFLATE_STEP
+            self.decoded += len(piece)
+            if piece:
+                yield piece
+        if self.d.eof and (data or self.d.unused_data):
+            raise self.fail(f"has bytes after the end of its {self.encoding} stream; aiplat"
+                            " decodes one stream and nothing after it")
+
+
+def _inflater(encoding: str, fail: Callable[[str], RegistryError]) -> _Inflater | None:
+    """A step-wise decoder for ``Content-Encoding: encoding`` (None for identity)."""
     if encoding in ("", "identity"):
         return None
     if encoding not in _WBITS:
         raise fail(f"came with Content-Encoding {encoding[:40]!r}; aiplat asks for none and"
                    " decodes only one layer of gzip or deflate")
-    d = zlib.decompressobj(_WBITS[encoding])
-
-    def inflate(data: bytes) -> Iterator[bytes]:
-        try:
-            while True:
-                piece = d.decompress(data, INFLATE_STEP)
-                if piece:
-                    yield piece
-                # Output may still be pending inside zlib when a step filled up.
-                if not d.unconsumed_tail and len(piece) < INFLATE_STEP:
-                    return
-                data = d.unconsumed_tail
-        except zlib.error as e:
-            raise fail(f"is corrupt {encoding} ({e})") from None
-
-    return inflate
+    return _Inflater(encoding, fail)
 
 
 class _BoundedStream(httpx.SyncByteStream):
     """An answer's body as aiplat reads it: decoded here step by step, counted while it
     streams, cut at ``limit`` (``cut``: error documents) or refused past it, and — when
-    ``seconds`` is set — refused when it has not arrived whole by then (a trickle)."""
+    ``seconds`` is set — refused when it has not arrived whole by then (a trickle; checked
+    at every step, so a peer whose bytes take long to decode is stopped too)."""
 
     def __init__(self, inner: Any, inflate: Callable[[bytes], Iterator[bytes]] | None, *,
                  limit: int | None, cut: bool, seconds: float | None,
@@ -138,9 +166,13 @@ class _BoundedStream(httpx.SyncByteStream):
                     yield piece[:len(piece) - (total - self.limit)]
                     return
                 yield piece
-            if deadline is not None and time.monotonic() > deadline:
-                raise self.fail(f"had not arrived whole after {self.seconds:.0f} s (it"
-                                " trickles in); aiplat gave up on it")
+                self._in_time(deadline)
+            self._in_time(deadline)
+
+    def _in_time(self, deadline: float | None) -> None:
+        if deadline is not None and time.monotonic() > deadline:
+            raise self.fail(f"had not arrived whole after {self.seconds:.0f} s (it"
+                            " trickles in); aiplat gave up on it")
 
     def close(self) -> None:
         self.inner.close()

@@ -2,7 +2,9 @@
 
 A registry is a peer, not a friend: every answer it sends is read with a bound, counted on
 the decoded bytes while they stream (a 306 KB gzip answer that would decode to 971 MiB
-stops at the bound, without the rest ever being decompressed), and an answer past its
+stops at the bound, without the rest ever being decompressed) and, for gzip or deflate, on
+the encoded bytes too (:func:`max_encoded`: bytes that decode to nothing cannot stream
+forever, and nothing may follow the end of the compressed stream), and an answer past its
 bound is a :class:`~aiplat.artifacts.errors.RegistryError` that names the registry, the
 thing and the limit. Error documents are cut at their bound instead (the status is what
 matters). Listings are bounded in pages and in bytes, and a ``Link`` that points back at a
@@ -60,6 +62,21 @@ added after a registry listing thousands of signatures took verifiers down."""
 MAX_SMALL_BLOB_BYTES = 16 * MiB
 """A config blob read into memory (``model inspect``): a ModelPack config is a few KiB
 (aiplat's; the bound, not its size, is the point)."""
+
+MAX_ENCODING_OVERHEAD = 128 * 1024
+"""How many encoded bytes a gzip or deflate answer may hold beyond what they decode to (and
+1 in 1024 of that, :func:`max_encoded`). A compressor at its worst adds 5 bytes per 65,535
+(deflate's stored blocks; zlib's ``deflateBound`` is n + n/4096 + n/16384 + 13 and the gzip
+wrapper), and a gzip header's optional extra field is at most 64 KiB. More is no
+compressor's output but a peer streaming bytes that decode to nothing: a header whose file
+name never ends, or empty blocks without end, which no decoded-bytes bound ever sees
+(aiplat's)."""
+
+
+def max_encoded(decoded: int) -> int:
+    """The most encoded bytes a gzip or deflate answer may have sent for ``decoded`` bytes
+    of output (MAX_ENCODING_OVERHEAD)."""
+    return decoded + decoded // 1024 + MAX_ENCODING_OVERHEAD
 
 
 BOUND = "aiplat.bound"
