@@ -8,8 +8,8 @@ The walk follows what has to happen, in order, and stops at the first thing that
 2. Flavor assignment: some flavor of the ClusterQueue is compatible with the pods' node
    selector/affinity and tolerates the flavor's ``nodeTaints``.
 3. Quota, per flavor and resource, from the admitted Workloads' ``status.admission``, over
-   the cohort tree as Kueue keeps it (:mod:`aiplat.kube.pending_quota`: Cohorts with a
-   parent and their own quota, ``borrowingLimit``/``lendingLimit`` at every level): own
+   the cohort tree as Kueue keeps it (:mod:`aiplat.kueue.quota`, the replay's own: Cohorts
+   with a parent and their own quota, ``borrowingLimit``/``lendingLimit`` at every level): own
    nominal quota, what the tree has available, and which level's limit caps it; then
    whether preemption could help (``withinClusterQueue`` for lower-priority workloads in
    the queue) or is already under way (victims with ``Evicted``/``Preempted`` conditions
@@ -35,12 +35,13 @@ from typing import Any
 
 from aiplat.kube import cel
 from aiplat.kube.lint import cohort_root, selector_matches
-from aiplat.kube.pending_quota import FR, Node, QuotaTree
 from aiplat.kube.quantity import pod_requests, quantity_or_zero
 from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.kueue.quota import Node, Tree
+from aiplat.kueue.snapshot import FR, KUEUE_VERSIONS, from_units, in_units, parse
 from aiplat.shell import sh
 
-INF = Decimal("Infinity")
+KUEUE_API = KUEUE_VERSIONS[0]  # what a listed item without its apiVersion is read as
 
 
 @dataclass(frozen=True)
@@ -56,8 +57,6 @@ class Explanation:
 
 
 def _fmt(d: Decimal, resource: str = "") -> str:
-    if d == INF:
-        return "unlimited"
     if resource == "memory" and d >= 2**30:
         return f"{d / 2**30:g}Gi"
     return f"{d.normalize():f}"
@@ -107,19 +106,27 @@ def _priority(wl: Obj) -> int:
     return int((wl.get("spec") or {}).get("priority") or 0)
 
 
-def _usage(snap: Snapshot) -> dict[tuple[str, str, str], Decimal]:
-    """(clusterQueue, flavor, resource) -> quota held by admitted Workloads."""
-    out: dict[tuple[str, str, str], Decimal] = defaultdict(Decimal)
+def _quota_tree(snap: Snapshot) -> Tree:
+    """The cohort tree as Kueue keeps it (:mod:`aiplat.kueue.quota`, in Kueue's units), with
+    the quota the admitted Workloads hold (``status.admission``)."""
+    objects = [{**o, "kind": kind, "apiVersion": o.get("apiVersion") or KUEUE_API}
+               for resource, kind in (("clusterqueues", "ClusterQueue"), ("cohorts", "Cohort"))
+               for o in snap.list(resource)]
+    tree = Tree(parse(objects, "snapshot"))
+    usage: dict[str, dict[FR, int]] = defaultdict(lambda: defaultdict(int))
     for wl in snap.list("workloads"):
         if not _admitted(wl):
             continue
         adm = (wl.get("status") or {}).get("admission") or {}
-        cq = adm.get("clusterQueue", "")
         for psa in adm.get("podSetAssignments") or []:
             flavors = psa.get("flavors") or {}
             for res, amount in (psa.get("resourceUsage") or {}).items():
-                out[(cq, flavors.get(res, ""), res)] += quantity_or_zero(amount)
-    return out
+                fr = (flavors.get(res, ""), res)
+                usage[adm.get("clusterQueue", "")][fr] += in_units(res, quantity_or_zero(amount))
+    for cq, held in usage.items():
+        if cq in tree.cqs:
+            tree.add_usage(tree.cqs[cq], held)
+    return tree
 
 
 def _holders(snap: Snapshot, cq: str, flavor: str, res: str) -> list[Obj]:
@@ -238,21 +245,19 @@ class _Fit:
     evidence: list[str]
 
 
-def _quota_fit(snap: Snapshot, wl: Obj, cq: Obj, flavor: str,
-               req: dict[str, Decimal]) -> _Fit:
-    quotas = _quotas(cq)
+def _quota_fit(tree: Tree, cq: Obj, flavor: str, req: dict[str, Decimal]) -> _Fit:
     cqn = _name(cq)
-    tree = QuotaTree(snap.list("clusterqueues"), snap.list("cohorts"), _usage(snap))
     node = tree.cqs[cqn]
     evidence: list[str] = []
     worst: _Fit | None = None
-    for res, q in sorted(req.items()):
-        if q == 0:
+    for res, asked in sorted(req.items()):
+        if asked == 0:
             continue
-        if (flavor, res) not in quotas:
+        if (flavor, res) not in node.quotas:
             return _Fit(flavor, "ResourceNotCovered",
                         f"ClusterQueue {cqn} does not cover {res} in flavor {flavor}",
-                        [f"covered: {sorted({r for (_f, r) in quotas})}"])
+                        [f"covered: {sorted({r for (_f, r) in node.quotas})}"])
+        q = in_units(res, asked)
         fit = (_flat_fit if node.parent is None else _cohort_fit)(tree, node, flavor, res, q)
         if isinstance(fit, str):
             evidence.append(fit + " — fits")
@@ -264,97 +269,132 @@ def _quota_fit(snap: Snapshot, wl: Obj, cq: Obj, flavor: str,
     return worst
 
 
-def _own(node: Node, flavor: str, res: str, q: Decimal) -> str:
+def _show(value: int, res: str) -> str:
+    """A quota figure in Kueue's units as the quantity reads (cores, bytes as Gi, GPUs)."""
+    return _fmt(from_units(res, value), res)
+
+
+def _ref(node: Node) -> str:
+    return f"{'ClusterQueue' if node.is_cq else 'Cohort'} {node.name}"
+
+
+def _own(node: Node, flavor: str, res: str, q: int) -> str:
     fr = (flavor, res)
-    return (f"{res} in {flavor}: requests {_fmt(q, res)}, ClusterQueue {node.name} uses "
-            f"{_fmt(node.usage[fr], res)} of nominal {_fmt(node.limits(fr).nominal, res)}")
+    return (f"{res} in {flavor}: requests {_show(q, res)}, ClusterQueue {node.name} uses "
+            f"{_show(node.usage.get(fr, 0), res)} of nominal {_show(node.nominal(fr), res)}")
 
 
-def _flat_fit(tree: QuotaTree, node: Node, flavor: str, res: str, q: Decimal) -> _Fit | str:
+def _flat_fit(tree: Tree, node: Node, flavor: str, res: str, q: int) -> _Fit | str:
     """A ClusterQueue without a cohort: its nominal quota is all it has."""
     fr = (flavor, res)
     ev = _own(node, flavor, res, q)
-    nominal, used = node.limits(fr).nominal, node.usage[fr]
+    nominal, used = node.nominal(fr), node.usage.get(fr, 0)
     if used + q <= nominal:
         return ev
     return _Fit(flavor, "NeverFits" if q > nominal else "QuotaExhausted",
                 f"{res} quota in flavor {flavor} is "
                 + ("smaller than the request" if q > nominal else "used up")
-                + f": needs {_fmt(q, res)}, {_fmt(max(Decimal(0), nominal - used), res)}"
-                f" free of {_fmt(nominal, res)}, no cohort to borrow from", [ev])
+                + f": needs {_show(q, res)}, {_show(max(0, nominal - used), res)}"
+                f" free of {_show(nominal, res)}, no cohort to borrow from", [ev])
 
 
 def _levels(node: Node, fr: FR, res: str) -> list[str]:
     """One line per Cohort above the queue: its quota, limits and usage (nested trees)."""
     out = []
-    for c in list(node.chain())[1:]:
-        lim = c.limits(fr)
-        parts = [f"subtree quota {_fmt(c.subtree[fr], res)}"
-                 + (f" (own nominal {_fmt(lim.nominal, res)})" if lim.nominal else ""),
-                 f"uses {_fmt(c.usage[fr], res)}"]
-        if lim.borrowing is not None:
-            parts.append(f"borrowingLimit {_fmt(lim.borrowing, res)}")
-        if lim.lending is not None:
-            parts.append(f"lendingLimit {_fmt(lim.lending, res)} (keeps "
-                         f"{_fmt(c.local(fr), res)} for its own queues)")
+    for c in node.ancestors():
+        q = c.quotas.get(fr)
+        nominal = c.nominal(fr)
+        parts = [f"subtree quota {_show(c.subtree.get(fr, 0), res)}"
+                 + (f" (own nominal {_show(nominal, res)})" if nominal else ""),
+                 f"uses {_show(c.usage.get(fr, 0), res)}"]
+        if q is not None and q.borrowing_limit is not None:
+            parts.append(f"borrowingLimit {_show(q.borrowing_limit, res)}")
+        if q is not None and q.lending_limit is not None:
+            parts.append(f"lendingLimit {_show(q.lending_limit, res)} (keeps "
+                         f"{_show(c.local(fr), res)} for its own queues)")
         where = f"parent {c.parent.name}" if c.parent is not None else "root"
         out.append(f"Cohort {c.name} ({where}): " + ", ".join(parts))
     return out
 
 
-def _cohort_fit(tree: QuotaTree, node: Node, flavor: str, res: str, q: Decimal) -> _Fit | str:
+def _binding(tree: Tree, node: Node, fr: FR) -> Node | None:
+    """The node whose borrowingLimit caps a queue now: the lowest one tighter than what the
+    level above has; None when the root's free pool does."""
+    n = node
+    while n.parent is not None:
+        cap = n.borrow_cap(fr)
+        if cap is not None and cap < tree.available(n.parent, fr):
+            return n
+        n = n.parent
+    return None
+
+
+def _never_binding(tree: Tree, node: Node, fr: FR) -> Node:
+    """On an empty tree: the node whose borrowingLimit caps ``potential``, else the root."""
+    n = node
+    while n.parent is not None:
+        if tree.potential(n, fr) < n.local(fr) + tree.potential(n.parent, fr):
+            return n
+        n = n.parent
+    return n
+
+
+def _cohort_fit(tree: Tree, node: Node, flavor: str, res: str, q: int) -> _Fit | str:
     """A ClusterQueue in a cohort tree: Kueue's available and potential quota, and which
     level's limit caps it."""
     fr = (flavor, res)
-    lim = node.limits(fr)
-    root = list(node.chain())[-1]
-    borrow = lim.borrowing if lim.borrowing is not None else INF
+    own = node.quotas.get(fr)
+    limit = own.borrowing_limit if own is not None else None
+    root = node.root()
     pool_free = tree.available(root, fr)
     ev = (_own(node, flavor, res, q) + f"; cohort {root.name} lendable "
-          f"{_fmt(root.subtree[fr], res)}, free {_fmt(pool_free, res)}; borrowingLimit "
-          f"{_fmt(borrow, res)}")
+          f"{_show(root.subtree.get(fr, 0), res)}, free {_show(pool_free, res)}; "
+          f"borrowingLimit {'unlimited' if limit is None else _show(limit, res)}")
     nested = _levels(node, fr, res) if node.parent is not root else []
     avail = tree.available(node, fr)
     if q <= avail:
         return "; ".join([ev, *nested])
     potential = tree.potential(node, fr)
     if q > potential:
-        cap = tree.never_binding(node, fr)
+        cap = _never_binding(tree, node, fr)
+        cap_q = cap.quotas.get(fr)
         if cap.parent is None:
-            by = f" (cohort {cap.name}'s whole subtree quota is {_fmt(cap.subtree[fr], res)})"
+            by = (f" (cohort {cap.name}'s whole subtree quota is "
+                  f"{_show(cap.subtree.get(fr, 0), res)})")
         else:
-            by = (f" ({cap.ref}'s nominal {_fmt(cap.limits(fr).nominal, res)}"
-                  if cap.kind == "ClusterQueue" else f" ({cap.ref}'s subtree quota "
-                  f"{_fmt(cap.subtree[fr], res)}") + (
-                f" + borrowingLimit {_fmt(cap.limits(fr).borrowing or Decimal(0), res)})")
+            by = (f" ({_ref(cap)}'s nominal {_show(cap.nominal(fr), res)}"
+                  if cap.is_cq else f" ({_ref(cap)}'s subtree quota "
+                  f"{_show(cap.subtree.get(fr, 0), res)}") + (
+                f" + borrowingLimit {_show((cap_q.borrowing_limit if cap_q else None) or 0, res)})")
         return _Fit(flavor, "NeverFits",
-                    f"requests {_fmt(q, res)} {res} but ClusterQueue {node.name} can never "
-                    f"hold more than {_fmt(potential, res)} in flavor {flavor}{by}",
+                    f"requests {_show(q, res)} {res} but ClusterQueue {node.name} can never "
+                    f"hold more than {_show(potential, res)} in flavor {flavor}{by}",
                     [ev, *nested])
-    b = tree.binding(node, fr)
+    b = _binding(tree, node, fr)
     short = q - avail
-    used, nominal = node.usage[fr], lim.nominal
-    if b.what == "pool":
+    used, nominal = node.usage.get(fr, 0), node.nominal(fr)
+    if b is None:
         # The pool holds the queue's own lendable quota too: one figure, as Kueue reports
         # it ("N more needed").
         return _Fit(flavor, "QuotaExhausted" if used + q > nominal else "CohortExhausted",
-                    f"{res} in flavor {flavor}: needs {_fmt(q, res)}, cohort {b.node.name} "
-                    f"has {_fmt(pool_free, res)} free (ClusterQueue {node.name}'s unused "
-                    f"quota included): {_fmt(short, res)} more needed", [ev, *nested])
-    if b.node is node:
+                    f"{res} in flavor {flavor}: needs {_show(q, res)}, cohort {root.name} "
+                    f"has {_show(pool_free, res)} free (ClusterQueue {node.name}'s unused "
+                    f"quota included): {_show(short, res)} more needed", [ev, *nested])
+    if b is node:
         return _Fit(flavor, "BorrowingLimit",
-                    f"would borrow {_fmt(used + q - nominal, res)} {res} in flavor "
+                    f"would borrow {_show(used + q - nominal, res)} {res} in flavor "
                     f"{flavor} but ClusterQueue {node.name}'s borrowingLimit is "
-                    f"{_fmt(borrow, res)} (cohort {root.name} has "
-                    f"{_fmt(pool_free, res)} free)", [ev, *nested])
-    c = b.node
-    limit = c.limits(fr).borrowing or Decimal(0)
+                    f"{'unlimited' if limit is None else _show(limit, res)} (cohort "
+                    f"{root.name} has {_show(pool_free, res)} free)", [ev, *nested])
+    b_q = b.quotas.get(fr)
     return _Fit(flavor, "BorrowingLimit",
-                f"{res} in flavor {flavor}: needs {_fmt(q, res)}, {_fmt(short, res)} more than "
-                f"Cohort {c.name}'s borrowingLimit {_fmt(limit, res)} "
-                f"lets its queues take from {c.parent.name if c.parent else ''} (its subtree "
-                f"quota {_fmt(c.subtree[fr], res)}, used {_fmt(c.usage[fr], res)}; cohort "
-                f"{root.name} has {_fmt(pool_free, res)} free)", [ev, *nested])
+                f"{res} in flavor {flavor}: needs {_show(q, res)}, {_show(short, res)} more "
+                f"than Cohort {b.name}'s borrowingLimit "
+                f"{_show((b_q.borrowing_limit if b_q else None) or 0, res)} "
+                f"lets its queues take from {b.parent.name if b.parent else ''} (its subtree "
+                f"quota {_show(b.subtree.get(fr, 0), res)}, used "
+                f"{_show(b.usage.get(fr, 0), res)}; cohort "
+                f"{root.name} has {_show(pool_free, res)} free)", [ev, *nested])
 
 
 def _eviction_message(v: Obj) -> str:
@@ -743,13 +783,15 @@ def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str]) 
     req = workload_requests(wl)
     spec0 = (((_podsets(wl) or [{}])[0].get("template") or {}).get("spec")) or {}
     problems, fits = [], []
+    tree: Tree | None = None  # built once a flavor suits the pods
     for fname in _flavor_order(cq):
         fl = snap.get("resourceflavors", fname)
         prob = _flavor_problem(fl, fname, spec0)
         if prob:
             problems.append(prob)
             continue
-        fits.append(_quota_fit(snap, wl, cq, fname, req))
+        tree = tree or _quota_tree(snap)
+        fits.append(_quota_fit(tree, cq, fname, req))
     if not fits:
         return Explanation(ref, "FlavorMismatch",
                            f"no flavor of ClusterQueue {cq_name} suits the pods: {problems[0]}",

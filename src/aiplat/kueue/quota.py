@@ -55,6 +55,15 @@ class Node:
     def local_available(self, fr: FR) -> int:
         return max(0, self.local(fr) - self.usage.get(fr, 0))
 
+    def borrow_cap(self, fr: FR) -> int | None:
+        """What the node's ``borrowingLimit`` lets it hold from its parent; None without a
+        limit or a parent."""
+        q = self.quotas.get(fr)
+        if q is None or q.borrowing_limit is None or self.parent is None:
+            return None
+        return _borrow_cap(self.subtree.get(fr, 0), self.local(fr), self.usage.get(fr, 0),
+                           q.borrowing_limit)
+
     def nominal(self, fr: FR) -> int:
         q = self.quotas.get(fr)
         return q.nominal if q is not None else 0
@@ -97,6 +106,12 @@ class Node:
                 yield c
             else:
                 yield from c.cluster_queues()
+
+
+def _borrow_cap(subtree: int, local: int, use: int, limit: int) -> int:
+    """What a ``borrowingLimit`` lets a node hold from its parent: what it lends up, less
+    what of that it uses, plus the limit."""
+    return subtree - local - max(0, use - local) + limit
 
 
 def _quotas(groups: tuple[ResourceGroup, ...]) -> dict[FR, Quota]:
@@ -167,7 +182,7 @@ class Tree:
             local = max(0, sub - q.lending_limit) if q is not None and \
                 q.lending_limit is not None else 0
             if q is not None and q.borrowing_limit is not None:
-                avail = min(sub - local - max(0, use - local) + q.borrowing_limit, avail)
+                avail = min(_borrow_cap(sub, local, use, q.borrowing_limit), avail)
             avail += max(0, local - use)
         self._available[key] = avail
         return avail

@@ -34,6 +34,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
 from typing import Any, Literal
@@ -63,7 +64,17 @@ def amount(value: object, resource: str, where: str) -> int:
     if not m or m.group(3) not in _SUFFIX:
         raise InputError(f"{where}: {text!r} is not a quantity (fix: e.g. 8, 500m, 64Gi)")
     q = Fraction(m.group(1)) * _SUFFIX[m.group(3)] * Fraction(10) ** int(m.group(2) or 0)
-    return math.ceil(q * 1000) if resource == "cpu" else math.ceil(q)
+    return in_units(resource, q)
+
+
+def in_units(resource: str, value: Fraction | Decimal) -> int:
+    """An exact quantity (cores for cpu, else its base unit) in Kueue's unit, rounded up."""
+    return math.ceil(value * 1000) if resource == "cpu" else math.ceil(value)
+
+
+def from_units(resource: str, value: int) -> Decimal:
+    """Kueue's amount back in the quantity's base unit (the inverse of :func:`in_units`)."""
+    return Decimal(value) / 1000 if resource == "cpu" else Decimal(value)
 
 
 def show(resource: str, value: int) -> str:
