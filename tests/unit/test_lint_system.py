@@ -186,6 +186,24 @@ POWERFUL = {
     "wildcard verbs": rule("", ["configmaps"], ["*"]),
     "wildcard resources": rule("", ["*"], ["get"]),
     "wildcard group": {"apiGroups": ["*"], "resources": ["pods"], "verbs": ["create"]},
+    # a running pod's or controller's image swapped: its code runs as the workload's account
+    "pod patch": rule("", ["pods"], ["patch"]),
+    "daemonset patch": rule("apps", ["daemonsets"], ["patch"]),
+    "deployment update": rule("apps", ["deployments"], ["update"]),
+    "statefulset and replicaset patch": rule("apps", ["statefulsets", "replicasets"],
+                                             ["patch"]),
+    "job and cronjob update": rule("batch", ["jobs", "cronjobs"], ["update"]),
+    "replicationcontroller patch": rule("", ["replicationcontrollers"], ["patch"]),
+    "jobset create": rule("jobset.x-k8s.io", ["jobsets"], ["create"]),
+    "leaderworkerset update": rule("leaderworkerset.x-k8s.io", ["leaderworkersets"],
+                                   ["update"]),
+    # Kubernetes matches */subresource against any resource's subresource
+    "exec by */exec": rule("", ["*/exec"], ["create"]),
+    "attach by */attach": rule("", ["*/attach"], ["get"]),
+    "ephemeral containers by */ephemeralcontainers": rule("", ["*/ephemeralcontainers"],
+                                                          ["update"]),
+    "token minting by */token": rule("", ["*/token"], ["create"]),
+    "exec on named pods": {**rule("", ["pods/exec"], ["create"]), "resourceNames": ["coredns"]},
 }
 TENANT_SUBJECTS = {
     "group": group("ml-team"),
@@ -269,6 +287,19 @@ def test_a_service_account_subject_without_namespace_is_the_bindings() -> None:
         group("system:authenticated"))]),
     ("kube-public, readable by design", [binding(
         "RoleBinding", "kube-public", ("Role", "cluster-info"), user("system:anonymous"))]),
+    ("a resource Kubernetes does not serve (names match case and all)", [
+        *tenant_tree(), role("Role", "kube-system", rule("", ["Pods"], ["create"])),
+        binding("RoleBinding", "kube-system", ("Role", "r"), group("ml-team"))]),
+    ("no resource/* form: pods/* matches nothing", [
+        *tenant_tree(), role("Role", "kube-system", rule("", ["pods/*"], ["create"])),
+        binding("RoleBinding", "kube-system", ("Role", "r"), group("ml-team"))]),
+    ("create with resourceNames allows no create", [
+        *tenant_tree(), role("Role", "kube-system", {**rule("", ["pods"], ["create"]),
+                                                     "resourceNames": ["x"]}),
+        binding("RoleBinding", "kube-system", ("Role", "r"), group("ml-team"))]),
+    ("a pod's status is not its spec", [
+        *tenant_tree(), role("Role", "kube-system", rule("", ["pods/status"], ["patch"])),
+        binding("RoleBinding", "kube-system", ("Role", "r"), group("ml-team"))]),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_near_misses_are_clean(case: str, objs: list[Obj]) -> None:
     assert system_findings(objs) == [], case
@@ -289,6 +320,38 @@ def test_a_cluster_wide_grant_to_a_tenant_is_an_error(subject: str, cluster_role
                                          TENANT_SUBJECTS[subject])]
     found = system_findings(objs)
     assert [(f.severity, f.rule) for f in found] == [("error", "rbac-cluster-grant")]
+
+
+MATCHES = [
+    ("pods", "create", rule("", ["*"], ["*"]), True),
+    ("pods/exec", "create", rule("", ["*"], ["create"]), True),
+    ("pods", "create", rule("*", ["pods"], ["create"]), True),
+    ("pods/exec", "create", rule("", ["*/exec"], ["create"]), True),
+    ("serviceaccounts/token", "create", rule("", ["*/token"], ["create"]), True),
+    ("nodes/proxy", "get", rule("", ["*/proxy"], ["get"]), True),
+    ("pods", "create", rule("", ["*/exec"], ["create"]), False),
+    ("pods/exec", "create", rule("", ["*/xec"], ["create"]), False),
+    ("pods/exec", "create", rule("", ["pods/*"], ["create"]), False),
+    ("pods/exec", "create", rule("", ["pods"], ["create"]), False),
+    ("pods", "create", rule("", ["Pods"], ["create"]), False),
+    ("pods", "create", rule("", ["pods"], ["Create"]), False),
+    ("pods", "create", rule("apps", ["pods"], ["create"]), False),
+    ("pods", "patch", {**rule("", ["pods"], ["patch"]), "resourceNames": ["a"]}, True),
+    ("pods", "create", {**rule("", ["pods"], ["create"]), "resourceNames": ["a"]}, False),
+    ("pods/exec", "create", {**rule("", ["pods/exec"], ["*"]), "resourceNames": ["a"]}, True),
+]
+
+
+@pytest.mark.parametrize(("resource", "verb", "rule_", "allowed"), MATCHES, ids=[
+    f"{v} {r} by {x['apiGroups'][0] or 'core'} {x['resources'][0]} {x['verbs'][0]}"
+    f"{' named' if 'resourceNames' in x else ''}" for r, v, x, _ in MATCHES])
+def test_rules_match_as_kubernetes_rbac_matches_them(
+        resource: str, verb: str, rule_: Obj, allowed: bool) -> None:
+    """Kubernetes' RuleAllows (``pkg/apis/rbac/v1/evaluation_helpers.go``): ``*``, the exact
+    string, or ``*/subresource``; no ``resource/*``; a create names no object."""
+    from aiplat.kube.lint_system import allows
+
+    assert allows(rule_, "", resource, verb) is allowed
 
 
 @pytest.mark.parametrize("who", [group("system:authenticated"),

@@ -4,11 +4,11 @@ tree, whoever rendered it, and judge a binding by its subjects and its role's ru
 who made it. Rules, by name:
 
   rbac-system-namespace  a RoleBinding in a system namespace giving a subject that is no
-                         system component a role that runs pods (create, exec, attach, a
-                         workload controller), reads Secrets, mints tokens, writes RBAC,
-                         escalates, binds, impersonates or uses a wildcard: such a subject
-                         runs as any ServiceAccount there (kube-system holds the
-                         controllers' own), a path to cluster-admin
+                         system component a role that runs pods (creates them or a workload
+                         controller, rewrites running ones, execs, attaches), reads
+                         Secrets, mints tokens, writes RBAC, escalates, binds, impersonates
+                         or uses a wildcard: such a subject runs as any ServiceAccount there
+                         (kube-system holds the controllers' own), a path to cluster-admin
   rbac-cluster-grant     a ClusterRoleBinding giving a tenant's subject (a group or user a
                          tenant namespace binds, a ServiceAccount of a tenant namespace) such
                          a ClusterRole (cluster-admin, admin, edit among Kubernetes' own)
@@ -21,6 +21,9 @@ who made it. Rules, by name:
                          isolates all its pods, a Pod Security level above privileged on a
                          namespace whose components need host access, the tenant label
 
+A rule is matched as Kubernetes' RBAC authorizer matches it (``allows``): ``*`` or the exact
+string, ``*/subresource`` for any resource's, no create by a rule with resourceNames.
+
 A subject is a system component when it is a ``system:`` user or group other than the
 everyone groups (the control plane, nodes, masters) or a ServiceAccount of a system
 namespace (in any form: the subject kind, ``system:serviceaccount:NS:NAME``,
@@ -30,8 +33,8 @@ ServiceAccount of another system namespace is a component too.
 
 Sources: Kubernetes' "RBAC good practices" (privilege escalation risks: workload creation,
 Secrets, escalate/bind/impersonate, token request, nodes/proxy), the RBAC authorizer
-(``plugin/pkg/auth/authorizer/rbac``: a RoleBinding's ServiceAccount subject without a
-namespace is in the binding's), the bootstrap policy
+(``plugin/pkg/auth/authorizer/rbac``: RuleAllows; a RoleBinding's ServiceAccount subject
+without a namespace is in the binding's), the bootstrap policy
 (``plugin/pkg/auth/authorizer/rbac/bootstrappolicy``: what Kubernetes grants everyone), Pod
 Security Standards (host namespaces and hostPath need privileged).
 """
@@ -78,11 +81,13 @@ DEFAULT_POWERS = {
     "admin": ["creates pods and workloads", "reads Secrets", "writes RoleBindings"],
     "edit": ["creates pods and workloads", "reads Secrets"],
 }
+# What runs pods: Kubernetes' workload controllers, and the JobSet and LeaderWorkerSet the
+# tree installs (their controllers make pods from the template, in its namespace).
 WORKLOADS = {"": {"pods", "replicationcontrollers"},
              "apps": {"deployments", "daemonsets", "statefulsets", "replicasets"},
-             "batch": {"jobs", "cronjobs"}}
-WRITE = {"create", "update", "patch", "*"}
-READ = {"get", "list", "watch", "*"}
+             "batch": {"jobs", "cronjobs"},
+             "jobset.x-k8s.io": {"jobsets"},
+             "leaderworkerset.x-k8s.io": {"leaderworkersets"}}
 
 
 def is_system_namespace(ns: str) -> bool:
@@ -122,35 +127,79 @@ class Subject:
         return f"{self.kind} {self.name}"
 
 
-def _matches(rule: Obj, group: str, resources: Iterable[str], verbs: set[str]) -> bool:
-    groups = set(rule.get("apiGroups") or [])
-    have = set(rule.get("resources") or [])
-    return bool((group in groups or "*" in groups) and (have & set(resources) or "*" in have)
-                and (set(rule.get("verbs") or []) & verbs))
+def allows(rule: Obj, group: str, resource: str, verb: str,
+           names: Iterable[str] | None = None) -> bool:
+    """Whether ``rule`` lets through a request with ``verb`` on ``group``'s ``resource``
+    (``pods``, or ``pods/exec`` for a subresource), matched as Kubernetes' RBAC authorizer
+    matches (RuleAllows, ``plugin/pkg/auth/authorizer/rbac``; VerbMatches, APIGroupMatches,
+    ResourceMatches, ResourceNameMatches, ``pkg/apis/rbac/v1/evaluation_helpers.go``): ``*``
+    or the exact string, case and all; a subresource also by ``*/subresource`` (any
+    resource's; there is no ``resource/*``). ``names``: the objects the request names (None:
+    any the caller picks). A create of a whole object names none, so a rule that lists
+    resourceNames never allows it."""
+    sub = resource.partition("/")[2]
+    listed = set(rule.get("resourceNames") or [])
+    if names is None and verb == "create" and not sub:
+        names = [""]
+    return bool(
+        ({"*", verb} & set(rule.get("verbs") or []))
+        and ({"*", group} & set(rule.get("apiGroups") or []))
+        and any(r in ("*", resource) or (sub and r == f"*/{sub}")
+                for r in rule.get("resources") or [])
+        and (not listed or names is None or listed & set(names)))
 
 
-def _rule_powers(rule: Obj) -> list[str]:
-    verbs = set(rule.get("verbs") or [])
+def _grants(group: str, resources: Iterable[str], verbs: Iterable[str],
+            names: Iterable[str] | None = None) -> Callable[[list[Obj]], bool]:
+    """Whether some rule allows some of these verbs on some of these resources."""
+    pairs = [(r, v) for r in resources for v in verbs]
+    return lambda rules: any(allows(rule, group, r, v, names) for rule in rules
+                             for r, v in pairs)
+
+
+def _any_of(*tests: Callable[[list[Obj]], bool]) -> Callable[[list[Obj]], bool]:
+    return lambda rules: any(t(rules) for t in tests)
+
+
+@dataclass(frozen=True)
+class Power:
+    what: str  # what the role allows, as a finding says it
+    held: Callable[[list[Obj]], bool]  # by a role's rules
+
+
+# Kubernetes' "RBAC good practices", privilege escalation risks (escalate, bind and
+# impersonate, and wildcards, are read before this table).
+POWERS = (
+    Power("creates pods or workloads (run as any ServiceAccount there)",
+          _any_of(*(_grants(g, r, ["create"]) for g, r in WORKLOADS.items()))),
+    Power("rewrites running pods or workload controllers (update/patch: its own image in "
+          "place of theirs, run as their ServiceAccount)",
+          _any_of(*(_grants(g, r, ["update", "patch"]) for g, r in WORKLOADS.items()))),
+    Power("execs into running pods",
+          _any_of(_grants("", ["pods/exec", "pods/attach"], ["create", "get"]),
+                  _grants("", ["pods/ephemeralcontainers"], ["update", "patch"]))),
+    Power("reads Secrets", _grants("", ["secrets"], ["get", "list", "watch"])),
+    Power("mints ServiceAccount tokens",
+          _grants("", ["serviceaccounts/token"], ["create"])),
+    Power("writes RBAC objects",
+          _grants(RBAC_GROUP, ["roles", "rolebindings", "clusterroles",
+                               "clusterrolebindings"], ["create", "update", "patch"])),
+    Power("reaches the kubelet (nodes/proxy)",
+          _grants("", ["nodes/proxy"], ["get", "create"])),
+)
+
+
+def _rule_powers(rules: list[Obj]) -> list[str]:
+    """What these rules (one role's) allow that leads to cluster-admin."""
     out = []
-    if "*" in verbs or "*" in set(rule.get("resources") or []):
-        out.append("uses a wildcard verb or resource")
-    if verbs & {"escalate", "bind", "impersonate"}:
-        out.append(f"may {'/'.join(sorted(verbs & {'escalate', 'bind', 'impersonate'}))}")
-    if any(_matches(rule, g, r, {"create", "*"}) for g, r in WORKLOADS.items()):
-        out.append("creates pods or workloads (run as any ServiceAccount there)")
-    if _matches(rule, "", {"pods/exec", "pods/attach"}, {"create", "get", "*"}) or \
-            _matches(rule, "", {"pods/ephemeralcontainers"}, {"update", "patch", "*"}):
-        out.append("execs into running pods")
-    if _matches(rule, "", {"secrets"}, READ):
-        out.append("reads Secrets")
-    if _matches(rule, "", {"serviceaccounts/token"}, {"create", "*"}):
-        out.append("mints ServiceAccount tokens")
-    if _matches(rule, RBAC_GROUP, {"roles", "rolebindings", "clusterroles",
-                                   "clusterrolebindings"}, WRITE):
-        out.append("writes RBAC objects")
-    if _matches(rule, "", {"nodes/proxy"}, {"get", "create", "*"}):
-        out.append("reaches the kubelet (nodes/proxy)")
-    return out
+    for rule in rules:
+        verbs = set(rule.get("verbs") or [])
+        if "*" in verbs or "*" in set(rule.get("resources") or []):
+            out.append("uses a wildcard verb or resource")
+        if verbs & {"escalate", "bind", "impersonate"}:
+            out.append(f"may {'/'.join(sorted(verbs & {'escalate', 'bind', 'impersonate'}))}")
+    out += [p.what for p in POWERS if p.held(rules)]
+    return list(dict.fromkeys(out))
 
 
 def _role_rules(ctx: Context, role: Obj) -> list[Obj]:
@@ -176,7 +225,7 @@ def powers(ctx: Context, binding: Obj) -> tuple[str, list[str]]:
     label = f"{kind} {rname}"
     if role is None:
         return label, list(DEFAULT_POWERS.get(rname, [])) if kind == "ClusterRole" else []
-    return label, list(dict.fromkeys(p for r in _role_rules(ctx, role) for p in _rule_powers(r)))
+    return label, _rule_powers(_role_rules(ctx, role))
 
 
 def _bindings(ctx: Context) -> Iterable[tuple[Obj, Subject]]:
