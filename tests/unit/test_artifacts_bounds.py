@@ -526,3 +526,74 @@ def test_a_real_compressor_stays_within_the_encoded_bound() -> None:
     assert client(lambda r: _encoded(gzip.compress(tags, 0))()).tags("m") == ["v1"]
     deflate = zlib.compress(tags)
     assert client(lambda r: _encoded(deflate, "deflate")()).tags("m") == ["v1"]
+
+
+# ---------------------------------------------------------------------------- JSON depth
+#
+# Found by the red team (each failed before its fix): a few thousand nested ``[`` in a tags
+# or catalog page, an error document, a token answer, a referrers index or a signature's
+# payload ended in a RecursionError traceback. Every peer's JSON is parsed by one helper
+# (limits.peer_json) that refuses more than MAX_JSON_DEPTH levels.
+
+DEEP = b"[" * 5000 + b"]" * 5000
+
+
+def _deep(key: str) -> bytes:
+    return b'{"%s": %s}' % (key.encode(), DEEP)
+
+
+@pytest.mark.parametrize("read", [
+    lambda: client(lambda r: httpx.Response(200, content=_deep("tags"))).tags("m"),
+    lambda: client(lambda r: httpx.Response(200, content=_deep("repositories"))).catalog(),
+    lambda: client(lambda r: httpx.Response(200, content=b"[" * 65 + b"]" * 65)).tags("m"),
+], ids=["tags", "catalog", "65-levels"])
+def test_a_listing_nested_too_deep_is_a_clean_error(read: Callable[[], object]) -> None:
+    with pytest.raises(RegistryError) as info:
+        read()
+    assert "nested more than 64 levels deep (MAX_JSON_DEPTH)" in str(info.value)
+    assert HOST in str(info.value)
+
+
+def test_an_error_document_nested_too_deep_falls_back_to_the_status() -> None:
+    c = client(lambda r: httpx.Response(400, content=_deep("errors")))
+    with pytest.raises(RegistryError, match="HTTP 400 Bad Request"):
+        c.tags("m")
+
+
+def test_a_token_answer_nested_too_deep_is_no_usable_token() -> None:
+    c = client(_bearer_registry(lambda: httpx.Response(200, content=_deep("token"))))
+    with pytest.raises(RegistryError, match="sent no usable token"):
+        c.tags("a/m")
+
+
+def test_a_referrers_index_nested_too_deep_is_a_clean_error() -> None:
+    index = {"Content-Type": "application/vnd.oci.image.index.v1+json"}
+    c = client(lambda r: httpx.Response(200, content=_deep("manifests"), headers=index))
+    with pytest.raises(RegistryError, match="nested more than 64"):
+        c.referrers("m", sha256_digest(b"m"), cosign.REFERRER_TYPE)
+
+
+@pytest.mark.parametrize("payload", [
+    b'{"critical": ' + DEEP + b"}", DEEP,
+    b'{"critical": {"type": "cosign container image signature", "identity": '
+    + b'{"a":' * 3000 + b"1" + b"}" * 3000 + b"}}",
+])
+def test_a_signature_payload_nested_too_deep_is_an_invalid_signature(payload: bytes) -> None:
+    digest = "sha256:" + "1" * 64
+    assert cosign.claims(payload) is None
+    check = check_signature(Signature(payload, b"sig"), "m", digest, {})
+    assert not check.valid and "not a cosign simple-signing payload" in check.reason
+    legacy = check_signature(payload, "m", digest, {})  # the format before cosign's
+    assert not legacy.valid and legacy.reason == "malformed signature blob"
+
+
+def test_a_manifest_or_safetensors_header_past_64_levels_is_refused() -> None:
+    from aiplat.artifacts.load import parse_header
+
+    doc = b'{"schemaVersion": 2, "x": ' + b"[" * 65 + b"]" * 65 + b"}"
+    with pytest.raises(ArtifactError, match="nested more than 64"):
+        Manifest.from_bytes(doc, "reg/m:v1")
+    header = b'{"t": ' + DEEP + b"}"
+    data = len(header).to_bytes(8, "little") + header
+    with pytest.raises(ArtifactError, match="nested more than 64"):
+        parse_header(data, len(data), "m.safetensors")

@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from artifacts_fakes import FakeRegistry
 
@@ -143,3 +144,31 @@ def test_inspect_escapes_a_manifests_control_characters_in_the_table(
     assert main(["model", "inspect", f"{HOST}/m:v3"]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\\x1b]0;owned\\x07" in out and "\\x1b[2J" in out
+
+
+@pytest.mark.parametrize("output", ["json", "yaml"])
+def test_inspect_of_a_config_nested_deep_says_so(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        output: str) -> None:
+    """900 levels parse in Python but their JSON or YAML output did not: a traceback."""
+    _push(registry, tmp_path)
+    body = json.loads(registry.manifests["m"]["v1"])
+    deep = b"[" * 900 + b"]" * 900
+    registry.blobs[sha256_digest(deep)] = deep
+    body["config"].update(digest=sha256_digest(deep), size=len(deep))
+    data = json.dumps(body).encode()
+    registry.manifests["m"].update({"v4": data, sha256_digest(data): data})
+    assert main(["model", "inspect", f"{HOST}/m:v4", "-o", output]) == 0
+    out = capsys.readouterr().out
+    assert "nested more than 64 levels deep" in out and "[[[" not in out
+
+
+def test_tags_nested_deep_are_one_line_not_a_traceback(
+        registry: FakeRegistry, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    deep = b'{"tags": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    monkeypatch.setattr(registry, "handle", lambda request: httpx.Response(200, content=deep))
+    assert main(["model", "tags", f"{HOST}/m"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("error: ") and err.count("\n") == 1
+    assert "nested more than 64 levels deep" in err

@@ -32,7 +32,6 @@ An auth file that other users can read still works, with a warning naming it and
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import stat
@@ -128,7 +127,7 @@ def _helper(name: str, host: str, where: str) -> Credentials | None:
     if out.returncode != 0:
         return None  # the helper has no entry for this host
     try:
-        data = json.loads(out.stdout)
+        data = limits.peer_json(out.stdout)
         return Credentials(str(data["Username"]), str(data["Secret"]), f"{where} ({name})")
     except (ValueError, KeyError, TypeError):
         raise ArtifactInputError(
@@ -298,7 +297,7 @@ _TOKEN_RE = re.compile(r"[\x21-\x7e]{1,16384}")  # visible ASCII, fits an HTTP h
 def _token_of(response: httpx.Response, service: str) -> str:
     """The token of a token service's answer, or a RegistryError naming the service."""
     try:
-        body = response.json()
+        body = limits.peer_json(response.content)
     except ValueError:
         body = None
     token = (body.get("token") or body.get("access_token")) if isinstance(body, dict) else None

@@ -563,9 +563,10 @@ _DIGEST_RE = re.compile(r"sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128}")
 def _json_object(r: httpx.Response, where: str) -> dict[str, Any]:
     """The JSON object an answer holds, or a RegistryError naming ``where``."""
     try:
-        doc = r.json()
-    except ValueError:
-        doc = None
+        doc = limits.peer_json(r.content)
+    except ValueError as e:
+        raise RegistryError(f"{where} is not a JSON object: {shown(str(e), 100)}; check that"
+                            " the registry speaks the OCI distribution API") from None
     if not isinstance(doc, dict):
         raise RegistryError(f"{where} is not a JSON object; check that the registry speaks"
                             " the OCI distribution API")
@@ -600,7 +601,7 @@ def _with_digest(location: str, digest: str) -> str:
 def _error_text(r: httpx.Response) -> str:
     """The registry's error codes and messages (escaped: they are printed to a terminal)."""
     try:
-        errors = r.json().get("errors") or []
+        errors = limits.peer_json(r.content).get("errors") or []
         return shown("; ".join(f"{e.get('code')}: {e.get('message')}" for e in errors), 300)
     except (ValueError, AttributeError, TypeError, httpx.ResponseNotRead):
         return r.reason_phrase

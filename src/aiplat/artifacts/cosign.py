@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 from nacl.exceptions import CryptoError
 from nacl.secret import SecretBox
 
+from aiplat.artifacts import limits
 from aiplat.artifacts.errors import ArtifactInputError
 
 SIMPLESIGNING = "application/vnd.dev.cosign.simplesigning.v1+json"
@@ -66,7 +67,7 @@ def claims(data: bytes) -> tuple[str, str] | None:
     """(docker-reference, manifest digest) a payload claims, or None when it is not a
     cosign simple-signing payload."""
     try:
-        doc = json.loads(data)
+        doc = limits.peer_json(data)
         critical = doc["critical"]
         if critical["type"] != PAYLOAD_TYPE:
             return None
@@ -139,7 +140,7 @@ def decrypt_cosign_key(pem: bytes, password: bytes, where: str) -> PrivateKey:
     text = pem.decode(errors="replace")
     body = "".join(line for line in text.splitlines() if line and not line.startswith("-----"))
     try:
-        doc = json.loads(base64.b64decode(body))
+        doc = limits.peer_json(base64.b64decode(body))
         kdf, cipher = doc["kdf"], doc["cipher"]
         params = (int(kdf["params"]["N"]), int(kdf["params"]["r"]), int(kdf["params"]["p"]))
         salt, nonce = base64.b64decode(kdf["salt"]), base64.b64decode(cipher["nonce"])

@@ -18,7 +18,12 @@ Model weights (blobs) are the one unbounded stream: their descriptor's size boun
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
+
+from aiplat import inputs
+from aiplat.errors import InputError
 
 MiB = 1024 * 1024
 
@@ -77,6 +82,32 @@ def max_encoded(decoded: int) -> int:
     """The most encoded bytes a gzip or deflate answer may have sent for ``decoded`` bytes
     of output (MAX_ENCODING_OVERHEAD)."""
     return decoded + decoded // 1024 + MAX_ENCODING_OVERHEAD
+
+MAX_JSON_DEPTH = inputs.MAX_DEPTH
+"""How deep a peer's JSON document may nest: ``aiplat.inputs.MAX_DEPTH`` (64), the bound on
+every document aiplat reads; a manifest nests 4 levels, a token answer 1. Python's parser
+recurses, so a few thousand ``[`` in a 4 MiB answer would end in a RecursionError."""
+
+
+def peer_json(data: bytes | str) -> Any:
+    """The JSON document a peer sent (a registry, a token service, a signature's payload),
+    parsed here and only here: a ValueError that says why when it is not JSON, nests deeper
+    than MAX_JSON_DEPTH or holds more than ``aiplat.inputs.MAX_VALUES`` values, never a
+    RecursionError."""
+    try:
+        doc = json.loads(data)
+    except RecursionError:
+        raise ValueError(_TOO_DEEP) from None
+    try:
+        inputs.check_tree(doc, "", "a peer's JSON", max_depth=MAX_JSON_DEPTH)
+    except InputError as e:
+        raise ValueError(_TOO_DEEP if "nested" in str(e) else
+                         f"more than {inputs.MAX_VALUES:,} values (aiplat.inputs.MAX_VALUES)"
+                         ) from None
+    return doc
+
+
+_TOO_DEEP = f"nested more than {MAX_JSON_DEPTH} levels deep (MAX_JSON_DEPTH)"
 
 
 BOUND = "aiplat.bound"

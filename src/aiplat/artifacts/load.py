@@ -27,7 +27,6 @@ Allocating a new array per tensor (``safe_open(...).get_tensor``) costs a page f
 from __future__ import annotations
 
 import itertools
-import json
 import mmap
 import os
 import struct
@@ -39,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aiplat.artifacts import limits
 from aiplat.artifacts.errors import ArtifactError
 
 DTYPE_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2,
@@ -65,7 +65,7 @@ def parse_header(prefix: bytes, file_size: int, where: str) -> list[TensorInfo]:
     if n > MAX_HEADER or 8 + n > file_size or len(prefix) < 8 + n:
         raise ArtifactError(f"{where}: header length {n} does not fit the file")
     try:
-        header = json.loads(prefix[8:8 + n])
+        header = limits.peer_json(prefix[8:8 + n])
     except ValueError as e:
         raise ArtifactError(f"{where}: header is not JSON ({e})") from None
     if not isinstance(header, dict):

@@ -20,6 +20,7 @@ import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiplat.artifacts import limits
 from aiplat.artifacts.errors import ArtifactError, ArtifactInputError, ManifestError
 from aiplat.artifacts.reference import check_digest
 
@@ -119,8 +120,8 @@ class Manifest:
     @classmethod
     def from_bytes(cls, data: bytes, where: str = "manifest") -> Manifest:
         try:
-            d = json.loads(data)
-        except (ValueError, RecursionError) as e:  # nesting a few thousand deep: Recursion
+            d = limits.peer_json(data)
+        except ValueError as e:
             raise ArtifactError(f"{where}: not JSON ({str(e)[:200]})") from None
         if not isinstance(d, dict) or d.get("schemaVersion") != 2:
             raise ArtifactError(f"{where}: not an OCI image manifest (schemaVersion 2)")

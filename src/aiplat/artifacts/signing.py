@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from aiplat.artifacts import cosign
+from aiplat.artifacts import cosign, limits
 from aiplat.artifacts.cosign import PrivateKey, PublicKey
 from aiplat.artifacts.errors import ArtifactInputError, SignatureError
 from aiplat.artifacts.reference import canonical_name, shown
@@ -159,7 +159,7 @@ def check_signature(sig: Signature | bytes, repository: str, digest: str,
 def _check_legacy(blob: bytes, repository: str, digest: str,
                   keys: dict[str, PublicKey]) -> SignatureCheck:
     try:
-        doc = json.loads(blob)
+        doc = limits.peer_json(blob)
         kid = shown(str(doc["keyId"]), 80)  # the blob's claim, printed in refusals
         data = base64.b64decode(doc["payload"])
         sig = base64.b64decode(doc["signature"])

@@ -21,6 +21,7 @@ import click
 import yaml
 
 from aiplat import inputs
+from aiplat.artifacts import limits
 from aiplat.artifacts.cache import Cache
 from aiplat.artifacts.client import RegistryClient, open_client
 from aiplat.artifacts.errors import ArtifactInputError, storage_error
@@ -319,9 +320,9 @@ def inspect(ref: str, plain_http: bool | None, output: str) -> None:
         raw = client.get_blob_bytes(r.repository, m.config.digest)
         sigs = len(find_signatures(client, r.repository, digest))
     try:
-        config = json.loads(raw)
-    except (ValueError, RecursionError):
-        config = {"unreadable": f"the config blob {m.config.digest} is not JSON"}
+        config = limits.peer_json(raw)
+    except ValueError as e:
+        config = {"unreadable": f"the config blob {m.config.digest} is not JSON ({e})"}
     layers = [{"mediaType": x.media_type, "digest": x.digest, "size": x.size,
                "path": x.filepath or x.annotations.get("org.opencontainers.image.title", "")}
               for x in m.layers]
