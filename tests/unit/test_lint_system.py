@@ -204,6 +204,14 @@ POWERFUL = {
                                                           ["update"]),
     "token minting by */token": rule("", ["*/token"], ["create"]),
     "exec on named pods": {**rule("", ["pods/exec"], ["create"]), "resourceNames": ["coredns"]},
+    # the namespace's own objects
+    "namespace patch": rule("", ["namespaces"], ["patch"]),
+    "configmap update": rule("", ["configmaps"], ["update"]),
+    "configmap patch on one name": {**rule("", ["configmaps"], ["patch"]),
+                                    "resourceNames": ["coredns"]},
+    "endpoints create": rule("", ["endpoints"], ["create"]),
+    "endpointslice update": rule("discovery.k8s.io", ["endpointslices"], ["create", "update"]),
+    "secret create": rule("", ["secrets"], ["create"]),
 }
 TENANT_SUBJECTS = {
     "group": group("ml-team"),
@@ -320,6 +328,109 @@ def test_a_cluster_wide_grant_to_a_tenant_is_an_error(subject: str, cluster_role
                                          TENANT_SUBJECTS[subject])]
     found = system_findings(objs)
     assert [(f.severity, f.rule) for f in found] == [("error", "rbac-cluster-grant")]
+
+
+CERTS = "certificates.k8s.io"
+ADMISSION = "admissionregistration.k8s.io"
+# Powers over cluster-scoped objects: only a ClusterRoleBinding grants them.
+CLUSTER_POWERS = {
+    "nodes/proxy": rule("", ["nodes/proxy"], ["get"]),
+    "*/proxy": rule("", ["*/proxy"], ["get"]),
+    "persistentvolume create (hostPath)": rule("", ["persistentvolumes"], ["create"]),
+    "mutating webhook create": rule(ADMISSION, ["mutatingwebhookconfigurations"],
+                                    ["create"]),
+    "validating webhook update": rule(ADMISSION, ["validatingwebhookconfigurations"],
+                                      ["update"]),
+    "mutating admission policy create": rule(ADMISSION, ["mutatingadmissionpolicies"],
+                                             ["create"]),
+    "crd create": rule("apiextensions.k8s.io", ["customresourcedefinitions"], ["create"]),
+    "crd patch": rule("apiextensions.k8s.io", ["customresourcedefinitions"], ["patch"]),
+    "apiservice create": rule("apiregistration.k8s.io", ["apiservices"], ["create"]),
+    "node patch": rule("", ["nodes"], ["patch"]),
+    "node status update": rule("", ["nodes/status"], ["update"]),
+    "csr approval": [rule(CERTS, ["certificatesigningrequests"], ["create"]),
+                     rule(CERTS, ["certificatesigningrequests/approval"], ["update"]),
+                     {**rule(CERTS, ["signers"], ["approve"]),
+                      "resourceNames": ["kubernetes.io/kube-apiserver-client"]}],
+    "csr approval for every kubernetes.io signer": [
+        rule(CERTS, ["certificatesigningrequests/approval"], ["patch"]),
+        {**rule(CERTS, ["signers"], ["approve"]), "resourceNames": ["kubernetes.io/*"]}],
+}
+
+
+def _cluster_role(rules: Obj | list[Obj]) -> Obj:
+    return role("ClusterRole", None, *(rules if isinstance(rules, list) else [rules]),
+                name="c")
+
+
+@pytest.mark.parametrize("power", CLUSTER_POWERS, ids=list(CLUSTER_POWERS))
+def test_a_cluster_scoped_power_for_a_tenant_is_an_error(power: str) -> None:
+    objs = [*tenant_tree(), _cluster_role(CLUSTER_POWERS[power]),
+            binding("ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))]
+    found = system_findings(objs)
+    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-cluster-grant")], power
+    assert "Group ml-team" in found[0].why
+
+
+@pytest.mark.parametrize("power", CLUSTER_POWERS, ids=list(CLUSTER_POWERS))
+def test_a_cluster_scoped_power_in_a_rolebinding_grants_nothing(power: str) -> None:
+    """The RBAC authorizer reads a RoleBinding only for requests in its namespace: Nodes,
+    PersistentVolumes, webhooks, CRDs and CSRs are in none."""
+    objs = [*tenant_tree(), _cluster_role(CLUSTER_POWERS[power]),
+            binding("RoleBinding", "kube-system", ("ClusterRole", "c"), group("ml-team"))]
+    assert system_findings(objs) == []
+
+
+@pytest.mark.parametrize(("case", "rules"), [
+    ("approval without a signer", [rule(CERTS, ["certificatesigningrequests/approval"],
+                                        ["update"])]),
+    ("a signer without approval", [rule(CERTS, ["signers"], ["approve"])]),
+    ("kubelet serving certificates only", [
+        rule(CERTS, ["certificatesigningrequests/approval"], ["update"]),
+        {**rule(CERTS, ["signers"], ["approve"]),
+         "resourceNames": ["kubernetes.io/kubelet-serving"]}]),
+    ("reading webhooks, CRDs, nodes", [
+        rule(ADMISSION, ["mutatingwebhookconfigurations"], ["get", "list", "watch"]),
+        rule("apiextensions.k8s.io", ["customresourcedefinitions"], ["get", "list"]),
+        rule("", ["nodes", "nodes/status", "persistentvolumes"], ["get", "list", "watch"])]),
+])
+def test_cluster_scoped_near_misses_are_clean(case: str, rules: list[Obj]) -> None:
+    objs = [*tenant_tree(), _cluster_role(rules),
+            binding("ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))]
+    assert system_findings(objs) == [], case
+
+
+@pytest.mark.parametrize("power", ["configmap update", "endpoints create",
+                                   "endpointslice update", "secret create"])
+def test_a_system_namespaces_objects_count_where_the_binding_reaches_one(power: str) -> None:
+    """Writing ConfigMaps, Endpoints or Secrets is a tenant's business in its own namespace;
+    in kube-system, or everywhere, it is the components' configuration and traffic."""
+    cm = role("ClusterRole", None, POWERFUL[power], name="c")
+    everyone = group("system:authenticated")
+    tenant = system_findings([cm, binding("RoleBinding", "research", ("ClusterRole", "c"),
+                                          everyone)])
+    assert [(f.severity, f.rule) for f in tenant] == [("warning", "rbac-everyone")]
+    for b in (binding("RoleBinding", "kube-system", ("ClusterRole", "c"), everyone),
+              binding("ClusterRoleBinding", None, ("ClusterRole", "c"), everyone)):
+        found = system_findings([cm, b])
+        assert [(f.severity, f.rule) for f in found] == [("error", "rbac-everyone")], b
+    found = system_findings([*tenant_tree(), cm, binding(
+        "ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))])
+    assert [f.rule for f in found] == ["rbac-cluster-grant"]
+
+
+def test_relabelling_a_namespace_counts_wherever_it_is_bound() -> None:
+    """patch on namespaces through a RoleBinding reaches that Namespace itself: its Pod
+    Security label set to privileged admits privileged pods (RBAC good practices, Namespace
+    modification); cluster-wide it reaches every tenant's and kube-system's."""
+    ns_patch = role("ClusterRole", None, rule("", ["namespaces"], ["patch"]), name="c")
+    found = system_findings([*tenant_tree(), ns_patch, binding(
+        "ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))])
+    assert [f.rule for f in found] == ["rbac-cluster-grant"]
+    assert "relabels Namespaces" in found[0].why
+    found = system_findings([ns_patch, binding("RoleBinding", "research", ("ClusterRole", "c"),
+                                               group("system:authenticated"))])
+    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-everyone")]
 
 
 MATCHES = [

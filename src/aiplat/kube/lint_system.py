@@ -4,11 +4,9 @@ tree, whoever rendered it, and judge a binding by its subjects and its role's ru
 who made it. Rules, by name:
 
   rbac-system-namespace  a RoleBinding in a system namespace giving a subject that is no
-                         system component a role that runs pods (creates them or a workload
-                         controller, rewrites running ones, execs, attaches), reads
-                         Secrets, mints tokens, writes RBAC, escalates, binds, impersonates
-                         or uses a wildcard: such a subject runs as any ServiceAccount there
-                         (kube-system holds the controllers' own), a path to cluster-admin
+                         system component a role with a power below: such a subject runs
+                         as any ServiceAccount there (kube-system holds the controllers'
+                         own), a path to cluster-admin
   rbac-cluster-grant     a ClusterRoleBinding giving a tenant's subject (a group or user a
                          tenant namespace binds, a ServiceAccount of a tenant namespace) such
                          a ClusterRole (cluster-admin, admin, edit among Kubernetes' own)
@@ -21,6 +19,19 @@ who made it. Rules, by name:
                          isolates all its pods, a Pod Security level above privileged on a
                          namespace whose components need host access, the tenant label
 
+The powers (``POWERS``), each counted where the binding reaches it:
+  anywhere     wildcards; escalate, bind, impersonate; creating pods or workloads, or
+               rewriting running ones (update/patch on pods and workload controllers: an
+               image swapped in place); exec, attach, ephemeral containers; reading Secrets;
+               minting tokens; writing RBAC; relabelling a Namespace (its Pod Security level)
+  a system namespace, or all of them: writing its ConfigMaps (CoreDNS, kube-proxy, the
+               operators' configuration), Endpoints or EndpointSlices (traffic hijack),
+               Secrets (a bootstrap token)
+  cluster-wide only (cluster-scoped objects, which a RoleBinding never grants): nodes/proxy;
+               creating PersistentVolumes (hostPath); admission webhooks and mutating
+               admission policies; CRDs; APIServices; Nodes and their status; approving
+               client certificates
+
 A rule is matched as Kubernetes' RBAC authorizer matches it (``allows``): ``*`` or the exact
 string, ``*/subresource`` for any resource's, no create by a rule with resourceNames.
 
@@ -31,12 +42,14 @@ namespace (in any form: the subject kind, ``system:serviceaccount:NS:NAME``,
 Kueue's own release binds its kueue-system ServiceAccount in kube-system, so a
 ServiceAccount of another system namespace is a component too.
 
-Sources: Kubernetes' "RBAC good practices" (privilege escalation risks: workload creation,
-Secrets, escalate/bind/impersonate, token request, nodes/proxy), the RBAC authorizer
-(``plugin/pkg/auth/authorizer/rbac``: RuleAllows; a RoleBinding's ServiceAccount subject
-without a namespace is in the binding's), the bootstrap policy
-(``plugin/pkg/auth/authorizer/rbac/bootstrappolicy``: what Kubernetes grants everyone), Pod
-Security Standards (host namespaces and hostPath need privileged).
+Sources: Kubernetes' "RBAC good practices" (privilege escalation risks, every one: listing
+Secrets, workload creation, PersistentVolume creation, nodes/proxy, escalate, bind,
+impersonate, CSRs and certificate issuing, token request, admission webhooks, Namespace
+modification), the RBAC authorizer (``plugin/pkg/auth/authorizer/rbac``: RuleAllows; a
+RoleBinding's ServiceAccount subject without a namespace is in the binding's), the CSR
+approval check (``pkg/certauthorization``: approve on the signer's name or ``<domain>/*``),
+the bootstrap policy (``plugin/pkg/auth/authorizer/rbac/bootstrappolicy``: what Kubernetes
+grants everyone), Pod Security Standards (host namespaces and hostPath need privileged).
 """
 
 from __future__ import annotations
@@ -161,36 +174,95 @@ def _any_of(*tests: Callable[[list[Obj]], bool]) -> Callable[[list[Obj]], bool]:
     return lambda rules: any(t(rules) for t in tests)
 
 
+def _all_of(*tests: Callable[[list[Obj]], bool]) -> Callable[[list[Obj]], bool]:
+    return lambda rules: all(t(rules) for t in tests)
+
+
+# Where a binding reaches, and so which powers count: NAMESPACE, anywhere it is bound (its
+# own namespace included); SYSTEM, bound in a system namespace or cluster-wide (the
+# components' own objects); CLUSTER, cluster-scoped objects, which only a ClusterRoleBinding
+# grants (a RoleBinding's rules apply to its namespace's objects alone).
+NAMESPACE, SYSTEM, CLUSTER = "namespace", "system", "cluster"
+
+
 @dataclass(frozen=True)
 class Power:
     what: str  # what the role allows, as a finding says it
-    held: Callable[[list[Obj]], bool]  # by a role's rules
+    scope: str
+    held: Callable[[list[Obj]], bool]  # by a role's rules (all of them: some need two)
 
 
-# Kubernetes' "RBAC good practices", privilege escalation risks (escalate, bind and
-# impersonate, and wildcards, are read before this table).
+CERTS = "certificates.k8s.io"
+ADMISSION = "admissionregistration.k8s.io"
+# The signers whose certificates the API server takes as a client's identity (any name,
+# system:masters too), and the name that stands for all of kubernetes.io's (the CSR
+# approval check asks for approve on the signer's name, then on "<domain>/*").
+CLIENT_SIGNERS = ("kubernetes.io/kube-apiserver-client",
+                  "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/*")
+# Kubernetes' "RBAC good practices", privilege escalation risks, each one (escalate, bind and
+# impersonate, and wildcards, are read before this table), and what a system namespace's
+# objects add.
 POWERS = (
-    Power("creates pods or workloads (run as any ServiceAccount there)",
+    Power("creates pods or workloads (run as any ServiceAccount there)", NAMESPACE,
           _any_of(*(_grants(g, r, ["create"]) for g, r in WORKLOADS.items()))),
     Power("rewrites running pods or workload controllers (update/patch: its own image in "
-          "place of theirs, run as their ServiceAccount)",
+          "place of theirs, run as their ServiceAccount)", NAMESPACE,
           _any_of(*(_grants(g, r, ["update", "patch"]) for g, r in WORKLOADS.items()))),
-    Power("execs into running pods",
+    Power("execs into running pods", NAMESPACE,
           _any_of(_grants("", ["pods/exec", "pods/attach"], ["create", "get"]),
                   _grants("", ["pods/ephemeralcontainers"], ["update", "patch"]))),
-    Power("reads Secrets", _grants("", ["secrets"], ["get", "list", "watch"])),
-    Power("mints ServiceAccount tokens",
+    Power("reads Secrets", NAMESPACE, _grants("", ["secrets"], ["get", "list", "watch"])),
+    Power("mints ServiceAccount tokens", NAMESPACE,
           _grants("", ["serviceaccounts/token"], ["create"])),
-    Power("writes RBAC objects",
+    Power("writes RBAC objects", NAMESPACE,
           _grants(RBAC_GROUP, ["roles", "rolebindings", "clusterroles",
                                "clusterrolebindings"], ["create", "update", "patch"])),
-    Power("reaches the kubelet (nodes/proxy)",
+    Power("relabels Namespaces, a RoleBinding's own too (a Pod Security level that admits "
+          "privileged pods, labels other namespaces' NetworkPolicies let in)", NAMESPACE,
+          _grants("", ["namespaces"], ["update", "patch"])),
+    Power("writes the components' ConfigMaps (CoreDNS's Corefile, kube-proxy's and the "
+          "operators' configuration)", SYSTEM,
+          _grants("", ["configmaps"], ["create", "update", "patch"])),
+    Power("writes Endpoints or EndpointSlices (a system Service's traffic, DNS's or the API "
+          "server's, sent to its own address)", SYSTEM,
+          _any_of(_grants("", ["endpoints"], ["create", "update", "patch"]),
+                  _grants("discovery.k8s.io", ["endpointslices"],
+                          ["create", "update", "patch"]))),
+    Power("writes Secrets (a bootstrap token in kube-system signs in as a joining node; the "
+          "components' credentials and certificates)", SYSTEM,
+          _grants("", ["secrets"], ["create", "update", "patch"])),
+    Power("reaches the kubelet (nodes/proxy)", CLUSTER,
           _grants("", ["nodes/proxy"], ["get", "create"])),
+    Power("creates PersistentVolumes (hostPath: a node's filesystem in its pods)", CLUSTER,
+          _grants("", ["persistentvolumes"], ["create"])),
+    Power("controls admission (webhook configurations or mutating admission policies: "
+          "sees every object admitted, Secrets too, and rewrites them)", CLUSTER,
+          _grants(ADMISSION, ["mutatingwebhookconfigurations",
+                              "validatingwebhookconfigurations", "mutatingadmissionpolicies",
+                              "mutatingadmissionpolicybindings"],
+                  ["create", "update", "patch"])),
+    Power("defines CustomResourceDefinitions (a conversion webhook sees and rewrites every "
+          "object of the kind; an operator's schema dropped)", CLUSTER,
+          _grants("apiextensions.k8s.io", ["customresourcedefinitions"],
+                  ["create", "update", "patch"])),
+    Power("registers aggregated APIs (the API server forwards requests, and who sent them, "
+          "to its service)", CLUSTER,
+          _grants("apiregistration.k8s.io", ["apiservices"], ["create", "update", "patch"])),
+    Power("rewrites Nodes (labels and taints that draw system pods to a node it holds, "
+          "the addresses the API server reaches the kubelet at)", CLUSTER,
+          _any_of(_grants("", ["nodes"], ["create", "update", "patch"]),
+                  _grants("", ["nodes/status"], ["update", "patch"]))),
+    Power("approves client certificates (a CSR for any name, a system component's or "
+          "system:masters', signed)", CLUSTER,
+          _all_of(_grants(CERTS, ["certificatesigningrequests/approval"],
+                          ["update", "patch"]),
+                  _grants(CERTS, ["signers"], ["approve"], CLIENT_SIGNERS))),
 )
 
 
-def _rule_powers(rules: list[Obj]) -> list[str]:
-    """What these rules (one role's) allow that leads to cluster-admin."""
+def _rule_powers(rules: list[Obj], scopes: set[str]) -> list[str]:
+    """What these rules (one role's) allow that leads to cluster-admin, where a binding
+    reaching ``scopes`` grants it."""
     out = []
     for rule in rules:
         verbs = set(rule.get("verbs") or [])
@@ -198,8 +270,14 @@ def _rule_powers(rules: list[Obj]) -> list[str]:
             out.append("uses a wildcard verb or resource")
         if verbs & {"escalate", "bind", "impersonate"}:
             out.append(f"may {'/'.join(sorted(verbs & {'escalate', 'bind', 'impersonate'}))}")
-    out += [p.what for p in POWERS if p.held(rules)]
+    out += [p.what for p in POWERS if p.scope in scopes and p.held(rules)]
     return list(dict.fromkeys(out))
+
+
+def _scopes(binding: Obj) -> set[str]:
+    if binding.get("kind") != "RoleBinding":
+        return {NAMESPACE, SYSTEM, CLUSTER}
+    return {NAMESPACE, SYSTEM} if is_system_namespace(namespace(binding)) else {NAMESPACE}
 
 
 def _role_rules(ctx: Context, role: Obj) -> list[Obj]:
@@ -225,7 +303,7 @@ def powers(ctx: Context, binding: Obj) -> tuple[str, list[str]]:
     label = f"{kind} {rname}"
     if role is None:
         return label, list(DEFAULT_POWERS.get(rname, [])) if kind == "ClusterRole" else []
-    return label, _rule_powers(_role_rules(ctx, role))
+    return label, _rule_powers(_role_rules(ctx, role), _scopes(binding))
 
 
 def _bindings(ctx: Context) -> Iterable[tuple[Obj, Subject]]:
