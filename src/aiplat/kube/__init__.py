@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from aiplat.kube.crds import CrdIndex, load_crds
     from aiplat.kube.inventory import Inventory
     from aiplat.kube.lint import Finding
-    from aiplat.kube.pending import Explanation, why_pending
+    from aiplat.kube.pending import why_pending
+    from aiplat.kube.pending_answer import Explanation
     from aiplat.kube.pipeline import KubeCheck, check_platform
     from aiplat.kube.render import Rendered
     from aiplat.kube.snapshot import Snapshot, load_snapshot, snapshot_from_lists
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 # Re-exports load on first use (aiplat.lazy).
 _EXPORTS = {
     "CrdIndex": "crds",
-    "Explanation": "pending",
+    "Explanation": "pending_answer",
     "Finding": "lint",
     "Inventory": "inventory",
     "Issue": "validate",

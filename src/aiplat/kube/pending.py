@@ -22,19 +22,23 @@ The walk follows what has to happen, in order, and stops at the first thing that
 
 Simplifications, stated: this walk answers "can it fit at all, and what blocks it" per
 resource; the order Kueue's cycle takes (other heads, StrictFIFO, fair sharing), the
-preemption it would make and requeues are the replay's (``aiplat.ops.why_pending`` runs it
-and reconciles the two, so "fits" is never the final word).
+preemption it would make and requeues are the replay's. Given ``decide`` (Kueue's decision,
+``aiplat.ops.why_pending``), the step that found the cause asks for it and the quota verdict
+is Kueue's (:mod:`aiplat.kube.pending_answer`), so "fits" is never the final word.
 """
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
+from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.lint import cohort_root, selector_matches
+from aiplat.kube.pending_answer import Asked, Decide, Explanation, at_quota, besides
 from aiplat.kube.quantity import pod_requests, quantity_or_zero
 from aiplat.kube.snapshot import Obj, Snapshot
 from aiplat.kueue.quota import Node, Tree
@@ -42,18 +46,6 @@ from aiplat.kueue.snapshot import FR, KUEUE_VERSIONS, from_units, in_units, pars
 from aiplat.shell import sh
 
 KUEUE_API = KUEUE_VERSIONS[0]  # what a listed item without its apiVersion is read as
-
-
-@dataclass(frozen=True)
-class Explanation:
-    object: str
-    code: str
-    reason: str
-    evidence: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"object": self.object, "code": self.code, "reason": self.reason,
-                "evidence": self.evidence}
 
 
 def _fmt(d: Decimal, resource: str = "") -> str:
@@ -666,24 +658,36 @@ def _pods_of(snap: Snapshot, wl: Obj) -> list[Obj]:
     return out
 
 
-def _explain_workload(snap: Snapshot, wl: Obj) -> Explanation:
+def _explain_workload(snap: Snapshot, wl: Obj, decide: Decide | None = None) -> Explanation:
     ref = f"Workload/{_ns(wl)}/{_name(wl)}"
     if _is_true(wl, "Finished"):
         return Explanation(ref, "Finished", "the workload has finished", [])
+    ask = functools.partial(_ask, decide, wl)
     if (wl.get("spec") or {}).get("active") is False:
-        return Explanation(ref, "Deactivated", "the workload is deactivated (spec.active: "
-                           "false), e.g. after exceeding its requeue backoff limit",
-                           ["set spec.active: true to requeue it"])
+        return besides(Explanation(ref, "Deactivated", "the workload is deactivated (spec."
+                                   "active: false), e.g. after exceeding its requeue backoff "
+                                   "limit", ["set spec.active: true to requeue it"]),
+                       ask(), "queue")
     kueue_says = _cond(wl, "QuotaReserved")
     said = ([f"Kueue: {kueue_says.get('reason')}: {kueue_says.get('message')}"]
             if kueue_says and kueue_says.get("status") == "False" and kueue_says.get("message")
             else [])
     if _admitted(wl):
-        return _explain_admitted(snap, wl, ref)
-    queued = _queue_of(snap, wl, ref, said)
+        return besides(_explain_admitted(snap, wl, ref), ask(), "admitted")
+    queued = _queue_of(snap, wl, ref, said, ask=ask)
     if isinstance(queued, Explanation):
         return queued
-    return _explain_quota(snap, wl, queued, ref, said)
+    return _explain_quota(snap, wl, queued, ref, said, ask=ask)
+
+
+def _ask(decide: Decide | None, wl: Obj) -> Asked:
+    """Kueue's decision for the workload (see :mod:`aiplat.kube.pending_answer`)."""
+    if decide is None:
+        return None
+    try:
+        return decide(f"{_ns(wl)}/{_name(wl)}")
+    except InputError as err:
+        return str(err)
 
 
 def _explain_admitted(snap: Snapshot, wl: Obj, ref: str) -> Explanation:
@@ -700,8 +704,10 @@ def _explain_admitted(snap: Snapshot, wl: Obj, ref: str) -> Explanation:
                        [f"{len(_pods_of(snap, wl))} pod(s) found"])
 
 
-def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str]) -> Obj | Explanation:
-    """The active ClusterQueue behind the workload's LocalQueue, or why there is none."""
+def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str], *,
+              ask: Callable[[], Asked]) -> Obj | Explanation:
+    """The active ClusterQueue behind the workload's LocalQueue, or why there is none (a
+    missing queue: Kueue cannot schedule it, nothing to ask)."""
     queue = (wl.get("spec") or {}).get("queueName", "")
     lq = snap.get("localqueues", queue, _ns(wl))
     if lq is None:
@@ -713,14 +719,15 @@ def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str]) -> Obj | Expla
                             *said])
     lq_stop = (lq.get("spec") or {}).get("stopPolicy", "None")
     if lq_stop in ("Hold", "HoldAndDrain"):
-        return Explanation(ref, "LocalQueueStopped",
-                           f"LocalQueue {_ns(wl)}/{queue} is stopped (stopPolicy {lq_stop})",
-                           ["a held LocalQueue admits nothing new"
-                            + (" and HoldAndDrain evicts what it admitted"
-                               if lq_stop == "HoldAndDrain" else ""),
-                            "resume: " + sh("kubectl patch localqueue {q} -n {ns} --type merge "
-                                            "-p '{{\"spec\":{{\"stopPolicy\":\"None\"}}}}'",
-                                            q=queue, ns=_ns(wl)), *said])
+        return besides(Explanation(
+            ref, "LocalQueueStopped",
+            f"LocalQueue {_ns(wl)}/{queue} is stopped (stopPolicy {lq_stop})",
+            ["a held LocalQueue admits nothing new"
+             + (" and HoldAndDrain evicts what it admitted" if lq_stop == "HoldAndDrain"
+                else ""),
+             "resume: " + sh("kubectl patch localqueue {q} -n {ns} --type merge "
+                             "-p '{{\"spec\":{{\"stopPolicy\":\"None\"}}}}'",
+                             q=queue, ns=_ns(wl)), *said]), ask(), "queue")
     cq_name = (lq.get("spec") or {}).get("clusterQueue", "")
     cq = snap.get("clusterqueues", cq_name)
     if cq is None:
@@ -728,7 +735,7 @@ def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str]) -> Obj | Expla
                            f"LocalQueue {_ns(wl)}/{queue} points at ClusterQueue {cq_name!r}, "
                            "which does not exist", said)
     inactive = _inactive(snap, cq, ref, said)
-    return inactive if inactive is not None else cq
+    return cq if inactive is None else besides(inactive, ask(), "queue")
 
 
 def _missing_checks(snap: Snapshot, cq: Obj) -> list[str]:
@@ -777,8 +784,10 @@ def _inactive(snap: Snapshot, cq: Obj, ref: str, said: list[str]) -> Explanation
     return None
 
 
-def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str]) -> Explanation:
-    """Flavors, quota, topology and preemption for a queued workload on an active queue."""
+def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str], *,
+                   ask: Callable[[], Asked]) -> Explanation:
+    """Flavors, quota, topology and preemption for a queued workload on an active queue;
+    the quota verdict is Kueue's when it is asked."""
     cq_name = _name(cq)
     req = workload_requests(wl)
     spec0 = (((_podsets(wl) or [{}])[0].get("template") or {}).get("spec")) or {}
@@ -793,47 +802,53 @@ def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str]) 
         tree = tree or _quota_tree(snap)
         fits.append(_quota_fit(tree, cq, fname, req))
     if not fits:
-        return Explanation(ref, "FlavorMismatch",
-                           f"no flavor of ClusterQueue {cq_name} suits the pods: {problems[0]}",
-                           [*problems, *said])
+        return besides(Explanation(ref, "FlavorMismatch", f"no flavor of ClusterQueue "
+                                   f"{cq_name} suits the pods: {problems[0]}",
+                                   [*problems, *said]), ask(), "blocker")
     ok = next((f for f in fits if f.code == "Fits"), None)
     if ok is not None:
         fl = snap.get("resourceflavors", ok.flavor) or {}
         if (fl.get("spec") or {}).get("topologyName"):
             e = _topology(snap, wl, fl)
             if e is not None:
-                return Explanation(ref, e.code, e.reason, [*ok.evidence, *e.evidence, *said])
+                return besides(Explanation(ref, e.code, e.reason,
+                                           [*ok.evidence, *e.evidence, *said]), ask(), "blocker")
         # Per resource only: whether Kueue's cycle admits it (queue order, other heads,
-        # requeues) is the replay's to say (aiplat.ops.why_pending).
-        return Explanation(ref, "Fits", f"quota is available in flavor {ok.flavor} per "
-                           "resource", [*ok.evidence, *said])
+        # requeues) is Kueue's decision.
+        return at_quota(Explanation(ref, "Fits", f"quota is available in flavor {ok.flavor} "
+                                    "per resource", [*ok.evidence, *said]), ask(), _cohort(cq))
     rank = {"WaitingForPreemption": 0, "BorrowingLimit": 1, "QuotaExhausted": 2,
             "CohortExhausted": 3, "NeverFits": 4, "ResourceNotCovered": 5}
     best = sorted(fits, key=lambda f: rank.get(f.code, 9))[0]
     pre = _preemption(snap, wl, cq, best)
     if pre is not None:
-        return Explanation(ref, pre.code, pre.reason, [*pre.evidence, *said])
-    return Explanation(ref, best.code, best.reason, [*best.evidence, *problems, *said])
+        return besides(Explanation(ref, pre.code, pre.reason, [*pre.evidence, *said]), ask(),
+                       "victims")
+    return at_quota(Explanation(ref, best.code, best.reason,
+                                [*best.evidence, *problems, *said]), ask(), _cohort(cq))
 
 
-def why_pending(snap: Snapshot, name: str, namespace: str | None = None) -> Explanation:
-    """Explain a Workload, a Job (via its Workload) or a Pod, by name."""
+def why_pending(snap: Snapshot, name: str, namespace: str | None = None,
+                decide: Decide | None = None) -> Explanation:
+    """Explain a Workload, a Job (via its Workload) or a Pod, by name; with ``decide``, the
+    steps that need Kueue's decision for a Workload ask it (see
+    :mod:`aiplat.kube.pending_answer`), else the walk answers alone."""
     def in_ns(o: Obj) -> bool:
         return namespace is None or _ns(o) == namespace
 
     for wl in snap.list("workloads"):
         if _name(wl) == name and in_ns(wl):
-            return _explain_workload(snap, wl)
+            return _explain_workload(snap, wl, decide)
     for wl in snap.list("workloads"):
         owners = _meta(wl).get("ownerReferences") or []
         if in_ns(wl) and any(o.get("name") == name for o in owners):
-            return _explain_workload(snap, wl)
+            return _explain_workload(snap, wl, decide)
     for p in snap.list("pods"):
         if _name(p) == name and in_ns(p):
             wl_name = (_meta(p).get("labels") or {}).get("kueue.x-k8s.io/workload")
             owner = snap.get("workloads", wl_name, _ns(p)) if wl_name else None
             if owner is not None:
-                return _explain_workload(snap, owner)
+                return _explain_workload(snap, owner, decide)
             ref = f"Pod/{_ns(p)}/{name}"
             if (p.get("status") or {}).get("phase") != "Pending":
                 return Explanation(ref, "NotPending",
