@@ -268,3 +268,17 @@ def test_claim_templates_reach_the_replay_as_kueue_counts_them() -> None:
     out = next_cycles(snapshot_from_lists(lists), key)
     assert out.decision == "pending", out
     assert "insufficient unused quota for nvidia.com/gpu in flavor h100" in out.message, out
+
+
+def test_when_the_replay_cannot_read_the_objects_the_walk_answers_and_says_so() -> None:
+    """A ClusterQueue the API server would refuse (a condition without its time): Kueue's
+    decision is not known; quota that fits per resource is said as such, the reason named."""
+    lists = _lists("quota-exhausted")
+    _finish(lists, "pretrain-a")
+    _untried(_owned(lists, "finetune"))
+    serving = next(c for c in lists["clusterqueues"] if c["metadata"]["name"] == "serving")
+    serving["status"]["conditions"] = [{"type": "Active", "status": "True"}]
+    a = explain(snapshot_from_lists(lists), "finetune", "research")
+    assert a.code == "QuotaAvailable" and a.kueue is None, a
+    assert "could not run" in a.reason and "is not known" in a.reason, a.reason
+    assert "lastTransitionTime" in a.as_dict()["replay"]["error"]
