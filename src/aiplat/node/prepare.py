@@ -125,7 +125,7 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
         ]))
     if entry.container_runtime:
         name, _, ver = entry.container_runtime.partition(" ")
-        pkg = RUNTIME_PACKAGES[name]
+        pkg = RUNTIME_PACKAGES[name.lower()]
         _exact("containerRuntime", ver)
         steps.append(Step(f"container runtime {entry.container_runtime}, pinned", [
             _write(_preferences(pkg), _pin([pkg], f"{ver}*")),
@@ -199,7 +199,7 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
         ], reboot=True, notes=["enrolment finishes at the console after reboot (MOK manager "
                                "asks for the password set by mokutil --import)"]))
     if nvidia and entry.container_toolkit:
-        runtime = (entry.container_runtime or "containerd").split()[0]
+        runtime = (entry.container_runtime or "containerd").split()[0].lower()
         rt = "crio" if runtime == "cri-o" else runtime
         steps.append(Step("container runtime integration and CDI specs", [
             sh("nvidia-ctk runtime configure --runtime={rt}", rt=rt),

@@ -72,7 +72,7 @@ VERSION_SPEC = rf"^{_CLAUSES}$"
 ('>=6.1,<6.13'): Debian's version characters (deb-version(7)) and the comparison operators
 node/matrix.py reads, nothing else. Patterns say [0-9], not \\d: \\d also matches other
 scripts' digits ('1.３４'), which int() reads but no package manager does."""
-RUNTIME_SPEC = rf"^(?:containerd|cri-o) {_CLAUSES}$"
+RUNTIME_SPEC = rf"^(?i:containerd|cri-o) {_CLAUSES}$"
 """The container runtime and its version or range ('containerd 2.1', 'cri-o >=1.33'): the
 two CRI runtimes node prepare installs and configures; any other name would be installed,
 pinned and restarted as a package of that name."""
