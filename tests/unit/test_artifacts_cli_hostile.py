@@ -172,3 +172,19 @@ def test_tags_nested_deep_are_one_line_not_a_traceback(
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.startswith("error: ") and err.count("\n") == 1
     assert "nested more than 64 levels deep" in err
+
+
+@pytest.mark.parametrize(("args", "fix"), [
+    (["pull", "127.1:5055/prod/m:1"], "write 127.0.0.1:5055"),
+    (["inspect", "[::ffff:127.0.0.1]:5055/prod/m:1", "--plain-http"], "write 127.0.0.1:5055"),
+    (["tags", "127.0.0.1:05055/prod/m"], "write 127.0.0.1:5055"),
+    (["ls", "0x7f.0.0.1:5055"], "write 127.0.0.1:5055"),
+    (["pull", "reg.example:0443/prod/m:1"], "write reg.example:443"),
+    (["pull", "127.0.0.1:\u0665\u0660\u0665\u0665/prod/m:1"], "not a registry host"),
+])
+def test_another_spelling_of_an_address_is_one_input_error(
+        args: list[str], fix: str, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    extra = ["--cache", str(tmp_path / "c")] if args[0] == "pull" else []
+    assert main(["model", *args, *extra]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.count("\n") == 1 and fix in err, err

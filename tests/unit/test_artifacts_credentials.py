@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from aiplat.artifacts import cosign
 from aiplat.artifacts.auth import Credentials, load_credentials
 from aiplat.artifacts.client import RegistryClient, RetryPolicy
-from aiplat.artifacts.errors import RegistryError
+from aiplat.artifacts.errors import ArtifactInputError, RegistryError
 from aiplat.artifacts.reference import parse_reference, sha256_digest, signature_tag
 from aiplat.artifacts.signatures import sign_reference
 from aiplat.artifacts.signing import parse_policy, public_pem
@@ -158,6 +158,12 @@ def _policy(signed: str) -> str:
     ("reg.example/prod/*", "reg.example:80/prod/m"),
     ("[::1]:5000/prod/*", "[::1]:5000/prod/m"),
     ("[::1]:5000/prod/*", "[0::1]:5000/prod/m"),
+    ("127.1:5055/prod/*", "127.0.0.1:5055/prod/m"),  # a pattern may spell its host any way
+    ("0x7f.0.0.1:5055/prod/*", "127.0.0.1:5055/prod/m"),
+    ("[::ffff:127.0.0.1]:5055/prod/*", "127.0.0.1:5055/prod/m"),
+    ("127.0.0.1:05055/prod/*", "127.0.0.1:5055/prod/m"),
+    ("reg.example:0443/prod/*", "reg.example/prod/m"),
+    ("REG.example.:443/prod/*", "reg.example/prod/m"),
 ])
 def test_a_signed_rule_matches_every_spelling_of_its_host(rule: str, name: str) -> None:
     decision = parse_policy(_policy(rule), "p.yaml").decide(name)
@@ -169,6 +175,48 @@ def test_a_signed_rule_matches_every_spelling_of_its_host(rule: str, name: str) 
 def test_other_hosts_and_ports_stay_other(name: str) -> None:
     rule = "localhost:5000/prod/*" if "localhost" in name else "reg.example/prod/*"
     assert not parse_policy(_policy(rule), "p.yaml").decide(name).require_signature
+
+
+OTHER_SPELLINGS = [  # of 127.0.0.1:5055, each of which pulled an unsigned model
+    "127.0.0.1:05055", "127.0.0.1:0005", "127.1:5055", "127.0.1:5055", "2130706433:5055",
+    "0x7f.0.0.1:5055", "0x7f000001:5055", "0177.0.0.1:5055", "127.000.000.001:5055",
+    "0X7F.1:5055", "[::ffff:127.0.0.1]:5055", "[::ffff:7f00:1]:5055",
+    "[0:0:0:0:0:ffff:7f00:1]:5055",
+]
+
+
+@pytest.mark.parametrize("spelling", OTHER_SPELLINGS)
+def test_another_spelling_of_a_signed_registrys_address_is_refused(spelling: str) -> None:
+    """A rule for 127.0.0.1:5055 and a catch-all: the resolver reads each spelling as
+    127.0.0.1 and httpx connects there, but the policy compared it as another host."""
+    with pytest.raises(ArtifactInputError) as info:
+        parse_reference(f"{spelling}/prod/m:1")
+    assert "write 127.0.0.1:5" in str(info.value) and info.value.exit_code == 2
+    with pytest.raises(ArtifactInputError):
+        RegistryClient(spelling)
+
+
+@pytest.mark.parametrize(("spelling", "fix"), [
+    ("127.0.0.1:\u0665\u0660\u0665\u0665", "not a registry host"),  # Arabic-Indic 5055
+    ("127.0.0.1:\uff15\uff10\uff15\uff15", "not a registry host"),  # full-width 5055
+    ("127.0.0.1:005055", "not a registry host"),
+    ("reg.example:0443", "write reg.example:443"),
+    ("reg.example:00080", "write reg.example:80"),
+    ("127.0.0.08:5055", "no IPv4 address"), ("1.2.3.4.5:5055", "no IPv4 address"),
+    ("0x:5055", "write 0.0.0.0:5055"),
+])
+def test_ports_are_ascii_digits_and_numbers_are_addresses_in_one_spelling(
+        spelling: str, fix: str) -> None:
+    spelling = spelling.encode().decode("unicode_escape")
+    with pytest.raises(ArtifactInputError, match=fix):
+        parse_reference(f"{spelling}/prod/m:1")
+
+
+def test_the_spellings_that_stay_are_the_policys_own() -> None:
+    policy = parse_policy(_policy("127.0.0.1:5055/prod/*"), "p.yaml")
+    for host in ("127.0.0.1:5055", "[::1]:5055", "localhost:5055", "reg.example:5055"):
+        ref = parse_reference(f"{host}/prod/m:1")  # accepted as written
+        assert policy.decide(ref.name).require_signature == host.startswith("127.")
 
 
 # ---------------------------------------------------------------------------- digests

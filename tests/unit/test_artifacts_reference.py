@@ -19,7 +19,12 @@ from aiplat.artifacts.modelpack import (
     model_manifest,
     safe_relpath,
 )
-from aiplat.artifacts.reference import parse_reference, sha256_digest, signature_tag
+from aiplat.artifacts.reference import (
+    canonical_host,
+    parse_reference,
+    sha256_digest,
+    signature_tag,
+)
 from aiplat.artifacts.units import human_bytes, parse_size
 
 D = "sha256:" + "ab" * 32
@@ -100,3 +105,23 @@ def test_unsafe_paths_from_manifests_are_refused(path: str) -> None:
 
 def test_safe_paths_are_normalised() -> None:
     assert safe_relpath("a/./b.safetensors", "t") == "a/b.safetensors"
+
+
+@pytest.mark.parametrize(("host", "canonical"), [
+    ("LOCALHOST:5000", "localhost:5000"), ("reg.example:443", "reg.example"),
+    ("reg.example:0443", "reg.example"), ("reg.example.:80", "reg.example"),
+    ("127.1:5055", "127.0.0.1:5055"), ("2130706433", "127.0.0.1"),
+    ("0x7f.0.0.1:05055", "127.0.0.1:5055"), ("0177.1", "127.0.0.1"),
+    ("[::ffff:127.0.0.1]:5055", "127.0.0.1:5055"), ("[0::1]:5000", "[::1]:5000"),
+    ("[::1]", "[::1]"), ("127.0.0.*:5000", "127.0.0.*:5000"), ("*", "*"),
+    ("1.2.3.4.5", "1.2.3.4.5"), ("reg.example:5000", "reg.example:5000"),
+])
+def test_canonical_host(host: str, canonical: str) -> None:
+    assert canonical_host(host) == canonical
+    assert canonical_host(canonical) == canonical
+
+
+def test_sizes_are_ascii_digits() -> None:
+    for text in ("\u0665\u0660G", "\uff15\uff10G", "5\u0660M"):  # Arabic-Indic, full-width
+        with pytest.raises(ArtifactInputError):
+            parse_size(text)

@@ -170,7 +170,7 @@ def bare_host(registry: str) -> str:
     return registry.rsplit(":", 1)[0].lower() if registry.count(":") == 1 else registry.lower()
 
 
-_CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"')
+_CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"', re.ASCII)
 
 
 def parse_challenge(header: str) -> tuple[str, dict[str, str]]:

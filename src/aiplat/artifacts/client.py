@@ -607,7 +607,7 @@ def _error_text(r: httpx.Response) -> str:
         return r.reason_phrase
 
 
-_LINK_RE = re.compile(r'<([^>]*)>\s*;[^,<]*\brel="?next"?')
+_LINK_RE = re.compile(r'<([^>]*)>\s*;[^,<]*\brel="?next"?', re.ASCII)
 
 
 def _next_link(r: httpx.Response) -> str | None:

@@ -29,13 +29,20 @@ _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _DIGEST_RE = re.compile(r"^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$")
 # A registry host is "localhost" or has a dot or a port (as Docker decides), or is [IPv6];
 # DNS labels are ASCII letters, digits and inner hyphens (Docker's domain grammar), so
-# nothing reaches the HTTP client that it cannot make a URL of.
+# nothing reaches the HTTP client that it cannot make a URL of. Digits are ASCII: ``\d``
+# would take any script's digits, and int() reads them (a port of Arabic-Indic digits).
 _LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOST_RE = re.compile(
     rf"^(?:(?P<name>localhost|{_LABEL}(?:\.{_LABEL})+|{_LABEL}(?=:))|\[(?P<v6>[0-9a-fA-F:.]+)\])"
-    r"(?::(?P<port>\d{1,5}))?$"
+    r"(?::(?P<port>[0-9]{1,5}))?$"
 )
-_DEFAULT_PORTS = (":443", ":80")
+_DEFAULT_PORTS = ("443", "80")
+# A name the resolver reads as an IPv4 address (inet_aton: one to four parts, each decimal,
+# octal with a leading 0 or hexadecimal with 0x): 127.1, 2130706433 and 0x7f.0.0.1 are all
+# 127.0.0.1. A name any of whose labels could be such a part is refused unless it is the
+# address's one dotted-quad spelling.
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0[xX][0-9a-fA-F]*")
+_AT_PART = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 
 
 def check_digest(digest: str) -> str:
@@ -84,7 +91,13 @@ def matches(data: bytes, digest: str) -> bool:
 
 def parse_registry(text: str) -> str:
     """``HOST[:PORT]`` if it names a registry (a DNS name with a dot, ``localhost``, a name
-    with a port, an IP literal, ``[IPv6]``; a port 1-65535), else ArtifactInputError."""
+    with a port, an IP literal, ``[IPv6]``; a port 1-65535), else ArtifactInputError.
+
+    Each registry has one spelling here, the one a trust policy compares (:func:`canonical_name`
+    only changes case, default ports and IPv6 zeros): a port with a leading zero, an IPv4
+    address in any form but the dotted quad (``127.1``, ``2130706433``, ``0x7f.0.0.1``) and an
+    IPv4-mapped IPv6 address (``[::ffff:127.0.0.1]``) are refused with the spelling to use, so
+    no other spelling of a signed registry's address falls through to another rule."""
     fix = ("write HOST[:PORT], e.g. 127.0.0.1:5000 or registry.example.com (a DNS name,"
            " an IP address or [IPv6], and a port from 1 to 65535)")
     m = _HOST_RE.match(text)
@@ -99,25 +112,93 @@ def parse_registry(text: str) -> str:
     port = m.group("port")
     if port is not None and not 0 < int(port) < 65536:
         raise ArtifactInputError(f"{text!r}: port {port} is out of range; {fix}")
+    try:
+        one = _one_spelling(m.group("name") or f"[{m.group('v6')}]", port)
+    except ValueError:
+        raise ArtifactInputError(f"{text!r} is numbers but no IPv4 address (a resolver may"
+                                 " read them as one, or not); write HOST[:PORT] with an IPv4"
+                                 " address as four numbers from 0 to 255 (e.g. 127.0.0.1:5000)"
+                                 " or a DNS name") from None
+    if one != text:
+        raise ArtifactInputError(
+            f"{text!r} is {one} written another way; write {one} (a trust policy compares"
+            " registries as written, so aiplat takes one spelling of each)")
     return text
 
 
-def canonical_name(name: str) -> str:
-    """``HOST[:PORT]/REPO`` as a trust policy compares it: the host lower-case and a default
-    port (443, 80) dropped, so ``LOCALHOST:5000/m`` is ``localhost:5000/m`` and
-    ``reg.example:443/m`` is ``reg.example/m``. Works on patterns too (``*`` and ``?``
-    stay; an IPv6 literal is written in its compressed form)."""
-    host, sep, rest = name.partition("/")
-    host = host.lower()
-    for port in _DEFAULT_PORTS:
-        if host.endswith(port):
-            host = host[: -len(port)]
-            break
-    if host.startswith("[") and "]" in host:
-        literal, _, port = host[1:].partition("]")
+def _one_spelling(host: str, port: str | None) -> str:
+    """``host[:port]`` as it must be written: an IPv4 address dotted (whether written as
+    ``127.1`` or as an IPv4-mapped IPv6 address), a port without leading zeros."""
+    address = _address(host)
+    spelled = str(address) if isinstance(address, ipaddress.IPv4Address) else host
+    return spelled if port is None else f"{spelled}:{int(port)}"
+
+
+def _address(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The IP address ``host`` (a name or a valid ``[v6]``) is to the resolver, an
+    IPv4-mapped IPv6 address as IPv4; None for a DNS name; ValueError for numbers that are
+    no address (``127.0.0.08``, ``1.2.3.4.5``), which a resolver may read either way."""
+    if host.startswith("["):
+        v6 = ipaddress.IPv6Address(host[1:-1])
+        return v6.ipv4_mapped or v6
+    labels = host.split(".")
+    if not all(_NUMERIC_LABEL.fullmatch(label) for label in labels):
+        return None
+    v4 = _inet_aton(labels)
+    if v4 is None:
+        raise ValueError(host)
+    return v4
+
+
+def _inet_aton(parts: list[str]) -> ipaddress.IPv4Address | None:
+    """The address glibc's inet_aton reads from ``parts`` (the labels), else None."""
+    if not 1 <= len(parts) <= 4 or not all(_AT_PART.fullmatch(p) for p in parts):
+        return None
+    values = [int(p[2:] or "0", 16) if p[:2].lower() == "0x" else int(p, 8) if p[0] == "0"
+              else int(p) for p in parts]
+    *head, last = values
+    if any(v > 255 for v in head) or last >= 256 ** (5 - len(parts)):
+        return None
+    return ipaddress.IPv4Address(sum(v << 8 * (3 - i) for i, v in enumerate(head)) + last)
+
+
+def canonical_host(host: str) -> str:
+    """``HOST[:PORT]`` as a trust policy compares it: lower-case, an IP address in its one
+    spelling (an IPv4 address dotted, an IPv6 one compressed, an IPv4-mapped one as IPv4), a
+    port as its number and a default port (443, 80) dropped, a DNS name's final dot dropped.
+    Wildcards (``*``, ``?``) stay as written."""
+    name, port = _host_and_port(host.lower())
+    if name.startswith("[") and name.endswith("]"):
         with contextlib.suppress(ValueError):  # a pattern with wildcards: kept as written
-            host = f"[{ipaddress.IPv6Address(literal).compressed}]{port}"
-    return f"{host}{sep}{rest}"
+            v6 = ipaddress.IPv6Address(name[1:-1])
+            name = str(v6.ipv4_mapped) if v6.ipv4_mapped else f"[{v6.compressed}]"
+    elif len(name) > 1:
+        name = name.removesuffix(".")
+        v4 = _inet_aton(name.split("."))
+        name = str(v4) if v4 is not None else name
+    if port is not None and port.isascii() and port.isdigit():
+        port = str(int(port))
+    return name if port is None or port in _DEFAULT_PORTS else f"{name}:{port}"
+
+
+def _host_and_port(host: str) -> tuple[str, str | None]:
+    if host.startswith("[") and "]" in host:
+        end = host.index("]") + 1
+        rest = host[end:]
+        return host[:end], rest[1:] if rest.startswith(":") else None
+    if host.count(":") == 1:
+        name, port = host.split(":")
+        return name, port
+    return host, None
+
+
+def canonical_name(name: str) -> str:
+    """``HOST[:PORT]/REPO`` as a trust policy compares it: the host canonical
+    (:func:`canonical_host`), so ``LOCALHOST:5000/m`` is ``localhost:5000/m``,
+    ``reg.example:443/m`` is ``reg.example/m`` and ``127.1:5000/m`` is ``127.0.0.1:5000/m``.
+    Works on patterns too (``*`` and ``?`` stay)."""
+    host, sep, rest = name.partition("/")
+    return f"{canonical_host(host)}{sep}{rest}"
 
 
 def signature_tag(digest: str) -> str:

@@ -13,7 +13,8 @@ Signatures made by aiplat before it spoke cosign's format (a JSON blob of media 
 
 The policy (YAML) names public keys (PEM, e.g. a ``cosign.pub``) and ordered rules; the
 first rule whose repository pattern (fnmatch on ``registry/repository``, the host compared
-canonically: lower-case, default ports 443 and 80 dropped) matches decides:
+canonically: lower-case, default ports 443 and 80 dropped, an IP address in its one
+spelling; :func:`~aiplat.artifacts.reference.canonical_host`) matches decides:
 ``require: signed`` with the keys it trusts, or ``require: none``. A repository no rule
 matches is refused: a policy file means "deny unless said otherwise". Parsing is strict: a
 key given twice in one mapping (two ``rules:``, which YAML loaders silently resolve to the
@@ -216,8 +217,10 @@ class Policy:
     def decide(self, name: str) -> Decision:
         """The rule for ``registry/repository`` (first match wins; no match refuses). Hosts
         compare canonically, in the name and the patterns alike: ``LOCALHOST:5000/m`` is
-        ``localhost:5000/m`` and ``reg.example:443/m`` is ``reg.example/m``, so another
-        spelling of a signed repository's host cannot fall through to a later rule."""
+        ``localhost:5000/m``, ``reg.example:443/m`` is ``reg.example/m`` and a pattern's
+        ``127.1:5000`` is ``127.0.0.1:5000``, so another spelling of a signed repository's host
+        cannot fall through to a later rule (and a reference may not use one:
+        :func:`~aiplat.artifacts.reference.parse_registry` refuses it)."""
         canon = canonical_name(name)
         for i, rule in enumerate(self.doc.rules):
             if any(fnmatch.fnmatchcase(canon, _pattern(pat)) for pat in rule.repositories):
