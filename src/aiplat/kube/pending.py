@@ -659,7 +659,7 @@ def _pods_of(snap: Snapshot, wl: Obj) -> list[Obj]:
 
 
 def _explain_workload(snap: Snapshot, wl: Obj, decide: Decide | None = None) -> Explanation:
-    ref = f"Workload/{_ns(wl)}/{_name(wl)}"
+    ref = _workload_ref(wl)
     if _is_true(wl, "Finished"):
         return Explanation(ref, "Finished", "the workload has finished", [])
     ask = functools.partial(_ask, decide, wl)
@@ -677,7 +677,11 @@ def _explain_workload(snap: Snapshot, wl: Obj, decide: Decide | None = None) -> 
     queued = _queue_of(snap, wl, ref, said, ask=ask)
     if isinstance(queued, Explanation):
         return queued
-    return _explain_quota(snap, wl, queued, ref, said, ask=ask)
+    return _explain_quota(snap, wl, queued, said, ask=ask)
+
+
+def _workload_ref(wl: Obj) -> str:
+    return f"Workload/{_ns(wl)}/{_name(wl)}"
 
 
 def _ask(decide: Decide | None, wl: Obj) -> Asked:
@@ -784,10 +788,11 @@ def _inactive(snap: Snapshot, cq: Obj, ref: str, said: list[str]) -> Explanation
     return None
 
 
-def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, ref: str, said: list[str], *,
+def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, said: list[str], *,
                    ask: Callable[[], Asked]) -> Explanation:
     """Flavors, quota, topology and preemption for a queued workload on an active queue;
     the quota verdict is Kueue's when it is asked."""
+    ref = _workload_ref(wl)
     cq_name = _name(cq)
     req = workload_requests(wl)
     spec0 = (((_podsets(wl) or [{}])[0].get("template") or {}).get("spec")) or {}
