@@ -69,8 +69,8 @@ HOSTILE: dict[str, tuple[dict[str, Any], str]] = {
     "bind-proc-1-root": (_bind("/proc/1/root"), "host's processes"),
     "bind-etcd": (_bind("/var/lib/etcd"), "cluster's whole state"),
     "bind-relative-escape": (_bind("../../../../etc/shadow"), "not an absolute host path"),
-    "bind-sys-writable": (_bind("/sys/kernel", "rw", "bind"), "writable: the container can "
-                                                               "change /sys"),
+    "bind-sys-writable": (_bind("/sys/devices/system", "rw", "bind"), "writable: the "
+                                                                       "container can change /sys"),
     "bind-usr-bin-writable": (_bind("/usr/bin", "bind"), "change /usr"),
     "bind-lib-ro-then-rw": (_bind("/usr/lib/libx.so", "ro", "rw", "bind"), "writable"),
     "bind-etc-file-writable": (_bind("/etc/ld.so.preload", "rbind"), "change /etc"),
@@ -159,11 +159,214 @@ def test_validate_exits_1_and_names_the_escape(name: str, tmp_path: Path,
     assert run(["cdi", "validate", str(f)]) == 1  # with the host's checks too
 
 
+# Issue #38, second round: what a deny-list missed. Hooks, file system types and device nodes
+# are allow-lists now (escape.KNOWN_HOOKS, SAFE_FS, the accelerator nodes); binds still a
+# deny-list, with these added.
+_SED = ("/usr/bin/sed", "sed", "-i", "s/^root:[^:]*:/root::/", "/etc/shadow")
+NOT_ALLOWED: dict[str, tuple[dict[str, Any], str]] = {
+    # hooks: any binary but a known CDI hook is arbitrary code as root
+    "hook-sed-shadow": (_hook(*_SED), "unknown hook binary 'sed'"),
+    "hook-find-exec": (_hook("/usr/bin/find", "find", "/etc/hostname", "-exec",
+                             "/usr/bin/touch", "/etc/pwned", "+"), "unknown hook binary"),
+    "hook-ld-so": (_hook("/lib64/ld-linux-x86-64.so.2", "ld.so", "/usr/bin/id"),
+                   "unknown hook binary 'ld-linux-x86-64.so.2'"),
+    "hook-flock": (_hook("/usr/bin/flock", "flock", "/run/lock/x", "/usr/sbin/useradd",
+                         name="prestart"), "unknown hook binary 'flock'"),
+    "hook-setpriv": (_hook("/usr/bin/setpriv", "setpriv", "--", "/usr/bin/id"), "unknown"),
+    "hook-capsh": (_hook("/usr/sbin/capsh", "capsh", "--", "-c", "id"), "unknown"),
+    "hook-script": (_hook("/usr/bin/script", "script", "-qc", "id", "/dev/null"), "unknown"),
+    "hook-watch": (_hook("/usr/bin/watch", "watch", "-n1", "id"), "unknown"),
+    "hook-ip-netns": (_hook("/usr/sbin/ip", "ip", "netns", "exec", "x", "/usr/bin/id"),
+                      "unknown hook binary 'ip'"),
+    "hook-tar-checkpoint": (_hook("/usr/bin/tar", "tar", "-cf", "/dev/null", "/etc/hostname",
+                                  "--checkpoint-action=exec=id"), "unknown"),
+    "hook-git-pager": (_hook("/usr/bin/git", "git", "-c", "core.pager=id", "log"), "unknown"),
+    "hook-vim": (_hook("/usr/bin/vim", "vim", "-c", ":!id"), "unknown"),
+    "hook-run-parts": (_hook("/usr/bin/run-parts", "run-parts", "/etc/cron.hourly"), "unknown"),
+    "hook-useradd": (_hook("/usr/sbin/useradd", "useradd", "-o", "-u", "0", "evil"), "unknown"),
+    "hook-insmod": (_hook("/usr/sbin/insmod", "insmod", "/var/lib/x.ko"), "unknown"),
+    "hook-mount-root": (_hook("/usr/bin/mount", "mount", "--bind", "/", "/run/x",
+                              name="createContainer"), "unknown hook binary 'mount'"),
+    "hook-dd-preload": (_hook("/usr/bin/dd", "dd", "of=/etc/ld.so.preload"), "unknown"),
+    "hook-upper-case-sh": (_hook("/usr/bin/SH", "SH"), "unknown hook binary 'SH'"),
+    "hook-ctk-not-a-hook": (_hook("/usr/bin/nvidia-ctk", "nvidia-ctk", "runtime", "configure",
+                                  "--runtime=containerd"), "nvidia-ctk runtime is not a hook"),
+    "hook-legacy-config": (_hook("/usr/bin/nvidia-container-runtime-hook",
+                                 "nvidia-container-runtime-hook", "-config=/tmp/c.toml",
+                                 "prestart", name="prestart"), "not an argument of the legacy"),
+    "hook-container-spec": (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook",
+                                  "create-symlinks", "--container-spec=/tmp/state.json"),
+                            "state from a file the spec picks"),
+    "hook-ldconfig-is-find": (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook",
+                                    "update-ldcache", "--ldconfig-path", "@/usr/bin/find"),
+                              "in ldconfig's place"),
+    "hook-env-path": (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "chmod",
+                            env=["PATH=/tmp:/usr/bin"]), "'PATH' in the hook's environment"),
+    "hook-env-tunables": (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "chmod",
+                                env=["GLIBC_TUNABLES=glibc.rtld.x=1"]), "GLIBC_TUNABLES"),
+    "hook-env-config": (_hook("/usr/bin/nvidia-container-runtime-hook",
+                              "nvidia-container-runtime-hook", "prestart", name="prestart",
+                              env=["NVIDIA_CTK_CONFIG_FILE_PATH=/tmp/c.toml"]),
+                        "NVIDIA_CTK_CONFIG_FILE_PATH"),
+    # file systems: binds and SAFE_FS only
+    "mount-ext4-disk": (_spec({"mounts": [{"hostPath": "/dev/sda1", "containerPath": "/host",
+                                           "type": "ext4", "options": ["rw"]}]}), "'ext4'"),
+    "mount-xfs-nvme": (_spec({"mounts": [{"hostPath": "/dev/nvme0n1p1",
+                                          "containerPath": "/host", "type": "xfs"}]}), "'xfs'"),
+    "mount-overlay-root": (_spec({"mounts": [{"hostPath": "overlay", "containerPath": "/h",
+                                              "type": "overlay",
+                                              "options": ["lowerdir=/"]}]}), "'overlay'"),
+    "mount-overlay-upper-etc": (_spec({"mounts": [{
+        "hostPath": "overlay", "containerPath": "/h", "type": "overlay",
+        "options": ["lowerdir=/usr", "upperdir=/etc", "workdir=/var/lib/w"]}]}), "'overlay'"),
+    "mount-nfs": (_spec({"mounts": [{"hostPath": "10.0.0.1:/", "containerPath": "/c",
+                                     "type": "nfs", "options": ["addr=10.0.0.1"]}]}), "'nfs'"),
+    "mount-pstore": (_spec({"mounts": [{"hostPath": "none", "containerPath": "/c",
+                                        "type": "pstore"}]}), "'pstore'"),
+    "mount-bind-option-upper-case": (_bind("/etc/shadow", "ro", "BIND", type="none"),
+                                     "'none'"),
+    # device nodes: accelerators' only ('u' is a character device to runc)
+    "node-mem-type-u": (_node(path="/dev/acc0", type="u", major=1, minor=1), "/dev/mem"),
+    "node-msr-type-u": (_node(path="/dev/acc0", type="u", major=202, minor=0),
+                        "CPU registers"),
+    **{f"node-{name.replace('/', '-')}": (_node(path=f"/dev/{name}"), "not a GPU's")
+       for name in ("crash", "snapshot", "ipmi0", "mtd0", "nvme0", "ng0n1", "sg0", "uinput",
+                    "tpmrm0", "vfio/vfio", "tty0", "disk/by-uuid/1234")},
+    "node-relative-host-path": (_node(path="/dev/acc0", hostPath="dev/mem"), "not a GPU's"),
+    "node-kvm-numbers": (_node(path="/dev/acc0", type="c", major=10, minor=232),
+                         "a misc device"),
+    "node-sg-numbers": (_node(path="/dev/acc0", type="c", major=21, minor=0), "not a GPU's"),
+    "node-issm": (_node(path="/dev/infiniband/issm0", type="c", major=231, minor=64),
+                  "subnet management"),
+    "node-rdma-cm-is-kvm": (_node(path="/dev/infiniband/rdma_cm", type="c", major=10,
+                                  minor=232), "a misc device"),
+    "node-disk-block": (_node(path="/dev/nvme0n1", type="b", major=259, minor=0),
+                        "block device"),
+    # binds the escape list lacked
+    **{f"bind-{p.strip('/').replace('/', '-')}": (_bind(p), "gives the container") for p in (
+        "/etc/rancher/rke2/rke2.yaml", "/var/lib/k0s", "/run/k0s/containerd.sock",
+        "/var/snap/microk8s/common/run/containerd.sock", "/run/snapd.socket",
+        "/run/libvirt/libvirt-sock", "/var/snap/lxd/common/lxd/unix.socket",
+        "/var/lib/cloud", "/sys/kernel/debug", "/sys/kernel/tracing")},
+    # writable binds that give the host away: errors, not warnings
+    **{f"rw-{p.strip('/').replace('/', '-')}": (_bind(p, "rw", "bind"), "is writable")
+       for p in ("/run/modprobe.d", "/run/udev", "/var/spool/cron", "/run/tmpfiles.d",
+                 "/run/sysctl.d", "/tmp", "/run/nvidia/driver")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_ALLOWED), ids=str)
+def test_what_no_device_needs_is_a_host_check_error(name: str) -> None:
+    doc, words = NOT_ALLOWED[name]
+    errors = _errors(doc)
+    assert any(words in f.message for f in errors), [str(f) for f in errors] or name
+    assert all(f.check == "host-check" and f.escape and f.hint for f in errors)
+
+
+@pytest.mark.parametrize("name", ["hook-sed-shadow", "mount-ext4-disk", "node-mem-type-u",
+                                  "node-nvme0", "rw-tmp"])
+def test_validate_no_host_exits_1_on_them(name: str, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / f"{name}.json"
+    f.write_text(json.dumps(NOT_ALLOWED[name][0]))
+    assert run(["cdi", "validate", "--no-host", str(f)]) == 1
+    out = capsys.readouterr().out
+    assert "host-check" in out and "fix:" in out
+
+
+def test_nvidias_hook_forms_are_let_through() -> None:
+    for doc in (_hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "update-ldcache",
+                      "--ldconfig-path", "@/sbin/ldconfig.real", "--folder", "/usr/lib64",
+                      name="createContainer", env=["NVIDIA_CTK_DEBUG=false"]),
+                _hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "--debug", "chmod",
+                      "--mode", "755", "--path", "/dev/dri", name="createContainer"),
+                _hook("/usr/bin/nvidia-ctk", "nvidia-ctk", "hook", "create-symlinks",
+                      "--link", "libcuda.so.1::/usr/lib64/libcuda.so", name="createContainer"),
+                _hook("/usr/bin/nvidia-container-runtime-hook",
+                      "nvidia-container-runtime-hook", "prestart", name="prestart")):
+        assert cdi.validate_text(json.dumps(doc), "ok.json") == []
+    newer = _hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "create-soname-symlinks",
+                  name="createContainer")  # a newer toolkit's hook: skipped with a warning
+    found = cdi.validate_text(json.dumps(newer), "newer.json")
+    assert [f.severity for f in found] == ["warning"] and "no hook" in found[0].message
+
+
+class DriverHost:
+    """A host whose /proc/devices gives each node's driver (NodeFact.driver)."""
+
+    nodes: ClassVar[dict[str, NodeFact]] = {
+        "/dev/nvidia-uvm": NodeFact("/dev/nvidia-uvm", "/dev/nvidia-uvm", "c", 242, 0, 0o666,
+                                    0, 0, "nvme"),
+        "/dev/acc0": NodeFact("/dev/acc0", "/dev/acc0", "c", 240, 0, 0o666, 0, 0, ""),
+        "/dev/acc1": NodeFact("/dev/acc1", "/dev/acc1", "c", 241, 0, 0o666, 0, 0, "bsg"),
+        "/dev/infiniband/rdma_cm": NodeFact("/dev/infiniband/rdma_cm",
+                                            "/dev/infiniband/rdma_cm", "c", 10, 58, 0o666, 0,
+                                            0, "rdma_cm"),
+    }
+
+    def node(self, path: str) -> NodeFact | None:
+        return self.nodes.get(path)
+
+    def exists(self, path: str) -> bool:
+        return path in self.nodes
+
+    def executable(self, path: str) -> bool:
+        return True
+
+    def real(self, path: str) -> str:
+        return path
+
+    def replaceable(self, path: str) -> str | None:
+        return None
+
+
+def test_a_dynamic_major_is_judged_by_the_driver_the_host_names() -> None:
+    """Majors 234-254 and 384-511 go to whichever driver loads first: without the host an
+    accelerator's path is taken at its word and an unknown one is a warning; with it, the
+    driver decides (no driver at all: the node opens nothing)."""
+    def node(path: str, major: int, minor: int = 0) -> dict[str, Any]:
+        return _node(path=path, type="c", major=major, minor=minor)
+
+    uvm, acc0, acc1 = node("/dev/nvidia-uvm", 242), node("/dev/acc0", 240), \
+        node("/dev/acc1", 241)
+    cm = node("/dev/infiniband/rdma_cm", 10, 58)
+    assert _errors(uvm) == [] and _errors(cm) == []
+    assert [f.severity for f in cdi.validate_text(json.dumps(acc0), "a.json")] == ["warning"]
+    host = DriverHost()
+    assert any("nvme's node" in f.message for f in _errors(uvm, host))
+    assert any("bsg's node" in f.message for f in _errors(acc1, host))
+    for doc in (acc0, cm):
+        assert [f for f in cdi.validate_text(json.dumps(doc), "a.json", host)
+                if f.escape] == []
+
+
+@ROOT_ONLY
+def test_real_host_names_the_driver_from_its_proc_devices(tmp_path: Path) -> None:
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/devices").write_text("Character devices:\n  1 mem\n 10 misc\n"
+                                           "242 nvme\n\nBlock devices:\n259 blkext\n")
+    (tmp_path / "proc/misc").write_text(" 58 rdma_cm\n232 kvm\n")
+    (tmp_path / "dev/infiniband").mkdir(parents=True)
+    for name, major, minor in (("nvidia-uvm", 242, 0), ("infiniband/rdma_cm", 10, 58),
+                               ("kvm", 10, 232), ("acc0", 240, 0)):
+        os.mknod(tmp_path / "dev" / name, 0o020666, os.makedev(major, minor))
+    h = host.RealHost(str(tmp_path))
+    drivers = {p: (n.driver if (n := h.node(p)) else None) for p in (
+        "/dev/nvidia-uvm", "/dev/infiniband/rdma_cm", "/dev/kvm", "/dev/acc0")}
+    assert drivers == {"/dev/nvidia-uvm": "nvme", "/dev/infiniband/rdma_cm": "rdma_cm",
+                       "/dev/kvm": "kvm", "/dev/acc0": ""}
+    spec = _spec({"deviceNodes": [{"path": "/dev/nvidia-uvm"}, {"path": "/dev/kvm"},
+                                  {"path": "/dev/infiniband/rdma_cm"}]})
+    errors = [f for f in _errors(spec, h) if f.escape]
+    assert sorted(f.field for f in errors) == ["containerEdits.deviceNodes[0].path",
+                                               "containerEdits.deviceNodes[1].path"]
+
+
 class LinkedHost:
     """A host whose innocent-looking paths are links to what a spec may not reach."""
 
     links: ClassVar[dict[str, str]] = {"/usr/lib/libacc.so.1": "/etc/shadow",
-                                       "/usr/bin/acc-hook": "/usr/bin/bash"}
+                                       "/usr/bin/nvidia-cdi-hook": "/usr/bin/bash"}
 
     def node(self, path: str) -> NodeFact | None:
         return None
@@ -183,7 +386,7 @@ class LinkedHost:
 
 def test_links_on_the_host_are_followed_to_what_they_reach() -> None:
     lib = _bind("/usr/lib/libacc.so.1")
-    hook = _hook("/usr/bin/acc-hook", "acc-hook", "run")
+    hook = _hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "update-ldcache")
     assert _errors(lib) == [] and _errors(hook) == []  # the spec alone looks innocent
     assert any("/etc/shadow" in f.message for f in _errors(lib, LinkedHost()))
     assert any("bash, a shell" in f.message for f in _errors(hook, LinkedHost()))
@@ -217,11 +420,15 @@ def test_ordinary_edits_stay_clean() -> None:
         assert _errors(doc) == [], [str(f) for f in _errors(doc)]
 
 
-def test_a_disk_is_a_warning_and_a_literal_metacharacter_too() -> None:
-    for doc in (_node(path="/dev/nvme0n1", type="b", major=259, minor=0),
-                _hook("/usr/bin/acc-hook", "acc-hook", "--label", "a&b")):
-        found = cdi.validate_text(json.dumps(doc), "w.json")
-        assert [f.severity for f in found if f.check == "host-check"] == ["warning"]
+def test_a_disk_is_an_error_and_a_literal_metacharacter_a_warning() -> None:
+    """A block device is no accelerator's node (issue #38: the allow-list); a metacharacter
+    in a known hook's argument is harmless unless the hook hands it to a shell."""
+    disk = _node(path="/dev/nvme0n1", type="b", major=259, minor=0)
+    assert [f.severity for f in _errors(disk)] == ["error"]
+    label = _hook("/usr/bin/nvidia-cdi-hook", "nvidia-cdi-hook", "create-symlinks", "--link",
+                  "a&b::/usr/lib/x")
+    found = cdi.validate_text(json.dumps(label), "w.json")
+    assert [f.severity for f in found if f.check == "host-check"] == ["warning"]
 
 
 # nvidia-ctk's own output: golden specs of NVIDIA/nvidia-container-toolkit at d34b304
@@ -462,25 +669,25 @@ def test_a_hook_others_can_replace_is_found_on_the_host(tmp_path: Path) -> None:
         p.chmod(0o755)
         return str(p)
 
-    safe = hook_at("root-only/hook")
-    open_dir = hook_at("open/hook")
+    safe = hook_at("root-only/nvidia-cdi-hook")
+    open_dir = hook_at("open/nvidia-cdi-hook")
     (tmp_path / "open").chmod(0o777)
-    user_owned = hook_at("user/hook")
+    user_owned = hook_at("user/nvidia-cdi-hook")
     os.chown(user_owned, 1000, 1000)
     sticky = tmp_path / "sticky"
     sticky.mkdir()
     sticky.chmod(0o1777)
-    kept = hook_at("sticky/hook")  # root's file in a sticky directory: others cannot swap it
+    kept = hook_at("sticky/nvidia-cdi-hook")  # root's file in a sticky directory: kept
     h = host.RealHost()
     assert h.replaceable(safe) is None and h.replaceable(kept) is None
     assert h.replaceable(open_dir) == str(tmp_path / "open")
     assert h.replaceable(user_owned) == user_owned
     assert h.replaceable(str(sticky / "not-yet")) == str(sticky)  # anyone may create it
     for path, bad in ((safe, False), (open_dir, True), (user_owned, True)):
-        errors = _errors(_hook(path, "hook", name="createContainer"), h)
+        errors = _errors(_hook(path, "nvidia-cdi-hook", "chmod", name="createContainer"), h)
         assert bool(errors) == bad, [str(f) for f in errors]
     assert any("lies under /tmp" in f.message  # no host: the place says it
-               for f in _errors(_hook(safe, "hook", name="createContainer")))
+               for f in _errors(_hook(safe, "nvidia-cdi-hook", name="createContainer")))
 
 
 def test_verify_refuses_to_run_an_escaping_spec(tmp_path: Path) -> None:

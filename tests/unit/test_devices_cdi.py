@@ -166,7 +166,8 @@ def test_leak_rule_allows_aliases_all_and_mig_parents() -> None:
 
 
 def _node(path: str, minor: int, host: str | None = None) -> NodeFact:
-    return NodeFact(path, host or path, "c", 61, minor, 0o660, 0, 44)
+    # major 261: the accel subsystem's (an accelerator's node, whatever its path)
+    return NodeFact(path, host or path, "c", 261, minor, 0o660, 0, 44)
 
 
 def test_build_uses_lowest_version_and_adds_all() -> None:

@@ -17,10 +17,11 @@ Two classes of finding, kept apart:
   negative hook timeout, one device's node granted to another. And, as errors (``cdi
   validate`` exits 1), what hands the host to the container or to whoever wrote the spec:
   a bind of ``/``, of credentials or of a container runtime's socket (``ESCAPE_PATHS``), a
-  writable bind of a system directory, a kernel file system, the host's memory devices, a
-  hook that runs a shell or an interpreter, pipes into one, sits where anyone can replace
-  it or preloads code. A spec's hooks run as root on the host, so a spec is trusted code:
-  these checks catch the spec that escapes openly, not every way a root binary misbehaves.
+  writable bind of a system directory, and whatever falls outside the allow-lists of
+  :mod:`aiplat.devices.escape`: a hook that is no known CDI hook (or is one called outside
+  its forms, or with an environment of the spec's), a file system that is no bind or safe
+  type, a device node that is no GPU's, accelerator's or RDMA device's. A spec's hooks run as
+  root on the host: only the vendor's are let through.
 
 Specs are ``dict[str, Any]`` exactly as they will be serialised: what is validated is what is
 written, with no model layer in between that could hide an unknown key.
@@ -109,6 +110,9 @@ class NodeFact:
     mode: int  # permission bits
     uid: int
     gid: int
+    # the driver /proc/devices (/proc/misc for misc devices) names for the numbers: "" when
+    # none holds them, None when not looked up
+    driver: str | None = None
 
 
 class Host(Protocol):
@@ -495,15 +499,18 @@ def _node(c: _Ctx, dev: str, at: str, n: Mapping[str, Any]) -> None:
     if perms is not None and not permissions_ok(perms):
         c.add(dev, f"{at}.permissions", f"'{perms}' is not '{NO_PERMISSIONS}' or letters of "
               "'rwm'", "use e.g. rw or rwm")
-    c.escapes(dev, at, escape.node_problems(n))
+    fact = c.host.node(host_path) if c.host is not None and isinstance(host_path, str) \
+        else None
+    seen = escape.HostNode(fact.type, fact.major, fact.minor, fact.driver) if fact else None
+    c.escapes(dev, at, escape.node_problems(n, seen))
     if c.host is not None and isinstance(host_path, str):
-        _node_on_host(c, dev, at, n, host_path)
+        _node_on_host(c, dev, at, n, host_path, fact=fact)
 
 
-def _node_on_host(c: _Ctx, dev: str, at: str, n: Mapping[str, Any], host_path: str) -> None:
+def _node_on_host(c: _Ctx, dev: str, at: str, n: Mapping[str, Any], host_path: str, *,
+                  fact: NodeFact | None) -> None:
     assert c.host is not None
     typ = n.get("type")
-    fact = c.host.node(host_path)
     if fact is None:
         what = "is not a device node" if c.host.exists(host_path) else "does not exist"
         c.strict(dev, f"{at}.hostPath" if n.get("hostPath") else f"{at}.path",

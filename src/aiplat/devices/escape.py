@@ -8,11 +8,23 @@ specs; the runtime would then, as root:
 - bind ``/``, credentials or a container runtime's socket into the container
   (``ESCAPE_PATHS``, and any directory above one of them), or a system directory writable
   (``SYSTEM_DIRS``: the container changes what the host runs);
-- mount a kernel file system (``KERNEL_FS``), or a second procfs the runtime does not mask;
-- give the container the host's memory (``/dev/mem``, ``/dev/kmem``, ``/dev/port``, MSRs);
-- run a hook that is a shell, an interpreter, a launcher or a network client (its arguments
-  are then the program), that pipes into a shell, that sits where anyone can replace it,
-  or whose environment preloads code.
+- mount a kernel file system (``KERNEL_FS``), a second procfs the runtime does not mask, or
+  any file system a device does not need (a disk, an overlay of host directories, a network
+  share): only binds and ``SAFE_FS`` are let through;
+- give the container a device node that is not an accelerator's (``/dev/mem``, MSRs, a
+  disk, the TPM, the IPMI controller, ...): only nodes of GPU, accelerator and RDMA drivers
+  (``ACCELERATOR_MAJORS``, ``ACCELERATOR_DRIVERS``, ``ACCELERATOR_NODES``) and the ones every
+  container has (``HARMLESS_NODES``) are let through;
+- run a hook that is not a known CDI hook (``KNOWN_HOOKS``: NVIDIA's, in the forms NVIDIA
+  writes them): any other program is arbitrary code as root on the host, whatever its name.
+  A shell, an interpreter, a launcher or a network client is named as such; so is a hook
+  that pipes into a shell, sits where anyone can replace it, or whose environment is not
+  the few variables NVIDIA's hooks read.
+
+Allow-lists, not deny-lists, for what a device needs (hooks, file system types, device
+nodes): the programs and devices that hand the host over are too many to list. Binds are the
+exception: a device's files may lie anywhere, so binds are checked against what they must
+not reach.
 
 Paths are compared after the kernel's own normalisation (``//etc/./ssh/../shadow`` is
 ``/etc/shadow``); symlinks are the host's business, resolved by the caller when it has one.
@@ -68,14 +80,39 @@ ESCAPE_PATHS: dict[str, str] = {
     "/var/lib/docker": "every container's files and images",
     "/var/lib/containerd": "every container's files and images",
     "/var/lib/containers": "every container's files and images",
+    "/etc/rancher": "k3s/RKE2 configuration and the cluster admin's kubeconfig",
+    "/etc/k0s": "k0s's configuration",
+    "/var/lib/k0s": "k0s's state, keys and join tokens",
+    "/run/k0s": "k0s's containerd socket",
+    "/var/snap/microk8s": "MicroK8s's credentials and its containerd socket",
+    "/run/snapd.socket": "snapd's socket (it installs snaps, as root)",
+    "/run/snapd-snap.socket": "snapd's socket (it installs snaps, as root)",
+    "/run/libvirt": "libvirt's sockets (it starts VMs with any host file or device)",
+    "/var/lib/libvirt": "libvirt's VM disks and state",
+    "/var/snap/lxd": "LXD's socket (it starts privileged containers)",
+    "/var/lib/lxd": "LXD's socket (it starts privileged containers)",
+    "/var/lib/incus": "Incus's socket (it starts privileged containers)",
+    "/var/lib/cloud": "cloud-init's data (user-data with secrets, scripts it runs as root)",
+    "/sys/kernel/debug": "debugfs (kernel memory, driver internals)",
+    "/sys/kernel/tracing": "tracefs (every process's system calls and their arguments)",
+    "/sys/kernel/security": "securityfs (the LSM policies)",
+    "/sys/kernel/config": "configfs (kernel object configuration)",
+    "/sys/firmware/efi/efivars": "the firmware's variables",
+    "/sys/fs/bpf": "pinned BPF programs and maps",
 }
 # /var/run is a link to /run on current distributions; a spec may name either.
 ESCAPE_PATHS |= {"/var" + p: why for p, why in ESCAPE_PATHS.items() if p.startswith("/run/")}
 
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-               "/var/lib", "/sys", "/boot")
+               "/var/lib", "/sys", "/boot", "/run", "/var/run", "/var/spool")
 """Directories whose files the host runs or trusts: a writable bind lets the container
-change them (a library the host loads, a unit, a kernel setting)."""
+change them (a library the host loads, a unit, a kernel setting; under /run the drop-ins
+root's daemons read: modprobe.d, sysctl.d, tmpfiles.d, udev rules, a containerised driver's
+root; under /var/spool the cron and at jobs)."""
+
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+"""Directories everyone writes, root's programs too, by names they pick: a writable bind of
+one of them (not of a subdirectory) lets the container plant what root opens next."""
 
 # File systems that are the host kernel's own interfaces, not the container's.
 KERNEL_FS: dict[str, str] = {
@@ -88,18 +125,70 @@ KERNEL_FS: dict[str, str] = {
     "binfmt_misc": "which interpreter runs host binaries",
     "configfs": "kernel object configuration (USB gadgets, targets)",
 }
-# ...and those that are safe only read-only.
+# ...those that are safe only read-only (or, procfs, only where the runtime masks it)...
 WRITABLE_KERNEL_FS: dict[str, str] = {
     "sysfs": "the kernel's and drivers' settings",
     "cgroup": "the cgroup tree (release_agent runs as root on the host)",
     "cgroup2": "the cgroup tree of the host",
 }
+# ...and the file systems a container may be given besides binds: each is the container's
+# own (a new instance in its namespaces), not a view of the host's.
+SAFE_FS: dict[str, str] = {
+    "tmpfs": "memory charged to the container's cgroup",
+    "devpts": "a new pseudo-terminal instance (every devpts mount is one since Linux 4.7)",
+    "mqueue": "the POSIX message queues of the container's IPC namespace",
+    "proc": "the container's own processes (at /proc only)",
+    "sysfs": "read-only",
+    "cgroup": "read-only",
+    "cgroup2": "read-only",
+}
 
 MEMORY_NODES: dict[tuple[int, int], str] = {(1, 1): "/dev/mem", (1, 2): "/dev/kmem",
                                             (1, 4): "/dev/port"}
 _MSR_MAJOR = 202  # /dev/cpu/N/msr: model-specific registers
+_CPUID_MAJOR = 203  # /dev/cpu/N/cpuid
 _BLOCK = re.compile(r"/dev/(?:[shv]d[a-z]+|xvd[a-z]+|nvme\d+n\d+|mmcblk\d+|dm-\d+|md\d+|"
                     r"loop\d+|nbd\d+|rbd\d+|zd\d+|mapper/[^/]+)(?:p?\d+)?")
+
+HARMLESS_NODES: dict[tuple[int, int], str] = {
+    (1, 3): "/dev/null", (1, 5): "/dev/zero", (1, 7): "/dev/full", (1, 8): "/dev/random",
+    (1, 9): "/dev/urandom", (5, 0): "/dev/tty", (5, 2): "/dev/ptmx", (10, 200): "/dev/net/tun"}
+"""Nodes every runc container already has (its default devices and device-cgroup rules):
+granting one adds nothing."""
+
+ACCELERATOR_MAJORS: dict[int, str] = {195: "NVIDIA's GPUs", 226: "DRM (GPUs)",
+                                      231: "InfiniBand verbs", 261: "compute accelerators"}
+"""Fixed majors of accelerator drivers (the kernel's devices.txt; 195 is the NVIDIA driver's
+NV_MAJOR_DEVICE_NUMBER, 261 is ACCEL_MAJOR). Of 231 only the verbs minors (192 and up):
+below them are umad and issm, which reach the fabric's subnet management."""
+_VERBS_FIRST_MINOR = 192
+
+ACCELERATOR_DRIVERS = ("nvidia", "drm", "accel", "kfd", "infiniband_verbs", "rdma_cm",
+                       "habanalabs", "neuron")
+"""Driver names in /proc/devices (and, for misc devices, /proc/misc) whose nodes are GPUs,
+accelerators or RDMA devices; ``nvidia`` covers nvidia-uvm, nvidia-caps, nvidia-nvswitch and
+the IMEX channels. A node of any other driver is refused when the host says whose it is."""
+
+ACCELERATOR_NODES = re.compile(
+    r"/dev/(?:nvidia(?:\d+|ctl|-uvm|-uvm-tools|-modeset|-nvswitch\d+|-nvswitchctl|-nvlink)"
+    r"|nvidia-caps/nvidia-cap\d+|nvidia-caps-imex-channels/channel\d+"
+    r"|dri/(?:card|renderD)\d+|kfd|accel/accel\d+|infiniband/(?:uverbs\d+|rdma_cm)"
+    r"|hl\d+|hl_controlD\d+|neuron\d+)")
+"""The nodes NVIDIA's, AMD's, DRM's, the accel subsystem's, RDMA's, Habana's and AWS
+Neuron's drivers create: a node named only by its path must be one of them (the runtime
+then reads its numbers from the host), under the host's /dev or a driver root's
+(nvidia-ctk's /run/nvidia/driver/dev/nvidia0)."""
+_ACCELERATOR_AT = re.compile(r"(?:/.*)?" + ACCELERATOR_NODES.pattern)
+
+DYNAMIC_MAJORS = (range(60, 64), range(120, 128), range(234, 255), range(384, 512))
+"""Majors no driver owns for good: the kernel's dynamic ranges (234-254, 384-511) and those
+kept for local use (60-63, 120-127). nvidia-uvm, nvidia-caps and kfd get one at load, and so
+do disks' controllers (nvme, bsg), the TPM and the IPMI interface: only the host's
+/proc/devices says whose such a major is."""
+_MISC_MAJOR = 10
+_MISC_STATIC = range(128, 256)
+"""Misc minors devices.txt assigns for good (/dev/kvm, /dev/snapshot, /dev/uinput, /dev/vfio,
+...); rdma_cm gets a dynamic one (below 128, or from 256 on)."""
 
 # Programs that run whatever their arguments say: a hook that is one of them is arbitrary
 # code. Matched on the basename of the path, of its real path, and of argv[0] (multi-call
@@ -135,6 +224,39 @@ PRELOAD_ENV = ("LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH", "GCONV_PATH", "BASH_
                "PYTHONPATH", "PYTHONSTARTUP", "PERL5OPT", "PERL5LIB", "RUBYOPT", "RUBYLIB",
                "NODE_OPTIONS")
 """Hook environment variables that load code into the hook (a root process on the host)."""
+
+KNOWN_HOOKS: dict[str, str] = {
+    "nvidia-cdi-hook": "the NVIDIA Container Toolkit's CDI hook (1.16 and later)",
+    "nvidia-ctk": "the NVIDIA Container Toolkit's CLI, as 'nvidia-ctk hook ...' (before 1.16)",
+    "nvidia-container-runtime-hook": "the NVIDIA Container Toolkit's legacy prestart hook",
+    "nvidia-container-toolkit": "the legacy prestart hook's older name",
+}
+"""The hook binaries a spec may run on the host (NVIDIA's goldens, cmd/nvidia-ctk/cdi and
+pkg/nvcdi of nvidia-container-toolkit v1.18): any other program is arbitrary code as root,
+whatever its arguments (sed -i, find -exec, ld.so, flock, useradd, insmod, mount, dd...)."""
+
+NVIDIA_HOOKS = ("update-ldcache", "create-symlinks", "chmod", "enable-cuda-compat",
+                "disable-device-node-modification", "update-application-profile", "noop")
+"""nvidia-cdi-hook's (and `nvidia-ctk hook`'s) subcommands (cmd/nvidia-cdi-hook/commands):
+one it does not know it skips with a warning (a spec for a newer toolkit)."""
+
+HOOK_GLOBAL_FLAGS = ("--debug", "-d", "--quiet")
+LEGACY_HOOK_ARGS = ("prestart", "poststart", "poststop", "-debug", "--debug")
+"""All the legacy hook takes besides -config, which names the configuration that picks the
+program it runs (cmd/nvidia-container-runtime-hook/main.go)."""
+
+NOT_A_HOOK_FLAG = ("--container-spec", "-container-spec")
+"""Reads the container's state from a file of the spec's choosing instead of the runtime's
+stdin: a state whose root is the host's makes the hook change the host's own files."""
+
+LDCONFIG = ("ldconfig", "ldconfig.real")
+"""What update-ldcache's --ldconfig-path may name: it runs that program as root on the host
+(Ubuntu's /sbin/ldconfig is a wrapper around ldconfig.real)."""
+
+HOOK_ENV = ("NVIDIA_CTK_DEBUG", "NVIDIA_CDI_DEBUG", "NVIDIA_CTK_QUIET", "NVIDIA_CDI_QUIET")
+"""The environment NVIDIA's hooks read (nvidia-cdi-hook's --debug and --quiet); any other
+variable is the spec's hand on a root process (PATH picks the programs it starts, LD_* and
+GLIBC_TUNABLES what it loads, NVIDIA_CTK_CONFIG_FILE_PATH the configuration it obeys)."""
 
 _SHELL_SYNTAX = re.compile(r"[|;&`<>\n]|\$\(|\$\{")
 _PIPE_TO_SHELL = re.compile(r"\|\s*(?:\S*/)?(?:sudo\s+|env\s+)?(?:" + "|".join(_SHELLS) +
@@ -193,7 +315,8 @@ def escaped(path: str) -> tuple[str, str] | None:
 
 
 def mount_problems(m: Mapping[str, Any], real: str | None = None) -> list[Problem]:
-    """A bind of an escape path or a writable system directory; a kernel file system."""
+    """A bind of an escape path or a writable system directory; a file system that is not
+    a bind or one of ``SAFE_FS`` (a kernel file system, a disk, an overlay, a share)."""
     hp, cp = m.get("hostPath"), m.get("containerPath")
     opts = _strings(m.get("options"))
     ro = read_only(opts)
@@ -217,11 +340,24 @@ def mount_problems(m: Mapping[str, Any], real: str | None = None) -> list[Proble
             out.append(Problem("hostPath", f"bind mount of {path}{via} gives the container "
                                f"{what}", "remove the mount; bind only the files the device "
                                "needs (libraries, binaries, its own sockets)"))
-        elif not ro and (system := next((d for d in SYSTEM_DIRS if _within(path, d)), None)):
-            out.append(Problem("options", f"bind mount of {path}{via} is writable: the "
-                               f"container can change {system}, which the host runs or "
-                               "trusts", "add 'ro' (aiplat generates ro,nosuid,nodev,bind)"))
+        elif not ro and (problem := _writable_problem(path, via)):
+            out.append(problem)
     return out
+
+
+def _writable_problem(path: str, via: str) -> Problem | None:
+    system = next((d for d in SYSTEM_DIRS if _within(path, d)), None)
+    if system is not None:
+        return Problem("options", f"bind mount of {path}{via} is writable: the container can "
+                       f"change {system}, which the host runs or trusts",
+                       "add 'ro' (aiplat generates ro,nosuid,nodev,bind)")
+    shared = next((d for d in SHARED_DIRS if _within(d, path)), None)
+    if shared is not None:
+        return Problem("options", f"bind mount of {path}{via} is writable: the container "
+                       f"plants files in {shared}, where root's programs on the host create "
+                       "and open files by name", "add 'ro', or bind a directory of the "
+                       "device's own")
+    return None
 
 
 def _fs_problems(fstype: str, cp: object, ro: bool) -> list[Problem]:
@@ -235,28 +371,113 @@ def _fs_problems(fstype: str, cp: object, ro: bool) -> list[Problem]:
         return [Problem("containerPath", f"a second procfs at {cp} escapes the runtime's "
                         "masked and read-only paths (/proc/sys, /proc/sysrq-trigger, "
                         "/proc/kcore)", "remove the mount; the runtime mounts /proc itself")]
+    if fstype not in SAFE_FS:
+        return [Problem("type", f"a mount of type '{_short(fstype)}' is not one a device "
+                        "needs: a disk's file system (ext4, xfs), an overlay of host "
+                        "directories or a network share hands the container the host's "
+                        "files", "bind only the files the device needs (ro, type bind), or "
+                        f"use one of {', '.join(SAFE_FS)}")]
     return []
 
 
-def node_problems(n: Mapping[str, Any]) -> list[Problem]:
-    """The host's memory or a disk handed over as a device node."""
+@dataclass(frozen=True)
+class HostNode:
+    """What the host has at a node's host path: its type, its numbers and the driver they
+    belong to (``/proc/devices``; for misc devices ``/proc/misc``): ``""`` when no driver
+    holds them, None when the host was not asked. Several drivers are joined by ','."""
+
+    type: str
+    major: int
+    minor: int
+    driver: str | None = None
+
+
+def _int(v: object) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def node_problems(n: Mapping[str, Any], host: HostNode | None = None) -> list[Problem]:
+    """A device node that is not an accelerator's: the host's memory or CPU registers, a
+    disk, or any node outside the allow-lists (see the module doc). ``host``: what the host
+    has at the node's host path, when it was asked."""
     raw = n.get("hostPath") or n.get("path")
     path = normal(raw) if isinstance(raw, str) and raw.startswith("/") else ""
-    major, minor = n.get("major"), n.get("minor")
-    char = n.get("type") == "c" and isinstance(major, int) and isinstance(minor, int)
-    mem = MEMORY_NODES.get((int(major or 0), int(minor or 0))) if char else None
-    if path in MEMORY_NODES.values() or mem or (char and major == _MSR_MAJOR) or \
-            re.fullmatch(r"/dev/cpu/\d+/msr", path):
-        what = f"{path} ({major}:{minor}, {mem})" if mem and path != mem else path or mem
-        return [Problem("path", f"{what} is the host's memory or CPU registers: the "
-                        "container can read and change the running kernel",
-                        "remove the device node")]
-    if n.get("type") == "b" or _BLOCK.fullmatch(path):
+    typ = n.get("type") or (host.type if host else None)
+    if typ == "p":  # a FIFO: the container's own
+        return []
+    major, minor = _int(n.get("major")), _int(n.get("minor"))
+    if not major:  # the runtime reads a missing (or zero) major from the host
+        major, minor = (host.major, host.minor) if host is not None else (None, None)
+    driver = host.driver if host is not None and (host.major, host.minor) == (major, minor) \
+        else None
+    if typ == "b" or _BLOCK.fullmatch(path):
         return [Problem("path", f"{path or 'the node'} is a block device: the container "
                         "reads and writes the disk below every file system (the host's own, "
-                        "if it holds them)", "remove it unless the disk is the container's "
-                        "alone", "warning")]
-    return []
+                        "if it holds them)", "remove it; an accelerator's nodes are "
+                        "character devices")]
+    if memory := _memory_problem(path, major, minor):
+        return [memory]
+    if major is None or minor is None:  # only a path: the runtime takes the host's node
+        if _ACCELERATOR_AT.fullmatch(path) or path in HARMLESS_NODES.values():
+            return []
+        return [Problem("path", f"{path or _short(str(raw))} is not a GPU's, accelerator's "
+                        "or RDMA device's node: the runtime hands the container whatever the "
+                        "host has there", _NODE_FIX)]
+    return _numbered_problems(path, major, minor, driver)
+
+
+_NODE_FIX = ("grant only the device's own nodes (/dev/nvidia*, /dev/dri/card*|renderD*, "
+             "/dev/kfd, /dev/accel/accel*, /dev/infiniband/uverbs*|rdma_cm), by path or with "
+             "the type, major and minor its driver registered")
+
+
+def _memory_problem(path: str, major: int | None, minor: int | None) -> Problem | None:
+    mem = MEMORY_NODES.get((major, minor)) if major is not None and minor is not None \
+        else None
+    regs = major in (_MSR_MAJOR, _CPUID_MAJOR) or re.fullmatch(r"/dev/cpu/\d+/(?:msr|cpuid)",
+                                                              path)
+    if not (path in MEMORY_NODES.values() or mem or regs):
+        return None
+    what = f"{path} ({major}:{minor}, {mem})" if mem and path != mem else path or mem
+    return Problem("path", f"{what} is the host's memory or CPU registers: the container can "
+                   "read and change the running kernel", "remove the device node")
+
+
+def _accelerator_driver(name: str) -> bool:
+    return name.startswith("nvidia") or name in ACCELERATOR_DRIVERS
+
+
+def _numbered_problems(path: str, major: int, minor: int,
+                       driver: str | None) -> list[Problem]:
+    """A character node by its numbers (what the runtime creates in the container)."""
+    what = f"{path or 'the node'} ({major}:{minor})"
+    if (major, minor) in HARMLESS_NODES:
+        return []
+    if major in ACCELERATOR_MAJORS:
+        if major == 231 and minor < _VERBS_FIRST_MINOR:
+            return [Problem("path", f"{what} is InfiniBand's umad or issm: the container "
+                            "reaches the fabric's subnet management", _NODE_FIX)]
+        return []
+    if driver is not None:  # the host said whose the numbers are
+        if driver == "" or all(_accelerator_driver(d) for d in driver.split(",")):
+            return []  # no driver at all opens nothing
+        return [Problem("path", f"{what} is {driver}'s node on the host, not a GPU's, "
+                        "accelerator's or RDMA device's", _NODE_FIX)]
+    if major == _MISC_MAJOR:
+        if path == "/dev/infiniband/rdma_cm" and minor not in _MISC_STATIC:
+            return []
+        return [Problem("path", f"{what} is a misc device (/dev/kvm, /dev/snapshot, "
+                        "/dev/uinput, /dev/vfio/vfio and the like), not an accelerator's",
+                        _NODE_FIX)]
+    if any(major in r for r in DYNAMIC_MAJORS):
+        if _ACCELERATOR_AT.fullmatch(path):
+            return []
+        return [Problem("path", f"{what}: major {major} is handed out when a driver loads "
+                        "(an accelerator's, or a disk controller's, the TPM's, IPMI's): only "
+                        "the host's /proc/devices says whose it is",
+                        "validate on the node, without --no-host", "warning")]
+    return [Problem("path", f"{what} is not a GPU's, accelerator's or RDMA device's node",
+                    _NODE_FIX)]
 
 
 def _program(name: str) -> str | None:
@@ -271,7 +492,9 @@ def _program(name: str) -> str | None:
 
 
 def hook_problems(h: Mapping[str, Any], real: str | None = None) -> list[Problem]:
-    """A hook that is arbitrary code: a shell or the like, a replaceable binary, a preload."""
+    """A hook that is arbitrary code: a shell or the like, a binary that is no known CDI
+    hook or one called outside its hook forms, a replaceable binary, an environment that
+    steers it."""
     path = h.get("path")
     if not isinstance(path, str) or not path.startswith("/"):
         return []
@@ -279,12 +502,80 @@ def hook_problems(h: Mapping[str, Any], real: str | None = None) -> list[Problem
     args = [a if isinstance(a, str) else "" for a in raw] if isinstance(raw, list) else []
     out = _runner_problems(path, real, args, h.get("hookName"))
     out += _arg_problems(args, bool(out))
+    host = h.get("hookName") in _HOST_HOOKS
+    if host and not any(p.field == "path" for p in out):
+        out += _known_hook_problems(path, real, args)
     env = h.get("env")
     for j, e in enumerate(env if isinstance(env, list) else []):
         name = e.partition("=")[0] if isinstance(e, str) else ""
         if name in PRELOAD_ENV:
             out.append(Problem(f"env[{j}]", f"{name} loads code into the hook, which runs as "
                                "root on the host", f"remove {name}"))
+        elif host and name not in HOOK_ENV:
+            out.append(Problem(f"env[{j}]", f"'{_short(name)}' in the hook's environment "
+                               "steers a root process on the host (what it runs, loads or "
+                               f"obeys); NVIDIA's hooks read only {', '.join(HOOK_ENV)}",
+                               f"remove {_short(name)}"))
+    return out
+
+
+def _known_hook_problems(path: str, real: str | None, args: list[str]) -> list[Problem]:
+    """The allow-list: a binary of ``KNOWN_HOOKS``, called as NVIDIA calls it."""
+    named = posixpath.basename(normal(path))
+    binary = posixpath.basename(normal(real)) if real else named
+    for name in dict.fromkeys((named, binary)):
+        if name not in KNOWN_HOOKS:
+            via = "" if name == named else f" ({path} is {normal(real or '')} on the host)"
+            return [Problem("path", f"unknown hook binary '{_short(name)}'{via}: a spec's "
+                            "hooks run as root on the host, so only known CDI hooks are let "
+                            f"through ({', '.join(KNOWN_HOOKS)})",
+                            "use the vendor's CDI hook as it writes it (e.g. "
+                            "/usr/bin/nvidia-cdi-hook update-ldcache --folder DIR), or "
+                            "remove the hook")]
+    if binary in ("nvidia-container-runtime-hook", "nvidia-container-toolkit"):
+        return [Problem(f"args[{j}]", f"'{_short(a)}' is not an argument of the legacy "
+                        f"hook: it takes {', '.join(LEGACY_HOOK_ARGS)} (its -config names the "
+                        "configuration that picks the program it runs)",
+                        "call it as NVIDIA does: nvidia-container-runtime-hook prestart")
+                for j, a in enumerate(args[1:], 1) if a not in LEGACY_HOOK_ARGS]
+    first = 1
+    if binary == "nvidia-ctk":
+        if args[1:2] != ["hook"]:
+            said = f"nvidia-ctk {_short(args[1])}" if len(args) > 1 else "nvidia-ctk alone"
+            return [Problem("args[1]", f"{said} is not a hook: nvidia-ctk's other commands "
+                            "configure the runtimes and the toolkit, as root",
+                            "call it as 'nvidia-ctk hook SUBCOMMAND ...'")]
+        first = 2
+    return _subcommand_problems(args, first)
+
+
+def _subcommand_problems(args: list[str], first: int) -> list[Problem]:
+    out: list[Problem] = []
+    sub = None
+    for j, a in enumerate(args[first:], first):
+        flag, eq, value = a.partition("=")
+        if sub is None and not a.startswith("-"):
+            sub = a
+            if a not in NVIDIA_HOOKS:
+                out.append(Problem(f"args[{j}]", f"'{_short(a)}' is no hook this toolkit "
+                                   "knows: it skips it with a warning", "generate the spec "
+                                   "with the installed toolkit", "warning"))
+        elif sub is None and a not in HOOK_GLOBAL_FLAGS:
+            out.append(Problem(f"args[{j}]", f"'{_short(a)}' before the hook's name is not "
+                               f"one of {', '.join(HOOK_GLOBAL_FLAGS)}",
+                               "write the hook's name first, as NVIDIA does"))
+        elif flag in NOT_A_HOOK_FLAG:
+            out.append(Problem(f"args[{j}]", f"'{_short(a)}' makes the hook read the "
+                               "container's state from a file the spec picks (a root of / "
+                               "makes it change the host's own files)", f"remove {flag}"))
+        elif flag in ("--ldconfig-path", "-ldconfig-path"):
+            named = value if eq else (args[j + 1] if j + 1 < len(args) else "")
+            program = posixpath.basename(named.removeprefix("@"))
+            if program not in LDCONFIG:
+                out.append(Problem(f"args[{j}]", f"'{_short(a)}' makes update-ldcache run "
+                                   f"{_short(named) or 'nothing'} as root on the host in "
+                                   "ldconfig's place", "name the host's ldconfig (e.g. "
+                                   "--ldconfig-path @/sbin/ldconfig), or drop the flag"))
     return out
 
 

@@ -16,6 +16,7 @@ interface, ``GpuIdentity``, fed by either source:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import re
 import shutil
@@ -64,6 +65,9 @@ def stat_node(path: str, root: str = "/", host_path: str | None = None) -> NodeF
                     stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
 
 
+MISC_MAJOR = 10  # misc devices: the minor names the device (/proc/misc)
+
+
 @dataclass(frozen=True)
 class RealHost:
     """``cdi.Host`` on this machine (or a tree under ``root``)."""
@@ -71,7 +75,25 @@ class RealHost:
     root: str = "/"
 
     def node(self, path: str) -> NodeFact | None:
-        return stat_node(path, self.root)
+        """The node at ``path``, with the driver ``/proc/devices`` (or ``/proc/misc``) of
+        the root names for its numbers."""
+        n = stat_node(path, self.root)
+        return None if n is None else dataclasses.replace(n, driver=self._driver(n))
+
+    def _driver(self, n: NodeFact) -> str | None:
+        if n.type != "c":
+            return None
+        if n.major == MISC_MAJOR and self._misc is not None:
+            return self._misc.get(n.minor, "misc")
+        return None if self._drivers is None else self._drivers.get(n.major, "")
+
+    @functools.cached_property
+    def _drivers(self) -> dict[int, str] | None:
+        return nvf.char_drivers(self.root)
+
+    @functools.cached_property
+    def _misc(self) -> dict[int, str] | None:
+        return nvf.misc_devices(self.root)
 
     def exists(self, path: str) -> bool:
         return os.path.lexists(_under(self.root, path))

@@ -142,6 +142,34 @@ def proc_devices(root: str) -> dict[str, int]:
     return out
 
 
+def char_drivers(root: str) -> dict[int, str] | None:
+    """``/proc/devices``' character devices: major → the drivers holding it (joined by ',');
+    None when the file is missing (a tree recorded without it)."""
+    text = tree_text(root, "/proc/devices")
+    if text is None:
+        return None
+    out: dict[int, list[str]] = {}
+    for line in text.partition("Block devices")[0].splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit():
+            out.setdefault(int(parts[0]), []).append(parts[1])
+    return {major: ",".join(names) for major, names in out.items()}
+
+
+def misc_devices(root: str) -> dict[int, str] | None:
+    """``/proc/misc``: misc minor (major 10) → the device's name (``58 rdma_cm``); None when
+    the file is missing."""
+    text = tree_text(root, "/proc/misc")
+    if text is None:
+        return None
+    out: dict[int, str] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0].isdigit():
+            out.setdefault(int(parts[0]), parts[1])
+    return out
+
+
 # the driver name in /proc/devices behind each node family (the uvm and caps majors are
 # dynamic: a stale node from an earlier module load can carry an old one)
 DYNAMIC_MAJORS = (("/dev/nvidia-uvm", "nvidia-uvm"), ("/dev/nvidia-caps/", "nvidia-caps"))
