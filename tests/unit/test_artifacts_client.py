@@ -168,13 +168,13 @@ def test_bearer_token_flow_and_secret_never_in_repr() -> None:
 
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        if request.url.path == "/token":  # the token service, on the registry's host
+        if request.url.path == "/token":  # the token service, on the registry's origin
             assert request.headers["authorization"].startswith("Basic ")
             assert request.url.params["scope"] == "repository:a/m:pull"
             return httpx.Response(200, json={"token": "T0K"})
         if request.headers.get("authorization") != "Bearer T0K":
             return httpx.Response(401, headers={"WWW-Authenticate": (
-                'Bearer realm="https://registry.test/token",service="reg",'
+                f'Bearer realm="https://{HOST}/token",service="reg",'
                 'scope="repository:a/m:pull"')})
         return httpx.Response(200, json={"name": "a/m", "tags": ["v1"]})
 

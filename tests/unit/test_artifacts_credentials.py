@@ -8,6 +8,9 @@ choosing, and that token sent to it; ``LOCALHOST:P`` skipped a ``localhost:P/...
 rule for a catch-all; ``sha512:`` pins were never checked; signing a tag signed the digest
 a lying HEAD reported; credentials from an auth file every user can read came without a
 word. The redirect test held before (httpx drops the header across origins); it guards that.
+Later (the red team's GT5): Basic credentials and a token obtained with them followed an
+upload ``Location`` to another port of the registry's host, and credentials went to a token
+realm there: "the registry's host" meant any port.
 """
 
 from __future__ import annotations
@@ -87,7 +90,9 @@ def test_a_cached_token_never_follows_a_link_off_the_registry(link: str) -> None
 
 
 @pytest.mark.parametrize("location", ["https://evil.test/v2/m/blobs/uploads/1?_state=s",
-                                      f"http://{HOST}/v2/m/blobs/uploads/1?_state=s"])
+                                      f"http://{HOST}/v2/m/blobs/uploads/1?_state=s",
+                                      "https://reg.test:8443/v2/m/blobs/uploads/1?_state=s",
+                                      "https://reg.test/v2/m/blobs/uploads/1?_state=s"])
 def test_a_cached_token_never_follows_an_upload_location_off_the_registry(
         location: str) -> None:
     def registry(request: httpx.Request) -> httpx.Response:
@@ -96,6 +101,32 @@ def test_a_cached_token_never_follows_an_upload_location_off_the_registry(
         return httpx.Response(404)
 
     w = World(registry)
+    data = b"weights"
+    w.client().upload_blob("m", sha256_digest(data), len(data), io.BytesIO(data))
+    assert w.elsewhere and w.leaked() == []
+
+
+class BasicWorld(World):
+    """reg.test:5000 asking for alice's password (Basic), and anything elsewhere that records
+    what it is sent: another port of the same host is another server."""
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if (url.scheme, url.host, url.port) != ("https", "reg.test", 5000):
+            self.elsewhere.append(request)
+            return httpx.Response(201 if request.method == "PUT" else 200,
+                                  json={"token": "T0K"})
+        if request.headers.get("authorization") != BASIC:
+            return httpx.Response(401, headers={"WWW-Authenticate": 'Basic realm="reg"'})
+        return self.registry(request)
+
+
+@pytest.mark.parametrize("location", ["https://reg.test:8443/v2/m/blobs/uploads/1?_state=s",
+                                      "https://reg.test/v2/m/blobs/uploads/1?_state=s"])
+def test_basic_credentials_never_follow_an_upload_location_to_another_port(
+        location: str) -> None:
+    w = BasicWorld(lambda r: httpx.Response(202, headers={"Location": location})
+                   if r.method == "POST" else httpx.Response(404))
     data = b"weights"
     w.client().upload_blob("m", sha256_digest(data), len(data), io.BytesIO(data))
     assert w.elsewhere and w.leaked() == []

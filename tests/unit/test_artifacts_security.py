@@ -347,14 +347,17 @@ def _token_flow(registry: str, realm: str, plain_http: bool | None = None,
 
 @pytest.mark.parametrize(("registry", "realm", "plain", "sent"), [
     ("reg.test:5000", "https://reg.test:5000/token", None, True),
-    ("reg.test:5000", "https://reg.test/token", None, True),  # same host, other port
+    ("reg.test:5000", "https://reg.test/token", None, False),  # same host, other port
+    ("reg.test:5000", "https://reg.test:8443/token", None, False),
     ("reg.test:5000", "https://auth.other.test/token", None, False),
     ("reg.test:5000", "http://reg.test:5000/token", None, False),  # plain HTTP, not loopback
     ("reg.test:5000", "http://evil.example/token", None, False),
-    ("127.0.0.1:5000", "http://127.0.0.1:5001/token", None, True),  # loopback: HTTP is fine
+    ("127.0.0.1:5000", "http://127.0.0.1:5000/token", None, True),  # loopback: HTTP is fine
+    ("127.0.0.1:5000", "http://127.0.0.1:5001/token", None, False),  # but not another port
+    ("127.0.0.1:5000", "https://127.0.0.1:5000/token", None, False),  # nor another scheme
     ("127.0.0.1:5000", "http://evil.example/token", None, False),
 ])
-def test_credentials_go_only_to_the_registrys_own_host_over_tls_unless_loopback(
+def test_credentials_go_only_to_the_registrys_own_origin_over_tls_unless_loopback(
         registry: str, realm: str, plain: bool | None, sent: bool) -> None:
     seen, c = _token_flow(registry, realm, plain)
     assert c.tags("a/m") == ["v1"]  # an anonymous token still works where one is given
@@ -375,7 +378,7 @@ def test_withheld_credentials_are_named_in_the_error_when_the_token_server_refus
 
     c = RegistryClient(HOST, credentials=Credentials("alice", "s3cret"),
                        transport=httpx.MockTransport(handler), retry=RetryPolicy(attempts=1))
-    with pytest.raises(RegistryError, match="not on the registry's host") as info:
+    with pytest.raises(RegistryError, match="not the registry's origin") as info:
         c.tags("a/m")
     assert "s3cret" not in str(info.value)
 

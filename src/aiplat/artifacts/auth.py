@@ -12,18 +12,19 @@ bearer-token dance (``WWW-Authenticate: Bearer realm=…,service=…,scope=…``
 per scope. Secrets live only in headers: ``Credentials.__repr__`` masks them and the client
 never puts them in URLs or messages.
 
-Credentials go only to the registry's own host (any port), and only over TLS unless the
-registry is loopback; one check (:meth:`RegistryAuth.withheld`) decides it for Basic
-credentials and bearer tokens alike, on every request: a ``Link`` page, an upload
-``Location`` or a redirect to another host gets neither (httpx also drops the header on a
-cross-origin redirect), and a 401 from another host is not answered. A token obtained with
-credentials is a secret like them; an anonymous one still goes to the registry's host only.
-The realm of a ``Bearer`` challenge is chosen by whoever answers the 401, so a token service
-elsewhere (another host, or plain HTTP) gets an anonymous token request, and its answer is
-read within ``MAX_TOKEN_BYTES``; a Basic challenge over plain HTTP to a remote registry is
-refused with the fix. Registries whose token service lives on another host (Docker Hub's
-auth.docker.io) therefore get anonymous tokens: pull public models there, or use a mirror
-on one host.
+Credentials go only to the registry's own origin (its scheme, host and port: another port
+of the same host is another server, whoever runs it), and only over TLS unless the registry
+is loopback; one check (:meth:`RegistryAuth.withheld`) decides it for Basic credentials and
+bearer tokens alike, on every request: a ``Link`` page, an upload ``Location`` or a redirect
+elsewhere gets neither (httpx also drops the header on a cross-origin redirect), and a 401
+from elsewhere is not answered. A token obtained with credentials is a secret like them; an
+anonymous one still goes to the registry's origin only. The realm of a ``Bearer`` challenge
+is chosen by whoever answers the 401, so a token service elsewhere (another host or port,
+or plain HTTP) gets an anonymous token request, and its answer is read within
+``MAX_TOKEN_BYTES``; a Basic challenge over plain HTTP to a remote registry is refused with
+the fix. Registries whose token service lives elsewhere (Docker Hub's auth.docker.io, a
+token server on its own port) therefore get anonymous tokens: pull public models there, or
+use a mirror that serves both on one origin.
 
 An auth file that other users can read still works, with a warning naming it and the fix
 (``chmod 600``): docker and podman write theirs 0600.
@@ -170,6 +171,20 @@ def bare_host(registry: str) -> str:
     return registry.rsplit(":", 1)[0].lower() if registry.count(":") == 1 else registry.lower()
 
 
+Origin = tuple[str, str, int | None]
+
+
+def _origin(url: httpx.URL) -> Origin:
+    """(scheme, host, port) of ``url``, the port None when it is the scheme's default."""
+    return url.scheme, url.host.lower(), url.port
+
+
+def _shown_origin(origin: Origin) -> str:
+    scheme, host, port = origin
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
 _CHALLENGE_RE = re.compile(r'(\w+)="([^"]*)"', re.ASCII)
 
 
@@ -186,10 +201,10 @@ class RegistryAuth(httpx.Auth):
     # token answer is read explicitly below (this flow is used by the sync client only).
 
     def __init__(self, credentials: Credentials | None, registry: str = "",
-                 loopback: bool = False) -> None:
+                 loopback: bool = False, scheme: str = "https") -> None:
         self.credentials = credentials
         self.registry = registry
-        self.host = bare_host(registry)
+        self.origin = _origin(httpx.URL(f"{scheme}://{registry}")) if registry else ("", "", None)
         self.loopback = loopback
         # scope -> (token, whether credentials were sent to get it: then it is a secret)
         self._tokens: dict[str, tuple[str, bool]] = {}
@@ -207,11 +222,12 @@ class RegistryAuth(httpx.Auth):
 
     def withheld(self, url: httpx.URL, secret: bool = True) -> str:
         """Why credentials — or a token — may not go to ``url`` ('' when they may): the one
-        host check for Basic and bearer alike. Nothing goes to another host; a ``secret``
-        (credentials, or a token obtained with them) goes over TLS only, unless the
-        registry is loopback."""
-        if url.host.lower() != self.host:
-            return f"{url.host} is not on the registry's host {self.host or '?'}"
+        check for Basic and bearer alike. Nothing goes off the registry's origin (scheme,
+        host and port, as a ``Link`` is followed); a ``secret`` (credentials, or a token
+        obtained with them) goes over TLS only, unless the registry is loopback."""
+        if _origin(url) != self.origin:
+            return (f"{_shown_origin(_origin(url))} is not the registry's origin"
+                    f" {_shown_origin(self.origin)} (scheme, host and port)")
         if secret and url.scheme != "https" and not self.loopback:
             return f"{url.copy_with(query=None)} is plain HTTP to a registry that is not loopback"
         return ""
@@ -281,8 +297,9 @@ class RegistryAuth(httpx.Auth):
         token_response.read()  # bounded (MAX_TOKEN_BYTES) by the client's answer hook
         if token_response.status_code != 200:
             hint = (f"aiplat did not send your credentials there ({why}): they go only to the"
-                    " registry's own host, over TLS unless it is loopback. To fix: use a"
-                    " registry whose token service is on its own host, or pull anonymously"
+                    " registry's own scheme, host and port, over TLS unless it is loopback."
+                    " To fix: use a registry whose token service is on that origin, or pull"
+                    " anonymously"
                     if why else "check the credentials in your auth file (podman login /"
                     " docker login)")
             raise RegistryError(

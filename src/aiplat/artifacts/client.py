@@ -253,7 +253,8 @@ class RegistryClient:
         try:
             self.http = httpx.Client(
                 base_url=self.base,
-                auth=RegistryAuth(credentials, registry, self.loopback),
+                auth=RegistryAuth(credentials, registry, self.loopback,
+                                  "http" if plain else "https"),
                 transport=transport,
                 timeout=httpx.Timeout(timeout, connect=10.0),
                 limits=httpx.Limits(max_connections=max_connections,
