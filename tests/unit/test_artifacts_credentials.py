@@ -234,7 +234,9 @@ def test_another_spelling_of_a_signed_registrys_address_is_refused(spelling: str
     ("reg.example:0443", "write reg.example:443"),
     ("reg.example:00080", "write reg.example:80"),
     ("127.0.0.08:5055", "no IPv4 address"), ("1.2.3.4.5:5055", "no IPv4 address"),
-    ("0x:5055", "write 0.0.0.0:5055"),
+    ("0x:5055", "no registry's address"), ("0.0.0.0:5055", "no registry's address"),
+    ("0:5055", "no registry's address"), ("[::]:5055", "no registry's address"),
+    ("[::ffff:0.0.0.0]:5055", "no registry's address"),
 ])
 def test_ports_are_ascii_digits_and_numbers_are_addresses_in_one_spelling(
         spelling: str, fix: str) -> None:

@@ -97,7 +97,8 @@ def parse_registry(text: str) -> str:
     only changes case, default ports and IPv6 zeros): a port with a leading zero, an IPv4
     address in any form but the dotted quad (``127.1``, ``2130706433``, ``0x7f.0.0.1``) and an
     IPv4-mapped IPv6 address (``[::ffff:127.0.0.1]``) are refused with the spelling to use, so
-    no other spelling of a signed registry's address falls through to another rule."""
+    no other spelling of a signed registry's address falls through to another rule; so is the
+    unspecified address (``0.0.0.0``, ``[::]``), which is this machine by another name."""
     fix = ("write HOST[:PORT], e.g. 127.0.0.1:5000 or registry.example.com (a DNS name,"
            " an IP address or [IPv6], and a port from 1 to 65535)")
     m = _HOST_RE.match(text)
@@ -112,13 +113,19 @@ def parse_registry(text: str) -> str:
     port = m.group("port")
     if port is not None and not 0 < int(port) < 65536:
         raise ArtifactInputError(f"{text!r}: port {port} is out of range; {fix}")
+    host = m.group("name") or f"[{m.group('v6')}]"
     try:
-        one = _one_spelling(m.group("name") or f"[{m.group('v6')}]", port)
+        address = _address(host)
     except ValueError:
         raise ArtifactInputError(f"{text!r} is numbers but no IPv4 address (a resolver may"
                                  " read them as one, or not); write HOST[:PORT] with an IPv4"
                                  " address as four numbers from 0 to 255 (e.g. 127.0.0.1:5000)"
                                  " or a DNS name") from None
+    if address is not None and address.is_unspecified:
+        raise ArtifactInputError(f"{text!r} is no registry's address: a connection to"
+                                 f" {address} reaches this machine under another name; write"
+                                 " the address the registry listens on (e.g. 127.0.0.1:5000)")
+    one = _one_spelling(host, address, port)
     if one != text:
         raise ArtifactInputError(
             f"{text!r} is {one} written another way; write {one} (a trust policy compares"
@@ -126,10 +133,10 @@ def parse_registry(text: str) -> str:
     return text
 
 
-def _one_spelling(host: str, port: str | None) -> str:
-    """``host[:port]`` as it must be written: an IPv4 address dotted (whether written as
-    ``127.1`` or as an IPv4-mapped IPv6 address), a port without leading zeros."""
-    address = _address(host)
+def _one_spelling(host: str, address: ipaddress.IPv4Address | ipaddress.IPv6Address | None,
+                  port: str | None) -> str:
+    """``host[:port]`` as it must be written: an IPv4 address (``address``) dotted, whether
+    written as ``127.1`` or as an IPv4-mapped IPv6 address; a port without leading zeros."""
     spelled = str(address) if isinstance(address, ipaddress.IPv4Address) else host
     return spelled if port is None else f"{spelled}:{int(port)}"
 
