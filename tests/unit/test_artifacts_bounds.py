@@ -597,3 +597,11 @@ def test_a_manifest_or_safetensors_header_past_64_levels_is_refused() -> None:
     data = len(header).to_bytes(8, "little") + header
     with pytest.raises(ArtifactError, match="nested more than 64"):
         parse_header(data, len(data), "m.safetensors")
+
+
+@pytest.mark.parametrize("number", [b"NaN", b"Infinity", b"-Infinity", b"1e999999"])
+def test_a_number_json_cannot_hold_is_refused(number: bytes) -> None:
+    """Python reads these, and model inspect -o json wrote them back: not JSON."""
+    c = client(lambda r: httpx.Response(200, content=b'{"tags": ["v1"], "n": %s}' % number))
+    with pytest.raises(RegistryError, match="not a JSON object"):
+        c.tags("m")

@@ -91,11 +91,11 @@ recurses, so a few thousand ``[`` in a 4 MiB answer would end in a RecursionErro
 
 def peer_json(data: bytes | str) -> Any:
     """The JSON document a peer sent (a registry, a token service, a signature's payload),
-    parsed here and only here: a ValueError that says why when it is not JSON, nests deeper
-    than MAX_JSON_DEPTH or holds more than ``aiplat.inputs.MAX_VALUES`` values, never a
-    RecursionError."""
+    parsed here and only here: a ValueError that says why when it is not JSON (``NaN``,
+    ``Infinity`` and numbers past a float's range included), nests deeper than MAX_JSON_DEPTH
+    or holds more than ``aiplat.inputs.MAX_VALUES`` values, never a RecursionError."""
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, parse_constant=_not_json, parse_float=_finite)
     except RecursionError:
         raise ValueError(_TOO_DEEP) from None
     try:
@@ -108,6 +108,19 @@ def peer_json(data: bytes | str) -> Any:
 
 
 _TOO_DEEP = f"nested more than {MAX_JSON_DEPTH} levels deep (MAX_JSON_DEPTH)"
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    """A JSON number that fits a float (``1e999`` would be infinity, which aiplat's own JSON
+    output could not write back as JSON)."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:20]} is too large for a float")
+    return value
 
 
 BOUND = "aiplat.bound"
