@@ -18,17 +18,26 @@ type with ``stat`` before opening (a FIFO would block, a device may act on open)
 most ``TREE_MAX_BYTES`` (or the last that many, for a log) and, unlike ``read_bytes``, lets a
 plain ``OSError`` (a missing attribute) through: in a tree files come and go.
 
+A tree may change while it is read (its recorder swapping a directory for a link to the
+host's): a path is therefore never handed to the kernel whole. ``open_in_tree``,
+``open_dir_in_tree`` and ``stat_in_tree`` walk it one component at a time from a descriptor
+of the root, opening each directory relative to the last with ``O_NOFOLLOW``; a link is read
+and followed only when it stays inside (the same walk, from where it sits, or from the root
+for an absolute one). What a swap can do is make a lookup fail, never leave the tree.
+
 The functions are plain: no CLI, no click; layers import them at their I/O edges.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -126,25 +135,150 @@ def _too_big(name: str, what: str, max_bytes: int, fix: str) -> InputError:
 
 def inside(root: str | Path, path: str | Path) -> Path:
     """``path`` with every link resolved, when that stays under ``root`` (resolved too); an
-    ``InputError`` naming where the link leads when it leaves the tree."""
+    ``InputError`` naming where the link leads when it leaves the tree. For a path handed on
+    to a reader that is not ours (a runtime binding it later): reading goes through
+    ``open_in_tree``, which a swap mid-lookup cannot lead out."""
     top = os.path.realpath(root)
     real = os.path.realpath(path)
     if top not in (os.sep, real) and not real.startswith(top + os.sep):
-        raise _fail(path, "a file of the tree", f"a link out of the tree {root} (to {real}): "
-                    "not followed", "record the tree with links relative inside it (sysfs's "
-                    "own are), or copy the file in")
+        raise _link_out(root, path, real)
     return Path(real)
+
+
+def _link_out(root: str | Path, path: str | Path, to: str) -> InputError:
+    return _fail(path, "a file of the tree", f"a link out of the tree {root} (to {to}): "
+                 "not followed", "record the tree with links relative inside it (sysfs's "
+                 "own are), or copy the file in")
 
 
 _TREE_FIX = "replace it with the file it stands for, or remove it from the tree"
 
+MAX_LINKS = 40
+"""Links followed in one lookup: the kernel's own limit (MAXSYMLINKS); a loop ends there."""
 
-def file_in_tree(root: str | Path, path: str | Path, what: str = "a file of the tree") -> Path:
-    """The real path of the regular file ``path`` inside the tree ``root``, for a reader
-    that is not ours (ldconfig): ``InputError`` when refused, ``OSError`` when missing."""
-    real = inside(root, path)
-    _regular(os.stat(real), str(path), what, _TREE_FIX)
-    return real
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
+_T = TypeVar("_T")
+
+
+def _below(top: str, path: str) -> list[str] | None:
+    """The components of the absolute ``path`` below ``top`` (None when not under it)."""
+    if top == os.sep:
+        return path.split("/")
+    if path == top or path.startswith(top + os.sep):
+        return path[len(top):].split("/")
+    return None
+
+
+def _components(root: str | Path, path: str | Path) -> list[str]:
+    """``path``'s components below ``root`` (given as the root joined with them, or the
+    root's real path joined with them)."""
+    where = os.path.abspath(path)
+    for top in dict.fromkeys((os.path.abspath(root), os.path.realpath(root))):
+        parts = _below(top, where)
+        if parts is not None:
+            return parts
+    raise _fail(path, "a file of the tree", f"not inside the tree {root}",
+                "name a path under the root")
+
+
+def _link_target(dir_fd: int, name: str, failure: OSError) -> str | None:
+    """The target of the link ``name``; None when it is a directory again (swapped back
+    since: look it up once more); ``failure`` again when it is neither (a file where a
+    directory was expected)."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError:
+        try:
+            again = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            raise failure from None
+        if stat.S_ISDIR(again.st_mode) or stat.S_ISLNK(again.st_mode):
+            return None
+        raise failure from None
+
+
+def _lookup(root: str | Path, path: str | Path, last: Callable[[int, str], _T]) -> _T:
+    """``last(dir_fd, name)`` on ``path``'s final component, reached from the root one
+    directory descriptor at a time (see the module doc). ``last`` raises ``OSError(ELOOP)``
+    on a link, which is then followed here when it stays inside."""
+    top = os.path.realpath(root)
+    todo = list(reversed(_components(root, path)))
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]  # the admin's root
+    where: list[str] = []  # the names fds[-1] lies at, for messages
+    links = 0
+    try:
+        while todo:
+            name = todo.pop()
+            if name in ("", "."):
+                continue
+            if name == "..":
+                if len(fds) == 1:
+                    raise _link_out(root, path, os.path.normpath(top + "/.."))
+                os.close(fds.pop())
+                where.pop()
+                continue
+            try:
+                if todo:
+                    fds.append(os.open(name, _DIR_FLAGS, dir_fd=fds[-1]))
+                    where.append(name)
+                    continue
+                return last(fds[-1], name)
+            except OSError as e:
+                if e.errno not in (errno.ELOOP, errno.ENOTDIR):
+                    raise
+                target = _link_target(fds[-1], name, e)
+            links += 1  # a retry after a swap counts too: a swapping tree ends here
+            if links > MAX_LINKS:
+                raise OSError(errno.ELOOP, "too many links", str(path))
+            if target is None:
+                todo.append(name)
+                continue
+            parts = target.split("/")
+            if target.startswith("/"):
+                inner = _below(top, os.path.normpath(target))
+                if inner is None:
+                    raise _link_out(root, path, os.path.normpath(target))
+                while len(fds) > 1:
+                    os.close(fds.pop())
+                where.clear()
+                parts = inner
+            todo.extend(reversed(parts))
+        return last(fds[-1], ".")
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _no_link(st: os.stat_result, name: str) -> os.stat_result:
+    if stat.S_ISLNK(st.st_mode):
+        raise OSError(errno.ELOOP, "a link", name)
+    return st
+
+
+def stat_in_tree(root: str | Path, path: str | Path) -> os.stat_result:
+    """``os.stat`` of ``path`` inside the tree ``root``, its links followed only inside it:
+    ``InputError`` when one leads out, ``OSError`` when missing."""
+    return _lookup(root, path, lambda fd, name: _no_link(
+        os.stat(name, dir_fd=fd, follow_symlinks=False), name))
+
+
+def open_dir_in_tree(root: str | Path, path: str | Path) -> int:
+    """A descriptor of the directory ``path`` inside the tree ``root`` (the caller closes
+    it); ``InputError`` when a link leads out, ``OSError`` when missing or no directory."""
+    return _lookup(root, path, lambda fd, name: os.open(name, _DIR_FLAGS, dir_fd=fd))
+
+
+def open_in_tree(root: str | Path, path: str | Path, what: str = "a file of the tree") -> int:
+    """A descriptor of the regular file ``path`` inside the tree ``root`` (non-blocking; the
+    caller closes it). Its type is checked with ``stat`` before it is opened: anything but a
+    regular file is an ``InputError`` (see the module doc); missing: ``OSError``."""
+    def open_file(fd: int, name: str) -> int:
+        _regular(_no_link(os.stat(name, dir_fd=fd, follow_symlinks=False), name), str(path),
+                 what, _TREE_FIX)
+        return os.open(name, _FILE_FLAGS, dir_fd=fd)
+
+    return _lookup(root, path, open_file)
 
 
 def read_in_tree(root: str | Path, path: str | Path, what: str = "a file of the tree", *,
@@ -152,9 +286,7 @@ def read_in_tree(root: str | Path, path: str | Path, what: str = "a file of the 
     """The bytes of the regular file ``path`` inside the tree ``root``, at most ``max_bytes``
     (``tail``: its last ``max_bytes``, for a log). ``InputError`` when refused (see the module
     doc); a plain ``OSError`` when missing or unreadable."""
-    real = file_in_tree(root, path, what)
-    fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC |
-                 os.O_NOCTTY)
+    fd = open_in_tree(root, path, what)
     try:
         return _read_fd(fd, str(path), what, max_bytes,
                         f"{_TREE_FIX}; no such file is that large", tail=tail)

@@ -9,6 +9,7 @@ regression fails here instead of hanging or swapping the test run."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -233,3 +234,78 @@ def test_a_directory_of_more_entries_than_any_host_is_read_that_far(
     t = Tree(root)
     assert len(t.entries(root / "d")) == 10 and len(t.glob(root / "d", "e*")) == 10
     assert "more than 10 entries" in t.warnings[0] and "more than 10 matches" in t.warnings[1]
+
+
+# renameat2(RENAME_EXCHANGE) swaps a directory and a link in one step, as a hostile recorder
+# racing the reader would (issue #38): glibc 2.28 and Linux 3.15 have it
+_SWAPPER = """
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = (p.encode() for p in sys.argv[1:3])
+print("swapping", flush=True)
+while True:
+    if libc.renameat2(-100, a, -100, b, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
+        sys.exit("renameat2: " + os.strerror(ctypes.get_errno()))
+"""
+HAS_RENAMEAT2 = sys.platform == "linux" and hasattr(ctypes.CDLL(None), "renameat2")
+TRIES = 4000
+
+
+@pytest.fixture
+def swapped_tree(tmp_path: Path) -> Iterator[Path]:
+    """A tree whose proc/driver a child process keeps swapping with a link to a directory
+    outside the tree that holds the same file names with the host's secret."""
+    if not HAS_RENAMEAT2:
+        pytest.skip("renameat2 is Linux's (glibc 2.28+)")
+    root = tmp_path / "t"
+    (root / "proc/driver/nvidia").mkdir(parents=True)
+    (root / "proc/driver/nvidia/version").write_text("NVRM version: inside\n")
+    outside = tmp_path / "outside"
+    (outside / "nvidia").mkdir(parents=True)
+    (outside / "nvidia/version").write_text(f"{MARKER}\n")
+    (root / "proc/driver_alt").symlink_to(outside)
+    swapper = subprocess.Popen([sys.executable, "-c", _SWAPPER, str(root / "proc/driver"),
+                                str(root / "proc/driver_alt")], stdout=subprocess.PIPE,
+                               text=True)
+    try:
+        assert swapper.stdout is not None and swapper.stdout.readline() == "swapping\n"
+        yield root
+        assert swapper.poll() is None, "the swapper stopped: the race was not run"
+    finally:
+        swapper.kill()
+        swapper.wait()
+        if swapper.stdout is not None:
+            swapper.stdout.close()
+
+
+def test_a_directory_swapped_for_a_link_mid_read_never_leaks(swapped_tree: Path) -> None:
+    """inputs.read_in_tree checked the realpath, then opened the path: a swap in between read
+    the outside file (1 `node inventory --root` in 60). Each read is now a walk of directory
+    descriptors that never follows a link it has not checked: over thousands of tries every
+    answer is the tree's file, a refusal or a miss, never the host's."""
+    root = swapped_tree
+    answers: set[str] = set()
+    for _ in range(TRIES):
+        try:
+            data = inputs.read_in_tree(root, root / "proc/driver/nvidia/version")
+        except InputError as e:
+            assert MARKER not in str(e)
+            answers.add("refused")
+        except OSError:  # missing, or swapped mid-lookup once too often
+            answers.add("missing")
+        else:
+            assert MARKER not in data.decode(), "read the file outside the tree"
+            answers.add("read")
+    assert "read" in answers
+
+
+def test_tree_readers_never_list_or_read_through_a_swapped_link(swapped_tree: Path) -> None:
+    root = swapped_tree
+    for _ in range(TRIES // 4):
+        tree = Tree(root)
+        text = tree.text(tree.path("/proc/driver/nvidia/version"))
+        names = [p.name for p in tree.entries(tree.path("/proc/driver"))]
+        found = tree.glob(tree.path("/proc/driver"), "nvidia/*")
+        assert text is None or MARKER not in text
+        assert names in ([], ["nvidia"]) and all(p.name == "version" for p in found)
+        assert all(MARKER not in w for w in tree.warnings)

@@ -182,22 +182,24 @@ def parse_ldconfig(text: str, arch: str = "x86-64") -> dict[str, str]:
 
 
 def linker_cache(root: str = "/") -> dict[str, str]:
+    """The linker cache under ``root`` as ``ldconfig -p`` reads it: soname → path. ldconfig
+    gets the descriptor aiplat opened (``/dev/fd/N``), not the path: the file it reads is the
+    regular file inside the root that was checked, whatever the tree does meanwhile."""
     ldconfig = shutil.which("ldconfig") or "/sbin/ldconfig"
     cache = _under(root, "/etc/ld.so.cache")
-    if not os.path.exists(cache):
-        return {}
     from aiplat import inputs
 
-    # ldconfig reads it, not us: still a regular file inside the root (a FIFO would hang it)
-    try:
-        real = inputs.file_in_tree(root, cache, "the linker cache")
-    except OSError:
+    try:  # a FIFO would hang ldconfig, a link out of the root is the host's cache
+        fd = inputs.open_in_tree(root, cache, "the linker cache")
+    except OSError:  # missing or unreadable: no cache (a refusal is an InputError)
         return {}
     try:
-        res = subprocess.run([ldconfig, "-p", "-C", str(real)], capture_output=True,
-                             text=True, check=False, timeout=30)
+        res = subprocess.run([ldconfig, "-p", "-C", f"/dev/fd/{fd}"], capture_output=True,
+                             text=True, check=False, timeout=30, pass_fds=(fd,))
     except (OSError, subprocess.TimeoutExpired):
         return {}
+    finally:
+        os.close(fd)
     return parse_ldconfig(res.stdout)
 
 

@@ -5,7 +5,9 @@ every reader under ``aiplat.node`` goes through one ``Tree``: a path whose links
 the root is not followed (sysfs's own relative links inside it are), only regular files are
 opened (never a FIFO, device or socket: checked before opening), and no file is read past a
 bound (``ATTR_MAX_BYTES`` for an attribute, ``inputs.TREE_MAX_BYTES`` for a procfs or package
-database file). The reading itself is ``aiplat.inputs.read_in_tree``.
+database file). The reading itself is ``aiplat.inputs.read_in_tree``; listing, testing and
+globbing go through the same walk (``inputs.open_dir_in_tree``, ``inputs.stat_in_tree``), so a
+recorder swapping a directory for a link while the tree is read changes nothing but a miss.
 
 A refusal becomes one line in ``warnings`` (the inventory shows them), not an exception: the
 rest of the node is still read. A missing or unreadable file is None without a word, since
@@ -15,7 +17,9 @@ nothing is outside the root and the same bounds hold.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -101,56 +105,83 @@ class Tree:
             return None
 
     def resolve(self, path: Path) -> Path | None:
-        """``path`` with its links resolved, None (and a warning) when they leave the root."""
+        """``path`` with its links resolved, None (and a warning) when they leave the root.
+        A name to read under, not a check: every read walks the tree again."""
         try:
             return inputs.inside(self.root, path)
         except InputError as e:
             self._refuse(e)
-            return None
+        except OSError:  # a link swapped for a directory while it was resolved
+            pass
+        return None
+
+    def _stat(self, path: Path) -> os.stat_result | None:
+        try:
+            return inputs.stat_in_tree(self.root, path)
+        except InputError as e:
+            self._refuse(e)
+        except OSError:
+            pass
+        return None
 
     def exists(self, path: Path) -> bool:
-        real = self.resolve(path)
-        return real is not None and real.exists()
+        return self._stat(path) is not None
 
     def is_dir(self, path: Path) -> bool:
-        real = self.resolve(path)
-        return real is not None and real.is_dir()
+        st = self._stat(path)
+        return st is not None and stat.S_ISDIR(st.st_mode)
 
     def is_file(self, path: Path) -> bool:
-        real = self.resolve(path)
-        return real is not None and real.is_file()
+        st = self._stat(path)
+        return st is not None and stat.S_ISREG(st.st_mode)
 
     def entries(self, path: Path) -> list[Path]:
         """The entries of the directory ``path`` (as ``path / name``), sorted; none when it
         is missing or its links leave the root (a host's directory is never listed)."""
-        if not self.is_dir(path):
+        return [path / name for name in self._names(path, f"{path}: more than {MAX_ENTRIES} "
+                                                    "entries, the rest not read")]
+
+    def _names(self, path: Path, too_many: str) -> list[str]:
+        try:
+            fd = inputs.open_dir_in_tree(self.root, path)
+        except InputError as e:
+            self._refuse(e)
+            return []
+        except OSError:
             return []
         names: list[str] = []
         try:
-            with os.scandir(path) as it:
-                for e in it:
+            with os.scandir(fd) as it:
+                for entry in it:
                     if len(names) == MAX_ENTRIES:
-                        self.warn(f"{path}: more than {MAX_ENTRIES} entries, the rest not "
-                                  "read (fix: record the directory from a host)")
+                        self.warn(f"{too_many} (fix: record the directory from a host)")
                         break
-                    names.append(e.name)
+                    names.append(entry.name)
         except OSError:
             return []
-        return sorted(path / name for name in names)
+        finally:
+            os.close(fd)
+        return sorted(names)
 
     def glob(self, path: Path, pattern: str) -> list[Path]:
-        """``path.glob(pattern)``, sorted, keeping only matches whose directory stays inside
-        the root (a pattern like ``nvidia-caps/*`` walks a link the tree may hold)."""
-        if not self.is_dir(path):
-            return []
-        found: list[Path] = []
-        for p in path.glob(pattern):
-            if len(found) == MAX_ENTRIES:
-                self.warn(f"{path}: more than {MAX_ENTRIES} matches of {pattern}, the rest "
-                          "not read (fix: record the directory from a host)")
-                break
-            if p.parent == path or self.is_dir(p.parent):
-                found.append(p)
+        """The matches of ``pattern`` (one ``fnmatch`` pattern per level, ``hwmon*/temp*``)
+        under the directory ``path``, sorted; each level is listed through the tree's walk,
+        so no match lies behind a link out of the root."""
+        found = [path]
+        for i, level in enumerate(pattern.split("/")):
+            deeper = i < pattern.count("/")
+            step: list[Path] = []
+            for d in found:
+                names = self._names(d, f"{path}: more than {MAX_ENTRIES} matches of "
+                                       f"{pattern}, the rest not read")
+                step += [d / n for n in fnmatch.filter(names, level)
+                         if not deeper or self.is_dir(d / n)]
+                if len(step) >= MAX_ENTRIES:
+                    self.warn(f"{path}: more than {MAX_ENTRIES} matches of {pattern}, the rest "
+                              "not read (fix: record the directory from a host)")
+                    step = step[:MAX_ENTRIES]
+                    break
+            found = step
         return sorted(found)
 
     @staticmethod
