@@ -368,6 +368,37 @@ def test_credentials_go_only_to_the_registrys_own_origin_over_tls_unless_loopbac
     assert all("s3cret" not in str(r.url) for r in seen)
 
 
+@pytest.mark.parametrize(("registry", "sent"), [
+    ("reg.local:5000", False), ("localhost:5000", True), ("127.0.0.1:5000", True),
+    ("[::1]:5000", True),
+])
+def test_credentials_go_in_the_clear_only_to_a_loopback_address_not_a_name(
+        registry: str, sent: bool) -> None:
+    """reg.local resolved to 127.0.0.1 when the client was made, so it speaks plain HTTP; but
+    httpx resolves it again to connect, and a DNS answer that changed in between (a spoofed
+    one) would have been sent alice's password in the clear: it was, before."""
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if "authorization" in request.headers:
+            return httpx.Response(200, json={"tags": ["v1"]})
+        return httpx.Response(401, headers={"WWW-Authenticate": 'Basic realm="r"'})
+
+    dns = {"reg.local": ["127.0.0.1"], "localhost": ["127.0.0.1", "::1"]}
+    c = RegistryClient(registry, credentials=Credentials("alice", "s3cret"),
+                       transport=httpx.MockTransport(handler), retry=RetryPolicy(attempts=1),
+                       resolve=lambda host: dns.get(host, []))
+    assert c.base.startswith("http://")  # loopback: plain HTTP, as before
+    if sent:
+        assert c.tags("m") == ["v1"]
+        return
+    with pytest.raises(RegistryError, match="not a loopback address") as info:
+        c.tags("m")
+    assert "by its address" in str(info.value)
+    assert all("authorization" not in r.headers for r in seen)
+
+
 def test_withheld_credentials_are_named_in_the_error_when_the_token_server_refuses() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.host == "auth.other.test":

@@ -14,17 +14,18 @@ never puts them in URLs or messages.
 
 Credentials go only to the registry's own origin (its scheme, host and port: another port
 of the same host is another server, whoever runs it), and only over TLS unless the registry
-is loopback; one check (:meth:`RegistryAuth.withheld`) decides it for Basic credentials and
-bearer tokens alike, on every request: a ``Link`` page, an upload ``Location`` or a redirect
-elsewhere gets neither (httpx also drops the header on a cross-origin redirect), and a 401
-from elsewhere is not answered. A token obtained with credentials is a secret like them; an
-anonymous one still goes to the registry's origin only. The realm of a ``Bearer`` challenge
-is chosen by whoever answers the 401, so a token service elsewhere (another host or port,
-or plain HTTP) gets an anonymous token request, and its answer is read within
-``MAX_TOKEN_BYTES``; a Basic challenge over plain HTTP to a remote registry is refused with
-the fix. Registries whose token service lives elsewhere (Docker Hub's auth.docker.io, a
-token server on its own port) therefore get anonymous tokens: pull public models there, or
-use a mirror that serves both on one origin.
+is a loopback address (an IP literal or ``localhost``: a name that resolved to loopback
+once may not when httpx connects); one check (:meth:`RegistryAuth.withheld`) decides it for
+Basic credentials and bearer tokens alike, on every request: a ``Link`` page, an upload
+``Location`` or a redirect elsewhere gets neither (httpx also drops the header on a
+cross-origin redirect), and a 401 from elsewhere is not answered. A token obtained with
+credentials is a secret like them; an anonymous one still goes to the registry's origin
+only. The realm of a ``Bearer`` challenge is chosen by whoever answers the 401, so a token
+service elsewhere (another host or port, or plain HTTP) gets an anonymous token request,
+and its answer is read within ``MAX_TOKEN_BYTES``; a Basic challenge over plain HTTP to a
+remote registry is refused with the fix. Registries whose token service lives elsewhere
+(Docker Hub's auth.docker.io, a token server on its own port) therefore get anonymous
+tokens: pull public models there, or use a mirror that serves both on one origin.
 
 An auth file that other users can read still works, with a warning naming it and the fix
 (``chmod 600``): docker and podman write theirs 0600.
@@ -229,7 +230,8 @@ class RegistryAuth(httpx.Auth):
             return (f"{_shown_origin(_origin(url))} is not the registry's origin"
                     f" {_shown_origin(self.origin)} (scheme, host and port)")
         if secret and url.scheme != "https" and not self.loopback:
-            return f"{url.copy_with(query=None)} is plain HTTP to a registry that is not loopback"
+            return (f"{url.copy_with(query=None)} is plain HTTP to a registry that is not a"
+                    " loopback address")
         return ""
 
     def _apply(self, request: httpx.Request) -> None:
@@ -256,8 +258,9 @@ class RegistryAuth(httpx.Auth):
             if why:
                 raise RegistryError(
                     f"{self.registry} asks for your password, but {why}; aiplat sends"
-                    " credentials only over TLS (or to a loopback registry). To fix: use"
-                    " HTTPS (drop --plain-http)", 401)
+                    " credentials only over TLS (or to a loopback address: 127.0.0.1, ::1,"
+                    " localhost). To fix: use HTTPS (drop --plain-http), or name a registry"
+                    " on this machine by its address", 401)
             with self._lock:
                 self._basic = True
             request.headers["Authorization"] = self.credentials.basic_header()

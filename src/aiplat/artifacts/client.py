@@ -23,7 +23,10 @@ loop; referrers are de-duplicated.
 Plain HTTP is used for loopback registries unless ``plain_http`` says otherwise; everything
 else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.0/8 or
 ``::1``, or a name every one of whose addresses is loopback (``localhost``);
-``127.attacker.example`` is a name like any other. Credentials follow the same line
+``127.attacker.example`` is a name like any other. Credentials go over plain HTTP only to
+a loopback address itself (an IP literal, or ``localhost``, which the hosts file answers):
+another name was resolved once, here, and httpx resolves it again when it connects, so a
+DNS answer that changes in between would carry them off in the clear
 (:mod:`aiplat.artifacts.auth`).
 """
 
@@ -214,6 +217,18 @@ def is_loopback(registry: str, resolve: Resolver = resolve_host) -> bool:
     return bool(addresses) and all(_is_loopback_address(a) for a in addresses)
 
 
+def is_loopback_address(registry: str) -> bool:
+    """Whether ``registry`` is this machine by an address no DNS answer changes: a loopback
+    IP literal, or ``localhost`` (the hosts file's); where credentials may go in the clear."""
+    host = registry_host(registry)
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     attempts: int = 5
@@ -253,7 +268,7 @@ class RegistryClient:
         try:
             self.http = httpx.Client(
                 base_url=self.base,
-                auth=RegistryAuth(credentials, registry, self.loopback,
+                auth=RegistryAuth(credentials, registry, is_loopback_address(registry),
                                   "http" if plain else "https"),
                 transport=transport,
                 timeout=httpx.Timeout(timeout, connect=10.0),
