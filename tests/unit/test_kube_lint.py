@@ -187,7 +187,7 @@ def agent_namespace_too_strict_for_hostpath(o: list[Obj], inv: Inventory) -> Non
         "pod-security.kubernetes.io/enforce"] = "baseline"
 
 
-# --- what the live cluster refused (aiplat.kube.lint_admission) -------------------------
+# --- what the live cluster refused (aiplat.kube.lint.rules.admission) --------------------
 
 def limitrange_default_below_request(o: list[Obj], inv: Inventory) -> None:
     # The original LimitRange: default memory 4Gi under a 2048Gi max; a user Job that

@@ -449,7 +449,7 @@ def test_rdma_pools_ship_the_runtime_memlock_drop_in() -> None:
 
 def test_queued_kinds_map_to_kueue_frameworks() -> None:
     """The rendered Configuration integrates every kind the tree queues."""
-    from aiplat.kube.lint_kueue import FRAMEWORKS
+    from aiplat.kube.lint.rules.kueue import FRAMEWORKS
     objs, _ = clean()
     queued = {o["kind"] for o in objs if QUEUE in (o["metadata"].get("labels") or {})}
     assert queued and queued <= set(FRAMEWORKS)

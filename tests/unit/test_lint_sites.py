@@ -1,5 +1,5 @@
 """Every lint rule has a test on a mistaken tree (issue #18's "done when"), checked
-mechanically: each place in ``aiplat/kube/lint*.py`` that makes a ``Finding`` is reached
+mechanically: each place in ``aiplat/kube/lint/`` that makes a ``Finding`` is reached
 by some seeded mistake, and every rule id those places use is seeded.
 
 The seeds are the tables of ``test_kube_lint`` and ``test_kube_lint_classes`` (each: the
@@ -29,6 +29,7 @@ from aiplat.kube.inventory import Inventory
 from aiplat.kube.lint import Finding
 
 LINT = Path(importlib.import_module("aiplat.kube.lint").__file__ or "").parent
+MODULES = sorted(LINT.rglob("*.py"))  # the package: its runner, its base and every rule module
 Obj = dict[str, Any]
 Seed = Callable[[list[Obj], Inventory], None]
 Site = tuple[str, int, int]  # file, first and last line of the Finding(...) call
@@ -37,13 +38,23 @@ Site = tuple[str, int, int]  # file, first and last line of the Finding(...) cal
 def finding_sites() -> dict[Site, str]:
     """Every ``Finding(severity, "rule", ...)`` call in the lint modules -> its rule id."""
     out: dict[Site, str] = {}
-    for path in sorted(LINT.glob("lint*.py")):
+    for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding":
                 rule = node.args[1]
                 assert isinstance(rule, ast.Constant), (path, node.lineno)
-                out[(path.name, node.lineno, node.end_lineno or node.lineno)] = str(rule.value)
+                site = (_relative(path), node.lineno, node.end_lineno or node.lineno)
+                out[site] = str(rule.value)
     return out
+
+
+def _relative(path: Path | str) -> str:
+    return str(Path(path).relative_to(LINT))
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(LINT.parent).with_suffix("").parts
+    return "aiplat.kube." + ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def rule_ids() -> set[str]:
@@ -98,12 +109,13 @@ def test_every_finding_site_is_reached_by_a_seeded_mistake(
 
     def recording(*args: Any, **kwargs: Any) -> Finding:
         caller = sys._getframe(1)
-        called.add((Path(caller.f_code.co_filename).name, caller.f_lineno))
+        called.add((_relative(caller.f_code.co_filename), caller.f_lineno))
         return Finding(*args, **kwargs)
 
-    for path in LINT.glob("lint*.py"):
-        monkeypatch.setattr(importlib.import_module(f"aiplat.kube.{path.stem}"), "Finding",
-                            recording)
+    for path in MODULES:
+        module = importlib.import_module(_module(path))
+        if hasattr(module, "Finding"):
+            monkeypatch.setattr(module, "Finding", recording)
     base_objs, base_inv = clean()
     for _name, seed, _rule in _seeds():
         objs, inv = copy.deepcopy(base_objs), copy.deepcopy(base_inv)

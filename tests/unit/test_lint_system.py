@@ -75,7 +75,8 @@ def tenant_tree() -> list[Obj]:
 
 
 def test_the_namespaces_the_tree_renders_into_are_system_namespaces() -> None:
-    from aiplat.kube import lint_system, render_cluster, render_kueue, render_tenants
+    from aiplat.kube import render_cluster, render_kueue, render_tenants
+    from aiplat.kube.lint.rules import system as lint_system
 
     rendered = {render_cluster.SYSTEM_NS, render_cluster.GPU_OPERATOR_NS,
                 render_kueue.KUEUE_NS, render_tenants.GATEWAY_NS, render_tenants.MONITORING_NS,
@@ -460,7 +461,7 @@ def test_rules_match_as_kubernetes_rbac_matches_them(
         resource: str, verb: str, rule_: Obj, allowed: bool) -> None:
     """Kubernetes' RuleAllows (``pkg/apis/rbac/v1/evaluation_helpers.go``): ``*``, the exact
     string, or ``*/subresource``; no ``resource/*``; a create names no object."""
-    from aiplat.kube.lint_system import allows
+    from aiplat.kube.lint.rules.system import allows
 
     assert allows(rule_, "", resource, verb) is allowed
 

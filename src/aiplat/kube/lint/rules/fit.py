@@ -39,7 +39,7 @@ from aiplat.kube import cel
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
 from aiplat.kube.lint import Context, Finding, _pod_specs, name, namespace
-from aiplat.kube.lint_admission import _requests
+from aiplat.kube.lint.rules.admission import _requests
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 

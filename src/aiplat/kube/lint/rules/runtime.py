@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiplat.kube.lint import Context, Finding, _pod_specs
-from aiplat.kube.lint_admission import _pool_of
+from aiplat.kube.lint.rules.admission import _pool_of
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiplat.kube.lint import Context, Finding, name, namespace, selector_matches
-from aiplat.kube.lint_admission import _templates
+from aiplat.kube.lint.rules.admission import _templates
 from aiplat.kube.validate import ref
 
 Obj = dict[str, Any]

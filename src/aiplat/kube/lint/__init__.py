@@ -510,7 +510,7 @@ _SENSITIVE = {"nodes/proxy", "serviceaccounts/token", "certificatesigningrequest
 
 
 def rbac_escalation(ctx: Context) -> list[Finding]:
-    from aiplat.kube.lint_system import component_roles  # it builds on this module
+    from aiplat.kube.lint.rules.system import component_roles  # it builds on this module
 
     out = []
     allowed = set(ctx.inventory.secrets_allowed)
@@ -676,13 +676,13 @@ def lint(objects: list[Obj], inventory: Inventory, *,
     messages); an ``InputError`` naming file, object and field when a field is not of the
     type its schema gives (rules read fields; none reasons on half a tree)."""
     # The rule modules build on this one's helpers, so they are imported here.
-    from aiplat.kube.lint_admission import ADMISSION_RULES
-    from aiplat.kube.lint_fit import FIT_RULES
-    from aiplat.kube.lint_kueue import KUEUE_RULES
-    from aiplat.kube.lint_quota import QUOTA_RULES
-    from aiplat.kube.lint_runtime import RUNTIME_RULES
-    from aiplat.kube.lint_selectors import SELECTOR_RULES
-    from aiplat.kube.lint_system import SYSTEM_RULES
+    from aiplat.kube.lint.rules.admission import ADMISSION_RULES
+    from aiplat.kube.lint.rules.fit import FIT_RULES
+    from aiplat.kube.lint.rules.kueue import KUEUE_RULES
+    from aiplat.kube.lint.rules.quota import QUOTA_RULES
+    from aiplat.kube.lint.rules.runtime import RUNTIME_RULES
+    from aiplat.kube.lint.rules.selectors import SELECTOR_RULES
+    from aiplat.kube.lint.rules.system import SYSTEM_RULES
 
     named = zip(files or [""] * len(objects), objects, strict=True)
     ctx = Context(readable(list(named)), inventory)

@@ -50,7 +50,7 @@ from aiplat.kube.lint import (
     namespace,
     selector_matches,
 )
-from aiplat.kube.lint_admission import (
+from aiplat.kube.lint.rules.admission import (
     QUEUE_LABEL,
     _kueue_configuration,
     kueue_configuration_problems,

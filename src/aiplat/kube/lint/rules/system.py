@@ -60,7 +60,7 @@ from typing import Any
 
 from aiplat.kube.facts import TENANT_LABEL
 from aiplat.kube.lint import Context, Finding, name, namespace, selector_matches
-from aiplat.kube.lint_selectors import _tenants
+from aiplat.kube.lint.rules.selectors import _tenants
 from aiplat.kube.render_cluster import GPU_OPERATOR_NS, SYSTEM_NS
 from aiplat.kube.render_tenants import MONITORING_NS
 from aiplat.kube.validate import ref

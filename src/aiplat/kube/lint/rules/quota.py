@@ -33,13 +33,13 @@ from typing import Any
 
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.lint import Context, Finding, _cohort, _q, cohort_root, name, namespace
-from aiplat.kube.lint_admission import (
+from aiplat.kube.lint.rules.admission import (
     QUEUE_LABEL,
     _kueue_configuration,
     _pool_of,
     _templates,
 )
-from aiplat.kube.lint_fit import _claim_counts
+from aiplat.kube.lint.rules.fit import _claim_counts
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 

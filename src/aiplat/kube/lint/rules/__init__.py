@@ -1,0 +1,1 @@
+"""The lint rules, one module per family of mistakes (``aiplat.kube.lint`` runs them)."""
