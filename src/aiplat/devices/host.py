@@ -15,6 +15,7 @@ interface, ``GpuIdentity``, fed by either source:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import os
@@ -50,18 +51,22 @@ def stat_node(path: str, root: str = "/", host_path: str | None = None) -> NodeF
     or not a character/block device. The fact's ``host_path`` includes ``root``: like
     nvidia-ctk's driver root, ``--root`` is where the host's files are visible (a
     containerised driver under /run/nvidia/driver, or a test tree), so the spec points there."""
-    hp = host_path or path
+    hp = _under(root, host_path or path)
     try:
-        st = os.stat(_under(root, hp))
+        st = os.stat(hp)
     except OSError:
         return None
+    return _node_fact(path, hp, st)
+
+
+def _node_fact(path: str, host_path: str, st: os.stat_result) -> NodeFact | None:
     if stat.S_ISCHR(st.st_mode):
         typ = "c"
     elif stat.S_ISBLK(st.st_mode):
         typ = "b"
     else:
         return None
-    return NodeFact(path, _under(root, hp), typ, os.major(st.st_rdev), os.minor(st.st_rdev),
+    return NodeFact(path, host_path, typ, os.major(st.st_rdev), os.minor(st.st_rdev),
                     stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
 
 
@@ -136,15 +141,21 @@ class RealHost:
 
 
 def tree_node(path: str, root: str, host_path: str | None = None) -> NodeFact | None:
-    """``stat_node`` for a spec generated from a tree: a node whose links leave ``root`` is
-    an input error (a tree pointing /dev/nvidia0 at the host's disk must not become a
-    grant), and so is a block device (every accelerator's node is a character device)."""
+    """``stat_node`` for a spec generated from a tree, looked up through the tree's walk
+    (``inputs.stat_in_tree``: no link out, whatever the tree does meanwhile): a node whose
+    links leave ``root`` is an input error (a tree pointing /dev/nvidia0 at the host's disk
+    must not become a grant), and so is a block device (every accelerator's node is a
+    character device)."""
     hp = _under(root, host_path or path)
-    if root not in ("", "/"):
+    if root in ("", "/"):
+        n = stat_node(path, root, host_path)
+    else:
         from aiplat import inputs
 
-        inputs.inside(root, hp)
-    n = stat_node(path, root, host_path)
+        try:
+            n = _node_fact(path, hp, inputs.stat_in_tree(root, hp))
+        except OSError:  # missing (a link out of the tree is an InputError)
+            n = None
     if n is not None and n.type != "c":
         raise DeviceError(f"{hp} is a block device, not an accelerator's character device; "
                           "fix: name the device's own node")
@@ -427,7 +438,77 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
         by_kind.setdefault(ch.kind, []).append(DeviceEntry(ch.name, Edits(nodes)))
     for kind, devs in by_kind.items():
         add(kind, devs, Edits((), common_env, extra_mounts))
+    for name, doc in specs.items():  # before anything is written, or handed to a runtime
+        _refuse_outside_tree(root, name, doc)
+        _refuse_escapes(root, name, doc)
     return specs
+
+
+def _edits_of(doc: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    out = [("containerEdits", doc["containerEdits"])] if "containerEdits" in doc else []
+    return out + [(f"devices[{i}].containerEdits", d["containerEdits"])
+                  for i, d in enumerate(doc["devices"])]
+
+
+def _host_paths(doc: Mapping[str, Any]) -> list[tuple[str, str, dict[str, Any], str]]:
+    """Every host path of a generated spec: (field, path, the entry, its key)."""
+    out = []
+    for at, e in _edits_of(doc):
+        for what, key in (("mounts", "hostPath"), ("deviceNodes", "hostPath"),
+                          ("hooks", "path")):
+            for j, entry in enumerate(e.get(what, [])):
+                k = key if key in entry else "path"
+                out.append((f"{at}.{what}[{j}].{k}", entry[k], entry, k))
+    return out
+
+
+def _refuse_outside_tree(root: str, name: str, doc: Mapping[str, Any]) -> None:
+    """Each host path under ``root``, with no '..' and no link out of it: what a runtime
+    binds or runs later, by name, must be the tree's file, not the host's it points at."""
+    if root in ("", "/"):
+        return
+    from aiplat import inputs
+
+    for where, path, _, _ in _host_paths(doc):
+        if ".." in path.split("/") or not path.startswith(root.rstrip("/") + "/"):
+            raise DeviceError(f"{name}: {where}: {path} holds '..' or leaves the root {root} "
+                              "(the runtime would reach the host's file); fix: correct the "
+                              "tree's entry (a linker cache naming it?), or remove it")
+        try:
+            inputs.inside(root, path)
+        except InputError as e:
+            raise DeviceError(f"{name}: {where}: {e}") from None
+
+
+@dataclass(frozen=True)
+class _SpecHost(RealHost):
+    """The host a generated spec describes, read as ``RealHost`` reads it. In a tree, who
+    owns a file is its recorder's business, and a major its /proc/devices leaves out is not
+    taken as free (a recording that omits a driver would make its nodes look harmless)."""
+
+    def replaceable(self, path: str) -> str | None:
+        return super().replaceable(path) if self.root in ("", "/") else None
+
+    def node(self, path: str) -> NodeFact | None:
+        n = super().node(path)
+        tree = self.root not in ("", "/")
+        return dataclasses.replace(n, driver=None) if n and tree and n.driver == "" else n
+
+
+def _refuse_escapes(root: str, name: str, doc: Mapping[str, Any]) -> None:
+    """The escape checks of ``cdi validate`` (aiplat.devices.escape) on the spec as the host
+    it describes sees it (``root`` stripped): an error there is an input error here."""
+    view = copy.deepcopy(dict(doc))
+    if root not in ("", "/"):
+        for _, path, entry, key in _host_paths(view):
+            entry[key] = "/" + os.path.relpath(path, root)
+    found = [f for f in cdi.validate_spec(view, name, _SpecHost(root))
+             if f.escape and f.severity == "error"]
+    if found:
+        raise DeviceError(f"refusing to write {name}: it would hand the host to its "
+                          "containers:\n" + "\n".join(f"  {f}" for f in found) + "\nfix: "
+                          "remove what each line names from the root (or the options), then "
+                          "generate again")
 
 
 def imex_channels(root: str) -> list[tuple[int, NodeFact]]:
@@ -553,8 +634,15 @@ def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) 
 
 
 def _registered(n: NodeFact, majors: Mapping[str, int]) -> NodeFact:
-    """The node with the major the driver registered (``/proc/devices``), not a stale one."""
+    """The node with the major the driver registered (``/proc/devices``), not a stale one;
+    a node of a family whose driver the root's /proc/devices does not list is refused: its
+    major may be another driver's by now (a disk controller's)."""
     major = nvf.registered_major(n.path, majors)
+    if major is None and majors and (family := nvf.family_driver(n.path)):
+        raise DeviceError(f"{n.host_path}: no {family} in the root's /proc/devices, so its "
+                          f"major {n.major} is not the driver's (another driver may hold it); "
+                          f"fix: load {family} (nvidia-modprobe -u -c 0), or remove the stale "
+                          "node")
     return n if major is None or major == n.major else dataclasses.replace(n, major=major)
 
 

@@ -180,3 +180,8 @@ def registered_major(path: str, majors: Mapping[str, int]) -> int | None:
         if path.startswith(prefix) and driver in majors:
             return majors[driver]
     return None
+
+
+def family_driver(path: str) -> str | None:
+    """The driver whose dynamic major the node at ``path`` carries (None: a fixed one)."""
+    return next((driver for prefix, driver in DYNAMIC_MAJORS if path.startswith(prefix)), None)
