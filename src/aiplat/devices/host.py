@@ -385,7 +385,12 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
              ldcache: Mapping[str, str] | None = None) -> dict[str, dict[str, Any]]:
     """Specs (file name → document) for everything found: NVIDIA GPUs and MIG devices, AMD
     GPUs, RDMA verbs devices and the generic devices given. ``env`` and ``mounts`` (read-only
-    binds) go to the common edits of the generic devices' specs."""
+    binds) go to the common edits of the generic devices' specs.
+
+    A ``root`` may be a tree someone else made: before a spec is returned (and so before
+    anything is written), each host path in it must stay inside the root, and the spec must
+    pass ``cdi validate``'s escape checks as the host it describes sees it; a
+    ``DeviceError`` names the spec, the field and the fix otherwise."""
     # host paths in a spec must be absolute: a relative --root would break every container
     root = os.path.abspath(root) if root not in ("", "/") else "/"
     specs: dict[str, dict[str, Any]] = {}
