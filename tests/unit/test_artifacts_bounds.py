@@ -605,3 +605,17 @@ def test_a_number_json_cannot_hold_is_refused(number: bytes) -> None:
     c = client(lambda r: httpx.Response(200, content=b'{"tags": ["v1"], "n": %s}' % number))
     with pytest.raises(RegistryError, match="not a JSON object"):
         c.tags("m")
+
+
+def test_an_answer_in_one_byte_chunks_costs_its_bytes_not_an_object_each() -> None:
+    """Chunked transfer in one-byte chunks: each became a bytes object in httpx's list, so a
+    4 MiB page held about 250 MB (the red team's chunk_endless, found afterwards)."""
+    body = Endless(b" ", 256 * 1024, head=b'{"tags": ["v1"]}')
+    c = client(lambda r: httpx.Response(200, stream=body, headers=JSON))
+    tracemalloc.start()
+    try:
+        assert c.tags("m") == ["v1"]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * MiB, peak  # before: 23 MB for these 256 KiB

@@ -90,6 +90,9 @@ class Readable(Protocol):
 INFLATE_STEP = 64 * 1024
 """Decoded bytes produced per step of a gzip/deflate answer: what one step may allocate."""
 
+JOIN_BYTES = 64 * 1024
+"""Pieces of an answer smaller than this are joined before they are handed on."""
+
 _WBITS = {"gzip": 31, "x-gzip": 31, "deflate": 15}
 
 
@@ -158,6 +161,27 @@ class _BoundedStream(httpx.SyncByteStream):
         self.seconds, self.fail, self.too_large = seconds, fail, too_large
 
     def __iter__(self) -> Iterator[bytes]:
+        """The bounded pieces; those of an answer read whole (one with a limit) joined up to
+        JOIN_BYTES: a peer's one-byte chunks would otherwise each become an object of their
+        own in httpx's list (a 4 MiB answer in 4 million objects: 250 MB). Large pieces pass
+        uncopied, and a blob's as they come (the caller writes them out, and resumes after
+        the last one)."""
+        if self.limit is None:
+            yield from self._bounded()
+            return
+        joined = bytearray()
+        for piece in self._bounded():
+            if not joined and len(piece) >= JOIN_BYTES:
+                yield piece
+                continue
+            joined += piece
+            if len(joined) >= JOIN_BYTES:
+                yield bytes(joined)
+                joined.clear()
+        if joined:
+            yield bytes(joined)
+
+    def _bounded(self) -> Iterator[bytes]:
         deadline = time.monotonic() + self.seconds if self.seconds else None
         total = 0
         for raw in self.inner:
