@@ -242,6 +242,8 @@ NOT_ALLOWED: dict[str, tuple[dict[str, Any], str]] = {
                                   minor=232), "a misc device"),
     "node-disk-block": (_node(path="/dev/nvme0n1", type="b", major=259, minor=0),
                         "block device"),
+    "node-gpu-path-console-numbers": (_node(path="/dev/nvidia0", type="c", major=4),
+                                      "(4:0) is not a GPU's"),  # no minor: the runtime's 0
     # binds the escape list lacked
     **{f"bind-{p.strip('/').replace('/', '-')}": (_bind(p), "gives the container") for p in (
         "/etc/rancher/rke2/rke2.yaml", "/var/lib/k0s", "/run/k0s/containerd.sock",

@@ -405,7 +405,8 @@ def node_problems(n: Mapping[str, Any], host: HostNode | None = None) -> list[Pr
     typ = n.get("type") or (host.type if host else None)
     if typ == "p":  # a FIFO: the container's own
         return []
-    major, minor = _int(n.get("major")), _int(n.get("minor"))
+    major: int | None = _int(n.get("major"))
+    minor: int | None = _int(n.get("minor")) or 0  # a missing minor is 0 to the runtime
     if not major:  # the runtime reads a missing (or zero) major from the host
         major, minor = (host.major, host.minor) if host is not None else (None, None)
     driver = host.driver if host is not None and (host.major, host.minor) == (major, minor) \
