@@ -16,7 +16,8 @@ from click.testing import CliRunner
 
 from aiplat.catalog import load_catalog
 from aiplat.cli.handover import accept_group
-from aiplat.kube.lint import Context, resourcequota_admits
+from aiplat.kube.lint.base import Context
+from aiplat.kube.lint.rules.admission import resourcequota_admits
 from aiplat.kube.render import render
 from aiplat.ops.acceptance import (
     Criterion,

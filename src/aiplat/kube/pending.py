@@ -37,7 +37,7 @@ from decimal import Decimal
 
 from aiplat.errors import InputError
 from aiplat.kube import cel
-from aiplat.kube.lint import cohort_root, selector_matches
+from aiplat.kube.lint.objects import cohort_root, selector_matches
 from aiplat.kube.pending_answer import Asked, Decide, Explanation, at_quota, besides
 from aiplat.kube.quantity import pod_requests, quantity_or_zero
 from aiplat.kube.snapshot import Obj, Snapshot

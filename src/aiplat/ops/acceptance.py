@@ -37,7 +37,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from aiplat.kube.lint import selector_matches
+from aiplat.kube.lint.objects import selector_matches
 from aiplat.kube.quantity import QuantityError, parse_quantity
 
 SCHEMA: Literal["aiplat.io/acceptance/v1"] = "aiplat.io/acceptance/v1"

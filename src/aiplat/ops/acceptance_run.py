@@ -315,7 +315,8 @@ def run_acceptance(platform: Platform, pool: str, opts: Options,
     """Run the requested suites; every failure becomes a criterion, not an exception."""
     from aiplat.catalog import load_catalog
     from aiplat.kube.crds import load_crds
-    from aiplat.kube.lint import Context, resourcequota_admits
+    from aiplat.kube.lint.base import Context
+    from aiplat.kube.lint.rules.admission import resourcequota_admits
     from aiplat.kube.pipeline import check_platform, rendered_items
     from aiplat.node.collect import collect_inventory
     from aiplat.node.service import check_node

@@ -2,6 +2,12 @@
 defect class the lab cluster (``aiplat lab cluster``) revealed, so users without a cluster
 are warned too. Rules, by name:
 
+  resourcequota-admits  a namespace's ResourceQuota allows less than its ClusterQueue can
+                      admit (the ResourceQuota admission plugin refuses the pods Kueue
+                      admitted: "exceeded quota")
+  pod-security        pods their namespace's Pod Security level refuses (hostPath,
+                      privileged, host namespaces, added capabilities such as IPC_LOCK;
+                      restricted's securityContext rules; k8s.io/pod-security-admission)
   limitrange-admits   a container's request above the limit a LimitRange gives it (its
                       default limit, which the API server sets to the max when unset), a
                       request below its min, a pod's sum above a Pod item's max (the
@@ -21,39 +27,30 @@ are warned too. Rules, by name:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Iterable
+from decimal import Decimal
 from typing import Any
 
-import yaml
-
 from aiplat.kube.facts import POOL_LABEL
-from aiplat.kube.lint import Context, Finding, _pod_specs, _q, name, namespace
+from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.objects import (
+    QUEUE_LABEL,
+    claim_requests,
+    flavor_resources,
+    kueue_configuration,
+    pod_specs,
+    pod_templates,
+    pool_of,
+    quantity,
+)
 from aiplat.kube.quantity import pod_requests
-from aiplat.kube.shape import value_problems
 from aiplat.kube.validate import ref
 
-Obj = dict[str, Any]
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TOPOLOGY_ANNOTATIONS = ("kueue.x-k8s.io/podset-required-topology",
                         "kueue.x-k8s.io/podset-preferred-topology",
                         "kueue.x-k8s.io/podset-unconstrained-topology")
-KUEUE_CONFIG_MAP = "kueue-manager-config"
 PROVISIONING = "kueue.x-k8s.io/provisioning-request"
-_STRINGS = {"type": "array", "items": {"type": "string"}}
-LABEL_SELECTOR = {"type": "object", "properties": {
-    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
-    "matchExpressions": {"type": "array", "items": {"type": "object", "properties": {
-        "key": {"type": "string"}, "operator": {"type": "string"}, "values": _STRINGS}}}}}
-# The fields of Kueue's Configuration (apis/config/v1beta2) lint reads, with their types:
-# Kueue decodes it strictly and does not start on a wrong one.
-KUEUE_CONFIGURATION = {"type": "object", "properties": {
-    "namespace": {"type": "string"},
-    "manageJobsWithoutQueueName": {"type": "boolean"},
-    "managedJobsNamespaceSelector": LABEL_SELECTOR,
-    "integrations": {"type": "object", "properties": {"frameworks": _STRINGS}},
-    "resources": {"type": "object", "properties": {"deviceClassMappings": {
-        "type": "array", "items": {"type": "object", "properties": {
-            "name": {"type": "string"}, "deviceClassNames": _STRINGS}}}}}}}
 
 
 def _container_limits(lr_items: list[Obj]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -69,17 +66,8 @@ def _container_limits(lr_items: list[Obj]) -> tuple[dict[str, Any], dict[str, An
     return default, maximum
 
 
-def _templates(o: Obj) -> list[Obj]:
-    """Pod templates (with metadata) of a workload object."""
-    spec = o.get("spec") or {}
-    if o.get("kind") == "JobSet":
-        return [((r.get("template") or {}).get("spec") or {}).get("template") or {}
-                for r in spec.get("replicatedJobs") or []]
-    if o.get("kind") in ("Job", "Deployment", "StatefulSet", "DaemonSet"):
-        return [spec.get("template") or {}]
-    return []
-
-
+@rule("limitrange-admits", "containers and pods fit their namespace's LimitRange (its default "
+      "limit, min and Pod max)", severities=("error", "warning"))
 def limitrange_admits(ctx: Context) -> list[Finding]:
     items: dict[str, list[Obj]] = {}
     out = []
@@ -88,7 +76,7 @@ def limitrange_admits(ctx: Context) -> list[Finding]:
         items.setdefault(namespace(lr), []).extend(limits)
         default, maximum = _container_limits(limits)
         for r in ("cpu", "memory"):
-            if r in default and r in maximum and _q(default[r]) < _q(maximum[r]):
+            if r in default and r in maximum and quantity(default[r]) < quantity(maximum[r]):
                 out.append(Finding(
                     "warning", "limitrange-admits", ref(lr),
                     f"default {r} limit {default[r]} is below the max {maximum[r]}: a "
@@ -98,7 +86,7 @@ def limitrange_admits(ctx: Context) -> list[Finding]:
     for o in ctx.objects:
         lr_items = items.get(namespace(o), [])
         default, maximum = _container_limits(lr_items)
-        for spec in _pod_specs(o):
+        for spec in pod_specs(o):
             for c in spec.get("containers") or []:
                 if default or maximum:
                     out += _container_findings(o, c, default, maximum)
@@ -114,7 +102,7 @@ def _min_findings(o: Obj, c: Obj, lr_items: list[Obj]) -> list[Finding]:
         if item.get("type", "Container") != "Container":
             continue
         for r, low in (item.get("min") or {}).items():
-            if r in requests and _q(requests[r]) < _q(low):
+            if r in requests and quantity(requests[r]) < quantity(low):
                 out.append(Finding(
                     "error", "limitrange-admits", ref(o),
                     f"container {c.get('name')!r} requests {requests[r]} {r}, below the "
@@ -131,7 +119,7 @@ def _pod_item_findings(o: Obj, spec: Obj, lr_items: list[Obj]) -> list[Finding]:
         if item.get("type") != "Pod":
             continue
         for r, high in (item.get("max") or {}).items():
-            if r in total and total[r] > _q(high):
+            if r in total and total[r] > quantity(high):
                 out.append(Finding(
                     "error", "limitrange-admits", ref(o),
                     f"its pods ask for {total[r]:g} {r} in all, above the LimitRange's Pod max "
@@ -147,45 +135,19 @@ def _container_findings(o: Obj, c: Obj, default: dict[str, Any], maximum: dict[s
     out = []
     for r in sorted(set(default) | set(maximum)):
         limit = limits.get(r, default.get(r))
-        if r in requests and limit is not None and _q(requests[r]) > _q(limit):
+        if r in requests and limit is not None and quantity(requests[r]) > quantity(limit):
             given = "its limit" if r in limits else "the LimitRange's default limit"
             out.append(Finding(
                 "error", "limitrange-admits", ref(o),
                 f"container {c.get('name')!r} requests {requests[r]} {r} but {given} is "
                 f"{limit}: the API server refuses its pods ('must be less than or equal to "
                 f"{r} limit')", f"set resources.limits.{r} to at least {requests[r]}"))
-        if r in maximum and limit is not None and _q(limit) > _q(maximum[r]):
+        if r in maximum and limit is not None and quantity(limit) > quantity(maximum[r]):
             out.append(Finding(
                 "error", "limitrange-admits", ref(o),
                 f"container {c.get('name')!r} has {r} limit {limit} above the LimitRange max "
                 f"{maximum[r]}: its pods are refused", f"lower the {r} limit"))
     return out
-
-
-def _kueue_configuration(ctx: Context) -> Obj | None:
-    """The tree's Kueue Configuration; None without one, or with one Kueue cannot read
-    (``kueue_configuration_problems`` says why)."""
-    doc, problems = _read_kueue_configuration(ctx)
-    return None if problems else doc
-
-
-def kueue_configuration_problems(ctx: Context) -> list[str]:
-    """Why Kueue cannot decode the tree's Configuration (and so does not start)."""
-    return _read_kueue_configuration(ctx)[1]
-
-
-def _read_kueue_configuration(ctx: Context) -> tuple[Obj | None, list[str]]:
-    for cm in ctx.kind("ConfigMap"):
-        if name(cm) == KUEUE_CONFIG_MAP:
-            text = ((cm.get("data") or {}).get("controller_manager_config.yaml")) or ""
-            try:
-                doc = yaml.safe_load(text)
-            except yaml.YAMLError as e:
-                return None, [f"it is not YAML ({str(e).splitlines()[0]})"]
-            if not isinstance(doc, dict):
-                return None, []
-            return doc, [f"{p} {m}" for p, m in value_problems(doc, KUEUE_CONFIGURATION)]
-    return None, []
 
 
 def _queued_claims(ctx: Context) -> Iterable[tuple[Obj, Obj]]:
@@ -194,26 +156,23 @@ def _queued_claims(ctx: Context) -> Iterable[tuple[Obj, Obj]]:
     for o in ctx.objects:
         if QUEUE_LABEL not in ((o.get("metadata") or {}).get("labels") or {}):
             continue
-        for spec in _pod_specs(o):
+        for spec in pod_specs(o):
             for rc in spec.get("resourceClaims") or []:
                 t = templates.get((namespace(o), rc.get("resourceClaimTemplateName", "")))
                 if t is not None:
                     yield o, t
 
 
-def _requests(template: Obj) -> list[Obj]:
-    spec = ((template.get("spec") or {}).get("spec") or {})
-    return list((spec.get("devices") or {}).get("requests") or [])
-
-
+@rule("kueue-dra-mapping", "queued workloads claim DeviceClasses Kueue's Configuration maps, "
+      "an ExactCount of one class")
 def kueue_dra_mapping(ctx: Context) -> list[Finding]:
-    cfg = _kueue_configuration(ctx)
+    cfg = kueue_configuration(ctx)
     mapped = {c for m in ((cfg or {}).get("resources") or {}).get("deviceClassMappings") or []
               for c in m.get("deviceClassNames") or []}
     out = []
     seen: set[str] = set()
     for o, t in _queued_claims(ctx):
-        for req in _requests(t):
+        for req in claim_requests(t):
             why = []
             if "firstAvailable" in req:
                 why.append("uses firstAvailable")
@@ -238,6 +197,8 @@ def kueue_dra_mapping(ctx: Context) -> list[Finding]:
     return out
 
 
+@rule("resourcequota-dra", "a namespace's ResourceQuota caps the DeviceClasses its claims use",
+      severities=("warning",))
 def resourcequota_dra(ctx: Context) -> list[Finding]:
     hard = {namespace(q): set((q.get("spec") or {}).get("hard") or {})
             for q in ctx.kind("ResourceQuota")}
@@ -246,7 +207,7 @@ def resourcequota_dra(ctx: Context) -> list[Finding]:
         ns = namespace(t)
         if ns not in hard:
             continue
-        for req in _requests(t):
+        for req in claim_requests(t):
             cls = (req.get("exactly") or {}).get("deviceClassName")
             key = f"{cls}.deviceclass.resource.k8s.io/devices"
             if cls and key not in hard[ns]:
@@ -257,6 +218,8 @@ def resourcequota_dra(ctx: Context) -> list[Finding]:
     return out
 
 
+@rule("dra-device-plugin", "a DRA pool's nodes do not also run the device plugin",
+      severities=("warning",))
 def dra_device_plugin(ctx: Context) -> list[Finding]:
     return [Finding("warning", "dra-device-plugin", f"Pool/{p.name}",
                     "the pool publishes DRA devices but its nodes do not carry "
@@ -268,6 +231,8 @@ def dra_device_plugin(ctx: Context) -> list[Finding]:
             if p.devices and p.labels.get("nvidia.com/gpu.deploy.device-plugin") != "false"]
 
 
+@rule("tas-autoscaled", "topology-aware placement on an autoscaled pool has a "
+      "ProvisioningRequest check", severities=("warning",))
 def tas_autoscaled(ctx: Context) -> list[Finding]:
     provisioning = {name(a) for a in ctx.kind("AdmissionCheck")
                     if (a.get("spec") or {}).get("controllerName") == PROVISIONING}
@@ -295,19 +260,6 @@ def tas_autoscaled(ctx: Context) -> list[Finding]:
     return out
 
 
-def _pool_of(spec: Obj) -> str | None:
-    sel = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
-    if sel:
-        return str(sel)
-    terms = ((((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
-    for t in terms:
-        for e in t.get("matchExpressions") or []:
-            if e.get("key") == POOL_LABEL and e.get("operator") == "In" and e.get("values"):
-                return str(e["values"][0])
-    return None
-
-
 def _mixed_topology_queues(ctx: Context) -> set[tuple[str, str]]:
     """(namespace, LocalQueue) whose ClusterQueue mixes topology and plain flavors. Kueue
     implies a topology request only where every flavor has one (a TAS-only queue)."""
@@ -323,6 +275,8 @@ def _mixed_topology_queues(ctx: Context) -> set[tuple[str, str]]:
             if (lq.get("spec") or {}).get("clusterQueue") in mixed}
 
 
+@rule("workload-shape", "Job pods restart Never/OnFailure, queued jobs are not rendered "
+      "suspended, pods on a mixed queue ask for a topology", severities=("error", "warning"))
 def workload_shape(ctx: Context) -> list[Finding]:
     tas_pools = {(fl.get("spec") or {}).get("nodeLabels", {}).get(POOL_LABEL)
                  for fl in ctx.kind("ResourceFlavor") if (fl.get("spec") or {}).get(
@@ -339,7 +293,7 @@ def workload_shape(ctx: Context) -> list[Finding]:
                 "rendered with suspend: true: Kueue's webhook suspends queued jobs itself, and "
                 "a server-side apply of this file takes the field back and stops the job once "
                 "Kueue has started it", "drop spec.suspend"))
-        for tpl in _templates(o):
+        for tpl in pod_templates(o):
             spec = tpl.get("spec") or {}
             if kind in ("Job", "JobSet") and spec.get("restartPolicy") not in ("Never",
                                                                                 "OnFailure"):
@@ -349,20 +303,126 @@ def workload_shape(ctx: Context) -> list[Finding]:
                     "refuses the Job (spec.template.spec.restartPolicy: Required value)",
                     "set restartPolicy: Never"))
             ann = (tpl.get("metadata") or {}).get("annotations") or {}
-            if (namespace(o), queue) in mixed and _pool_of(spec) in tas_pools and not any(
+            if (namespace(o), queue) in mixed and pool_of(spec) in tas_pools and not any(
                     a in ann for a in TOPOLOGY_ANNOTATIONS):
                 out.append(Finding(
                     "error", "workload-shape", ref(o),
-                    f"its pods go to pool {_pool_of(spec)}, whose flavor has a Topology, ask "
+                    f"its pods go to pool {pool_of(spec)}, whose flavor has a Topology, ask "
                     "for no topology, and its ClusterQueue also has plain flavors (so Kueue "
                     "implies none): Kueue refuses them ('supports only "
                     "TopologyAwareScheduling')", "annotate the pod template with "
                     "kueue.x-k8s.io/podset-unconstrained-topology: \"true\" (or a required "
                     "or preferred level)"))
     return out
+@rule("resourcequota-admits",
+      "a namespace's ResourceQuota admits what its ClusterQueue can admit")
+def resourcequota_admits(ctx: Context) -> list[Finding]:
+    out = []
+    quotas: dict[str, dict[str, Decimal]] = defaultdict(dict)
+    for rq in ctx.kind("ResourceQuota"):
+        for k, v in ((rq.get("spec") or {}).get("hard") or {}).items():
+            quotas[namespace(rq)][k] = min(quotas[namespace(rq)].get(k, quantity(v)), quantity(v))
+    for lq in ctx.kind("LocalQueue"):
+        ns = namespace(lq)
+        cq = next((c for c in ctx.kind("ClusterQueue")
+                   if name(c) == (lq.get("spec") or {}).get("clusterQueue")), None)
+        if cq is None or ns not in quotas:
+            continue
+        admits: dict[str, Decimal] = defaultdict(Decimal)
+        for _fl, r in flavor_resources(cq):
+            admits[r["name"]] += (quantity(r.get("nominalQuota", 0))
+                                  + quantity(r.get("borrowingLimit", 0)))
+        for res, amount in admits.items():
+            if res in ("cpu", "memory"):
+                keys = [f"requests.{res}", res]
+            elif "/" in res:
+                keys = [f"requests.{res}"]
+            else:
+                keys = [f"{res}.deviceclass.resource.k8s.io/devices"]
+            hard = next((quotas[ns][k] for k in keys if k in quotas[ns]), None)
+            if hard is not None and hard < amount:
+                out.append(Finding("error", "resourcequota-admits", f"ResourceQuota/{ns}",
+                                   f"allows {hard:g} {res} but ClusterQueue {name(cq)} can "
+                                   f"admit {amount:g}: admitted pods fail quota at creation",
+                                   f"raise {keys[0]} to at least {amount:g}"))
+    return out
 
 
-ADMISSION_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
-    limitrange_admits, kueue_dra_mapping, resourcequota_dra, dra_device_plugin,
-    tas_autoscaled, workload_shape,
-)
+# Capabilities baseline lets a container add (k8s.io/pod-security-admission policy/
+# check_capabilities_baseline.go); restricted allows only NET_BIND_SERVICE.
+_BASELINE_CAPS = {"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD",
+                  "NET_BIND_SERVICE", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT"}
+
+
+_RESTRICTED_VOLUMES = {"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral",
+                       "persistentVolumeClaim", "projected", "secret", "name"}
+
+
+def pod_security_violations(spec: Obj, level: str) -> list[str]:
+    """What the Pod Security Standards level forbids in a pod spec (the checks that matter
+    for GPU workloads and agents; not the full list of the admission plugin)."""
+    if level == "privileged":
+        return []
+    out = [f"{key}: true" for key in ("hostNetwork", "hostPID", "hostIPC") if spec.get(key)]
+    for v in spec.get("volumes") or []:
+        if "hostPath" in v:
+            out.append(f"hostPath volume {v.get('name')!r}")
+        elif level == "restricted" and not set(v) <= _RESTRICTED_VOLUMES:
+            out.append(f"volume {v.get('name')!r} of a type restricted does not allow")
+    pod_sc = spec.get("securityContext") or {}
+    for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
+        out += _baseline_violations(c, level)
+        if level == "restricted":
+            out += _restricted_violations(c, pod_sc)
+    return out
+
+
+def _baseline_violations(c: Obj, level: str) -> list[str]:
+    sc = c.get("securityContext") or {}
+    name = c.get("name")
+    out = []
+    if sc.get("privileged"):
+        out.append(f"container {name!r} is privileged")
+    if any(p.get("hostPort") for p in c.get("ports") or []):
+        out.append(f"container {name!r} uses a hostPort")
+    added = set((sc.get("capabilities") or {}).get("add") or [])
+    allowed = {"NET_BIND_SERVICE"} if level == "restricted" else _BASELINE_CAPS
+    if added - allowed:  # e.g. IPC_LOCK for RDMA memory registration
+        out.append(f"container {name!r} adds capabilities {sorted(added - allowed)}")
+    return out
+
+
+def _restricted_violations(c: Obj, pod_sc: Obj) -> list[str]:
+    sc = c.get("securityContext") or {}
+    name = c.get("name")
+    out = []
+    if sc.get("allowPrivilegeEscalation") is not False:
+        out.append(f"container {name!r} does not set allowPrivilegeEscalation: false")
+    if "ALL" not in ((sc.get("capabilities") or {}).get("drop") or []):
+        out.append(f"container {name!r} does not drop ALL capabilities")
+    if not (sc.get("runAsNonRoot") or pod_sc.get("runAsNonRoot")):
+        out.append(f"container {name!r} does not set runAsNonRoot: true")
+    seccomp = (sc.get("seccompProfile") or pod_sc.get("seccompProfile") or {}).get("type")
+    if seccomp not in ("RuntimeDefault", "Localhost"):
+        out.append(f"container {name!r} has no RuntimeDefault seccomp profile")
+    return out
+
+
+@rule("pod-security", "pods pass their namespace's Pod Security level")
+def pod_security(ctx: Context) -> list[Finding]:
+    levels = {name(n): ((n.get("metadata") or {}).get("labels") or {}).get(
+        "pod-security.kubernetes.io/enforce", "privileged") for n in ctx.kind("Namespace")}
+    out = []
+    for o in ctx.objects:
+        level = levels.get(namespace(o))
+        if level is None:
+            continue
+        for spec in pod_specs(o):
+            problems = pod_security_violations(spec, level)
+            if problems:
+                out.append(Finding("error", "pod-security", ref(o),
+                                   f"namespace {namespace(o)} enforces Pod Security "
+                                   f"'{level}', which rejects its pods: {'; '.join(problems)}",
+                                   "fix the pod's securityContext/volumes, or run it in a "
+                                   "namespace with the level it needs"))
+    return out

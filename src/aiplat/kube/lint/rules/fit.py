@@ -30,20 +30,18 @@ Each class, with its page at night and the rule's source:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from decimal import Decimal
-from typing import Any
 
 from aiplat.catalog.storage import driver
 from aiplat.kube import cel
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
-from aiplat.kube.lint import Context, Finding, _pod_specs, name, namespace
-from aiplat.kube.lint.rules.admission import _requests
+from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.objects import claim_counts, pod_specs
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 
-Obj = dict[str, Any]
 NOT_EXTENDED = {"cpu", "memory", "ephemeral-storage"}
 
 
@@ -71,21 +69,6 @@ def _class_devices(ctx: Context, cls: str) -> dict[str, int]:
     return out
 
 
-def _claim_counts(ctx: Context, o: Obj, spec: Obj) -> Iterable[tuple[str, str, int]]:
-    """(template, DeviceClass, devices) of each ExactCount request a pod's claims make."""
-    templates = {name(t): t for t in ctx.kind("ResourceClaimTemplate")
-                 if namespace(t) == namespace(o)}
-    for rc in spec.get("resourceClaims") or []:
-        t = templates.get(rc.get("resourceClaimTemplateName", ""))
-        if t is None:
-            continue
-        for req in _requests(t):
-            ex = req.get("exactly") or {}
-            if ex.get("deviceClassName") and ex.get("allocationMode", "ExactCount") == \
-                    "ExactCount":
-                yield name(t), ex["deviceClassName"], int(ex.get("count", 1))
-
-
 def _largest(pools: list[PoolInventory], res: str) -> tuple[int, str]:
     return max(((p.per_node(res), p.name) for p in pools if p.capacity.get(res)),
                default=(0, ""))
@@ -103,10 +86,11 @@ def _never(ctx: Context, pool: str, res: str) -> str:
     return f"it is admitted and then Pending forever (Insufficient {res})"
 
 
+@rule("gpu-per-node", "a pod asks for no more GPUs or claimed devices than one node has")
 def gpu_per_node(ctx: Context) -> list[Finding]:
     out = []
     for o in ctx.objects:
-        for spec in _pod_specs(o):
+        for spec in pod_specs(o):
             for res, want in _extended(spec):
                 most, pool = _largest(ctx.inventory.pools, res)
                 if most and want > most:
@@ -115,7 +99,7 @@ def gpu_per_node(ctx: Context) -> list[Finding]:
                         f"one pod asks for {want:g} {res} but the largest node (pool {pool}) "
                         f"has {most}: {_never(ctx, pool, res)}", f"ask for at most {most} "
                         "per pod and add pods (parallelism or replicas) for the rest"))
-            for tname, cls, count in _claim_counts(ctx, o, spec):
+            for tname, cls, count in claim_counts(ctx, o, spec):
                 per_pool = _class_devices(ctx, cls)
                 if per_pool and count > max(per_pool.values()):
                     out.append(Finding(
@@ -127,13 +111,14 @@ def gpu_per_node(ctx: Context) -> list[Finding]:
     return out
 
 
+@rule("resource-unserved", "a pod asks only for resources some pool provides")
 def resource_unserved(ctx: Context) -> list[Finding]:
     served = {r for p in ctx.inventory.pools for r in p.capacity}
     if not ctx.inventory.pools:
         return []
     out = []
     for o in ctx.objects:
-        for spec in _pod_specs(o):
+        for spec in pod_specs(o):
             for res, _ in _extended(spec):
                 if res in served:
                     continue
@@ -155,7 +140,7 @@ def _claims(ctx: Context) -> Iterable[tuple[Obj, str, Obj]]:
     for pvc in ctx.kind("PersistentVolumeClaim"):
         yield pvc, "", pvc.get("spec") or {}
     for o in ctx.objects:
-        for spec in _pod_specs(o):
+        for spec in pod_specs(o):
             for v in spec.get("volumes") or []:
                 tpl = ((v.get("ephemeral") or {}).get("volumeClaimTemplate") or {})
                 if tpl:
@@ -176,6 +161,8 @@ def _bound(ctx: Context, pvc: Obj, sc: str) -> bool:
     return False
 
 
+@rule("pvc-access-mode", "a claim's StorageClass exists, its driver serves the access "
+      "modes, a static driver has the claim's PersistentVolume", severities=("error", "warning"))
 def pvc_access_mode(ctx: Context) -> list[Finding]:
     classes = {name(sc): str(sc.get("provisioner", "")) for sc in ctx.kind("StorageClass")}
     out = []
@@ -212,8 +199,3 @@ def pvc_access_mode(ctx: Context) -> list[Finding]:
                 "('waiting for a volume to be created')", "add a PersistentVolume for it "
                 "(claimRef to this claim, the class's name), or use a dynamic class"))
     return out
-
-
-FIT_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
-    gpu_per_node, resource_unserved, pvc_access_mode,
-)

@@ -38,26 +38,17 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from aiplat.kube.lint import (
-    Context,
-    Finding,
-    _cohort,
-    _pod_specs,
-    name,
-    namespace,
-    selector_matches,
-)
-from aiplat.kube.lint.rules.admission import (
+from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.objects import (
     QUEUE_LABEL,
-    _kueue_configuration,
+    cohort_of,
+    kueue_configuration,
     kueue_configuration_problems,
+    pod_specs,
+    selector_matches,
 )
 from aiplat.kube.validate import ref
 
-Obj = dict[str, Any]
 # Kueue's job kinds and the framework name that enables each (pkg/controller/jobs/*).
 FRAMEWORKS = {"Job": "batch/job", "JobSet": "jobset.x-k8s.io/jobset", "Pod": "pod",
               "Deployment": "deployment", "StatefulSet": "statefulset",
@@ -80,6 +71,7 @@ def ns_labels(ctx: Context, ns: str) -> dict[str, str]:
     return {NAME_LABEL: ns}
 
 
+@rule("cohort-cycle", "Cohorts' parentName links form no cycle")
 def cohort_cycle(ctx: Context) -> list[Finding]:
     parents = {name(c): str((c.get("spec") or {}).get("parentName") or "")
                for c in ctx.kind("Cohort")}
@@ -95,7 +87,7 @@ def cohort_cycle(ctx: Context) -> list[Finding]:
             continue
         cycle = path[path.index(node):]
         reported |= set(cycle)
-        cqs = sorted(name(cq) for cq in ctx.kind("ClusterQueue") if _cohort(cq) in cycle)
+        cqs = sorted(name(cq) for cq in ctx.kind("ClusterQueue") if cohort_of(cq) in cycle)
         out.append(Finding(
             "error", "cohort-cycle", f"Cohort/{min(cycle)}",
             f"spec.parentName links {' -> '.join([*cycle, cycle[0]])} form a cycle: Kueue "
@@ -106,10 +98,12 @@ def cohort_cycle(ctx: Context) -> list[Finding]:
     return out
 
 
+@rule("quota-without-cohort", "borrowing and lending limits only on a ClusterQueue in a "
+      "cohort", severities=("error", "warning"))
 def quota_without_cohort(ctx: Context) -> list[Finding]:
     out = []
     for cq in ctx.kind("ClusterQueue"):
-        if _cohort(cq):
+        if cohort_of(cq):
             continue
         for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
             for fl in rg.get("flavors") or []:
@@ -133,7 +127,7 @@ def quota_without_cohort(ctx: Context) -> list[Finding]:
 def _config(ctx: Context) -> tuple[Obj | None, list[str], bool, Obj]:
     """(Configuration, frameworks, manageJobsWithoutQueueName, managed selector), defaulted
     as Kueue defaults them."""
-    cfg = _kueue_configuration(ctx)
+    cfg = kueue_configuration(ctx)
     c = cfg or {}
     frameworks = list((c.get("integrations") or {}).get("frameworks") or ["batch/job"])
     managed = c.get("managedJobsNamespaceSelector")  # {} selects every namespace
@@ -147,6 +141,8 @@ def _top_level(o: Obj) -> bool:
     return not (o.get("metadata") or {}).get("ownerReferences")
 
 
+@rule("kueue-managed", "Kueue manages every queued workload (its framework enabled, its "
+      "namespace selected, neither kube-system nor Kueue's)")
 def kueue_managed(ctx: Context) -> list[Finding]:
     cfg, frameworks, _, managed = _config(ctx)
     kueue_ns = str((cfg or {}).get("namespace") or KUEUE_NS)
@@ -178,6 +174,7 @@ def kueue_managed(ctx: Context) -> list[Finding]:
     return out
 
 
+@rule("workload-unqueued", "GPU workloads in a tenant namespace carry a queue-name label")
 def workload_unqueued(ctx: Context) -> list[Finding]:
     _, frameworks, without_name, managed = _config(ctx)
     queues: dict[str, set[str]] = {}
@@ -211,7 +208,7 @@ def workload_unqueued(ctx: Context) -> list[Finding]:
 
 def _uses_accelerators(o: Obj) -> bool:
     """Whether its pods ask for GPUs: an extended resource of a device vendor, or DRA claims."""
-    for spec in _pod_specs(o):
+    for spec in pod_specs(o):
         if spec.get("resourceClaims"):
             return True
         for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
@@ -222,6 +219,7 @@ def _uses_accelerators(o: Obj) -> bool:
     return False
 
 
+@rule("queue-stopped", "no ClusterQueue or LocalQueue is held by its stopPolicy")
 def queue_stopped(ctx: Context) -> list[Finding]:
     return [Finding("error", "queue-stopped", ref(q),
                     f"spec.stopPolicy is {q['spec']['stopPolicy']}: it admits no new workload "
@@ -231,6 +229,7 @@ def queue_stopped(ctx: Context) -> list[Finding]:
             if (q.get("spec") or {}).get("stopPolicy") in ("Hold", "HoldAndDrain")]
 
 
+@rule("kueue-config", "Kueue can decode its Configuration and start with it")
 def kueue_config(ctx: Context) -> list[Finding]:
     unreadable = kueue_configuration_problems(ctx)
     if unreadable:
@@ -250,9 +249,3 @@ def kueue_config(ctx: Context) -> list[Finding]:
                     f"exclude {ns} (key {NAME_LABEL}, operator NotIn)")
             for ns in ("kube-system", kueue_ns)
             if selector_matches(managed, {NAME_LABEL: ns})]
-
-
-KUEUE_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
-    cohort_cycle, quota_without_cohort, kueue_managed, workload_unqueued, queue_stopped,
-    kueue_config,
-)

@@ -27,23 +27,22 @@ at night and the rule's source (Kueue v0.19.2):
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 from aiplat.kube.facts import POOL_LABEL
-from aiplat.kube.lint import Context, Finding, _cohort, _q, cohort_root, name, namespace
-from aiplat.kube.lint.rules.admission import (
+from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.objects import (
     QUEUE_LABEL,
-    _kueue_configuration,
-    _pool_of,
-    _templates,
+    claim_counts,
+    cohort_of,
+    cohort_root,
+    kueue_configuration,
+    pod_templates,
+    pool_of,
+    quantity,
 )
-from aiplat.kube.lint.rules.fit import _claim_counts
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
-
-Obj = dict[str, Any]
 
 
 def _podsets(o: Obj) -> list[tuple[int, Obj]]:
@@ -78,7 +77,7 @@ def _queue_of(ctx: Context, o: Obj) -> Obj | None:
 
 def _mapped(ctx: Context) -> dict[str, str]:
     """DeviceClass -> the resource name Kueue charges its devices as."""
-    cfg = _kueue_configuration(ctx) or {}
+    cfg = kueue_configuration(ctx) or {}
     return {c: str(m.get("name")) for m in (cfg.get("resources") or {}).get(
         "deviceClassMappings") or [] for c in m.get("deviceClassNames") or []}
 
@@ -89,7 +88,7 @@ def _demand(ctx: Context, o: Obj) -> dict[str, Decimal]:
     for pods, spec in _podsets(o):
         for res, v in pod_requests(spec).items():
             total[res] += v * pods
-        for _t, cls, count in _claim_counts(ctx, o, spec):
+        for _t, cls, count in claim_counts(ctx, o, spec):
             if cls in mapped:
                 total[mapped[cls]] += count * pods
     return dict(total)
@@ -97,20 +96,20 @@ def _demand(ctx: Context, o: Obj) -> dict[str, Decimal]:
 
 def _lendable(ctx: Context, cq: Obj, flavor: str, res: str) -> Decimal:
     """What the rest of the cohort tree can lend of one flavor's resource."""
-    c = _cohort(cq)
+    c = cohort_of(cq)
     if not c:
         return Decimal(0)
     root = cohort_root(c, ctx.kind("Cohort"))
     total = Decimal(0)
     for other in ctx.kind("ClusterQueue"):
-        oc = _cohort(other)
+        oc = cohort_of(other)
         if other is cq or not oc or cohort_root(oc, ctx.kind("Cohort")) != root:
             continue
         for rg in (other.get("spec") or {}).get("resourceGroups") or []:
             for fl in rg.get("flavors") or []:
                 for r in fl.get("resources") or []:
                     if fl.get("name") == flavor and r.get("name") == res:
-                        total += _q(r.get("lendingLimit", r.get("nominalQuota", 0)))
+                        total += quantity(r.get("lendingLimit", r.get("nominalQuota", 0)))
     return total
 
 
@@ -121,9 +120,9 @@ def _capacity(ctx: Context, cq: Obj) -> dict[str, tuple[Decimal, str]]:
         for fl in rg.get("flavors") or []:
             for r in fl.get("resources") or []:
                 res = str(r.get("name"))
-                borrow = (_q(r["borrowingLimit"]) if "borrowingLimit" in r
+                borrow = (quantity(r["borrowingLimit"]) if "borrowingLimit" in r
                           else _lendable(ctx, cq, str(fl.get("name")), res))
-                cap = _q(r.get("nominalQuota", 0)) + borrow
+                cap = quantity(r.get("nominalQuota", 0)) + borrow
                 if res not in best or cap > best[res][0]:
                     best[res] = (cap, str(fl.get("name")))
     return best
@@ -135,6 +134,8 @@ def _fmt(v: Decimal, res: str) -> str:
     return f"{v:g}"
 
 
+@rule("workload-quota", "a queued workload fits its ClusterQueue's nominal quota plus "
+      "what it may borrow")
 def workload_quota(ctx: Context) -> list[Finding]:
     out = []
     for o in ctx.objects:
@@ -155,6 +156,8 @@ def workload_quota(ctx: Context) -> list[Finding]:
     return out
 
 
+@rule("flavor-affinity", "a queued pod's pool pin is a pool one of its queue's flavors "
+      "selects")
 def flavor_affinity(ctx: Context) -> list[Finding]:
     pools = {name(fl): ((fl.get("spec") or {}).get("nodeLabels") or {}).get(POOL_LABEL)
              for fl in ctx.kind("ResourceFlavor")}
@@ -170,7 +173,7 @@ def flavor_affinity(ctx: Context) -> list[Finding]:
             continue  # clusterqueue-flavor / flavor-pool report a flavor without its pool
         served = {pools[f] for f in flavors}
         for _pods, spec in _podsets(o):
-            pinned = _pool_of(spec)
+            pinned = pool_of(spec)
             if pinned and pinned not in served:
                 out.append(Finding(
                     "error", "flavor-affinity", ref(o),
@@ -191,6 +194,8 @@ def _gang(o: Obj) -> bool:
     return o.get("kind") == "JobSet" and sum(n for n, _ in _podsets(o)) > 1
 
 
+@rule("topology-spread", "a multi-pod JobSet on a topology flavor asks for a topology "
+      "level", severities=("warning",))
 def topology_spread(ctx: Context) -> list[Finding]:
     tas = {name(fl) for fl in ctx.kind("ResourceFlavor")
            if (fl.get("spec") or {}).get("topologyName")}
@@ -203,10 +208,10 @@ def topology_spread(ctx: Context) -> list[Finding]:
         wants = set(_demand(ctx, o)) - {"cpu", "memory"}
         flavors = {str(fl.get("name")) for rg in (cq.get("spec") or {}).get(
             "resourceGroups") or [] for fl in rg.get("flavors") or [] for r in fl.get(
-                "resources") or [] if r.get("name") in wants and _q(r.get("nominalQuota", 0))}
+                "resources") or [] if r.get("name") in wants and quantity(r.get("nominalQuota", 0))}
         if not flavors & tas:
             continue
-        for t in _templates(o):
+        for t in pod_templates(o):
             ann = (t.get("metadata") or {}).get("annotations") or {}
             if not any(a in ann for a in _LEVELS):
                 out.append(Finding(
@@ -217,8 +222,3 @@ def topology_spread(ctx: Context) -> list[Finding]:
                     "annotate the pod template kueue.x-k8s.io/podset-required-topology "
                     "(or -preferred-topology) with the block or rack level"))
     return out
-
-
-QUOTA_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
-    workload_quota, flavor_affinity, topology_spread,
-)

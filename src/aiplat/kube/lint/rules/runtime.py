@@ -20,14 +20,10 @@ container runtime sets up their processes:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from aiplat.kube.lint import Context, Finding, _pod_specs
-from aiplat.kube.lint.rules.admission import _pool_of
+from aiplat.kube.lint.base import Context, Finding, Obj, rule
+from aiplat.kube.lint.objects import pod_specs, pool_of
 from aiplat.kube.validate import ref
 
-Obj = dict[str, Any]
 RDMA_PREFIX = "rdma/"
 
 
@@ -48,11 +44,13 @@ def _memlock_lifted(ctx: Context, pool: str | None) -> bool:
     return bool(rdma) and all(p.memlock_unlimited for p in rdma)
 
 
+@rule("rdma-memlock", "RDMA containers have IPC_LOCK, or their pool's runtime no memlock "
+      "limit", severities=("warning",))
 def rdma_memlock(ctx: Context) -> list[Finding]:
     out = []
     for o in ctx.objects:
-        for spec in _pod_specs(o):
-            pool = _pool_of(spec)
+        for spec in pod_specs(o):
+            pool = pool_of(spec)
             if _memlock_lifted(ctx, pool):
                 continue
             for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
@@ -69,6 +67,3 @@ def rdma_memlock(ctx: Context) -> list[Finding]:
                         " true in the inventory), or add capabilities: {add: [IPC_LOCK]} in a "
                         "namespace whose Pod Security level is privileged"))
     return out
-
-
-RUNTIME_RULES: tuple[Callable[[Context], list[Finding]], ...] = (rdma_memlock,)

@@ -1,5 +1,5 @@
-"""Lint rules for what selects pods: tenant isolation and selectors that match nothing.
-Each class, with its page at night and the rule's source:
+"""Lint rules for what selects pods: tenant isolation, what a fence must still let through,
+and selectors that match nothing. Each class, with its page at night and the rule's source:
 
   netpol-default-deny  a tenant namespace (one with a LocalQueue or an aiplat.io/tenant
                        label) where no NetworkPolicy selects every pod for Ingress: any pod
@@ -7,6 +7,10 @@ Each class, with its page at night and the rule's source:
                        warning when only egress is open). Source: Kubernetes NetworkPolicy
                        semantics (pods are non-isolated until a policy selects them,
                        networking/v1 NetworkPolicySpec.policyTypes).
+  netpol-dns           a namespace whose policies deny egress and allow nothing on port 53
+                       to another namespace or an address block: every name lookup fails.
+  netpol-model-store   ... and allow no ipBlock holding the model store's segment (the
+                       inventory's modelStoreCIDRs): model pulls time out.
   selector-matches     a Service, InferencePool or PodDisruptionBudget whose selector matches
                        no pod template of its namespace (no endpoints: requests fail with 503
                        / no healthy upstream; a PDB protecting nothing lets a drain take every
@@ -22,21 +26,12 @@ Each class, with its page at night and the rule's source:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import ipaddress
 from typing import Any
 
-from aiplat.kube.lint import Context, Finding, name, namespace, selector_matches
-from aiplat.kube.lint.rules.admission import _templates
+from aiplat.kube.lint.base import Context, Finding, Obj, namespace, rule
+from aiplat.kube.lint.objects import pod_templates, selector_matches, tenants
 from aiplat.kube.validate import ref
-
-Obj = dict[str, Any]
-TENANT_LABEL = "aiplat.io/tenant"
-
-
-def _tenants(ctx: Context) -> set[str]:
-    labelled = {name(n) for n in ctx.kind("Namespace")
-                if TENANT_LABEL in ((n.get("metadata") or {}).get("labels") or {})}
-    return labelled | {namespace(lq) for lq in ctx.kind("LocalQueue")}
 
 
 def _isolates(ctx: Context, ns: str, direction: str) -> bool:
@@ -45,9 +40,11 @@ def _isolates(ctx: Context, ns: str, direction: str) -> bool:
                for p in ctx.kind("NetworkPolicy"))
 
 
+@rule("netpol-default-deny", "a tenant namespace fences its pods (ingress, then egress)",
+      severities=("error", "warning"))
 def netpol_default_deny(ctx: Context) -> list[Finding]:
     out = []
-    for ns in sorted(_tenants(ctx)):
+    for ns in sorted(tenants(ctx)):
         if not _isolates(ctx, ns, "Ingress"):
             out.append(Finding(
                 "error", "netpol-default-deny", f"Namespace/{ns}",
@@ -69,7 +66,7 @@ def _pod_labels(ctx: Context) -> list[tuple[str, dict[str, str]]]:
     for o in ctx.objects:
         if o.get("kind") == "Pod":
             out.append((namespace(o), dict((o.get("metadata") or {}).get("labels") or {})))
-        for t in _templates(o):
+        for t in pod_templates(o):
             out.append((namespace(o), dict((t.get("metadata") or {}).get("labels") or {})))
     return out
 
@@ -89,6 +86,8 @@ def _selector(o: Obj) -> Obj | None:
     return sel
 
 
+@rule("selector-matches", "Services, InferencePools, PDBs and NetworkPolicies select "
+      "pods of the tree", severities=("error", "warning"))
 def selector_matches_pods(ctx: Context) -> list[Finding]:
     pods = _pod_labels(ctx)
     out = []
@@ -120,6 +119,69 @@ def selector_matches_pods(ctx: Context) -> list[Finding]:
     return out
 
 
-SELECTOR_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
-    netpol_default_deny, selector_matches_pods,
-)
+def _egress_rules(ctx: Context, ns: str) -> tuple[bool, list[Obj]]:
+    deny, rules = False, list[Obj]()
+    for np in ctx.kind("NetworkPolicy"):
+        if namespace(np) != ns:
+            continue
+        spec = np.get("spec") or {}
+        if "Egress" in (spec.get("policyTypes") or []):
+            deny = True
+            rules += spec.get("egress") or []
+    return deny, rules
+
+
+def _rule_allows_port(rule: Obj, port: int) -> bool:
+    ports = rule.get("ports")
+    return not ports or any(p.get("port") in (port, None) for p in ports)
+
+
+@rule("netpol-dns", "namespaces with default-deny egress can still reach DNS")
+def netpol_dns(ctx: Context) -> list[Finding]:
+    out = []
+    for ns in sorted({namespace(n) for n in ctx.kind("NetworkPolicy")}):
+        deny, rules = _egress_rules(ctx, ns)
+        if deny and not any(_rule_allows_port(r, 53) and any(
+                "namespaceSelector" in t or "ipBlock" in t for t in r.get("to") or [{}])
+                for r in rules):
+            out.append(Finding("error", "netpol-dns", f"Namespace/{ns}",
+                               "egress is denied and no policy allows DNS (port 53 to "
+                               "kube-system): every name lookup fails",
+                               "add an egress rule to kube-dns pods in kube-system on UDP/TCP "
+                               "53"))
+    return out
+
+
+def _network(cidr: Any) -> ipaddress.IPv4Network | ipaddress.IPv6Network | None:
+    """An ipBlock's network; None for one the API server refuses (it allows nothing)."""
+    try:
+        return ipaddress.ip_network(str(cidr), strict=False) if cidr else None
+    except ValueError:
+        return None
+
+
+@rule("netpol-model-store",
+      "namespaces with default-deny egress can still reach the model store")
+def netpol_model_store(ctx: Context) -> list[Finding]:
+    cidrs = [ipaddress.ip_network(c) for c in ctx.inventory.model_store_cidrs]
+    if not cidrs:
+        return []
+    out = []
+    for ns in sorted({namespace(n) for n in ctx.kind("NetworkPolicy")}):
+        deny, rules = _egress_rules(ctx, ns)
+        if not deny:
+            continue
+        reached = set()
+        for r in rules:
+            for t in r.get("to") or []:
+                net = _network((t.get("ipBlock") or {}).get("cidr"))
+                if net is not None:
+                    reached |= {c for c in cidrs if c.version == net.version
+                                and c.subnet_of(net)}  # type: ignore[arg-type]
+        missing = [str(c) for c in cidrs if c not in reached]
+        if missing:
+            out.append(Finding("error", "netpol-model-store", f"Namespace/{ns}",
+                               f"egress is denied and nothing allows the model store "
+                               f"({', '.join(missing)}): model pulls time out",
+                               "add an egress rule with ipBlock for the storage segment"))
+    return out

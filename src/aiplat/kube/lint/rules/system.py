@@ -18,6 +18,10 @@ who made it. Rules, by name:
   system-namespace-policy  a tenant's fence put on a system namespace: a NetworkPolicy that
                          isolates all its pods, a Pod Security level above privileged on a
                          namespace whose components need host access, the tenant label
+  rbac-escalation        a role, wherever it is bound, with a wildcard, escalate/bind/
+                         impersonate, RBAC writes, node proxy, token minting or CSRs, or
+                         Secrets where the spec does not grant them; a role only system
+                         components hold (``component_roles``) is theirs to have
 
 The powers (``POWERS``), each counted where the binding reaches it:
   anywhere     wildcards; escalate, bind, impersonate; creating pods or workloads, or
@@ -56,17 +60,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from aiplat.kube.facts import TENANT_LABEL
-from aiplat.kube.lint import Context, Finding, name, namespace, selector_matches
-from aiplat.kube.lint.rules.selectors import _tenants
+from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace
+from aiplat.kube.lint.base import rule as lint_rule  # RBAC rules are `rule` here
+from aiplat.kube.lint.objects import selector_matches, tenants
 from aiplat.kube.render_cluster import GPU_OPERATOR_NS, SYSTEM_NS
 from aiplat.kube.render_tenants import MONITORING_NS
 from aiplat.kube.validate import ref
 from aiplat.spec.models import RESERVED_NAMESPACE_PREFIXES, RESERVED_NAMESPACES
 
-Obj = dict[str, Any]
 RBAC_GROUP = "rbac.authorization.k8s.io"
 DRA_DRIVER_NS = "nvidia-dra-driver-gpu"  # the NVIDIA DRA driver's Helm release namespace
 # Kubernetes' own (it reserves kube-*), aiplat's (aiplat-*), those of what the tree renders
@@ -335,6 +338,8 @@ def _role_key(binding: Obj) -> tuple[str, str, str]:
     return kind, namespace(binding) if kind == "Role" else "", str(role_ref.get("name", ""))
 
 
+@lint_rule("rbac-system-namespace", "no RoleBinding in a system namespace gives a "
+           "non-component a path to cluster-admin")
 def rbac_system_namespace(ctx: Context) -> list[Finding]:
     out = []
     for b, s in _bindings(ctx):
@@ -362,14 +367,16 @@ def _tenant_subjects(ctx: Context, tenants: set[str]) -> set[tuple[str, str]]:
             and s.sa_namespace is None and not s.system and not s.everyone}
 
 
+@lint_rule("rbac-cluster-grant", "no ClusterRoleBinding gives a tenant's subject a path "
+           "to cluster-admin")
 def rbac_cluster_grant(ctx: Context) -> list[Finding]:
-    tenants = _tenants(ctx)  # a tenant label or a LocalQueue, whoever made the tree
-    people = _tenant_subjects(ctx, tenants)
+    tenant_ns = tenants(ctx)  # a tenant label or a LocalQueue, whoever made the tree
+    people = _tenant_subjects(ctx, tenant_ns)
     out = []
     for b, s in _bindings(ctx):
         if b.get("kind") != "ClusterRoleBinding" or s.everyone or s.system:
             continue
-        if (s.kind, s.name) not in people and s.sa_namespace not in tenants:
+        if (s.kind, s.name) not in people and s.sa_namespace not in tenant_ns:
             continue  # an administrator's group or an operator's account: not a tenant's
         role, allowed = powers(ctx, b)
         if allowed:
@@ -390,6 +397,8 @@ def _everyone_text(s: Subject) -> str:
     return "every authenticated identity (each tenant's ServiceAccounts included)"
 
 
+@lint_rule("rbac-everyone", "no binding gives everyone a role (an error with a path to "
+           "cluster-admin)", severities=("error", "warning"))
 def rbac_everyone(ctx: Context) -> list[Finding]:
     out = []
     for b, s in _bindings(ctx):
@@ -425,6 +434,8 @@ def _isolated(spec: Obj) -> list[str]:
     return out
 
 
+@lint_rule("system-namespace-policy", "no tenant fence (NetworkPolicy, Pod Security "
+           "level, tenant label) on a system namespace")
 def system_namespace_policy(ctx: Context) -> list[Finding]:
     out = []
     for np in ctx.kind("NetworkPolicy"):
@@ -462,6 +473,43 @@ def system_namespace_policy(ctx: Context) -> list[Finding]:
     return out
 
 
-SYSTEM_RULES: tuple[Callable[[Context], list[Finding]], ...] = (
-    rbac_system_namespace, rbac_cluster_grant, rbac_everyone, system_namespace_policy,
-)
+_DANGEROUS_VERBS = {"escalate", "bind", "impersonate"}
+
+
+_SENSITIVE = {"nodes/proxy", "serviceaccounts/token", "certificatesigningrequests"}
+
+
+@lint_rule("rbac-escalation",
+           "tenant roles hold no wildcard, escalate/bind/impersonate, RBAC write, node proxy or "
+           "token minting; Secrets only where the spec grants them")
+def rbac_escalation(ctx: Context) -> list[Finding]:
+    out = []
+    allowed = set(ctx.inventory.secrets_allowed)
+    components = component_roles(ctx)
+    for role in ctx.kind("Role") + ctx.kind("ClusterRole"):
+        ns = namespace(role)
+        if (str(role.get("kind")), ns, name(role)) in components:
+            continue  # only Kubernetes' or an operator's own accounts hold it
+        for rule in role.get("rules") or []:
+            verbs = set(rule.get("verbs") or [])
+            resources = set(rule.get("resources") or [])
+            groups = set(rule.get("apiGroups") or [])
+            problems = []
+            if "*" in verbs | resources | groups:
+                problems.append("uses a wildcard")
+            if verbs & _DANGEROUS_VERBS:
+                problems.append(f"grants {sorted(verbs & _DANGEROUS_VERBS)}")
+            write = verbs - {"get", "list", "watch"}
+            rbac = {"roles", "rolebindings", "clusterroles", "clusterrolebindings"}
+            if write and resources & rbac:
+                problems.append("may write RBAC objects")
+            sensitive = resources & _SENSITIVE
+            if sensitive:
+                problems.append(f"reaches {sorted(sensitive)}")
+            if "secrets" in resources and ns not in allowed:
+                problems.append("reads Secrets though the spec does not grant it")
+            for p in problems:
+                out.append(Finding("error", "rbac-escalation", ref(role), p,
+                                   "list explicit verbs and resources; grant Secrets with "
+                                   "secretsAccess: true in the spec"))
+    return out

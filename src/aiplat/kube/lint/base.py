@@ -1,0 +1,125 @@
+"""What every lint rule is made of: the ``Finding`` it returns, the ``Context`` it reads (the
+tree's objects by kind and the pools' inventory) and the registry it joins with ``@rule``.
+
+A rule is a pure function ``(Context) -> list[Finding]`` in a module of
+``aiplat.kube.lint.rules``, registered where it is defined::
+
+    @rule("flavor-taints", "pool taints are tolerated by the pool's flavors")
+    def flavor_taints(ctx: Context) -> list[Finding]: ...
+
+    @rule("namespace-selector", "the ClusterQueue selects its LocalQueues' namespaces",
+          severities=("error", "warning"))
+    def namespace_selector(ctx: Context) -> list[Finding]: ...
+
+The name is the rule id its findings carry, ``severities`` the ones they may have, the doc
+what it checks in one line. This module imports no rule module; ``aiplat.kube.lint.objects``
+(the readers rules share) builds on it, the rule modules on both.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiplat.kube.inventory import Inventory, PoolInventory
+
+Obj = dict[str, Any]
+SEVERITIES = ("error", "warning")  # in the order findings are listed
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # error | warning
+    rule: str
+    object: str
+    why: str
+    fix: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"severity": self.severity, "rule": self.rule, "object": self.object,
+                "why": self.why, "fix": self.fix}
+
+
+def name(o: Obj) -> str:
+    return str((o.get("metadata") or {}).get("name", ""))
+
+
+def namespace(o: Obj) -> str:
+    return str((o.get("metadata") or {}).get("namespace", ""))
+
+
+class Context:
+    """The tree a rule reads: its objects (shape-checked), by kind, and the pools."""
+
+    def __init__(self, objects: list[Obj], inventory: Inventory) -> None:
+        self.objects = objects
+        self.inventory = inventory
+        self.by_kind: dict[str, list[Obj]] = defaultdict(list)
+        for o in objects:
+            self.by_kind[str(o.get("kind"))].append(o)
+
+    def kind(self, kind: str) -> list[Obj]:
+        return self.by_kind.get(kind, [])
+
+    def names(self, kind: str) -> set[str]:
+        return {name(o) for o in self.kind(kind)}
+
+    def pool(self, name_: str) -> PoolInventory | None:
+        return next((p for p in self.inventory.pools if p.name == name_), None)
+
+
+Check = Callable[[Context], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # the rule id of its findings
+    doc: str  # what it checks, one line
+    severities: tuple[str, ...]
+    check: Check
+
+    @property
+    def where(self) -> str:
+        return f"{self.check.__module__}.{self.check.__qualname__}"
+
+    def run(self, ctx: Context) -> list[Finding]:
+        """Its findings on ``ctx``; a finding under another rule id or severity than the
+        rule declares is a mistake in the rule's code (every site is tested)."""
+        findings = self.check(ctx)
+        for f in findings:
+            if f.rule != self.name or f.severity not in self.severities:
+                raise ValueError(f"lint rule {self.name} ({self.where}) made a {f.severity} "
+                                 f"finding for rule {f.rule}; fix: declare it in @rule(...) "
+                                 "or correct the Finding")
+        return findings
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def rule(name_: str, doc: str, *, severities: tuple[str, ...] = ("error",)
+         ) -> Callable[[Check], Check]:
+    """Register the decorated function as lint rule ``name_`` (returned unchanged, so it can
+    still be called on a ``Context`` of its own)."""
+    unknown = set(severities) - set(SEVERITIES)
+    if unknown or not severities:
+        raise ValueError(f"lint rule {name_}: severities {severities} (fix: some of {SEVERITIES})")
+
+    def register(check: Check) -> Check:
+        new = Rule(name_, doc, tuple(severities), check)
+        known = _RULES.get(name_)
+        if known is not None and known.where != new.where:
+            raise ValueError(f"lint rule {name_} is registered twice: {known.where} and "
+                             f"{new.where} (fix: give the new rule a name of its own)")
+        _RULES[name_] = new  # the same function again (a module reloaded) replaces it
+        return check
+
+    return register
+
+
+def registered() -> tuple[Rule, ...]:
+    """Every registered rule, by name: the order they run in. (Findings are then sorted by
+    severity, rule and object, so the order never shows in the output.)"""
+    return tuple(sorted(_RULES.values(), key=lambda r: r.name))

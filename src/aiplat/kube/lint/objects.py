@@ -1,0 +1,201 @@
+"""The readers lint rules share: label selectors, quantities, a ClusterQueue's flavors and
+cohort, a workload's pod specs and templates, its pool pin, DRA claims, Kueue's
+Configuration, the tenants. Each reads objects as the API server or Kueue would; none is a
+rule. Built on ``aiplat.kube.lint.base``; imports no rule module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+import yaml
+
+from aiplat.kube.facts import POOL_LABEL, TENANT_LABEL
+from aiplat.kube.lint.base import Context, Obj, name, namespace
+from aiplat.kube.quantity import QuantityError, parse_quantity
+from aiplat.kube.shape import value_problems
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+KUEUE_CONFIG_MAP = "kueue-manager-config"
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+LABEL_SELECTOR = {"type": "object", "properties": {
+    "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+    "matchExpressions": {"type": "array", "items": {"type": "object", "properties": {
+        "key": {"type": "string"}, "operator": {"type": "string"}, "values": _STRINGS}}}}}
+# The fields of Kueue's Configuration (apis/config/v1beta2) lint reads, with their types:
+# Kueue decodes it strictly and does not start on a wrong one.
+KUEUE_CONFIGURATION = {"type": "object", "properties": {
+    "namespace": {"type": "string"},
+    "manageJobsWithoutQueueName": {"type": "boolean"},
+    "managedJobsNamespaceSelector": LABEL_SELECTOR,
+    "integrations": {"type": "object", "properties": {"frameworks": _STRINGS}},
+    "resources": {"type": "object", "properties": {"deviceClassMappings": {
+        "type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "deviceClassNames": _STRINGS}}}}}}}
+
+
+def quantity(v: Any) -> Decimal:
+    """A Kubernetes quantity as a Decimal; 0 for one that does not parse."""
+    try:
+        return parse_quantity(v)
+    except QuantityError:
+        return Decimal(0)
+
+
+def selector_matches(selector: Obj | None, labels: Mapping[str, str]) -> bool:
+    """Kubernetes LabelSelector semantics (None selects nothing, {} selects everything)."""
+    if selector is None:
+        return False
+    for k, v in (selector.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        if op == "In" and labels.get(key) not in values:
+            return False
+        if op == "NotIn" and labels.get(key) in values:
+            return False
+        if op == "Exists" and key not in labels:
+            return False
+        if op == "DoesNotExist" and key in labels:
+            return False
+    return True
+
+
+# --------------------------------------------------------------------------- Kueue queues
+
+
+def flavor_resources(cq: Obj) -> Iterable[tuple[str, Obj]]:
+    """(flavor name, resource quota) of every resource of a ClusterQueue's flavors."""
+    for rg in (cq.get("spec") or {}).get("resourceGroups") or []:
+        for fl in rg.get("flavors") or []:
+            for r in fl.get("resources") or []:
+                yield fl.get("name", ""), r
+
+
+def cohort_of(cq: Obj) -> str | None:
+    spec = cq.get("spec") or {}
+    c = spec.get("cohortName") or spec.get("cohort")
+    return str(c) if c else None
+
+
+def cohort_root(cohort: str, cohorts: list[Obj]) -> str:
+    """The root of a cohort's tree (Cohort ``spec.parentName`` links; cycles stop)."""
+    parents = {name(c): (c.get("spec") or {}).get("parentName") for c in cohorts}
+    seen = {cohort}
+    while parents.get(cohort) and parents[cohort] not in seen:
+        cohort = str(parents[cohort])
+        seen.add(cohort)
+    return cohort
+
+
+def kueue_configuration(ctx: Context) -> Obj | None:
+    """The tree's Kueue Configuration; None without one, or with one Kueue cannot read
+    (``kueue_configuration_problems`` says why)."""
+    doc, problems = _read_kueue_configuration(ctx)
+    return None if problems else doc
+
+
+def kueue_configuration_problems(ctx: Context) -> list[str]:
+    """Why Kueue cannot decode the tree's Configuration (and so does not start)."""
+    return _read_kueue_configuration(ctx)[1]
+
+
+def _read_kueue_configuration(ctx: Context) -> tuple[Obj | None, list[str]]:
+    for cm in ctx.kind("ConfigMap"):
+        if name(cm) == KUEUE_CONFIG_MAP:
+            text = ((cm.get("data") or {}).get("controller_manager_config.yaml")) or ""
+            try:
+                doc = yaml.safe_load(text)
+            except yaml.YAMLError as e:
+                return None, [f"it is not YAML ({str(e).splitlines()[0]})"]
+            if not isinstance(doc, dict):
+                return None, []
+            return doc, [f"{p} {m}" for p, m in value_problems(doc, KUEUE_CONFIGURATION)]
+    return None, []
+
+
+# --------------------------------------------------------------------------- workloads
+
+_POD_KINDS = {"Pod": ("spec",), "Job": ("spec", "template", "spec"),
+              "Deployment": ("spec", "template", "spec"),
+              "StatefulSet": ("spec", "template", "spec"),
+              "DaemonSet": ("spec", "template", "spec"),
+              "JobSet": ("spec", "replicatedJobs", 0, "template", "spec", "template", "spec")}
+
+
+def pod_specs(o: Obj) -> list[Obj]:
+    """The pod specs of a Pod or a workload's templates (a JobSet's, one per replicated
+    Job)."""
+    path = _POD_KINDS.get(str(o.get("kind")))
+    if path is None:
+        return []
+    if o.get("kind") == "JobSet":
+        return [((((rj.get("template") or {}).get("spec") or {}).get("template") or {})
+                 .get("spec") or {}) for rj in (o.get("spec") or {}).get("replicatedJobs") or []]
+    node: Any = o
+    for step in path:
+        node = (node or {}).get(step) if isinstance(step, str) else node
+    return [node or {}]
+
+
+def pod_templates(o: Obj) -> list[Obj]:
+    """Pod templates (with metadata) of a workload object."""
+    spec = o.get("spec") or {}
+    if o.get("kind") == "JobSet":
+        return [((r.get("template") or {}).get("spec") or {}).get("template") or {}
+                for r in spec.get("replicatedJobs") or []]
+    if o.get("kind") in ("Job", "Deployment", "StatefulSet", "DaemonSet"):
+        return [spec.get("template") or {}]
+    return []
+
+
+def pool_of(spec: Obj) -> str | None:
+    """The pool a pod spec is pinned to (nodeSelector or required node affinity on
+    ``aiplat.io/pool``)."""
+    sel = (spec.get("nodeSelector") or {}).get(POOL_LABEL)
+    if sel:
+        return str(sel)
+    terms = ((((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms") or [])
+    for t in terms:
+        for e in t.get("matchExpressions") or []:
+            if e.get("key") == POOL_LABEL and e.get("operator") == "In" and e.get("values"):
+                return str(e["values"][0])
+    return None
+
+
+# --------------------------------------------------------------------------- DRA claims
+
+
+def claim_requests(template: Obj) -> list[Obj]:
+    """The device requests of a ResourceClaimTemplate."""
+    spec = ((template.get("spec") or {}).get("spec") or {})
+    return list((spec.get("devices") or {}).get("requests") or [])
+
+
+def claim_counts(ctx: Context, o: Obj, spec: Obj) -> Iterable[tuple[str, str, int]]:
+    """(template, DeviceClass, devices) of each ExactCount request a pod's claims make."""
+    templates = {name(t): t for t in ctx.kind("ResourceClaimTemplate")
+                 if namespace(t) == namespace(o)}
+    for rc in spec.get("resourceClaims") or []:
+        t = templates.get(rc.get("resourceClaimTemplateName", ""))
+        if t is None:
+            continue
+        for req in claim_requests(t):
+            ex = req.get("exactly") or {}
+            if ex.get("deviceClassName") and ex.get("allocationMode", "ExactCount") == \
+                    "ExactCount":
+                yield name(t), ex["deviceClassName"], int(ex.get("count", 1))
+
+
+# --------------------------------------------------------------------------- tenants
+
+
+def tenants(ctx: Context) -> set[str]:
+    """The tenant namespaces: labelled ``aiplat.io/tenant``, or holding a LocalQueue."""
+    labelled = {name(n) for n in ctx.kind("Namespace")
+                if TENANT_LABEL in ((n.get("metadata") or {}).get("labels") or {})}
+    return labelled | {namespace(lq) for lq in ctx.kind("LocalQueue")}

@@ -1,0 +1,91 @@
+"""Lint rules for DRA's objects against the devices the pools publish: a DeviceClass that
+selects no device, a claim naming a DeviceClass that does not exist or constraining on an
+attribute no device has. Their symptoms and sources: docs/lint-classes.md (DRA, devices
+and fit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aiplat.kube import cel
+from aiplat.kube.inventory import PoolInventory
+from aiplat.kube.lint.base import Context, Finding, Obj, rule
+from aiplat.kube.validate import ref
+
+
+def _devices(ctx: Context) -> list[tuple[PoolInventory, Obj]]:
+    return [(p, d) for p in ctx.inventory.pools for d in p.devices]
+
+
+@rule("deviceclass-matches", "each DeviceClass selector matches a device of some pool")
+def deviceclass_matches(ctx: Context) -> list[Finding]:
+    out = []
+    devices = _devices(ctx)
+    for dc in ctx.kind("DeviceClass"):
+        exprs = [(s.get("cel") or {}).get("expression", "")
+                 for s in (dc.get("spec") or {}).get("selectors") or []]
+        errors: set[str] = set()
+        matched = []
+        for pool, d in devices:
+            ok = True
+            for e in exprs:
+                try:
+                    ok = ok and cel.evaluate(e, pool.driver, d)
+                except cel.CelError as err:
+                    errors.add(str(err))
+                    ok = False
+            if ok:
+                matched.append(pool.name)
+        if not matched:
+            why = "its selectors match no device of any pool"
+            if errors:
+                why += f" ({'; '.join(sorted(errors))[:200]})"
+            out.append(Finding("error", "deviceclass-matches", ref(dc),
+                               why + ": claims on it never allocate",
+                               "compare the selector with `kubectl get resourceslices -o yaml`"
+                               " (productName, memory capacity, driverVersion)"))
+    return out
+
+
+def _claim_specs(ctx: Context) -> Iterable[tuple[Obj, Obj]]:
+    for o in ctx.kind("ResourceClaimTemplate"):
+        yield o, ((o.get("spec") or {}).get("spec") or {})
+    for o in ctx.kind("ResourceClaim"):
+        yield o, (o.get("spec") or {})
+
+
+@rule("claim-deviceclass", "claim templates name existing DeviceClasses")
+def claim_deviceclass(ctx: Context) -> list[Finding]:
+    classes = ctx.names("DeviceClass")
+    out = []
+    for o, spec in _claim_specs(ctx):
+        for req in ((spec.get("devices") or {}).get("requests")) or []:
+            subs = [req["exactly"]] if "exactly" in req else list(req.get("firstAvailable") or [])
+            for s in subs:
+                dc = s.get("deviceClassName")
+                if dc not in classes:
+                    out.append(Finding("error", "claim-deviceclass", ref(o),
+                                       f"request {req.get('name')!r} names DeviceClass {dc!r}, "
+                                       "which does not exist: pods using it stay Pending",
+                                       f"use one of {sorted(classes)}"))
+    return out
+
+
+@rule("claim-constraint", "matchAttribute names an attribute the devices have")
+def claim_constraint(ctx: Context) -> list[Finding]:
+    out = []
+    known: set[str] = set()
+    for pool, d in _devices(ctx):
+        for k in d.get("attributes") or {}:
+            known.add(k if "/" in k else f"{pool.driver}/{k}")
+    for o, spec in _claim_specs(ctx):
+        for c in ((spec.get("devices") or {}).get("constraints")) or []:
+            attr = c.get("matchAttribute") or c.get("distinctAttribute")
+            if attr and attr not in known:
+                out.append(Finding("error", "claim-constraint", ref(o),
+                                   f"constraint attribute {attr!r} is published by no device: "
+                                   "the constraint can never be satisfied",
+                                   f"use an attribute the driver publishes, e.g. "
+                                   f"{sorted(known)[:3]}"))
+    return out
