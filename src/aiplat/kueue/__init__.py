@@ -3,10 +3,12 @@
 
 Below ``kube`` and ``sched``, which both use it: ``sim replay`` and ``kube why-pending``
 run the cycle on a cluster snapshot, ``sim run`` runs it with simulated time added
-(``aiplat.sched.admission``). Each layer imports only those below it (a contract):
+(``aiplat.sched.admission``), as a client: through the cycle's declared extension points,
+``Queues`` (the queue manager) and ``World`` (time, placement, evictions), never by
+overriding it. Each layer imports only those below it (a contract):
 
     cycle      the scheduling cycle (heads, nominate, order, process, requeue) until quiet;
-               applies the decisions below, nothing else (``Replay``)
+               applies the decisions below, nothing else (``Replay``; ``KueueQueues``)
     assign     the flavor assigner: per pod set and resource group, flavors in order
     preempt    the preemption target search (classic and fair sharing)
     fairshare  dominant resource share and the head tournament down the cohort tree

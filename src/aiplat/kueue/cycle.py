@@ -39,8 +39,9 @@ tree. Pure: no I/O.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from aiplat.kueue import preempt
 from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment
@@ -49,10 +50,13 @@ from aiplat.kueue.quota import Admitted, Node, Tree
 from aiplat.kueue.snapshot import FR, ClusterQueue, Snapshot, Workload
 
 BATCH_CYCLES = 50  # cycles that run within Kueue's 1 s requeue batch (a cycle takes ms)
+Flavors = dict[str, dict[str, str]]  # pod set -> resource -> flavor
 
 
 @dataclass
-class _Pending:
+class Pending:
+    """A workload waiting in its ClusterQueue, with its place in the queue manager."""
+
     wl: Workload
     inadmissible: bool = False
     sticky: bool = False  # a preemptor waiting for its victims stays at the head
@@ -95,15 +99,85 @@ class Outcome:
 
 
 @dataclass
-class _Entry:
-    p: _Pending
+class Entry:
+    """A head nominated in a cycle: its flavor assignment, its victims, what became of it."""
+
+    p: Pending
     cq: ClusterQueue
     a: Assignment
     targets: list[preempt.Target]
     status: str = ""  # skipped | preempting | admitted | inadmissible
 
 
-def _usage(wl: Workload, flavors: dict[str, dict[str, str]]) -> dict[FR, int]:
+class Queues(Protocol):
+    """Extension point: the queue manager (Kueue's ``pkg/queue``), where pending workloads
+    wait. The cycle takes its heads, hands back those it did not admit, and tells it when a
+    batched requeue fires; :class:`KueueQueues` is Kueue's own (one heap per ClusterQueue),
+    the simulator brings a faster one (``aiplat.sched.buckets``)."""
+
+    pending: dict[str, dict[str, Pending]]  # ClusterQueue -> workload key -> its entry
+    held: list[Pending]  # sit out the next cycle, then come back (see Replay.evicted)
+
+    def push(self, p: Pending) -> None:
+        """``p`` is active (again)."""
+
+    def heads(self, inactive: Mapping[str, str]) -> list[Pending]:
+        """The first active workload of every ClusterQueue that is not ``inactive``."""
+
+    def requeue(self, e: Entry) -> None:
+        """A head the cycle did not admit goes back: active, or inadmissible until its
+        cohort tree's requeue."""
+
+    def deliver(self, notified: set[str]) -> bool:
+        """The batched requeue fires for the ``notified`` ClusterQueues: their inadmissible
+        workloads come back. True when one did."""
+
+    def first(self, p: Pending) -> None:
+        """``p`` preempted and its victims are gone: it stays first in its queue."""
+
+    def signature(self, heads: list[Pending]) -> tuple[object, ...]:
+        """The heads and their scan progress: the same after a cycle that changed nothing
+        means every later cycle repeats it."""
+
+
+class World(Protocol):
+    """Extension points: what the cycle leaves to whoever runs it. The replay is its own
+    world (a snapshot: no time but the cycle count, no pods to place, evictions that complete
+    when the cycles are quiet, every decision written to its outcome table); ``sim run``
+    brings simulated time, pod placement and evictions that take a grace period
+    (``aiplat.sched.admission``)."""
+
+    def now(self) -> float:
+        """Time: the reservation time a new admission records (preemption takes the newest
+        first)."""
+
+    def unplaceable(self, wl: Workload, flavors: Flavors, victims: list[Admitted]) -> str:
+        """Placement: why the pods of ``wl``, which fits its quota once ``victims`` are gone,
+        find no room ("" when they do; a preemption that would not make room is not
+        issued)."""
+
+    def admitted(self, wl: Workload, flavors: Flavors) -> None:
+        """``wl`` holds its quota now (the tree and the queues already say so)."""
+
+    def requeued(self, e: Entry) -> None:
+        """A head went back to its queue with Kueue's reason (``e.p.reason``, ``message``)."""
+
+    def preempting(self, victim: Admitted, reason: str, by: Workload) -> None:
+        """Evictions: ``victim`` is marked Evicted for ``by`` (Kueue's ``reason``); it keeps
+        its quota until :meth:`Replay.evicted` says its pods stopped."""
+
+    def evictions_quiet(self, victims: list[str]) -> bool:
+        """Evictions: the cycles are quiet with ``victims`` marked. True: their evictions
+        completed now (:meth:`Replay.evicted` was called for each); False: they complete
+        later."""
+
+    def evict(self, victim: Admitted, again: bool) -> None:
+        """Evictions: the victim's pods have stopped; release its quota
+        (:meth:`Replay.release`) and requeue it (:meth:`Replay.add`; ``again``: its
+        preemptor evicted it before, so it sits out a cycle: see :meth:`Replay.evicted`)."""
+
+
+def _usage(wl: Workload, flavors: Flavors) -> dict[FR, int]:
     usage: dict[FR, int] = {}
     for ps in wl.podsets:
         total = ps.total()
@@ -114,23 +188,114 @@ def _usage(wl: Workload, flavors: dict[str, dict[str, str]]) -> dict[FR, int]:
     return usage
 
 
-class Replay:
-    """The snapshot's state and Kueue's queues; :meth:`run` cycles until quiet."""
+def inactive_queues(snap: Snapshot, tree: Tree) -> dict[str, str]:
+    """The ClusterQueues Kueue keeps inactive, with why: a stop policy, a missing flavor, a
+    cohort cycle."""
+    out = {}
+    for q in snap.cluster_queues.values():
+        missing = [f.flavor for g in q.groups for f in g.flavors
+                   if f.flavor not in snap.flavors]
+        node = tree.cqs[q.name]
+        if q.stop_policy != "None":
+            out[q.name] = f"ClusterQueue {q.name} is inactive (stopPolicy {q.stop_policy})"
+        elif missing:
+            out[q.name] = (f"ClusterQueue {q.name} is inactive (flavor "
+                           f"{', '.join(missing)} not found)")
+        elif node.parent is not None and node.root().parent is not None:
+            out[q.name] = f"ClusterQueue {q.name} is inactive (cohort cycle)"
+    return out
 
-    def __init__(self, snap: Snapshot) -> None:
-        self.snap = snap
-        self.tree = Tree(snap)
-        self.cycle = 0
-        self.pending: dict[str, dict[str, _Pending]] = {q: {} for q in snap.cluster_queues}
+
+class KueueQueues:
+    """Kueue's queue manager: each ClusterQueue's active workloads in a heap (a preemptor
+    waiting for its victims first, then priority, creation time, UID); inadmissible ones wait
+    beside it until their cohort tree's requeue. See :class:`Queues`."""
+
+    def __init__(self, cluster_queues: Mapping[str, object]) -> None:
+        self.pending: dict[str, dict[str, Pending]] = {q: {} for q in cluster_queues}
+        self.held: list[Pending] = []
         self.heaps: dict[str, list[tuple[Any, ...]]] = {}
+
+    @staticmethod
+    def _queue_key(p: Pending) -> tuple[bool, int, float, str]:
+        return (not p.sticky, -p.wl.priority, p.wl.created, p.wl.uid)
+
+    def push(self, p: Pending) -> None:
+        """An entry in the heap is stale once the workload left, went inadmissible or was
+        pushed again (its version moved on)."""
+        p.version += 1
+        heapq.heappush(self.heaps.setdefault(p.wl.cluster_queue, []),
+                       (*self._queue_key(p), p.version, p.wl.key))
+
+    def heads(self, inactive: Mapping[str, str]) -> list[Pending]:
+        heads = []
+        for name, heap in self.heaps.items():
+            if name in inactive:
+                continue
+            queue = self.pending[name]
+            while heap:
+                *_, version, key = heap[0]
+                p = queue.get(key)
+                if p is not None and not p.inadmissible and p.version == version:
+                    heads.append(p)
+                    break
+                heapq.heappop(heap)
+        return heads
+
+    def requeue(self, e: Entry) -> None:
+        p = e.p
+        immediate = e.status in ("skipped", "preempting")
+        if e.status == "preempting":
+            p.sticky, p.last = True, None
+        strict = e.cq.queueing_strategy == "StrictFIFO"
+        p.inadmissible = not (strict or immediate or (p.last is not None and any(
+            i != -1 for i in p.last.values())))
+        if not p.inadmissible:
+            self.push(p)
+
+    def deliver(self, notified: set[str]) -> bool:
+        moved = False
+        for n in sorted(notified):
+            for p in self.pending[n].values():
+                if p.inadmissible:
+                    moved = True
+                    p.inadmissible = False
+                    self.push(p)
+        return moved
+
+    def first(self, p: Pending) -> None:
+        if not p.sticky:
+            p.sticky = True
+            self.push(p)
+
+    def signature(self, heads: list[Pending]) -> tuple[object, ...]:
+        return tuple((p.wl.key, tuple(sorted((p.last or {}).items())), p.inadmissible)
+                     for p in heads)
+
+
+class Replay:
+    """The snapshot's state and Kueue's queues; :meth:`run` cycles until quiet.
+
+    The cycle decides; what it leaves to its surroundings are two declared extension points:
+    ``queues`` (:class:`Queues`, default Kueue's own :class:`KueueQueues`) and ``world``
+    (:class:`World`: time, placement, evictions; default the replay itself, which records
+    :class:`Outcome` rows). A runner (``sim run``) passes its own and drives the cycle through
+    the public methods: :meth:`add`, :meth:`until_quiet`, :meth:`release`, :meth:`evicted`,
+    ``notify``."""
+
+    def __init__(self, snap: Snapshot, *, tree: Tree | None = None,
+                 queues: Queues | None = None, world: World | None = None) -> None:
+        self.snap = snap
+        self.tree = tree if tree is not None else Tree(snap)
+        self.queues: Queues = queues if queues is not None else KueueQueues(snap.cluster_queues)
+        self.world: World = world if world is not None else self
+        self.cycle = 0
         self.outcomes: dict[str, Outcome] = {}
         # victims marked Evicted whose quota is not yet released, with their preemptor
-        self.evicting: dict[str, tuple[preempt.Target, _Entry]] = {}
-        # how often each preemptor evicted each victim, and the victims whose requeue waits
-        # one cycle (see _release)
+        self.evicting: dict[str, tuple[preempt.Target, Entry]] = {}
+        # how often each preemptor evicted each victim (see evicted)
         self.evictions: dict[tuple[str, str], int] = {}
-        self.held: list[_Pending] = []
-        self.inactive = self._inactive()
+        self.inactive = inactive_queues(snap, self.tree)
         # Requeues of inadmissible workloads Kueue batches (requeueBatchPeriod, 1 s): they
         # land after the active heads have had their cycles. Starting the queues is one.
         self.notify: set[str] = set(snap.cluster_queues)
@@ -147,58 +312,28 @@ class Replay:
                 # A workload Kueue already tried waits among the inadmissible ones of a
                 # BestEffortFIFO queue until the queues start (StrictFIFO keeps its head).
                 strict = snap.cluster_queues[wl.cluster_queue].queueing_strategy == "StrictFIFO"
-                self._add(_Pending(wl, inadmissible=wl.evaluated and not strict))
+                self.add(Pending(wl, inadmissible=wl.evaluated and not strict))
             else:
                 out.pending, out.reason = "inadmissible", "Inactive"
                 out.message = (f"LocalQueue {wl.queue_name} is inactive" if wl.held else
                                "The workload is deactivated (spec.active: false)")
 
-    def _inactive(self) -> dict[str, str]:
-        out = {}
-        for q in self.snap.cluster_queues.values():
-            missing = [f.flavor for g in q.groups for f in g.flavors
-                       if f.flavor not in self.snap.flavors]
-            node = self.tree.cqs[q.name]
-            if q.stop_policy != "None":
-                out[q.name] = f"ClusterQueue {q.name} is inactive (stopPolicy {q.stop_policy})"
-            elif missing:
-                out[q.name] = (f"ClusterQueue {q.name} is inactive (flavor "
-                               f"{', '.join(missing)} not found)")
-            elif node.parent is not None and node.root().parent is not None:
-                out[q.name] = f"ClusterQueue {q.name} is inactive (cohort cycle)"
-        return out
+    # ------------------------------------------------------------------ the runner's calls
 
-    # ------------------------------------------------------------------ queues
+    def add(self, p: Pending, hold: bool = False) -> None:
+        """A workload enters its queue: active unless ``p.inadmissible``; ``hold``: it sits
+        out the next cycle."""
+        self.queues.pending[p.wl.cluster_queue][p.wl.key] = p
+        if hold:
+            self.queues.held.append(p)
+        elif not p.inadmissible:
+            self.queues.push(p)
 
-    def _queue_key(self, p: _Pending) -> tuple[bool, int, float, str]:
-        return (not p.sticky, -p.wl.priority, p.wl.created, p.wl.uid)
-
-    def _add(self, p: _Pending) -> None:
-        self.pending[p.wl.cluster_queue][p.wl.key] = p
-        if not p.inadmissible:
-            self._push(p)
-
-    def _push(self, p: _Pending) -> None:
-        """Each ClusterQueue's active workloads in a heap; an entry is stale once the
-        workload left, went inadmissible or was pushed again (its version moved on)."""
-        p.version += 1
-        heapq.heappush(self.heaps.setdefault(p.wl.cluster_queue, []),
-                       (*self._queue_key(p), p.version, p.wl.key))
-
-    def _heads(self) -> list[_Pending]:
-        heads = []
-        for name, heap in self.heaps.items():
-            if name in self.inactive:
-                continue
-            queue = self.pending[name]
-            while heap:
-                *_, version, key = heap[0]
-                p = queue.get(key)
-                if p is not None and not p.inadmissible and p.version == version:
-                    heads.append(p)
-                    break
-                heapq.heappop(heap)
-        return heads
+    def release(self, a: Admitted) -> None:
+        """``a`` no longer holds quota (finished, or its eviction completed): the tree
+        frees it and its cohort tree's inadmissible workloads will retry."""
+        self.tree.release(a)
+        self._requeue_tree(a.wl.cluster_queue)
 
     def _requeue_tree(self, cq: str) -> None:
         """Quota was released: every inadmissible workload of the cohort tree will retry
@@ -208,19 +343,13 @@ class Replay:
 
     def _deliver(self) -> bool:
         """The batched requeue fires: the notified queues' inadmissible workloads return."""
-        moved = False
-        for n in sorted(self.notify):
-            for p in self.pending[n].values():
-                if p.inadmissible:
-                    moved = True
-                    p.inadmissible = False
-                    self._push(p)
+        moved = self.queues.deliver(self.notify)
         self.notify.clear()
         return moved
 
     # ------------------------------------------------------------------ decisions
 
-    def _nominate(self, p: _Pending) -> _Entry:
+    def _nominate(self, p: Pending) -> Entry:
         spec = self.snap.cluster_queues[p.wl.cluster_queue]
         if p.last is not None and self.cycle - p.last_cycle > 1 \
                 and self.tree.generation > p.last_gen:
@@ -233,10 +362,10 @@ class Replay:
             targets = preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
                                       a.usage, fair=self.snap.fair_sharing,
                                       strategies=self.snap.strategies)
-        return _Entry(p, spec, a, targets)
+        return Entry(p, spec, a, targets)
 
-    def _order(self, entries: list[_Entry]) -> list[_Entry]:
-        def tie(e: _Entry) -> tuple[object, ...]:
+    def _order(self, entries: list[Entry]) -> list[Entry]:
+        def tie(e: Entry) -> tuple[object, ...]:
             return (-e.p.wl.priority, e.p.wl.created, e.p.wl.uid)
         if not self.snap.fair_sharing:
             return sorted(entries, key=lambda e: (e.a.borrowing, *tie(e)))
@@ -250,7 +379,7 @@ class Replay:
             self.tree.admit(v)
         return ok
 
-    def _reserve(self, e: _Entry, node: Node) -> dict[FR, int]:
+    def _reserve(self, e: Entry, node: Node) -> dict[FR, int]:
         """``resourcesToReserve``: what a preemptor without candidates keeps."""
         out = {}
         for fr, v in e.a.usage.items():
@@ -263,8 +392,8 @@ class Replay:
                 out[fr] = max(0, min(v, node.nominal(fr) - used))
         return {fr: v for fr, v in out.items() if v > 0}
 
-    def _process(self, e: _Entry, taken: dict[str, Admitted], undo: list[
-            tuple[Node, dict[FR, int]]], victims: list[tuple[preempt.Target, _Entry]]) -> None:
+    def _process(self, e: Entry, taken: dict[str, Admitted], undo: list[
+            tuple[Node, dict[FR, int]]], victims: list[tuple[preempt.Target, Entry]]) -> None:
         node = self.tree.cqs[e.cq.name]
         mode = e.a.mode
         if mode == NOFIT:
@@ -292,7 +421,7 @@ class Replay:
             return
         flavors = {ps.name: {r: f for r, (f, _, _) in ps.flavors.items()}
                    for ps in e.a.podsets}
-        why = self._unplaceable(e, flavors, [t.victim for t in e.targets])
+        why = self.world.unplaceable(e.p.wl, flavors, [t.victim for t in e.targets])
         if why:
             e.status, e.p.message, e.p.reason = "inadmissible", why, "NoFit"
             return
@@ -312,65 +441,53 @@ class Replay:
         self._admit(e, flavors)
         e.status = "admitted"
 
-    def _unplaceable(self, e: _Entry, flavors: dict[str, dict[str, str]],
-                     victims: list[Admitted]) -> str:
-        """Why the pods of a workload that fits its quota (once ``victims`` are gone) find
-        no room: topology-aware placement, which the simulator runs at admission (and a
-        preemption that would not make room is not issued); the replay places no pods."""
-        return ""
-
-    def _admit(self, e: _Entry, flavors: dict[str, dict[str, str]]) -> None:
-        self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), self._clock()))
+    def _admit(self, e: Entry, flavors: Flavors) -> None:
+        self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), self.world.now()))
         # The ClusterQueue's status changes (admitted count, usage): its update event has
         # the cohort controller update every cohort above it, which requeues the tree's
         # inadmissible workloads with their flavor scans outdated.
         self._requeue_tree(e.cq.name)
-        del self.pending[e.cq.name][e.p.wl.key]
-        out = self.outcomes[e.p.wl.key]
-        out.decision, out.flavors, out.cycle = "admitted", flavors, self.cycle
-        out.pending = out.reason = out.message = ""
+        del self.queues.pending[e.cq.name][e.p.wl.key]
+        self.world.admitted(e.p.wl, flavors)
 
-    def _clock(self) -> float:
-        """The reservation time a new admission records (preemption takes the newest
-        first): the cycle here, the simulated time in ``sim run``."""
-        return float(self.cycle)
-
-    def step(self, heads: list[_Pending] | None = None) -> bool:
+    def step(self, heads: list[Pending] | None = None) -> bool:
         """One scheduling cycle; True when it admitted or preempted something. ``heads``:
         the queues' heads, when the caller has just taken them (nothing changed since)."""
-        held, self.held = self.held, []
+        held, self.queues.held = self.queues.held, []
         try:
             return self._cycle(heads)
         finally:
             for p in held:  # back after the cycle they sat out
                 p.inadmissible = False
-                self._push(p)
+                self.queues.push(p)
 
-    def _cycle(self, heads: list[_Pending] | None) -> bool:
+    def _cycle(self, heads: list[Pending] | None) -> bool:
         if heads is None:
-            heads = self._heads()
+            heads = self.queues.heads(self.inactive)
         if not heads:
             return False
         self.cycle += 1
         entries = [self._nominate(p) for p in heads]
         taken: dict[str, Admitted] = {}
         undo: list[tuple[Node, dict[FR, int]]] = []
-        victims: list[tuple[preempt.Target, _Entry]] = []
+        victims: list[tuple[preempt.Target, Entry]] = []
         for e in self._ordered(entries):
             self._process(e, taken, undo, victims)
         for node, usage in undo:
             self.tree.remove_usage(node, usage)
         for e in entries:
-            self._requeue(e)
+            if e.status != "admitted":
+                self.queues.requeue(e)
+                self.world.requeued(e)
         issued = False
         for t, e in victims:
             if t.victim.wl.key not in self.evicting:
                 issued = True
                 self.evicting[t.victim.wl.key] = (t, e)
-                self._mark_evicted(t, e)
+                self.world.preempting(t.victim, t.reason, e.p.wl)
         return issued or any(e.status == "admitted" for e in entries)
 
-    def _ordered(self, entries: list[_Entry]) -> Any:
+    def _ordered(self, entries: list[Entry]) -> Iterator[Entry]:
         if not self.snap.fair_sharing:
             yield from self._order(entries)
             return
@@ -387,84 +504,44 @@ class Replay:
             assert got is not None
             yield left.pop(got.cq.name)
 
-    def _requeue(self, e: _Entry) -> None:
-        if e.status == "admitted":
+    def evicted(self, key: str, *, released: bool = True) -> None:
+        """The victim ``key``'s pods have stopped (``released``: it still holds the
+        admission that was preempted): the world releases its quota and requeues it
+        (:meth:`World.evict`); its preemptor stays first in its queue.
+
+        A victim its preemptor has evicted before is a churn: it wins the next cycle's head
+        order, is admitted, and is preempted again by the same workload. The real Kueue
+        leaves that loop only by a race, the cache releasing the quota a cycle before the
+        victim is back in its queue (fair seed 6: once after about 300 rounds, then the
+        preemptor admitted for good; another run evicted the victim 1,402 times in 300 s);
+        the replay takes that way out at the second round (the victim's requeue waits one
+        cycle: ``again``) and reports the loop (:meth:`loops`)."""
+        got = self.evicting.pop(key, None)
+        if got is None or not released:
             return
-        p = e.p
-        immediate = e.status in ("skipped", "preempting")
-        if e.status == "preempting":
-            p.sticky, p.last = True, None
-        strict = e.cq.queueing_strategy == "StrictFIFO"
-        p.inadmissible = not (strict or immediate or (p.last is not None and any(
-            i != -1 for i in p.last.values())))
-        if not p.inadmissible:
-            self._push(p)
-        out = self.outcomes[p.wl.key]
-        out.pending = "inadmissible" if p.inadmissible else "active"
-        out.reason, out.message = p.reason, p.message
-
-    def _mark_evicted(self, t: preempt.Target, by: _Entry) -> None:
-        """The Evicted and Preempted conditions: set at once, the quota still held."""
-        a = t.victim
-        out = self.outcomes[a.wl.key]
-        out.decision, out.flavors, out.cycle = "preempted", {}, None
-        out.preempted.append(t.reason)
-        out.pending, out.reason = "active", "Preempted"
-        out.message = (f"Preempted to accommodate a workload ({by.p.wl.key}) due to "
-                       f"{_HUMAN[t.reason]}")
-
-    def _complete_evictions(self) -> bool:
-        """The job controllers have stopped the victims: their quota is released and they
-        are requeued; the preemptors stay first in their queues. True: something changed."""
-        for t, by in self.evicting.values():
-            self._release(t, by)
-        self.evicting.clear()
-        return True
-
-    def _release(self, t: preempt.Target, by: _Entry) -> None:
-        """The victim's quota is released and it is requeued. A victim its preemptor has
-        evicted before is a churn: it wins the next cycle's head order, is admitted, and
-        is preempted again by the same workload. The real Kueue leaves that loop only by a
-        race, the cache releasing the quota a cycle before the victim is back in its queue
-        (fair seed 6: once after about 300 rounds, then the preemptor admitted for good;
-        another run evicted the victim 1,402 times in 300 s); the replay takes that way out
-        at the second round (the victim's requeue waits one cycle) and reports the loop
-        (:meth:`loops`)."""
+        t, by = got
         a = t.victim
         if a.wl.key not in self.tree.cqs[a.wl.cluster_queue].workloads:
             return
-        self.tree.release(a)
         pair = (a.wl.key, by.p.wl.key)
         self.evictions[pair] = self.evictions.get(pair, 0) + 1
-        if self.evictions[pair] > 1:
-            self.pending[a.wl.cluster_queue][a.wl.key] = p = _Pending(a.wl, inadmissible=True)
-            self.held.append(p)
-        else:
-            self._add(_Pending(a.wl))
-        self._requeue_tree(a.wl.cluster_queue)
-        for p in self.pending[by.cq.name].values():
-            if p.wl.key == by.p.wl.key and not p.sticky:
-                p.sticky = True
-                self._push(p)
+        self.world.evict(a, self.evictions[pair] > 1)
+        p = self.queues.pending[by.cq.name].get(by.p.wl.key)
+        if p is not None:
+            self.queues.first(p)
 
     def loops(self) -> list[tuple[str, str]]:
-        """(victim, preemptor) pairs of the preemption loops :meth:`_release` ended: the
+        """(victim, preemptor) pairs of the preemption loops :meth:`evicted` ended: the
         preemptor evicted the victim more than once. The real Kueue keeps repeating those
         until a race ends them: an administrator wants to know."""
         return sorted(pair for pair, n in self.evictions.items() if n > 1)
-
-    def _signature(self, heads: list[_Pending]) -> tuple[object, ...]:
-        """The heads and their scan progress: the same after a cycle that changed nothing
-        means every later cycle repeats it (a blocked StrictFIFO head, say)."""
-        return tuple((p.wl.key, tuple(sorted((p.last or {}).items())), p.inadmissible)
-                     for p in heads)
 
     def run(self, cycles: int | None = None, limit: int = 100000) -> list[Outcome]:
         """Cycle ``cycles`` times, or until quiet: no head left, or the heads back in a
         state seen since the last change (a blocked StrictFIFO head, or one whose flavor
         scan goes round), with no batched requeue left to deliver."""
         self.until_quiet(cycles, limit)
-        for name, queue in self.pending.items():
+        for name, queue in self.queues.pending.items():
             for p in queue.values():
                 out = self.outcomes[p.wl.key]
                 if name in self.inactive:
@@ -480,17 +557,17 @@ class Replay:
         n = 0
         seen: set[tuple[object, ...]] = set()
         age = 0  # cycles since the pending batched requeue was raised
-        heads: list[_Pending] | None = None  # taken after the last cycle, still current
+        heads: list[Pending] | None = None  # taken after the last cycle, still current
         while n < (cycles if cycles is not None else limit):
             n += 1
             changed = self.step(heads)
             if changed:
                 seen.clear()
             age = age + 1 if self.notify else 0
-            heads = self._heads()
-            sig = self._signature(heads)
+            heads = self.queues.heads(self.inactive)
+            sig = self.queues.signature(heads)
             quiet = not heads or sig in seen
-            if self.evicting and quiet and self._complete_evictions():
+            if self.evicting and quiet and self.world.evictions_quiet(list(self.evicting)):
                 seen.clear()
                 heads = None
                 continue
@@ -504,6 +581,46 @@ class Replay:
                 break
             seen.add(sig)
 
+    # ------------------------------------------------------------------ the replay's world
+
+    def now(self) -> float:
+        """The replay has no clock: an admission's reservation time is its cycle."""
+        return float(self.cycle)
+
+    def unplaceable(self, wl: Workload, flavors: Flavors, victims: list[Admitted]) -> str:
+        """The replay places no pods."""
+        return ""
+
+    def admitted(self, wl: Workload, flavors: Flavors) -> None:
+        out = self.outcomes[wl.key]
+        out.decision, out.flavors, out.cycle = "admitted", flavors, self.cycle
+        out.pending = out.reason = out.message = ""
+
+    def requeued(self, e: Entry) -> None:
+        out = self.outcomes[e.p.wl.key]
+        out.pending = "inadmissible" if e.p.inadmissible else "active"
+        out.reason, out.message = e.p.reason, e.p.message
+
+    def preempting(self, victim: Admitted, reason: str, by: Workload) -> None:
+        """The Evicted and Preempted conditions: set at once, the quota still held."""
+        out = self.outcomes[victim.wl.key]
+        out.decision, out.flavors, out.cycle = "preempted", {}, None
+        out.preempted.append(reason)
+        out.pending, out.reason = "active", "Preempted"
+        out.message = (f"Preempted to accommodate a workload ({by.key}) due to "
+                       f"{_HUMAN[reason]}")
+
+    def evictions_quiet(self, victims: list[str]) -> bool:
+        """The job controllers have stopped the victims: their quota is released and they
+        are requeued; the preemptors stay first in their queues."""
+        for key in victims:
+            self.evicted(key)
+        return True
+
+    def evict(self, victim: Admitted, again: bool) -> None:
+        self.release(victim)
+        self.add(Pending(victim.wl, inadmissible=again), hold=again)
+
 
 _HUMAN = {preempt.IN_CQ: "prioritization in the ClusterQueue",
           preempt.RECLAIM: "reclamation within the cohort",
@@ -515,4 +632,5 @@ def replay(snap: Snapshot, cycles: int | None = None) -> list[Outcome]:
     return Replay(snap).run(cycles)
 
 
-__all__ = ["FIT", "Outcome", "Replay", "replay"]
+__all__ = ["FIT", "Entry", "Flavors", "KueueQueues", "Outcome", "Pending", "Queues", "Replay",
+           "World", "inactive_queues", "replay"]

@@ -12,6 +12,9 @@ Layout (pure core first, edges last):
     kueue        the simulator's Kueue configuration (KueueConfig: GPUs, cores, GiB)
     sim_queues   that configuration and the jobs as aiplat.kueue's Snapshot and Workloads
     admission    Kueue's cycle (aiplat.kueue) with time: arrivals, evictions, placement
+                 (the cycle's World; a client of it, not a subclass)
+    buckets      the simulator's queue manager (the cycle's Queues): pending workloads
+                 in buckets by shape
     tas          topology-aware placement (BestFit over block/rack/host)
     workload     jobs (Kueue Workloads) with pod sets
     engine       the discrete-event loop and pool strategies (simulate)
@@ -23,7 +26,8 @@ Layout (pure core first, edges last):
     alibaba      the only module that reads files: the Alibaba GPU trace v2023
 
 Kueue's own decisions (the snapshot, quota tree, flavor assigner, preemption, the cycle)
-are :mod:`aiplat.kueue`'s; ``admission`` runs that cycle with simulated time added.
+are :mod:`aiplat.kueue`'s; ``admission`` runs that cycle with simulated time added, through
+its declared extension points.
 
 Why a hand-written heapq loop and numpy arrays: a discrete-event loop is ~3x faster than
 SimPy here, and scoring every node with a few array operations keeps the FGD protocol
