@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aiplat.sched import ClusterQueue, FlavorQuotas, Job, KueueConfig, Node, PodSet, Quota
+from aiplat.sched import ClusterQueue, FlavorQuotas, Job, Node, PodSet, Quota, queues
 from aiplat.sched import Request as Req
 from aiplat.sched.alibaba import load_nodes, load_pods, trace_dir
 from aiplat.sched.engine import Simulator
@@ -52,24 +52,24 @@ def fgd_once(folder: Path) -> None:
 def kueue_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str, target: float,
                 peer: float | None = None) -> None:
     rng = np.random.default_rng(1)
-    queues = tuple(
+    cqs = tuple(
         ClusterQueue(f"cq-{c}-{i}", (FlavorQuotas("cpu", {"cpu": Quota(20, 100)}),),
                      f"cohort-{c}")
         for c in range(cohorts) for i in range(per_cohort))
-    cores = 20 * len(queues)
+    cores = 20 * len(cqs)
     nodes = [Node(f"n{i}", 64_000, 512 * 1024, pool="cpu") for i in range(-(-cores // 64))]
     sizes = rng.choice([1, 5, 20], size=workloads, p=[0.6, 0.3, 0.1])
     span = 3600.0
-    jobs = [Job(f"w{k}", queues[int(rng.integers(len(queues)))].name,
+    jobs = [Job(f"w{k}", cqs[int(rng.integers(len(cqs)))].name,
                 float(rng.uniform(0, span)), float(rng.uniform(30, 300)),
                 (PodSet(1, Req(int(s) * 1000, 0)),), int(rng.integers(0, 3)))
             for k, s in enumerate(sizes)]
     t0, c0 = time.perf_counter(), time.process_time()
-    sim = Simulator(nodes, jobs, KueueConfig(queues), policy="least-allocated", samples=20)
+    sim = Simulator(nodes, jobs, queues(cqs), policy="least-allocated", samples=20)
     r = sim.run()
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     peer_txt = f"; Kueue's own test ~{peer:.0f} s: {peer / dt:,.1f}x" if peer else ""
-    print(f"{label}: {len(queues)} ClusterQueues, {workloads:,} workloads: {dt:.2f} s "
+    print(f"{label}: {len(cqs)} ClusterQueues, {workloads:,} workloads: {dt:.2f} s "
           f"(cpu {cpu:.2f} s), "
           f"{r.events:,} events ({r.events / dt:,.0f} events/s), {r.finished:,} finished "
           f"(target < {target:.0f} s: {target / dt:.1f}x headroom{peer_txt})")

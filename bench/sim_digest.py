@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from aiplat.sched import ClusterQueue, FlavorQuotas, Job, KueueConfig, Node, PodSet, Quota
+from aiplat.sched import ClusterQueue, FlavorQuotas, Job, Node, PodSet, Quota, queues
 from aiplat.sched import Request as Req
 from aiplat.sched.engine import PoolStrategy, Simulator
 from aiplat.sched.workload import Run, TopologyRequest
@@ -97,9 +97,7 @@ def read_queues(objects: list[Obj], source: str) -> Any:
 
 def fair(queues: Any, on: bool) -> Any:
     """The queues with fair sharing switched on or off (``sim run --classic``)."""
-    import dataclasses
-
-    return dataclasses.replace(queues, fair_sharing=on)
+    return queues.with_fair_sharing(on)
 
 
 # ---------------------------------------------------------------------------- Kueue's shape
@@ -120,12 +118,12 @@ def _cpu_nodes(queues: int) -> list[Node]:
 
 
 def kueue_code(cohorts: int, per_cohort: int, workloads: int) -> Recorder:
-    queues = tuple(
+    cqs = tuple(
         ClusterQueue(f"cq-{c}-{i}", (FlavorQuotas("cpu", {"cpu": Quota(20, 100)}),),
                      f"cohort-{c}")
         for c in range(cohorts) for i in range(per_cohort))
-    jobs = _kueue_jobs([q.name for q in queues], workloads)
-    return Recorder(_cpu_nodes(len(queues)), jobs, KueueConfig(queues),
+    jobs = _kueue_jobs([q.name for q in cqs], workloads)
+    return Recorder(_cpu_nodes(len(cqs)), jobs, queues(cqs),
                     policy="least-allocated", samples=20)
 
 

@@ -22,11 +22,11 @@ from aiplat.sched import (
     Quota,
     TopologyRequest,
     WaitForPodsReady,
+    queues,
     simulate,
 )
 from aiplat.sched.engine import EVICTION_S, Simulator
 from aiplat.sched.kueue import AdmissionFairSharing, Preemption
-from aiplat.sched.sim_queues import to_snapshot
 
 
 def victims(result: object) -> set[str]:
@@ -38,13 +38,13 @@ def victims(result: object) -> set[str]:
 
 def test_borrowing_within_cohort_uses_idle_quota() -> None:
     # a's nominal 4 + b's unused 4: a 6-GPU job is admitted at once by borrowing.
-    cfg = KueueConfig((cq("a", 4), cq("b", 4)))
+    cfg = queues((cq("a", 4), cq("b", 4)))
     r = simulate(nodes(), [job("big", "a", 6)], cfg)
     assert starts(r) == {"big": 0}
 
 
 def test_no_cohort_no_borrowing() -> None:
-    cfg = KueueConfig((cq("a", 4, cohort=None), cq("b", 4, cohort=None)))
+    cfg = queues((cq("a", 4, cohort=None), cq("b", 4, cohort=None)))
     r = simulate(nodes(), [job("big", "a", 6), job("ok", "a", 4, submit=1)], cfg)
     assert starts(r) == {"big": None, "ok": 1}
     assert r.tenant("a").waiting == 1
@@ -52,22 +52,22 @@ def test_no_cohort_no_borrowing() -> None:
 
 def test_borrowing_limit_caps_what_is_borrowed() -> None:
     # borrowingLimit 1: at most nominal 4 + 1.
-    cfg = KueueConfig((cq("a", 4, borrow=1), cq("b", 4)))
+    cfg = queues((cq("a", 4, borrow=1), cq("b", 4)))
     r = simulate(nodes(), [job("six", "a", 6), job("five", "a", 5, submit=1)], cfg)
     assert starts(r) == {"six": None, "five": 1}
 
 
 def test_lending_limit_keeps_quota_private() -> None:
     # b lends at most 1 of its 4 GPUs: a reaches 5, never 6, while b is idle.
-    cfg = KueueConfig((cq("a", 4), cq("b", 4, lend=1)))
+    cfg = queues((cq("a", 4), cq("b", 4, lend=1)))
     r = simulate(nodes(), [job("six", "a", 6), job("five", "a", 5, submit=1)], cfg)
     assert starts(r) == {"six": None, "five": 1}
 
 
 def test_quota_tree_arithmetic_matches_kueue() -> None:
     # the simulator's queues as Kueue objects (GPUs in milli-GPUs), Kueue's quota arithmetic
-    cfg = KueueConfig((cq("a", 4, borrow=2), cq("b", 6, lend=2)))
-    tree = Tree(to_snapshot(cfg))
+    cfg = queues((cq("a", 4, borrow=2), cq("b", 6, lend=2)))
+    tree = Tree(cfg.snapshot)
     fr = ("a", GPU)
     cohort = tree.cohorts["co"]
     assert cohort.subtree[fr] == (4 + 2) * 1000  # b keeps 4 private
@@ -82,7 +82,7 @@ def test_quota_tree_arithmetic_matches_kueue() -> None:
 def test_hierarchical_cohort_borrows_from_the_parent() -> None:
     # team-x (child cohort of org) has no quota of its own; org holds 8 shared GPUs.
     shared = FlavorQuotas("a", {GPU: Quota(8)})
-    cfg = KueueConfig(
+    cfg = queues(
         (cq("x1", 2, cohort="team-x"), cq("y1", 2, cohort="org")),
         cohorts=(Cohort("org", flavors=(shared,)), Cohort("team-x", parent="org")),
     )
@@ -96,21 +96,21 @@ def test_hierarchical_cohort_borrows_from_the_parent() -> None:
 
 
 def test_strict_fifo_head_blocks_the_queue() -> None:
-    cfg = KueueConfig((cq("a", 4, cohort=None, queueing_strategy="StrictFIFO"),))
+    cfg = queues((cq("a", 4, cohort=None, queueing_strategy="StrictFIFO"),))
     jobs = [job("run", "a", 2), job("big", "a", 4, submit=1), job("small", "a", 1, submit=2)]
     r = simulate(nodes(), jobs, cfg)
     assert starts(r) == {"run": 0, "big": 100, "small": 200}
 
 
 def test_best_effort_fifo_lets_smaller_jobs_pass() -> None:
-    cfg = KueueConfig((cq("a", 4, cohort=None, queueing_strategy="BestEffortFIFO"),))
+    cfg = queues((cq("a", 4, cohort=None, queueing_strategy="BestEffortFIFO"),))
     jobs = [job("run", "a", 2), job("big", "a", 4, submit=1), job("small", "a", 1, submit=2)]
     r = simulate(nodes(), jobs, cfg)
     assert starts(r) == {"run": 0, "big": 102, "small": 2}
 
 
 def test_priority_orders_the_queue() -> None:
-    cfg = KueueConfig((cq("a", 4, cohort=None),))
+    cfg = queues((cq("a", 4, cohort=None),))
     jobs = [job("run", "a", 4), job("low", "a", 4, submit=1, prio=1),
             job("high", "a", 4, submit=2, prio=10)]
     r = simulate(nodes(), jobs, cfg)
@@ -119,7 +119,7 @@ def test_priority_orders_the_queue() -> None:
 
 def test_non_borrowing_head_goes_before_borrowing_one() -> None:
     # Both heads arrive together; quota is left for only one. a's needs borrowing, b's not.
-    cfg = KueueConfig((cq("a", 2), cq("b", 4)))
+    cfg = queues((cq("a", 2), cq("b", 4)))
     jobs = [job("a-borrow", "a", 4, prio=5), job("b-own", "b", 4)]
     r = simulate(nodes(), jobs, cfg)
     assert starts(r) == {"b-own": 0, "a-borrow": 100}
@@ -130,7 +130,7 @@ def test_non_borrowing_head_goes_before_borrowing_one() -> None:
 
 def test_preempts_lower_priority_within_the_queue() -> None:
     pre = Preemption(within_cluster_queue="LowerPriority")
-    cfg = KueueConfig((cq("a", 4, cohort=None, preemption=pre),))
+    cfg = queues((cq("a", 4, cohort=None, preemption=pre),))
     jobs = [job("low", "a", 4, prio=0, dur=1000), job("high", "a", 4, submit=10, prio=100)]
     r = simulate(nodes(), jobs, cfg)
     assert starts(r)["high"] == 10 + EVICTION_S  # once the victim's pods stopped
@@ -140,7 +140,7 @@ def test_preempts_lower_priority_within_the_queue() -> None:
 
 
 def test_within_queue_never_does_not_preempt() -> None:
-    cfg = KueueConfig((cq("a", 4, cohort=None),))
+    cfg = queues((cq("a", 4, cohort=None),))
     jobs = [job("low", "a", 4, prio=0, dur=1000), job("high", "a", 4, submit=10, prio=100)]
     r = simulate(nodes(), jobs, cfg)
     assert starts(r) == {"low": 0, "high": 1000}
@@ -149,7 +149,7 @@ def test_within_queue_never_does_not_preempt() -> None:
 
 def test_lowest_priority_then_newest_is_the_victim() -> None:
     pre = Preemption(within_cluster_queue="LowerPriority")
-    cfg = KueueConfig((cq("a", 4, cohort=None, preemption=pre),))
+    cfg = queues((cq("a", 4, cohort=None, preemption=pre),))
     jobs = [job("old-low", "a", 1, prio=1, dur=1000), job("new-low", "a", 1, submit=1, prio=1,
             dur=1000), job("lowest", "a", 1, submit=2, prio=0, dur=1000),
             job("mid", "a", 1, submit=3, prio=5, dur=1000),
@@ -160,7 +160,7 @@ def test_lowest_priority_then_newest_is_the_victim() -> None:
 
 def test_reclaim_within_cohort_evicts_the_borrower() -> None:
     pre = Preemption(reclaim_within_cohort="Any")
-    cfg = KueueConfig((cq("a", 4), cq("b", 4, preemption=pre)))
+    cfg = queues((cq("a", 4), cq("b", 4, preemption=pre)))
     jobs = [job("a1", "a", 4, dur=1000), job("a2", "a", 4, submit=1, dur=1000),
             job("b1", "b", 4, submit=10)]
     r = simulate(nodes(), jobs, cfg)
@@ -170,7 +170,7 @@ def test_reclaim_within_cohort_evicts_the_borrower() -> None:
 
 
 def test_reclaim_never_waits_for_the_borrower() -> None:
-    cfg = KueueConfig((cq("a", 4), cq("b", 4)))
+    cfg = queues((cq("a", 4), cq("b", 4)))
     jobs = [job("a1", "a", 4, dur=1000), job("a2", "a", 4, submit=1, dur=1000),
             job("b1", "b", 4, submit=10)]
     r = simulate(nodes(), jobs, cfg)
@@ -180,7 +180,7 @@ def test_reclaim_never_waits_for_the_borrower() -> None:
 
 def test_reclaim_lower_priority_spares_higher_priority_borrower() -> None:
     pre = Preemption(reclaim_within_cohort="LowerPriority")
-    cfg = KueueConfig((cq("a", 4), cq("b", 4, preemption=pre)))
+    cfg = queues((cq("a", 4), cq("b", 4, preemption=pre)))
     jobs = [job("a1", "a", 4, dur=1000, prio=50), job("a2", "a", 4, submit=1, dur=1000, prio=50),
             job("b1", "b", 4, submit=10, prio=10)]
     r = simulate(nodes(), jobs, cfg)
@@ -191,7 +191,7 @@ def test_borrow_within_cohort_lets_a_borrower_preempt_lower_priority() -> None:
     # b would itself borrow (6 > 4): reclaim does not apply; borrowWithinCohort does.
     pre = Preemption(reclaim_within_cohort="Any", borrow_within_cohort="LowerPriority",
                      max_priority_threshold=10)
-    cfg = KueueConfig((cq("a", 4), cq("b", 4, preemption=pre), cq("c", 0)))
+    cfg = queues((cq("a", 4), cq("b", 4, preemption=pre), cq("c", 0)))
     jobs = [job("c-low", "c", 4, dur=1000, prio=5), job("a1", "a", 2, dur=1000, prio=5),
             job("b-high", "b", 6, submit=10, prio=100)]
     r = simulate(nodes(), jobs, cfg)
@@ -202,7 +202,7 @@ def test_borrow_within_cohort_lets_a_borrower_preempt_lower_priority() -> None:
 def test_borrow_within_cohort_respects_the_priority_threshold() -> None:
     pre = Preemption(reclaim_within_cohort="Any", borrow_within_cohort="LowerPriority",
                      max_priority_threshold=1)
-    cfg = KueueConfig((cq("a", 4), cq("b", 4, preemption=pre), cq("c", 0)))
+    cfg = queues((cq("a", 4), cq("b", 4, preemption=pre), cq("c", 0)))
     jobs = [job("c-low", "c", 4, dur=1000, prio=5), job("a1", "a", 2, dur=1000, prio=5),
             job("b-high", "b", 6, submit=10, prio=100)]
     r = simulate(nodes(), jobs, cfg)
@@ -217,7 +217,7 @@ def _two_flavor_queue(when_can_borrow: str) -> KueueConfig:
     fb = FlavorQuotas("b", {GPU: Quota(8)})
     a = ClusterQueue("t", (fa, fb), "co", when_can_borrow=when_can_borrow)  # type: ignore[arg-type]
     lender = ClusterQueue("l", (FlavorQuotas("a", {GPU: Quota(6)}),), "co")
-    return KueueConfig((a, lender))
+    return queues((a, lender))
 
 
 def test_flavor_fungibility_borrow_stays_on_first_flavor() -> None:
@@ -238,7 +238,7 @@ def test_fair_sharing_weights_one_to_two_converge_to_one_to_two_usage() -> None:
     # share (usage / 12 / weight), so usage settles near 1:2 (finishing times are staggered
     # so GPUs free one at a time, as in a real cluster).
     shared = FlavorQuotas("a", {GPU: Quota(12)})
-    cfg = KueueConfig((cq("light", 0, weight=1.0), cq("heavy", 0, weight=2.0)),
+    cfg = queues((cq("light", 0, weight=1.0), cq("heavy", 0, weight=2.0)),
                       cohorts=(Cohort("co", flavors=(shared,)),), fair_sharing=True)
     rng = np.random.default_rng(1)
     jobs = [job(f"{q}-{i}", q, 1, dur=float(rng.integers(50, 150)))
@@ -251,7 +251,7 @@ def test_fair_sharing_weights_one_to_two_converge_to_one_to_two_usage() -> None:
 
 def test_without_fair_sharing_fifo_ignores_weights() -> None:
     shared = FlavorQuotas("a", {GPU: Quota(12)})
-    cfg = KueueConfig((cq("light", 0, weight=1.0), cq("heavy", 0, weight=2.0)),
+    cfg = queues((cq("light", 0, weight=1.0), cq("heavy", 0, weight=2.0)),
                       cohorts=(Cohort("co", flavors=(shared,)),))
     jobs = [job(f"{q}-{i}", q, 1, submit=i, dur=100) for q in ("light", "heavy")
             for i in range(300)]
@@ -261,7 +261,7 @@ def test_without_fair_sharing_fifo_ignores_weights() -> None:
 
 def test_fair_sharing_preemption_less_than_or_equal_to_final_share() -> None:
     pre = Preemption(reclaim_within_cohort="Any")
-    cfg = KueueConfig((cq("a", 4, preemption=pre), cq("b", 4, preemption=pre)),
+    cfg = queues((cq("a", 4, preemption=pre), cq("b", 4, preemption=pre)),
                       fair_sharing=True)
     jobs = [job(f"a{i}", "a", 1, submit=i, dur=10_000) for i in range(8)]
     jobs.append(job("b1", "b", 2, submit=100))
@@ -274,7 +274,7 @@ def test_fair_sharing_preemption_less_than_or_equal_to_final_share() -> None:
 def test_fair_sharing_preemption_refused_when_preemptor_would_exceed_target() -> None:
     # b borrows 3 GPUs with its job while a only borrows 1: neither strategy allows it.
     pre = Preemption(reclaim_within_cohort="Any", borrow_within_cohort="LowerPriority")
-    cfg = KueueConfig((cq("a", 3, preemption=pre), cq("b", 3, preemption=pre), cq("c", 2)),
+    cfg = queues((cq("a", 3, preemption=pre), cq("b", 3, preemption=pre), cq("c", 2)),
                       fair_sharing=True)
     jobs = [job(f"a{i}", "a", 1, submit=i, dur=10_000, prio=0) for i in range(4)]
     jobs += [job("c1", "c", 2, submit=5, dur=10_000)]
@@ -297,7 +297,7 @@ def test_fair_sharing_weights_split_the_idle_lenders_quota_by_preemption() -> No
     #   a 14 = 187.5 >= b's 19 = 171.9: a cannot take them back.
     # That is the 1-GPU split nearest the weighted one (a 13.3, b 18.7: 5.3 vs 10.7 borrowed).
     pre = Preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any")
-    cfg = KueueConfig((cq("a", 8, borrow=24, weight=1.0, preemption=pre),
+    cfg = queues((cq("a", 8, borrow=24, weight=1.0, preemption=pre),
                        cq("b", 8, borrow=24, weight=2.0, preemption=pre),
                        cq("idle", 16, preemption=pre)), fair_sharing=True)
     jobs = [job(f"{q}{i}", q, 1, dur=1000) for q in ("a", "b") for i in range(40)]
@@ -312,12 +312,12 @@ def test_fair_sharing_weights_split_the_idle_lenders_quota_by_preemption() -> No
     gone = victims(r)
     assert len(gone) == r.preemptions == 3 and all(v.startswith("a") for v in gone)
     # classic Kueue ignores weights: the alternating heads leave 16 each, no preemption
-    classic = simulate(nodes(n=4), jobs, KueueConfig(cfg.cluster_queues), horizon=500)
+    classic = simulate(nodes(n=4), jobs, cfg.with_fair_sharing(False), horizon=500)
     assert held(classic) == {"a": 16, "b": 16} and classic.preemptions == 0
 
 
 def test_admission_fair_sharing_orders_local_queues_by_usage() -> None:
-    cfg = KueueConfig((cq("a", 2, cohort=None),),
+    cfg = queues((cq("a", 2, cohort=None),),
                       admission_fair_sharing=AdmissionFairSharing(half_life_s=10_000))
     # LocalQueue "heavy" ran first; once capacity frees, "light" goes before older "heavy" work.
     jobs = [job("h0", "a", 2, lq="heavy", dur=500), job("h1", "a", 2, submit=1, lq="heavy"),
@@ -332,7 +332,7 @@ def test_admission_fair_sharing_orders_local_queues_by_usage() -> None:
 def test_gang_is_all_or_nothing() -> None:
     # Two 4-GPU nodes, one half busy: 6 GPUs free, but three 3-GPU pods need three nodes'
     # worth of whole-GPU room; none of them may start until the blocker is gone.
-    cfg = KueueConfig((cq("a", 8, cohort=None),))
+    cfg = queues((cq("a", 8, cohort=None),))
     jobs = [job("blocker", "a", 2, dur=500), job("gang", "a", 3, pods=2, submit=1)]
     # two pods of 3 GPUs: one fits on the free node, the other not on the 2-GPU remainder
     early = Simulator(nodes(n=2, gpus=4), jobs, cfg, horizon=10)
@@ -344,7 +344,7 @@ def test_gang_is_all_or_nothing() -> None:
 
 
 def test_tas_required_rack_fits_in_one_rack() -> None:
-    cfg = KueueConfig((cq("a", 24, cohort=None),))
+    cfg = queues((cq("a", 24, cohort=None),))
     topo = TopologyRequest("rack", "required")
     sim = Simulator(nodes(n=3, gpus=8, racks=[1, 2]), [job("j", "a", 8, pods=2, topology=topo)],
                     cfg)
@@ -355,7 +355,7 @@ def test_tas_required_rack_fits_in_one_rack() -> None:
 
 
 def test_tas_required_rack_picks_the_rack_that_holds_all_pods() -> None:
-    cfg = KueueConfig((cq("a", 24, cohort=None),))
+    cfg = queues((cq("a", 24, cohort=None),))
     topo = TopologyRequest("rack", "required")
     sim = Simulator(nodes(n=3, gpus=8, racks=[1, 2]),
                     [job("j", "a", 8, pods=2, topology=topo, dur=1000)], cfg, horizon=10)
@@ -365,7 +365,7 @@ def test_tas_required_rack_picks_the_rack_that_holds_all_pods() -> None:
 
 
 def test_tas_required_rack_does_not_fit_is_not_admitted() -> None:
-    cfg = KueueConfig((cq("a", 24, cohort=None),))
+    cfg = queues((cq("a", 24, cohort=None),))
     topo = TopologyRequest("rack", "required")
     sim = Simulator(nodes(n=3, gpus=8, racks=[1, 2]),
                     [job("j", "a", 8, pods=3, topology=topo)], cfg)
@@ -375,7 +375,7 @@ def test_tas_required_rack_does_not_fit_is_not_admitted() -> None:
 
 
 def test_tas_preferred_rack_falls_back_to_the_block() -> None:
-    cfg = KueueConfig((cq("a", 24, cohort=None),))
+    cfg = queues((cq("a", 24, cohort=None),))
     topo = TopologyRequest("rack", "preferred")
     sim = Simulator(nodes(n=3, gpus=8, racks=[1, 2]),
                     [job("j", "a", 8, pods=3, topology=topo, dur=1000)], cfg, horizon=10)
@@ -386,7 +386,7 @@ def test_tas_preferred_rack_falls_back_to_the_block() -> None:
 
 def test_tas_best_fit_takes_the_tightest_rack() -> None:
     # rack r1 has room for 2 pods after a blocker, r2 for 4: a 2-pod set goes to r1.
-    cfg = KueueConfig((cq("a", 64, cohort=None),))
+    cfg = queues((cq("a", 64, cohort=None),))
     topo = TopologyRequest("rack", "required")
     host = TopologyRequest("host", "required")
     jobs = [job("blocker", "a", 4, pods=2, topology=host, dur=1000),
@@ -404,7 +404,7 @@ def test_wait_for_pods_ready_times_out_and_backs_off() -> None:
     # Quota says 16, the pool has 8 GPUs: the second job is admitted but its pods never fit
     # while the first runs; it is evicted after the timeout and requeued after 60 s, 120 s...
     wfpr = WaitForPodsReady(timeout_s=100, backoff_base_s=60, backoff_max_s=3600)
-    cfg = KueueConfig((cq("a", 16, cohort=None),), wait_for_pods_ready=wfpr)
+    cfg = queues((cq("a", 16, cohort=None),), wait_for_pods_ready=wfpr)
     jobs = [job("first", "a", 8, dur=1000), job("second", "a", 8, submit=1)]
     sim = Simulator(nodes(), jobs, cfg)
     r = sim.run()
@@ -415,7 +415,7 @@ def test_wait_for_pods_ready_times_out_and_backs_off() -> None:
 
 def test_wait_for_pods_ready_backoff_limit_deactivates() -> None:
     wfpr = WaitForPodsReady(timeout_s=100, backoff_base_s=60, backoff_limit=1)
-    cfg = KueueConfig((cq("a", 16, cohort=None),), wait_for_pods_ready=wfpr)
+    cfg = queues((cq("a", 16, cohort=None),), wait_for_pods_ready=wfpr)
     jobs = [job("first", "a", 8, dur=10_000), job("second", "a", 8, submit=1)]
     r = simulate(nodes(), jobs, cfg)
     assert r.deactivated == 1
@@ -430,7 +430,7 @@ def test_lower_or_newer_equal_priority_preempts_a_newer_equal(
     # (BestEffortFIFO). When "high" ends, "older" may evict the newer equal-priority job
     # only under LowerOrNewerEqualPriority.
     pre = Preemption(within_cluster_queue=rule)  # type: ignore[arg-type]
-    cfg = KueueConfig((cq("a", 4, cohort=None, preemption=pre),))
+    cfg = queues((cq("a", 4, cohort=None, preemption=pre),))
     jobs = [job("high", "a", 2, prio=9, dur=1000), job("older", "a", 4, submit=1, prio=5),
             job("newer", "a", 2, submit=2, prio=5, dur=5000)]
     r = simulate(nodes(), jobs, cfg)
@@ -443,7 +443,7 @@ def test_jain_counts_no_unfairness_when_nobody_waits() -> None:
     but never waits, so nothing was unfair (the raw obtained/fair ratios, 0.2 and 1.8, give
     Jain 0.6); once it does wait behind the other, the index drops again."""
     shared = FlavorQuotas("a", {GPU: Quota(12)})
-    cfg = KueueConfig((cq("light", 0, weight=1.0), cq("heavy", 0, weight=1.0)),
+    cfg = queues((cq("light", 0, weight=1.0), cq("heavy", 0, weight=1.0)),
                       cohorts=(Cohort("co", flavors=(shared,)),), fair_sharing=True)
     jobs = [job("light-0", "light", 1, dur=100.0),
             *(job(f"heavy-{i}", "heavy", 1, dur=100.0) for i in range(9))]

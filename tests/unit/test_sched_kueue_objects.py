@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from aiplat.errors import InputError
-from aiplat.sched import GPU, PodSet, Request, simulate
+from aiplat.sched import GPU, PodSet, Request, sim_units, simulate
 from aiplat.sched.kueue_objects import duration, from_objects, quantity
 
 OBJECTS = """
@@ -59,19 +59,41 @@ waitForPodsReady:
 
 
 def test_reads_queue_cohort_and_configuration() -> None:
+    """The simulator's queues are the snapshot as read, in Kueue's units (GPUs in milli-GPUs:
+    a time-sliced share is charged what it holds); reports convert with sim_units."""
     cfg = from_objects(yaml.safe_load_all(OBJECTS), "kueue.yaml")
-    (q,) = cfg.cluster_queues
+    (q,) = cfg.snapshot.cluster_queues.values()
     assert (q.name, q.cohort, q.queueing_strategy, q.weight) == ("research", "org", "StrictFIFO",
                                                                  2.0)
-    res = q.flavors[0].resources
-    assert res[GPU].nominal == 2 and res[GPU].borrowing_limit == 2 and res[GPU].lending_limit == 1
-    assert res["cpu"].nominal == 0.5 and res["memory"].nominal == 64
+    res = q.groups[0].flavors[0].resources
+    assert (res[GPU].nominal, res[GPU].borrowing_limit, res[GPU].lending_limit) == (
+        2000, 2000, 1000)
+    assert res["cpu"].nominal == 500 and res["memory"].nominal == 64 * 2**30
+    assert sim_units(GPU, res[GPU].nominal) == 2 and sim_units("cpu", res["cpu"].nominal) == 0.5
+    assert sim_units("memory", res["memory"].nominal) == 64
     assert q.preemption.borrow_within_cohort == "LowerPriority"
     assert q.preemption.max_priority_threshold == 100
-    assert (q.when_can_borrow, q.when_can_preempt) == ("TryNextFlavor", "Preempt")
-    assert cfg.fair_sharing and cfg.preemption_strategies == ("LessThanInitialShare",)
+    # v1beta1's Preempt reads as v1beta2's MayStopSearch
+    assert (q.fungibility.when_can_borrow, q.fungibility.when_can_preempt) == (
+        "TryNextFlavor", "MayStopSearch")
+    assert cfg.fair_sharing and cfg.snapshot.strategies == ("LessThanInitialShare",)
     assert cfg.wait_for_pods_ready is not None and cfg.wait_for_pods_ready.timeout_s == 600
-    assert cfg.cohorts[0].flavors[0].resources[GPU].nominal == 4
+    (org,) = cfg.snapshot.cohorts.values()
+    assert org.groups[0].flavors[0].resources[GPU].nominal == 4000
+    assert cfg.snapshot.flavors["a"].node_labels == {"aiplat.io/pool": "a"}
+
+
+def test_whole_gpu_names_of_a_flavor_are_one_resource() -> None:
+    """A device-plugin and a DRA name on one flavor add up to its GPUs (nvidia.com/gpu)."""
+    text = OBJECTS.replace("      - {name: nvidia.com/gpu, nominalQuota: \"2\", borrowingLimit: 2, "
+                           "lendingLimit: 1}\n", "      - {name: nvidia.com/gpu, nominalQuota: 2}"
+                           "\n      - {name: gpu.nvidia.com, nominalQuota: 3}\n")
+    text = text.replace("coveredResources: [cpu, memory, nvidia.com/gpu]",
+                        "coveredResources: [cpu, memory, nvidia.com/gpu, gpu.nvidia.com]")
+    cfg = from_objects(yaml.safe_load_all(text), "kueue.yaml")
+    group = cfg.snapshot.cluster_queues["research"].groups[0]
+    assert group.covered == ("cpu", "memory", GPU)
+    assert group.flavors[0].resources[GPU].nominal == 5000
 
 
 def test_unsupported_fields_are_reported_not_dropped() -> None:
@@ -131,12 +153,12 @@ def test_reads_what_aiplat_kube_renders_for_the_example() -> None:
     objects = [o for path, docs in rendered.manifests.items() if path.startswith("kueue/")
                for o in docs]
     cfg = from_objects(objects, "kueue/")
-    assert {q.name for q in cfg.cluster_queues} == {t.name for t in platform.tenants}
-    for q in cfg.cluster_queues:
+    assert set(cfg.snapshot.cluster_queues) == {t.name for t in platform.tenants}
+    for q in cfg.snapshot.cluster_queues.values():
         tenant = platform.tenant(q.name)
         assert tenant is not None
-        for fq in q.flavors:
-            assert fq.resources[GPU].nominal == tenant.quota[fq.flavor].gpus
+        for fq in (f for g in q.groups for f in g.flavors):
+            assert sim_units(GPU, fq.resources[GPU].nominal) == tenant.quota[fq.flavor].gpus
     plan = build_plan(platform, catalog)
     result = simulate(platform_nodes(platform, plan), platform_jobs(platform, plan, 0), cfg,
                       strategies=platform_strategies(platform), horizon=730 * 3600)
@@ -155,3 +177,14 @@ def test_v1beta2_configuration_enables_fair_sharing_by_its_presence() -> None:
     off = cq + "---\napiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\n"
     assert from_objects(yaml.safe_load_all(on), "k").fair_sharing
     assert not from_objects(yaml.safe_load_all(off), "k").fair_sharing
+
+
+def test_a_cohort_cycle_is_refused_naming_it() -> None:
+    text = ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: a}\n"
+            "spec: {cohortName: x, resourceGroups: []}\n---\n"
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: x}\n"
+            "spec: {parentName: y}\n---\n"
+            "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Cohort\nmetadata: {name: y}\n"
+            "spec: {parentName: x}\n")
+    with pytest.raises(InputError, match="k: cohort x: parent chain has a cycle through x"):
+        from_objects(yaml.safe_load_all(text), "k")

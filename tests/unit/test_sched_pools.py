@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from sched_helpers import cq, job, nodes, starts
 
-from aiplat.sched import KueueConfig, PoolStrategy, simulate
+from aiplat.sched import PoolStrategy, queues, simulate
 
-CFG = KueueConfig((cq("a", 64, cohort=None),))
+CFG = queues((cq("a", 64, cohort=None),))
 
 
 def test_fixed_pool_runs_at_once_and_pays_for_idle_nodes() -> None:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from sched_helpers import cq
 from sched_helpers import nodes as make_nodes
 
-from aiplat.sched import Job, KueueConfig, PodSet, PoolStrategy, Request, TopologyRequest
+from aiplat.sched import Job, PodSet, PoolStrategy, Request, TopologyRequest, queues
 from aiplat.sched.engine import Simulator
 from aiplat.sched.kueue import GPU, Preemption
 from aiplat.sched.workload import LEVELS
@@ -68,7 +68,7 @@ def test_invariants_hold_at_every_instant(
     pre = Preemption(within_cluster_queue="LowerPriority", reclaim_within_cohort="Any",
                      borrow_within_cohort="LowerPriority")
     strategy = "StrictFIFO" if strict else "BestEffortFIFO"
-    cfg = KueueConfig((cq("x", 6, preemption=pre, queueing_strategy=strategy),
+    cfg = queues((cq("x", 6, preemption=pre, queueing_strategy=strategy),
                        cq("y", 4, borrow=2, preemption=pre), cq("z", 2, lend=1)),
                       fair_sharing=fair)
     nodes = make_nodes(n=4, gpus=4, racks=[2, 2])

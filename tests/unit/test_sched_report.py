@@ -7,6 +7,7 @@ from aiplat.ops.sim_month import tree_queues
 from aiplat.plan import build_plan
 from aiplat.report import Document, render_html, render_markdown
 from aiplat.report.sim_doc import sim_sections
+from aiplat.sched.kueue import GPU, sim_units
 from aiplat.sched.platform import simulate_platform
 from aiplat.spec import EXAMPLE, example_text, parse_platform
 
@@ -33,13 +34,14 @@ def test_simulate_platform_uses_the_spec_names_and_is_reproducible() -> None:
 def test_tree_queues_mirror_tenant_quotas() -> None:
     platform, _ = _example()
     cfg = tree_queues(platform)
-    research = next(q for q in cfg.cluster_queues if q.name == "research")
-    h100 = next(f for f in research.flavors if f.flavor == "h100")
+    research = cfg.snapshot.cluster_queues["research"]
+    h100 = next(f for g in research.groups for f in g.flavors if f.flavor == "h100")
     quota = h100.resources["nvidia.com/gpu"]
     tenant = platform.tenant("research")
-    assert tenant is not None
+    assert tenant is not None and quota.borrowing_limit is not None
     spec = tenant.quota["h100"]
-    assert (quota.nominal, quota.borrowing_limit) == (spec.gpus, spec.borrowing_limit)
+    assert (sim_units(GPU, quota.nominal), sim_units(GPU, quota.borrowing_limit)) == (
+        spec.gpus, spec.borrowing_limit)
     assert research.weight == tenant.weight
 
 

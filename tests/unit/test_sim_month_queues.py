@@ -16,7 +16,7 @@ import yaml
 from aiplat.catalog import load_catalog
 from aiplat.ops.plan_outputs import PlanOutputs, plan_outputs
 from aiplat.ops.sim_month import tree_queues
-from aiplat.sched.kueue import GPU, KueueConfig
+from aiplat.sched.kueue import GPU, KueueConfig, sim_units
 from aiplat.sched.platform import simulate_platform
 from aiplat.spec import EXAMPLE, Platform, example_text, parse_platform
 
@@ -76,9 +76,10 @@ def _written_quotas(cq: dict[str, Any]) -> dict[tuple[str, str], float]:
 
 
 def _simulated_quotas(cfg: KueueConfig, name: str) -> dict[tuple[str, str], float]:
-    (q,) = [q for q in cfg.cluster_queues if q.name == name]
-    return {(fq.flavor, r): quota.nominal for fq in q.flavors for r, quota in
-            fq.resources.items()}
+    """The simulator's snapshot in GPUs, cores and GiB (converted here, at the edge)."""
+    q = cfg.snapshot.cluster_queues[name]
+    return {(fq.flavor, r): sim_units(r, quota.nominal) for g in q.groups for fq in g.flavors
+            for r, quota in fq.resources.items()}
 
 
 VARIANTS = [None, _classic, _cohorts_v1beta1]
@@ -89,10 +90,10 @@ def test_the_simulated_month_runs_on_the_written_kueue_objects(edit: Edit | None
     platform = _spec(edit)
     out = _plan(platform)
     cqs, config = _written(out.files)
-    assert [q.name for q in out.queues.cluster_queues] == [c["metadata"]["name"] for c in cqs]
+    assert list(out.queues.snapshot.cluster_queues) == [c["metadata"]["name"] for c in cqs]
     for cq in cqs:
         name, spec = cq["metadata"]["name"], cq["spec"]
-        (q,) = [q for q in out.queues.cluster_queues if q.name == name]
+        q = out.queues.snapshot.cluster_queues[name]
         assert q.cohort == spec.get("cohortName", spec.get("cohort"))
         tenant = platform.tenant(name)
         assert tenant is not None and q.weight == tenant.weight  # written "2", "1", "500m"
@@ -119,9 +120,9 @@ def test_fair_sharing_off_in_the_spec_is_a_classic_month() -> None:
 
 def test_cohorts_come_from_the_written_cohort_objects() -> None:
     out = _plan(_spec(_cohorts_v1beta1))
-    cohorts = {c.name: c.parent for c in out.queues.cohorts}
+    cohorts = {c.name: c.parent for c in out.queues.snapshot.cohorts.values()}
     assert cohorts == {"example": None, "inference": "example"}
-    assert {q.name: q.cohort for q in out.queues.cluster_queues} == {
+    assert {q.name: q.cohort for q in out.queues.snapshot.cluster_queues.values()} == {
         "research": "example", "serving": "inference", "batch": "inference"}
 
 

@@ -7,7 +7,6 @@ JSON.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import sys
@@ -267,7 +266,7 @@ def run(  # noqa: PLR0917 (one parameter per click option)
         platform, plan = _platform(spec)
         queues = _kueue(kueue_path) or _tree_queues(platform)
         if classic:  # --classic overrides the Configuration
-            queues = dataclasses.replace(queues, fair_sharing=False)
+            queues = queues.with_fair_sharing(False)
         for line in [*foreign_flavors(queues, [p.name for p in plan.pools]),
                      *uncovered(queues, [w.tenant for w in plan.workloads])]:
             click.echo(f"warning: {line}", err=True)
@@ -332,7 +331,7 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
             bar.step(f"{p}, {s}, {q}")
             r = simulate_platform(platform, plan, seed, policy=p, months=months, strategy=s,
                                   warm_nodes=warm_nodes, mtbf_h=mtbf_h, mttr_h=mttr_h,
-                                  queues=dataclasses.replace(tree, fair_sharing=q == "fair"),
+                                  queues=tree.with_fair_sharing(q == "fair"),
                                   progress=_offset(bar, i))
             rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
             bar.update(i + 1)

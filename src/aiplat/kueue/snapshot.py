@@ -22,8 +22,8 @@ ClusterQueue is missing). Fields Kueue has but the replay does not model are col
 ``Snapshot.unsupported`` by name, never dropped silently.
 
 This is the one reader of Kueue objects: the replay works on the ``Snapshot`` as parsed,
-and the simulator's configuration (:mod:`aiplat.sched.kueue_objects`) is converted from it,
-so both read a field the same way or not at all.
+and the simulator's queues (:mod:`aiplat.sched.kueue_objects`) are this snapshot too, so both
+read a field the same way or not at all.
 """
 
 from __future__ import annotations

@@ -9,8 +9,9 @@ Layout (pure core first, edges last):
                  workload, the 130% headline
     fgd_policies the six policies as the published simulator scores them
     fgd          the FGD experiment (run_fgd, fgd_table) and FgdOptions for aiplat's choices
-    kueue        the simulator's Kueue configuration (KueueConfig: GPUs, cores, GiB)
-    sim_queues   that configuration and the jobs as aiplat.kueue's Snapshot and Workloads
+    kueue        the simulator's queues (KueueConfig): aiplat.kueue's Snapshot, built from
+                 objects (kueue_objects) or in code (queues: GPUs, cores, GiB, converted once)
+    kueue_workloads  a job as Kueue's Workload
     admission    Kueue's cycle (aiplat.kueue) with time: arrivals, evictions, placement
                  (the cycle's World; a client of it, not a subclass)
     buckets      the simulator's queue manager (the cycle's Queues): pending workloads
@@ -21,7 +22,8 @@ Layout (pure core first, edges last):
     metrics      waits, shares, Jain's index, utilisation, fragmentation (SimResult)
     synthetic    traces generated from the platform spec's workloads
     platform     simulate_platform(platform, plan, seed): the plan's queues, simulated
-    kueue_objects  rendered Kueue objects (ClusterQueue, Cohort, Configuration) -> config
+    kueue_objects  rendered Kueue objects (ClusterQueue, Cohort, Configuration) -> the
+                 simulator's queues (the one reader's Snapshot, kept)
     traces       trace pods as Workloads, one ClusterQueue per QoS class
     alibaba      the only module that reads files: the Alibaba GPU trace v2023
 
@@ -56,6 +58,8 @@ if TYPE_CHECKING:
         Preemption,
         Quota,
         WaitForPodsReady,
+        queues,
+        sim_units,
     )
     from aiplat.sched.metrics import SimResult, TenantResult
     from aiplat.sched.policies import POLICY_NAMES, make_policy
@@ -87,6 +91,8 @@ _EXPORTS = {
     "TopologyRequest": "workload",
     "WaitForPodsReady": "kueue",
     "make_policy": "policies",
+    "queues": "kueue",
+    "sim_units": "kueue",
     "run_fgd": "fgd",
     "simulate": "engine",
 }
@@ -116,7 +122,9 @@ __all__ = [
     "TopologyRequest",
     "WaitForPodsReady",
     "make_policy",
+    "queues",
     "run_fgd",
+    "sim_units",
     "simulate",
 ]
 

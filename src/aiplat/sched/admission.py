@@ -5,7 +5,7 @@
 (:class:`~aiplat.kueue.cycle.Replay`) — the same flavor assigner per pod set and resource
 group, preemption target search, classic or fair-sharing head order, requeue of inadmissible
 workloads per cohort tree, and evictions that complete once the cycles are quiet — on the
-simulator's queues as Kueue objects (:mod:`aiplat.sched.sim_queues`). It is a client of the
+simulator's queues, which are Kueue objects (:mod:`aiplat.sched.kueue`). It is a client of the
 cycle, not a subclass: it brings the cycle's two declared extension points, the queue
 manager (:class:`~aiplat.sched.buckets.Buckets`) and the world
 (:class:`~aiplat.kueue.cycle.World`: time, placement, evictions), and adds the engine
@@ -31,7 +31,7 @@ from aiplat.kueue.snapshot import Workload
 from aiplat.sched.buckets import Buckets
 from aiplat.sched.cluster import ClusterState
 from aiplat.sched.kueue import KueueConfig
-from aiplat.sched.sim_queues import pool_of, to_snapshot, workload
+from aiplat.sched.kueue_workloads import pool_of, workload
 from aiplat.sched.workload import Run
 
 
@@ -58,7 +58,7 @@ class Admission:
     :meth:`decide`, :meth:`evicted`) and the cycle's :class:`~aiplat.kueue.cycle.World`."""
 
     def __init__(self, config: KueueConfig, sim: Host) -> None:
-        snap = to_snapshot(config)
+        snap = config.snapshot
         self.config = config
         self.snap = snap
         self.sim = sim

@@ -26,7 +26,7 @@ from typing import Any
 from aiplat.kueue.cycle import Entry, Pending
 from aiplat.kueue.quota import Tree
 from aiplat.kueue.snapshot import PodSet, Snapshot
-from aiplat.sched.sim_queues import podsets
+from aiplat.sched.kueue_workloads import podsets
 from aiplat.sched.workload import Job
 
 

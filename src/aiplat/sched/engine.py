@@ -165,7 +165,7 @@ class Simulator:
             next_sample += step
         self._accumulate(end)
         return summarize(Totals(
-            list(self.runs.values()), {q.name: q.weight for q in self.config.cluster_queues},
+            list(self.runs.values()), self.config.weights,
             self.timeline, self.preemptions, self.allocated_gpu_s, self.provisioned_gpu_s,
             self.events_processed), end)
 

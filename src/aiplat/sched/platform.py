@@ -33,7 +33,6 @@ from aiplat.sched.cluster import Node
 from aiplat.sched.engine import PoolStrategy, simulate
 from aiplat.sched.kueue import GPU, KueueConfig
 from aiplat.sched.metrics import SimResult
-from aiplat.sched.sim_queues import to_snapshot
 from aiplat.sched.synthetic import Profile, Shape, generate
 from aiplat.sched.workload import Job
 from aiplat.spec.models import Platform, PoolSpec, WorkloadKind
@@ -131,10 +130,10 @@ def tenant_queues(tenants: list[str], queues: KueueConfig) -> dict[str, str]:
     one there), else a ClusterQueue of the tenant's name (queues given without
     LocalQueues). InputError naming the tenants that have neither."""
     lqs: dict[str, dict[str, str]] = {}
-    for key, cq in queues.local_queues:
+    for key, cq in sorted(queues.local_queues.items()):
         ns, _, name = key.partition("/")
         lqs.setdefault(ns, {})[name] = cq
-    names = {q.name for q in queues.cluster_queues}
+    names = set(queues.snapshot.cluster_queues)
     out, missing = {}, []
     for t in tenants:
         mine = lqs.get(t, {})
@@ -161,7 +160,8 @@ def foreign_flavors(queues: KueueConfig, pools: list[str]) -> list[str]:
     flavor is a pool here, matched by name), so jobs that would use it never run."""
     return [f"ClusterQueue {q.name}: flavor {f.flavor} is not a pool of the spec "
             f"({', '.join(pools)}): no node has it, jobs assigned to it never start"
-            for q in queues.cluster_queues for f in q.flavors if f.flavor not in pools]
+            for q in queues.snapshot.cluster_queues.values() for g in q.groups
+            for f in g.flavors if f.flavor not in pools]
 
 
 REQUESTED = ("cpu", "memory", GPU)  # what every pod of the spec's workloads requests
@@ -171,7 +171,7 @@ def uncovered(queues: KueueConfig, tenants: list[str]) -> list[str]:
     """One line per tenant's ClusterQueue that covers not every resource the spec's pods
     request: Kueue admits no workload asking for a resource its queue does not cover, so
     that tenant's jobs all stay pending."""
-    snap = to_snapshot(queues)
+    snap = queues.snapshot
     out = []
     for cq in sorted(set(tenant_queues(tenants, queues).values())):
         missing = [r for r in REQUESTED if snap.cluster_queues[cq].group_of(r) is None]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aiplat.errors import InputError
 from aiplat.sched.cluster import MILLI, Node, Request
-from aiplat.sched.kueue import GPU, ClusterQueue, FlavorQuotas, KueueConfig, Quota
+from aiplat.sched.kueue import GPU, ClusterQueue, FlavorQuotas, KueueConfig, Quota, queues
 from aiplat.sched.workload import Job, PodSet
 
 POOL = "default"
@@ -58,9 +58,9 @@ def qos_queues(jobs: Sequence[Job], nodes: Sequence[Node]) -> KueueConfig:
     for j in jobs:
         demand[j.queue] = demand.get(j.queue, 0.0) + j.gpus * j.duration
     total = sum(demand.values()) or 1.0
-    queues = []
+    out = []
     for q in sorted(demand):
         share = round(gpus * demand[q] / total * MILLI) / MILLI
-        queues.append(ClusterQueue(q, (FlavorQuotas(POOL, {
+        out.append(ClusterQueue(q, (FlavorQuotas(POOL, {
             GPU: Quota(share), "cpu": Quota(cpu), "memory": Quota(memory)}),), "trace"))
-    return KueueConfig(tuple(queues))
+    return queues(out)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from aiplat.sched.cluster import MILLI, Placement, Request
-from aiplat.sched.kueue import FR, GPU
 
 Level = Literal["block", "rack", "host"]
 LEVELS: tuple[Level, ...] = ("block", "rack", "host")
@@ -58,15 +57,6 @@ class Job:
     def gpus(self) -> float:
         """GPUs the whole job holds (fractional GPUs count their share)."""
         return sum(p.count * p.request.gpu_total_milli for p in self.podsets) / MILLI
-
-    def need(self, flavor: str, covered: list[str]) -> dict[FR, float]:
-        """Quota this job uses on ``flavor``, for the resources the queue covers."""
-        amounts = {
-            GPU: self.gpus,
-            "cpu": sum(p.count * p.request.cpu_milli for p in self.podsets) / 1000,
-            "memory": sum(p.count * p.request.memory_mib for p in self.podsets) / 1024,
-        }
-        return {(flavor, r): amounts.get(r, 0.0) for r in covered}
 
 
 @dataclass
