@@ -142,15 +142,18 @@ def check_flavor(flavor: Flavor | None, name: str, ps: PodSet) -> str | None:
     """Why ``ps`` cannot use ``flavor`` (``checkFlavorForPodSets``), or None."""
     if flavor is None:
         return f"flavor {name} not found"
-    tolerations = (*ps.tolerations, *flavor.tolerations)
-    for taint in flavor.node_taints:
-        if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(
-                taint, tolerations):
-            shown = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
-            return f"untolerated taint {shown} in flavor {name}"
-    for k, v in ps.node_selector.items():
-        if k in flavor.node_labels and flavor.node_labels[k] != v:
-            return f"flavor {name} doesn't match node affinity"
+    if flavor.node_taints:
+        tolerations = (*ps.tolerations, *flavor.tolerations)
+        for taint in flavor.node_taints:
+            if taint.get("effect") in ("NoSchedule", "NoExecute") and not _tolerated(
+                    taint, tolerations):
+                shown = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
+                return f"untolerated taint {shown} in flavor {name}"
+    if ps.node_selector:
+        labels = flavor.node_labels
+        for k, v in ps.node_selector.items():
+            if k in labels and labels[k] != v:
+                return f"flavor {name} doesn't match node affinity"
     return None
 
 
@@ -171,48 +174,57 @@ class Assigner:
 
     def assign(self) -> Assignment:
         a = Assignment([], {})
-        pods_group = self.spec.group_of("pods")
+        spec = self.spec
+        pods_group = spec.group_of("pods")
+        usage = a.usage
         for i, ps in enumerate(self.wl.podsets):
             requests = ps.totals if pods_group is None else {**ps.totals, "pods": ps.count}
             psa = PodSetAssignment(ps.name)
-            self._tried: dict[tuple[int, str], int] = {}
+            flavors = psa.flavors
+            tried: dict[tuple[int, str], int] = {}
             for res, qty in requests.items():
-                group = self.spec.group_of(res)
+                group = spec.group_of(res)
                 if group is None:
                     if qty == 0:
                         continue
                     psa.reasons.append(f"resource {res} unavailable in ClusterQueue")
                     psa.failed = True
                     break
-                if res in psa.flavors:
+                if res in flavors:
                     continue
-                got, reasons = self._find(i, ps, group, requests, res=res, a=a)
-                psa.reasons += reasons
+                got, reasons = self._find(i, ps, group, requests, res=res, usage=usage,
+                                          tried_out=tried)
+                if reasons:
+                    psa.reasons += reasons
                 if not got:
                     psa.failed = True
                     break
-                psa.flavors.update(got)
+                flavors.update(got)
             a.podsets.append(psa)
             if psa.failed:  # a failed pod set keeps no flavors, so no scan progress either
                 return a
-            a.tried.update(self._tried)
-            for res, (f, _, b) in psa.flavors.items():
+            a.tried.update(tried)
+            for res, (f, _, b) in flavors.items():
                 a.borrowing = max(a.borrowing, b)
-                a.usage[(f, res)] = a.usage.get((f, res), 0) + requests.get(res, 0)
+                fr = (f, res)
+                usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
         return a
 
     def _find(self, i: int, ps: PodSet, group: ResourceGroup, requests: dict[str, int], *,
-              res: str, a: Assignment) -> tuple[dict[str, tuple[str, int, int]], list[str]]:
-        reqs = {r: v for r, v in requests.items() if r in group.covered}
+              res: str, usage: dict[FR, int], tried_out: dict[tuple[int, str], int]
+              ) -> tuple[dict[str, tuple[str, int, int]], list[str]]:
+        covered = group.covered
+        reqs = {r: v for r, v in requests.items() if r in covered}
         fung = self.spec.fungibility
         best: dict[str, tuple[str, int, int]] = {}
         best_mode = WORST
         reasons: list[str] = []
-        start = self.last.get((i, res), -1) + 1
+        start = self.last.get((i, res), -1) + 1 if self.last else 0
         tried = -1
-        for idx in range(start, len(group.flavors)):
+        flavors = group.flavors
+        for idx in range(start, len(flavors)):
             tried = idx
-            fname = group.flavors[idx].flavor
+            fname = flavors[idx].flavor
             why = check_flavor(self.flavors.get(fname), fname, ps)
             if why is not None:
                 reasons.append(why)
@@ -221,7 +233,7 @@ class Assigner:
             got: dict[str, tuple[str, int, int]] = {}
             for r, val in reqs.items():
                 fr = (fname, r)
-                granular, borrow, why = self._fits(fr, a.usage.get(fr, 0), val)
+                granular, borrow, why = self._fits(fr, usage.get(fr, 0), val)
                 if why:
                     reasons.append(why)
                 m = (granular, borrow)
@@ -235,8 +247,9 @@ class Assigner:
                 break
             if preferred(rep, best_mode, fung):
                 best, best_mode = got, rep
-        mark = -1 if tried == len(group.flavors) - 1 else tried
-        self._tried.update({(i, r): mark for r in best})
+        mark = -1 if tried == len(flavors) - 1 else tried
+        for r in best:
+            tried_out[(i, r)] = mark
         if best_mode[0] == _FIT:
             reasons = []
         return (best if best_mode[0] != _NOFIT else {}), reasons
@@ -244,7 +257,7 @@ class Assigner:
     def _fits(self, fr: FR, assumed: int, request: int) -> tuple[int, int, str]:
         """``fitsResourceQuota``: (granular mode, borrowing level, reason)."""
         cq, tree = self.cq, self.tree
-        available = max(0, tree.available(cq, fr))
+        available = max(tree.available(cq, fr), 0)
         most = tree.potential(cq, fr)
         val = assumed + request
         f, r = fr
@@ -264,8 +277,8 @@ class Assigner:
         if cq.nominal(fr) >= val or may_reclaim or while_borrowing:
             victims = preempt.targets(tree, self.spec, self.wl, {fr}, {fr: val},
                                       fair=self.fair, strategies=self.strategies)
-            if not victims:
-                return _NO_CANDIDATES, lowest_fit(cq, fr, val)[0], why
+            if not victims:  # the tree is as it was: the same borrowing level
+                return _NO_CANDIDATES, borrow, why
             for t in victims:
                 tree.release(t.victim)
             after = lowest_fit(cq, fr, val)[0]

@@ -408,5 +408,8 @@ def targets(tree: Tree, spec: ClusterQueue, wl: Workload, frs: set[FR],
             strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare",
                                            "LessThanInitialShare")) -> list[Target]:
     """Victims that let ``wl`` (asking ``requests``) fit, or [] when none do."""
+    pre = spec.preemption
+    if pre.within_cluster_queue == "Never" and pre.reclaim_within_cohort == "Never":
+        return []  # no candidate anywhere (borrowWithinCohort needs reclaimWithinCohort)
     search = _Search(tree, spec, wl, frs, requests)
     return _fair(search, strategies) if fair else search.classical()

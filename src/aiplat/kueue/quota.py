@@ -137,7 +137,7 @@ class Tree:
             if node.parent is None:
                 self._sum(node)
         self.generation = 0  # bumped on every usage change (Kueue's AllocatableResourceGeneration)
-        self._available: dict[tuple[int, FR], int] = {}  # answers since the last change
+        self._available: dict[Node, dict[FR, int]] = {}  # answers since the last change
         self._potential: dict[tuple[int, FR], int] = {}  # quotas only: kept
 
     def _cohort(self, name: str, snap: Snapshot, seen: frozenset[str] = frozenset()) -> Node:
@@ -167,10 +167,13 @@ class Tree:
         """A node's unused local quota plus what its parent has available, capped by its
         borrowing limit. The hottest query of a simulation: the answers of every node on
         the way are kept until the usage changes (a cohort's is shared by its queues)."""
-        key = (id(node), fr)
-        got = self._available.get(key)
-        if got is not None:
-            return got
+        mine = self._available.get(node)
+        if mine is None:
+            mine = self._available[node] = {}
+        else:
+            got = mine.get(fr)
+            if got is not None:
+                return got
         parent = node.parent
         use = node.usage.get(fr, 0)
         if parent is None:
@@ -184,7 +187,7 @@ class Tree:
             if q is not None and q.borrowing_limit is not None:
                 avail = min(_borrow_cap(sub, local, use, q.borrowing_limit), avail)
             avail += max(0, local - use)
-        self._available[key] = avail
+        mine[fr] = avail
         return avail
 
     def potential(self, node: Node, fr: FR) -> int:

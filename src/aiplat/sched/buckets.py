@@ -49,6 +49,14 @@ def _merge(into: list[tuple[Any, ...]], other: list[tuple[Any, ...]]) -> list[tu
     return into
 
 
+def _fits(room: dict[str, int], need: dict[str, int]) -> bool:
+    for r, v in need.items():
+        got = room.get(r)
+        if got is None or got < v:
+            return False
+    return True
+
+
 class Buckets:
     """See the module docstring; the methods are :class:`~aiplat.kueue.cycle.Queues`'."""
 
@@ -60,6 +68,8 @@ class Buckets:
         self.pending: dict[str, dict[str, Pending]] = {q: {} for q in snap.cluster_queues}
         self.held: list[Pending] = []
         self.buckets: dict[str, dict[int, _Bucket]] = {q: {} for q in snap.cluster_queues}
+        # per ClusterQueue: its buckets whose active heap is not empty
+        self._active: dict[str, set[int]] = {q: set() for q in snap.cluster_queues}
         self.firsts: dict[str, list[Pending]] = {q: [] for q in snap.cluster_queues}
         # per ClusterQueue and resource: its group's (flavor, resource) pairs, in order
         self._groups = {q.name: {r: tuple((f.flavor, r) for f in g.flavors)
@@ -106,6 +116,7 @@ class Buckets:
             need = self._needs.setdefault(tuple(sorted(need.items())), need)
             b = buckets[sid] = _Bucket(need)
         heapq.heappush(b.active, (p.wl.created, p.wl.uid, p.wl.key, p.version))
+        self._active[p.wl.cluster_queue].add(sid)
         self.live.add(p.wl.cluster_queue)
 
     def heads(self, inactive: Mapping[str, str]) -> list[Pending]:
@@ -130,8 +141,10 @@ class Buckets:
         best: Pending | None = None
         best_key: tuple[Any, ...] = ()
         buckets = self.buckets[name]
+        active = self._active[name]
         empty = []
-        for sid, b in buckets.items():
+        for sid in active:
+            b = buckets[sid]
             heap = b.active
             p = None
             while heap:
@@ -142,15 +155,16 @@ class Buckets:
                 heapq.heappop(heap)
                 p = None
             if p is None:
-                if not b.aside:
-                    empty.append(sid)
+                empty.append(sid)
                 continue
             k = (usage(p) if usage is not None else 0.0, -p.wl.priority, p.wl.created,
                  p.wl.uid)
             if best is None or k < best_key:
                 best, best_key = p, k
         for sid in empty:
-            del buckets[sid]
+            active.discard(sid)
+            if not buckets[sid].aside:
+                del buckets[sid]
         return best
 
     def deliver(self, notified: set[str]) -> bool:
@@ -159,15 +173,21 @@ class Buckets:
             buckets, asides = self.buckets[n], self._asides[n]
             never = self.snap.cluster_queues[n].preemption.never
             back = []
+            room: dict[str, int] | None = None
             for nid, sids in asides.items():
                 # A queue that cannot preempt admits on unused quota alone: buckets no
                 # flavor has room for would be found inadmissible again (no need to ask).
-                if never and not self._may_fit(n, buckets[next(iter(sids))].need):
-                    continue
+                if never:
+                    if room is None:
+                        room = self._room(n)
+                    if not _fits(room, buckets[next(iter(sids))].need):
+                        continue
                 back.append(nid)
                 for sid in sids:
                     b = buckets[sid]
                     b.active, b.aside = _merge(b.active, b.aside), []
+                    if b.active:
+                        self._active[n].add(sid)
             for nid in back:
                 del asides[nid]
             if back:
@@ -236,8 +256,22 @@ class Buckets:
                 return False
         return True
 
+    def _room(self, cq: str) -> dict[str, int]:
+        """Per covered resource, the most unused quota one flavor of its group has now:
+        ``_fits(room, need)`` is ``_may_fit(cq, need)`` for every need, asked once."""
+        node = self.tree.cqs[cq]
+        available = self.tree.available
+        room = {}
+        for r, frs in self._groups[cq].items():
+            if len(frs) == 1:
+                room[r] = available(node, frs[0])
+            elif frs:
+                room[r] = max([available(node, fr) for fr in frs])
+        return room
+
     def _set_aside(self, cq: str, sid: int, b: _Bucket) -> None:
         b.aside, b.active = _merge(b.aside, b.active), []
+        self._active[cq].discard(sid)
         if b.aside:
             self._asides[cq].setdefault(id(b.need), set()).add(sid)
 
@@ -246,7 +280,8 @@ class Buckets:
         pinned alike that asks for at least as much of everything cannot fit either."""
         buckets = self.buckets[cq]
         mine = buckets[sid].need
-        for oid, o in buckets.items():
+        for oid in list(self._active[cq]):
+            o = buckets[oid]
             if (o.active and oid != sid and not self._tas[oid]
                     and self._pin[oid] == self._pin[sid] and o.need.keys() == mine.keys()
                     and all(o.need[r] >= v for r, v in mine.items())):

@@ -111,6 +111,8 @@ class ClusterState:
         self.up: BoolArray = np.full(n, up, dtype=bool)
         self.version = np.zeros(n, dtype=np.int64)
         self.total_gpu_milli = int(self.gpu_count.sum()) * MILLI
+        self._free_milli = int(self.total_free.sum())  # Σ total_free, kept by _refresh
+        self.up_gpus = int(self.gpu_count.sum()) if up else 0  # GPUs of nodes up, by set_up
         self._model_ok: dict[frozenset[str], BoolArray] = {}
 
     def __len__(self) -> int:
@@ -177,7 +179,7 @@ class ClusterState:
         self.mem_free[n] -= req.memory_mib
         for g in where.gpus:
             self.gfree[n, g] -= req.gpu_milli
-        self._refresh(n)
+        self._refresh(n, bool(where.gpus))
 
     def release(self, req: Request, where: Placement) -> None:
         n = where.node
@@ -185,24 +187,34 @@ class ClusterState:
         self.mem_free[n] += req.memory_mib
         for g in where.gpus:
             self.gfree[n, g] += req.gpu_milli
-        if self.cpu_free[n] > self.cpu_cap[n] or (self.gfree[n] > MILLI).any():
+        if self.cpu_free[n] > self.cpu_cap[n] or (where.gpus and (self.gfree[n] > MILLI).any()):
             raise ValueError(f"released more than was allocated on {self.nodes[n].name}")
-        self._refresh(n)
+        self._refresh(n, bool(where.gpus))
 
     def set_up(self, node: int, up: bool) -> None:
+        if bool(self.up[node]) != up:
+            self.up_gpus += int(self.gpu_count[node]) if up else -int(self.gpu_count[node])
         self.up[node] = up
         self.version[node] += 1
 
-    def _refresh(self, n: int) -> None:
+    def _refresh(self, n: int, gpus: bool = True) -> None:
+        """Node ``n`` changed (``gpus``: its GPUs did too, else their figures stand)."""
+        if not gpus:
+            self.version[n] += 1
+            return
         row = self.gfree[n]
         self.full_count[n] = int((row == MILLI).sum())
         self.max_free[n] = int(row.max()) if self.gpu_count[n] else -1
-        self.total_free[n] = int(row[row > 0].sum())
+        free = int(row[row > 0].sum())
+        self._free_milli += free - int(self.total_free[n])
+        self.total_free[n] = free
         self.version[n] += 1
 
     # ------------------------------------------------------------------ measures
 
     def allocated_gpu_milli(self, mask: BoolArray | None = None) -> int:
+        if mask is None:
+            return self.total_gpu_milli - self._free_milli
         cap = self.gpu_count * MILLI
         used = cap - self.total_free
         return int(used.sum() if mask is None else used[mask].sum())

@@ -79,7 +79,9 @@ class Simulator:
             by_pool.setdefault(n.pool, []).append(i)
         self.pool_nodes = {k: np.array(v, dtype=np.int64) for k, v in by_pool.items()}
         self._pool_mask = {k: np.isin(np.arange(len(self.state)), v) for k, v in by_pool.items()}
+        self._whole_pool = {k: bool(m.all()) for k, m in self._pool_mask.items()}
         self.runs = {j.name: _Run(j) for j in jobs}
+        self._ever_fits: dict[tuple[object, ...], bool] = {}  # (queue, pin, requests)
         if len(self.runs) != len(jobs):
             raise ValueError("job names must be unique")
         self.adm = Admission(config, self)
@@ -130,8 +132,9 @@ class Simulator:
     def _accumulate(self, t: float) -> None:
         dt = t - self._acc_t
         if dt > 0:
-            up_gpus = int(self.state.gpu_count[self.state.up].sum())
-            up_gpus += sum(int(self.state.gpu_count[n]) for n in self.starting)
+            up_gpus = self.state.up_gpus
+            if self.starting:
+                up_gpus += sum(int(self.state.gpu_count[n]) for n in self.starting)
             self.provisioned_gpu_s += dt * up_gpus
             self.allocated_gpu_s += dt * self.state.allocated_gpu_milli() / MILLI
             self._acc_t = t
@@ -177,8 +180,7 @@ class Simulator:
         self.timeline.append(TimePoint(
             t=t,
             allocated_gpus=st.allocated_gpu_milli() / MILLI,
-            provisioned_gpus=(int(st.gpu_count[st.up].sum())
-                              + sum(int(st.gpu_count[n]) for n in self.starting)),
+            provisioned_gpus=(st.up_gpus + sum(int(st.gpu_count[n]) for n in self.starting)),
             pending=sum(1 for r in self.runs.values() if r.state == "pending"
                         and r.job.submit <= t),
             fragmented_gpus=frag,
@@ -231,7 +233,17 @@ class Simulator:
                 self.adm.arrive(run)
 
     def _can_ever_fit(self, job: Job) -> bool:
-        for fq in self.adm.flavors(job.queue):
+        """Would the job's pods fit some flavor's pool if it were empty? (Capacities do not
+        change: asked once per queue, pin and requests.)"""
+        flavors = self.adm.flavors(job.queue)
+        key = (job.queue, job.pool, tuple(p.request for p in job.podsets))
+        got = self._ever_fits.get(key)
+        if got is None:
+            got = self._ever_fits[key] = self._fits_empty(job, flavors)
+        return got
+
+    def _fits_empty(self, job: Job, flavors: list[str]) -> bool:
+        for fq in flavors:
             if job.pool is not None and fq != job.pool:
                 continue
             idx = self.pool_nodes.get(fq, np.zeros(0, dtype=np.int64))
@@ -265,7 +277,7 @@ class Simulator:
         try:
             for pi, ps in enumerate(run.job.podsets):
                 idx = self.pool_nodes[pools[pi]]
-                st.up = saved & self._pool_mask[pools[pi]]
+                st.up = saved if self._whole_pool[pools[pi]] else saved & self._pool_mask[pools[pi]]
                 if ps.topology is not None:
                     plan = plan_podset(st, ps, idx)
                     if plan is None:

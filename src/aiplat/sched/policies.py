@@ -189,15 +189,28 @@ class DotProd:
 
 class _KubeFit(_Scored):
     most = False
+    _state: ClusterState | None = None
+    _static: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool] | None = None
+
+    def _capacities(self, state: ClusterState) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                         np.ndarray, bool]:
+        """What the scores divide by (the nodes' capacities do not change)."""
+        if self._state is not state or self._static is None:
+            gcap = state.gpu_count * MILLI
+            has_gpu = gcap > 0
+            self._state = state
+            self._static = (np.maximum(state.mem_cap, 1), has_gpu, np.maximum(gcap, 1),
+                            2 + has_gpu, bool(has_gpu.any()))
+        return self._static
 
     def scores(self, state: ClusterState, req: Request, idx: IntArray) -> np.ndarray:
+        mem_cap, has_gpu, gcap, dims, any_gpu = self._capacities(state)
         cpu = (state.cpu_free[idx] - req.cpu_milli) / state.cpu_cap[idx]
-        mem = (state.mem_free[idx] - req.memory_mib) / np.maximum(state.mem_cap[idx], 1)
-        gcap = state.gpu_count[idx] * MILLI
-        has_gpu = gcap > 0
-        gpu = np.where(has_gpu, (state.total_free[idx] - req.gpu_total_milli)
-                       / np.maximum(gcap, 1), 0.0)
-        free = (cpu + mem + gpu) / (2 + has_gpu)
+        free: np.ndarray = cpu + (state.mem_free[idx] - req.memory_mib) / mem_cap[idx]
+        if any_gpu:  # (a node without GPUs adds 0.0: the same sum)
+            free = free + np.where(has_gpu[idx], (state.total_free[idx] - req.gpu_total_milli)
+                                   / gcap[idx], 0.0)
+        free = free / dims[idx]
         share = 1.0 - free if self.most else free
         return (share * MAX_SCORE).astype(np.int64)
 
