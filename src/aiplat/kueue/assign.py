@@ -68,7 +68,7 @@ def _public(granular: int) -> int:
     return FIT if granular == _FIT else NOFIT if granular == _NOFIT else PREEMPT
 
 
-@dataclass
+@dataclass(slots=True)
 class PodSetAssignment:
     name: str
     flavors: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # res -> f, mode, b
@@ -88,7 +88,7 @@ class PodSetAssignment:
         return min((m for _, m, _ in self.flavors.values()), default=FIT)
 
 
-@dataclass
+@dataclass(slots=True)
 class Assignment:
     podsets: list[PodSetAssignment]
     usage: dict[FR, int]
@@ -157,12 +157,20 @@ def check_flavor(flavor: Flavor | None, name: str, ps: PodSet) -> str | None:
     return None
 
 
+# What a pod set asks of one resource group, and which of the group's flavors it may use:
+# (pod set, group, its requests of the group's resources, [(flavor, why not or None)]).
+Plan = tuple[PodSet, ResourceGroup, dict[str, int], list[tuple[str, str | None]]]
+
+
 class Assigner:
-    """One workload's flavor assignment against the tree (``FlavorAssigner``)."""
+    """One workload's flavor assignment against the tree (``FlavorAssigner``). ``plans``:
+    where a caller keeps what does not change between assignments (a pod set's requests
+    per group and the flavors it may use), by pod set and group."""
 
     def __init__(self, tree: Tree, spec: ClusterQueue, flavors: dict[str, Flavor],
                  wl: Workload, *, fair: bool, strategies: tuple[str, ...],
-                 last: dict[tuple[int, str], int] | None) -> None:
+                 last: dict[tuple[int, str], int] | None,
+                 plans: dict[tuple[int, int, bool], Plan] | None = None) -> None:
         self.tree = tree
         self.spec = spec
         self.cq: Node = tree.cqs[spec.name]
@@ -171,6 +179,19 @@ class Assigner:
         self.fair = fair
         self.strategies = strategies
         self.last = last or {}
+        self.plans = plans if plans is not None else {}
+
+    def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
+              pods: bool) -> Plan:
+        key = (id(ps), id(group), pods)
+        plan = self.plans.get(key)
+        if plan is None or plan[0] is not ps or plan[1] is not group:
+            covered = group.covered
+            checks = [(f.flavor, check_flavor(self.flavors.get(f.flavor), f.flavor, ps))
+                      for f in group.flavors]
+            plan = self.plans[key] = (ps, group, {r: v for r, v in requests.items()
+                                                  if r in covered}, checks)
+        return plan
 
     def assign(self) -> Assignment:
         a = Assignment([], {})
@@ -192,8 +213,8 @@ class Assigner:
                     break
                 if res in flavors:
                     continue
-                got, reasons = self._find(i, ps, group, requests, res=res, usage=usage,
-                                          tried_out=tried)
+                plan = self._plan(ps, group, requests, pods_group is not None)
+                got, reasons = self._find(i, plan, res=res, usage=usage, tried_out=tried)
                 if reasons:
                     psa.reasons += reasons
                 if not got:
@@ -210,22 +231,19 @@ class Assigner:
                 usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
         return a
 
-    def _find(self, i: int, ps: PodSet, group: ResourceGroup, requests: dict[str, int], *,
-              res: str, usage: dict[FR, int], tried_out: dict[tuple[int, str], int]
+    def _find(self, i: int, plan: Plan, *, res: str, usage: dict[FR, int],
+              tried_out: dict[tuple[int, str], int]
               ) -> tuple[dict[str, tuple[str, int, int]], list[str]]:
-        covered = group.covered
-        reqs = {r: v for r, v in requests.items() if r in covered}
+        reqs, checks = plan[2], plan[3]
         fung = self.spec.fungibility
         best: dict[str, tuple[str, int, int]] = {}
         best_mode = WORST
         reasons: list[str] = []
         start = self.last.get((i, res), -1) + 1 if self.last else 0
         tried = -1
-        flavors = group.flavors
-        for idx in range(start, len(flavors)):
+        for idx in range(start, len(checks)):
             tried = idx
-            fname = flavors[idx].flavor
-            why = check_flavor(self.flavors.get(fname), fname, ps)
+            fname, why = checks[idx]
             if why is not None:
                 reasons.append(why)
                 continue
@@ -247,7 +265,7 @@ class Assigner:
                 break
             if preferred(rep, best_mode, fung):
                 best, best_mode = got, rep
-        mark = -1 if tried == len(flavors) - 1 else tried
+        mark = -1 if tried == len(checks) - 1 else tried
         for r in best:
             tried_out[(i, r)] = mark
         if best_mode[0] == _FIT:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiplat.kueue import preempt
-from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment
+from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment, Plan
 from aiplat.kueue.fairshare import tournament
 from aiplat.kueue.quota import Admitted, Node, Tree
 from aiplat.kueue.snapshot import FR, ClusterQueue, Snapshot, Workload
@@ -53,7 +53,7 @@ BATCH_CYCLES = 50  # cycles that run within Kueue's 1 s requeue batch (a cycle t
 Flavors = dict[str, dict[str, str]]  # pod set -> resource -> flavor
 
 
-@dataclass
+@dataclass(slots=True)
 class Pending:
     """A workload waiting in its ClusterQueue, with its place in the queue manager."""
 
@@ -98,7 +98,7 @@ class Outcome:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry:
     """A head nominated in a cycle: its flavor assignment, its victims, what became of it."""
 
@@ -296,6 +296,13 @@ class Replay:
         # how often each preemptor evicted each victim (see evicted)
         self.evictions: dict[tuple[str, str], int] = {}
         self.inactive = inactive_queues(snap, self.tree)
+        self._plans: dict[tuple[int, int, bool], Plan] = {}  # the assigner's, kept
+        # each ClusterQueue's cohort tree, as the ClusterQueues a requeue of it reaches
+        self._trees: dict[str, list[str]] = {}
+        for name, node in self.tree.cqs.items():
+            root = node.root()
+            self._trees[name] = [c.name for c in root.cluster_queues()] if not root.is_cq \
+                else [name]
         # Requeues of inadmissible workloads Kueue batches (requeueBatchPeriod, 1 s): they
         # land after the active heads have had their cycles. Starting the queues is one.
         self.notify: set[str] = set(snap.cluster_queues)
@@ -338,8 +345,7 @@ class Replay:
     def _requeue_tree(self, cq: str) -> None:
         """Quota was released: every inadmissible workload of the cohort tree will retry
         (``QueueAssociatedInadmissibleWorkloadsAfter``, batched: see ``notify``)."""
-        root = self.tree.cqs[cq].root()
-        self.notify.update([c.name for c in root.cluster_queues()] if not root.is_cq else [cq])
+        self.notify.update(self._trees[cq])
 
     def _deliver(self) -> bool:
         """The batched requeue fires: the notified queues' inadmissible workloads return."""
@@ -355,8 +361,9 @@ class Replay:
                 and self.tree.generation > p.last_gen:
             p.last = None  # lastAssignmentOutdated
         a = Assigner(self.tree, spec, self.snap.flavors, p.wl, fair=self.snap.fair_sharing,
-                     strategies=self.snap.strategies, last=p.last).assign()
-        p.last, p.last_cycle, p.last_gen = dict(a.tried), self.cycle, self.tree.generation
+                     strategies=self.snap.strategies, last=p.last, plans=self._plans).assign()
+        # (the assignment's scan state is not changed after: kept, not copied)
+        p.last, p.last_cycle, p.last_gen = a.tried, self.cycle, self.tree.generation
         targets: list[preempt.Target] = []
         if a.mode == PREEMPT:
             targets = preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
@@ -412,9 +419,13 @@ class Replay:
             e.p.message = "Workload has overlapping preemption targets with another workload"
             e.p.reason = "Skipped"
             return
-        merged = list(taken.values()) + [t.victim for t in e.targets
-                                         if t.victim.wl.key not in taken]
-        if not self._fits(node, e.a.usage, merged):
+        if e.targets or taken:
+            merged = list(taken.values()) + [t.victim for t in e.targets
+                                             if t.victim.wl.key not in taken]
+            fits = self._fits(node, e.a.usage, merged)
+        else:  # nothing to take out first
+            fits = self.tree.fits(node, e.a.usage)
+        if not fits:
             e.status = "skipped"
             e.p.message = "Workload no longer fits after processing another workload"
             e.p.reason = "Skipped"
@@ -560,11 +571,15 @@ class Replay:
         heads: list[Pending] | None = None  # taken after the last cycle, still current
         while n < (cycles if cycles is not None else limit):
             n += 1
+            if heads is None:
+                heads = self.queues.heads(self.inactive)
+            idle = not heads and not self.queues.held  # the cycle will change nothing
             changed = self.step(heads)
             if changed:
                 seen.clear()
             age = age + 1 if self.notify else 0
-            heads = self.queues.heads(self.inactive)
+            if not idle:
+                heads = self.queues.heads(self.inactive)
             sig = self.queues.signature(heads)
             quiet = not heads or sig in seen
             if self.evicting and quiet and self.world.evictions_quiet(list(self.evicting)):

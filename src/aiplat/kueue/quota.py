@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from aiplat.kueue.snapshot import FR, Quota, ResourceGroup, Snapshot, Workload
 
 
-@dataclass
+@dataclass(slots=True)
 class Admitted:
     """A workload holding quota: its flavors per pod set and resource, and its usage."""
 

@@ -110,6 +110,7 @@ class Admission:
         a = self.tree.cqs[q].workloads.get(run.job.name)
         if a is not None:
             self.replay.release(a)
+            self.queues.released(q)
             self._lq_add(run, -run.job.gpus)
             self.dirty = True
 

@@ -76,6 +76,7 @@ class Buckets:
                                  for g in q.groups for r in g.covered}
                         for q in snap.cluster_queues.values()}
         self._shape_id: dict[tuple[Any, ...], tuple[int, tuple[PodSet, ...]]] = {}
+        self._job_shape: dict[str, tuple[int, tuple[PodSet, ...]]] = {}  # by job name
         self.shape_of: dict[str, int] = {}  # workload key -> its shape
         self._pin: list[str | None] = []  # per shape: the pool it is pinned to
         self._needs: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
@@ -84,11 +85,23 @@ class Buckets:
         self.live: set[str] = set()  # ClusterQueues that may have an active workload
         # per ClusterQueue: its buckets set aside, by their need (id of the shared dict)
         self._asides: dict[str, dict[int, set[int]]] = {q: {} for q in snap.cluster_queues}
+        # A queue that cannot preempt: the needs (ids) found to fit no flavor's unused quota
+        # since the last release in its cohort tree (admissions only lower what is unused).
+        self._never = {q.name: q.preemption.never for q in snap.cluster_queues.values()}
+        self._refused: dict[str, set[int]] = {q: set() for q in snap.cluster_queues}
+        self._tree_of = {q: [c.name for c in node.root().cluster_queues()]
+                         if not node.root().is_cq else [q] for q, node in tree.cqs.items()}
 
     # ------------------------------------------------------------------ shapes
 
     def shape(self, job: Job) -> tuple[int, tuple[PodSet, ...]]:
         """The job's shape and its pod sets as Kueue counts them (one tuple per shape)."""
+        got = self._job_shape.get(job.name)
+        if got is None:
+            got = self._job_shape[job.name] = self._shape(job)
+        return got
+
+    def _shape(self, job: Job) -> tuple[int, tuple[PodSet, ...]]:
         pods = tuple((p.count, p.request, p.topology) for p in job.podsets)
         key = (job.priority, job.local_queue, pods, job.pool)
         got = self._shape_id.get(key)
@@ -120,11 +133,14 @@ class Buckets:
         self.live.add(p.wl.cluster_queue)
 
     def heads(self, inactive: Mapping[str, str]) -> list[Pending]:
-        heads = []
-        for name in sorted(self.live):
+        heads: list[Pending] = []
+        live = self.live
+        if not live:
+            return heads
+        for name in sorted(live):
             p = self._head(name) if name not in inactive else None
             if p is None:
-                self.live.discard(name)
+                live.discard(name)
             else:
                 heads.append(p)
         return heads
@@ -143,22 +159,22 @@ class Buckets:
         buckets = self.buckets[name]
         active = self._active[name]
         empty = []
+        heappop = heapq.heappop
         for sid in active:
-            b = buckets[sid]
-            heap = b.active
+            heap = buckets[sid].active
             p = None
             while heap:
                 top = heap[0]  # (created, uid, key, version)
                 p = pend.get(top[2])
                 if p is not None and p.version == top[3] and not p.sticky:
                     break
-                heapq.heappop(heap)
+                heappop(heap)
                 p = None
             if p is None:
                 empty.append(sid)
                 continue
-            k = (usage(p) if usage is not None else 0.0, -p.wl.priority, p.wl.created,
-                 p.wl.uid)
+            wl = p.wl
+            k = (usage(p) if usage is not None else 0.0, -wl.priority, wl.created, wl.uid)
             if best is None or k < best_key:
                 best, best_key = p, k
         for sid in empty:
@@ -171,16 +187,20 @@ class Buckets:
         moved = False
         for n in sorted(notified):
             buckets, asides = self.buckets[n], self._asides[n]
-            never = self.snap.cluster_queues[n].preemption.never
+            never = self._never[n]
+            refused = self._refused[n]
             back = []
             room: dict[str, int] | None = None
             for nid, sids in asides.items():
                 # A queue that cannot preempt admits on unused quota alone: buckets no
                 # flavor has room for would be found inadmissible again (no need to ask).
                 if never:
+                    if nid in refused:
+                        continue
                     if room is None:
                         room = self._room(n)
                     if not _fits(room, buckets[next(iter(sids))].need):
+                        refused.add(nid)
                         continue
                 back.append(nid)
                 for sid in sids:
@@ -209,10 +229,11 @@ class Buckets:
         inadmissible = not (strict or immediate or (p.last is not None and any(
             i != -1 for i in p.last.values())))
         if (e.status == "skipped" and not strict and not p.sticky and e.cq.preemption.never
-                and not self._may_fit(e.cq.name, self._bucket(p).need)):
+                and not self._may_fit(e.cq.name, need := self._bucket(p).need)):
             # Kueue would nominate it again next cycle and find no flavor with room: a
             # queue that cannot preempt admits on unused quota alone.
             inadmissible = True
+            self._refused[e.cq.name].add(id(need))
         if p.sticky:
             p.inadmissible = inadmissible
         elif inadmissible:  # the head and its whole bucket wait for the tree's requeue
@@ -233,6 +254,11 @@ class Buckets:
                      for p in heads)
 
     # ------------------------------------------------------------------ setting aside
+
+    def released(self, cq: str) -> None:
+        """Quota was released in ``cq``'s cohort tree: what was refused may fit now."""
+        for q in self._tree_of[cq]:
+            self._refused[q].clear()
 
     def aside_if_waiting(self, cq: str, sid: int, notified: bool) -> None:
         """A workload just arrived in bucket ``sid``: in a queue that cannot preempt, its
