@@ -239,7 +239,7 @@ class Assigner:
         best: dict[str, tuple[str, int, int]] = {}
         best_mode = WORST
         reasons: list[str] = []
-        start = self.last.get((i, res), -1) + 1 if self.last else 0
+        start = self.last.get((i, res), -1) + 1
         tried = -1
         for idx in range(start, len(checks)):
             tried = idx
@@ -266,8 +266,7 @@ class Assigner:
             if preferred(rep, best_mode, fung):
                 best, best_mode = got, rep
         mark = -1 if tried == len(checks) - 1 else tried
-        for r in best:
-            tried_out[(i, r)] = mark
+        tried_out.update({(i, r): mark for r in best})
         if best_mode[0] == _FIT:
             reasons = []
         return (best if best_mode[0] != _NOFIT else {}), reasons

@@ -11,6 +11,11 @@ queues do in those cycles may be decided a few cycles earlier. Without this, a m
 oversubscribed cohort costs a cycle per pending workload per release (a prototype on the
 30-queue benchmark: 5,000 workloads, 378,317 cycles, 136 s).
 
+In a queue that cannot preempt, a bucket comes back only when some flavor of each resource it
+asks for has the unused quota (it would be found inadmissible again), and the needs refused
+are remembered until quota is released in the cohort tree (admissions only lower what is
+unused): the requeue an admission raises then asks nothing again.
+
 Heads: a preemptor waiting for its victims first; then, with admission fair sharing, the
 LocalQueue's decayed usage (``usage``, the caller's); then priority, creation time, UID.
 Pure: no I/O.
@@ -187,29 +192,13 @@ class Buckets:
         moved = False
         for n in sorted(notified):
             buckets, asides = self.buckets[n], self._asides[n]
-            never = self._never[n]
-            refused = self._refused[n]
-            back = []
-            room: dict[str, int] | None = None
-            for nid, sids in asides.items():
-                # A queue that cannot preempt admits on unused quota alone: buckets no
-                # flavor has room for would be found inadmissible again (no need to ask).
-                if never:
-                    if nid in refused:
-                        continue
-                    if room is None:
-                        room = self._room(n)
-                    if not _fits(room, buckets[next(iter(sids))].need):
-                        refused.add(nid)
-                        continue
-                back.append(nid)
-                for sid in sids:
+            back = self._coming_back(n) if self._never[n] else list(asides)
+            for nid in back:
+                for sid in asides.pop(nid):
                     b = buckets[sid]
                     b.active, b.aside = _merge(b.active, b.aside), []
                     if b.active:
                         self._active[n].add(sid)
-            for nid in back:
-                del asides[nid]
             if back:
                 moved = True
                 self.live.add(n)
@@ -218,6 +207,24 @@ class Buckets:
                     moved, p.inadmissible = True, False
                     self.live.add(n)
         return moved
+
+    def _coming_back(self, cq: str) -> list[int]:
+        """A queue that cannot preempt admits on unused quota alone: of its buckets set
+        aside, those (by need) that some flavor has room for; the others would be found
+        inadmissible again (no need to ask), and are remembered as refused."""
+        buckets, refused = self.buckets[cq], self._refused[cq]
+        back = []
+        room: dict[str, int] | None = None
+        for nid, sids in self._asides[cq].items():
+            if nid in refused:
+                continue
+            if room is None:
+                room = self._room(cq)
+            if _fits(room, buckets[next(iter(sids))].need):
+                back.append(nid)
+            else:
+                refused.add(nid)
+        return back
 
     def requeue(self, e: Entry) -> None:
         p = e.p
