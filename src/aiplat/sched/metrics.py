@@ -135,6 +135,7 @@ def summarize(sim: Totals, end: float) -> SimResult:
     runs = sim.runs
     weights = dict(sim.weights)
     used: dict[str, float] = dict.fromkeys(weights, 0.0)
+    by_queue: dict[str, list[Run]] = {}  # each queue's runs, in order (one pass, not one per queue)
     for r in runs:
         if r.state == "finished":
             current = r.job.duration
@@ -143,13 +144,14 @@ def summarize(sim: Totals, end: float) -> SimResult:
         else:
             current = 0.0
         used[r.job.queue] += (current * r.job.gpus + r.wasted_gpu_s) / 3600
-    active = [q for q in weights if any(r.job.queue == q for r in runs)]
+        by_queue.setdefault(r.job.queue, []).append(r)
+    active = [q for q in weights if q in by_queue]
     total_w = sum(weights[q] for q in active) or 1.0
     total_used = sum(used.values()) or 1.0
     tenants = []
     ratios = []
     for q, weight in weights.items():
-        mine = [r for r in runs if r.job.queue == q]
+        mine = by_queue.get(q, [])
         waits = [(r.first_start - r.job.submit) / 3600 for r in mine if r.first_start is not None]
         fair = weight / total_w if q in active else 0.0
         obtained = used[q] / total_used
