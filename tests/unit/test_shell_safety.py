@@ -383,3 +383,14 @@ def test_apt_reads_every_preferences_file_node_prepare_writes(tmp_path: Path) ->
                                  f"Dir::Etc::PreferencesParts={parts}"], check=True,
                                 capture_output=True, text=True).stdout
         assert re.search(rf"{re.escape(installed)} 1001", policy), (name, policy)
+
+
+@pytest.mark.parametrize("schedule", ["0 ² * * *", "² 2 * * 6", "0 2 * * ²", "0 2 * *",
+                                      "0 2 * * 6; reboot"])
+def test_a_maintenance_schedule_is_five_cron_fields(schedule: str) -> None:
+    from aiplat.ops.runbook import describe_cron
+
+    doc = _set(EXAMPLE, ("operations", "maintenanceWindows", 0, "schedule"), schedule)
+    with pytest.raises(SpecError, match=r"schedule: .* is not a cron schedule \(fix: "):
+        parse_platform(yaml.safe_dump(doc), "hostile.yaml")
+    assert describe_cron(schedule) == schedule  # read as given, never a traceback

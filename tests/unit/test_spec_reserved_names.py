@@ -15,7 +15,7 @@ from aiplat.catalog import load_catalog
 from aiplat.cli.main import main
 from aiplat.kube.render import render
 from aiplat.spec import example_text, parse_platform
-from aiplat.spec.models import RESERVED_NAMESPACE_PREFIXES, RESERVED_NAMESPACES
+from aiplat.spec.models import reserved_namespace
 
 
 def _validate(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict[str, Any]) -> tuple[
@@ -28,7 +28,8 @@ def _validate(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict[str,
 
 @pytest.mark.parametrize("name", ["kube-system", "kube-public", "default", "aiplat-system",
                                   "gpu-operator", "kueue-system", "monitoring", "kube-anything",
-                                  "aiplat-gateway"])
+                                  "aiplat-gateway", "envoy-gateway-system", "calico-system",
+                                  "argocd", "tigera-operator", "openshift-config"])
 def test_a_tenant_named_after_a_system_namespace_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
     doc = yaml.safe_load(example_text())
@@ -77,5 +78,4 @@ def test_every_namespace_the_tree_uses_besides_the_tenants_is_reserved() -> None
              if o.get("kind") == "Namespace"}
     system = used - tenants
     assert system, "the example renders system namespaces (aiplat-system, monitoring, ...)"
-    assert {n for n in system if n not in RESERVED_NAMESPACES
-            and not n.startswith(RESERVED_NAMESPACE_PREFIXES)} == set()
+    assert {n for n in system if not reserved_namespace(n)} == set()

@@ -47,7 +47,7 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
 
     if which == "all":
         chosen = list(EXERCISES)
-    elif which.isdigit() and 1 <= int(which) <= len(EXERCISES):
+    elif which.isascii() and which.isdigit() and 1 <= int(which) <= len(EXERCISES):
         chosen = [EXERCISES[int(which) - 1]]
     else:
         raise InputError(f"exercise {which!r}: expected 1-{len(EXERCISES)} or all")

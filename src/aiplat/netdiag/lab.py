@@ -475,7 +475,7 @@ def leftovers(prefix: str) -> list[str]:
     out += [f"iptables {line}" for line in rules.splitlines() if f"aiplat-lab {prefix}" in line]
     d = lab_dir(prefix)
     for pid in os.listdir("/proc"):
-        if not pid.isdigit():
+        if not (pid.isascii() and pid.isdigit()):
             continue
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

@@ -210,7 +210,7 @@ def pull_samples(registry: str, workdir: Path, runs: int, mib: int,
 
 def _free_major() -> int:
     used = {int(p[0]) for line in Path("/proc/devices").read_text().splitlines()
-            if len(p := line.split()) == 2 and p[0].isdigit()}
+            if len(p := line.split()) == 2 and p[0].isascii() and p[0].isdigit()}
     for major in [*range(60, 64), *range(120, 128), *range(240, 255)]:
         if major not in used:
             return int(major)

@@ -72,6 +72,11 @@ class Procedure:
 # ---------------------------------------------------------------------------- helpers
 
 
+def _number(text: str) -> bool:
+    # ASCII digits: str.isdigit() also says yes to '²', which int() refuses.
+    return text.isascii() and text.isdigit()
+
+
 def describe_cron(expr: str) -> str:
     """A reading of simple cron schedules (``M H * * D``); others are returned as given.
 
@@ -79,15 +84,15 @@ def describe_cron(expr: str) -> str:
     'Saturdays 02:00'
     """
     parts = expr.split()
-    if len(parts) != 5 or not (parts[0].isdigit() and parts[1].isdigit()):
+    if len(parts) != 5 or not (_number(parts[0]) and _number(parts[1])):
         return expr
     minute, hour, dom, month, dow = parts
     at = f"{int(hour):02d}:{int(minute):02d}"
     if dom == "*" and month == "*" and dow == "*":
         return f"daily {at}"
-    if dom == "*" and month == "*" and dow.isdigit() and 0 <= int(dow) <= 7:
+    if dom == "*" and month == "*" and _number(dow) and 0 <= int(dow) <= 7:
         return f"{_DOW[int(dow) % 7]} {at}"
-    if dom.isdigit() and month == "*" and dow == "*":
+    if _number(dom) and month == "*" and dow == "*":
         return f"monthly on day {dom} {at}"
     return expr
 

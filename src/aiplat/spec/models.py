@@ -105,8 +105,24 @@ RESERVED_NAMESPACES: frozenset[str] = frozenset({
     "kueue-system", "gpu-operator", "monitoring",       # what the tree renders and installs
     "nvidia-dra-driver-gpu", "node-feature-discovery",  # the operators' default namespaces
     "nvidia-network-operator", "jobset-system", "lws-system", "cert-manager",
+    "envoy-gateway-system",                             # the default Gateway controller's
+    # Add-ons a cluster commonly runs whose namespaces do not end in -system.
+    "tigera-operator", "calico-apiserver", "argocd", "ingress-nginx", "local-path-storage",
+    "rook-ceph", "metallb", "keda", "velero",
 })
-RESERVED_NAMESPACE_PREFIXES = ("kube-", "aiplat-")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "aiplat-", "openshift-")
+RESERVED_NAMESPACE_SUFFIX = "-system"
+"""By convention a platform component's namespace ends in -system (kueue-system,
+calico-system, istio-system, flux-system, cattle-system, envoy-gateway-system, ...): a
+tenant may not take one, so an add-on installed later cannot find its namespace owned."""
+
+
+def reserved_namespace(name: str) -> bool:
+    """A namespace Kubernetes, aiplat or an operator runs in (by name or convention)."""
+    return (name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES)
+            or name.endswith(RESERVED_NAMESPACE_SUFFIX))
+
+
 RESERVED_SUBJECT_PREFIX = "system:"
 """Kubernetes reserves 'system:' for its own users and groups (system:authenticated,
 system:masters, system:serviceaccounts:...): binding one grants every such identity."""
@@ -538,14 +554,16 @@ class TenantSpec(SpecModel):
     @field_validator("name")
     @classmethod
     def _not_reserved(cls, name: str) -> str:
-        if name in RESERVED_NAMESPACES or name.startswith(RESERVED_NAMESPACE_PREFIXES):
+        if reserved_namespace(name):
             raise SpecValueError(
                 f"'{name}' is a namespace Kubernetes, aiplat or an operator runs in: the "
                 "tenant's groups would get pod create there (a path to cluster-admin)",
                 "name the tenant after the team (e.g. research); reserved: names starting "
-                f"with {' or '.join(RESERVED_NAMESPACE_PREFIXES)}, and " + ", ".join(
+                f"with {', '.join(RESERVED_NAMESPACE_PREFIXES)} or ending in "
+                f"{RESERVED_NAMESPACE_SUFFIX}, and " + ", ".join(
                     n for n in sorted(RESERVED_NAMESPACES)
-                    if not n.startswith(RESERVED_NAMESPACE_PREFIXES)))
+                    if not n.startswith(RESERVED_NAMESPACE_PREFIXES)
+                    and not n.endswith(RESERVED_NAMESPACE_SUFFIX)))
         return name
 
     @field_validator("admins", "users")
@@ -1206,9 +1224,16 @@ class VersionsSpec(SpecModel):
         return items
 
 
+CRON = r"^[0-9A-Za-z*/,?#-]+( [0-9A-Za-z*/,?#-]+){4}$"
+"""Five cron fields (minute hour day-of-month month day-of-week) in cron's own characters."""
+PATTERN_HINTS[CRON] = ("a cron schedule", "five fields: minute hour day-of-month month "
+                       "day-of-week, e.g. '0 2 * * 6' (Saturdays 02:00)")
+
+
 class MaintenanceWindow(SpecModel):
     name: Name
-    schedule: str = Field(description="cron expression, e.g. '0 2 * * 6'")
+    schedule: Annotated[str, StringConstraints(pattern=CRON)] = Field(
+        description="cron expression, e.g. '0 2 * * 6'")
     duration_hours: float = Field(gt=0, le=168)
 
 

@@ -68,14 +68,13 @@ from aiplat.kube.lint.objects import selector_matches, tenants
 from aiplat.kube.render_cluster import GPU_OPERATOR_NS, SYSTEM_NS
 from aiplat.kube.render_tenants import MONITORING_NS
 from aiplat.kube.validate import ref
-from aiplat.spec.models import RESERVED_NAMESPACE_PREFIXES, RESERVED_NAMESPACES
+from aiplat.spec.models import RESERVED_NAMESPACES, reserved_namespace
 
 RBAC_GROUP = "rbac.authorization.k8s.io"
 DRA_DRIVER_NS = "nvidia-dra-driver-gpu"  # the NVIDIA DRA driver's Helm release namespace
 # Kubernetes' own (it reserves kube-*), aiplat's (aiplat-*), those of what the tree renders
 # and of the operators it installs: the names the spec refuses as tenants, one list.
 SYSTEM_NAMESPACES = RESERVED_NAMESPACES
-SYSTEM_PREFIXES = RESERVED_NAMESPACE_PREFIXES
 # Namespaces where no component runs: a fence there breaks nothing.
 PODLESS = frozenset({"default", "kube-public", "kube-node-lease"})
 # Components that need host namespaces, hostPath or privileged containers.
@@ -107,7 +106,7 @@ WORKLOADS = {"": {"pods", "replicationcontrollers"},
 
 
 def is_system_namespace(ns: str) -> bool:
-    return ns in SYSTEM_NAMESPACES or ns.startswith(SYSTEM_PREFIXES)
+    return reserved_namespace(ns)
 
 
 @dataclass(frozen=True)
