@@ -257,7 +257,8 @@ def _qwen3_error(gpu: str, isl: int, osl: int) -> float:
     parallelism (its MoE options), FP8 KV cache, as many sequences per rank as 90 % of the
     GPU holds after the weights and 3 GiB (the benchmark queues every request at once)."""
     from aiplat.sizing import calibration as cal
-    from aiplat.sizing.inference import ServingHardware, bytes_per_value
+    from aiplat.sizing.inference import ServingHardware
+    from aiplat.sizing.result import precision_bytes
 
     shape = cal.catalog_shape("qwen3-235b-a22b")
     h200, b200 = QWEN3_ROWS[(isl, osl)]
@@ -266,7 +267,7 @@ def _qwen3_error(gpu: str, isl: int, osl: int) -> float:
     else:
         hw, precision, memory, published = (ServingHardware(8.0e12, 9000, 4500), "fp4", 180e9,
                                             b200)
-    w = bytes_per_value(precision)
+    w = precision_bytes(precision)
     weights = (shape.params - shape.attention_weights) * w / 8 + shape.attention_weights * w
     kv_per_token = shape.kv_values_per_token() * shape.layers * 1.0
     per_rank = int((0.9 * memory - weights - 3 * 2**30) / (kv_per_token * (isl + osl)))

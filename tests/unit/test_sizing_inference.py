@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiplat.errors import InputError
 from aiplat.sizing.inference import (
     DEFAULT_COMPUTE_EFFICIENCY_16BIT,
     GIB,
@@ -24,7 +25,6 @@ from aiplat.sizing.inference import (
     SloSizing,
     Traffic,
     batch_inference_duration,
-    bytes_per_value,
     decode_throughput,
     gpus_per_replica,
     kv_cache,
@@ -33,6 +33,7 @@ from aiplat.sizing.inference import (
     replicas_for_slo,
     weights_memory,
 )
+from aiplat.sizing.result import precision_bytes
 from aiplat.sizing.shape import ModelShape, MoeShape
 
 KIB = 2**10
@@ -128,11 +129,11 @@ def test_kv_cache_grows_with_concurrency(context: int, concurrency: int, extra: 
 
 
 def test_bad_inputs_raise_actionable_errors() -> None:
-    with pytest.raises(ValueError, match="To fix"):
-        bytes_per_value("fp12")
-    with pytest.raises(ValueError, match="kv_heads 5 must divide heads 32"):
+    with pytest.raises(InputError, match="fix: use one of"):
+        precision_bytes("fp12")
+    with pytest.raises(InputError, match="kv_heads 5 must divide heads 32"):
         kv_cache_per_token(32, 4096, 32, 5)
-    with pytest.raises(ValueError, match="layers must be > 0"):
+    with pytest.raises(InputError, match="layers must be a positive finite number"):
         kv_cache_per_token(0, 4096, 32, 8)
 
 
@@ -478,7 +479,7 @@ def test_slo_infeasible_ttft_says_why() -> None:
 
 
 def test_slo_needs_exactly_one_decode_target() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
+    with pytest.raises(InputError, match="exactly one"):
         _slo(1, target_tpot_seconds=0.05)
 
 

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from aiplat.errors import InputError
 from aiplat.sizing.inference import Replica, ServingHardware, prefill_time
 from aiplat.sizing.rag import (
     Corpus,
@@ -64,7 +65,7 @@ def test_ivf_pq_stores_codes_and_ids_not_vectors() -> None:
 
 
 def test_unknown_index_kind_is_rejected() -> None:
-    with pytest.raises(ValueError, match="To fix"):
+    with pytest.raises(InputError, match="To fix"):
         vector_index_memory(10, 8, IndexLayout("annoy"))  # type: ignore[arg-type]
 
 
@@ -96,7 +97,7 @@ def test_short_document_is_one_chunk() -> None:
 
 
 def test_overlap_must_be_smaller_than_chunk() -> None:
-    with pytest.raises(ValueError, match="overlap_tokens"):
+    with pytest.raises(InputError, match="overlap_tokens"):
         chunking(1, 1000, 256, 256)
 
 

@@ -28,7 +28,7 @@ from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.plan.models import WorkloadPlan
 from aiplat.plan.resolve import POD_SHARE
-from aiplat.sizing.result import BYTES_PER_PARAM
+from aiplat.sizing.result import precision_bytes
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
 
 SERVING_PORT = 8000
@@ -94,7 +94,7 @@ def _tenant_claims(platform: Platform, params: dict[str, float]) -> list[Obj]:
         if not ws:
             continue
         if cache_class is not None:
-            gib = sum(params[w.name] * BYTES_PER_PARAM[w.precision.value] for w in ws) * 1.2
+            gib = sum(params[w.name] * precision_bytes(w.precision.value) for w in ws) * 1.2
             out += _claim("model-cache", t.name, cache_class, "ReadOnlyMany",
                           max(10, math.ceil(gib / 2**30)))
         train = [w for w in ws if w.kind.trains]
@@ -291,7 +291,7 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
         labels = {"kueue.x-k8s.io/queue-name": w.tenant,
                   "kueue.x-k8s.io/priority-class": _priority(w)}
         deployment = _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE
-        weights = size.params * BYTES_PER_PARAM[w.precision.value]
+        weights = size.params * precision_bytes(w.precision.value)
         template = _pod_template(platform, w, pool, per_pod=per_pod,
                                  pods=1 if deployment else pods, weight_bytes=weights)
         if deployment:

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from aiplat.plan.findings import Finding, PlanModel
 from aiplat.plan.resolve import Resolved, ResolvedPool
-from aiplat.sizing.memory import precision_bytes
+from aiplat.sizing.result import precision_bytes
 from aiplat.spec.models import SegmentPurpose
 
 ROLLOUT_COPIES = 2

@@ -29,7 +29,7 @@ from aiplat.plan.format import bytes_h, rate_h
 from aiplat.plan.models import Finding, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.sizing import goodput, layout, memory, power, training
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, precision_bytes
 from aiplat.spec.models import LoraSpec, Platform, Precision, WorkloadKind, WorkloadSpec
 
 OPTIMIZER = {"adamw": "adam", "adamw-8bit": "adam8bit", "sgd": "sgd_momentum"}
@@ -484,13 +484,13 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[st
     spec_lora = w.lora or LoraSpec()  # kind lora without settings: the spec's defaults
     lora, adapters = _lora_adapters(arch, spec_lora)
     results["lora"] = lora
-    base_w = memory.precision_bytes(w.precision.value)
+    base_w = precision_bytes(w.precision.value)
     if spec_lora.quantized_base:
         kept = min(arch.params, 2.0 * arch.vocab * arch.hidden)
         base = (arch.params - kept) * memory.nf4_bytes_per_param() + kept * base_w
     else:
         base = arch.params * base_w
-    aw = memory.precision_bytes("bf16")
+    aw = precision_bytes("bf16")
     acts = _activations(w, arch, None, 1)
     results["memory_activations"] = acts
     mem = {

@@ -46,11 +46,11 @@ from aiplat.sizing.inference import (
     Replica,
     ServingEfficiency,
     ServingHardware,
-    bytes_per_value,
     decode_throughput,
     default_compute_efficiency,
     prefill_time,
 )
+from aiplat.sizing.result import precision_bytes
 from aiplat.sizing.shape import MlaShape, ModelShape, MoeShape
 
 Metric = Literal["itl_ms", "ttft_ms", "latency_ms", "out_tokens_per_s_per_gpu"]
@@ -333,7 +333,7 @@ def rms_log_error_split(c8: float, c16: float, eff: ServingEfficiency,
     """``rms_log_error`` with one compute efficiency for 8-bit figures and one for 16-bit."""
     total = 0.0
     for m in measurements:
-        c = c8 if bytes_per_value(m.precision) <= 1 else c16
+        c = c8 if precision_bytes(m.precision) <= 1 else c16
         if m.model.moe is not None:
             c *= DEFAULT_MOE_COMPUTE_SHARE
         at = ServingEfficiency(bandwidth=eff.bandwidth, compute=c,

@@ -29,6 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from aiplat.errors import InputError
 from aiplat.sizing.inference import (
     LatencyTarget,
     Replica,
@@ -128,7 +129,7 @@ def chunked_replicas(
     ``traffic.qps`` with prefill chunks of ``chunk_tokens`` (formulas in the module
     docstring)."""
     if chunk_tokens < 1 or max_batch_per_replica < 1:
-        raise ValueError("chunk_tokens and max_batch_per_replica must be >= 1")
+        raise InputError("chunk_tokens and max_batch_per_replica must be >= 1")
     best: tuple[_Point, int, _Steps] | None = None
     for b in range(1, max_batch_per_replica + 1):
         steps = _steps(replica, traffic, b, chunk_tokens)

@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import math
 
+from aiplat.errors import InputError
 from aiplat.sizing.inference import (
     LatencyTarget,
     Replica,
     Traffic,
-    bytes_per_value,
     decode_throughput,
     prefill_time,
 )
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, precision_bytes
 
 
 class Disaggregated(Result):
@@ -77,11 +77,11 @@ def disaggregated_replicas(
     ``replica``'s layout that meet the TTFT and per-user decode targets at ``traffic.qps``
     (formulas in the module docstring)."""
     if not kv_transfer_bps > 0:
-        raise ValueError(f"kv_transfer_bps must be > 0, got {kv_transfer_bps!r}")
+        raise InputError(f"kv_transfer_bps must be > 0, got {kv_transfer_bps!r}")
     model = replica.model
     pre = prefill or replica
     t_p = prefill_time(pre, prompt_tokens=traffic.prompt_tokens).ttft_seconds
-    kv_bytes = (model.layers * model.kv_values_per_token() * bytes_per_value(
+    kv_bytes = (model.layers * model.kv_values_per_token() * precision_bytes(
         replica.kv_precision) * traffic.prompt_tokens)
     transfer = kv_bytes / kv_transfer_bps
     reasons = []

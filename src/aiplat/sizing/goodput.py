@@ -20,8 +20,7 @@ from __future__ import annotations
 import math
 
 from aiplat.errors import InputError
-from aiplat.sizing.memory import require_positive
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, require_positive
 
 SECONDS_PER_YEAR = 365.0 * 86_400
 

@@ -40,7 +40,15 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from aiplat.sizing.result import BYTES_PER_PARAM, InputValue, Result
+from aiplat.errors import InputError
+from aiplat.sizing.result import (
+    InputValue,
+    Result,
+    precision_bytes,
+    require_fraction,
+    require_non_negative,
+    require_positive,
+)
 from aiplat.sizing.shape import ModelShape
 
 GIB = float(2**30)
@@ -108,7 +116,7 @@ are explained by bandwidth."""
 def default_compute_efficiency(precision: str, *, moe: bool = False) -> float:
     """The calibrated compute efficiency for weights in ``precision`` (8 bits or fewer, or
     16+), times ``DEFAULT_MOE_COMPUTE_SHARE`` for a mixture of experts."""
-    dense = (DEFAULT_COMPUTE_EFFICIENCY_8BIT if bytes_per_value(precision) <= 1
+    dense = (DEFAULT_COMPUTE_EFFICIENCY_8BIT if precision_bytes(precision) <= 1
              else DEFAULT_COMPUTE_EFFICIENCY_16BIT)
     return dense * DEFAULT_MOE_COMPUTE_SHARE if moe else dense
 
@@ -157,15 +165,15 @@ class ServingEfficiency:
     every GPU."""
 
     def __post_init__(self) -> None:
-        _require_fraction(bandwidth_efficiency=self.bandwidth,
+        require_fraction(bandwidth_efficiency=self.bandwidth,
                           compute_efficiency=1.0 if self.compute is None else self.compute,
                           tp_efficiency=self.tensor_parallel)
         if not 0 <= self.moe_layer_floor < 1:
-            raise ValueError(f"moe_layer_floor must be in [0, 1) s, got {self.moe_layer_floor!r}")
+            raise InputError(f"moe_layer_floor must be in [0, 1) s, got {self.moe_layer_floor!r}")
         if not 0 <= self.prefix_cache_hit < 1:
-            raise ValueError(f"prefix_cache_hit must be in [0, 1), got {self.prefix_cache_hit!r}")
+            raise InputError(f"prefix_cache_hit must be in [0, 1), got {self.prefix_cache_hit!r}")
         if self.draft_tokens < 0 or not 0 <= self.acceptance_rate < 1 or self.draft_cost < 0:
-            raise ValueError("speculative decoding needs draft_tokens >= 0, 0 <= "
+            raise InputError("speculative decoding needs draft_tokens >= 0, 0 <= "
                              "acceptance_rate < 1 and draft_cost >= 0")
 
     @property
@@ -186,45 +194,22 @@ class ServingHardware:
     attention_tflops: float | None = None
 
 
-def bytes_per_value(precision: str) -> float:
-    """Storage bytes of one value in ``precision`` (``bf16`` → 2.0)."""
-    try:
-        return BYTES_PER_PARAM[precision.lower()]
-    except KeyError:
-        known = ", ".join(sorted(BYTES_PER_PARAM))
-        raise ValueError(f"unknown precision {precision!r}. To fix: use one of {known}") from None
 
 
-def _require_positive(**values: float) -> None:
-    for name, value in values.items():
-        if not value > 0:  # also rejects NaN
-            raise ValueError(f"{name} must be > 0, got {value!r}")
-
-
-def _require_non_negative(**values: float) -> None:
-    for name, value in values.items():
-        if not value >= 0:
-            raise ValueError(f"{name} must be >= 0, got {value!r}")
-
-
-def _require_fraction(**values: float) -> None:
-    for name, value in values.items():
-        if not 0 < value <= 1:
-            raise ValueError(f"{name} must be in (0, 1], got {value!r}")
 
 
 def _resolve_head_dim(hidden: int, heads: int, kv_heads: int, head_dim: int | None) -> int:
-    _require_positive(hidden=hidden, heads=heads, kv_heads=kv_heads)
+    require_positive(hidden=hidden, heads=heads, kv_heads=kv_heads)
     if kv_heads > heads or heads % kv_heads:
-        raise ValueError(
+        raise InputError(
             f"kv_heads {kv_heads} must divide heads {heads} (grouped-query attention). "
             "To fix: take num_key_value_heads from the model's config.json"
         )
     if head_dim is not None:
-        _require_positive(head_dim=head_dim)
+        require_positive(head_dim=head_dim)
         return head_dim
     if hidden % heads:
-        raise ValueError(
+        raise InputError(
             f"hidden {hidden} is not divisible by heads {heads}. "
             "To fix: pass head_dim from the model's config.json"
         )
@@ -246,9 +231,9 @@ class LoraServing:
     max_loras: int | None = None
 
     def __post_init__(self) -> None:
-        _require_positive(adapters=self.adapters, params_per_adapter=self.params_per_adapter)
+        require_positive(adapters=self.adapters, params_per_adapter=self.params_per_adapter)
         if self.max_loras is not None:
-            _require_positive(max_loras=self.max_loras)
+            require_positive(max_loras=self.max_loras)
 
     def touched(self, batch: float) -> float:
         n = self.adapters
@@ -300,11 +285,11 @@ class LatencyTarget:
     tpot_seconds: float | None = None
 
     def __post_init__(self) -> None:
-        _require_positive(target_ttft_seconds=self.ttft_seconds)
+        require_positive(target_ttft_seconds=self.ttft_seconds)
         if (self.decode_tokens_per_second is None) == (self.tpot_seconds is None):
-            raise ValueError("give exactly one of target_decode_tokens_per_second, "
+            raise InputError("give exactly one of target_decode_tokens_per_second, "
                              "target_tpot_seconds")
-        _require_positive(target_rate=self.rate)
+        require_positive(target_rate=self.rate)
 
     @property
     def rate(self) -> float:
@@ -337,9 +322,9 @@ def kv_cache_per_token(
     ``head_dim`` defaults to hidden / heads; pass the config's own value where it differs
     (some model families publish a head_dim that is not hidden / heads).
     """
-    _require_positive(layers=layers)
+    require_positive(layers=layers)
     hd = _resolve_head_dim(hidden, heads, kv_heads, head_dim)
-    per_token = 2 * layers * kv_heads * hd * bytes_per_value(kv_precision)
+    per_token = 2 * layers * kv_heads * hd * precision_bytes(kv_precision)
     return KvCachePerToken(
         head_dim=hd,
         kv_bytes_per_token=per_token,
@@ -377,7 +362,7 @@ def kv_cache(
     head_dim: int | None = None,
 ) -> KvCache:
     """KV cache of ``concurrency`` sequences each holding ``context_tokens`` tokens."""
-    _require_positive(context_tokens=context_tokens, concurrency=concurrency)
+    require_positive(context_tokens=context_tokens, concurrency=concurrency)
     per_token = kv_cache_per_token(
         layers, hidden, heads, kv_heads, kv_precision, head_dim=head_dim
     ).kv_bytes_per_token
@@ -408,9 +393,9 @@ class Weights(Result):
 
 def weights_memory(params: float, precision: str = "bf16") -> Weights:
     """Resident weight bytes; for a mixture of experts pass the total, not the active, count."""
-    _require_positive(params=params)
+    require_positive(params=params)
     return Weights(
-        weights_bytes=params * bytes_per_value(precision),
+        weights_bytes=params * precision_bytes(precision),
         formula="params · bytes per parameter (mixture of experts: every expert resident)",
         inputs={"params": params, "precision": precision},
     )
@@ -480,10 +465,10 @@ class MemoryBudget:
     overhead_fraction: float = 0.0
 
     def __post_init__(self) -> None:
-        _require_positive(gpu_memory_bytes=self.gpu_memory_bytes,
+        require_positive(gpu_memory_bytes=self.gpu_memory_bytes,
                           gpus_per_node=self.gpus_per_node)
-        _require_fraction(gpu_memory_utilization=self.gpu_memory_utilization)
-        _require_non_negative(overhead_bytes_per_gpu=self.overhead_bytes_per_gpu,
+        require_fraction(gpu_memory_utilization=self.gpu_memory_utilization)
+        require_non_negative(overhead_bytes_per_gpu=self.overhead_bytes_per_gpu,
                               overhead_fraction=self.overhead_fraction)
 
     @property
@@ -585,13 +570,13 @@ def gpus_per_replica(
     With ``attention_data_parallel`` each rank holds the attention weights whole and caches
     whole tokens (every head, or the latent) of 1/TP of the sequences.
     """
-    _require_positive(context_tokens=context_tokens, concurrency=concurrency)
+    require_positive(context_tokens=context_tokens, concurrency=concurrency)
     tokens = context_tokens * concurrency
     resident = model.params + (lora.resident_params if lora is not None else 0.0)
     fit = _Fit(model=model, budget=budget,
-               weights=resident * bytes_per_value(weight_precision),
-               kv_value_bytes=bytes_per_value(kv_precision), tokens=tokens,
-               replicated=(model.attention_weights * bytes_per_value(weight_precision)
+               weights=resident * precision_bytes(weight_precision),
+               kv_value_bytes=precision_bytes(kv_precision), tokens=tokens,
+               replicated=(model.attention_weights * precision_bytes(weight_precision)
                            if attention_data_parallel else 0.0),
                attention_dp=attention_data_parallel)
     notes: list[str] = []
@@ -799,26 +784,26 @@ def _model(replica: Replica, *, pipeline: bool = True) -> _Model:
     hardware, model = replica.hardware, replica.model
     tp = replica.tensor_parallel
     pp = replica.pipeline_parallel if pipeline else 1
-    _require_positive(
+    require_positive(
         memory_bandwidth_bps=hardware.memory_bandwidth_bps,
         dense_tflops=hardware.dense_tflops,
         tensor_parallel=tp,
         pipeline_parallel=pp,
     )
     if not _tp_compatible(tp, model.heads, model.kv_heads):
-        raise ValueError(
+        raise InputError(
             f"tensor_parallel {tp} cannot split {model.heads} heads / "
             f"{model.kv_heads} KV heads. To fix: use a TP that divides the heads "
             "(see gpus_per_replica)"
         )
     if pp > model.layers:
-        raise ValueError(f"pipeline_parallel {pp} exceeds layers {model.layers}")
+        raise InputError(f"pipeline_parallel {pp} exceeds layers {model.layers}")
     # Prefill alone stores no KV cache of its own: its precision is the weights'.
     kv = replica.kv_precision if pipeline else replica.weight_precision
     return _Model(
         shape=model,
-        weight_bytes=bytes_per_value(replica.weight_precision),
-        kv_bytes=bytes_per_value(kv),
+        weight_bytes=precision_bytes(replica.weight_precision),
+        kv_bytes=precision_bytes(kv),
         bandwidth_bps=hardware.memory_bandwidth_bps,
         peak_flops=hardware.dense_tflops * 1e12,
         attention_peak_flops=(hardware.attention_tflops or hardware.dense_tflops) * 1e12,
@@ -886,8 +871,8 @@ def decode_throughput(replica: Replica, *, batch: int, context_tokens: float) ->
     is the mean cached length over the generation (prompt + output / 2), for which the mean
     step time is exact because step time is affine in the context.
     """
-    _require_positive(batch=batch)
-    _require_non_negative(context_tokens=context_tokens)
+    require_positive(batch=batch)
+    require_non_negative(context_tokens=context_tokens)
     m = _model(replica)
     s = _decode_step(m, batch, context_tokens)
     notes = []
@@ -947,7 +932,7 @@ def prefill_time(replica: Replica, *, prompt_tokens: int) -> Prefill:
     prompt is bound instead by streaming the weights once. Pipeline stages run one after
     another for one prompt, so the replica's pipeline degree does not shorten it.
     """
-    _require_positive(prompt_tokens=prompt_tokens)
+    require_positive(prompt_tokens=prompt_tokens)
     m = _model(replica, pipeline=False)
     flops, compute_s, memory_s = _prefill(m, prompt_tokens)
     inputs = _model_inputs(m)
@@ -1077,7 +1062,7 @@ def replicas_for_slo(
     replicas and gpus are 0 and ``reasons`` says why.
     """
     qps, prompt_tokens, output_tokens = traffic.qps, traffic.prompt_tokens, traffic.output_tokens
-    _require_positive(qps=qps, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
+    require_positive(qps=qps, prompt_tokens=prompt_tokens, output_tokens=output_tokens,
                       max_batch_per_replica=max_batch_per_replica)
     target_ttft_seconds = target.ttft_seconds
     m = _model(replica)
@@ -1224,7 +1209,7 @@ def batch_inference_duration(
     (``gpus_per_replica(...).max_concurrency``); the tail where fewer than ``batch`` requests
     remain is ignored.
     """
-    _require_positive(
+    require_positive(
         requests=requests,
         prompt_tokens=prompt_tokens,
         output_tokens=output_tokens,
@@ -1235,7 +1220,7 @@ def batch_inference_duration(
     per_replica = m.tp * m.pp
     replicas = gpus // per_replica
     if replicas == 0:
-        raise ValueError(
+        raise InputError(
             f"{gpus} GPU(s) cannot hold one replica of {per_replica} GPUs (TP {m.tp} × PP "
             f"{m.pp}). To fix: give at least {per_replica} GPUs"
         )

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aiplat.errors import InputError
+from aiplat.sizing.result import require_positive
 
 Recompute = Literal["none", "selective", "full"]
 
@@ -23,11 +24,6 @@ DEFAULT_OVERHEAD_FRACTION = 0.10
 """Share added on top of states and activations for allocator fragmentation and temporary
 buffers (10 %); an assumption, stated in every result that uses it."""
 
-
-def _positive(**values: float) -> None:
-    for name, value in values.items():
-        if not value > 0:
-            raise InputError(f"{name} must be positive, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -43,7 +39,7 @@ class Parallelism:
     sequence_parallel: bool = True
 
     def __post_init__(self) -> None:
-        _positive(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep)
+        require_positive(tp=self.tp, pp=self.pp, dp=self.dp, cp=self.cp, ep=self.ep)
         if self.zero_stage not in (0, 1, 2, 3):
             raise InputError(f"zero_stage must be 0, 1, 2 or 3, got {self.zero_stage!r}")
 
@@ -74,9 +70,9 @@ class TrainingBatch:
     recompute: Recompute = "none"
 
     def __post_init__(self) -> None:
-        _positive(seq_len=self.seq_len, micro_batch=self.micro_batch)
+        require_positive(seq_len=self.seq_len, micro_batch=self.micro_batch)
         if self.microbatches is not None:
-            _positive(microbatches=self.microbatches)
+            require_positive(microbatches=self.microbatches)
         if self.recompute not in ("none", "selective", "full"):
             raise InputError(
                 f"recompute must be 'none', 'selective' or 'full', got {self.recompute!r}")
@@ -114,7 +110,7 @@ class Adapter:
     master_weights: bool = False
 
     def __post_init__(self) -> None:
-        _positive(rank=self.rank)
+        require_positive(rank=self.rank)
         if self.method not in ("lora", "qlora"):
             raise InputError(f"method must be 'lora' or 'qlora', got {self.method!r}")
 

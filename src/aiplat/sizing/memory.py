@@ -39,7 +39,7 @@ from aiplat.sizing.layout import (
     Recompute,
     TrainingBatch,
 )
-from aiplat.sizing.result import BYTES_PER_PARAM, Result
+from aiplat.sizing.result import Result, precision_bytes, require_positive
 from aiplat.sizing.shape import ModelShape
 
 OPTIMIZER_STATE_BYTES: dict[str, float] = {
@@ -87,14 +87,6 @@ NF4_DQ_BLOCK = 256
 """Double quantization groups 256 first-level constants under one fp32 constant."""
 
 
-def precision_bytes(precision: str) -> float:
-    """Bytes per value for a precision name, with an actionable error for unknown names."""
-    try:
-        return BYTES_PER_PARAM[precision]
-    except KeyError:
-        names = ", ".join(sorted(BYTES_PER_PARAM))
-        raise InputError(f"unknown precision {precision!r}; use one of: {names}") from None
-
 
 def optimizer_state_bytes(optimizer: str) -> float:
     try:
@@ -111,12 +103,6 @@ def needs_master_weights(precision: str, master_weights: bool | None) -> bool:
         return master_weights
     return precision_bytes(precision) < 4.0
 
-
-def require_positive(**values: float) -> None:
-    """Raise ``InputError`` naming the first argument that is not > 0."""
-    for name, value in values.items():
-        if not value > 0:
-            raise InputError(f"{name} must be positive, got {value!r}")
 
 
 class ModelStateMemory(Result):

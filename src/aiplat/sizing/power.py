@@ -32,7 +32,7 @@ import math
 from typing import Literal
 
 from aiplat.errors import InputError
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, require_non_negative, require_positive
 
 W_PER_KW = 1000.0
 BTU_PER_H_PER_W = 3.412142
@@ -59,14 +59,6 @@ HOURS_PER_YEAR = 8760.0
 CoolingKind = Literal["air", "liquid"]
 
 
-def _positive(name: str, value: float) -> None:
-    if not value > 0 or math.isinf(value):
-        raise InputError(f"{name} must be a positive finite number, got {value!r}")
-
-
-def _non_negative(name: str, value: float) -> None:
-    if not value >= 0 or math.isinf(value):
-        raise InputError(f"{name} must be zero or a positive finite number, got {value!r}")
 
 
 def _pue(pue: float) -> None:
@@ -102,7 +94,7 @@ def node_power(
         raise InputError(f"gpus_per_node must be >= 0, got {gpus_per_node}")
     gpu_w: float | None = None
     if gpu_tdp_w is not None:
-        _non_negative("gpu_tdp_w", gpu_tdp_w)
+        require_non_negative(gpu_tdp_w=gpu_tdp_w)
         gpu_w = gpus_per_node * float(gpu_tdp_w)
     inputs: dict[str, float | int | str | bool | None] = {
         "gpus_per_node": gpus_per_node,
@@ -111,7 +103,7 @@ def node_power(
         "overhead_factor": overhead_factor,
     }
     if system_power_w is not None:
-        _positive("system_power_w", system_power_w)
+        require_positive(system_power_w=system_power_w)
         implied = system_power_w / gpu_w if gpu_w else None
         notes = []
         if gpu_w is not None and gpu_w > system_power_w:
@@ -134,7 +126,7 @@ def node_power(
             "To fix: pass the vendor's maximum system power (e.g. DGX H100: 10200 W), "
             "which is the only option for CPU-only nodes"
         )
-    _positive("overhead_factor", overhead_factor)
+    require_positive(overhead_factor=overhead_factor)
     notes = [
         f"estimated from the GPUs alone: TDP x overhead factor {overhead_factor} for CPUs, "
         "memory, NICs, switches, fans and PSU loss (DGX H100 shows 1.82, DGX A100 2.03); "
@@ -169,7 +161,7 @@ def pool_power(*, pool: str, nodes: int, node_power_w: float) -> PoolPower:
     """Pool power = nodes x node power (all nodes at full load: the figure to provision for)."""
     if nodes < 0:
         raise InputError(f"pool {pool!r}: nodes must be >= 0, got {nodes}")
-    _positive("node_power_w", node_power_w)
+    require_positive(node_power_w=node_power_w)
     return PoolPower(
         pool=pool,
         nodes=nodes,
@@ -211,9 +203,9 @@ def rack_layout(
     """
     if nodes < 0:
         raise InputError(f"nodes must be >= 0, got {nodes}")
-    _positive("node_power_w", node_power_w)
-    _positive("rack_power_limit_w", rack_power_limit_w)
-    _positive("air_cooling_limit_w", air_cooling_limit_w)
+    require_positive(node_power_w=node_power_w)
+    require_positive(rack_power_limit_w=rack_power_limit_w)
+    require_positive(air_cooling_limit_w=air_cooling_limit_w)
     if node_height_u < 1:
         raise InputError(f"node_height_u must be >= 1, got {node_height_u}")
     if reserved_units < 0 or reserved_units >= rack_units:
@@ -292,7 +284,7 @@ def cooling_load(*, it_power_w: float) -> CoolingLoad:
     >>> round(cooling_load(it_power_w=3516.85).cooling_tons, 3)
     1.0
     """
-    _non_negative("it_power_w", it_power_w)
+    require_non_negative(it_power_w=it_power_w)
     btu = it_power_w * BTU_PER_H_PER_W
     return CoolingLoad(
         heat_w=float(it_power_w),
@@ -320,7 +312,7 @@ class FacilityPower(Result):
 
 def facility_power(*, it_power_w: float, pue: float) -> FacilityPower:
     """Facility power = IT power x PUE (PUE = total facility power / IT equipment power)."""
-    _non_negative("it_power_w", it_power_w)
+    require_non_negative(it_power_w=it_power_w)
     _pue(pue)
     total = it_power_w * pue
     return FacilityPower(
@@ -361,16 +353,16 @@ def run_energy(
     """
     if gpus < 0:
         raise InputError(f"gpus must be >= 0, got {gpus}")
-    _non_negative("hours", hours)
-    _non_negative("gpu_tdp_w", gpu_tdp_w)
+    require_non_negative(hours=hours)
+    require_non_negative(gpu_tdp_w=gpu_tdp_w)
     if not 0.0 <= avg_utilisation <= 1.0:
         raise InputError(
             f"avg_utilisation is the average power as a share of TDP, in [0, 1]; "
             f"got {avg_utilisation!r}"
         )
     _pue(pue)
-    _non_negative("price_per_kwh", price_per_kwh)
-    _positive("host_overhead_factor", host_overhead_factor)
+    require_non_negative(price_per_kwh=price_per_kwh)
+    require_positive(host_overhead_factor=host_overhead_factor)
     gpu_avg_w = gpus * gpu_tdp_w * avg_utilisation
     gpu_kwh = gpu_avg_w * hours / W_PER_KW
     it_kwh = gpu_kwh * host_overhead_factor
@@ -423,8 +415,8 @@ def site_power_fit(*, it_power_w: float, site_budget_w: float, pue: float | None
     Sites quote either the whole feed (then pass ``pue``: IT x PUE is compared) or the
     critical IT capacity (leave ``pue`` out: the IT load is compared as is).
     """
-    _non_negative("it_power_w", it_power_w)
-    _positive("site_budget_w", site_budget_w)
+    require_non_negative(it_power_w=it_power_w)
+    require_positive(site_budget_w=site_budget_w)
     if pue is not None:
         _pue(pue)
         compared = it_power_w * pue

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 
 from aiplat.errors import InputError
+from aiplat.sizing.result import require_positive
 
 
 def _theta(lam: float, service: float) -> float:
@@ -38,8 +39,7 @@ def _theta(lam: float, service: float) -> float:
 
 def md1_wait_quantile(arrival_rate: float, service_seconds: float, q: float) -> float:
     """Seconds of queueing below which a fraction ``q`` of prompts start their prefill."""
-    if not arrival_rate > 0 or not service_seconds > 0:
-        raise InputError("arrival_rate and service_seconds must be > 0")
+    require_positive(arrival_rate=arrival_rate, service_seconds=service_seconds)
     if not 0 < q < 1:
         raise InputError(f"q is a quantile in (0, 1), got {q!r}")
     rho = arrival_rate * service_seconds

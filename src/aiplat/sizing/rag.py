@@ -27,14 +27,17 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
+from aiplat.errors import InputError
 from aiplat.sizing.inference import (
     DEFAULT_OVERHEAD_BYTES_PER_GPU,
-    _require_fraction,
-    _require_non_negative,
-    _require_positive,
-    bytes_per_value,
 )
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import (
+    Result,
+    precision_bytes,
+    require_fraction,
+    require_non_negative,
+    require_positive,
+)
 
 IndexKind = Literal["flat", "hnsw", "ivf_pq"]
 
@@ -74,12 +77,12 @@ def chunking(
     A document of T tokens with window C and overlap O yields 1 chunk if T ≤ C, else
     ceil((T − O) / (C − O)); overlap makes T + (chunks − 1) · O tokens to embed per document.
     """
-    _require_positive(
+    require_positive(
         documents=documents, tokens_per_document=tokens_per_document, chunk_tokens=chunk_tokens
     )
-    _require_non_negative(overlap_tokens=overlap_tokens)
+    require_non_negative(overlap_tokens=overlap_tokens)
     if overlap_tokens >= chunk_tokens:
-        raise ValueError(f"overlap_tokens {overlap_tokens} must be < chunk_tokens {chunk_tokens}")
+        raise InputError(f"overlap_tokens {overlap_tokens} must be < chunk_tokens {chunk_tokens}")
     stride = chunk_tokens - overlap_tokens
     if tokens_per_document <= chunk_tokens:
         per_doc = 1
@@ -119,8 +122,8 @@ def rag_prompt_tokens(
 
     Feed ``prompt_tokens`` to the inference functions (prefill time, KV cache, SLO replicas).
     """
-    _require_positive(question_tokens=question_tokens, top_k=top_k, chunk_tokens=chunk_tokens)
-    _require_non_negative(template_tokens=template_tokens)
+    require_positive(question_tokens=question_tokens, top_k=top_k, chunk_tokens=chunk_tokens)
+    require_non_negative(template_tokens=template_tokens)
     retrieved = top_k * chunk_tokens
     return RagPrompt(
         retrieved_tokens=retrieved,
@@ -162,15 +165,15 @@ def embedding_model(
     bidirectional attention when the shape is given (≈ 7 % for a 335M, 24-layer, 1024-wide
     encoder at 512 tokens). ``dense_tflops`` is the GPU's dense peak for ``precision``.
     """
-    _require_positive(params=params, dense_tflops=dense_tflops)
-    _require_non_negative(
+    require_positive(params=params, dense_tflops=dense_tflops)
+    require_non_negative(
         layers=layers,
         hidden=hidden,
         sequence_tokens=sequence_tokens,
         overhead_bytes_per_gpu=overhead_bytes_per_gpu,
     )
-    _require_fraction(compute_efficiency=compute_efficiency)
-    weights = params * bytes_per_value(precision)
+    require_fraction(compute_efficiency=compute_efficiency)
+    weights = params * precision_bytes(precision)
     flops_per_token = 2 * params + 4 * layers * sequence_tokens * hidden
     notes = []
     if not (layers and hidden and sequence_tokens):
@@ -234,7 +237,7 @@ def embedding_ingest(corpus: Corpus, encoder: Encoder, *, gpus: int = 1) -> Embe
 
     Embedding batches are independent, so ``gpus`` scale it linearly (data parallel).
     """
-    _require_positive(gpus=gpus)
+    require_positive(gpus=gpus)
     c = chunking(corpus.documents, corpus.tokens_per_document, corpus.chunk_tokens,
                  corpus.overlap_tokens)
     e = encoder
@@ -295,8 +298,8 @@ def query_embedding_gpus(
     least one (a replica is needed at any load). The target leaves headroom for bursts and
     for the small, latency-bound batches of online queries.
     """
-    _require_positive(qps=qps, query_tokens=query_tokens)
-    _require_fraction(target_utilization=target_utilization)
+    require_positive(qps=qps, query_tokens=query_tokens)
+    require_fraction(target_utilization=target_utilization)
     model = embedding_model(params, dense_tflops, precision, compute_efficiency=compute_efficiency)
     load = qps * query_tokens / model.tokens_per_second_per_gpu
     return QueryEmbedding(
@@ -357,10 +360,10 @@ def vector_index_memory(vectors: int, dim: int, layout: IndexLayout = HNSW_FP32)
     ``raw_vector_bytes`` is the flat size of the same vectors, so ``overhead_factor`` =
     index / raw reads > 1 for HNSW and < 1 for compressed indexes.
     """
-    _require_positive(vectors=vectors, dim=dim)
+    require_positive(vectors=vectors, dim=dim)
     index, value_precision, hnsw_m = layout.kind, layout.value_precision, layout.hnsw_m
     pq_subquantizers, pq_bits, ivf_lists = layout.pq_subquantizers, layout.pq_bits, layout.ivf_lists
-    value_bytes = bytes_per_value(value_precision)
+    value_bytes = precision_bytes(value_precision)
     raw = vectors * dim * value_bytes
     inputs: dict[str, float | int | str | bool | None] = {
         "vectors": vectors,
@@ -373,21 +376,21 @@ def vector_index_memory(vectors: int, dim: int, layout: IndexLayout = HNSW_FP32)
         total = raw
         formula = "vectors · dim · bytes per value"
     elif index == "hnsw":
-        _require_positive(hnsw_m=hnsw_m)
+        require_positive(hnsw_m=hnsw_m)
         total = vectors * (dim * value_bytes + hnsw_m * 2 * 4)
         formula = "vectors · (dim · bytes + M · 2 · 4) (Faiss wiki: (d*4 + M*2*4) per vector)"
         inputs["hnsw_m"] = hnsw_m
     elif index == "ivf_pq":
         m = pq_subquantizers if pq_subquantizers is not None else max(1, dim // 16)
         lists = ivf_lists if ivf_lists is not None else max(1, round(4 * math.sqrt(vectors)))
-        _require_positive(pq_subquantizers=m, pq_bits=pq_bits, ivf_lists=lists)
+        require_positive(pq_subquantizers=m, pq_bits=pq_bits, ivf_lists=lists)
         code_bytes = math.ceil(m * pq_bits / 8)
         total = vectors * (code_bytes + 8) + lists * dim * 4
         formula = "vectors · (ceil(m · nbits / 8) + 8 id bytes) + ivf_lists · dim · 4"
         inputs.update({"pq_subquantizers": m, "pq_bits": pq_bits, "ivf_lists": lists})
         notes.append("raw vectors not kept; add raw_vector_bytes if re-ranking needs them")
     else:
-        raise ValueError(f"unknown index {index!r}. To fix: use flat, hnsw or ivf_pq")
+        raise InputError(f"unknown index {index!r}. To fix: use flat, hnsw or ivf_pq")
     return VectorIndex(
         raw_vector_bytes=raw,
         index_bytes=total,
@@ -423,16 +426,16 @@ def retrieval_cpu_cores(
     ``ivf_probes`` / ivf_lists of the PQ codes; scans run at
     ``scan_bytes_per_second_per_core``. Cores = ceil(qps / (qps_per_core · target)).
     """
-    _require_positive(qps=qps, vectors=vectors, dim=dim)
-    _require_fraction(target_utilization=target_utilization)
-    _require_positive(scan_bytes_per_second_per_core=scan_bytes_per_second_per_core)
+    require_positive(qps=qps, vectors=vectors, dim=dim)
+    require_fraction(target_utilization=target_utilization)
+    require_positive(scan_bytes_per_second_per_core=scan_bytes_per_second_per_core)
     index, value_precision = layout.kind, layout.value_precision
     ivf_lists, ivf_probes, pq_subquantizers = layout.ivf_lists, layout.ivf_probes, (
         layout.pq_subquantizers)
-    value_bytes = bytes_per_value(value_precision)
+    value_bytes = precision_bytes(value_precision)
     notes: list[str] = []
     if qps_per_core is not None:
-        _require_positive(qps_per_core=qps_per_core)
+        require_positive(qps_per_core=qps_per_core)
         per_core = qps_per_core
         notes.append("qps_per_core given by the caller")
     elif index == "hnsw":
@@ -447,12 +450,12 @@ def retrieval_cpu_cores(
     elif index == "ivf_pq":
         lists = ivf_lists if ivf_lists is not None else max(1, round(4 * math.sqrt(vectors)))
         m = pq_subquantizers if pq_subquantizers is not None else max(1, dim // 16)
-        _require_positive(ivf_lists=lists, ivf_probes=ivf_probes, pq_subquantizers=m)
+        require_positive(ivf_lists=lists, ivf_probes=ivf_probes, pq_subquantizers=m)
         scanned = lists * dim * 4 + vectors * min(ivf_probes, lists) / lists * m
         per_core = scan_bytes_per_second_per_core / scanned
         notes.append("assumed: centroids plus the probed lists' 8-bit PQ codes streamed")
     else:
-        raise ValueError(f"unknown index {index!r}. To fix: use flat, hnsw or ivf_pq")
+        raise InputError(f"unknown index {index!r}. To fix: use flat, hnsw or ivf_pq")
     return RetrievalCores(
         qps_per_core=per_core,
         cores=max(1, math.ceil(qps / (per_core * target_utilization) - 1e-9)),

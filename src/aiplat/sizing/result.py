@@ -1,8 +1,17 @@
-"""The common shape of every sizing result."""
+"""The common shape of every sizing result, and the one check of each kind on its inputs.
+
+Every sizing function checks its inputs with ``require_positive``, ``require_non_negative``,
+``require_fraction`` and ``precision_bytes`` from here: one wording, one error type
+(``InputError``: a figure the spec or a flag gave; the CLI exits 2 with it).
+"""
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel, ConfigDict, Field
+
+from aiplat.errors import InputError
 
 InputValue = float | int | str | bool | None
 
@@ -30,3 +39,33 @@ BYTES_PER_PARAM: dict[str, float] = {
     "nf4": 0.5,
 }
 """Storage bytes per value for each precision name used in specs."""
+
+
+def precision_bytes(precision: str) -> float:
+    """Storage bytes of one value in ``precision`` (``bf16`` -> 2.0; any case)."""
+    try:
+        return BYTES_PER_PARAM[precision.lower()]
+    except KeyError:
+        names = ", ".join(sorted(BYTES_PER_PARAM))
+        raise InputError(f"unknown precision {precision!r} (fix: use one of {names})") from None
+
+
+def require_positive(**values: float) -> None:
+    """Refuse the first value that is not a positive finite number (NaN and inf too)."""
+    for name, value in values.items():
+        if not (value > 0 and math.isfinite(value)):
+            raise InputError(f"{name} must be a positive finite number, got {value!r}")
+
+
+def require_non_negative(**values: float) -> None:
+    """Refuse the first value that is not zero or a positive finite number."""
+    for name, value in values.items():
+        if not (value >= 0 and math.isfinite(value)):
+            raise InputError(f"{name} must be zero or a positive finite number, got {value!r}")
+
+
+def require_fraction(**values: float) -> None:
+    """Refuse the first value outside (0, 1]."""
+    for name, value in values.items():
+        if not 0 < value <= 1:
+            raise InputError(f"{name} must be in (0, 1], got {value!r}")

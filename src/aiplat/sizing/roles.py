@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict
 
 from aiplat.errors import InputError
 from aiplat.sizing.reserve import quorum_members
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, require_positive
 
 ZoneName = Literal["management", "service", "storage", "high_performance"]
 Fabric = Literal["infiniband", "roce", "none"]
@@ -186,15 +186,9 @@ def prometheus_estimate(
     """Disk = retention x samples/s x bytes per sample; memory = series x 3 kB x headroom."""
     if series < 0:
         raise InputError(f"series must be >= 0, got {series}")
-    for name, value in (
-        ("scrape_interval_s", scrape_interval_s),
-        ("retention_days", retention_days),
-        ("bytes_per_sample", bytes_per_sample),
-        ("bytes_per_series", bytes_per_series),
-        ("query_headroom", query_headroom),
-    ):
-        if not value > 0 or math.isinf(value):
-            raise InputError(f"{name} must be a positive finite number, got {value!r}")
+    require_positive(scrape_interval_s=scrape_interval_s, retention_days=retention_days,
+                     bytes_per_sample=bytes_per_sample, bytes_per_series=bytes_per_series,
+                     query_headroom=query_headroom)
     rate = series / scrape_interval_s
     disk = retention_days * SECONDS_PER_DAY * rate * bytes_per_sample
     return PrometheusEstimate(

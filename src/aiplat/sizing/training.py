@@ -35,10 +35,9 @@ from aiplat.sizing.memory import (
     MASTER_WEIGHT_BYTES,
     needs_master_weights,
     optimizer_state_bytes,
-    require_positive,
     stored_bytes,
 )
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, require_positive
 
 SECONDS_PER_DAY = 86_400.0
 TERA = 1e12
