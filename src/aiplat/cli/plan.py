@@ -15,6 +15,7 @@ from rich.table import Table
 
 from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
+from aiplat.findings import line, ordered
 from aiplat.fsutil import write_tree
 from aiplat.kube.crds import load_crds
 from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck
@@ -166,7 +167,7 @@ def _print_table(p: Plan) -> None:
     )
     # Findings are diagnostics, on stderr as kubectl's warnings are; -o json|yaml has them
     # as data.
-    for x in p.all_findings:
-        click.echo(f"{x.severity}: {x.subject}: {x.message} (fix: {x.fix})", err=True)
+    for x in ordered(p.all_findings):
+        click.echo(line(x), err=True)
     if not p.all_findings:
         click.echo("no findings", err=True)

@@ -1,18 +1,15 @@
-"""What a reviewer must act on, and the base of the Plan's models."""
+"""The base of the Plan's models. The plan's findings are aiplat's one ``Finding``
+(``aiplat.findings``): what a reviewer must act on."""
 
 from __future__ import annotations
 
-from typing import Literal
+from pydantic import BaseModel, ConfigDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from aiplat.findings import Finding
 
 
 class PlanModel(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class Finding(PlanModel):
-    severity: Literal["info", "warning", "error"]
-    subject: str = Field(description="what the finding is about, e.g. 'pool h100'")
-    message: str
-    fix: str = ""
+__all__ = ["Finding", "PlanModel"]

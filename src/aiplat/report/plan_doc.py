@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import date
 from typing import Any
 
+from aiplat.findings import table as findings_table
 from aiplat.kube.pipeline import KubeCheck
 from aiplat.plan.format import bytes_h, count_h, kw_h
 from aiplat.plan.models import Plan
@@ -87,15 +88,13 @@ def _summary(plan: Plan) -> list[KeyFigure]:
 
 
 def _findings(plan: Plan) -> Section:
-    rows = [[f.severity, f.subject, f.message, f.fix] for f in plan.all_findings]
-    order = {"error": 0, "warning": 1, "info": 2}
-    rows.sort(key=lambda r: order[r[0]])
+    columns, rows = findings_table(plan.all_findings)
     return Section(
         id="findings", title="Findings",
         paragraphs=["Nothing to act on."] if not rows else
         ["Errors make the plan infeasible as specified; warnings need a decision."],
-        tables=[group_repeats(Table(columns=["severity", "subject", "finding", "fix"],
-                                    rows=rows), ["subject"], count_after="severity")]
+        tables=[group_repeats(Table(columns=columns, rows=rows), ["subject"],
+                              count_after="severity")]
         if rows else [],
     )
 
