@@ -15,7 +15,8 @@ CDI specs, kube lint, the acceptance and handover checks — reports ``Finding``
 ``line()`` is the one text form (CLI, logs, acceptance reports), ``Finding.model_dump()`` the
 one data form (``-o json|yaml``, plan.json), ``table()`` the report's. Text that came
 from outside (object names, paths, spec strings) may hold terminal control sequences: the
-text form shows them escaped, so a finding cannot rewrite the admin's terminal.
+text form shows them escaped (``aiplat.text.shown``), so a finding cannot drive the admin's
+terminal.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from aiplat.text import shown
 
 Severity = Literal["error", "warning", "info"]
 SEVERITIES: tuple[Severity, ...] = ("error", "warning", "info")  # the order findings list in
@@ -40,29 +43,12 @@ class Finding(BaseModel):
     source: str = Field("", description="the rule or check that made it")
 
 
-def printable(text: str) -> str:
-    """``text`` with control and bidi-override characters shown as escapes (``\\x1b``,
-    ``\\u202e``): kept readable, never acted on by a terminal. (``str.isprintable`` is False
-    for C0/C1 controls, DEL, format characters such as the bidi overrides, and separators
-    other than the space.)"""
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == " " else _escape(c) for c in text)
-
-
-def _escape(c: str) -> str:
-    code = ord(c)
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
-
-
 def line(f: Finding) -> str:
     """``severity: [source] subject: message (fix: fix)``, the parts that are empty left out."""
     src = f"[{f.source}] " if f.source else ""
     subject = f"{f.subject}: " if f.subject else ""
     fix = f" (fix: {f.fix})" if f.fix else ""
-    return printable(f"{f.severity}: {src}{subject}{f.message}{fix}")
+    return shown(f"{f.severity}: {src}{subject}{f.message}{fix}")
 
 
 def table(findings: Iterable[Finding]) -> tuple[list[str], list[list[str]]]:
@@ -97,4 +83,4 @@ def counts(findings: Iterable[Finding]) -> dict[Severity, int]:
 
 
 __all__ = ["SEVERITIES", "TABLE_COLUMNS", "Finding", "Severity", "counts", "line", "ordered",
-           "printable", "table", "worst"]
+           "table", "worst"]

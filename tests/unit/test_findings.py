@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from aiplat.findings import Finding, counts, line, ordered, printable, table, worst
+from aiplat.findings import Finding, counts, line, ordered, table, worst
+from aiplat.text import shown
 
 
 def test_line_leaves_out_what_is_empty() -> None:
@@ -15,17 +16,17 @@ def test_line_leaves_out_what_is_empty() -> None:
     assert line(Finding(severity="error", subject="", message="m")) == "error: m"
 
 
-@pytest.mark.parametrize(("raw", "shown"), [
+@pytest.mark.parametrize(("raw", "escaped"), [
     ("a\x1b[2Jb", "a\\x1b[2Jb"),      # clear the screen
     ("x\u202eedoc", "x\\u202eedoc"),   # right-to-left override
     ("a\x9bb", "a\\x9bb"),             # C1 CSI
     ("a\nb\rc\x7f", "a\\x0ab\\x0dc\\x7f"),
     ("pool h100 — ok", "pool h100 — ok"),
 ])
-def test_text_from_outside_cannot_drive_the_terminal(raw: str, shown: str) -> None:
-    assert printable(raw) == shown
+def test_text_from_outside_cannot_drive_the_terminal(raw: str, escaped: str) -> None:
+    assert shown(raw) == escaped
     f = Finding(severity="error", subject=raw, message=raw, fix=raw, source=raw)
-    assert line(f).count(shown) == 4
+    assert line(f).count(escaped) == 4
     assert all(c.isprintable() for c in line(f))
 
 

@@ -81,11 +81,11 @@ def test_l40s_matches_its_own_entry_and_reports_what_differs(tmp_path: Path) -> 
 def test_driver_facts_eol_and_cuda_minimum() -> None:
     facts = driver_facts({"driver": "535.216.03", "cuda": "13.0"}, TODAY)
     assert [(f.severity, f.message) for f in facts] == [
-        ("warn", "R535 LTSB reached end of life on 2026-06-30"),
-        ("fail", "CUDA 13.0 needs driver >= 580, node has 535.216.03")]
+        ("warning", "R535 LTSB reached end of life on 2026-06-30"),
+        ("error", "CUDA 13.0 needs driver >= 580, node has 535.216.03")]
     assert driver_facts({"driver": "535.216.03", "cuda": "12.2"}, date(2026, 1, 1)) == []
     assert [f.severity for f in driver_facts({"driver": "520.61.05", "cuda": "12.0"}, TODAY)
-            if f.subject.startswith("cuda")] == ["fail"]
+            if f.subject.startswith("cuda")] == ["error"]
 
 
 def test_image_cuda_against_the_driver() -> None:
@@ -96,6 +96,6 @@ def test_image_cuda_against_the_driver() -> None:
     with pytest.raises(InputError, match="CUDA_VERSION"):
         image_cuda_version({"config": {"Env": []}}, "img.json")
     assert check_image("12.4.1", "580.95.05", "13.0").severity == "info"
-    assert check_image("13.0.1", "570.172.08", "12.8").severity == "fail"
-    assert check_image("12.9", "550.54.14", "12.4").severity == "warn"  # minor-version compat
-    assert check_image("12.4", None, None).severity == "warn"
+    assert check_image("13.0.1", "570.172.08", "12.8").severity == "error"
+    assert check_image("12.9", "550.54.14", "12.4").severity == "warning"  # minor-version compat
+    assert check_image("12.4", None, None).severity == "warning"

@@ -54,15 +54,15 @@ def test_hgx_rail_aligned_is_clean_and_recommends_restricted(tmp_path: Path) -> 
 
 def test_degraded_hgx_flags_the_x8_gpu(tmp_path: Path) -> None:
     p = evaluate_placement(collect_inventory(hgx_h100(tmp_path, degraded=True)))
-    assert [(f.severity, f.code, f.subject) for f in p.findings] == [
-        ("fail", "pcie-width-degraded", "GPU3 0000:5e:00.0"),
-        ("warn", "nearest-nic-down", "GPU5 0000:ac:00.0")]
+    assert [(f.severity, f.source, f.subject) for f in p.findings] == [
+        ("error", "pcie-width-degraded", "GPU3 0000:5e:00.0"),
+        ("warning", "nearest-nic-down", "GPU5 0000:ac:00.0")]
     assert p.labels["node.aiplat.io/pcie-degraded"] == "true"
 
 
 def test_l40s_without_nic_locality(tmp_path: Path) -> None:
     p = evaluate_placement(collect_inventory(l40s_4(tmp_path)))
-    codes = [(f.subject.split()[0], f.code) for f in p.findings]
+    codes = [(f.subject.split()[0], f.source) for f in p.findings]
     assert codes == [("GPU0", "no-local-nic"), ("GPU1", "no-local-nic"),
                      ("GPU2", "no-local-nic"), ("GPU2", "numa-mismatch"),
                      ("GPU3", "no-local-nic"), ("GPU3", "numa-mismatch")]
@@ -93,4 +93,4 @@ def test_recorded_topo_overrides_the_derived_path(tmp_path: Path) -> None:
     inv = collect_inventory(root, {"topo": tmp_path / "topo.txt", "smi-xml": tmp_path / "smi.xml"})
     p = evaluate_placement(inv)
     assert p.gpus[0].best_path == "PHB"
-    assert [f.code for f in p.findings] == ["no-local-nic"]
+    assert [f.source for f in p.findings] == ["no-local-nic"]

@@ -69,7 +69,7 @@ def test_cuda_needs_driver_from_node_facts(platform: Platform) -> None:
     entry = find_entry(platform, None)
     bad = planned_entry(entry, {"driver": "575.57.08", "cuda": "13.0"})
     facts = check_entry(bad, platform, TODAY).facts
-    assert any(f.severity == "fail" and "CUDA 13.0 needs driver >= 580" in f.message
+    assert any(f.severity == "error" and "CUDA 13.0 needs driver >= 580" in f.message
                for f in facts)
 
 
@@ -78,7 +78,7 @@ def test_driver_branch_end_of_life_depends_on_today(platform: Platform) -> None:
     before = check_entry(entry, platform, date(2026, 6, 1)).facts
     after = check_entry(entry, platform, TODAY).facts
     assert not any("end of life" in f.message for f in before)
-    assert any(f.severity == "warn" and "R535 LTSB reached end of life" in f.message
+    assert any(f.severity == "warning" and "R535 LTSB reached end of life" in f.message
                for f in after)
 
 
@@ -86,14 +86,14 @@ def test_dra_needs_kubernetes_serving_resource_v1(platform: Platform) -> None:
     dra = _with(platform, gpu_resources="dra", version="1.33")
     entry = planned_entry(find_entry(dra, None), {"kubernetes": "1.33"})
     sev = _severities(entry, dra)
-    assert any(s == "fail" and "resource.k8s.io/v1" in m for m, s in sev.items())
+    assert any(s == "error" and "resource.k8s.io/v1" in m for m, s in sev.items())
     ok = _with(platform, gpu_resources="dra")
     assert check_entry(find_entry(ok, None), ok, TODAY).status == "pass"
 
 
 def test_kueue_api_must_be_served(platform: Platform) -> None:
     old = planned_entry(find_entry(platform, None), {"kueue": "0.14.2"})
-    msgs = [f.message for f in check_entry(old, platform, TODAY).facts if f.severity == "fail"]
+    msgs = [f.message for f in check_entry(old, platform, TODAY).facts if f.severity == "error"]
     assert any("kueueApi v1beta2 is served from Kueue 0.15" in m for m in msgs)
     v1beta1 = _with(platform, kueue_api="v1beta1", kueue_version="0.14.2")
     assert check_entry(old, v1beta1, TODAY).status == "pass"
@@ -120,7 +120,7 @@ def test_diff_shows_changes_and_new_violations(platform: Platform) -> None:
     assert {c.key: (c.before, c.after) for c in d.changes} == {
         "driver": ("580.95.05", "575.57.08"), "gpu_operator": ("v25.10.0", "v25.10.1")}
     assert d.status == "fail"
-    assert [f.severity for f in d.new_facts] == ["info", "fail"]  # unknown branch, CUDA 13
+    assert [f.severity for f in d.new_facts] == ["info", "error"]  # unknown branch, CUDA 13
     back = diff_entries(plan, cur, platform, TODAY)
     assert back.status == "pass" and any("cuda" in f.subject for f in back.resolved)
 
@@ -147,7 +147,7 @@ def test_cli_show_check_diff(tmp_path: Path) -> None:
     js = r.invoke(matrix_group, ["check", "-o", "json", "--today", "2026-11-29"])
     assert js.exit_code == 0 and json.loads(js.output)["status"] == "pass"
     bad = r.invoke(matrix_group, ["diff", "--set", "kueue=0.14.0", "--today", "2026-11-29"])
-    assert bad.exit_code == 1 and "new   fail: kueue 0.14.0" in bad.output
+    assert bad.exit_code == 1 and "new   error: kueue 0.14.0" in bad.output
     assert r.invoke(matrix_group, ["diff", "--set", "nope=1"]).exit_code != 0
 
 

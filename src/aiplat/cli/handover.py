@@ -109,18 +109,19 @@ def matrix_check(spec: str | None, output: str, today: Any, strict: bool) -> Non
       aiplat matrix check platform.yaml
       aiplat matrix check platform.yaml --strict --today 2027-06-30 -o json
     """
-    from aiplat.ops.matrix import check_matrix, fact_line
+    from aiplat.findings import line
+    from aiplat.ops.matrix import check_matrix
 
     check = check_matrix(_platform(spec), _today(today))
     if output == "json":
         _json({"status": check.status, **check.model_dump(mode="json")})
     else:
         for f in check.facts:
-            click.echo(fact_line(f))
+            click.echo(line(f))
         for e in check.entries:
             click.echo(f"{e.name}: {e.status}")
             for f in e.facts:
-                click.echo(f"  {fact_line(f)}")
+                click.echo(f"  {line(f)}")
         click.echo(f"overall: {check.status}")
     if check.status == "fail" or (strict and check.status == "warn"):
         sys.exit(1)
@@ -185,7 +186,7 @@ def _entry_of(platform: Platform, name: str | None, path: str | None) -> Any:
 
 
 def _print_diff(d: Any, output: str) -> None:
-    from aiplat.ops.matrix import fact_line
+    from aiplat.findings import line
 
     if output == "json":
         _json({"status": d.status, **d.model_dump(mode="json")})
@@ -193,9 +194,9 @@ def _print_diff(d: Any, output: str) -> None:
         for c in d.changes:
             click.echo(f"{c.key:18} {c.before or '–'} -> {c.after or '–'}")
         for f in d.new_facts:
-            click.echo(f"new   {fact_line(f)}")
+            click.echo(f"new   {line(f)}")
         for f in d.resolved:
-            click.echo(f"gone  {fact_line(f)}")
+            click.echo(f"gone  {line(f)}")
         click.echo(f"planned entry: {d.status}")
 
 

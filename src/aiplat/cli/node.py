@@ -91,7 +91,7 @@ def placement(root: str, recorded: tuple[str, ...], fmt: str) -> None:
             click.echo(f"label {k}={v}")
     else:
         click.echo(dump(p.model_dump(mode="json"), fmt), nl=False)
-    if any(f.severity == "fail" for f in p.findings):
+    if any(f.severity == "error" for f in p.findings):
         sys.exit(1)
 
 

@@ -20,6 +20,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from aiplat.errors import InputError
+from aiplat.findings import Severity
 from aiplat.node.inventory import DeviceKind, Inventory
 from aiplat.node.kernlog import XidEvent
 from aiplat.node.pciaddr import ACS_REDIRECT, acs_flags
@@ -27,6 +28,8 @@ from aiplat.node.placement import LABEL_DOMAIN, link_findings
 from aiplat.spec.models import NicType, NodeChecksSpec, Platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
+STATUS_OF: dict[Severity, Status] = {"error": "fail", "warning": "warn", "info": "pass"}
+"""A check's status from the severity of the finding it reports."""
 CRITICAL_XIDS = frozenset({48, 56, 57, 58, 62, 63, 64, 65, 68, 69, 73, 74, 79, 80, 81, 92, 119,
                            120})
 BAD_CLOCK_REASONS = {"hw_slowdown": "fail", "hw_thermal_slowdown": "fail",
@@ -142,8 +145,8 @@ def _pcie(ctx: CheckContext) -> list[CheckResult]:
                                                      DeviceKind.NVSWITCH)]
     for dev in watched:
         for f in link_findings(dev, dev.kind.value):
-            out.append(CheckResult(name="pcie-link", status=f.severity if f.severity != "info"
-                                   else "pass", subject=f.subject, observed=f.message,
+            out.append(CheckResult(name="pcie-link", status=STATUS_OF[f.severity],
+                                   subject=f.subject, observed=f.message,
                                    expected="link at its maximum width and speed",
                                    remediation=f.fix))
     linked = sum(1 for d in watched if d.link is not None)

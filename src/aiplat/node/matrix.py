@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import re
 from datetime import date
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from aiplat.errors import InputError
+from aiplat.findings import Finding
 from aiplat.node.inventory import Inventory
 
 CUDA_MIN_DRIVER: dict[int, tuple[int, ...]] = {11: (450, 80, 2), 12: (525, 60, 13), 13: (580,)}
@@ -57,23 +57,16 @@ class EntryResult(MatrixModel):
     unobserved: list[str]
 
 
-class Fact(MatrixModel):
-    severity: Literal["info", "warn", "fail"]
-    subject: str
-    message: str
-    fix: str = ""
-
-
 class MatrixReport(MatrixModel):
     observed: dict[str, str | None]
     entries: list[EntryResult]
     matched: str | None
     closest: str | None
-    facts: list[Fact]
+    facts: list[Finding]
 
     @property
     def ok(self) -> bool:
-        return self.matched is not None and not any(f.severity == "fail" for f in self.facts)
+        return self.matched is not None and not any(f.severity == "error" for f in self.facts)
 
 
 def vtuple(text: str) -> tuple[int, ...]:
@@ -191,27 +184,27 @@ def evaluate_matrix(approved: list[dict[str, str | None]], observed: dict[str, s
                         facts=driver_facts(observed, today))
 
 
-def driver_facts(observed: dict[str, str | None], today: date) -> list[Fact]:
-    facts: list[Fact] = []
+def driver_facts(observed: dict[str, str | None], today: date) -> list[Finding]:
+    facts: list[Finding] = []
     driver = observed.get("driver")
     cuda = observed.get("cuda")
     if driver:
         dv = vtuple(driver)
         branch = DRIVER_BRANCHES.get(dv[0])
         if branch is None:
-            facts.append(Fact(severity="info", subject=f"driver {driver}",
+            facts.append(Finding(severity="info", subject=f"driver {driver}",
                               message=f"branch R{dv[0]} is not in aiplat's lifecycle table",
                               fix="check NVIDIA's driver lifecycle page for its end of life"))
         elif today > branch[1]:
-            facts.append(Fact(
-                severity="warn", subject=f"driver {driver}",
+            facts.append(Finding(
+                severity="warning", subject=f"driver {driver}",
                 message=f"R{dv[0]} {branch[0]} reached end of life on {branch[1].isoformat()}",
                 fix="approve and roll out a supported branch (e.g. R580 LTSB until 2028-06)"))
         if cuda:
             need = CUDA_MIN_DRIVER.get(vtuple(cuda)[0])
             if need and _cmp(dv, need) < 0:
-                facts.append(Fact(
-                    severity="fail", subject=f"cuda {cuda}",
+                facts.append(Finding(
+                    severity="error", subject=f"cuda {cuda}",
                     message=f"CUDA {cuda} needs driver >= {'.'.join(map(str, need))}, node has "
                             f"{driver}", fix="upgrade the driver or approve an older CUDA"))
     return facts
@@ -235,24 +228,24 @@ def image_cuda_version(config: dict[str, object], source: str) -> str:
                      "--config docker://IMAGE`)")
 
 
-def check_image(image_cuda: str, driver: str | None, driver_cuda: str | None) -> Fact:
+def check_image(image_cuda: str, driver: str | None, driver_cuda: str | None) -> Finding:
     subject = f"image CUDA {image_cuda}"
     if driver is None:
-        return Fact(severity="warn", subject=subject, message="no NVIDIA driver on the node",
+        return Finding(severity="warning", subject=subject, message="no NVIDIA driver on the node",
                     fix="install the approved driver first")
     iv = vtuple(image_cuda)
     need = CUDA_MIN_DRIVER.get(iv[0])
     if need is None:
-        return Fact(severity="warn", subject=subject,
+        return Finding(severity="warning", subject=subject,
                     message=f"CUDA {iv[0]}.x is not in aiplat's compatibility table")
     if _cmp(vtuple(driver), need) < 0:
-        return Fact(severity="fail", subject=subject,
+        return Finding(severity="error", subject=subject,
                     message=f"needs driver >= {'.'.join(map(str, need))}; node has {driver}",
                     fix="upgrade the node driver, or rebuild the image on an older CUDA")
     if driver_cuda and _cmp(iv[:2], vtuple(driver_cuda)[:2]) > 0:
-        return Fact(severity="warn", subject=subject,
+        return Finding(severity="warning", subject=subject,
                     message=f"newer than the driver's CUDA {driver_cuda}: runs through minor "
                             "version compatibility; PTX JIT of newer code may fail",
                     fix="prefer images at or below the driver's CUDA version")
-    return Fact(severity="info", subject=subject,
+    return Finding(severity="info", subject=subject,
                 message=f"runs on driver {driver} (CUDA {driver_cuda or 'unknown'})")

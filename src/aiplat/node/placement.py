@@ -14,10 +14,9 @@ those are the ones NCCL and GPUDirect RDMA use; a management NIC is not a GPU's 
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
+from aiplat.findings import Finding
 from aiplat.node.inventory import Inventory, PciDevice
 from aiplat.node.pciaddr import format_cpulist, parse_cpulist
 
@@ -27,14 +26,6 @@ LABEL_DOMAIN = "node.aiplat.io"
 
 class PlacementModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Finding(PlacementModel):
-    severity: Literal["info", "warn", "fail"]
-    subject: str
-    code: str
-    message: str
-    fix: str = ""
 
 
 class NicPath(PlacementModel):
@@ -140,7 +131,7 @@ def evaluate_placement(inv: Inventory) -> Placement:
         subject = f"GPU{i} {gpu.address}"
         if nics and best_path not in ("PIX", "PXB"):
             findings.append(Finding(
-                severity="warn", subject=subject, code="no-local-nic",
+                severity="warning", subject=subject, source="no-local-nic",
                 message=f"no RDMA NIC under the same PCIe switch (nearest: "
                         f"{', '.join(n.name for n in nearest)} via {best_path})",
                 fix="GPUDirect RDMA will cross the host bridge; move a NIC into this GPU's "
@@ -148,7 +139,7 @@ def evaluate_placement(inv: Inventory) -> Placement:
         if nearest and gpu.numa_node is not None and all(
                 n.numa_node is not None and n.numa_node != gpu.numa_node for n in nearest):
             findings.append(Finding(
-                severity="warn", subject=subject, code="numa-mismatch",
+                severity="warning", subject=subject, source="numa-mismatch",
                 message=f"GPU on NUMA node {gpu.numa_node}, nearest NIC "
                         f"{nearest[0].name} on NUMA node {nearest[0].numa_node}",
                 fix="traffic crosses the socket interconnect; re-slot the NIC or GPU, or pin "
@@ -157,7 +148,7 @@ def evaluate_placement(inv: Inventory) -> Placement:
                       & {n.name for n in nearest})
         if down:
             findings.append(Finding(
-                severity="warn", subject=subject, code="nearest-nic-down",
+                severity="warning", subject=subject, source="nearest-nic-down",
                 message=f"the RDMA port next to this GPU ({', '.join(down)}) is not ACTIVE",
                 fix="jobs on this GPU fall back to a remote NIC until the port is fixed "
                     "(`aiplat node check` names the port)"))
@@ -169,7 +160,7 @@ def evaluate_placement(inv: Inventory) -> Placement:
         findings += link_findings(nic, rdma[nic.address])
     if gpus and not nics:
         findings.append(Finding(
-            severity="info", subject="node", code="no-rdma-nic",
+            severity="info", subject="node", source="no-rdma-nic",
             message="no NIC with an RDMA device: GPU-NIC locality not evaluated",
             fix="expected on single-node inference nodes; multi-node training needs RDMA NICs"))
 
@@ -189,14 +180,15 @@ def link_findings(dev: PciDevice, name: str) -> list[Finding]:
     subject = f"{name} {dev.address}"
     if link.width_degraded:
         out.append(Finding(
-            severity="fail", subject=subject, code="pcie-width-degraded",
+            severity="error", subject=subject, source="pcie-width-degraded",
             message=f"link trained at x{link.current_width}, capable of x{link.max_width}",
             fix="reseat the card/riser or check the slot; confirm with `lspci -vv -s "
                 f"{dev.address}` (LnkSta vs LnkCap)"))
     if link.speed_degraded:
         idle_ok = dev.kind.value == "gpu"
         out.append(Finding(
-            severity="warn" if idle_ok else "fail", subject=subject, code="pcie-speed-degraded",
+            severity="warning" if idle_ok else "error", subject=subject,
+            source="pcie-speed-degraded",
             message=f"link at {link.current_speed_gts:g} GT/s, capable of "
                     f"{link.max_speed_gts:g} GT/s" + (" (GPUs lower the speed when idle)"
                                                       if idle_ok else ""),
@@ -230,7 +222,7 @@ def _recommend(inv: Inventory, gpus: list[GpuPlacement],
     elif any(g.numa_node is None for g in gpus):
         policy, scope = "none", "container"
         reasons.append("GPU NUMA affinity unknown (sysfs numa_node -1): alignment impossible")
-    elif any(f.code == "numa-mismatch" for f in findings):
+    elif any(f.source == "numa-mismatch" for f in findings):
         policy, scope = "best-effort", "pod"
         reasons.append("some GPUs have no NIC on their NUMA node: 'restricted' would reject "
                        "pods that ask for such a GPU and a NIC; 'best-effort' admits them")
@@ -278,8 +270,8 @@ def _labels(inv: Inventory, gpus: list[GpuPlacement], findings: list[Finding]) -
         f"{d}/numa-nodes": str(len(inv.host.numa)),
         f"{d}/rdma": "true" if inv.ib_ports else "false",
         f"{d}/gpu-nic-path": PATH_ORDER[worst].lower() if worst is not None else "none",
-        f"{d}/gpu-numa-aligned": "false" if any(f.code == "numa-mismatch" for f in findings)
+        f"{d}/gpu-numa-aligned": "false" if any(f.source == "numa-mismatch" for f in findings)
         else "true",
-        f"{d}/pcie-degraded": "true" if any(f.code == "pcie-width-degraded" for f in findings)
+        f"{d}/pcie-degraded": "true" if any(f.source == "pcie-width-degraded" for f in findings)
         else "false",
     }

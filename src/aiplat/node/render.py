@@ -7,7 +7,6 @@ pure evaluators so those never import rich.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from typing import Any, TypeVar
 
@@ -16,10 +15,12 @@ from pydantic import BaseModel
 from rich.console import Console
 from rich.table import Table
 
+from aiplat.findings import line
 from aiplat.node.checks import CheckReport
 from aiplat.node.inventory import DeviceKind, Inventory
 from aiplat.node.matrix import MatrixReport
 from aiplat.node.placement import Placement
+from aiplat.text import shown
 
 
 def console() -> Console:
@@ -31,15 +32,6 @@ def console() -> Console:
 
 
 M = TypeVar("M", bound=BaseModel)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # newlines too: a forged line
-
-
-def shown(text: str) -> str:
-    """``text`` safe for a terminal: control characters (an escape sequence in a hostname
-    or file name of a recorded tree) written as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
 def _shown_all(data: Any) -> Any:
     if isinstance(data, str):
         return shown(data)
@@ -134,7 +126,7 @@ def placement_table(p: Placement) -> None:
             f"{r.cpu_manager_policy} reservedSystemCPUs={r.reserved_system_cpus or '-'}"
             + (f" · NCCL_IB_HCA={r.nccl_ib_hca}" if r.nccl_ib_hca else ""))
     for f in p.findings:
-        c.print(f"{f.severity}: {f.subject}: {f.message} (fix: {f.fix})")
+        c.print(line(f))
 
 
 def check_table(report: CheckReport, matrix: MatrixReport | None, extra: list[str]) -> None:
@@ -165,8 +157,7 @@ def check_table(report: CheckReport, matrix: MatrixReport | None, extra: list[st
             c.print(f"matrix: no approved entry matches; closest '{entry.name}' differs in: "
                     f"{diffs}")
         for f in matrix.facts:
-            fix = f" (fix: {f.fix})" if f.fix else ""
-            c.print(f"{f.severity}: {f.subject}: {f.message}{fix}")
-    for line in extra:
-        c.print(line)
+            c.print(line(f))
+    for text in extra:
+        c.print(text)
     c.print(f"overall: {report.status}")

@@ -11,6 +11,7 @@ from datetime import date
 from pathlib import Path
 
 from aiplat.errors import InputError
+from aiplat.findings import Finding
 from aiplat.node.baseline import fingerprint, fingerprint_changes, load_baseline, rollback_steps
 from aiplat.node.checks import (
     CheckContext,
@@ -24,7 +25,6 @@ from aiplat.node.collect import collect_inventory
 from aiplat.node.inventory import Inventory
 from aiplat.node.kernlog import read_xids
 from aiplat.node.matrix import (
-    Fact,
     MatrixReport,
     check_image,
     evaluate_matrix,
@@ -40,7 +40,7 @@ class CheckOutcome:
     inventory: Inventory
     report: CheckReport
     matrix: MatrixReport | None
-    image: Fact | None
+    image: Finding | None
     rollback: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)  # files of the tree refused
 
@@ -49,7 +49,7 @@ class CheckOutcome:
         failed = self.report.failed
         if self.matrix is not None and not self.matrix.ok:
             failed = True
-        if self.image is not None and self.image.severity == "fail":
+        if self.image is not None and self.image.severity == "error":
             failed = True
         return 1 if failed else 0
 

@@ -36,7 +36,9 @@ from pydantic_core import ErrorDetails
 
 from aiplat import __version__
 from aiplat.errors import InputError
-from aiplat.node.matrix import MATRIX_KEYS, Fact, driver_facts, version_matches, vtuple
+from aiplat.findings import Finding, line
+from aiplat.findings import table as findings_table
+from aiplat.node.matrix import MATRIX_KEYS, driver_facts, version_matches, vtuple
 
 __all__ = ["LABELS", "MATRIX_KEYS", "EntryCheck", "MatrixCheck", "MatrixDiff", "check_entry",
            "check_matrix", "diff_entries", "dra_versions", "lowest", "matrix_document"]
@@ -65,12 +67,12 @@ class MatrixModel(BaseModel):
 class EntryCheck(MatrixModel):
     name: str
     values: dict[str, str | None]
-    facts: list[Fact]
+    facts: list[Finding]
 
     @property
     def status(self) -> Literal["pass", "warn", "fail"]:
         sev = {f.severity for f in self.facts}
-        return "fail" if "fail" in sev else "warn" if "warn" in sev else "pass"
+        return "fail" if "error" in sev else "warn" if "warning" in sev else "pass"
 
 
 class MatrixCheck(MatrixModel):
@@ -78,12 +80,12 @@ class MatrixCheck(MatrixModel):
     today: str
     aiplat: str
     entries: list[EntryCheck]
-    facts: list[Fact]  # about the matrix as a whole
+    facts: list[Finding]  # about the matrix as a whole
 
     @property
     def status(self) -> Literal["pass", "warn", "fail"]:
         sev = {f.severity for f in self.facts} | {e.status for e in self.entries}
-        return "fail" if "fail" in sev else "warn" if "warn" in sev else "pass"
+        return "fail" if "error" in sev else "warn" if "warning" in sev else "pass"
 
 
 class Change(MatrixModel):
@@ -96,8 +98,8 @@ class MatrixDiff(MatrixModel):
     before: str
     after: str
     changes: list[Change]
-    new_facts: list[Fact]  # violated by the planned entry but not by the current one
-    resolved: list[Fact]  # violated now, gone after the patch
+    new_facts: list[Finding]  # violated by the planned entry but not by the current one
+    resolved: list[Finding]  # violated now, gone after the patch
     after_check: EntryCheck
 
     @property
@@ -152,7 +154,7 @@ def check_entry(entry: VersionEntry, platform: Platform, today: date) -> EntryCh
     """Facts about one approved entry: node-side facts from :mod:`aiplat.node.matrix` at the
     lowest admitted versions, then cluster-side facts and consistency with the spec."""
     values = entry_values(entry)
-    facts: list[Fact] = []
+    facts: list[Finding] = []
     low = {k: (lowest(v) if v else None) for k, v in values.items()}
     for key, value in values.items():
         if value is None:
@@ -160,51 +162,51 @@ def check_entry(entry: VersionEntry, platform: Platform, today: date) -> EntryCh
         try:
             version_matches(value, value)
         except (ValueError, AssertionError):
-            facts.append(Fact(severity="fail", subject=f"{key} {value}",
+            facts.append(Finding(severity="error", subject=f"{key} {value}",
                               message="not a version or range aiplat can read",
                               fix="write e.g. 580.95.05, >=6.1,<6.13 or 'containerd 2.1'"))
     facts += driver_facts({"driver": low["driver"], "cuda": low["cuda"]}, today)
     k8s = values["kubernetes"]
     spec_k8s = platform.kubernetes.version
     if k8s is None:
-        facts.append(Fact(severity="warn", subject="kubernetes", message="not pinned",
+        facts.append(Finding(severity="warning", subject="kubernetes", message="not pinned",
                           fix=f"add kubernetes: \"{spec_k8s}\" (the version manifests target)"))
     else:
         if not version_matches(k8s, spec_k8s):
-            facts.append(Fact(
-                severity="fail", subject=f"kubernetes {k8s}",
+            facts.append(Finding(
+                severity="error", subject=f"kubernetes {k8s}",
                 message=f"the spec renders manifests for Kubernetes {spec_k8s}, which this "
                         "entry does not admit",
                 fix=f"approve {spec_k8s}, or set kubernetes.version to the approved minor"))
         if low["kubernetes"]:
             served = dra_versions(low["kubernetes"])
             if platform.kubernetes.gpu_resources == "dra" and "v1" not in served:
-                facts.append(Fact(
-                    severity="fail", subject=f"kubernetes {k8s}",
+                facts.append(Finding(
+                    severity="error", subject=f"kubernetes {k8s}",
                     message="gpuResources: dra renders resource.k8s.io/v1 objects; Kubernetes "
                             f"{low['kubernetes']} serves {', '.join(served) or 'no DRA API'}",
                     fix="approve Kubernetes >= 1.34, or use gpuResources: device-plugin"))
             elif values["dra_driver"] and "v1" not in served:
-                facts.append(Fact(
-                    severity="warn", subject=f"dra_driver {values['dra_driver']}",
+                facts.append(Finding(
+                    severity="warning", subject=f"dra_driver {values['dra_driver']}",
                     message=f"Kubernetes {low['kubernetes']} does not serve resource.k8s.io/v1 "
                             f"(serves {', '.join(served) or 'no DRA API'})",
                     fix="check the DRA driver's release notes for its minimum Kubernetes"))
     kueue = values["kueue"]
     if kueue is None:
-        facts.append(Fact(severity="warn", subject="kueue", message="not pinned",
+        facts.append(Finding(severity="warning", subject="kueue", message="not pinned",
                           fix=f"add kueue: {platform.kubernetes.kueue_version}"))
     else:
         if not version_matches(kueue, platform.kubernetes.kueue_version):
-            facts.append(Fact(
-                severity="fail", subject=f"kueue {kueue}",
+            facts.append(Finding(
+                severity="error", subject=f"kueue {kueue}",
                 message=f"the spec renders for Kueue {platform.kubernetes.kueue_version}, which "
                         "this entry does not admit",
                 fix="approve that Kueue, or set kubernetes.kueueVersion to the approved one"))
         if low["kueue"] and not _kueue_serves(vtuple(low["kueue"]), platform.kubernetes.kueue_api):
             first = ".".join(map(str, KUEUE_API_FROM.get(platform.kubernetes.kueue_api, ())))
-            facts.append(Fact(
-                severity="fail", subject=f"kueue {kueue}",
+            facts.append(Finding(
+                severity="error", subject=f"kueue {kueue}",
                 message=f"kueueApi {platform.kubernetes.kueue_api} is served from Kueue "
                         f"{first or '?'}; the entry admits {low['kueue']}",
                 fix=f"approve Kueue >= {first}, or set kueueApi: v1beta1"))
@@ -212,13 +214,13 @@ def check_entry(entry: VersionEntry, platform: Platform, today: date) -> EntryCh
     if gpu_pools:
         for key in ("driver", "cuda", "container_toolkit"):
             if values[key] is None:
-                facts.append(Fact(
-                    severity="warn", subject=key,
+                facts.append(Finding(
+                    severity="warning", subject=key,
                     message=f"not pinned although pools {', '.join(gpu_pools)} have GPUs",
                     fix=f"add {key} to the entry so nodes are patched to one version"))
     for key in ("kernel", "container_runtime"):
         if values[key] is None:
-            facts.append(Fact(severity="info", subject=key, message="not pinned"))
+            facts.append(Finding(severity="info", subject=key, message="not pinned"))
     return EntryCheck(name=entry.name, values=values, facts=facts)
 
 
@@ -226,7 +228,7 @@ def check_matrix(platform: Platform, today: date) -> MatrixCheck:
     entries = [check_entry(e, platform, today) for e in platform.versions.approved]
     facts = []
     if not entries:
-        facts.append(Fact(severity="fail", subject="versions.approved",
+        facts.append(Finding(severity="error", subject="versions.approved",
                           message="no approved combination: nodes cannot be accepted or "
                                   "patched against anything",
                           fix="add versions.approved with at least kernel, driver, "
@@ -295,7 +297,7 @@ def _entry_id(name: str) -> str:
     return f"entry-{slug[:49].rstrip('-')}-{digest}"
 
 
-def _fkey(f: Fact) -> tuple[str, str]:
+def _fkey(f: Finding) -> tuple[str, str]:
     return (f.severity, f.message)
 
 
@@ -312,8 +314,9 @@ def diff_entries(before: VersionEntry, after: VersionEntry, platform: Platform,
                       resolved=[f for f in b.facts if _fkey(f) not in new], after_check=a)
 
 
-def fact_line(f: Fact) -> str:
-    return f"{f.severity}: {f.subject}: {f.message}" + (f" (fix: {f.fix})" if f.fix else "")
+def _findings_table(findings: list[Finding]) -> Table:
+    columns, rows = findings_table(findings)
+    return Table(columns=columns, rows=rows)
 
 
 def matrix_document(check: MatrixCheck) -> Document:
@@ -328,13 +331,12 @@ def matrix_document(check: MatrixCheck) -> Document:
                     "version (prefix on component boundaries), a range or 'tool version'. "
                     "aiplat is the toolkit version that checked the matrix."],
         tables=[Table(columns=["component", *names], rows=rows)] if names else [],
-        notes=[fact_line(f) for f in check.facts])]
+        notes=[line(f) for f in check.facts])]
     for e in check.entries:
         sections.append(Section(
             id=_entry_id(e.name),
             title=f"Facts for {e.name}",
-            tables=[Table(columns=["severity", "subject", "fact", "fix"],
-                          rows=[[f.severity, f.subject, f.message, f.fix] for f in e.facts])],
+            tables=[_findings_table(e.facts)],
             paragraphs=[] if e.facts else ["No fact is violated."]))
     sections.append(Section(
         id="facts", title="Compatibility facts used",
