@@ -1,4 +1,4 @@
-"""``net check`` findings from probe results (pure: results in, findings out).
+"""``net check``'s problems from probe results (pure: results in, problems out).
 
 Probes (see :mod:`aiplat.netdiag.probes`) measure, per segment: a ping burst between every
 pair of nodes (loss, latency, and which interface the responder's replies left by), a
@@ -71,7 +71,11 @@ class LinkState(_M):
     mtu: int
 
 
-class Finding(_M):
+class Problem(_M):
+    """A network problem the probes point at: what (kind), where (a node, or a pair or the
+    segment when no one node is common to the bad measurements), and the evidence. Not a
+    ``Finding``: it is a hypothesis with a score, ranked against the others."""
+
     kind: str = Field(description="down | loss | mtu | asym | rate")
     node: str | None = Field(description="the node localised to; None: a pair or the segment")
     segment: str
@@ -105,21 +109,21 @@ def analyse(
     pings: Iterable[PingResult],
     mtus: Iterable[MtuResult],
     rates: Iterable[RateResult],
-) -> list[Finding]:
+) -> list[Problem]:
     """Findings, strongest first; a healthy lab gives []."""
     links, pings, mtus, rates = list(links), list(pings), list(mtus), list(rates)
-    findings: list[Finding] = []
+    findings: list[Problem] = []
     down: set[tuple[str, str]] = set()
     for seg in segments:
         for link in (lk for lk in links if lk.segment == seg.name):
             if not link.up:
                 down.add((link.node, seg.name))
-                findings.append(Finding(
+                findings.append(Problem(
                     kind="down", node=link.node, segment=seg.name, score=1.0,
                     message=f"{seg.name} link of {link.node} is down",
                     evidence=[f"{link.node} {link.iface}: no carrier / operstate not UP"]))
             elif link.mtu != seg.mtu:
-                findings.append(Finding(
+                findings.append(Problem(
                     kind="mtu", node=link.node, segment=seg.name, score=0.95,
                     message=f"MTU mismatch on {seg.name}: {link.node} has {link.mtu}, "
                             f"the segment {seg.mtu}",
@@ -131,8 +135,8 @@ def analyse(
 
 
 def _pair_findings(seg: SegmentExpect, down: set[tuple[str, str]], pings: list[PingResult],
-                   mtus: list[MtuResult], rates: list[RateResult]) -> list[Finding]:
-    out: list[Finding] = []
+                   mtus: list[MtuResult], rates: list[RateResult]) -> list[Problem]:
+    out: list[Problem] = []
     spings = [p for p in pings if p.segment == seg.name]
     downed = {n for n, s in down if s == seg.name}
 
@@ -156,13 +160,13 @@ def _pair_findings(seg: SegmentExpect, down: set[tuple[str, str]], pings: list[P
         msg = (f"{where} unreachable on {seg.name}" if kind == "down"
                else f"packet loss on {seg.name} at {where}: {avg:.0f} % of pings lost")
         del what
-        out.append(Finding(kind=kind, node=node, segment=seg.name, message=msg, evidence=ev,
+        out.append(Problem(kind=kind, node=node, segment=seg.name, message=msg, evidence=ev,
                            score=0.9 if node else 0.6))
     small = [m for m in mtus if m.segment == seg.name and m.path_mtu is not None
              and m.path_mtu < seg.mtu and not touches_down(m.src, m.dst)]
     if small:
         node = _localise([(m.src, m.dst) for m in small], seg.nodes)
-        out.append(Finding(
+        out.append(Problem(
             kind="mtu", node=node, segment=seg.name, score=0.9 if node else 0.6,
             message=f"path MTU on {seg.name} is {min(m.path_mtu or 0 for m in small)} at "
                     f"{node or 'some pairs'}, the segment is configured for {seg.mtu}",
@@ -177,7 +181,7 @@ def _pair_findings(seg: SegmentExpect, down: set[tuple[str, str]], pings: list[P
         ev = [f"{r.src} -> {r.dst}: "
               + (f"{r.mbit:.0f} Mbit/s" if r.mbit is not None else f"no result ({r.error})")
               + f" (expected about {seg.mbit:.0f})" for r in slow]
-        out.append(Finding(
+        out.append(Problem(
             kind="rate", node=node, segment=seg.name, score=0.8 if node else 0.5,
             message=f"TCP throughput on {seg.name} at {node or 'some pairs'} below "
                     f"{RATE_SHARE:.0%} of the expected {seg.mbit:.0f} Mbit/s", evidence=ev))
@@ -185,8 +189,8 @@ def _pair_findings(seg: SegmentExpect, down: set[tuple[str, str]], pings: list[P
 
 
 def _asym_findings(seg: SegmentExpect, links: list[LinkState],
-                   pings: list[PingResult]) -> list[Finding]:
-    out: list[Finding] = []
+                   pings: list[PingResult]) -> list[Problem]:
+    out: list[Problem] = []
     iface = {lk.node: lk.iface for lk in links if lk.segment == seg.name}
     per_node: dict[str, list[str]] = {}
     for p in pings:
@@ -202,16 +206,16 @@ def _asym_findings(seg: SegmentExpect, links: list[LinkState],
                 f"{p.src} -> {p.dst}: {p.received} replies, {on_seg} left via {iface[p.dst]}, "
                 f"{count} via {other}")
     for node, ev in per_node.items():
-        out.append(Finding(kind="asym", node=node, segment=seg.name, score=0.85,
+        out.append(Problem(kind="asym", node=node, segment=seg.name, score=0.85,
                            message=f"asymmetric path: {node} answers {seg.name} traffic over "
                                    f"another segment", evidence=ev))
     return out
 
 
-def _dedupe(findings: list[Finding]) -> list[Finding]:
+def _dedupe(findings: list[Problem]) -> list[Problem]:
     """Keep the strongest finding per (kind, node, segment); drop the consequences of a down
     link or a loss (its rate finding on the same node and segment)."""
-    kept: dict[tuple[str, str | None, str], Finding] = {}
+    kept: dict[tuple[str, str | None, str], Problem] = {}
     causes = {(f.node, f.segment) for f in findings if f.kind in ("down", "loss") and f.node}
     for f in findings:
         key = (f.kind, f.node, f.segment)

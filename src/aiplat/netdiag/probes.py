@@ -19,10 +19,10 @@ from aiplat.netdiag.lab import require_up
 from aiplat.netdiag.model import LabError, LabNode, LabPlan, LabSegment, ns_argv
 from aiplat.netdiag.netcheck import (
     RATE_SHARE,
-    Finding,
     LinkState,
     MtuResult,
     PingResult,
+    Problem,
     RateResult,
     SegmentExpect,
     analyse,
@@ -111,7 +111,7 @@ def iperf(seg: LabSegment, src: LabNode, dst: LabNode) -> RateResult:
 def net_check(
     prefix: str, segments: list[str] | None = None, throughput: bool = True,
     progress: Callable[[str], None] = lambda _: None,
-) -> tuple[list[Finding], dict[str, object]]:
+) -> tuple[list[Problem], dict[str, object]]:
     """Probe every lab segment; return findings and the raw measurements."""
     state = require_up(prefix)
     plan = state.plan
