@@ -188,3 +188,37 @@ def test_another_spelling_of_an_address_is_one_input_error(
     assert main(["model", *args, *extra]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and err.count("\n") == 1 and fix in err, err
+
+
+def test_a_host_wildcard_rule_pulls_nothing_unsigned_from_a_signed_registry(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The red team's polw.yaml: ``*.corp.example/*`` needs no signature, reg.test:5000 one;
+    an unsigned model in reg.test:5000's repository x.corp.example/y was pulled."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w.safetensors").write_bytes(os.urandom(1024))
+    c = client_module.RegistryClient(HOST, transport=registry.transport)
+    push_package(c, parse_reference(f"{HOST}/x.corp.example/y:v1"),
+                 package_dir(src, ModelInfo(name="y")))
+    assert main(["model", "sign", "--generate-key", str(tmp_path / "k.pem")]) == 0
+    pem = (tmp_path / "k.pem.pub").read_text().replace("\n", "\\n")
+    policy = tmp_path / "polw.yaml"
+    policy.write_text("apiVersion: aiplat/v1alpha1\nkind: TrustPolicy\n"
+                      f'keys:\n  rel: {{publicKey: "{pem}"}}\nrules:\n'
+                      "  - {repositories: ['*.corp.example/*'], require: none}\n"
+                      f"  - {{repositories: ['{HOST}/*'], require: signed, keys: [rel]}}\n")
+    capsys.readouterr()
+    code = main(["model", "pull", f"{HOST}/x.corp.example/y:v1", "--policy", str(policy),
+                 "--cache", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 1 and "is not signed" in err and "rules[1]" in err, err
+
+
+def test_a_policy_pattern_without_a_repository_is_one_input_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", "sign", "--generate-key", str(tmp_path / "k.pem")]) == 0
+    capsys.readouterr()
+    code = main(["model", "policy", "--key", f"rel={tmp_path / 'k.pem.pub'}",
+                 "--signed", "reg.example:5000"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "'reg.example:5000/*'" in err, err

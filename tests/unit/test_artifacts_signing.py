@@ -143,6 +143,74 @@ def test_policy_first_match_wins_and_no_match_refuses() -> None:
         pol.decide("other:1/x")
 
 
+def _host_wildcard_policy() -> object:
+    """The red team's polw.yaml (issue #38): corp hosts need nothing, the release registry a
+    signature."""
+    return parse_policy(policy_text({"rel": Ed25519PrivateKey.generate()}, (
+        "  - {repositories: ['*.corp.example/*'], require: none}\n"
+        "  - {repositories: ['127.0.0.1:5155/*'], require: signed, keys: [rel]}\n")), "p.yaml")
+
+
+@pytest.mark.parametrize("name", [
+    "127.0.0.1:5155/x.corp.example/y",  # the signed registry, by a repository's name
+    "127.0.0.1:5155/team/a.corp.example",
+])
+def test_a_host_wildcard_does_not_reach_into_the_repository(name: str) -> None:
+    """``*.corp.example/*`` matched ``127.0.0.1:5155/x.corp.example/y`` as one string (its
+    ``*`` took ``127.0.0.1:5155/x``), so the signed registry's models pulled unsigned."""
+    decision = _host_wildcard_policy().decide(name)  # type: ignore[attr-defined]
+    assert decision.require_signature and decision.rule == "p.yaml: rules[1]"
+
+
+@pytest.mark.parametrize("name", [
+    "evil.example/x.corp.example/y", "evil.example/a.corp.example",
+    "x.corp.example.evil.example/m", "evilcorp.example/m", "corp.example/m",
+    "reg.corp.example:5000/m",  # a port is another server, as in containers-policy.json
+])
+def test_a_host_wildcard_matches_hosts_only(name: str) -> None:
+    with pytest.raises(SignatureError, match="no rule matches"):
+        _host_wildcard_policy().decide(name)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", ["reg.corp.example/m", "a.b.corp.example/team/m",
+                                  "REG.corp.example:443/m"])
+def test_a_host_wildcard_matches_its_subdomains(name: str) -> None:
+    decision = _host_wildcard_policy().decide(name)  # type: ignore[attr-defined]
+    assert not decision.require_signature and decision.rule == "p.yaml: rules[0]"
+
+
+@pytest.mark.parametrize(("pattern", "name", "matched"), [
+    ("*", "127.0.0.1:5155/a/b", True),  # the catch-all: every host and port
+    ("h:1/*", "h:1/a/b/c", True),  # a path's * spans folders, as before
+    ("*.corp.example:*/*", "reg.corp.example:5000/m", True),
+    ("*.corp.example:*/*", "reg.corp.example/m", False),
+    ("127.0.0.1:51*/*", "127.0.0.1:5155/m", True),
+    ("127.0.0.1:51*/*", "127.0.0.1:6155/m/5155/x", False),
+    ("reg.?xample/*", "reg.example/m", True),
+    ("reg[./]example/*", "reg/example/m", False),
+    ("[::1]:5000/*", "[::1]:5000/m", True),
+    ("*/m", "h:1/m", False),  # a host glob stops at the port's colon too
+])
+def test_host_and_path_are_matched_apart(pattern: str, name: str, matched: bool) -> None:
+    pol = parse_policy(policy_text({}, f"  - {{repositories: ['{pattern}'], require: none}}\n"),
+                       "p.yaml")
+    if matched:
+        assert pol.decide(name).rule == "p.yaml: rules[0]"
+    else:
+        with pytest.raises(SignatureError, match="no rule matches"):
+            pol.decide(name)
+
+
+@pytest.mark.parametrize("pattern", ["h:1", "*.corp.example", "reg.example"])
+def test_a_pattern_without_a_repository_part_is_refused(pattern: str) -> None:
+    """``h:1`` matched nothing (it named no repository) and said nothing about it."""
+    with pytest.raises(ArtifactInputError) as info:
+        parse_policy(policy_text({}, f"  - {{repositories: ['{pattern}'], require: none}}\n"),
+                     "p.yaml")
+    msg = str(info.value)
+    assert "p.yaml: rules[0].repositories[0]" in msg and f"'{pattern}/*'" in msg, msg
+
+
 @pytest.mark.parametrize(("rules", "fragment"), [
     ('  - {repositories: ["*"], require: signed, keys: [nope]}\n', "unknown key"),
     ('  - {repositories: ["*"], require: signed}\n', "needs keys"),

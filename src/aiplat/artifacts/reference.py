@@ -174,7 +174,7 @@ def canonical_host(host: str) -> str:
     spelling (an IPv4 address dotted, an IPv6 one compressed, an IPv4-mapped one as IPv4), a
     port as its number and a default port (443, 80) dropped, a DNS name's final dot dropped.
     Wildcards (``*``, ``?``) stay as written."""
-    name, port = _host_and_port(host.lower())
+    name, port = host_and_port(host.lower())
     if name.startswith("[") and name.endswith("]"):
         with contextlib.suppress(ValueError):  # a pattern with wildcards: kept as written
             v6 = ipaddress.IPv6Address(name[1:-1])
@@ -188,7 +188,8 @@ def canonical_host(host: str) -> str:
     return name if port is None or port in _DEFAULT_PORTS else f"{name}:{port}"
 
 
-def _host_and_port(host: str) -> tuple[str, str | None]:
+def host_and_port(host: str) -> tuple[str, str | None]:
+    """``HOST[:PORT]`` (or ``[v6][:PORT]``) as (host, port or None), as written."""
     if host.startswith("[") and "]" in host:
         end = host.index("]") + 1
         rest = host[end:]

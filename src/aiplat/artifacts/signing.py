@@ -12,13 +12,21 @@ Signatures made by aiplat before it spoke cosign's format (a JSON blob of media 
 :data:`SIGNATURE_TYPE` with an Ed25519 signature) still verify; nothing writes them.
 
 The policy (YAML) names public keys (PEM, e.g. a ``cosign.pub``) and ordered rules; the
-first rule whose repository pattern (fnmatch on ``registry/repository``, the host compared
-canonically: lower-case, default ports 443 and 80 dropped, an IP address in its one
-spelling; :func:`~aiplat.artifacts.reference.canonical_host`) matches decides:
-``require: signed`` with the keys it trusts, or ``require: none``. A repository no rule
-matches is refused: a policy file means "deny unless said otherwise". Parsing is strict: a
-key given twice in one mapping (two ``rules:``, which YAML loaders silently resolve to the
-last) is refused with its line.
+first rule whose repository pattern matches decides: ``require: signed`` with the keys it
+trusts, or ``require: none``. A pattern is ``HOST/PATH`` (or ``*``, every repository), and
+its two parts are matched apart, with fnmatch's ``*``, ``?`` and ``[...]``: the host's name
+against the registry's name and its port against the port (a pattern without one matches
+a registry without one), each compared canonically (lower-case, default ports 443 and 80
+dropped, an IP address in its one spelling;
+:func:`~aiplat.artifacts.reference.canonical_host`), and the path against the repository,
+where ``*`` spans folders. So a host glob never crosses ``/`` or ``:``: ``*.corp.example/*``
+is every repository of every subdomain of corp.example, as ``*.corp.example`` is in
+containers-policy.json's scopes (which take no port either), and not
+``127.0.0.1:5155/x.corp.example/y`` (matched as one string, its ``*`` took
+``127.0.0.1:5155/x``). A repository no rule matches is refused: a policy file means "deny
+unless said otherwise". Parsing is strict: a key given twice in one mapping (two
+``rules:``, which YAML loaders silently resolve to the last) is refused with its line, and
+so is a pattern with no path (``h:1`` names no repository: write ``h:1/*``).
 
 Nothing here does I/O: callers read files and talk to registries.
 """
@@ -39,7 +47,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from aiplat.artifacts import cosign, limits
 from aiplat.artifacts.cosign import PrivateKey, PublicKey
 from aiplat.artifacts.errors import ArtifactInputError, SignatureError
-from aiplat.artifacts.reference import canonical_name, shown
+from aiplat.artifacts.reference import canonical_name, host_and_port, shown
 from aiplat.errors import InputError
 
 SIGNATURE_TYPE = "application/vnd.aiplat.signature.v1+json"  # the format before cosign's
@@ -223,7 +231,7 @@ class Policy:
         :func:`~aiplat.artifacts.reference.parse_registry` refuses it)."""
         canon = canonical_name(name)
         for i, rule in enumerate(self.doc.rules):
-            if any(fnmatch.fnmatchcase(canon, _pattern(pat)) for pat in rule.repositories):
+            if any(_matches(pat, canon) for pat in rule.repositories):
                 keys = {key_id(self.public_keys[k]): self.public_keys[k] for k in rule.keys}
                 return Decision(rule.require == "signed", keys, f"{self.source}: rules[{i}]")
         raise SignatureError(
@@ -231,13 +239,45 @@ class Policy:
             f" with repositories: ['{name}'] (require: signed and its keys, or require: none)")
 
 
-def _pattern(pattern: str) -> str:
-    """A repository pattern as fnmatch reads it: its host canonical, and the brackets of an
-    IPv6 host (``[::1]:5000/...``) literal rather than a character class."""
-    host, sep, rest = canonical_name(pattern).partition("/")
-    if host.startswith("[") and "]" in host:
-        host = host.replace("[", "\0").replace("]", "[]]").replace("\0", "[[]")
-    return f"{host}{sep}{rest}"
+EVERY_REPOSITORY = "*"
+"""The one pattern without a ``/``: every repository of every registry."""
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """Whether ``pattern`` (``HOST/PATH``) matches the canonical ``name``: the host's name,
+    its port and the repository each against their own part of the pattern, so no ``*``
+    of the host reaches past a ``:`` or a ``/``."""
+    if pattern == EVERY_REPOSITORY:
+        return True
+    host_pattern, _, path_pattern = canonical_name(pattern).partition("/")
+    host, _, path = name.partition("/")
+    want_name, want_port = host_and_port(host_pattern)
+    got_name, got_port = host_and_port(host)
+    if (want_port is None) != (got_port is None):
+        return False
+    return (fnmatch.fnmatchcase(got_name, _literal_brackets(want_name))
+            and (want_port is None or fnmatch.fnmatchcase(got_port or "", want_port))
+            and fnmatch.fnmatchcase(path, path_pattern))
+
+
+def _literal_brackets(host: str) -> str:
+    """An IPv6 host's brackets (``[::1]``) as fnmatch reads them literally, not as a
+    character class."""
+    if host.startswith("[") and host.endswith("]"):
+        return "[[]" + host[1:-1] + "[]]"
+    return host
+
+
+def _check_patterns(doc: PolicyDoc, source: str) -> None:
+    """Every pattern names repositories: ``HOST/PATH``, or ``*``."""
+    for i, rule in enumerate(doc.rules):
+        for j, pattern in enumerate(rule.repositories):
+            if pattern != EVERY_REPOSITORY and "/" not in pattern:
+                raise ArtifactInputError(
+                    f"{source}: rules[{i}].repositories[{j}]: {pattern[:100]!r} names a"
+                    f" registry but no repository, so it matches none; write"
+                    f" {pattern[:100] + '/*'!r} for every repository there (or '*' for every"
+                    " repository of every registry)")
 
 
 def parse_policy(text: str, source: str) -> Policy:
@@ -257,6 +297,7 @@ def parse_policy(text: str, source: str) -> Policy:
         lines = [f"{source}: {'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
                  for err in e.errors()]
         raise ArtifactInputError("\n".join(lines) + f"\n(fix: {fix})") from None
+    _check_patterns(doc, source)
     keys = {name: load_public_key(k.public_key, f"{source}: keys.{name}.publicKey")
             for name, k in doc.keys.items()}
     for i, rule in enumerate(doc.rules):
