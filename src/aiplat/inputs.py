@@ -33,6 +33,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import tomllib
 from collections.abc import Callable
@@ -292,6 +293,22 @@ def read_in_tree(root: str | Path, path: str | Path, what: str = "a file of the 
                         f"{_TREE_FIX}; no such file is that large", tail=tail)
     finally:
         os.close(fd)
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")
+_HEX = re.compile(r"(?:0x)?([0-9a-fA-F]{1,16})")
+
+
+def ascii_int(text: str, base: int = 10) -> int | None:
+    """``text`` as the kernel writes a number: ASCII decimal digits (a ``-`` allowed), or for
+    ``base=16`` hex digits after an optional ``0x``; None for anything else, and past 64 bits
+    (no attribute of a host holds more). ``int()`` and ``str.isdigit`` go by Unicode:
+    ``int('٣')`` is 3, ``'²'.isdigit()`` is True yet ``int('²')`` fails; a tree's number in
+    other digits is unknown, not a number."""
+    if base == 16:
+        m = _HEX.fullmatch(text)
+        return int(m.group(1), 16) if m else None
+    return int(text) if _DECIMAL.fullmatch(text) else None
 
 
 def decode(data: bytes, name: str | Path, what: str = "an input file") -> str:

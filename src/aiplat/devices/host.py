@@ -331,7 +331,8 @@ def parse_mig_minors(text: str) -> dict[tuple[int, int, int | None], int]:
     """``/proc/driver/nvidia-caps/mig-minors``: (gpu, gi, ci|None) → capability minor."""
     out: dict[tuple[int, int, int | None], int] = {}
     for line in text.splitlines():
-        m = re.match(r"^gpu(\d+)/gi(\d+)(?:/ci(\d+))?/access\s+(\d+)$", line.strip())
+        m = re.match(r"^gpu([0-9]+)/gi([0-9]+)(?:/ci([0-9]+))?/access\s+([0-9]+)$",
+                     line.strip())
         if m:
             ci = int(m.group(3)) if m.group(3) is not None else None
             out[(int(m.group(1)), int(m.group(2)), ci)] = int(m.group(4))
@@ -430,8 +431,7 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
             render = g.render_node or f"renderD{128 + g.index}"
             devs.append(DeviceEntry(str(g.index), Edits((need_node(f"/dev/dri/{render}", root),))))
         add("amd.com/gpu", devs, Edits((need_node("/dev/kfd", root),), common_env))
-    verbs = sorted(Path(_under(root, "/dev/infiniband")).glob("uverbs*"),
-                   key=lambda p: int(p.name[6:] or 0) if p.name[6:].isdigit() else 0)
+    verbs = [p for _, p in _numbered(Path(_under(root, "/dev/infiniband")), "uverbs")]
     if verbs:
         devs = [DeviceEntry(p.name, Edits((need_node(f"/dev/infiniband/{p.name}", root),)))
                 for p in verbs]
@@ -519,12 +519,25 @@ def _refuse_escapes(root: str, name: str, doc: Mapping[str, Any]) -> None:
 def imex_channels(root: str) -> list[tuple[int, NodeFact]]:
     """The IMEX channel nodes (``/dev/nvidia-caps-imex-channels/channelN``), by N."""
     out = []
-    for p in Path(_under(root, "/dev/nvidia-caps-imex-channels")).glob("channel*"):
-        if p.name[7:].isdigit():
-            n = tree_node(f"/dev/nvidia-caps-imex-channels/{p.name}", root)
-            if n is not None:
-                out.append((int(p.name[7:]), n))
-    return sorted(out, key=lambda x: x[0])
+    for i, p in _numbered(Path(_under(root, "/dev/nvidia-caps-imex-channels")), "channel"):
+        n = tree_node(f"/dev/nvidia-caps-imex-channels/{p.name}", root)
+        if n is not None:
+            out.append((i, n))
+    return out
+
+
+def _numbered(directory: Path, prefix: str) -> list[tuple[int, Path]]:
+    """The entries of ``directory`` named ``prefix`` and a number in ASCII digits, by number:
+    the names a driver gives its nodes (``uverbs0``, ``channel12``). Any other (``uverbs1²``:
+    str.isdigit says yes, int() refuses) is no node of the driver's and is not granted."""
+    from aiplat import inputs
+
+    found = []
+    for p in directory.glob(f"{prefix}*"):
+        n = inputs.ascii_int(p.name[len(prefix):])
+        if n is not None and n >= 0:
+            found.append((n, p))
+    return sorted(found)
 
 
 NVIDIA_HOOK_BINARIES = (("/usr/bin/nvidia-cdi-hook", ("nvidia-cdi-hook",)),
@@ -557,7 +570,7 @@ def toolkit_version(root: str) -> tuple[int, int, int] | None:
     for block in text.split("\n\n"):
         if re.search(r"^Package: nvidia-container-toolkit(-base)?$", block, re.M) and \
                 re.search(r"^Status: install ok installed$", block, re.M):
-            m = re.search(r"^Version: (\d+)\.(\d+)\.(\d+)", block, re.M)
+            m = re.search(r"^Version: ([0-9]+)\.([0-9]+)\.([0-9]+)", block, re.M)
             if m:
                 return int(m.group(1)), int(m.group(2)), int(m.group(3))
     return None
@@ -741,5 +754,5 @@ def runtime_version(command: list[str]) -> str | None:
                              timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    m = re.search(r"\bv?(\d+\.\d+\.\d+)", res.stdout + res.stderr)
+    m = re.search(r"\bv?([0-9]+\.[0-9]+\.[0-9]+)", res.stdout + res.stderr)
     return m.group(1) if m else None

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from aiplat import inputs
 
-_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)")
+_VERSION = re.compile(r"Kernel Module(?:\s+for\s+\S+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)")
 
 
 def _under(root: str, path: str) -> str:
@@ -56,7 +56,7 @@ def driver_version(root: str, ldcache: Mapping[str, str]) -> str | None:
     cuda = ldcache.get("libcuda.so.1")
     if cuda:
         real = _strip(root, os.path.realpath(_under(root, cuda)))
-        m = re.search(r"\.so\.(\d+\.\d+(?:\.\d+)?)$", real)
+        m = re.search(r"\.so\.([0-9]+\.[0-9]+(?:\.[0-9]+)?)$", real)
         if m:
             return m.group(1)
     return None
@@ -136,10 +136,19 @@ def proc_devices(root: str) -> dict[str, int]:
     for line in text.splitlines():
         if line.startswith("Block devices"):
             block = True
-        parts = line.split()
-        if not block and len(parts) == 2 and parts[0].isdigit():
-            out.setdefault(parts[1], int(parts[0]))
+        major = _numbered(line)
+        if not block and major is not None:
+            out.setdefault(major[1], major[0])
     return out
+
+
+def _numbered(line: str) -> tuple[int, str] | None:
+    """A ``/proc/devices`` or ``/proc/misc`` line, ``NUMBER NAME``: the number in ASCII
+    digits (``str.isdigit`` says yes to '²', which int() refuses; int() reads '٣' as 3), else
+    None: no kernel writes it, and a wrong major would name the wrong driver."""
+    parts = line.split()
+    n = inputs.ascii_int(parts[0]) if len(parts) == 2 else None
+    return None if n is None or n < 0 else (n, parts[1])
 
 
 def char_drivers(root: str) -> dict[int, str] | None:
@@ -150,9 +159,8 @@ def char_drivers(root: str) -> dict[int, str] | None:
         return None
     out: dict[int, list[str]] = {}
     for line in text.partition("Block devices")[0].splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].isdigit():
-            out.setdefault(int(parts[0]), []).append(parts[1])
+        if (entry := _numbered(line)) is not None:
+            out.setdefault(entry[0], []).append(entry[1])
     return {major: ",".join(names) for major, names in out.items()}
 
 
@@ -164,9 +172,8 @@ def misc_devices(root: str) -> dict[int, str] | None:
         return None
     out: dict[int, str] = {}
     for line in text.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0].isdigit():
-            out.setdefault(int(parts[0]), parts[1])
+        if (entry := _numbered(line)) is not None:
+            out.setdefault(entry[0], entry[1])
     return out
 
 

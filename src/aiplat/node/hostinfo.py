@@ -13,6 +13,7 @@ import os
 import re
 from pathlib import Path
 
+from aiplat import inputs
 from aiplat.node.inventory import CpuInfo, Filesystem, HostInfo, NumaNode
 from aiplat.node.pciaddr import parse_cpulist
 from aiplat.node.tree import TEXT_MAX_BYTES, Tree
@@ -77,7 +78,7 @@ def read_meminfo(root: str | Path | Tree) -> dict[str, int]:
     text = tree.text(tree.path("/proc/meminfo"), TEXT_MAX_BYTES) or ""
     out = {}
     for line in text.splitlines():
-        m = re.match(r"^(\S+):\s+(\d{1,20})\b", line)  # more digits: no host's
+        m = re.match(r"^(\S+):\s+([0-9]{1,20})\b", line)  # more digits: no host's
         if m:
             out[m.group(1)] = int(m.group(2))
     return out
@@ -96,19 +97,20 @@ def read_hugepages(root: str | Path | Tree) -> dict[str, int]:
 def read_numa(root: str | Path | Tree) -> list[NumaNode]:
     tree = Tree.of(root)
     nodes = []
-    found = tree.glob(tree.path("/sys/devices/system/node"), "node[0-9]*")
-    for d in sorted((d for d in found if d.name[4:].isdigit()), key=lambda p: int(p.name[4:])):
+    found = tree.glob(tree.path("/sys/devices/system/node"), "node*")
+    for number, d in tree.numbered(found, "node"):
         mem = None
         meminfo = tree.text(d / "meminfo") or ""
-        m = re.search(r"MemTotal:\s+(\d{1,20})\s*kB", meminfo)
+        m = re.search(r"MemTotal:\s+([0-9]{1,20})\s*kB", meminfo)
         if m:
             mem = int(m.group(1))
         dist = tree.text(d / "distance") or ""
         cpulist = tree.text(d / "cpulist") or ""
-        nodes.append(NumaNode(id=int(d.name[4:]),
+        distances = [inputs.ascii_int(x) for x in dist.split() if len(x) < 6]
+        nodes.append(NumaNode(id=number,
                               cpulist=cpulist if _cpulist(tree, d / "cpulist", cpulist) else "",
-                              memory_kib=mem, distances=[int(x) for x in dist.split()
-                                                         if x.isdigit() and len(x) < 6]))
+                              memory_kib=mem,
+                              distances=[x for x in distances if x is not None and x >= 0]))
     return nodes
 
 

@@ -22,9 +22,10 @@ from aiplat.errors import InputError
 from aiplat.node.pciaddr import normalise
 from aiplat.node.tree import TEXT_MAX_BYTES, Tree
 
-_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): (\d{1,9})\b")
-_DMESG_TS = re.compile(r"^\[\s*(\d+\.\d+)\]")
-_KMSG = re.compile(r"^\d+,\d+,(\d{1,20}),[^;]*;")
+# ASCII digits only: \d would take other scripts' digits, which int() and float() accept
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): ([0-9]{1,9})\b")
+_DMESG_TS = re.compile(r"^\[\s*([0-9]+\.[0-9]+)\]")
+_KMSG = re.compile(r"^[0-9]+,[0-9]+,([0-9]{1,20}),[^;]*;")
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,8 @@ def _read_kmsg(path: Path) -> str:
 
 def _uptime(tree: Tree) -> float | None:
     text = tree.text(tree.path("/proc/uptime"))
-    try:
-        return float(text.split()[0]) if text else None
-    except ValueError:
-        return None
+    m = re.match(r"([0-9]{1,12}\.[0-9]{1,3})\s", text + " ") if text else None
+    return float(m.group(1)) if m else None  # float() would take '٣.٥', 'inf', '1_0'
 
 
 def read_xids(root: str | Path | Tree = "/", log_file: str | Path | None = None

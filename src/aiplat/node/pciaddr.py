@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from aiplat.inputs import ascii_int
 from aiplat.node.inventory import DeviceKind
 
 _ADDR = re.compile(
@@ -94,7 +95,9 @@ def parse_cpulist(text: str) -> list[int]:
         if not part:
             continue
         lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
+        first, last = ascii_int(lo), ascii_int(hi or lo)
+        if first is None or last is None:  # int() would take ' 3', '+3', '3_0' and '٣'
+            raise ValueError(f"'{part[:40]}' is not a CPU id or range in ASCII digits")
         if not 0 <= first <= last < MAX_CPUS:
             raise ValueError(f"'{part[:40]}' is not a range of CPU ids below {MAX_CPUS}")
         cpus.extend(range(first, last + 1))

@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Literal
 
+from aiplat import inputs
 from aiplat.node.inventory import DeviceNode, Module, NvidiaDriver, SoftwareInfo
 from aiplat.node.tree import TEXT_MAX_BYTES, Tree
 
@@ -35,7 +36,7 @@ RUNTIMES: dict[str, tuple[tuple[str, ...], list[str]]] = {
     "nvidia-container-toolkit": (("nvidia-container-toolkit",), ["nvidia-ctk", "--version"]),
     "kubelet": (("kubelet",), ["kubelet", "--version"]),
 }
-_VERSION = re.compile(r"v?(\d+\.\d+(?:\.\d+)?(?:[-+~][0-9A-Za-z.+~-]*)?)")
+_VERSION = re.compile(r"v?([0-9]+\.[0-9]+(?:\.[0-9]+)?(?:[-+~][0-9A-Za-z.+~-]*)?)")
 
 
 def read_modules(root: str | Path | Tree) -> list[Module]:
@@ -56,7 +57,7 @@ def parse_nvidia_version(text: str) -> NvidiaDriver | None:
     ``NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.95.05  Release Build ...``.
     """
     first = next((line for line in text.splitlines() if line.startswith("NVRM")), "")
-    m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)", first)
+    m = re.search(r"Kernel Module(?: for \S+)?\s+([0-9]+\.[0-9]+(?:\.[0-9]+)?)", first)
     if not m:
         return None
     flavor = "open" if "Open Kernel Module" in first else "proprietary"
@@ -82,8 +83,9 @@ def _names(tree: Tree, path: str) -> dict[int, str]:
     out: dict[int, str] = {}
     for line in text.splitlines():
         parts = line.split(":")
-        if len(parts) >= 3 and parts[2].isdigit():
-            out.setdefault(int(parts[2]), parts[0])
+        uid = inputs.ascii_int(parts[2]) if len(parts) >= 3 else None
+        if uid is not None and uid >= 0:
+            out.setdefault(uid, parts[0])
     return out
 
 

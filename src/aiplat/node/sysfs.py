@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from aiplat import inputs
 from aiplat.node.inventory import DeviceKind, IbPort, NetInterface, PciDevice, PciLink
 from aiplat.node.pciaddr import VENDORS, acs_control, classify, normalise, parse_link_speed
 from aiplat.node.tree import Tree
@@ -40,12 +41,20 @@ def read_pci(root: str | Path | Tree) -> list[PciDevice]:
     tree = Tree.of(root)
     devices = []
     for entry in tree.entries(tree.path("/sys/bus/pci/devices")):
+        try:
+            address = normalise(entry.name)
+        except ValueError:
+            tree.warn(f"{entry}: ignored: not a PCI address (DDDD:BB:DD.F) (fix: record the "
+                      "directory from the host again)")
+            continue
         d = tree.resolve(entry)
         if d is None:
             continue
         cls = tree.text(d / "class")
         vendor = tree.text(d / "vendor")
         if not cls or not vendor:
+            continue
+        if not _hex_id(tree, d / "class", cls, 6) or not _hex_id(tree, d / "vendor", vendor, 4):
             continue
         numa = tree.number(d / "numa_node")
         host, chain = _pci_chain(d)
@@ -59,7 +68,6 @@ def read_pci(root: str | Path | Tree) -> list[PciDevice]:
             link = PciLink(current_speed_gts=speed_cur, max_speed_gts=speed_max,
                            current_width=width_cur or None, max_width=width_max or None)
         vendor = vendor.lower()
-        address = normalise(entry.name)
         kind = classify(cls, vendor)
         config = tree.data(d / "config") if kind is DeviceKind.BRIDGE else None
         acs = acs_control(config) if config is not None else None
@@ -76,12 +84,35 @@ def read_pci(root: str | Path | Tree) -> list[PciDevice]:
             local_cpulist=tree.text(d / "local_cpulist"),
             link=link,
             driver=tree.link_name(d / "driver"),
-            iommu_group=int(group) if group and group.isdigit() else None,
+            iommu_group=_group(tree, d, group),
             host_bridge=host,
             acs_control=acs,
             parents=[a for a in chain if a != address],
         ))
     return devices
+
+
+def _hex_id(tree: Tree, path: Path, text: str, digits: int) -> bool:
+    """Whether ``text`` is the ``0x`` and ``digits`` hex digits the kernel writes for a class
+    (``0x030200``) or an id (``0x10de``); a warning naming the file when not."""
+    if len(text) == digits + 2 and text.startswith("0x") and \
+            inputs.ascii_int(text, 16) is not None:
+        return True
+    tree.warn(f"{path}: ignored the device: '{text[:40]}' is not 0x and {digits} hex digits "
+              "(fix: record the file from the host again)")
+    return False
+
+
+def _group(tree: Tree, d: Path, name: str | None) -> int | None:
+    """The IOMMU group number its link names (``.../iommu_groups/32``)."""
+    if name is None:
+        return None
+    n = inputs.ascii_int(name)
+    if n is None or n < 0:
+        tree.warn(f"{d / 'iommu_group'}: ignored: '{name[:40]}' is not a group number "
+                  "(fix: record the link from the host again)")
+        return None
+    return n
 
 
 def _pci_of(tree: Tree, device_link: Path) -> str | None:
@@ -127,7 +158,7 @@ def _vlan(tree: Tree, name: str) -> tuple[str | None, int | None]:
     text = tree.text(tree.path(f"/proc/net/vlan/{name}"))
     if not text:
         return None, None
-    vid = re.search(r"VID:\s*(\d{1,5})\b", text)
+    vid = re.search(r"VID:\s*([0-9]{1,5})\b", text)
     dev = re.search(r"Device:\s*(\S+)", text)
     return (dev.group(1) if dev else None), (int(vid.group(1)) if vid else None)
 
@@ -157,12 +188,11 @@ def read_ib(root: str | Path | Tree, net: list[NetInterface] | None = None) -> l
             continue
         pci = _pci_of(tree, d / "device")
         netdevs = sorted(n.name for n in net if pci and n.pci_address == pci)
-        ports = tree.entries(d / "ports")
-        for port in sorted(ports, key=lambda p: int(p.name) if p.name.isdigit() else 0):
+        for number, port in tree.numbered(tree.entries(d / "ports")):
             rate = tree.text(port / "rate")
             out.append(IbPort(
                 device=hca.name,
-                port=int(port.name) if port.name.isdigit() else 0,
+                port=number,
                 state=_after_colon(tree.text(port / "state")),
                 phys_state=_after_colon(tree.text(port / "phys_state")),
                 rate_gbps=parse_ib_rate(rate),

@@ -96,13 +96,30 @@ class Tree:
         return None if data is None else data.decode(errors="replace").strip()
 
     def number(self, path: Path) -> int | None:
+        """The attribute at ``path`` as the kernel writes a number (decimal, or hex after
+        ``0x``); None when missing, and a warning when it holds something else."""
         text = self.text(path)
         if text is None:
             return None
-        try:
-            return int(text, 0) if text.startswith("0x") else int(text)
-        except ValueError:
-            return None
+        n = inputs.ascii_int(text, 16 if text.startswith("0x") else 10)
+        if n is None and text:
+            self.warn(f"{path}: ignored: '{_short(text)}' is not a number (fix: record the "
+                      "file from the host again)")
+        return n
+
+    def numbered(self, entries: list[Path], prefix: str = "") -> list[tuple[int, Path]]:
+        """The ``entries`` named ``prefix`` and a number (``node1``, a port ``1``) with that
+        number, in its order; a name with anything else (``node1²``) is skipped with a warning:
+        no kernel writes it."""
+        out = []
+        for p in entries:
+            n = inputs.ascii_int(p.name[len(prefix):]) if p.name.startswith(prefix) else None
+            if n is None or n < 0:
+                self.warn(f"{p}: ignored: not {prefix or 'a number'}N with N in ASCII digits "
+                          "(fix: record the directory from the host again)")
+            else:
+                out.append((n, p))
+        return sorted(out)
 
     def resolve(self, path: Path) -> Path | None:
         """``path`` with its links resolved, None (and a warning) when they leave the root.
@@ -192,3 +209,7 @@ class Tree:
             return os.path.basename(os.readlink(path))
         except OSError:
             return None
+
+
+def _short(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
