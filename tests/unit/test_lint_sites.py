@@ -83,10 +83,43 @@ def lending_limit_without_cohort(o: list[Obj], _inv: Inventory) -> None:
             fl["resources"][0]["lendingLimit"] = fl["resources"][0]["nominalQuota"]
 
 
+def cluster_admin_for_an_unplaced_group(o: list[Obj], _inv: Inventory) -> None:
+    o.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+              "metadata": {"name": "ops"},
+              "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                          "name": "cluster-admin"},
+              "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                            "name": "platform-ops"}]})
+
+
+def rbac_without_namespace(o: list[Obj], _inv: Inventory) -> None:
+    rbac = "rbac.authorization.k8s.io"
+    o.append({"apiVersion": f"{rbac}/v1", "kind": "Role", "metadata": {"name": "pods"},
+              "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]})
+    for name, kind, role in (("pods", "Role", "pods"), ("view", "ClusterRole", "view")):
+        o.append({"apiVersion": f"{rbac}/v1", "kind": "RoleBinding", "metadata": {"name": name},
+                  "roleRef": {"apiGroup": rbac, "kind": kind, "name": role},
+                  "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "ml-team"}]})
+
+
+def bootstrap_rbac_widened(o: list[Obj], _inv: Inventory) -> None:
+    rbac = "rbac.authorization.k8s.io"
+    o.append({"apiVersion": f"{rbac}/v1", "kind": "ClusterRole",
+              "metadata": {"name": "system:basic-user"},
+              "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]})
+    o.append({"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
+              "metadata": {"name": "cluster-admin"},
+              "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": "cluster-admin"},
+              "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "ml-team"}]})
+
+
 EXTRA: list[tuple[Seed, str]] = [
     (namespace_selector_selects_nothing, "namespace-selector"),
     (namespace_selector_admits_every_namespace, "namespace-selector"),
     (lending_limit_without_cohort, "quota-without-cohort"),
+    (cluster_admin_for_an_unplaced_group, "rbac-cluster-grant"),
+    (rbac_without_namespace, "rbac-namespace-unset"),
+    (bootstrap_rbac_widened, "rbac-bootstrap"),
 ]
 
 

@@ -9,7 +9,9 @@ who made it. Rules, by name:
                          own), a path to cluster-admin
   rbac-cluster-grant     a ClusterRoleBinding giving a tenant's subject (a group or user a
                          tenant namespace binds, a ServiceAccount of a tenant namespace) such
-                         a ClusterRole (cluster-admin, admin, edit among Kubernetes' own)
+                         a ClusterRole (cluster-admin, admin, edit among Kubernetes' own); a
+                         warning for any other subject but a system component (the tree
+                         cannot tell an administrators' group from a tenant's)
   rbac-everyone          a binding whose subject is everyone: system:authenticated,
                          system:unauthenticated, system:serviceaccounts or system:anonymous
                          (error with any of those powers, else a warning; Kubernetes' own
@@ -18,6 +20,9 @@ who made it. Rules, by name:
   system-namespace-policy  a tenant's fence put on a system namespace: a NetworkPolicy that
                          isolates all its pods, a Pod Security level above privileged on a
                          namespace whose components need host access, the tenant label
+  rbac-namespace-unset   a Role or RoleBinding without a namespace: ``kubectl apply`` puts it
+                         in the context's namespace, unknown here; judged as if kube-system
+                         (an error with a power below for a non-component, else a warning)
   rbac-escalation        a role, wherever it is bound, with a wildcard, escalate/bind/
                          impersonate, RBAC writes, node proxy, token minting or CSRs, or
                          Secrets where the spec does not grant them; a role only system
@@ -30,6 +35,7 @@ The powers (``POWERS``), each counted where the binding reaches it:
                minting tokens; writing RBAC; relabelling a Namespace (its Pod Security level)
   a system namespace, or all of them: writing its ConfigMaps (CoreDNS, kube-proxy, the
                operators' configuration), Endpoints or EndpointSlices (traffic hijack),
+               rewriting or deleting its Services (kube-dns's cluster IP freed and taken),
                Secrets (a bootstrap token)
   cluster-wide only (cluster-scoped objects, which a RoleBinding never grants): nodes/proxy;
                creating PersistentVolumes (hostPath); admission webhooks and mutating
@@ -230,6 +236,10 @@ POWERS = (
           _any_of(_grants("", ["endpoints"], ["create", "update", "patch"]),
                   _grants("discovery.k8s.io", ["endpointslices"],
                           ["create", "update", "patch"]))),
+    Power("rewrites or deletes Services (kube-dns's made an ExternalName or deleted: its "
+          "cluster IP, every pod's DNS server, free for a Service of its own; a webhook's or "
+          "an aggregated API's sent elsewhere)", SYSTEM,
+          _grants("", ["services"], ["update", "patch", "delete"])),
     Power("writes Secrets (a bootstrap token in kube-system signs in as a joining node; the "
           "components' credentials and certificates)", SYSTEM,
           _grants("", ["secrets"], ["create", "update", "patch"])),
@@ -294,9 +304,11 @@ def _role_rules(ctx: Context, role: Obj) -> list[Obj]:
     return rules
 
 
-def powers(ctx: Context, binding: Obj) -> tuple[str, list[str]]:
-    """(the role's name, what it allows that leads to cluster-admin); a role neither in the
-    tree nor one of Kubernetes' defaults has no known powers."""
+def powers(ctx: Context, binding: Obj, scopes: set[str] | None = None
+           ) -> tuple[str, list[str]]:
+    """(the role's name, what it allows that leads to cluster-admin where the binding reaches
+    ``scopes``, by default where it is); a role neither in the tree nor one of Kubernetes'
+    defaults has no known powers."""
     role_ref = binding.get("roleRef") or {}
     kind, rname = str(role_ref.get("kind", "")), str(role_ref.get("name", ""))
     ns = namespace(binding) if kind == "Role" else ""
@@ -305,7 +317,7 @@ def powers(ctx: Context, binding: Obj) -> tuple[str, list[str]]:
     label = f"{kind} {rname}"
     if role is None:
         return label, list(DEFAULT_POWERS.get(rname, [])) if kind == "ClusterRole" else []
-    return label, _rule_powers(_role_rules(ctx, role), _scopes(binding))
+    return label, _rule_powers(_role_rules(ctx, role), scopes or _scopes(binding))
 
 
 def _bindings(ctx: Context) -> Iterable[tuple[Obj, Subject]]:
@@ -359,6 +371,37 @@ def rbac_system_namespace(ctx: Context) -> list[Finding]:
     return out
 
 
+NO_NAMESPACE = ("namespace not set: `kubectl apply` puts it in the kubectl context's "
+                "namespace, whichever that is when it is applied")
+
+
+@lint_rule("rbac-namespace-unset", "a Role or RoleBinding says its namespace (else it lands in "
+           "the kubectl context's, kube-system perhaps; an error when there it would give a "
+           "non-component a path to cluster-admin)", severities=("error", "warning"))
+def rbac_namespace_unset(ctx: Context) -> list[Finding]:
+    out = []
+    fix = "set metadata.namespace (or the kustomization's namespace)"
+    for b in ctx.kind("RoleBinding"):
+        if namespace(b):
+            continue
+        # Judged as if in kube-system: a subject without a namespace is the binding's own
+        # ServiceAccount (a component there, the namespace's own elsewhere).
+        subjects = [Subject.of(s, "") for s in b.get("subjects") or []]
+        risky = [s for s in subjects if not s.system and not s.everyone and s.sa_namespace != ""]
+        role, allowed = powers(ctx, b, {NAMESPACE, SYSTEM})
+        if risky and allowed:
+            who = ", ".join(str(s) for s in risky)
+            out.append(Finding(
+                "error", "rbac-namespace-unset", ref(b),
+                f"{NO_NAMESPACE}; in kube-system it gives {who} {role}, which "
+                f"{'; '.join(allowed)}: a path to cluster-admin", fix))
+        else:
+            out.append(Finding("warning", "rbac-namespace-unset", ref(b), NO_NAMESPACE, fix))
+    out += [Finding("warning", "rbac-namespace-unset", ref(r), NO_NAMESPACE, fix)
+            for r in ctx.kind("Role") if not namespace(r)]
+    return out
+
+
 def _tenant_subjects(ctx: Context, tenants: set[str]) -> set[tuple[str, str]]:
     """(kind, name) of the users and groups bound in a tenant namespace."""
     return {(s.kind, s.name) for b, s in _bindings(ctx)
@@ -367,7 +410,8 @@ def _tenant_subjects(ctx: Context, tenants: set[str]) -> set[tuple[str, str]]:
 
 
 @lint_rule("rbac-cluster-grant", "no ClusterRoleBinding gives a tenant's subject a path "
-           "to cluster-admin")
+           "to cluster-admin (a warning for a subject the tree cannot place)",
+           severities=("error", "warning"))
 def rbac_cluster_grant(ctx: Context) -> list[Finding]:
     tenant_ns = tenants(ctx)  # a tenant label or a LocalQueue, whoever made the tree
     people = _tenant_subjects(ctx, tenant_ns)
@@ -375,16 +419,26 @@ def rbac_cluster_grant(ctx: Context) -> list[Finding]:
     for b, s in _bindings(ctx):
         if b.get("kind") != "ClusterRoleBinding" or s.everyone or s.system:
             continue
-        if (s.kind, s.name) not in people and s.sa_namespace not in tenant_ns:
-            continue  # an administrator's group or an operator's account: not a tenant's
         role, allowed = powers(ctx, b)
-        if allowed:
+        if not allowed:
+            continue
+        if (s.kind, s.name) in people or s.sa_namespace in tenant_ns:
             out.append(Finding(
                 "error", "rbac-cluster-grant", ref(b),
                 f"gives tenant subject {s} {role} in every namespace, which "
                 f"{'; '.join(allowed)}: kube-system included, a path to cluster-admin",
                 f"remove {s} from the ClusterRoleBinding; bind the role in the tenant's own "
                 "namespace with a RoleBinding"))
+        else:
+            # No tenant namespace binds it: an administrators' group, an operator's account,
+            # or a tenant's group the tree does not show; the tree cannot tell which.
+            out.append(Finding(
+                "warning", "rbac-cluster-grant", ref(b),
+                f"gives {s} {role} in every namespace, which {'; '.join(allowed)}: "
+                "cluster-admin or a path to it; the tree cannot tell whether it is the "
+                "platform administrators' or a tenant's",
+                f"keep it only if {s} is the administrators' (or a system component's); "
+                "otherwise remove it and bind a narrower role in a namespace"))
     return out
 
 
