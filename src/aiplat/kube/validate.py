@@ -34,6 +34,7 @@ from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.schemas import SUPPORTED_VERSIONS, builtin_validator, field_path, schema_version
 from aiplat.kube.shape import problems, without_nulls
+from aiplat.text import shown
 
 __all__ = ["SUPPORTED_VERSIONS", "Issue", "ValidationResult", "check_version", "field_path",
            "ref", "validate_objects"]
@@ -41,6 +42,9 @@ DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Kinds whose names must be DNS-1123 labels (they become DNS names or label values).
 LABEL_NAMED = {"Namespace", "Service", "ClusterQueue", "LocalQueue", "ResourceFlavor"}
+# Kinds named by any path segment (the API server's ValidateRBACName: path.IsValidPathSegmentName,
+# so system:basic-user): not '.' or '..', no '/' or '%'.
+PATH_SEGMENT_NAMED = {"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 QUANTITY_MAPS = {"requests", "limits", "hard", "default", "defaultRequest", "max", "min",
                  "systemReserved", "kubeReserved", "capacity"}
 QUANTITY_KEYS = {"nominalQuota", "borrowingLimit", "lendingLimit", "weight"}
@@ -55,8 +59,9 @@ class Issue:
     message: str
 
     def __str__(self) -> str:
+        """One line; names from the tree may hold terminal escapes: shown escaped."""
         where = f" at {self.path}" if self.path else ""
-        return f"{self.severity}: {self.file}: {self.ref}{where}: {self.message}"
+        return shown(f"{self.severity}: {self.file}: {self.ref}{where}: {self.message}")
 
 
 @dataclass(frozen=True)
@@ -230,13 +235,19 @@ def _name_issues(file: str, r: str, o: dict[str, Any]) -> list[Issue]:
     issues = []
     meta = o.get("metadata") or {}
     name = str(meta.get("name", ""))
-    pattern, limit = ((DNS_LABEL, 63) if o.get("kind", "") in LABEL_NAMED
-                      else (DNS_SUBDOMAIN, 253))
-    if not pattern.match(name) or len(name) > limit:
-        what = "label" if limit == 63 else "subdomain"
-        issues.append(Issue("error", file, r, "metadata.name",
-                            f"{name!r} is not a DNS-1123 {what} (lowercase letters, digits, "
-                            f"'-'{'' if limit == 63 else ', .'}; at most {limit})"))
+    if o.get("kind", "") in PATH_SEGMENT_NAMED:
+        if name in ("", ".", "..") or "/" in name or "%" in name:
+            issues.append(Issue("error", file, r, "metadata.name",
+                                f"{name!r} is not a valid name: not '.' or '..', no '/' or "
+                                "'%'"))
+    else:
+        pattern, limit = ((DNS_LABEL, 63) if o.get("kind", "") in LABEL_NAMED
+                          else (DNS_SUBDOMAIN, 253))
+        if not pattern.match(name) or len(name) > limit:
+            what = "label" if limit == 63 else "subdomain"
+            issues.append(Issue("error", file, r, "metadata.name",
+                                f"{name!r} is not a DNS-1123 {what} (lowercase letters, "
+                                f"digits, '-'{'' if limit == 63 else ', .'}; at most {limit})"))
     ns = meta.get("namespace")
     if ns is not None and not DNS_LABEL.match(str(ns)):
         issues.append(Issue("error", file, r, "metadata.namespace",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiplat.kube.inventory import Inventory, PoolInventory
+from aiplat.text import shown
 
 Obj = dict[str, Any]
 SEVERITIES = ("error", "warning")  # in the order findings are listed
@@ -31,11 +32,19 @@ SEVERITIES = ("error", "warning")  # in the order findings are listed
 
 @dataclass(frozen=True)
 class Finding:
+    """What a rule found. Its text quotes the tree (names, namespaces, subjects), which may
+    hold terminal escapes or bidi overrides (RBAC names are any path segment): they are kept
+    escaped (``\\x1b``, ``\\u202e``) in every form the finding is printed in."""
+
     severity: str  # error | warning
     rule: str
     object: str
     why: str
     fix: str
+
+    def __post_init__(self) -> None:
+        for field in ("object", "why", "fix"):
+            object.__setattr__(self, field, shown(getattr(self, field)))
 
     def as_dict(self) -> dict[str, str]:
         return {"severity": self.severity, "rule": self.rule, "object": self.object,
