@@ -314,6 +314,84 @@ def test_more_referrers_than_cosign_allows_are_refused_before_any_is_fetched() -
     assert not [p for m, p, _ in fake.log if m == "GET" and "/manifests/sha256:" in p]
 
 
+def _padded_signature_manifests(fake: FakeRegistry, digest: str, n: int, size: int,
+                                ) -> list[dict[str, object]]:
+    """``n`` distinct signature manifests of about ``size`` bytes each (padded with layers
+    that carry no signature, as the red team's refs_big), stored in ``fake``."""
+    refs = []
+    for i in range(n):
+        pad = tuple(Descriptor("x/y", f"sha256:{k:064x}", 1) for k in range(size // 100))
+        body = Manifest(Descriptor(cosign.REFERRER_TYPE, f"sha256:{i:064x}", 2), pad,
+                        artifact_type=cosign.REFERRER_TYPE).to_bytes()
+        fake.manifests["m"][sha256_digest(body)] = body
+        refs.append({"mediaType": OCI_MANIFEST, "digest": sha256_digest(body),
+                     "size": len(body), "artifactType": cosign.REFERRER_TYPE})
+    return refs
+
+
+def _streamed(fake: FakeRegistry) -> Callable[[httpx.Request], httpx.Response]:
+    """``fake``'s answers, manifests streamed (httpx reads a body given as bytes at once,
+    before any bound could stop it)."""
+    def handle(request: httpx.Request) -> httpx.Response:
+        r = fake.handle(request)
+        if "/manifests/" not in request.url.path or r.status_code != 200:
+            return r
+        return httpx.Response(200, headers=r.headers, stream=Endless(r.content, len(r.content)))
+    return handle
+
+
+def test_a_signature_manifest_is_refused_past_1_mib_while_it_streams() -> None:
+    """A referrer of 3.9 MiB was read whole (the 4 MiB bound of a model's manifest): a
+    signature manifest of cosign's is a few KiB."""
+    fake, digest, _ = _signed_on_a_referrers_registry()
+    fake.referrers = {digest: _padded_signature_manifests(fake, digest, 1, 3900 * 1024)}
+    with pytest.raises(RegistryError) as info:
+        find_signatures(client(_streamed(fake)), "m", digest)
+    msg = str(info.value)
+    assert "signature manifest" in msg and "1 MiB (MAX_SIGNATURE_MANIFEST_BYTES" in msg, msg
+
+
+def test_the_sig_tags_manifest_is_bounded_as_a_signature_manifest() -> None:
+    fake, digest, _ = _signed_on_a_referrers_registry([])
+    big = _padded_signature_manifests(fake, digest, 1, 2 * MiB)[0]
+    fake.manifests["m"][signature_tag(digest)] = fake.manifests["m"][str(big["digest"])]
+    with pytest.raises(RegistryError, match="MAX_SIGNATURE_MANIFEST_BYTES"):
+        find_signatures(client(_streamed(fake)), "m", digest)
+
+
+def test_signature_manifests_are_bounded_together_not_only_each() -> None:
+    """The red team's refs_big: 100 referrers of 4 MiB each, every one under the bound of a
+    manifest, were all read and kept (1.2 GB of RSS); each is now under the bound of one
+    signature manifest, and all together under MAX_SIGNATURES_BYTES."""
+    fake, digest, _ = _signed_on_a_referrers_registry()
+    fake.referrers = {digest: _padded_signature_manifests(fake, digest, 20, 900 * 1024)}
+    with pytest.raises(SignatureError) as info:
+        find_signatures(client(fake.handle), "m", digest)
+    msg = str(info.value)
+    assert "more than 4 MiB (MAX_SIGNATURES_BYTES" in msg and "To fix" in msg, msg
+    fetched = [p for m, p, _ in fake.log if m == "GET" and "/manifests/sha256:" in p]
+    assert len(fetched) <= 5
+
+
+def test_signature_payloads_are_bounded_together_not_only_each() -> None:
+    """100 payloads of 1 MiB each (each under its bound) would be 100 MiB held at once."""
+    fake = FakeRegistry()
+    model = json.dumps({"schemaVersion": 2, "config": {
+        "mediaType": "x", "digest": sha256_digest(b"{}"), "size": 2}}).encode()
+    digest = sha256_digest(model)
+    layers = []
+    for i in range(10):
+        payload = b"%d" % i + b" " * (MiB - 8)
+        fake.blobs[sha256_digest(payload)] = payload
+        layers.append(Descriptor(cosign.SIMPLESIGNING, sha256_digest(payload), len(payload),
+                                 {cosign.SIGNATURE_ANNOTATION: base64.b64encode(b"s").decode()}))
+    sig = Manifest(Descriptor(cosign.OCI_CONFIG, sha256_digest(b"{}"), 2), tuple(layers))
+    fake.manifests["m"] = {"v1": model, digest: model, signature_tag(digest): sig.to_bytes()}
+    with pytest.raises(SignatureError, match="MAX_SIGNATURES_BYTES"):
+        find_signatures(client(fake.handle), "m", digest)
+    assert sum(len(fake.blob_gets(x.digest)) for x in layers) <= 4
+
+
 def test_referrers_of_the_wrong_shape_are_skipped_or_a_clean_error() -> None:
     fake, digest, _ = _signed_on_a_referrers_registry([1, "x", {"digest": 5}, None])  # type: ignore[list-item]
     assert find_signatures(client(fake.handle), "m", digest) == []

@@ -222,3 +222,25 @@ def test_a_policy_pattern_without_a_repository_is_one_input_error(
                  "--signed", "reg.example:5000"])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "'reg.example:5000/*'" in err, err
+
+
+def test_inspect_of_a_model_with_megabytes_of_signature_manifests_is_one_error(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The red team's refs_big: 100 referrers of 4 MiB each, all read and kept (1.2 GB)."""
+    from aiplat.artifacts import cosign
+    from aiplat.artifacts.modelpack import OCI_MANIFEST, Descriptor, Manifest
+
+    digest = _push(registry, tmp_path)
+    refs = []
+    for i in range(20):
+        pad = tuple(Descriptor("x/y", f"sha256:{k:064x}", 1) for k in range(9000))
+        body = Manifest(Descriptor(cosign.REFERRER_TYPE, f"sha256:{i:064x}", 2), pad,
+                        artifact_type=cosign.REFERRER_TYPE).to_bytes()
+        registry.manifests["m"][sha256_digest(body)] = body
+        refs.append({"mediaType": OCI_MANIFEST, "digest": sha256_digest(body),
+                     "size": len(body), "artifactType": cosign.REFERRER_TYPE})
+    registry.referrers = {digest: refs}
+    assert main(["model", "inspect", f"{HOST}/m:v1"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+    assert "more than 4 MiB (MAX_SIGNATURES_BYTES" in err and "To fix" in err, err

@@ -397,12 +397,13 @@ class RegistryClient:
         claimed = r.headers.get("docker-content-digest") or ""
         return claimed if _SHA256_RE.fullmatch(claimed) else None
 
-    def get_manifest(self, repo: str, ident: str) -> tuple[bytes, str, str]:
-        """(body, sha256 digest, media type), at most MAX_MANIFEST_BYTES; the digest is
-        computed, and a pinned (sha256 or sha512) or claimed digest checked against the
-        bytes, never trusted."""
+    def get_manifest(self, repo: str, ident: str, bound: Bound = limits.MANIFEST,
+                     ) -> tuple[bytes, str, str]:
+        """(body, sha256 digest, media type), within ``bound`` (a model's manifest:
+        MAX_MANIFEST_BYTES); the digest is computed, and a pinned (sha256 or sha512) or
+        claimed digest checked against the bytes, never trusted."""
         r = self.request("GET", f"/v2/{repo}/manifests/{ident}", ok=(200, 404),
-                         bound=limits.MANIFEST, headers={"Accept": MANIFEST_ACCEPT})
+                         bound=bound, headers={"Accept": MANIFEST_ACCEPT})
         if r.status_code == 404:
             raise RegistryError(
                 f"{self.registry}/{repo}: no manifest {ident!r}; list the tags with"

@@ -64,6 +64,23 @@ MAX_SIGNATURES = 100
 removing duplicates: cosign's ``maxAllowedSigsOrAtts`` (pkg/cosign/fetch.go), which it
 added after a registry listing thousands of signatures took verifiers down."""
 
+MAX_SIGNATURE_MANIFEST_BYTES = 1 * MiB
+"""One signature manifest (a referrer, or the ``.sig`` tag's), checked while it streams.
+cosign's holds one layer per signature: about 300 bytes for a key pair's (the signature
+annotation), about 6 KiB for a keyless one (with its Fulcio certificate, chain and Rekor
+bundle), so even MAX_SIGNATURES keyless ones (cosign's 100) are about 600 KiB. A model's
+manifest may be 4 MiB (MAX_MANIFEST_BYTES); a signature manifest that size is padding
+(aiplat's)."""
+
+MAX_SIGNATURES_BYTES = 4 * MiB
+"""Everything read for one model's signatures together: its signature manifests and their
+payloads. Each has its own bound, but MAX_SIGNATURES of them at that bound is 100 MiB held
+at once (the red team's refs_big: 100 referrers of 4 MiB, 1.2 GB of memory). aiplat's own
+referrers repeat the signatures made before them (a manifest holds every signature so far),
+so 100 key-pair signings are 100 manifests of 1 to 100 layers, about 1.6 MB; 100 keyless
+signatures and their ~250-byte payloads are under 1 MiB; 4 MiB holds either with room
+(aiplat's)."""
+
 MAX_SMALL_BLOB_BYTES = 16 * MiB
 """A config blob read into memory (``model inspect``): a ModelPack config is a few KiB
 (aiplat's; the bound, not its size, is the point)."""
@@ -152,5 +169,7 @@ REFERRERS = Bound(MAX_METADATA_BYTES, "referrers index", "MAX_METADATA_BYTES, or
 TOKEN = Bound(MAX_TOKEN_BYTES, "token service's answer", "MAX_TOKEN_BYTES, oras-go's limit")
 SIGNATURE_PAYLOAD = Bound(MAX_SIGNATURE_PAYLOAD_BYTES, "signature payload",
                           "MAX_SIGNATURE_PAYLOAD_BYTES")
+SIGNATURE_MANIFEST = Bound(MAX_SIGNATURE_MANIFEST_BYTES, "signature manifest",
+                           "MAX_SIGNATURE_MANIFEST_BYTES")
 SMALL_BLOB = Bound(MAX_SMALL_BLOB_BYTES, "config blob", "MAX_SMALL_BLOB_BYTES")
 BLOB = Bound(None, "blob")

@@ -11,8 +11,10 @@ Collecting reads both places, because ``cosign sign`` writes the tag even on a r
 that serves referrers: the referrers of the digest (cosign's signature artifact type, and
 the artifact type of aiplat's format before cosign's) and the tag. What a registry lists is
 bounded: referrers and signature layers are de-duplicated, more than ``MAX_SIGNATURES`` of
-either is refused (cosign's limit), and each payload is read within
-``MAX_SIGNATURE_PAYLOAD_BYTES`` while it streams (:mod:`aiplat.artifacts.limits`).
+either is refused (cosign's limit), each signature manifest is read within
+``MAX_SIGNATURE_MANIFEST_BYTES`` and each payload within ``MAX_SIGNATURE_PAYLOAD_BYTES``
+while they stream, and all of them together within ``MAX_SIGNATURES_BYTES``
+(:mod:`aiplat.artifacts.limits`): a :class:`_Budget` counts them.
 
 Signing a tag signs the bytes: the manifest is fetched, hashed, and that digest is signed
 (and returned to print), never a digest the registry merely reports.
@@ -53,28 +55,53 @@ def _too_many(client: RegistryClient, repo: str, digest: str, n: int, what: str,
         " and sign it again")
 
 
-def _tag_manifest(client: RegistryClient, repo: str, digest: str) -> Manifest | None:
+class _Budget:
+    """The bytes read so far for one model's signatures (manifests and payloads), refused
+    past MAX_SIGNATURES_BYTES: each is bounded, but a hundred at their bound are not."""
+
+    def __init__(self, client: RegistryClient, repo: str, digest: str) -> None:
+        self.client, self.repo, self.digest, self.spent = client, repo, digest, 0
+
+    def take(self, n: int, what: str) -> None:
+        self.spent += n
+        if self.spent > limits.MAX_SIGNATURES_BYTES:
+            raise SignatureError(
+                f"{self.client.registry}/{self.repo}@{self.digest}: its {what} hold more than"
+                f" {limits.MAX_SIGNATURES_BYTES // limits.MiB} MiB (MAX_SIGNATURES_BYTES;"
+                " cosign's signatures of a model are a few KiB); aiplat checks none of them."
+                " To fix: delete the stale signature manifests of this model in the registry"
+                " and sign it again")
+
+    def manifest(self, ident: str, where: str) -> tuple[str, Manifest] | None:
+        """The signature manifest ``ident`` (a digest or the .sig tag) and its digest,
+        within MAX_SIGNATURE_MANIFEST_BYTES; None when it is no image manifest (an index
+        or junk: no signature of ours)."""
+        body, digest, _ = self.client.get_manifest(self.repo, ident, limits.SIGNATURE_MANIFEST)
+        self.take(len(body), "signature manifests")
+        try:
+            return digest, Manifest.from_bytes(body, where)
+        except ArtifactError:
+            return None
+
+
+def _tag_manifest(budget: _Budget) -> Manifest | None:
+    tag = signature_tag(budget.digest)
     try:
-        body, _, _ = client.get_manifest(repo, signature_tag(digest))
+        found = budget.manifest(tag, f"{budget.repo}:{tag}")
     except RegistryError as e:
         if e.status == 404:
             return None
         raise
-    try:
-        return Manifest.from_bytes(body, f"{repo}:{signature_tag(digest)}")
-    except ArtifactError:
-        return None  # an index or junk under the tag: no signature of ours
+    return found[1] if found else None
 
 
-def _referrer_manifests(client: RegistryClient, repo: str,
-                        refs: list[dict[str, object]]) -> list[tuple[str, Manifest]]:
+def _referrer_manifests(budget: _Budget, refs: list[dict[str, object]],
+                        ) -> list[tuple[str, Manifest]]:
     out = []
     for r in refs:
-        body, digest, _ = client.get_manifest(repo, str(r["digest"]))
-        try:
-            out.append((digest, Manifest.from_bytes(body, f"{repo}@{digest}")))
-        except ArtifactError:
-            continue
+        found = budget.manifest(str(r["digest"]), f"{budget.repo}@{r['digest']}")
+        if found is not None:
+            out.append(found)
     return out
 
 
@@ -91,10 +118,9 @@ def _key(x: Descriptor) -> tuple[str, str, int, tuple[tuple[str, str], ...]]:
     return x.media_type, x.digest, x.size, tuple(sorted(x.annotations.items()))
 
 
-def _signatures_in(client: RegistryClient, repo: str, layers: list[_Layer],
-                   ) -> list[Signature]:
+def _signatures_in(budget: _Budget, layers: list[_Layer]) -> list[Signature]:
     """The signatures the ``layers`` carry, each payload read once, within
-    MAX_SIGNATURE_PAYLOAD_BYTES while it streams."""
+    MAX_SIGNATURE_PAYLOAD_BYTES while it streams (and the budget)."""
     payloads: dict[str, bytes] = {}
     out = []
     for layer, where in layers:
@@ -110,8 +136,9 @@ def _signatures_in(client: RegistryClient, repo: str, layers: list[_Layer],
         if layer.size > PAYLOAD_LIMIT:
             continue  # says so itself: not a payload aiplat reads
         if layer.digest not in payloads:
-            payloads[layer.digest] = client.get_blob_bytes(repo, layer.digest,
-                                                           limits.SIGNATURE_PAYLOAD)
+            budget.take(layer.size, "signature manifests and payloads")  # before the read
+            payloads[layer.digest] = budget.client.get_blob_bytes(
+                budget.repo, layer.digest, limits.SIGNATURE_PAYLOAD)
         out.append(Signature(payloads[layer.digest], raw, where))
     return out
 
@@ -129,22 +156,25 @@ def _collect(client: RegistryClient, repo: str, digest: str,
     return list(layers.values())
 
 
-def _signature_manifests(client: RegistryClient, repo: str, digest: str,
-                         refs: list[dict[str, object]]) -> list[tuple[str, Manifest]]:
+def _signature_manifests(budget: _Budget, refs: list[dict[str, object]],
+                         ) -> list[tuple[str, Manifest]]:
     if len(refs) > limits.MAX_SIGNATURES:
-        raise _too_many(client, repo, digest, len(refs), "signature manifests (referrers)")
-    return [(f"referrer {d[:19]}", m) for d, m in _referrer_manifests(client, repo, refs)]
+        raise _too_many(budget.client, budget.repo, budget.digest, len(refs),
+                        "signature manifests (referrers)")
+    return [(f"referrer {d[:19]}", m) for d, m in _referrer_manifests(budget, refs)]
 
 
 def find_signatures(client: RegistryClient, repo: str, digest: str) -> list[Signature]:
     """Every signature of ``repo@digest``: its referrers (when served) and its ``.sig`` tag;
-    each referrer, layer and payload once, at most MAX_SIGNATURES."""
+    each referrer, layer and payload once, at most MAX_SIGNATURES and MAX_SIGNATURES_BYTES
+    in all."""
+    budget = _Budget(client, repo, digest)
     refs = client.referrers(repo, digest, REFERRER_TYPES) or []
-    manifests = _signature_manifests(client, repo, digest, refs)
-    tagged = _tag_manifest(client, repo, digest)
+    manifests = _signature_manifests(budget, refs)
+    tagged = _tag_manifest(budget)
     if tagged is not None:
         manifests.append((f"tag {signature_tag(digest)}", tagged))
-    found = _signatures_in(client, repo, _collect(client, repo, digest, manifests))
+    found = _signatures_in(budget, _collect(client, repo, digest, manifests))
     unique = {(s.payload, s.signature): s for s in found}
     return list(unique.values())
 
@@ -177,17 +207,18 @@ def sign_reference(client: RegistryClient, ref: Reference, key: PrivateKey) -> S
                         .decode()})
     refs = client.referrers(repo, digest, cosign.REFERRER_TYPE)
     referrers = refs is not None
+    budget = _Budget(client, repo, digest)
     if referrers:
-        previous = _signature_manifests(client, repo, digest, refs or [])
+        previous = _signature_manifests(budget, refs or [])
     else:
-        tagged = _tag_manifest(client, repo, digest)
+        tagged = _tag_manifest(budget)
         previous = [("", tagged)] if tagged is not None else []
     mine = {key_id(key.public_key()): key.public_key()}
     layers: list[Descriptor] = []
     for x, where in _collect(client, repo, digest, previous):
         if x.media_type != cosign.SIMPLESIGNING:
             continue
-        old = _signatures_in(client, repo, [(x, where)])
+        old = _signatures_in(budget, [(x, where)])
         if old and check_signature(old[0], repo, digest, mine).valid:
             continue  # this key signs again: its new signature replaces the old one
         layers.append(x)
