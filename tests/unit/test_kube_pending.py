@@ -89,19 +89,21 @@ def test_snapshot_folder_without_workloads_or_pods_is_refused(tmp_path: Path) ->
 
 
 def test_live_read_fails_cleanly(tmp_path: Path) -> None:
-    from aiplat.kube.live import read_live
+    from aiplat.kube.apply import Api, UnreachableError
+    from aiplat.kube.live import read_cluster
 
     with pytest.raises(InputError, match=r"missing: cannot read it: no such file \(fix: give "
                                          r"the path of a kubeconfig\)"):
-        read_live(str(tmp_path / "missing"))
+        Api.from_kubeconfig(str(tmp_path / "missing"))
     cfg = tmp_path / "kubeconfig"
     cfg.write_text(
         "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
         "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:1'}}]\n"
         "users: [{name: u, user: {token: t}}]\n"
         "contexts: [{name: c, context: {cluster: k, user: u}}]\n")
-    with pytest.raises(InputError, match="cannot list nodes"):
-        read_live(str(cfg), timeout=2)
+    with Api.from_kubeconfig(str(cfg), timeout=2) as api, \
+            pytest.raises(UnreachableError, match=r"is the API server at https://127\.0\.0\.1:1"):
+        read_cluster(api)
 
 
 def _with_cohorts(parented: bool) -> dict[str, Any]:

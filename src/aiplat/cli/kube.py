@@ -216,48 +216,14 @@ def why_pending_cmd(  # noqa: PLR0917 (one parameter per click option)
         sys.exit(2)
 
 
-# Read-only lists why-pending reads: snapshot resource -> (apiVersion, kind, namespaced).
-_LIVE = {"nodes": ("v1", "Node"), "pods": ("v1", "Pod"), "jobs": ("batch/v1", "Job"),
-         "workloads": ("kueue.x-k8s.io/v1beta2", "Workload"),
-         "localqueues": ("kueue.x-k8s.io/v1beta2", "LocalQueue"),
-         "clusterqueues": ("kueue.x-k8s.io/v1beta2", "ClusterQueue"),
-         "resourceflavors": ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"),
-         "cohorts": ("kueue.x-k8s.io/v1beta2", "Cohort"),
-         "admissionchecks": ("kueue.x-k8s.io/v1beta2", "AdmissionCheck"),
-         "topologies": ("kueue.x-k8s.io/v1beta2", "Topology"),
-         "resourceslices": ("resource.k8s.io/v1", "ResourceSlice"),
-         "deviceclasses": ("resource.k8s.io/v1", "DeviceClass"),
-         "resourceclaims": ("resource.k8s.io/v1", "ResourceClaim"),
-         "resourceclaimtemplates": ("resource.k8s.io/v1", "ResourceClaimTemplate")}
-
-
 def _read_live(path: str, context: str | None) -> Any:
-    """The snapshot's lists from the cluster of ``context`` (read-only GETs), plus Kueue's
-    manager ConfigMap (its Configuration: fair sharing, excluded resources) for the replay.
-    A kind the server does not serve (no Cohort CRD, say) is an empty list."""
+    """The cluster of ``context`` as why-pending reads it (kube.live.read_cluster)."""
     from aiplat.kube import snapshot_from_lists
-    from aiplat.kube.apply import Api, ApiError, UnreachableError
+    from aiplat.kube.apply import Api
+    from aiplat.kube.live import read_cluster
 
-    lists: dict[str, Any] = {}
     with Api.from_kubeconfig(path, context) as api:
-        for resource, (av, kind) in _LIVE.items():
-            try:
-                lists[resource] = [{"apiVersion": av, "kind": kind, **o}
-                                   for o in api.objects(av, kind)]
-            except UnreachableError:
-                raise
-            except ApiError as e:
-                if "does not serve" not in str(e):
-                    raise InputError(f"listing {resource}: {e}") from None
-                lists[resource] = []
-        try:
-            lists["configmaps"] = [c for c in api.objects("v1", "ConfigMap", "kueue-system")
-                                   if "controller_manager_config.yaml" in (c.get("data") or {})]
-        except UnreachableError:
-            raise
-        except ApiError:
-            lists["configmaps"] = []  # no Kueue namespace: Kueue's defaults
-    return snapshot_from_lists(lists)
+        return snapshot_from_lists(read_cluster(api).lists)
 
 
 def _kubeconfig(given: str | None) -> str:

@@ -356,10 +356,6 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
 
 # ---------------------------------------------------------------------------- replay
 
-_LIVE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
-               "WorkloadPriorityClass", "Workload")
-
-
 def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
     """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
     from aiplat import inputs
@@ -440,38 +436,21 @@ def _default_kubeconfig() -> str:
                               "--kubeconfig FILE, or set KUBECONFIG)")
 
 
-def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[Any]:
-    """The same objects read from the API server (Kueue's ConfigMap when present)."""
-    from aiplat.kube.apply import Api, ApiError
+_REPLAYED = ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "topologies",
+             "workloadpriorityclasses", "workloads", "resourceclaimtemplates", "configmaps")
 
-    api = Api.from_kubeconfig(kubeconfig, context)
-    out: list[Any] = []
-    try:
-        for kind in _LIVE_KINDS:
-            try:
-                items = api.objects("kueue.x-k8s.io/v1beta2", kind)
-            except ApiError as e:
-                if kind == "Topology":
-                    continue
-                raise InputError(f"{kind}: {e} (fix: is Kueue v0.19 installed?)") from None
-            out += [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": kind, **o} for o in items]
-        try:  # DRA claim templates, every namespace (no resource.k8s.io/v1 before 1.34)
-            rcts = api.objects("resource.k8s.io/v1", "ResourceClaimTemplate")
-        except ApiError:
-            rcts = []
-        out += [{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate", **o}
-                for o in rcts]
-        try:
-            cms = api.objects("v1", "ConfigMap", "kueue-system")
-        except ApiError:
-            cms = []
-        out += [{"apiVersion": "v1", "kind": "ConfigMap", **c} for c in cms
-                if "controller_manager_config.yaml" in (c.get("data") or {})]
-    except ApiError as e:
-        raise InputError(f"reading the cluster: {e}") from None
-    finally:
-        api.close()
-    return out
+
+def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[Any]:
+    """The objects the replay reads, from the API server (kube.live.read_cluster)."""
+    from aiplat.kube.apply import Api
+    from aiplat.kube.live import read_cluster
+
+    with Api.from_kubeconfig(kubeconfig, context) as api:
+        read = read_cluster(api, _REPLAYED)
+    if "clusterqueues" in read.not_served:
+        raise InputError("the cluster does not serve Kueue's API (kueue.x-k8s.io v1beta2 or "
+                         "v1beta1) (fix: install Kueue, or pass a snapshot file)")
+    return [o for r in _REPLAYED for o in read.lists[r]]
 
 
 def _embedded(text: str, where: str) -> list[Any]:

@@ -4,8 +4,8 @@ explain pending work.
 Pure core: builders (``render_*``), ``validate`` (schemas + rules), ``shape`` (the field
 types every check relies on, from ``schemas``), ``cel`` (DRA selectors with Kubernetes'
 quantity/semver extensions), ``lint`` (cross-layer rules), ``pending`` (why-pending over a
-``Snapshot``). I/O at the edges: ``crds.load_crds``, ``tree.read_tree``,
-``snapshot.load_snapshot`` / ``snapshot.read_live`` (lightkube). The CLI
+``ClusterObjects``). I/O at the edges: ``crds.load_crds``, ``tree.read_tree``,
+``snapshot.load_snapshot`` / ``live.read_cluster`` (the one live reader). The CLI
 (``aiplat.cli.kube``) only parses arguments, calls one of these and prints.
 """
 
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from aiplat.kube.pending_answer import Explanation
     from aiplat.kube.pipeline import KubeCheck, check_platform
     from aiplat.kube.render import Rendered
-    from aiplat.kube.snapshot import Snapshot, load_snapshot, snapshot_from_lists
+    from aiplat.kube.snapshot import ClusterObjects, load_snapshot, snapshot_from_lists
     from aiplat.kube.tree import read_tree
     from aiplat.kube.validate import Issue, ValidationResult, validate_objects
 
@@ -40,7 +40,7 @@ _EXPORTS = {
     "Issue": "validate",
     "KubeCheck": "pipeline",
     "Rendered": "render",
-    "Snapshot": "snapshot",
+    "ClusterObjects": "snapshot",
     "ValidationResult": "validate",
     "check_platform": "pipeline",
     "load_crds": "crds",
@@ -52,9 +52,24 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "CrdIndex", "Explanation", "Finding", "Inventory", "Issue", "KubeCheck", "Rendered",
-    "Snapshot", "ValidationResult", "check_platform", "lint", "load_crds", "load_snapshot",
-    "read_tree", "render", "snapshot_from_lists", "validate_objects", "why_pending",
+    "ClusterObjects",
+    "CrdIndex",
+    "Explanation",
+    "Finding",
+    "Inventory",
+    "Issue",
+    "KubeCheck",
+    "Rendered",
+    "ValidationResult",
+    "check_platform",
+    "lint",
+    "load_crds",
+    "load_snapshot",
+    "read_tree",
+    "render",
+    "snapshot_from_lists",
+    "validate_objects",
+    "why_pending",
 ]
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

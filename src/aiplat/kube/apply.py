@@ -200,6 +200,13 @@ class Api:
                              "its CRD or operator first, or render for this cluster's versions)")
         return self._kinds[key]
 
+    def serves(self, api_version: str, kind: str) -> bool:
+        """Whether the server serves ``kind`` in ``api_version`` (discovered once: a reader
+        asks about many kinds, most of them served)."""
+        if not self._kinds:
+            self.discover()
+        return (api_version, kind) in self._kinds
+
     def path(self, o: Obj, *, named: bool = True, namespace: str | None = None) -> str:
         av, kind = o["apiVersion"], o["kind"]
         r = self.resource(av, kind)

@@ -1,29 +1,29 @@
-"""Reading a live cluster into a ``Snapshot`` with lightkube: the only module of
-``aiplat.kube`` that talks to an API server, and only with read-only ``list`` calls.
+"""Reading a live cluster: the kubeconfig as kubectl finds it (bounded, checked, every
+mistake an ``InputError``) and ``read_cluster``, the one reader of a cluster's objects for
+every live command (read-only lists through ``kube.apply.Api``).
 
-Kept apart so the pure modules never import a client (an import-linter contract can say
-so), and so the rest of the package works without lightkube installed.
+Kept apart, with ``kube.apply``, so the pure modules never import a client (an
+import-linter contract says so).
 """
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import httpx2
-from lightkube import Client, KubeConfig
+from lightkube import KubeConfig
 from lightkube.config.kubeconfig import SingleConfig
-from lightkube.core.exceptions import ApiError, ConfigError
-from lightkube.generic_resource import create_global_resource, create_namespaced_resource
-from lightkube.resources.batch_v1 import Job
-from lightkube.resources.core_v1 import Node, Pod
+from lightkube.core.exceptions import ConfigError
 
 from aiplat import inputs
 from aiplat.errors import InputError
-from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.kube.snapshot import KUEUE_CONFIGMAP, LISTS, RESOURCES, Obj
 
-GLOBAL = {"nodes", "clusterqueues", "resourceflavors", "cohorts", "topologies",
-          "resourceslices", "deviceclasses"}
+if TYPE_CHECKING:
+    from aiplat.kube.apply import Api
 
 
 KUBECONFIG_FIX = ("give a kubeconfig as `kubectl config view --raw` prints it: clusters, "
@@ -93,44 +93,39 @@ def client_error(path: str, e: Exception) -> InputError:
                       "--context NAME)")
 
 
-def read_live(kubeconfig: str, timeout: float = 10.0) -> Snapshot:
-    """List the snapshot's resources from a live cluster (read-only) with lightkube."""
-    single = load_kubeconfig(kubeconfig)
-    try:
-        client = Client(config=single, timeout=httpx2.Timeout(timeout))
-    except CLIENT_ERRORS as e:
-        raise client_error(kubeconfig, e) from e
-    kinds: dict[str, Any] = {
-        "nodes": Node, "pods": Pod, "jobs": Job,
-        "workloads": create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "Workload",
-                                                "workloads"),
-        "localqueues": create_namespaced_resource("kueue.x-k8s.io", "v1beta2", "LocalQueue",
-                                                  "localqueues"),
-        "clusterqueues": create_global_resource("kueue.x-k8s.io", "v1beta2", "ClusterQueue",
-                                                "clusterqueues"),
-        "resourceflavors": create_global_resource("kueue.x-k8s.io", "v1beta2",
-                                                  "ResourceFlavor", "resourceflavors"),
-        "cohorts": create_global_resource("kueue.x-k8s.io", "v1beta2", "Cohort", "cohorts"),
-        "topologies": create_global_resource("kueue.x-k8s.io", "v1beta2", "Topology",
-                                             "topologies"),
-        "resourceslices": create_global_resource("resource.k8s.io", "v1", "ResourceSlice",
-                                                 "resourceslices"),
-        "deviceclasses": create_global_resource("resource.k8s.io", "v1", "DeviceClass",
-                                                "deviceclasses"),
-        "resourceclaims": create_namespaced_resource("resource.k8s.io", "v1", "ResourceClaim",
-                                                     "resourceclaims"),
-    }
-    items: dict[str, list[Obj]] = {}
-    for resource, kind in kinds.items():
+@dataclass(frozen=True)
+class ClusterRead:
+    """What ``read_cluster`` listed: every resource of ``LISTS`` (objects with their
+    apiVersion and kind), and those the server serves in none of their versions."""
+
+    lists: dict[str, list[Obj]]
+    not_served: tuple[str, ...]
+
+
+def read_cluster(api: Api, resources: Iterable[str] = RESOURCES) -> ClusterRead:
+    """The one live cluster reader: read-only lists of ``resources`` (kube.snapshot.LISTS,
+    in their first served API version) across namespaces, and Kueue's manager ConfigMap.
+    Why-pending and ``sim replay`` both read a cluster through it."""
+    from aiplat.kube.apply import ApiError, UnreachableError
+
+    lists: dict[str, list[Obj]] = {}
+    missing: list[str] = []
+    for resource in resources:
+        kind, versions = LISTS[resource]
+        served = next((v for v in versions if api.serves(v, kind)), None)
+        if served is None:
+            lists[resource], missing = [], [*missing, resource]
+            continue
+        namespace, key = KUEUE_CONFIGMAP if resource == "configmaps" else (None, "")
         try:
-            objs = client.list(kind) if resource in GLOBAL else client.list(kind, namespace="*")
-            items[resource] = [o.to_dict() if hasattr(o, "to_dict") else dict(o) for o in objs]
-        except ApiError as e:
-            if e.status.code == 404:
-                items[resource] = []  # the API (e.g. Kueue cohorts) is not installed
+            objs = api.objects(served, kind, namespace)
+        except UnreachableError:
+            raise
+        except ApiError as e:  # kueue-system absent: no Configuration, Kueue's defaults
+            if resource == "configmaps":
+                objs = []
             else:
-                raise InputError(f"listing {resource}: {e.status.message}") from e
-        except Exception as e:  # transport errors: unreachable, TLS, timeouts
-            raise InputError(f"cannot list {resource} with {kubeconfig}: {e} (fix: check the "
-                             "server address and credentials, or use --snapshot)") from e
-    return Snapshot(items)
+                raise InputError(f"listing {resource}: {e}") from None
+        lists[resource] = [{"apiVersion": served, "kind": kind, **o} for o in objs
+                           if not key or key in (o.get("data") or {})]
+    return ClusterRead(lists, tuple(missing))

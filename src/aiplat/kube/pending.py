@@ -1,5 +1,5 @@
 """``aiplat kube why-pending``: the one-line reason a Job, Workload or Pod does not run, and
-the evidence, reasoned over a ``Snapshot`` (pure: no API calls here).
+the evidence, reasoned over a ``ClusterObjects`` (pure: no API calls here).
 
 The walk follows what has to happen, in order, and stops at the first thing that fails:
 
@@ -40,7 +40,7 @@ from aiplat.kube import cel
 from aiplat.kube.lint.objects import cohort_root, selector_matches
 from aiplat.kube.pending_answer import Asked, Decide, Explanation, at_quota, besides
 from aiplat.kube.quantity import pod_requests, quantity_or_zero
-from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.kube.snapshot import ClusterObjects, Obj
 from aiplat.kueue.quota import Node, Tree
 from aiplat.kueue.snapshot import FR, KUEUE_VERSIONS, from_units, in_units, parse
 from aiplat.shell import sh
@@ -98,7 +98,7 @@ def _priority(wl: Obj) -> int:
     return int((wl.get("spec") or {}).get("priority") or 0)
 
 
-def _quota_tree(snap: Snapshot) -> Tree:
+def _quota_tree(snap: ClusterObjects) -> Tree:
     """The cohort tree as Kueue keeps it (:mod:`aiplat.kueue.quota`, in Kueue's units), with
     the quota the admitted Workloads hold (``status.admission``)."""
     objects = [{**o, "kind": kind, "apiVersion": o.get("apiVersion") or KUEUE_API}
@@ -121,7 +121,7 @@ def _quota_tree(snap: Snapshot) -> Tree:
     return tree
 
 
-def _holders(snap: Snapshot, cq: str, flavor: str, res: str) -> list[Obj]:
+def _holders(snap: ClusterObjects, cq: str, flavor: str, res: str) -> list[Obj]:
     out = []
     for wl in snap.list("workloads"):
         if not _admitted(wl):
@@ -141,7 +141,7 @@ def _cohort(cq: Obj) -> str | None:
     return str(c) if c else None
 
 
-def _tree(snap: Snapshot, cq: Obj) -> list[Obj]:
+def _tree(snap: ClusterObjects, cq: Obj) -> list[Obj]:
     """ClusterQueues that share quota with ``cq``: everything under its cohort tree's root."""
     mine = _cohort(cq)
     if not mine:
@@ -170,7 +170,7 @@ def _flavor_order(cq: Obj) -> list[str]:
     return out
 
 
-def _missing_flavors(snap: Snapshot, cq: Obj) -> list[str]:
+def _missing_flavors(snap: ClusterObjects, cq: Obj) -> list[str]:
     """Flavors the ClusterQueue names that the snapshot's ResourceFlavors lack (only when the
     snapshot has ResourceFlavors at all: a snapshot without them says nothing)."""
     if not snap.list("resourceflavors"):
@@ -393,7 +393,7 @@ def _eviction_message(v: Obj) -> str:
     return str((_cond(v, "Evicted") or _cond(v, "Preempted") or {}).get("message", ""))
 
 
-def _preemption(snap: Snapshot, wl: Obj, cq: Obj, fit: _Fit) -> Explanation | None:
+def _preemption(snap: ClusterObjects, wl: Obj, cq: Obj, fit: _Fit) -> Explanation | None:
     """Victims already evicted and still holding quota, or victims that could be taken."""
     me = _priority(wl)
     candidates = _tree(snap, cq) or [cq]
@@ -429,7 +429,7 @@ def _preemption(snap: Snapshot, wl: Obj, cq: Obj, fit: _Fit) -> Explanation | No
     return None
 
 
-def _node_free(snap: Snapshot) -> dict[str, dict[str, Decimal]]:
+def _node_free(snap: ClusterObjects) -> dict[str, dict[str, Decimal]]:
     free: dict[str, dict[str, Decimal]] = {}
     for n in snap.list("nodes"):
         alloc = ((n.get("status") or {}).get("allocatable")) or {}
@@ -454,7 +454,7 @@ def _pods_fit(free: dict[str, Decimal], per_pod: dict[str, Decimal]) -> int:
     return int(n) if n is not None else 1_000_000
 
 
-def _topology(snap: Snapshot, wl: Obj, flavor: Obj) -> Explanation | None:
+def _topology(snap: ClusterObjects, wl: Obj, flavor: Obj) -> Explanation | None:
     for ps in _podsets(wl):
         tr = ps.get("topologyRequest") or {}
         ann = (((ps.get("template") or {}).get("metadata") or {}).get("annotations")) or {}
@@ -486,7 +486,7 @@ def _topology(snap: Snapshot, wl: Obj, flavor: Obj) -> Explanation | None:
     return None
 
 
-def _allocated_devices(snap: Snapshot) -> dict[tuple[str, str, str], str]:
+def _allocated_devices(snap: ClusterObjects) -> dict[tuple[str, str, str], str]:
     out = {}
     for c in snap.list("resourceclaims"):
         alloc = ((c.get("status") or {}).get("allocation") or {})
@@ -496,7 +496,7 @@ def _allocated_devices(snap: Snapshot) -> dict[tuple[str, str, str], str]:
     return out
 
 
-def _claim_for(snap: Snapshot, pod: Obj, entry: Obj) -> Obj | None:
+def _claim_for(snap: ClusterObjects, pod: Obj, entry: Obj) -> Obj | None:
     if entry.get("resourceClaimName"):
         return snap.get("resourceclaims", entry["resourceClaimName"], _ns(pod))
     for st in (pod.get("status") or {}).get("resourceClaimStatuses") or []:
@@ -520,7 +520,7 @@ class _Candidates:
         return max(self.per_node_free.values(), default=0)
 
 
-def _candidates(snap: Snapshot, exprs: list[str],
+def _candidates(snap: ClusterObjects, exprs: list[str],
                 allocated: dict[tuple[str, str, str], str]) -> _Candidates:
     c = _Candidates()
     passing = [0] * len(exprs)
@@ -568,7 +568,7 @@ def _dra_blocker(cls_name: str, c: _Candidates, count: int,
             f"but at most {c.best} free on one node (need {count} on one node)" + errors)
 
 
-def _dra(snap: Snapshot, pod: Obj) -> Explanation | None:
+def _dra(snap: ClusterObjects, pod: Obj) -> Explanation | None:
     allocated = _allocated_devices(snap)
     for entry in (pod.get("spec") or {}).get("resourceClaims") or []:
         claim = _claim_for(snap, pod, entry)
@@ -589,7 +589,7 @@ def _dra(snap: Snapshot, pod: Obj) -> Explanation | None:
     return None
 
 
-def _request_blocker(snap: Snapshot, req: Obj, allocated: dict[tuple[str, str, str], str]
+def _request_blocker(snap: ClusterObjects, req: Obj, allocated: dict[tuple[str, str, str], str]
                      ) -> tuple[str, list[str]] | None:
     """None when some subrequest (``exactly`` or one of ``firstAvailable``) can be served;
     else the first subrequest's blocker code and every subrequest's reason."""
@@ -616,7 +616,7 @@ def _request_blocker(snap: Snapshot, req: Obj, allocated: dict[tuple[str, str, s
     return (codes[0], tried) if codes else None
 
 
-def _placement(snap: Snapshot, pod: Obj) -> Explanation | None:
+def _placement(snap: ClusterObjects, pod: Obj) -> Explanation | None:
     spec = pod.get("spec") or {}
     per_pod = pod_requests(spec)
     free = _node_free(snap)
@@ -645,7 +645,7 @@ def _placement(snap: Snapshot, pod: Obj) -> Explanation | None:
                                                     for k, v in sorted(per_pod.items()))])
 
 
-def _pods_of(snap: Snapshot, wl: Obj) -> list[Obj]:
+def _pods_of(snap: ClusterObjects, wl: Obj) -> list[Obj]:
     owners = {(o.get("kind"), o.get("name")) for o in _meta(wl).get("ownerReferences") or []}
     out = []
     for p in snap.list("pods"):
@@ -658,7 +658,7 @@ def _pods_of(snap: Snapshot, wl: Obj) -> list[Obj]:
     return out
 
 
-def _explain_workload(snap: Snapshot, wl: Obj, decide: Decide | None = None) -> Explanation:
+def _explain_workload(snap: ClusterObjects, wl: Obj, decide: Decide | None = None) -> Explanation:
     ref = _workload_ref(wl)
     if _is_true(wl, "Finished"):
         return Explanation(ref, "Finished", "the workload has finished", [])
@@ -694,7 +694,7 @@ def _ask(decide: Decide | None, wl: Obj) -> Asked:
         return str(err)
 
 
-def _explain_admitted(snap: Snapshot, wl: Obj, ref: str) -> Explanation:
+def _explain_admitted(snap: ClusterObjects, wl: Obj, ref: str) -> Explanation:
     """An admitted workload: what keeps one of its pods pending, if anything."""
     pods = [p for p in _pods_of(snap, wl) if (p.get("status") or {}).get("phase") == "Pending"]
     for p in pods:
@@ -708,7 +708,7 @@ def _explain_admitted(snap: Snapshot, wl: Obj, ref: str) -> Explanation:
                        [f"{len(_pods_of(snap, wl))} pod(s) found"])
 
 
-def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str], *,
+def _queue_of(snap: ClusterObjects, wl: Obj, ref: str, said: list[str], *,
               ask: Callable[[], Asked]) -> Obj | Explanation:
     """The active ClusterQueue behind the workload's LocalQueue, or why there is none (a
     missing queue: Kueue cannot schedule it, nothing to ask)."""
@@ -742,7 +742,7 @@ def _queue_of(snap: Snapshot, wl: Obj, ref: str, said: list[str], *,
     return cq if inactive is None else besides(inactive, ask(), "queue")
 
 
-def _missing_checks(snap: Snapshot, cq: Obj) -> list[str]:
+def _missing_checks(snap: ClusterObjects, cq: Obj) -> list[str]:
     """AdmissionChecks the ClusterQueue names (v1beta2: ``admissionChecksStrategy``; v1beta1
     also ``admissionChecks``) that the snapshot lacks, only when it lists AdmissionChecks at
     all. Kueue keeps the queue inactive, reason AdmissionCheckNotFound (kueue
@@ -756,7 +756,7 @@ def _missing_checks(snap: Snapshot, cq: Obj) -> list[str]:
     return [n for n in dict.fromkeys(names) if n and snap.get("admissionchecks", n) is None]
 
 
-def _inactive(snap: Snapshot, cq: Obj, ref: str, said: list[str]) -> Explanation | None:
+def _inactive(snap: ClusterObjects, cq: Obj, ref: str, said: list[str]) -> Explanation | None:
     cq_name = _name(cq)
     checks = _missing_checks(snap, cq)
     if checks:
@@ -788,7 +788,7 @@ def _inactive(snap: Snapshot, cq: Obj, ref: str, said: list[str]) -> Explanation
     return None
 
 
-def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, said: list[str], *,
+def _explain_quota(snap: ClusterObjects, wl: Obj, cq: Obj, said: list[str], *,
                    ask: Callable[[], Asked]) -> Explanation:
     """Flavors, quota, topology and preemption for a queued workload on an active queue;
     the quota verdict is Kueue's when it is asked."""
@@ -833,7 +833,7 @@ def _explain_quota(snap: Snapshot, wl: Obj, cq: Obj, said: list[str], *,
                                 [*best.evidence, *problems, *said]), ask(), _cohort(cq))
 
 
-def why_pending(snap: Snapshot, name: str, namespace: str | None = None,
+def why_pending(snap: ClusterObjects, name: str, namespace: str | None = None,
                 decide: Decide | None = None) -> Explanation:
     """Explain a Workload, a Job (via its Workload) or a Pod, by name; with ``decide``, the
     steps that need Kueue's decision for a Workload ask it (see

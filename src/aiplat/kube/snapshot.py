@@ -14,9 +14,9 @@ fair sharing and excluded resources).
 
 Files are matched by name (``nodes.json``, ``pods.json``, ...); a missing file is an empty
 list, except that a snapshot without ``workloads.json`` and ``pods.json`` is refused. With a
-kubeconfig, ``aiplat.kube.live.read_live`` lists the same resources through lightkube
-(read-only ``list`` calls, nothing else). Reasoning (``aiplat.kube.pending``) sees only
-``Snapshot``.
+kubeconfig, ``aiplat.kube.live.read_cluster`` lists the same resources (``LISTS``: the one
+kind list of every live command, why-pending and ``sim replay``) with read-only GETs.
+Reasoning (``aiplat.kube.pending``) sees only ``ClusterObjects``.
 """
 
 from __future__ import annotations
@@ -30,13 +30,37 @@ from aiplat.errors import InputError
 
 Obj = dict[str, Any]
 
-RESOURCES = ("nodes", "pods", "workloads", "clusterqueues", "localqueues", "resourceflavors",
-             "cohorts", "topologies", "resourceslices", "resourceclaims", "deviceclasses",
-             "jobs", "configmaps", "admissionchecks", "resourceclaimtemplates")
+KUEUE = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")  # as kueue.snapshot reads them
+
+LISTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "nodes": ("Node", ("v1",)),
+    "pods": ("Pod", ("v1",)),
+    "jobs": ("Job", ("batch/v1",)),
+    "workloads": ("Workload", KUEUE),
+    "clusterqueues": ("ClusterQueue", KUEUE),
+    "localqueues": ("LocalQueue", KUEUE),
+    "resourceflavors": ("ResourceFlavor", KUEUE),
+    "cohorts": ("Cohort", KUEUE),
+    "topologies": ("Topology", KUEUE),
+    "admissionchecks": ("AdmissionCheck", KUEUE),
+    "workloadpriorityclasses": ("WorkloadPriorityClass", KUEUE),
+    # DRA in resource.k8s.io/v1 only: the beta versions' claims are shaped differently, and
+    # the reasoning reads v1's (a cluster serving only a beta has none it could judge).
+    "resourceslices": ("ResourceSlice", ("resource.k8s.io/v1",)),
+    "resourceclaims": ("ResourceClaim", ("resource.k8s.io/v1",)),
+    "resourceclaimtemplates": ("ResourceClaimTemplate", ("resource.k8s.io/v1",)),
+    "deviceclasses": ("DeviceClass", ("resource.k8s.io/v1",)),
+    "configmaps": ("ConfigMap", ("v1",)),  # Kueue's manager ConfigMap only (KUEUE_CONFIGMAP)
+}
+"""What a snapshot holds and a live read lists: resource -> (kind, API versions, preferred
+first)."""
+RESOURCES = tuple(LISTS)
+KUEUE_CONFIGMAP = ("kueue-system", "controller_manager_config.yaml")
+"""Where Kueue's Configuration lives: the namespace and the ConfigMap data key."""
 
 
 @dataclass
-class Snapshot:
+class ClusterObjects:
     items: dict[str, list[Obj]] = field(default_factory=dict)
 
     def list(self, resource: str) -> list[Obj]:
@@ -50,7 +74,7 @@ class Snapshot:
         return None
 
 
-def snapshot_from_lists(lists: dict[str, Any]) -> Snapshot:
+def snapshot_from_lists(lists: dict[str, Any]) -> ClusterObjects:
     """From ``{resource: <List object or list of objects>}`` (pure)."""
     items: dict[str, list[Obj]] = {}
     for resource, value in lists.items():
@@ -58,10 +82,10 @@ def snapshot_from_lists(lists: dict[str, Any]) -> Snapshot:
             continue
         objs = value.get("items", []) if isinstance(value, dict) else list(value)
         items[resource] = [o for o in objs if isinstance(o, dict)]
-    return Snapshot(items)
+    return ClusterObjects(items)
 
 
-def load_snapshot(directory: str | Path) -> Snapshot:
+def load_snapshot(directory: str | Path) -> ClusterObjects:
     root = Path(directory)
     if not root.is_dir():
         raise InputError(f"--snapshot {root}: not a directory (fix: a folder of "

@@ -9,7 +9,7 @@ reader (``aiplat.kueue.snapshot.parse``, Kueue's Configuration from its ConfigMa
 ``Replay.run`` (one cycle, then until quiet): the workload's outcome — admitted (flavors,
 the cycle, whom it preempts) or pending (active or inadmissible, Kueue's reason and message)
 — and what the replay does not model that concerns it. Pure: it reads a
-:class:`~aiplat.kube.snapshot.Snapshot`, no I/O.
+:class:`~aiplat.kube.snapshot.ClusterObjects`, no I/O.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from aiplat import inputs
 from aiplat.errors import InputError
 from aiplat.kube.pending import KUEUE_API, why_pending
 from aiplat.kube.pending_answer import Explanation, NextCycles
-from aiplat.kube.snapshot import Obj, Snapshot
+from aiplat.kube.snapshot import KUEUE_CONFIGMAP, LISTS, ClusterObjects, Obj
 from aiplat.kueue.cycle import Replay
 from aiplat.kueue.snapshot import parse
 from aiplat.ops import kueue_input
 
-KINDS = {"resourceflavors": "ResourceFlavor", "cohorts": "Cohort",
-         "clusterqueues": "ClusterQueue", "localqueues": "LocalQueue",
-         "workloads": "Workload"}
+KINDS = {r: LISTS[r][0] for r in ("resourceflavors", "cohorts", "clusterqueues", "localqueues",
+                                  "workloads")}
+"""The lists the replay reads (topology-aware requests are answered by the object walk)."""
 
 
 # ---------------------------------------------------------------------------- the replay
@@ -41,7 +41,7 @@ def _ns(o: Obj) -> str:
     return str((o.get("metadata") or {}).get("namespace", ""))
 
 
-def kueue_objects(snap: Snapshot) -> list[Obj]:
+def kueue_objects(snap: ClusterObjects) -> list[Obj]:
     """The snapshot's Kueue objects as ``aiplat.kueue.snapshot.parse`` reads them: kind and
     apiVersion on each (a list's items may lack them), LocalQueues without their
     ClusterQueue and Workloads without their LocalQueue left out (Kueue cannot schedule
@@ -59,7 +59,7 @@ def kueue_objects(snap: Snapshot) -> list[Obj]:
                 continue
             out.append({**o, "kind": kind, "apiVersion": o.get("apiVersion") or KUEUE_API})
     for cm in snap.list("configmaps"):
-        if "controller_manager_config.yaml" in (cm.get("data") or {}):
+        if KUEUE_CONFIGMAP[1] in (cm.get("data") or {}):
             out.append({**cm, "kind": "ConfigMap", "apiVersion": "v1"})
     # the devices Kueue counts as quota through deviceClassMappings (DRA claims)
     out += [{**t, "kind": "ResourceClaimTemplate",
@@ -83,7 +83,7 @@ def _concerns(note: str, key: str, wl_flavors: set[str], cq: str, topology: bool
             or (topology and any(f"ResourceFlavor {f}:" in note for f in wl_flavors)))
 
 
-def _asks_topology(snap: Snapshot, key: str) -> bool:
+def _asks_topology(snap: ClusterObjects, key: str) -> bool:
     ns, name = key.split("/", 1)
     wl = snap.get("workloads", name, ns) or {}
     return any(ps.get("topologyRequest") for ps in (wl.get("spec") or {}).get("podSets") or [])
@@ -106,7 +106,7 @@ def _victims(objects: list[Obj], key: str, cycle: int | None) -> list[str]:
     return [f"{w} ({why})" for w, why in found.items()]
 
 
-def next_cycles(snap: Snapshot, key: str) -> NextCycles:
+def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     """The replay's outcome for the workload ``namespace/name``; InputError when the
     objects are not something the replay reads."""
     objects = kueue_objects(snap)
@@ -134,7 +134,7 @@ def next_cycles(snap: Snapshot, key: str) -> NextCycles:
                                            _asks_topology(snap, key))}))
 
 
-def explain(snap: Snapshot, name: str, namespace: str | None = None) -> Explanation:
+def explain(snap: ClusterObjects, name: str, namespace: str | None = None) -> Explanation:
     """why-pending's answer for the Job, Workload or Pod ``name``, with Kueue's next
     cycles; see the module docstring."""
     return why_pending(snap, name, namespace, functools.partial(next_cycles, snap))
