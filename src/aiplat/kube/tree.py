@@ -1,14 +1,35 @@
 """Reading a rendered (or hand-written) manifest tree from disk: the I/O edge of validate and
 lint.
 
-A directory with a ``kustomization.yaml`` is read the way kustomize would: its ``resources``
-in order, recursing into listed directories. A directory without one is read as every
-``*.yaml``/``*.yml``/``*.json`` below it. ``cluster/nodes/inventory.yaml`` (written by
-render) is returned separately, never as a manifest.
+A directory with a kustomization (``kustomization.yaml``, ``kustomization.yml`` or
+``Kustomization``, the names kustomize accepts; two of them are an error, as for kustomize)
+is read the way kustomize builds it, as far as modelled: its ``resources`` (and the older
+``bases``) in order, recursing into listed directories, then its ``namespace`` applied as
+kustomize's namespace transformer applies it (``api/filters/namespace``): set on every object
+that is not cluster-scoped (a Namespace is renamed to it, as kustomize does), on the
+``subjects`` of (Cluster)RoleBindings named ``default``, and on an APIService's and a CRD
+conversion webhook's service; an outer kustomization's namespace overrides an inner one's.
+Cluster-scoped are Kubernetes' own such kinds (lightkube's resource models) and the
+custom resources whose CRD (aiplat's packaged ones, or one in the tree) says so; the API
+server drops a namespace set on those. Every other field (patches, name prefixes, labels,
+generators, components, Helm charts, ...) is not modelled: a warning says so, since the
+objects judged may then differ from what kustomize builds. A resource outside the tree
+(absolute, ``..`` past the root, a link out of it) is an input error, a remote one (a URL) a
+warning, not followed.
+
+A directory without one is read as every ``*.yaml``/``*.yml``/``*.json`` below it, as
+``kubectl apply -R -f`` does (links out of the tree refused). ``cluster/nodes/inventory.yaml``
+(written by render) is returned separately, never as a manifest.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
+import logging
+import pkgutil
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +41,13 @@ from aiplat.kube.inventory import Inventory
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 INVENTORY = "cluster/nodes/inventory.yaml"
+KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+_log = logging.getLogger(__name__)
+# What a kustomization holds that aiplat models, or that changes no object.
+_MODELLED = {"apiVersion", "kind", "metadata", "resources", "bases", "namespace",
+             "generatorOptions", "sortOptions", "buildMetadata"}
+_REMOTE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://|git@|(github\.com|gitlab\.com|"
+                     r"bitbucket\.org)/)")
 
 
 def _read_docs(path: Path) -> list[Any]:
@@ -45,39 +73,166 @@ def _read_docs(path: Path) -> list[Any]:
     return out
 
 
-def _kustomized(directory: Path, root: Path, out: list[tuple[str, Any]]) -> None:
-    k = directory / "kustomization.yaml"
+def _fix_build(directory: Path) -> str:
+    return (f"lint what kustomize builds: `kubectl kustomize {directory} > out/all.yaml`, "
+            "then lint the folder out")
+
+
+def kustomization_file(directory: Path) -> Path | None:
+    """The kustomization of ``directory``, by any name kustomize accepts; None without one."""
+    found = [directory / n for n in KUSTOMIZATIONS if (directory / n).is_file()]
+    if len(found) > 1:
+        names = ", ".join(f.name for f in found)
+        raise InputError(f"{directory}: more than one kustomization ({names}); kustomize "
+                         "refuses that too (fix: keep one)")
+    return found[0] if found else None
+
+
+@functools.cache
+def _builtin_cluster_scoped() -> frozenset[tuple[str, str]]:
+    """(group, kind) of Kubernetes' cluster-scoped kinds, from lightkube's resource models."""
+    from lightkube import resources
+    from lightkube.core.resource import GlobalResource
+
+    out = set()
+    for module in pkgutil.iter_modules(resources.__path__):
+        mod = importlib.import_module(f"{resources.__name__}.{module.name}")
+        for _name, cls in inspect.getmembers(mod, inspect.isclass):
+            info = getattr(cls, "_api_info", None)
+            if issubclass(cls, GlobalResource) and info is not None and info.parent is None:
+                out.add((info.resource.group, info.resource.kind))
+    return frozenset(out)
+
+
+def _cluster_scoped(objects: list[Any]) -> set[tuple[str, str]]:
+    """(group, kind) of cluster-scoped kinds: Kubernetes' own, aiplat's packaged CRDs' and
+    those of CRDs among ``objects``."""
+    from aiplat.kube.crds import bundles
+
+    crds = [c for b in bundles() for c in b["crds"]]
+    crds += [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
+    out = set(_builtin_cluster_scoped())
+    for crd in crds:
+        spec = crd.get("spec")
+        spec = spec if isinstance(spec, dict) else {}
+        names = spec.get("names")
+        names = names if isinstance(names, dict) else {}
+        if spec.get("scope") == "Cluster":
+            out.add((str(spec.get("group", "")), str(names.get("kind", ""))))
+    return out
+
+
+def _set(node: Any, path: tuple[str, ...], value: str, create: bool) -> None:
+    for key in path[:-1]:
+        if not isinstance(node, dict) or not isinstance(node.get(key), dict):
+            return
+        node = node[key]
+    if isinstance(node, dict) and (create or path[-1] in node):
+        node[path[-1]] = value
+
+
+def _apply_namespace(objects: list[Any], ns: str) -> None:
+    """kustomize's namespace transformer (``api/filters/namespace``, default options) on
+    ``objects``, in place."""
+    scoped = _cluster_scoped(objects)
+    for o in objects:
+        api = str(o.get("apiVersion", ""))
+        group, kind = api.rpartition("/")[0], str(o.get("kind", ""))
+        if not isinstance(o.get("metadata"), dict):
+            o["metadata"] = {}
+        if (group, kind) not in scoped:
+            o["metadata"]["namespace"] = ns
+        if kind == "Namespace" and api == "v1":
+            o["metadata"]["name"] = ns
+        if kind in ("RoleBinding", "ClusterRoleBinding"):
+            for s in o.get("subjects") or []:
+                if isinstance(s, dict) and s.get("name") == "default":
+                    s["namespace"] = ns
+        if kind == "APIService" and group == "apiregistration.k8s.io":
+            _set(o, ("spec", "service", "namespace"), ns, create=True)
+        if kind == "CustomResourceDefinition" and group == "apiextensions.k8s.io":
+            _set(o, ("spec", "conversion", "webhook", "clientConfig", "service", "namespace"),
+                 ns, create=False)
+
+
+def _resource(k: Path, entry: str, root: Path) -> Path | None:
+    """The path ``entry`` of kustomization ``k`` names, inside the tree ``root`` (resolved);
+    None for a remote resource (a warning: not followed)."""
+    target = k.parent / entry
+    where = f"{k}: resources entry {entry!r}"
+    if not target.exists() and _REMOTE.match(entry):
+        _log.warning("%s is remote: not followed, so its objects are not judged (fix: %s)", where,
+                     _fix_build(k.parent))
+        return None
+    if Path(entry).is_absolute():
+        raise InputError(f"{where} is an absolute path; a tree's resources are inside it "
+                         "(fix: copy it into the tree and give a path relative to the "
+                         "kustomization)")
+    real = target.resolve()
+    if not real.is_relative_to(root):
+        raise InputError(f"{where} is outside the tree {root} (resolves to {real}) (fix: copy "
+                         "it into the tree, or lint a folder that holds both; "
+                         f"{_fix_build(k.parent)})")
+    if not target.exists():
+        raise InputError(f"{where} does not exist (fix: re-render, or remove it from "
+                         "resources)")
+    if not real.is_dir() and not real.is_file():
+        raise InputError(f"{where} is not a file or directory (fix: give a manifest file)")
+    return real
+
+
+def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...]) -> list[tuple[str, Any]]:
+    """The objects kustomization of ``directory`` builds (as far as modelled)."""
+    k = kustomization_file(directory)
+    if k is None:
+        raise InputError(f"{directory}: a directory named in resources needs a kustomization "
+                         f"({', '.join(KUSTOMIZATIONS)}) (fix: add one, or list its files)")
     docs = _read_docs(k)
-    resources = (docs[0] if docs else {}).get("resources") or []
-    if not isinstance(resources, list) or not all(isinstance(e, str) for e in resources):
+    spec = docs[0] if docs else {}
+    for field in sorted(set(spec) - _MODELLED, key=str):
+        _log.warning("%s: %r not modelled: aiplat reads resources and namespace only, so "
+                     "results may differ from what kustomize builds (fix: %s)", k, field,
+                     _fix_build(directory))
+    resources = [*(spec.get("resources") or []), *(spec.get("bases") or [])]
+    if not all(isinstance(e, str) for e in resources):
         raise InputError(f"{k}: 'resources' must be a list of file or directory names (fix: "
                          "correct it, or re-render the tree)")
+    ns = spec.get("namespace")
+    if ns is not None and not isinstance(ns, str):
+        raise InputError(f"{k}: 'namespace' must be a string (fix: correct it)")
+    out: list[tuple[str, Any]] = []
     for entry in resources:
-        target = directory / entry
+        target = _resource(k, entry, root)
+        if target is None:
+            continue
         if target.is_dir():
-            if not (target / "kustomization.yaml").exists():
-                raise InputError(f"{k}: resource {entry!r} is a directory without "
-                                 "kustomization.yaml")
-            _kustomized(target, root, out)
-        elif target.is_file():
-            out.extend((str(target.relative_to(root)), d) for d in _read_docs(target))
+            if target in seen:
+                raise InputError(f"{k}: resources entry {entry!r} includes {target} again (a "
+                                 "cycle) (fix: remove it)")
+            out += _kustomized(target, root, (*seen, target))
         else:
-            raise InputError(f"{k}: resource {entry!r} does not exist (fix: re-render or "
-                             "remove it from resources)")
+            out.extend((str(target.relative_to(root)), d) for d in _read_docs(target))
+    if ns:
+        _apply_namespace([o for _f, o in out], ns)
+    return out
 
 
 def read_tree(directory: str | Path) -> tuple[list[tuple[str, Any]], Inventory | None]:
     root = Path(directory)
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
-    items: list[tuple[str, Any]] = []
-    if (root / "kustomization.yaml").exists():
-        _kustomized(root, root, items)
+    real_root = root.resolve()
+    items: list[tuple[str, Any]] = []  # (file relative to the root, object)
+    if kustomization_file(root) is not None:
+        items = _kustomized(real_root, real_root, (real_root,))
     else:
         for path in sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml", ".json")):
             rel = str(path.relative_to(root))
-            if rel == INVENTORY or path.name == "kustomization.yaml":
+            if rel == INVENTORY or path.name in KUSTOMIZATIONS:
                 continue
+            if not path.resolve().is_relative_to(real_root):
+                raise InputError(f"{path}: a link out of the tree (to {path.resolve()}) (fix: "
+                                 "copy the file into the tree)")
             items.extend((rel, d) for d in _read_docs(path))
     inv_path = root / INVENTORY
     inventory = None

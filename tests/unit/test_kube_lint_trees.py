@@ -1,0 +1,218 @@
+"""Trees with kustomizations, as ``aiplat kube lint DIR`` and ``kube validate DIR`` read them
+(issue #38, the red team's second round): a kustomization's ``namespace`` was ignored (a
+RoleBinding that kustomize puts into kube-system was judged in the namespace its file names),
+``kustomization.yml`` and ``Kustomization`` were not recognised (the directory was read as
+loose YAML, missing what the kustomization lists), patches were silently ignored, and a
+resource outside the tree was read (an absolute path ended in a traceback)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_kube_lint_rbac_round2 import aiplat
+
+from aiplat.errors import InputError
+from aiplat.kube.tree import read_tree
+
+Obj = dict[str, Any]
+RBAC = "rbac.authorization.k8s.io"
+ROLE = {"apiVersion": f"{RBAC}/v1", "kind": "Role", "metadata": {"name": "x", "namespace":
+                                                                 "research"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["create"]}]}
+BINDING = {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
+           "metadata": {"name": "x", "namespace": "research"},
+           "roleRef": {"apiGroup": RBAC, "kind": "Role", "name": "x"},
+           "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": "oidc:ml-team"}]}
+IN_KUBE_SYSTEM = "error: [rbac-system-namespace] RoleBinding/kube-system/x: "
+
+
+def write(directory: Path, files: dict[str, Any]) -> Path:
+    """``files``: name -> text, or a list of objects (YAML documents)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, content in files.items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content if isinstance(content, str) else yaml.safe_dump_all(content))
+    return directory
+
+
+def kustomization(**fields: Any) -> str:
+    return yaml.safe_dump({"apiVersion": "kustomize.config.k8s.io/v1beta1",
+                           "kind": "Kustomization", **fields})
+
+
+def lint(tree: Path, capsys: pytest.CaptureFixture[str],
+         command: str = "lint") -> tuple[int, str, str]:
+    inv = tree.parent / "inventory.yaml"
+    inv.write_text("pools: []\n")
+    capsys.readouterr()
+    args = ["kube", command, str(tree)] + (["--inventory", str(inv)] if command == "lint"
+                                           else [])
+    code = aiplat(args)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+# --- the kustomization's names --------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["kustomization.yaml", "kustomization.yml", "Kustomization"])
+def test_every_name_kustomize_accepts_is_a_kustomization(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    """The red team's kz_yml and kz_K: the kustomization lists rbac.txt, which a plain read of
+    the directory's YAML never sees."""
+    ks = {**BINDING, "metadata": {"name": "x", "namespace": "kube-system"}}
+    tree = write(tmp_path / "t", {name: kustomization(resources=["rbac.txt"]),
+                                  "rbac.txt": [{**ROLE, "metadata": {"name": "x", "namespace":
+                                                                    "kube-system"}}, ks],
+                                  "benign.yaml": [{"apiVersion": "v1", "kind": "ConfigMap",
+                                                   "metadata": {"name": "b"}}]})
+    code, out, _err = lint(tree, capsys)
+    assert code == 1 and IN_KUBE_SYSTEM in out
+    assert "2 objects" in out  # what the kustomization lists, not benign.yaml
+
+
+def test_two_kustomizations_in_one_directory_are_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(resources=[]),
+                                  "Kustomization": kustomization(resources=[])})
+    code, _out, err = lint(tree, capsys)
+    assert code == 2 and "more than one kustomization" in err and "fix:" in err
+
+
+# --- namespace ----------------------------------------------------------------------------
+
+def test_the_kustomization_namespace_is_where_objects_are_judged(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The red team's kz_ns: rbac.yaml says research, kustomize puts it in kube-system."""
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
+        namespace="kube-system", resources=["rbac.yaml"]), "rbac.yaml": [ROLE, BINDING]})
+    code, out, _err = lint(tree, capsys)
+    assert code == 1 and IN_KUBE_SYSTEM in out
+    code, out, _err = lint(tree, capsys, "validate")
+    assert code == 0
+
+
+def test_namespace_is_set_as_kustomize_sets_it(tmp_path: Path) -> None:
+    """api/filters/namespace: every namespaced object (a custom resource kustomize does not
+    know too), a Namespace renamed, binding subjects named default, an APIService's service;
+    cluster-scoped kinds (Kubernetes' and Kueue's) left alone; the outer kustomization wins."""
+    sa_binding = {**BINDING, "kind": "ClusterRoleBinding", "metadata": {"name": "y"},
+                  "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "view"},
+                  "subjects": [{"kind": "ServiceAccount", "name": "default"},
+                               {"kind": "ServiceAccount", "name": "app", "namespace": "apps"}]}
+    objs = [ROLE, sa_binding,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "research"}},
+            {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": "c"}},
+            {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+             "metadata": {"name": "q"}},
+            {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}},
+            {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+             "metadata": {"name": "v1.metrics"},
+             "spec": {"service": {"name": "m", "namespace": "monitoring"}}}]
+    tree = write(tmp_path / "t", {
+        "kustomization.yaml": kustomization(namespace="outer", resources=["base"]),
+        "base/kustomization.yaml": kustomization(namespace="inner", resources=["all.yaml"]),
+        "base/all.yaml": objs})
+    items, _inv = read_tree(tree)
+    got = {(o["kind"], o["metadata"]["name"]): o for _f, o in items}
+    assert {f for f, _o in items} == {"base/all.yaml"}
+    assert got["Role", "x"]["metadata"]["namespace"] == "outer"
+    assert "namespace" not in got["ClusterRoleBinding", "y"]["metadata"]
+    assert got["ClusterRoleBinding", "y"]["subjects"] == [
+        {"kind": "ServiceAccount", "name": "default", "namespace": "outer"},
+        {"kind": "ServiceAccount", "name": "app", "namespace": "apps"}]
+    assert ("Namespace", "outer") in got
+    assert "namespace" not in got["ClusterRole", "c"]["metadata"]
+    assert "namespace" not in got["ClusterQueue", "q"]["metadata"]
+    assert got["Widget", "w"]["metadata"]["namespace"] == "outer"
+    assert got["APIService", "v1.metrics"]["spec"]["service"]["namespace"] == "outer"
+
+
+# --- what is not modelled, and what is not followed ---------------------------------------
+
+def test_patches_are_not_modelled_and_say_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The red team's kz_patch: a JSON patch adds system:authenticated to the binding."""
+    patch = "- op: add\n  path: /subjects/-\n  value: {kind: Group, name: system:authenticated}\n"
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
+        resources=["rbac.yaml"], patches=[{"target": {"kind": "RoleBinding"}, "patch": patch}],
+        namePrefix="p-"), "rbac.yaml": [ROLE, BINDING]})
+    code, out, err = lint(tree, capsys)
+    assert code == 0 and "2 objects" in out
+    for field in ("patches", "namePrefix"):
+        assert f"'{field}' not modelled" in err
+    assert "results may differ" in err and "kubectl kustomize" in err
+
+
+def test_a_remote_resource_is_a_warning_not_followed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(resources=[
+        "https://github.com/kubernetes-sigs/kueue/config/default?ref=v0.19.2",
+        "github.com/example/repo/base", "rbac.yaml"]), "rbac.yaml": [ROLE]})
+    code, out, err = lint(tree, capsys)
+    assert code == 0 and "1 objects" in out
+    assert err.count("is remote: not followed") == 2
+
+
+@pytest.mark.parametrize(("entry", "says"), [
+    ("/etc/passwd", "'/etc/passwd' is an absolute path"),
+    ("../outside.yaml", "'../outside.yaml' is outside the tree"),
+    ("../../../../../../../../etc/passwd", "'../../../../../../../../etc/passwd' is outside"),
+    ("link.yaml", "'link.yaml' is outside the tree"),
+    ("linkdir", "'linkdir' is outside the tree"),
+    ("missing.yaml", "'missing.yaml' does not exist"),
+    (".", "'.' includes"),
+    ("sub", "'..' includes"),  # sub's kustomization, back to the root: a cycle
+])
+def test_resources_outside_the_tree_are_input_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], entry: str, says: str) -> None:
+    write(tmp_path, {"outside.yaml": [ROLE], "outdir/kustomization.yaml":
+                     kustomization(resources=[])})
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(resources=[entry]),
+                                  "sub/kustomization.yaml": kustomization(resources=[".."])})
+    (tree / "link.yaml").symlink_to(tmp_path / "outside.yaml")
+    (tree / "linkdir").symlink_to(tmp_path / "outdir")
+    code, out, err = lint(tree, capsys)
+    assert code == 2 and out == ""
+    assert f"resources entry {says}" in err and "fix:" in err
+
+
+def test_a_link_out_of_a_plain_tree_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The red team's k_link: x.yaml -> a file of the host."""
+    write(tmp_path, {"secret.yaml": [{"apiVersion": "v1", "kind": "Secret",
+                                      "metadata": {"name": "host", "namespace": "default"}}]})
+    tree = write(tmp_path / "t", {"ok.yaml": [ROLE]})
+    (tree / "x.yaml").symlink_to(tmp_path / "secret.yaml")
+    code, _out, err = lint(tree, capsys)
+    assert code == 2 and "x.yaml: a link out of the tree" in err
+
+
+def test_a_link_inside_the_tree_is_read(tmp_path: Path) -> None:
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(resources=["l.yaml"]),
+                                  "real/r.yaml": [ROLE]})
+    (tree / "l.yaml").symlink_to(tree / "real" / "r.yaml")
+    items, _inv = read_tree(tree)
+    assert [o["kind"] for _f, o in items] == ["Role"]
+
+
+def test_a_bad_namespace_field_is_an_input_error(tmp_path: Path) -> None:
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(namespace=["a"],
+                                                                      resources=[])})
+    with pytest.raises(InputError, match="'namespace' must be a string"):
+        read_tree(tree)
+
+
+def test_not_modelled_fields_are_logged_as_warnings(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
+        resources=[], configMapGenerator=[{"name": "c"}])})
+    with caplog.at_level(logging.WARNING, logger="aiplat.kube.tree"):
+        read_tree(tree)
+    assert ["'configMapGenerator' not modelled" in r.getMessage() for r in caplog.records] \
+        == [True]
