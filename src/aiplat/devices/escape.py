@@ -7,7 +7,8 @@ specs; the runtime would then, as root:
 
 - bind ``/``, credentials or a container runtime's socket into the container
   (``ESCAPE_PATHS``, and any directory above one of them), or a system directory writable
-  (``SYSTEM_DIRS``: the container changes what the host runs);
+  (``SYSTEM_DIRS``: the container changes what the host runs, or what its root daemons
+  write: /var/log, /var/cache...);
 - mount a kernel file system (``KERNEL_FS``), a second procfs the runtime does not mask, or
   any file system a device does not need (a disk, an overlay of host directories, a network
   share): only binds and ``SAFE_FS`` are let through;
@@ -19,7 +20,8 @@ specs; the runtime would then, as root:
   writes them): any other program is arbitrary code as root on the host, whatever its name.
   A shell, an interpreter, a launcher or a network client is named as such; so is a hook
   that pipes into a shell, sits where anyone can replace it, or whose environment is not
-  the few variables NVIDIA's hooks read.
+  the few variables NVIDIA's hooks read; and a known hook pointed at a path outside the
+  container (``CONTAINER_PATH_FLAGS``: ``chmod --path ../../etc``, a link at ``/proc/1/root``).
 
 Allow-lists, not deny-lists, for what a device needs (hooks, file system types, device
 nodes): the programs and devices that hand the host over are too many to list. Binds are the
@@ -104,11 +106,14 @@ ESCAPE_PATHS: dict[str, str] = {
 ESCAPE_PATHS |= {"/var" + p: why for p, why in ESCAPE_PATHS.items() if p.startswith("/run/")}
 
 SYSTEM_DIRS = ("/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt",
-               "/var/lib", "/sys", "/boot", "/run", "/var/run", "/var/spool")
-"""Directories whose files the host runs or trusts: a writable bind lets the container
-change them (a library the host loads, a unit, a kernel setting; under /run the drop-ins
-root's daemons read: modprobe.d, sysctl.d, tmpfiles.d, udev rules, a containerised driver's
-root; under /var/spool the cron and at jobs)."""
+               "/var", "/sys", "/boot", "/run", "/root", "/home", "/srv", "/snap")
+"""Directories whose files the host runs, trusts or writes as root: a writable bind lets the
+container change them (a library the host loads, a unit, a kernel setting; under /run the
+drop-ins root's daemons read: modprobe.d, sysctl.d, tmpfiles.d, udev rules, a containerised
+driver's root; under /var the cron and at jobs, the logs root's daemons append to and
+logrotate rotates by name, apt's package cache, the crash reports apport reads, every
+daemon's state; /srv what the host serves). Only the shared scratch below ``SHARED_DIRS``
+(/var/tmp/x) is not the system's."""
 
 SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 """Directories everyone writes, root's programs too, by names they pick: a writable bind of
@@ -249,6 +254,20 @@ NOT_A_HOOK_FLAG = ("--container-spec", "-container-spec")
 """Reads the container's state from a file of the spec's choosing instead of the runtime's
 stdin: a state whose root is the host's makes the hook change the host's own files."""
 
+CONTAINER_PATH_FLAGS: dict[str, str] = {
+    "path": "chmod's --path", "folder": "update-ldcache's --folder",
+    "link": "create-symlinks' --link", "cuda-compat-container-root":
+    "enable-cuda-compat's --cuda-compat-container-root"}
+"""The hook flags that name a path in the container (cmd/nvidia-cdi-hook): the hook, root on
+the host, joins it to the container's root (chmod and update-ldcache with filepath.Join, so
+'..' leaves it; create-symlinks before 1.17.5 too) and acts there. nvidia-ctk writes each as
+an absolute, clean path (internal/discover/hooks.go transformArgs)."""
+
+HOST_VIEWS = ("/proc", "/sys")
+"""Container paths a hook must not be pointed at: while createContainer hooks run, the
+container's /proc/1 is the runtime's init, whose root is still the host's (/proc/1/root/etc is
+the host's /etc); /sys is the host's kernel settings."""
+
 LDCONFIG = ("ldconfig", "ldconfig.real")
 """What update-ldcache's --ldconfig-path may name: it runs that program as root on the host
 (Ubuntu's /sbin/ldconfig is a wrapper around ldconfig.real)."""
@@ -346,7 +365,10 @@ def mount_problems(m: Mapping[str, Any], real: str | None = None) -> list[Proble
 
 
 def _writable_problem(path: str, via: str) -> Problem | None:
-    system = next((d for d in SYSTEM_DIRS if _within(path, d)), None)
+    if any(path != d and _within(path, d) for d in SHARED_DIRS):
+        return None  # a directory of its own in the shared scratch (/var/tmp/x)
+    system = None if path in SHARED_DIRS else \
+        next((d for d in SYSTEM_DIRS if _within(path, d)), None)
     if system is not None:
         return Problem("options", f"bind mount of {path}{via} is writable: the container can "
                        f"change {system}, which the host runs or trusts",
@@ -569,6 +591,10 @@ def _subcommand_problems(args: list[str], first: int) -> list[Problem]:
             out.append(Problem(f"args[{j}]", f"'{_short(a)}' makes the hook read the "
                                "container's state from a file the spec picks (a root of / "
                                "makes it change the host's own files)", f"remove {flag}"))
+        elif flag.startswith("-") and flag.lstrip("-") in CONTAINER_PATH_FLAGS:
+            named = value if eq else (args[j + 1] if j + 1 < len(args) else "")
+            out += [Problem(f"args[{j + (not eq)}]", m, h)
+                    for m, h in _container_path_problems(flag.lstrip("-"), named)]
         elif flag in ("--ldconfig-path", "-ldconfig-path"):
             named = value if eq else (args[j + 1] if j + 1 < len(args) else "")
             program = posixpath.basename(named.removeprefix("@"))
@@ -578,6 +604,66 @@ def _subcommand_problems(args: list[str], first: int) -> list[Problem]:
                                    "ldconfig's place", "name the host's ldconfig (e.g. "
                                    "--ldconfig-path @/sbin/ldconfig), or drop the flag"))
     return out
+
+
+_PATH_FIX = ("name the absolute path in the container, without '..', as nvidia-ctk writes "
+             "it (e.g. --path /dev/dri, --folder /usr/lib64, --link "
+             "libcuda.so.1::/usr/lib64/libcuda.so)")
+
+
+def _container_path_problems(flag: str, value: str) -> list[tuple[str, str]]:
+    """What is wrong with ``value``, the argument of a ``CONTAINER_PATH_FLAGS`` flag: (message,
+    fix) pairs. nvidia-cdi-hook splits a list flag at commas (urfave/cli's default)."""
+    what = CONTAINER_PATH_FLAGS[flag]
+    out = []
+    for piece in value.split(","):
+        target, sep, link = piece.partition("::") if flag == "link" else ("", "", piece)
+        if sep:  # else the hook refuses the link itself
+            out += _target_problems(what, target, link)
+        if problem := _path_problem(what, link):
+            out.append((problem, _PATH_FIX))
+    return out
+
+
+def _path_problem(what: str, path: str) -> str | None:
+    said = f"{what} '{_short(path)}'"
+    if not path:
+        return None  # the hook refuses an empty path itself
+    if ".." in path.split("/"):
+        return (f"{said} holds '..': joined to the container's root it leaves it, and the "
+                "hook (root on the host) changes the host's own files")
+    if not path.startswith("/"):
+        return (f"{said} is not an absolute path: the hook, root on the host, joins it to "
+                "the container's root, and nvidia-ctk writes only absolute ones")
+    top = next((t for t in HOST_VIEWS if _within(normal(path), t)), None)
+    if top is not None:
+        return (f"{said} lies under {top}: while the hook runs, the container's /proc/1/root "
+                "is the host's / and /sys the host's kernel settings, so the hook acts on the "
+                "host")
+    return None
+
+
+def _target_problems(what: str, target: str, link: str) -> list[tuple[str, str]]:
+    """A link's target is resolved where the link is followed: in the container it cannot
+    leave the root, but a hook or tool following it on the host (chmod --path of the link)
+    can. nvidia-ctk writes clean absolute targets and relative ones that stay inside
+    ('../card1' from /dev/dri/by-path)."""
+    said = f"{what} target '{_short(target)}'"
+    fix = "point the link at a file inside the container, as nvidia-ctk writes it"
+    if target.startswith("/"):
+        if ".." in target.split("/"):
+            return [(f"{said} holds '..'", fix)]
+        return []
+    depth = len([c for c in posixpath.dirname(link).split("/") if c not in ("", ".")])
+    for c in target.split("/"):
+        if c == "..":
+            depth -= 1
+            if depth < 0:
+                return [(f"{said} climbs above the root from {_short(link)}: followed on the "
+                         "host it leaves the container", fix)]
+        elif c not in ("", "."):
+            depth += 1
+    return []
 
 
 def _runner_problems(path: str, real: str | None, args: list[str],
