@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aiplat.cli.main import main
-from aiplat.cli.sim import _grouped
+from aiplat.ops.kueue_input import grouped
 
 
 def test_unreplayed_fields_are_grouped_with_their_objects() -> None:
@@ -18,7 +18,7 @@ def test_unreplayed_fields_are_grouped_with_their_objects() -> None:
               "snap.yaml: ClusterQueue a: spec.namespaceSelector (every namespace)",
               "snap.yaml: ClusterQueue b: spec.namespaceSelector (every namespace)",
               "snap.yaml: Configuration: waitForPodsReady.blockAdmission"]
-    assert _grouped(lines, "snap.yaml") == [
+    assert grouped(lines, "snap.yaml") == [
         "spec.podSets[*].topologyRequest: Workload ns/w0, Workload ns/w1, Workload ns/w2 "
         "and 2 more",
         "spec.topologyName (TAS is not replayed): ResourceFlavor h100",

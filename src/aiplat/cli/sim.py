@@ -8,7 +8,6 @@ JSON.
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Callable
@@ -360,6 +359,7 @@ def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
     """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
     from aiplat import inputs
     from aiplat.kueue.snapshot import unpack
+    from aiplat.ops import kueue_input
 
     files = sorted(p for p in path.rglob("*") if p.suffix in (".yaml", ".yml", ".json")) \
         if path.is_dir() else [path]
@@ -376,55 +376,10 @@ def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
     if not items:
         raise InputError(f"{path}: no objects (fix: pass the output of 'kubectl get "
                          "clusterqueues,workloads,... -A -o yaml')")
-    return _replayed(items, str(path))
-
-
-_READ = ("ConfigMap", "Node", "Namespace", "ResourceClaimTemplate", "Configuration")
-
-
-def _replayed(items: list[tuple[str, Any]], source: str) -> list[tuple[str, Any]]:
-    """The objects the replay reads; other Kubernetes kinds in the snapshot (a why-pending
-    folder's Pods and DeviceClasses, a rendered tree's Kustomization, anything `kubectl get
-    all` adds) are left out with one note. A kind of Kueue's own API group it does not know
-    stays in: the parser refuses it by name (a typo, not another component's object)."""
-    from collections import Counter
-
-    kept, skipped = [], Counter[str]()
-    for where, o in items:
-        kind, api = str(o.get("kind") or ""), str(o.get("apiVersion") or "")
-        if kind in _READ or api.split("/", maxsplit=1)[0].endswith("kueue.x-k8s.io"):
-            kept.append((where, o))
-        else:
-            skipped[kind or "a document without kind"] += 1
-    if skipped:
-        click.echo(f"note: {source}: not read by the replay: "
-                   + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items())), err=True)
+    kept, note = kueue_input.replayed(items, str(path))
+    if note:
+        click.echo(f"note: {note}", err=True)
     return kept
-
-
-_OBJECT_FIELD = re.compile(r"^(?P<kind>[A-Z]\w+) (?P<name>[^\s:]+):? (?P<field>.+)$")
-
-
-def _grouped(lines: list[str], source: str, shown: int = 3) -> list[str]:
-    """One warning per unreplayed field with the objects that carry it (a rendered tree's
-    topology requests would otherwise be one line per workload), podSets[N] as podSets[*]."""
-    groups: dict[str, list[str]] = {}
-    for line in dict.fromkeys(lines):
-        text = line.removeprefix(f"{source}: ")
-        m = _OBJECT_FIELD.match(text)
-        if m is None:
-            groups.setdefault(text, [])
-            continue
-        field = re.sub(r"\[\d+\]", "[*]", m["field"])
-        groups.setdefault(field, []).append(f"{m['kind']} {m['name']}")
-    out = []
-    for field, objects in groups.items():
-        if not objects:
-            out.append(field)
-            continue
-        more = f" and {len(objects) - shown} more" if len(objects) > shown else ""
-        out.append(f"{field}: {', '.join(objects[:shown])}{more}")
-    return out
 
 
 def _default_kubeconfig() -> str:
@@ -521,7 +476,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
              else [(source, o) for o in _snapshot_live(kubeconfig, context)])
     snap = kueue_input.read(items, source, lambda objs: parse(objs, source, _embedded),
                             "pass 'kubectl get ... -o yaml' output")
-    for line in _grouped(snap.unsupported, source):
+    for line in kueue_input.grouped(snap.unsupported, source):
         click.echo(f"warning: not replayed: {line}", err=True)
     r = Replay(snap)
     rows = [o.as_dict() for o in r.run(cycles)]

@@ -17,6 +17,8 @@ reader's own checks. Pure: no I/O (this sits above ``kube`` and ``sched`` to use
 from __future__ import annotations
 
 import functools
+import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -92,3 +94,51 @@ def read(items: list[Item], source: str, reader: Callable[[list[Obj]], T], fix: 
         if errors:
             raise _refuse(errors, failure + "; among the ") from None
         raise InputError(f"{failure} (fix: {fix})") from None
+
+
+# ---------------------------------------------------------------- what sim replay reads
+
+_REPLAY_READS = ("ConfigMap", "Node", "Namespace", "ResourceClaimTemplate", "Configuration")
+
+
+def replayed(items: list[Item], source: str) -> tuple[list[Item], str | None]:
+    """The objects the replay reads; other Kubernetes kinds in the snapshot (a why-pending
+    folder's Pods and DeviceClasses, a rendered tree's Kustomization, anything `kubectl get
+    all` adds) are left out with one note. A kind of Kueue's own API group it does not know
+    stays in: the parser refuses it by name (a typo, not another component's object).
+    Returns the kept objects and the note naming what was left out (None: nothing)."""
+    kept, skipped = [], Counter[str]()
+    for where, o in items:
+        kind, api = str(o.get("kind") or ""), str(o.get("apiVersion") or "")
+        if kind in _REPLAY_READS or api.split("/", maxsplit=1)[0].endswith("kueue.x-k8s.io"):
+            kept.append((where, o))
+        else:
+            skipped[kind or "a document without kind"] += 1
+    note = (f"{source}: not read by the replay: "
+            + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))) if skipped else None
+    return kept, note
+
+
+_OBJECT_FIELD = re.compile(r"^(?P<kind>[A-Z]\w+) (?P<name>[^\s:]+):? (?P<field>.+)$")
+
+
+def grouped(lines: list[str], source: str, shown: int = 3) -> list[str]:
+    """One warning per unreplayed field with the objects that carry it (a rendered tree's
+    topology requests would otherwise be one line per workload), podSets[N] as podSets[*]."""
+    groups: dict[str, list[str]] = {}
+    for line in dict.fromkeys(lines):
+        text = line.removeprefix(f"{source}: ")
+        m = _OBJECT_FIELD.match(text)
+        if m is None:
+            groups.setdefault(text, [])
+            continue
+        field = re.sub(r"\[\d+\]", "[*]", m["field"])
+        groups.setdefault(field, []).append(f"{m['kind']} {m['name']}")
+    out = []
+    for field, objects in groups.items():
+        if not objects:
+            out.append(field)
+            continue
+        more = f" and {len(objects) - shown} more" if len(objects) > shown else ""
+        out.append(f"{field}: {', '.join(objects[:shown])}{more}")
+    return out
