@@ -216,3 +216,25 @@ def test_not_modelled_fields_are_logged_as_warnings(
         read_tree(tree)
     assert ["'configMapGenerator' not modelled" in r.getMessage() for r in caplog.records] \
         == [True]
+
+
+def test_the_cluster_scoped_kinds_are_lightkubes() -> None:
+    """tree.CLUSTER_SCOPED, written out (the reader imports no cluster client), is the set of
+    lightkube's global resource models: the kinds Kubernetes serves without a namespace."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    from lightkube import resources
+    from lightkube.core.resource import GlobalResource
+
+    from aiplat.kube.tree import CLUSTER_SCOPED
+
+    models = set()
+    for module in pkgutil.iter_modules(resources.__path__):
+        mod = importlib.import_module(f"{resources.__name__}.{module.name}")
+        for _name, cls in inspect.getmembers(mod, inspect.isclass):
+            info = getattr(cls, "_api_info", None)
+            if issubclass(cls, GlobalResource) and info is not None and info.parent is None:
+                models.add((info.resource.group, info.resource.kind))
+    assert models == CLUSTER_SCOPED

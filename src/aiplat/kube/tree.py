@@ -9,7 +9,7 @@ kustomize's namespace transformer applies it (``api/filters/namespace``): set on
 that is not cluster-scoped (a Namespace is renamed to it, as kustomize does), on the
 ``subjects`` of (Cluster)RoleBindings named ``default``, and on an APIService's and a CRD
 conversion webhook's service; an outer kustomization's namespace overrides an inner one's.
-Cluster-scoped are Kubernetes' own such kinds (lightkube's resource models) and the
+Cluster-scoped are Kubernetes' own such kinds (``CLUSTER_SCOPED``) and the
 custom resources whose CRD (aiplat's packaged ones, or one in the tree) says so; the API
 server drops a namespace set on those. Every other field (patches, name prefixes, labels,
 generators, components, Helm charts, ...) is not modelled: a warning says so, since the
@@ -24,11 +24,7 @@ A directory without one is read as every ``*.yaml``/``*.yml``/``*.json`` below i
 
 from __future__ import annotations
 
-import functools
-import importlib
-import inspect
 import logging
-import pkgutil
 import re
 from pathlib import Path
 from typing import Any
@@ -88,20 +84,36 @@ def kustomization_file(directory: Path) -> Path | None:
     return found[0] if found else None
 
 
-@functools.cache
-def _builtin_cluster_scoped() -> frozenset[tuple[str, str]]:
-    """(group, kind) of Kubernetes' cluster-scoped kinds, from lightkube's resource models."""
-    from lightkube import resources
-    from lightkube.core.resource import GlobalResource
-
-    out = set()
-    for module in pkgutil.iter_modules(resources.__path__):
-        mod = importlib.import_module(f"{resources.__name__}.{module.name}")
-        for _name, cls in inspect.getmembers(mod, inspect.isclass):
-            info = getattr(cls, "_api_info", None)
-            if issubclass(cls, GlobalResource) and info is not None and info.parent is None:
-                out.add((info.resource.group, info.resource.kind))
-    return frozenset(out)
+# Kubernetes' cluster-scoped kinds, (group, kind): `kubectl api-resources --namespaced=false`,
+# as lightkube's resource models list them (a test keeps the two equal; lightkube, a cluster
+# client, is not imported here).
+CLUSTER_SCOPED = frozenset({
+    ("", "ComponentStatus"), ("", "Namespace"), ("", "Node"), ("", "PersistentVolume"),
+    *(("admissionregistration.k8s.io", k) for k in (
+        "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+        "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration")),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    ("authentication.k8s.io", "SelfSubjectReview"), ("authentication.k8s.io", "TokenReview"),
+    *(("authorization.k8s.io", k) for k in (
+        "SelfSubjectAccessReview", "SelfSubjectRulesReview", "SubjectAccessReview")),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("certificates.k8s.io", "ClusterTrustBundle"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+    ("internal.apiserver.k8s.io", "StorageVersion"),
+    *(("networking.k8s.io", k) for k in ("IPAddress", "IngressClass", "ServiceCIDR")),
+    ("node.k8s.io", "RuntimeClass"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    *(("resource.k8s.io", k) for k in (
+        "DeviceClass", "DeviceTaintRule", "ResourcePoolStatusRequest", "ResourceSlice")),
+    ("scheduling.k8s.io", "PriorityClass"),
+    *(("storage.k8s.io", k) for k in (
+        "CSIDriver", "CSINode", "StorageClass", "VolumeAttachment", "VolumeAttributesClass")),
+    ("storagemigration.k8s.io", "StorageVersionMigration"),
+})
 
 
 def _cluster_scoped(objects: list[Any]) -> set[tuple[str, str]]:
@@ -111,7 +123,7 @@ def _cluster_scoped(objects: list[Any]) -> set[tuple[str, str]]:
 
     crds = [c for b in bundles() for c in b["crds"]]
     crds += [o for o in objects if o.get("kind") == "CustomResourceDefinition"]
-    out = set(_builtin_cluster_scoped())
+    out = set(CLUSTER_SCOPED)
     for crd in crds:
         spec = crd.get("spec")
         spec = spec if isinstance(spec, dict) else {}
