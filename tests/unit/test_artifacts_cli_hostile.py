@@ -244,3 +244,58 @@ def test_inspect_of_a_model_with_megabytes_of_signature_manifests_is_one_error(
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
     assert "more than 4 MiB (MAX_SIGNATURES_BYTES" in err and "To fix" in err, err
+
+
+def _with_layer_path(fake: FakeRegistry, tag: str, path: str) -> None:
+    body = json.loads(fake.manifests["m"]["v1"])
+    body["layers"][0]["annotations"]["org.cncf.model.filepath"] = path
+    data = json.dumps(body).encode()  # ensure_ascii: a lone surrogate travels as \ud800
+    fake.manifests["m"].update({tag: data, sha256_digest(data): data})
+
+
+@pytest.mark.parametrize("path", ["\ud800.safetensors", "a\x9b2J\u202e.safetensors"])
+def test_pull_of_a_model_path_with_a_surrogate_or_c1_controls_is_one_line(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        path: str) -> None:
+    """The red team's fp_surrogate (a UnicodeEncodeError traceback) and fp_c1 (pulled: a
+    file named with CSI and a right-to-left override)."""
+    _push(registry, tmp_path)
+    _with_layer_path(registry, "v5", path)
+    code = main(["model", "pull", f"{HOST}/m:v5", "--cache", str(tmp_path / "c")])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert err.isprintable() or err[:-1].isprintable()
+    assert "layers[0]: file path" in err and repr(path) in err and "not printable" in err
+
+
+def test_inspect_of_a_config_with_surrogates_and_escapes_prints_them_escaped(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The red team's cfg_surrogate: lone surrogates and escape sequences in the config."""
+    _push(registry, tmp_path)
+    body = json.loads(registry.manifests["m"]["v1"])
+    cfg = b'{"descriptor": {"name": "\\ud800\\u001b[2J\\u009b31m"}, "x\\udfff": "\\ud83d"}'
+    registry.blobs[sha256_digest(cfg)] = cfg
+    body["config"].update(digest=sha256_digest(cfg), size=len(cfg))
+    data = json.dumps(body).encode()
+    registry.manifests["m"].update({"v6": data, sha256_digest(data): data})
+    for output in ("table", "json", "yaml"):
+        assert main(["model", "inspect", f"{HOST}/m:v6", "-o", output]) == 0
+        out = capsys.readouterr().out
+        out.encode()  # no lone surrogate reaches the terminal
+        assert "\x1b" not in out and "\x9b" not in out
+
+
+@pytest.mark.parametrize("name", [b"c\x1b[2J.json", b"\xff.json", b"w\xe2\x80\xae.safetensors"])
+def test_push_of_a_file_whose_name_pull_would_refuse_is_an_input_error(
+        registry: FakeRegistry, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        name: bytes) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "w.safetensors").write_bytes(os.urandom(1024))
+    with open(os.path.join(os.fsencode(src), name), "wb") as f:
+        f.write(b"{}")
+    code = main(["model", "push", str(src), f"{HOST}/m:v1"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert "not printable" in err and "rename it" in err and "\x1b" not in err
+    assert "m" not in registry.manifests

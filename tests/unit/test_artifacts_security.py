@@ -195,18 +195,44 @@ def _hostile(fake: FakeRegistry, case: str) -> list[Descriptor]:
         "tar-not-a-tar": lambda: [w, tar_layer(fake, os.urandom(3000))],
         "tar-file-then-weight-below": lambda: [
             tar_layer(fake, [member("a")]), raw(fake, "a/w.safetensors", GOOD)],
+        # The red team's fp_surrogate, fp_c1 and tar_badutf8 (issue #38): a traceback
+        # (UnicodeEncodeError), or a file named with a terminal's control characters.
+        "surrogate-path": lambda: [raw(fake, "\ud800.safetensors", b"1")],
+        "c1-path": lambda: [raw(fake, "a\x9b2J.safetensors", b"1")],
+        "bidi-path": lambda: [raw(fake, "a\u202egpj.safetensors", b"1")],
+        "newline-path": lambda: [raw(fake, "a\nb.safetensors", b"1")],
+        "tar-non-utf8-name": lambda: [w, tar_layer(fake, _latin1_tar("\xff.json"))],
+        "tar-c1-name": lambda: [w, tar_layer(fake, [member("c\x9b.json")])],
+        "annotation-not-a-string": lambda: [Descriptor(
+            WEIGHT_RAW, put_blob(fake, b"1"), 1, {FILEPATH: ["../../x"]})],  # type: ignore[dict-item]
     }
     return cases[case]()
+
+
+def _latin1_tar(name: str) -> bytes:
+    """A tar whose member's name is not UTF-8 (a ustar header in latin-1)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.USTAR_FORMAT,
+                      encoding="latin-1") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    return buf.getvalue()
 
 
 HOSTILE = ["file-then-dir", "dir-then-file", "same-path-twice", "5000-char-name",
            "300-char-component", "dot-dot-path", "tar-escapes", "tar-absolute-path",
            "tar-absolute-symlink", "tar-relative-symlink", "tar-hard-link", "tar-device-node",
            "tar-fifo", "tar-5000-char-name", "tar-file-under-weight", "tar-twice-same-file",
-           "tar-not-a-tar", "tar-file-then-weight-below"]
+           "tar-not-a-tar", "tar-file-then-weight-below", "surrogate-path", "c1-path",
+           "bidi-path", "newline-path", "tar-non-utf8-name", "tar-c1-name",
+           "annotation-not-a-string"]
+NAMED = {"surrogate-path", "c1-path", "bidi-path", "newline-path", "tar-non-utf8-name",
+         "tar-c1-name", "annotation-not-a-string"}
 # Paths wrong in the manifest itself are refused before a byte of the model moves.
 BEFORE_DOWNLOAD = {"file-then-dir", "dir-then-file", "same-path-twice", "5000-char-name",
-                   "300-char-component", "dot-dot-path"}
+                   "300-char-component", "dot-dot-path", "surrogate-path", "c1-path",
+                   "bidi-path", "newline-path", "annotation-not-a-string"}
 
 
 @pytest.mark.parametrize("case", HOSTILE)
@@ -218,6 +244,10 @@ def test_hostile_manifests_are_refused_with_one_clean_error(tmp_path: Path, case
         pull(client(fake), cache, parse_reference(f"{HOST}/scratch/hostile:v1"))
     message = str(info.value)
     assert "\n" not in message and len(message) < 600 and "refus" in message
+    assert message.isprintable(), message  # escaped: nothing reaches the terminal raw
+    if case in NAMED:
+        assert "layers[" in message, message  # which layer
+    assert "/blobs/" not in message, message  # the model's path, not the cache's
     assert info.value.exit_code == 1
     assert cache.snapshot_digests() == []
     assert list((tmp_path / "cache/snapshots").iterdir()) == []  # no half-made snapshot

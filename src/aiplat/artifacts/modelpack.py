@@ -148,12 +148,19 @@ class Manifest:
 
 
 def _strings(annotations: Any, where: str) -> dict[str, str]:
-    """Annotations as strings; anything but a JSON object there is refused."""
+    """Annotations: a JSON object of strings (the OCI image spec's string-string map); any
+    other value is refused, not turned into its Python spelling (``['../../x']`` was a
+    file path)."""
     if not annotations:
         return {}
     if not isinstance(annotations, dict):
         raise ArtifactError(f"{where}: 'annotations' is not an object")
-    return {str(k): str(v) for k, v in annotations.items()}
+    for key, value in annotations.items():
+        if not isinstance(value, str):
+            raise ManifestError(
+                f"{where}: annotation {key[:80]!r} is a {type(value).__name__}, not a"
+                " string (OCI annotations are strings); refusing the manifest")
+    return dict(annotations)
 
 
 @dataclass(frozen=True)
@@ -208,8 +215,16 @@ def safe_relpath(path: str, where: str) -> str:
     A manifest from a registry is untrusted input: ``../../etc/cron.d/x`` or an absolute path
     in ``org.cncf.model.filepath`` must never escape the snapshot directory, and a name no
     file system accepts (a 5,000-character component) is refused here, with the layer named,
-    rather than failing half-way through laying out the model.
+    rather than failing half-way through laying out the model. So is a name that is not
+    printable (``str.isprintable``: C0 and C1 controls, a line break, a bidi override, an
+    unpaired surrogate from JSON's ``\\ud800`` or a tar name that is not UTF-8): a file
+    named with a terminal's escape sequences, or one no file system call can encode.
     """
+    if not path.isprintable():
+        raise ManifestError(f"{where}: file path {_short(path)} has a character that is not"
+                            " printable (a control or format character, or an unpaired"
+                            " surrogate: JSON's \\udXXX, or a name that is not UTF-8);"
+                            " refusing the model")
     norm = posixpath.normpath(path)
     if (not path or path.startswith("/") or norm == ".." or norm.startswith("../")
             or norm == "." or "\\" in path or "\x00" in path):

@@ -72,6 +72,11 @@ def _files(root: Path) -> list[str]:
                 raise ArtifactInputError(
                     f"{full}: not a regular file (symlink or special file); copy the target"
                     " into the model directory or remove it")
+            if not rel.isprintable():  # what pull refuses (modelpack.safe_relpath)
+                raise ArtifactInputError(
+                    f"{root}: the file {rel!r} has a name that is not printable (a control or"
+                    " format character, or bytes that are not UTF-8), which aiplat model pull"
+                    " refuses; rename it")
             out.append(rel)
     return sorted(out)
 

@@ -334,7 +334,9 @@ def _materialise(cache: Cache, digest: str, manifest: Manifest, where: str) -> P
     except OSError as e:
         shutil.rmtree(tmp, ignore_errors=True)
         if e.errno in _LAYOUT_ERRNOS:
-            bad = str(e.filename or "")
+            # os.link names the cached blob first: the path in the model is the other one
+            bad = next((str(f) for f in (e.filename2, e.filename)
+                        if f and str(f).startswith(str(tmp))), str(e.filename or ""))
             bad = bad[len(str(tmp)) + 1:] if bad.startswith(str(tmp)) else bad
             raise ManifestError(f"{where}: the layers cannot be laid out as a model directory"
                                 f" ({e.strerror}: {bad[:80]!r}); refusing the model") from None
