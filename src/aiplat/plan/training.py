@@ -22,6 +22,7 @@ the tensor × pipeline group (FSDP/ZeRO-3 style), the adapters are replicated.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiplat.errors import InputError
@@ -39,201 +40,336 @@ GPU_UTILISATION = 0.8
 """Average share of TDP a GPU draws during training, for energy (an assumption)."""
 
 
+@dataclass(frozen=True)
+class FullMemory:
+    """Memory per GPU of a full (pre-)training run by part, and the sizing behind it."""
+
+    per_gpu: dict[str, float]
+    states: memory.ModelStateMemory
+    expert_states: memory.ModelStateMemory | None
+    activations: memory.ActivationMemory
+    deepspeed: memory.DeepSpeedEstimate | None = None
+    accelerate: memory.AccelerateEstimate | None = None
+
+    def results(self) -> dict[str, Result]:
+        out: dict[str, Result] = {"memory_states": self.states}
+        if self.expert_states is not None:
+            out["memory_expert_states"] = self.expert_states
+        out["memory_activations"] = self.activations
+        if self.deepspeed is not None:
+            out["deepspeed_estimate"] = self.deepspeed
+        if self.accelerate is not None:
+            out["accelerate_estimate"] = self.accelerate
+        return out
+
+
+@dataclass(frozen=True)
+class LoraMemory:
+    """Memory per GPU of a LoRA/QLoRA run by part: the sharded base, replicated adapters."""
+
+    per_gpu: dict[str, float]
+    lora: memory.LoraParams
+    activations: memory.ActivationMemory
+
+    def results(self) -> dict[str, Result]:
+        return {"lora": self.lora, "memory_activations": self.activations}
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """A communication estimate: its result (under ``name`` in plan.json), its key figure,
+    and a finding when it may not hide behind compute."""
+
+    name: str
+    result: Result
+    figure: tuple[str, str]
+    finding: Finding | None
+
+
+@dataclass(frozen=True)
+class TrainingSizing:
+    """Everything plan_training decided for one workload, as value objects; plan.json's
+    ``results`` and the key figures are read from it."""
+
+    gpus: int
+    dp: int
+    nodes: int
+    global_batch: int
+    micro_steps: int
+    k: float  # FLOPs per parameter and token
+    peak: float  # the GPU's dense TFLOP/s at the workload's precision
+    convention: str  # how the achieved TFLOP/s was given, in words
+    flops_per_token: training.TokenFlops
+    gpus_needed: training.GpusNeeded | None
+    time: training.TrainingTime
+    memory: FullMemory | LoraMemory
+    checkpoint: training.CheckpointSize
+    checkpoint_bandwidth: training.CheckpointBandwidth
+    dataset: training.DatasetStorage
+    read: training.ReadThroughput
+    step: training.TrainingTime
+    traffic: tuple[Traffic, ...]
+    goodput: goodput.Goodput
+    energy: power.RunEnergy
+    findings: tuple[Finding, ...]
+
+    @property
+    def hours(self) -> float:
+        return self.goodput.wall_seconds / 3600
+
+    def results(self) -> dict[str, Result]:
+        """plan.json's ``results``, by the names it has always had."""
+        out: dict[str, Result] = {"flops_per_token": self.flops_per_token}
+        if self.gpus_needed is not None:
+            out["gpus"] = self.gpus_needed
+        out["time"] = self.time
+        out |= self.memory.results()
+        out |= {"checkpoint": self.checkpoint, "checkpoint_bandwidth": self.checkpoint_bandwidth,
+                "dataset": self.dataset, "read": self.read, "step": self.step}
+        out |= {t.name: t.result for t in self.traffic}
+        return out | {"goodput": self.goodput, "energy": self.energy}
+
+
 def plan_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform) -> WorkloadPlan:
+    s = size_training(w, arch, hw, site)
+    mem = s.memory.per_gpu
+    price = hw.spec.node.gpu.price_per_gpu_hour if hw.spec.node.gpu else None
+    cost = s.gpus * s.hours * price if price is not None else None
+    tokens = (w.data.tokens or 0) * w.data.epochs
+    return WorkloadPlan(
+        name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.name,
+        gpu_model=gpu_of(hw).name, model=arch.name, params=arch.params,
+        precision=w.precision.value, gpus=s.gpus, nodes=s.gpus / hw.gpus_per_node,
+        goodput=s.goodput.goodput, cost_per_run=cost,
+        cost_per_million_tokens=cost / (tokens / 1e6) if cost is not None else None,
+        run_hours=s.hours, gpu_hours_per_month=s.gpus * s.hours * w.runs_per_month,
+        memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes,
+        key_figures=key_figures(w, arch, hw, site, s=s, cost=cost),
+        results=dump_results(s.results()), findings=list(s.findings),
+    )
+
+
+def size_training(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform
+                  ) -> TrainingSizing:
+    """GPUs, time, memory, checkpoint, data, traffic, goodput and energy of one run, with
+    the findings in the order an administrator meets them."""
     par = w.parallelism
-    tp, pp, cp, ep = par.tensor, par.pipeline, par.context, par.expert
+    tp, pp, cp = par.tensor, par.pipeline, par.context
     tokens = (w.data.tokens or 0) * w.data.epochs
     peak = hw.peak_tflops(w.precision)
-    lora = w.kind is WorkloadKind.LORA
-    k, x_tflops, convention = _throughput(w, peak, lora)
-    results: dict[str, Result] = {}
-    findings: list[Finding] = []
-    subject = f"workload {w.name}"
+    k, x_tflops, convention = _throughput(w, peak, w.kind is WorkloadKind.LORA)
     check_layout(w, arch)
-    _moe_default_mfu(w, arch, findings)
-    if tp > hw.gpus_per_node:
-        findings.append(Finding(
-            severity="warning", subject=subject,
-            message=f"tensor parallelism {tp} spans nodes ({hw.gpus_per_node} GPUs per node): "
-                    "its two all-reduces per layer cross the node network",
-            fix=f"keep parallelism.tensor ≤ {hw.gpus_per_node} and add pipeline stages"))
-
+    findings = _found(_moe_default_mfu(w, arch), _tensor_spans_nodes(w, hw))
     seq = par.sequence_length
     # One FLOP count per token for the run, the step and the GPU count (6·N_active + attention).
     fpt = training.training_flops_per_token(
         params=arch.active_params, layers=arch.layers, attention_dim=arch.shape.attention_dim,
         seq_len=seq, flops_per_param_token=k)
-    results["flops_per_token"] = fpt
     speed = layout.Speed(achieved_tflops_per_gpu=x_tflops, flops_per_param_token=k,
                          attention_flops_per_token=fpt.attention_flops_per_token)
-    gpus = _gpus(w, arch, hw, tokens, speed=speed, results=results)
+    need = _gpus_needed(w, hw, arch, tokens, speed)
+    gpus = need.gpus if need is not None else tp * pp * cp * (par.data or 1)
     dp = gpus // (tp * pp * cp)
     check_data_parallel(w, arch, dp)
     global_batch = par.global_batch or _default_global_batch(dp * par.micro_batch, seq)
     micro_steps = global_batch // (par.micro_batch * dp)
-
     time = training.training_time(tokens=tokens, params=arch.active_params, gpus=gpus,
                                   speed=speed)
-    results["time"] = time
-
-    mem, ckpt = _memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results,
-                        findings=findings)
-    total = sum(mem.values())
-
+    mem, ckpt = _memory(w, arch, hw, dp=dp, micro_steps=micro_steps)
+    findings += _found(_over_memory(w, hw, mem))
     nodes = max(1, math.ceil(gpus / hw.gpus_per_node))
     ckpt_bw = training.checkpoint_write_bandwidth(
         checkpoint_bytes=ckpt.total_bytes, interval_seconds=w.checkpoint.interval_minutes * 60,
         blocking_share=w.checkpoint.max_overhead, writers=nodes,
     )
-    results["checkpoint"] = ckpt
-    results["checkpoint_bandwidth"] = ckpt_bw
-    ds = training.dataset_storage(tokens=w.data.tokens or 0)
-    results["dataset"] = ds
-    read = training.data_read_throughput(tokens_per_second=time.tokens_per_second)
-    results["read"] = read
-
     # The step from the same per-token FLOPs as the run: steps x step time = run time.
     step = training.training_time(tokens=global_batch * seq, params=arch.active_params,
                                   gpus=gpus, speed=speed)
-    results["step"] = step
-    key: dict[str, str] = {"step time": f"{step.seconds:.3g} s ({global_batch} × {seq} tokens)"}
-    estimate = results.get("deepspeed_estimate")
-    if isinstance(estimate, memory.DeepSpeedEstimate):
-        key["model states, DeepSpeed's estimator"] = (
-            f"{bytes_h(estimate.deepspeed_bytes)} per GPU vs {bytes_h(estimate.aiplat_bytes)} here "
-            "(+ fp32 gradient copy" + (", largest tensor gathered" if par.zero_stage == 3 else "")
-            + ")")
-    accel = results.get("accelerate_estimate")
-    if isinstance(accel, memory.AccelerateEstimate):
-        key["model states, accelerate estimate-memory"] = (
-            f"{bytes_h(accel.accelerate_bytes)} (its largest component) vs "
-            f"{bytes_h(accel.aiplat_bytes)} here, unsharded (its parts add up to "
-            f"{bytes_h(accel.components_sum_bytes)})")
-    states = results.get("memory_states")
-    if w.precision is Precision.FP8 and isinstance(states, memory.ModelStateMemory):
-        b = states.weight_bytes_per_param
-        key["FP8 weights and gradients"] = (
-            f"stored in {w.fp8_storage} ({b:g} + {b:g} + {states.optimizer_bytes_per_param:g} "
-            "B/param; " + ("MS-AMP O2 / TE fp8_model_init)" if w.fp8_storage == "fp8" else
-                           "Transformer Engine's default, FP8 only in the GEMMs)"))
-    if par.offload != "none" and not lora:
-        key["offloaded to host memory"] = (f"{bytes_h(_offloaded(w, results))} per GPU "
-                                           f"({par.offload}; ZeRO-Offload)")
-    if pp > 1:
-        _bubble(w, micro_steps, key, findings)
-    _model_parallel_comm(w, arch, hw, micro_steps=micro_steps, step_seconds=step.seconds,
-                         results=results, key=key, findings=findings)
-    if dp > 1 and not lora:
-        _allreduce(w, arch, hw, dp=dp, nodes=nodes, step_seconds=step.seconds, results=results,
-                   key=key, findings=findings)
-
-    gp = _goodput(w, time.seconds, nodes, ckpt_bw.write_seconds, findings)
-    results["goodput"] = gp
-    hours = gp.wall_seconds / 3600
-    if w.slo.target_days is not None and hours / 24 > w.slo.target_days * 1.001:
-        findings.append(Finding(severity="warning", subject=subject,
-                                message=f"takes {hours / 24:.1f} days with checkpoints and "
-                                        f"interruptions, over the {w.slo.target_days:g}-day "
-                                        "target (GPUs are sized on compute time)",
-                                fix="raise parallelism.data or drop slo.targetDays"))
+    findings += _found(_bubble_finding(w, micro_steps))
+    traffic = tuple(t for t in (
+        _model_parallel_comm(w, arch, hw, micro_steps=micro_steps, step_seconds=step.seconds),
+        _allreduce(w, arch, hw, dp=dp, nodes=nodes, step_seconds=step.seconds)) if t)
+    findings += _found(*(t.finding for t in traffic))
+    gp, late = _goodput(w, time.seconds, nodes, ckpt_bw.write_seconds)
+    findings += _found(late, _over_target(w, gp))
     node_w = hw.node_power_w
     energy = power.run_energy(
-        gpus=gpus, hours=hours, gpu_tdp_w=gpu_of(hw).tdp_w, avg_utilisation=GPU_UTILISATION,
-        pue=site.site.pue, price_per_kwh=site.site.electricity_price_per_kwh,
+        gpus=gpus, hours=gp.wall_seconds / 3600, gpu_tdp_w=gpu_of(hw).tdp_w,
+        avg_utilisation=GPU_UTILISATION, pue=site.site.pue,
+        price_per_kwh=site.site.electricity_price_per_kwh,
         host_overhead_factor=node_w / (hw.gpus_per_node * gpu_of(hw).tdp_w),
     )
-    results["energy"] = energy
-    split = f"{tp}×TP, {pp}×PP" + (f", {cp}×CP" if cp > 1 else "") + f", {dp}×DP" + (
-        f" ({ep}×EP)" if ep > 1 else "")
+    return TrainingSizing(
+        gpus=gpus, dp=dp, nodes=nodes, global_batch=global_batch, micro_steps=micro_steps,
+        k=k, peak=peak, convention=convention, flops_per_token=fpt, gpus_needed=need,
+        time=time, memory=mem, checkpoint=ckpt, checkpoint_bandwidth=ckpt_bw,
+        dataset=training.dataset_storage(tokens=w.data.tokens or 0),
+        read=training.data_read_throughput(tokens_per_second=time.tokens_per_second),
+        step=step, traffic=traffic, goodput=gp, energy=energy, findings=tuple(findings))
+
+
+def key_figures(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, site: Platform, *,
+                s: TrainingSizing, cost: float | None) -> dict[str, str]:
+    """The figures a reviewer reads first, in the report's order."""
+    par = w.parallelism
+    seq = par.sequence_length
+    key = {"step time": f"{s.step.seconds:.3g} s ({s.global_batch} × {seq} tokens)"}
+    key |= _memory_figures(w, s.memory)
+    if par.pipeline > 1:
+        key["pipeline bubble"] = _bubble_figure(w, s.micro_steps)
+    key |= dict(t.figure for t in s.traffic)
+    split = f"{par.tensor}×TP, {par.pipeline}×PP" + (
+        f", {par.context}×CP" if par.context > 1 else "") + f", {s.dp}×DP" + (
+        f" ({par.expert}×EP)" if par.expert > 1 else "")
+    gp, hours, ckpt = s.goodput, s.hours, s.checkpoint
     key |= {
-        "GPUs": f"{gpus} ({split})",
+        "GPUs": f"{s.gpus} ({split})",
         "run time": (f"{hours / 24:.1f} days" if hours >= 24 else f"{hours:.1f} h")
                     + f" (goodput {gp.goodput:.0%}, {gp.expected_interruptions:.1f} "
                       "interruptions expected)",
-        "memory per GPU": f"{bytes_h(total)} of {bytes_h(hw.gpu_memory_bytes)}",
-        "checkpoint": f"{bytes_h(ckpt.total_bytes)}, write ≥ {rate_h(ckpt_bw.write_bps)}",
-        "dataset": bytes_h(_dataset_bytes(w, ds.stored_bytes)),
-        "read rate": rate_h(read.read_bps),
-        "energy per run": f"{energy.facility_energy_kwh:,.0f} kWh, "
-                          f"{energy.cost:,.0f} {site.site.currency}",
+        "memory per GPU": f"{bytes_h(sum(s.memory.per_gpu.values()))} of "
+                          f"{bytes_h(hw.gpu_memory_bytes)}",
+        "checkpoint": f"{bytes_h(ckpt.total_bytes)}, write ≥ "
+                      f"{rate_h(s.checkpoint_bandwidth.write_bps)}",
+        "dataset": bytes_h(_dataset_bytes(w, s.dataset.stored_bytes)),
+        "read rate": rate_h(s.read.read_bps),
+        "energy per run": f"{s.energy.facility_energy_kwh:,.0f} kWh, "
+                          f"{s.energy.cost:,.0f} {site.site.currency}",
     }
-    key["MFU / HFU"] = _utilisation(w, arch, seq=seq, tokens_per_gpu_s=time.tokens_per_second
-                                    / gpus, peak=peak, convention=convention)
+    key["MFU / HFU"] = _utilisation(w, arch, seq=seq, tokens_per_gpu_s=s.time.tokens_per_second
+                                    / s.gpus, peak=s.peak, convention=s.convention)
     if arch.moe is not None:
         active_b, total_b = arch.active_params / 1e9, arch.params / 1e9
-        key["FLOPs per token"] = (f"{fpt.flops_per_token:.3g} ({k:g}·{active_b:.1f}B active "
-                                  f"of {total_b:.0f}B + attention)")
-    price = hw.spec.node.gpu.price_per_gpu_hour if hw.spec.node.gpu else None
-    cost = gpus * hours * price if price is not None else None
+        key["FLOPs per token"] = (f"{s.flops_per_token.flops_per_token:.3g} ({s.k:g}·"
+                                  f"{active_b:.1f}B active of {total_b:.0f}B + attention)")
     if cost is not None:
+        tokens = (w.data.tokens or 0) * w.data.epochs
         key["cost per run"] = (f"{cost:,.0f} {site.site.currency} "
                                f"({cost / (tokens / 1e6):.3g} per million tokens)")
-    return WorkloadPlan(
-        name=w.name, kind=w.kind.value, tenant=w.tenant, pool=hw.name,
-        gpu_model=gpu_of(hw).name, model=arch.name, params=arch.params,
-        precision=w.precision.value, gpus=gpus, nodes=gpus / hw.gpus_per_node,
-        goodput=gp.goodput, cost_per_run=cost,
-        cost_per_million_tokens=cost / (tokens / 1e6) if cost is not None else None,
-        run_hours=hours, gpu_hours_per_month=gpus * hours * w.runs_per_month,
-        memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
-        results=dump_results(results), findings=findings,
-    )
+    return key
 
 
-def _gpus(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, tokens: float, *,
-          speed: layout.Speed, results: dict[str, Result]) -> int:
-    """GPUs for the target time (whole replicas, whole nodes), else the layout's product."""
+def _memory_figures(w: WorkloadSpec, mem: FullMemory | LoraMemory) -> dict[str, str]:
+    """What the memory figure rests on: the estimators' figures beside aiplat's, FP8 storage,
+    offloaded bytes."""
+    key: dict[str, str] = {}
+    if not isinstance(mem, FullMemory):
+        return key
+    par = w.parallelism
+    if mem.deepspeed is not None:
+        key["model states, DeepSpeed's estimator"] = (
+            f"{bytes_h(mem.deepspeed.deepspeed_bytes)} per GPU vs "
+            f"{bytes_h(mem.deepspeed.aiplat_bytes)} here (+ fp32 gradient copy"
+            + (", largest tensor gathered" if par.zero_stage == 3 else "") + ")")
+    if mem.accelerate is not None:
+        key["model states, accelerate estimate-memory"] = (
+            f"{bytes_h(mem.accelerate.accelerate_bytes)} (its largest component) vs "
+            f"{bytes_h(mem.accelerate.aiplat_bytes)} here, unsharded (its parts add up to "
+            f"{bytes_h(mem.accelerate.components_sum_bytes)})")
+    if w.precision is Precision.FP8:
+        b = mem.states.weight_bytes_per_param
+        key["FP8 weights and gradients"] = (
+            f"stored in {w.fp8_storage} ({b:g} + {b:g} + {mem.states.optimizer_bytes_per_param:g} "
+            "B/param; " + ("MS-AMP O2 / TE fp8_model_init)" if w.fp8_storage == "fp8" else
+                           "Transformer Engine's default, FP8 only in the GEMMs)"))
+    if par.offload != "none":
+        key["offloaded to host memory"] = (f"{bytes_h(_offloaded(w, mem))} per GPU "
+                                           f"({par.offload}; ZeRO-Offload)")
+    return key
+
+
+def _found(*findings: Finding | None) -> list[Finding]:
+    return [f for f in findings if f is not None]
+
+
+def _tensor_spans_nodes(w: WorkloadSpec, hw: ResolvedPool) -> Finding | None:
+    tp = w.parallelism.tensor
+    if tp <= hw.gpus_per_node:
+        return None
+    return Finding(
+        severity="warning", subject=f"workload {w.name}",
+        message=f"tensor parallelism {tp} spans nodes ({hw.gpus_per_node} GPUs per node): "
+                "its two all-reduces per layer cross the node network",
+        fix=f"keep parallelism.tensor ≤ {hw.gpus_per_node} and add pipeline stages")
+
+
+def _over_target(w: WorkloadSpec, gp: goodput.Goodput) -> Finding | None:
+    days = gp.wall_seconds / 86400
+    if w.slo.target_days is None or days <= w.slo.target_days * 1.001:
+        return None
+    return Finding(severity="warning", subject=f"workload {w.name}",
+                   message=f"takes {days:.1f} days with checkpoints and "
+                           f"interruptions, over the {w.slo.target_days:g}-day "
+                           "target (GPUs are sized on compute time)",
+                   fix="raise parallelism.data or drop slo.targetDays")
+
+
+def _gpus_needed(w: WorkloadSpec, hw: ResolvedPool, arch: Arch, tokens: float,
+                 speed: layout.Speed) -> training.GpusNeeded | None:
+    """GPUs for the target time (whole replicas, whole nodes); None without a target (the
+    layout's product then)."""
     par = w.parallelism
     if w.slo.target_days is None:
-        return par.tensor * par.pipeline * par.context * (par.data or 1)
-    need = training.gpus_for_target_time(
+        return None
+    return training.gpus_for_target_time(
         tokens=tokens, params=arch.active_params, target_seconds=w.slo.target_days * 86400,
         parallelism=layout.Parallelism(tp=par.tensor, pp=par.pipeline, cp=par.context,
                                        ep=par.expert),
         gpus_per_node=hw.gpus_per_node, speed=speed)
-    results["gpus"] = need
-    return need.gpus
 
 
 def _memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_steps: int,
-            results: dict[str, Result], findings: list[Finding],
-            ) -> tuple[dict[str, float], training.CheckpointSize]:
-    """Memory per GPU and the checkpoint; over the GPU's memory is an error with the knobs."""
+            ) -> tuple[FullMemory | LoraMemory, training.CheckpointSize]:
+    """Memory per GPU and the checkpoint."""
     if w.kind is WorkloadKind.LORA:
-        mem, ckpt = _lora_memory(w, arch, hw, results)
-        fix = "raise parallelism.tensor/pipeline (shards the base), or set lora.quantizedBase"
-    else:
-        mem = _full_memory(w, arch, hw, dp=dp, micro_steps=micro_steps, results=results)
-        ckpt = training.checkpoint_size(arch.params, precision=w.precision.value,
-                                        optimizer=OPTIMIZER[w.optimizer],
-                                        fp8_storage=w.fp8_storage)
-        fix = ("raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
-               "microBatch, or set recompute: full")
-    total = sum(mem.values())
-    if total > hw.gpu_memory_bytes:
-        findings.append(Finding(
-            severity="error", subject=f"workload {w.name}",
-            message=f"needs {bytes_h(total)} per GPU; {gpu_of(hw).name} has "
-                    f"{bytes_h(hw.gpu_memory_bytes)}",
-            fix=fix))
-    return mem, ckpt
+        return _lora_memory(w, arch)
+    mem = _full_memory(w, arch, hw, dp=dp, micro_steps=micro_steps)
+    return mem, training.checkpoint_size(arch.params, precision=w.precision.value,
+                                         optimizer=OPTIMIZER[w.optimizer],
+                                         fp8_storage=w.fp8_storage)
 
 
-def _bubble(w: WorkloadSpec, micro_steps: int, key: dict[str, str],
-            findings: list[Finding]) -> None:
+def _over_memory(w: WorkloadSpec, hw: ResolvedPool, mem: FullMemory | LoraMemory
+                 ) -> Finding | None:
+    """Over the GPU's memory is an error with the knobs to turn, not a silent re-plan."""
+    total = sum(mem.per_gpu.values())
+    if total <= hw.gpu_memory_bytes:
+        return None
+    fix = ("raise parallelism.tensor/pipeline (shards the base), or set lora.quantizedBase"
+           if isinstance(mem, LoraMemory) else
+           "raise parallelism.zeroStage, tensor, pipeline, context or expert, lower "
+           "microBatch, or set recompute: full")
+    return Finding(
+        severity="error", subject=f"workload {w.name}",
+        message=f"needs {bytes_h(total)} per GPU; {gpu_of(hw).name} has "
+                f"{bytes_h(hw.gpu_memory_bytes)}",
+        fix=fix)
+
+
+def _bubble(w: WorkloadSpec, micro_steps: int) -> float:
     """Narayanan et al. 2021: 1F1B idles (p−1)/m of the step (eq. 1), interleaved with v
-    model chunks per stage (p−1)/(m·v) (eq. 2); a tenth or more is a finding."""
-    pp, v = w.parallelism.pipeline, w.parallelism.virtual_stages
-    bubble = (pp - 1) / (micro_steps * v)
+    model chunks per stage (p−1)/(m·v) (eq. 2)."""
+    return (w.parallelism.pipeline - 1) / (micro_steps * w.parallelism.virtual_stages)
+
+
+def _bubble_figure(w: WorkloadSpec, micro_steps: int) -> str:
+    v = w.parallelism.virtual_stages
     schedule = "1F1B" if v == 1 else f"interleaved 1F1B, {v} chunks per stage"
-    key["pipeline bubble"] = f"{bubble:.0%} of the step ((p−1)/(m·v), {schedule})"
-    if bubble > 0.1:
-        findings.append(Finding(
-            severity="warning", subject=f"workload {w.name}",
-            message=f"pipeline bubble (p−1)/(m·v) = ({pp}−1)/({micro_steps}·{v}) = "
-                    f"{bubble:.0%} of each step idles (Narayanan et al. 2021, eq. 1-2)",
-            fix="raise parallelism.globalBatch (more micro-batches per step), "
-                "virtualStages (interleaving), or lower pipeline"))
+    return f"{_bubble(w, micro_steps):.0%} of the step ((p−1)/(m·v), {schedule})"
+
+
+def _bubble_finding(w: WorkloadSpec, micro_steps: int) -> Finding | None:
+    """A tenth of the step or more idle is a finding."""
+    pp, v = w.parallelism.pipeline, w.parallelism.virtual_stages
+    bubble = _bubble(w, micro_steps)
+    if pp == 1 or bubble <= 0.1:
+        return None
+    return Finding(
+        severity="warning", subject=f"workload {w.name}",
+        message=f"pipeline bubble (p−1)/(m·v) = ({pp}−1)/({micro_steps}·{v}) = "
+                f"{bubble:.0%} of each step idles (Narayanan et al. 2021, eq. 1-2)",
+        fix="raise parallelism.globalBatch (more micro-batches per step), "
+            "virtualStages (interleaving), or lower pipeline")
 
 
 def _utilisation(w: WorkloadSpec, arch: Arch, *, seq: int, tokens_per_gpu_s: float,
@@ -249,19 +385,19 @@ def _utilisation(w: WorkloadSpec, arch: Arch, *, seq: int, tokens_per_gpu_s: flo
     return f"{util(6.0):.0%} / {util(hw_k):.0%} ({convention})"
 
 
-def _moe_default_mfu(w: WorkloadSpec, arch: Arch, findings: list[Finding]) -> None:
+def _moe_default_mfu(w: WorkloadSpec, arch: Arch) -> Finding | None:
     """A mixture of experts planned at the dense default MFU: published MoE runs span 12 % of
     the FP8 peak to 43 % of the BF16 one, so the default can be 3x optimistic."""
     given = {"mfu", "achieved_tflops_per_gpu", "hfu"} & w.model_fields_set
     if arch.moe is None or given:
-        return
-    findings.append(Finding(
+        return None
+    return Finding(
         severity="info", subject=f"workload {w.name}",
         message=f"{arch.name} is a mixture of experts planned at the dense default MFU "
                 f"{w.mfu:.0%}: published MoE pre-training reaches 12 % of the FP8 peak "
                 "(DeepSeek-V3 on 256 B200, Megatron-Bridge 25.11: 557 TFLOP/s) to about 43 % "
                 "of the BF16 peak (DeepSeek-V3's own run on H800, its technical report)",
-        fix="set mfu or achievedTflopsPerGpu from a measurement of this model and stack"))
+        fix="set mfu or achievedTflopsPerGpu from a measurement of this model and stack")
 
 
 def _throughput(w: WorkloadSpec, peak: float, lora: bool) -> tuple[float, float, str]:
@@ -290,7 +426,7 @@ def _throughput(w: WorkloadSpec, peak: float, lora: bool) -> tuple[float, float,
 
 
 def _goodput(w: WorkloadSpec, compute_s: float, nodes: int, write_s: float,
-             findings: list[Finding]) -> goodput.Goodput:
+             ) -> tuple[goodput.Goodput, Finding | None]:
     """Interruptions, checkpoints and restarts added to the compute time; a finding when the
     configured interval is far from the Young/Daly optimum."""
     ck = w.checkpoint
@@ -300,14 +436,14 @@ def _goodput(w: WorkloadSpec, compute_s: float, nodes: int, write_s: float,
         checkpoint_seconds=write_s, restart_seconds=ck.restart_minutes * 60,
         interval_seconds=ck.interval_minutes * 60)
     best_min = gp.young_daly_interval_seconds / 60
-    if not 0.5 <= ck.interval_minutes / best_min <= 2 and compute_s > gp.mtbf_seconds:
-        findings.append(Finding(
+    if 0.5 <= ck.interval_minutes / best_min <= 2 or compute_s <= gp.mtbf_seconds:
+        return gp, None
+    return gp, Finding(
             severity="info", subject=f"workload {w.name}",
             message=f"checkpoint every {ck.interval_minutes:g} min; with an interruption "
                     f"every {gp.mtbf_seconds / 3600:.3g} h on {nodes} nodes the Young/Daly "
                     f"optimum is {best_min:.0f} min (goodput {gp.goodput:.1%})",
-            fix=f"set checkpoint.intervalMinutes near {best_min:.0f}"))
-    return gp
+            fix=f"set checkpoint.intervalMinutes near {best_min:.0f}")
 
 
 def _default_global_batch(unit: int, seq: int) -> int:
@@ -378,10 +514,9 @@ def _activations(w: WorkloadSpec, arch: Arch, microbatches: int | None,
                                     flash_attention=True)
 
 
-def _offloaded(w: WorkloadSpec, results: dict[str, Result]) -> float:
+def _offloaded(w: WorkloadSpec, mem: FullMemory) -> float:
     """Host bytes per GPU under offload: the states ``_full_memory`` moved off the GPU."""
-    parts = [r for k, r in results.items() if k in ("memory_states", "memory_expert_states")
-             and isinstance(r, memory.ModelStateMemory)]
+    parts = [p for p in (mem.states, mem.expert_states) if p is not None]
     moved = sum(p.optimizer_bytes for p in parts)
     if w.parallelism.offload == "optimizer-and-params" and w.parallelism.zero_stage == 3:
         moved += sum(p.weights_bytes for p in parts)
@@ -399,7 +534,7 @@ def _check_host_memory(w: WorkloadSpec, hw: ResolvedPool, host_per_gpu: float) -
 
 
 def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_steps: int,
-                 results: dict[str, Result]) -> dict[str, float]:
+                 ) -> FullMemory:
     """States: the dense part over tp × pp and ZeRO over dp; routed experts over tp × pp × ep
     and ZeRO over the dp/ep ranks holding the same experts (Megatron-Core's expert-data-
     parallel group). Activations of seq/cp tokens per GPU, FlashAttention (no score matrices)."""
@@ -407,15 +542,11 @@ def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micr
     shape = arch.shape
     dense = _states(w, shape.always_read_params if arch.moe else arch.params, dp, par.tensor,
                     par.pipeline)
-    results["memory_states"] = dense
-    parts = [dense]
-    if arch.moe is not None:
-        experts = _states(w, shape.routed_expert_params * arch.moe.experts, dp // par.expert,
-                          par.tensor * par.expert, par.pipeline)
-        results["memory_expert_states"] = experts
-        parts.append(experts)
+    experts = None if arch.moe is None else _states(
+        w, shape.routed_expert_params * arch.moe.experts, dp // par.expert,
+        par.tensor * par.expert, par.pipeline)
+    parts = [p for p in (dense, experts) if p is not None]
     acts = _activations(w, arch, micro_steps, par.pipeline)
-    results["memory_activations"] = acts
     mem = {
         "weights": sum(p.weights_bytes for p in parts),
         "gradients": sum(p.gradients_bytes for p in parts),
@@ -431,18 +562,27 @@ def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micr
             host += mem.pop("weights")
         _check_host_memory(w, hw, host)
     mem["overhead"] = _allowance(mem)
+    out = FullMemory(per_gpu=mem, states=dense, expert_states=experts, activations=acts)
     if par.tensor == par.pipeline == par.context == 1 and arch.moe is None and par.zero_stage:
-        # Pure data parallelism: DeepSpeed's estimator applies; give its figure beside ours.
-        results["deepspeed_estimate"] = memory.deepspeed_model_states(
-            arch.params, largest_layer_params=arch.vocab * arch.hidden, gpus=dp,
-            zero_stage=par.zero_stage,
-            aiplat_bytes=mem["weights"] + mem["gradients"] + mem["optimizer"])
-        if w.precision.value in memory.ACCELERATE_COMPONENTS:
-            whole = _states(w, arch.params, dp=1, shard=1, pp=1)
-            results["accelerate_estimate"] = memory.accelerate_training_estimate(
-                arch.params, precision=w.precision.value, aiplat_bytes=whole.weights_bytes
-                + whole.gradients_bytes + whole.optimizer_bytes, fp8_storage=w.fp8_storage)
-    return mem
+        return _with_estimators(w, arch, dp, out)
+    return out
+
+
+def _with_estimators(w: WorkloadSpec, arch: Arch, dp: int, mem: FullMemory) -> FullMemory:
+    """Pure data parallelism: DeepSpeed's estimator applies (and accelerate's for the
+    precisions it knows); their figures go beside ours."""
+    m = mem.per_gpu
+    deepspeed = memory.deepspeed_model_states(
+        arch.params, largest_layer_params=arch.vocab * arch.hidden, gpus=dp,
+        zero_stage=w.parallelism.zero_stage,
+        aiplat_bytes=m["weights"] + m["gradients"] + m["optimizer"])
+    accelerate = None
+    if w.precision.value in memory.ACCELERATE_COMPONENTS:
+        whole = _states(w, arch.params, dp=1, shard=1, pp=1)
+        accelerate = memory.accelerate_training_estimate(
+            arch.params, precision=w.precision.value, aiplat_bytes=whole.weights_bytes
+            + whole.gradients_bytes + whole.optimizer_bytes, fp8_storage=w.fp8_storage)
+    return replace(mem, deepspeed=deepspeed, accelerate=accelerate)
 
 
 def _allowance(mem: dict[str, float]) -> float:
@@ -474,8 +614,7 @@ def _lora_adapters(arch: Arch, spec_lora: LoraSpec) -> tuple[memory.LoraParams, 
     return lora, n
 
 
-def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[str, Result],
-                 ) -> tuple[dict[str, float], training.CheckpointSize]:
+def _lora_memory(w: WorkloadSpec, arch: Arch) -> tuple[LoraMemory, training.CheckpointSize]:
     """The base sharded over tp × pp (FSDP style), adapters replicated; the checkpoint holds
     the adapters and their optimizer states only (the base is not trained). QLoRA stores
     every linear weight in NF4 and the embedding and LM head (2·V·h) in 16 bits, as
@@ -483,7 +622,6 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[st
     par = w.parallelism
     spec_lora = w.lora or LoraSpec()  # kind lora without settings: the spec's defaults
     lora, adapters = _lora_adapters(arch, spec_lora)
-    results["lora"] = lora
     base_w = precision_bytes(w.precision.value)
     if spec_lora.quantized_base:
         kept = min(arch.params, 2.0 * arch.vocab * arch.hidden)
@@ -492,7 +630,6 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[st
         base = arch.params * base_w
     aw = precision_bytes("bf16")
     acts = _activations(w, arch, None, 1)
-    results["memory_activations"] = acts
     mem = {
         "weights": base / (par.tensor * par.pipeline),
         "adapters": adapters * aw,
@@ -503,15 +640,14 @@ def _lora_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, results: dict[st
     mem["overhead"] = _allowance(mem)
     ckpt = training.checkpoint_size(adapters, precision="bf16", optimizer="adam",
                                     master_weights=False)
-    return mem, ckpt
+    return LoraMemory(per_gpu=mem, lora=lora, activations=acts), ckpt
 
 
 def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, micro_steps: int,
-                         step_seconds: float, results: dict[str, Result], key: dict[str, str],
-                         findings: list[Finding]) -> None:
+                         step_seconds: float) -> Traffic | None:
     par = w.parallelism
     if par.tensor == 1 and par.pipeline == 1:
-        return
+        return None
     nvlink = gpu_of(hw).interconnect_gbps / 2 * 1e9  # one direction
     network = hw.hpc_bytes_per_second_per_gpu() or nvlink
     tp_bw = nvlink if par.tensor <= hw.gpus_per_node else network
@@ -523,23 +659,23 @@ def _model_parallel_comm(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, micro
         layout.Parallelism(tp=par.tensor, pp=par.pipeline), hidden=arch.hidden,
         layers_per_stage=math.ceil(arch.layers / par.pipeline),
         links_bytes_per_second=(tp_bw, pp_bw))
-    results["model_parallel_traffic"] = traffic
     share = (traffic.tp_seconds + traffic.pp_seconds) / step_seconds
-    key["TP/PP communication"] = (f"{traffic.tp_seconds + traffic.pp_seconds:.3g} s per step "
-                                  f"({share:.0%} of it if not overlapped)")
-    if share > 0.25:
-        findings.append(Finding(
+    figure = ("TP/PP communication", f"{traffic.tp_seconds + traffic.pp_seconds:.3g} s per "
+              f"step ({share:.0%} of it if not overlapped)")
+    finding = None if share <= 0.25 else Finding(
             severity="warning", subject=f"workload {w.name}",
             message=f"tensor/pipeline-parallel traffic takes {share:.0%} of the "
                     f"{step_seconds:.3g}-s step at {tp_bw / 1e9:.0f} GB/s unless overlapped; "
                     f"the assumed MFU {w.mfu:.0%} may not hold",
-            fix="keep tensor parallelism inside a node, or measure achievedTflopsPerGpu"))
+            fix="keep tensor parallelism inside a node, or measure achievedTflopsPerGpu")
+    return Traffic("model_parallel_traffic", traffic, figure, finding)
 
 
 def _allreduce(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, nodes: int,
-               step_seconds: float, results: dict[str, Result], key: dict[str, str],
-               findings: list[Finding]) -> None:
+               step_seconds: float) -> Traffic | None:
     par = w.parallelism
+    if dp == 1 or w.kind is WorkloadKind.LORA:  # LoRA's adapters' gradients are tiny
+        return None
     # A GPU reduces the gradients it holds: the dense part and its 1/ep share of the experts.
     shape = arch.shape
     held = shape.always_read_params + shape.routed_expert_params * arch.moe.experts / par.expert \
@@ -551,15 +687,13 @@ def _allreduce(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, nodes:
         grad_precision="fp8" if w.precision is Precision.FP8 else "bf16",
         fp8_storage=w.fp8_storage,
     )
-    results["allreduce"] = ar
-    key["all-reduce per GPU"] = rate_h(ar.bandwidth_bps)
     have = hw.hpc_bytes_per_second_per_gpu()
-    if nodes > 1 and ar.bandwidth_bps > have:
-        findings.append(Finding(
+    finding = None if nodes == 1 or ar.bandwidth_bps <= have else Finding(
             severity="warning", subject=f"workload {w.name}",
             message=f"gradient all-reduce needs {rate_h(ar.bandwidth_bps)} per GPU; the "
                     f"pool's hpc NICs give {rate_h(have)} per GPU",
-            fix="add hpc NIC bandwidth, raise the global batch, or overlap communication"))
+            fix="add hpc NIC bandwidth, raise the global batch, or overlap communication")
+    return Traffic("allreduce", ar, ("all-reduce per GPU", rate_h(ar.bandwidth_bps)), finding)
 
 
 def _dataset_bytes(w: WorkloadSpec, estimated: float) -> float:
