@@ -37,7 +37,7 @@ from artifacts_fakes import Endless, FakeRegistry, LoopbackServer, answer
 from aiplat.artifacts import cosign
 from aiplat.artifacts.client import RegistryClient, RetryPolicy
 from aiplat.artifacts.errors import ArtifactError, RegistryError, SignatureError
-from aiplat.artifacts.limits import MAX_PAGES, MAX_SIGNATURES, MiB
+from aiplat.artifacts.limits import MAX_LISTING_SECONDS, MAX_PAGES, MAX_SIGNATURES, MiB
 from aiplat.artifacts.modelpack import OCI_MANIFEST, Descriptor, Manifest
 from aiplat.artifacts.reference import sha256_digest, signature_tag
 from aiplat.artifacts.signatures import find_signatures
@@ -249,6 +249,26 @@ def test_tags_pages_stop_at_loops_foreign_links_and_the_page_cap(
     assert len(seen) <= MAX_PAGES
     assert all(r.url.host == "reg.test" and r.url.port == 5000 and r.url.scheme == "https"
                for r in seen)  # never a request off the registry
+
+
+@pytest.mark.parametrize("listing", ["tags", "catalog"])
+def test_a_listing_has_a_deadline_not_only_a_page_count(listing: str) -> None:
+    """The red team's link_trickle: each page arrived within the client's timeout (60 s), so
+    MAX_PAGES of them could take 16 hours; a listing now ends at MAX_LISTING_SECONDS."""
+    now = [0.0]
+
+    def slow(request: httpx.Request) -> httpx.Response:
+        now[0] += 50.0  # each page takes 50 s to arrive, under the timeout of one answer
+        last = request.url.params.get("last", "0")
+        return httpx.Response(200, json={"tags": ["v1"], "repositories": ["a/m"]}, headers={
+            "Link": f'</v2/a/m/tags/list?n=1&last={last}0>; rel="next"'})
+
+    c = client(slow, clock=lambda: now[0])
+    with pytest.raises(RegistryError) as info:
+        c.tags("a/m") if listing == "tags" else c.catalog()
+    msg = str(info.value)
+    assert f"{MAX_LISTING_SECONDS:.0f} s (MAX_LISTING_SECONDS)" in msg and "To fix" in msg, msg
+    assert now[0] <= MAX_LISTING_SECONDS + 50
 
 
 def test_catalog_pages_stop_at_a_self_link_too() -> None:

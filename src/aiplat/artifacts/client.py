@@ -278,13 +278,14 @@ class RegistryClient:
         max_connections: int = 16,
         sleep: Callable[[float], None] = time.sleep,
         resolve: Resolver = resolve_host,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = parse_registry(registry)
         self.loopback = is_loopback(registry, resolve)
         plain = self.loopback if plain_http is None else plain_http
         self.base = f"{'http' if plain else 'https'}://{registry}"
         self.retry = retry or RetryPolicy()
-        self.sleep = sleep
+        self.sleep, self.clock = sleep, clock
         self.timeout = timeout
         # Said once, where the caller can show it: credentials others can read.
         self.warnings = [credentials.warning] if credentials and credentials.warning else []
@@ -531,14 +532,19 @@ class RegistryClient:
     def _listing(self, first: str, key: str, what: str, missing: str = "") -> list[str]:
         """Every name of a paged listing. Pages are followed through ``Link`` on this
         registry only (same scheme, host and port: a page elsewhere could be anyone's), at
-        most MAX_PAGES of them and MAX_LISTING_BYTES together; a page named twice is a
-        loop and refused."""
+        most MAX_PAGES of them, MAX_LISTING_BYTES and MAX_LISTING_SECONDS together; a page
+        named twice is a loop and refused."""
         origin = self.http.base_url
         url = origin.join(first)
         seen: set[str] = set()
         out: list[str] = []
         total = 0
-        for _ in range(limits.MAX_PAGES):
+        deadline = self.clock() + limits.MAX_LISTING_SECONDS
+        for page in range(limits.MAX_PAGES):
+            if page and self.clock() > deadline:
+                raise self._listing_error(
+                    what, f"its {page} pages took more than {limits.MAX_LISTING_SECONDS:.0f} s"
+                    " (MAX_LISTING_SECONDS) and it has more")
             seen.add(str(url))
             r = self.request("GET", str(url), ok=(200, 404) if missing else (200,),
                              bound=limits.LISTING_PAGE)

@@ -7,8 +7,8 @@ the encoded bytes too (:func:`max_encoded`: bytes that decode to nothing cannot 
 forever, and nothing may follow the end of the compressed stream), and an answer past its
 bound is a :class:`~aiplat.artifacts.errors.RegistryError` that names the registry, the
 thing and the limit. Error documents are cut at their bound instead (the status is what
-matters). Listings are bounded in pages and in bytes, and a ``Link`` that points back at a
-page already read ends the listing with an error rather than a loop. The numbers follow the
+matters). Listings are bounded in pages, bytes and time, and a ``Link`` that points back at
+a page already read ends the listing with an error rather than a loop. The numbers follow the
 clients that have had to choose them (containerd, oras-go, cosign); where none has, the
 reason is given.
 
@@ -43,6 +43,14 @@ its own bound; this one keeps a listing of many full pages from filling memory (
 MAX_PAGES = 1000
 """Pages of one tags list or catalog (aiplat asks for ``n=1000`` a page: a million names);
 a listing that never ends, or pages of one name each, is refused here (aiplat's)."""
+
+MAX_LISTING_SECONDS = 300.0
+"""How long one tags list or catalog may take, all its pages together (checked before each
+page is asked for). Each answer has its own deadline (the client's timeout, 60 s), but a
+registry that sends each page just inside it (the red team's link_trickle: a page every 10
+s, forever) would make MAX_PAGES of them 16 hours. A healthy registry serves a page of
+1,000 names in well under 0.3 s, so even MAX_PAGES pages fit in 300 s; a real listing is a
+page or a few (aiplat's)."""
 
 MAX_TOKEN_BYTES = 128 * 1024
 """A token service's answer: oras-go's ``maxResponseBytes`` (registry/remote/auth): a token
