@@ -162,3 +162,83 @@ def test_writable_scratch_is_still_only_a_warning() -> None:
     for hp in ("/tmp/nvidia-mps", "/var/tmp/acc", "/mnt/scratch", "/data/x"):
         found = cdi.validate_text(json.dumps(_bind(hp, "rw", "bind")), "m.json")
         assert [f.severity for f in found] == ["warning"], (hp, [str(f) for f in found])
+
+
+# NUL characters and lone surrogates (the red team's cdi5/): `cdi validate` and `cdi verify`
+# ended in a traceback (os.path.realpath: embedded null byte; the table: surrogates not
+# allowed). The reference loader refuses a surrogate escape (yaml.v3: "found invalid Unicode
+# character escape code"), so that is a `spec` error; it takes a NUL, which no path, name or
+# argument can hold (a C runtime such as crun ends the string there: /bin/sh\0/nvidia-cdi-hook
+# runs /bin/sh), so that is a host-check error that hands the host over.
+_NODE = {"path": "/dev/nvidia0", "type": "c", "major": 195, "minor": 0}
+UNUSABLE: dict[str, tuple[str, str]] = {
+    # name: (the spec as JSON text, the field the error must name)
+    "hook-path-nul": (json.dumps(_hook(CDI, "update-ldcache",
+                                       path="/bin/sh\u0000/nvidia-cdi-hook")),
+                      "containerEdits.hooks[0].path"),
+    "hook-path-surrogate": (json.dumps(_hook(CDI, path="/usr/bin/\ud800")),
+                            "containerEdits.hooks[0].path"),
+    "kind-surrogate": (json.dumps({**_spec({}), "kind": "example.com/ac\ud800"}), "kind"),
+    "node-path-nul": (json.dumps(_spec({"deviceNodes": [{**_NODE, "path": "/dev/nvidia\u0000"}]})),
+                      "containerEdits.deviceNodes[0].path"),
+    "node-host-path-surrogate": (json.dumps(_spec({"deviceNodes": [
+        {**_NODE, "hostPath": "/dev/\udfff"}]})), "containerEdits.deviceNodes[0].hostPath"),
+    "mount-nul": (json.dumps(_bind("/usr/lib/x\u0000", "ro", "bind")),
+                  "containerEdits.mounts[0].hostPath"),
+    "mount-surrogate": (json.dumps(_bind("/usr/lib/\ud800", "ro", "bind")),
+                        "containerEdits.mounts[0].hostPath"),
+    "env-nul": (json.dumps(_spec({"env": ["A=\u0000"]})), "containerEdits.env[0]"),
+    "annotation-key-surrogate": (json.dumps({**_spec({}), "annotations": {"\ud800": "x"}}),
+                                 "annotations"),
+    "yaml-nul-escape": ('cdiVersion: "0.7.0"\nkind: example.com/acc\ndevices:\n- name: "0"\n'
+                        '  containerEdits:\n    deviceNodes:\n    - path: "/dev/nvidia\\0"\n',
+                        "devices[0].containerEdits.deviceNodes[0].path"),
+}
+
+
+@pytest.mark.parametrize("no_host", [True, False], ids=["no-host", "host"])
+@pytest.mark.parametrize("name", sorted(UNUSABLE), ids=str)
+def test_nul_and_surrogates_are_errors_naming_the_field(
+        name: str, no_host: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text, fld = UNUSABLE[name]
+    f = tmp_path / "spec.json"
+    f.write_text(text)
+    for fmt in ("table", "json"):
+        code = run(["cdi", "validate", *(["--no-host"] if no_host else []), "-o", fmt, str(f)])
+        out = capsys.readouterr()
+        assert code == 1, out.err
+        assert "Traceback" not in out.err
+        shown = out.out if fmt == "table" else json.dumps(json.loads(out.out))
+        assert str(f) in shown and fld in shown, shown
+        assert "NUL" in shown or "surrogate" in shown
+        if fmt == "table":
+            assert "\x00" not in out.out
+            assert "\\x00" in out.out or "\\ud" in out.out
+
+
+def test_the_surrogate_is_the_loaders_verdict_and_the_nul_an_escape() -> None:
+    sur = cdi.validate_text(UNUSABLE["kind-surrogate"][0], "s.json")
+    assert any(f.check == "spec" and f.field == "kind" and "surrogate" in f.message
+               for f in sur)
+    nul = cdi.validate_text(UNUSABLE["hook-path-nul"][0], "n.json")
+    assert any(f.escape and f.field == "containerEdits.hooks[0].path" and "NUL" in f.message
+               for f in nul)
+
+
+@pytest.mark.parametrize("name", ["hook-path-nul", "kind-surrogate", "mount-surrogate"])
+def test_verify_refuses_them_with_exit_2(name: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "spec.json"
+    f.write_text(UNUSABLE[name][0])
+    assert run(["cdi", "verify", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and str(f) in err and UNUSABLE[name][1] in err
+
+
+def test_a_surrogate_pair_escape_is_refused_as_the_loader_refuses_it() -> None:
+    """yaml.v3 checks each \\u escape alone (scannerc.go): an emoji written as a JSON pair
+    fails to load, written in UTF-8 it loads."""
+    pair = '{"cdiVersion": "0.7.0", "kind": "example.com/acc", "annotations": {"a": "\\ud83d\\ude00"}, "devices": [{"name": "0", "containerEdits": {"env": ["A=1"]}}]}'  # noqa: E501
+    assert [f.field for f in cdi.spec_errors(cdi.validate_text(pair, "p.json"))] == \
+        ["annotations.a"]
+    assert cdi.validate_text(pair.replace("\\ud83d\\ude00", "\U0001f600"), "u.json") == []

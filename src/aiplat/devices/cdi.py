@@ -20,8 +20,11 @@ Two classes of finding, kept apart:
   writable bind of a system directory, and whatever falls outside the allow-lists of
   :mod:`aiplat.devices.escape`: a hook that is no known CDI hook (or is one called outside
   its forms, or with an environment of the spec's), a file system that is no bind or safe
-  type, a device node that is no GPU's, accelerator's or RDMA device's. A spec's hooks run as
-  root on the host: only the vendor's are let through.
+  type, a device node that is no GPU's, accelerator's or RDMA device's, a NUL in any string.
+  A spec's hooks run as root on the host: only the vendor's are let through.
+
+Every part of a ``Finding`` is shown terminal-safe (``aiplat.text.shown``): the spec's own
+text is in it, and an escape sequence or a lone surrogate must not reach the terminal.
 
 Specs are ``dict[str, Any]`` exactly as they will be serialised: what is validated is what is
 written, with no model layer in between that could hide an unknown key.
@@ -39,6 +42,7 @@ import yaml
 
 from aiplat.devices import cdiyaml, escape
 from aiplat.errors import InputError
+from aiplat.text import shown
 
 VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0",
             "1.1.0")
@@ -80,6 +84,12 @@ class Finding:
     severity: Severity = "error"
     check: Check = "spec"
     escape: bool = False  # hands the host over (aiplat.devices.escape): never run it
+
+    def __post_init__(self) -> None:
+        # the spec's own text (paths, names, arguments) is in every part: an escape sequence,
+        # a bidi override or a lone surrogate must not reach the terminal (or break it)
+        for name in ("file", "device", "field", "message", "hint"):
+            object.__setattr__(self, name, shown(getattr(self, name)))
 
     def __str__(self) -> str:
         dev = f" device '{self.device}'" if self.device else ""
@@ -294,6 +304,8 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
         c.add("", "(document)", "a CDI spec must be a mapping (cdiVersion, kind, devices)",
               "start from `aiplat cdi generate`")
         return c.out
+    if _unusable_text(c, doc):
+        c.host = None  # the host's file functions refuse a NUL or a lone surrogate
     _unknown(c, "", "", doc, "spec")
     _version(c, doc)
     kind = doc.get("kind")
@@ -318,6 +330,52 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
             c.add("", "containerEdits", "must be a mapping")
     _leaks(c, doc)
     return c.out
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _strings(v: object, at: str) -> Iterator[tuple[str, str]]:
+    """Every string of ``v`` (keys too, under the mapping's field) with its field."""
+    if isinstance(v, str):
+        yield at, v
+    elif isinstance(v, Mapping):
+        for k, x in v.items():
+            yield from _strings(k, at)
+            yield from _strings(x, f"{at}.{k}".lstrip(".") if isinstance(k, str) else at)
+    elif isinstance(v, list):
+        for j, x in enumerate(v):
+            yield from _strings(x, f"{at}[{j}]")
+
+
+def _unusable_text(c: _Ctx, doc: Mapping[str, Any]) -> bool:
+    """A NUL or a surrogate anywhere in the spec: each an error naming its field; whether
+    there was one. yaml.v3 refuses every surrogate escape, a pair too ("found invalid
+    Unicode character escape code"), so that is the reference loader's verdict; it takes a
+    NUL, which no path, name or argument can hold: Go's exec and open refuse it, a C runtime
+    (crun) ends the string there (/bin/sh\\0/nvidia-cdi-hook runs /bin/sh), so that hands
+    the host over."""
+    devices = doc.get("devices")
+    names = [d.get("name") if isinstance(d, Mapping) else None
+             for d in (devices if isinstance(devices, list) else [])]
+    n = len(c.out)
+    for at, text in _strings(doc, ""):
+        m = re.match(r"devices\[([0-9]+)\]", at)
+        dev = names[int(m.group(1))] if m else ""
+        dev, fld = dev if isinstance(dev, str) else "", at
+        if (sur := _SURROGATE.search(text)) is not None:
+            c.add(dev, fld or "(document)", f"holds a surrogate escape (\\u{ord(sur.group()):04x})"
+                  ": the reference loader refuses it, a JSON pair for one character too "
+                  "(yaml.v3: invalid Unicode character escape code)",
+                  "write the character itself in UTF-8, or remove it")
+        if "\0" in text:
+            c.out.append(Finding(c.file, dev, fld or "(document)", "holds a NUL character "
+                                 "(\\x00): no path, name or argument can hold one; runc "
+                                 "refuses it, a C runtime (crun) cuts the string there "
+                                 "(/bin/sh\\x00/nvidia-cdi-hook runs /bin/sh)",
+                                 "remove the \\u0000 (or \\0) escape", "error", "host-check",
+                                 escape=True))
+    return len(c.out) > n
 
 
 def _version(c: _Ctx, doc: Mapping[str, Any]) -> None:
