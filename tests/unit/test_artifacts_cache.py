@@ -137,3 +137,25 @@ def test_challenge_parsing() -> None:
     scheme, params = parse_challenge('Bearer realm="https://a/t",service="r",scope="x:y:pull"')
     assert scheme == "bearer" and params == {"realm": "https://a/t", "service": "r",
                                              "scope": "x:y:pull"}
+
+
+def test_a_cached_manifest_aiplat_now_refuses_is_a_modified_snapshot_not_an_error(
+        three: tuple[RegistryClient, Cache, list[str]]) -> None:
+    """A snapshot pulled before a rule was added (more than MAX_LAYERS layers, a path that
+    is not printable, an annotation that is no string): model verify and model ls ended in
+    the manifest's error for the whole cache."""
+    from aiplat.artifacts.modelpack import MAX_LAYERS, WEIGHT_RAW, Descriptor, model_manifest
+    from aiplat.artifacts.reference import sha256_digest
+
+    _, cache, digests = three
+    layers = [Descriptor(WEIGHT_RAW, sha256_digest(b"%d" % i), 1, {"org.cncf.model.filepath":
+                                                                   f"d/{i}.bin"})
+              for i in range(MAX_LAYERS + 1)]
+    body = model_manifest(sha256_digest(b"{}"), 2, layers).to_bytes()
+    old = sha256_digest(body)
+    cache.store_manifest(old, body)
+    cache.snapshot_path(old).mkdir()
+    assert {s.digest for s in cache.snapshots()} == {*digests, old}
+    result = cache.verify(quarantine=False)
+    assert result.modified_snapshots == [old] and not result.clean
+    assert cache.verify().removed_snapshots == [old] and cache.snapshot_digests() == sorted(digests)

@@ -36,10 +36,12 @@ from aiplat.artifacts.errors import (
 )
 from aiplat.artifacts.modelpack import (
     FILEPATH,
+    MAX_LAYERS,
     TITLE,
     WEIGHT_CONFIG_TAR,
     WEIGHT_RAW,
     Descriptor,
+    Manifest,
     ModelInfo,
     model_config,
     model_manifest,
@@ -255,6 +257,23 @@ def test_hostile_manifests_are_refused_with_one_clean_error(tmp_path: Path, case
     if case in BEFORE_DOWNLOAD:
         assert [p for m, p, _ in fake.log if m == "GET" and "/blobs/" in p] == []
         assert cache.blob_digests() == []
+
+
+def test_a_manifest_of_more_layers_than_max_layers_is_refused_before_any_download(
+        tmp_path: Path) -> None:
+    """The red team's layers_many: 15,003 layers of a few bytes each (well within the 4 MiB
+    of a manifest) were 15,003 downloads and files, 170 s of model pull."""
+    fake = FakeRegistry()
+    layers = [Descriptor(WEIGHT_RAW, put_blob(fake, b"%d" % i), len(b"%d" % i),
+                         {FILEPATH: f"d/{i}.bin"}) for i in range(MAX_LAYERS + 1)]
+    put_manifest(fake, "scratch/many", layers)
+    with pytest.raises(ManifestError) as info:
+        pull(client(fake), Cache(tmp_path / "cache"), parse_reference(f"{HOST}/scratch/many:v1"))
+    msg = str(info.value)
+    assert f"{MAX_LAYERS + 1:,} layers" in msg and f"{MAX_LAYERS:,} (MAX_LAYERS" in msg, msg
+    assert [p for m, p, _ in fake.log if m == "GET" and "/blobs/" in p] == []
+    body = model_manifest(sha256_digest(b"{}"), 2, layers[:MAX_LAYERS]).to_bytes()
+    assert len(Manifest.from_bytes(body).layers) == MAX_LAYERS  # the bound itself is fine
 
 
 # ---------------------------------------------------------------------------- integrity

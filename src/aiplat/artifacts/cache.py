@@ -51,6 +51,7 @@ from pathlib import Path
 
 from aiplat import inputs
 from aiplat.artifacts.errors import (
+    ArtifactError,
     ArtifactInputError,
     ManifestError,
     StorageError,
@@ -338,8 +339,11 @@ class Cache:
         atomic_write(self.manifest_path(digest), data)
 
     def load_manifest(self, digest: str) -> Manifest | None:
-        """The cached manifest; None when it is missing or damaged (then the snapshot is
-        treated as unknown: a FIFO or a link to a device planted there is never read)."""
+        """The cached manifest; None when it is missing or damaged, or one aiplat no longer
+        accepts (stored before a rule was added: more than MAX_LAYERS layers, an annotation
+        that is no string). Then the snapshot is treated as unknown (verify reports it, a
+        pull fetches the manifest again and says why it refuses it), and a FIFO or a link
+        to a device planted there is never read."""
         try:
             data = inputs.read_bytes(self.manifest_path(digest), "a cached manifest",
                                      max_bytes=MAX_META_BYTES)
@@ -348,7 +352,10 @@ class Cache:
         if hashlib.sha256(data).hexdigest() != self._hex(digest):
             self.manifest_path(digest).unlink(missing_ok=True)
             return None
-        return Manifest.from_bytes(data, str(self.manifest_path(digest)))
+        try:
+            return Manifest.from_bytes(data, str(self.manifest_path(digest)))
+        except ArtifactError:
+            return None
 
     # ------------------------------------------------------------------ refs, pins, use
 

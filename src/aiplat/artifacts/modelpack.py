@@ -44,6 +44,14 @@ MANIFEST_ACCEPT = ", ".join([OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST])
 EMPTY_JSON = b"{}"
 EMPTY_DIGEST = "sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
 
+MAX_LAYERS = 10_000
+"""Layers of one manifest. A model is a layer per weight file (and one for the small files):
+the largest published checkpoints have a few hundred (Llama 3.1 405B: 191 safetensors
+shards; DeepSeek-V3: 163), and a checkpoint saved a file per tensor a few thousand. A 4 MiB
+manifest (MAX_MANIFEST_BYTES) could list some 30,000 layers of a few bytes, each a request,
+a file and an fsync (the red team's 15,003 took 170 s to pull); no registry or client sets
+a count, so this one is aiplat's, far above any real model."""
+
 WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".onnx", ".h5", ".msgpack")
 
 
@@ -133,6 +141,10 @@ class Manifest:
         raw_layers = d.get("layers") or []
         if not isinstance(raw_layers, list):
             raise ArtifactError(f"{where}: 'layers' is not a list")
+        if len(raw_layers) > MAX_LAYERS:
+            raise ManifestError(f"{where}: has {len(raw_layers):,} layers, more than"
+                                f" {MAX_LAYERS:,} (MAX_LAYERS; a model has one per weight"
+                                " file, a few hundred at most); refusing the manifest")
         layers = tuple(
             Descriptor.from_json(x, f"{where}: layers[{i}]") for i, x in enumerate(raw_layers)
         )
