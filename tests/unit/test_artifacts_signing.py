@@ -25,6 +25,7 @@ from aiplat.artifacts.push import push_package
 from aiplat.artifacts.reference import parse_reference, signature_tag
 from aiplat.artifacts.signatures import attach_signature, enforce_policy, find_signatures
 from aiplat.artifacts.signing import (
+    Policy,
     Signature,
     check_signature,
     generate_key,
@@ -143,7 +144,7 @@ def test_policy_first_match_wins_and_no_match_refuses() -> None:
         pol.decide("other:1/x")
 
 
-def _host_wildcard_policy() -> object:
+def _host_wildcard_policy() -> Policy:
     """The red team's polw.yaml (issue #38): corp hosts need nothing, the release registry a
     signature."""
     return parse_policy(policy_text({"rel": Ed25519PrivateKey.generate()}, (
@@ -158,7 +159,7 @@ def _host_wildcard_policy() -> object:
 def test_a_host_wildcard_does_not_reach_into_the_repository(name: str) -> None:
     """``*.corp.example/*`` matched ``127.0.0.1:5155/x.corp.example/y`` as one string (its
     ``*`` took ``127.0.0.1:5155/x``), so the signed registry's models pulled unsigned."""
-    decision = _host_wildcard_policy().decide(name)  # type: ignore[attr-defined]
+    decision = _host_wildcard_policy().decide(name)
     assert decision.require_signature and decision.rule == "p.yaml: rules[1]"
 
 
@@ -169,13 +170,13 @@ def test_a_host_wildcard_does_not_reach_into_the_repository(name: str) -> None:
 ])
 def test_a_host_wildcard_matches_hosts_only(name: str) -> None:
     with pytest.raises(SignatureError, match="no rule matches"):
-        _host_wildcard_policy().decide(name)  # type: ignore[attr-defined]
+        _host_wildcard_policy().decide(name)
 
 
 @pytest.mark.parametrize("name", ["reg.corp.example/m", "a.b.corp.example/team/m",
                                   "REG.corp.example:443/m"])
 def test_a_host_wildcard_matches_its_subdomains(name: str) -> None:
-    decision = _host_wildcard_policy().decide(name)  # type: ignore[attr-defined]
+    decision = _host_wildcard_policy().decide(name)
     assert not decision.require_signature and decision.rule == "p.yaml: rules[0]"
 
 
