@@ -238,3 +238,12 @@ def test_the_cluster_scoped_kinds_are_lightkubes() -> None:
             if issubclass(cls, GlobalResource) and info is not None and info.parent is None:
                 models.add((info.resource.group, info.resource.kind))
     assert models == CLUSTER_SCOPED
+
+
+@pytest.mark.parametrize("resources", ["rbac.yaml", 3, {"rbac.yaml": 1}, [["rbac.yaml"]]])
+def test_resources_that_are_no_list_of_names_are_input_errors(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], resources: Any) -> None:
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(resources=resources),
+                                  "rbac.yaml": [ROLE]})
+    code, _out, err = lint(tree, capsys)
+    assert code == 2 and "'resources' must be a list of file or directory names" in err

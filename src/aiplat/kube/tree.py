@@ -205,10 +205,13 @@ def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...]) -> list[tup
         _log.warning("%s: %r not modelled: aiplat reads resources and namespace only, so "
                      "results may differ from what kustomize builds (fix: %s)", k, field,
                      _fix_build(directory))
-    resources = [*(spec.get("resources") or []), *(spec.get("bases") or [])]
-    if not all(isinstance(e, str) for e in resources):
-        raise InputError(f"{k}: 'resources' must be a list of file or directory names (fix: "
-                         "correct it, or re-render the tree)")
+    resources: list[Any] = []
+    for field in ("resources", "bases"):  # bases: kustomize's older name, still read
+        entries = spec.get(field) or []
+        if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+            raise InputError(f"{k}: '{field}' must be a list of file or directory names (fix: "
+                             "correct it, or re-render the tree)")
+        resources += entries
     ns = spec.get("namespace")
     if ns is not None and not isinstance(ns, str):
         raise InputError(f"{k}: 'namespace' must be a string (fix: correct it)")
