@@ -12,6 +12,7 @@ both are host-check errors, `cdi validate` exits 1 on them, and NVIDIA's own spe
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -242,3 +243,48 @@ def test_a_surrogate_pair_escape_is_refused_as_the_loader_refuses_it() -> None:
     assert [f.field for f in cdi.spec_errors(cdi.validate_text(pair, "p.json"))] == \
         ["annotations.a"]
     assert cdi.validate_text(pair.replace("\\ud83d\\ude00", "\U0001f600"), "u.json") == []
+
+
+# Terminal escapes: a path or name from the command line, a tree or a spec is quoted in
+# cdi generate's and verify's errors; an escape sequence (OSC retitles the terminal, CSI
+# clears it), a C1 control or a bidi override reached the terminal as it was.
+ESC = "\x1b]0;PWNED\x07\x9b2J\u202e"
+
+
+def _raw(text: str) -> bool:
+    return any(c in text for c in "\x1b\x07\x9b\u202e")
+
+
+@pytest.mark.parametrize("args", [
+    ["--char", f"example.com/acc=0:/dev/x{ESC}"],
+    ["--char", f"example.com/acc=0:/dev/x{ESC}\nerror: forged"],
+    ["--char", f"example.com/a{ESC}=0:/dev/null"],
+    ["--char", f"example.com/acc={ESC}:/dev/null"],
+    ["--char", f"example.com/acc{ESC}"],
+    ["--char", "example.com/acc=0:/dev/null", "--mount", f"/x{ESC}:/y"],
+    ["--char", "example.com/acc=0:/dev/null", "--mount", f"x{ESC}"],
+], ids=["char-path", "char-path-newline", "char-kind", "char-name", "char-form", "mount",
+        "mount-form"])
+def test_generate_errors_show_escapes_not_send_them(
+        args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["cdi", "generate", *args]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith("error:")
+    assert not _raw(err) and "\\x1b]0;PWNED\\x07\\x9b2J\\u202e" in err, err
+    assert "\nerror: forged" not in err
+
+
+def test_a_tree_driver_name_is_shown_escaped_when_generate_refuses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hostile /proc/devices names the driver of a --char node's major: the refusal quotes
+    it (the red team's escape sequence in a driver name)."""
+    if os.geteuid() != 0:
+        pytest.skip("mknod of a device node needs root")
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc/devices").write_text(f"Character devices:\n240 evil{ESC}\n")
+    (tmp_path / "dev").mkdir()
+    os.mknod(tmp_path / "dev/acc0", 0o020666, os.makedev(240, 0))
+    assert run(["cdi", "generate", "--root", str(tmp_path), "--char",
+                "example.com/acc=0:/dev/acc0"]) == 2
+    err = capsys.readouterr().err
+    assert "refusing to write" in err and "evil\\x1b]0;PWNED" in err and not _raw(err)

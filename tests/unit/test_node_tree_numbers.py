@@ -181,3 +181,18 @@ def test_cdi_generate_skips_nodes_the_driver_does_not_name(
                 "nvidia.com/imex-channel"]) == 0
     out = capsys.readouterr()
     assert "channel0" in out.out and "²" not in out.out
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "yaml"])
+def test_a_warning_quotes_the_trees_name_terminal_safe(
+        fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An entry named with an escape sequence and a bidi override: the warning that names it
+    shows them escaped in every format (YAML wrote U+202E as it is)."""
+    root = hgx_h100(tmp_path / "root")
+    devices = root / "sys/bus/pci/devices"
+    os.symlink(os.readlink(devices / GPU), devices / "junk\x1b]0;PWN\x07\u202e")
+    assert run(["node", "inventory", "--root", str(root), "-o", fmt]) == 0
+    out = capsys.readouterr().out
+    assert not any(c in out for c in "\x1b\x07\u202e")
+    text = "\n".join(json.loads(out)["warnings"]) if fmt == "json" else out
+    assert "junk\\x1b]0;PWN\\x07\\u202e" in text

@@ -69,7 +69,17 @@ Check = Literal["spec", "host-check"]
 
 
 class CdiSpecError(InputError, ValueError):
-    """A CDI spec that cannot be built: a bad kind, no devices, bad device names."""
+    """A CDI spec that cannot be built: a bad kind, no devices, bad device names (quoted
+    terminal-safe: they come from the command line or a tree)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(shown_lines(message))
+
+
+def shown_lines(text: str) -> str:
+    """``text`` terminal-safe line by line (``aiplat.text.shown``): a message of several lines
+    keeps them; what it quotes must be escaped where quoted if it may hold a newline."""
+    return "\n".join(shown(line) for line in text.split("\n"))
 
 
 @dataclass(frozen=True)
@@ -144,7 +154,7 @@ def split_kind(kind: str) -> tuple[str, str]:
     """pkg/parser ParseQualifier: cut at the first '/'; both halves must be non-empty."""
     vendor, sep, cls = kind.partition("/")
     if not sep or not vendor or not cls:
-        raise CdiSpecError(f"kind '{kind}' is not 'vendor/class'")
+        raise CdiSpecError(f"kind '{shown(kind)}' is not 'vendor/class'")
     return vendor, cls
 
 
@@ -878,14 +888,15 @@ def build_spec(kind: str, devices: Iterable[DeviceEntry], common: Edits = Edits(
     """A spec for ``kind`` with ``devices`` (+ ``all``), at the lowest version it needs."""
     problems = kind_problems(kind)
     if problems:
-        raise CdiSpecError(f"kind '{kind}': " + "; ".join(problems))
+        raise CdiSpecError(f"kind '{shown(kind)}': " + shown("; ".join(problems)))
     devs = list(devices)
     if not devs:
-        raise CdiSpecError(f"kind '{kind}': no devices found")
+        raise CdiSpecError(f"kind '{shown(kind)}': no devices found")
     names = [d.name for d in devs]
     bad = [n for n in names if not device_name_ok(n)]
     if bad or len(set(names)) != len(names):
-        raise CdiSpecError(f"kind '{kind}': invalid or duplicate device names {bad or names}")
+        raise CdiSpecError(f"kind '{shown(kind)}': invalid or duplicate device names "
+                           f"{shown(str(bad or names))}")
     out_devs = [{"name": d.name, "containerEdits": edits_dict(d.edits)} for d in devs]
     if all_device and len(devs) > 1 and "all" not in names:
         union = Edits()

@@ -33,10 +33,17 @@ from aiplat.devices import cdi, cdiyaml
 from aiplat.devices import nvidia_files as nvf
 from aiplat.devices.cdi import DeviceEntry, Edits, Hook, Mount, NodeFact
 from aiplat.errors import InputError
+from aiplat.text import shown
 
 
 class DeviceError(InputError):
-    """A device, spec file or option that cannot be used (exit 2)."""
+    """A device, spec file or option that cannot be used (exit 2). Its message quotes paths
+    and names from the command line, a tree or a spec: each line is shown terminal-safe
+    (``aiplat.text.shown``), and a value that could hold a newline is escaped where it is
+    quoted, so no line can be forged either."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(cdi.shown_lines(message))
 
 
 # ---------------------------------------------------------------------------- device nodes
@@ -157,8 +164,8 @@ def tree_node(path: str, root: str, host_path: str | None = None) -> NodeFact | 
         except OSError:  # missing (a link out of the tree is an InputError)
             n = None
     if n is not None and n.type != "c":
-        raise DeviceError(f"{hp} is a block device, not an accelerator's character device; "
-                          "fix: name the device's own node")
+        raise DeviceError(f"{shown(hp)} is a block device, not an accelerator's character "
+                          "device; fix: name the device's own node")
     return n
 
 
@@ -167,7 +174,8 @@ def need_node(path: str, root: str, host_path: str | None = None) -> NodeFact:
     if n is None:
         hp = _under(root, host_path or path)
         what = "is not a device node" if os.path.lexists(hp) else "does not exist"
-        raise DeviceError(f"{hp} {what}; fix: check the path, load the driver, or drop it")
+        raise DeviceError(f"{shown(hp)} {what}; fix: check the path, load the driver, or "
+                          "drop it")
     return n
 
 
@@ -356,14 +364,14 @@ def parse_char_option(text: str) -> CharDevice:
     kind, sep, rest = text.partition("=")
     name, sep2, paths = rest.partition(":")
     if not sep or not sep2 or not name or not paths:
-        raise DeviceError(f"--char '{text}': expected vendor.com/class=name:/dev/path"
+        raise DeviceError(f"--char '{shown(text)}': expected vendor.com/class=name:/dev/path"
                           "[=/host/path][,...]")
     problems = cdi.kind_problems(kind)
     if problems:
-        raise DeviceError(f"--char '{text}': {'; '.join(problems)}")
+        raise DeviceError(f"--char '{shown(text)}': {shown('; '.join(problems))}")
     if not cdi.device_name_ok(name):
-        raise DeviceError(f"--char '{text}': device name '{name}' must start and end with a "
-                          "letter or digit")
+        raise DeviceError(f"--char '{shown(text)}': device name '{shown(name)}' must start "
+                          "and end with a letter or digit")
     pairs = []
     for p in paths.split(","):
         c, _, h = p.partition("=")
@@ -375,7 +383,7 @@ def parse_mount_option(text: str) -> Mount:
     """``/host/path[:/container/path]`` from ``--mount`` (always ro,nosuid,nodev,bind)."""
     host, _, container = text.partition(":")
     if not host.startswith("/") or (container and not container.startswith("/")):
-        raise DeviceError(f"--mount '{text}': expected /host/path[:/container/path]")
+        raise DeviceError(f"--mount '{shown(text)}': expected /host/path[:/container/path]")
     return Mount(host, container or host)
 
 
@@ -400,7 +408,7 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
                          for m in mounts)
     for m in extra_mounts:
         if not os.path.exists(m.host_path):
-            raise DeviceError(f"--mount {m.host_path}: no such file or directory")
+            raise DeviceError(f"--mount {shown(m.host_path)}: no such file or directory")
 
     def add(kind: str, devices: list[DeviceEntry], common: Edits) -> None:
         try:
@@ -476,13 +484,14 @@ def _refuse_outside_tree(root: str, name: str, doc: Mapping[str, Any]) -> None:
 
     for where, path, _, _ in _host_paths(doc):
         if ".." in path.split("/") or not path.startswith(root.rstrip("/") + "/"):
-            raise DeviceError(f"{name}: {where}: {path} holds '..' or leaves the root {root} "
-                              "(the runtime would reach the host's file); fix: correct the "
-                              "tree's entry (a linker cache naming it?), or remove it")
+            raise DeviceError(f"{name}: {where}: {shown(path)} holds '..' or leaves the root "
+                              f"{shown(root)} (the runtime would reach the host's file); fix: "
+                              "correct the tree's entry (a linker cache naming it?), or remove "
+                              "it")
         try:
             inputs.inside(root, path)
         except InputError as e:
-            raise DeviceError(f"{name}: {where}: {e}") from None
+            raise DeviceError(f"{name}: {where}: {shown(str(e))}") from None
 
 
 @dataclass(frozen=True)
@@ -657,8 +666,9 @@ def _registered(n: NodeFact, majors: Mapping[str, int]) -> NodeFact:
     major may be another driver's by now (a disk controller's)."""
     major = nvf.registered_major(n.path, majors)
     if major is None and majors and (family := nvf.family_driver(n.path)):
-        raise DeviceError(f"{n.host_path}: no {family} in the root's /proc/devices, so its "
-                          f"major {n.major} is not the driver's (another driver may hold it); "
+        raise DeviceError(f"{shown(n.host_path)}: no {family} in the root's /proc/devices, "
+                          f"so its major {n.major} is not the driver's (another driver may hold "
+                          "it); "
                           f"fix: load {family} (nvidia-modprobe -u -c 0), or remove the stale "
                           "node")
     return n if major is None or major == n.major else dataclasses.replace(n, major=major)
@@ -703,7 +713,7 @@ def spec_files(paths: Iterable[str]) -> list[str]:
         elif os.path.isfile(p):
             out.append(p)
         else:
-            raise DeviceError(f"{p}: no such file or directory")
+            raise DeviceError(f"{shown(p)}: no such file or directory")
     return out
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from aiplat import inputs
 from aiplat.errors import InputError
+from aiplat.text import shown
 
 ATTR_MAX_BYTES = 64 * 1024
 """A sysfs attribute holds at most one page (4 KiB on x86-64, 64 KiB on arm64's largest
@@ -66,7 +67,10 @@ class Tree:
 
     def warn(self, message: str) -> None:
         """Keep ``message`` (a refusal, a value that is not what the file holds on a host);
-        once, though several readers may meet the same file."""
+        once, though several readers may meet the same file. It quotes the tree's names and
+        text, so it is kept terminal-safe (``aiplat.text.shown``) for every output: YAML
+        writes a bidi override as it is."""
+        message = shown(message)
         if message in self.warnings:
             return
         self.refused += 1
