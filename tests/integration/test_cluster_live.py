@@ -505,7 +505,7 @@ def test_lint_rules_agree_with_the_servers_verdict(cluster: Cluster, applied: li
     cluster.api.delete({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
                         "metadata": {"name": "domain-pretrain", "namespace": "research"}})
     lint = cluster.aiplat("kube", "lint", str(tree), "-o", "json")
-    flagged = {(f["rule"], f["object"]) for f in json.loads(lint.stdout)}
+    flagged = {(f["source"], f["subject"]) for f in json.loads(lint.stdout)}
     assert ("workload-shape", "Job/research/no-restart-policy") in flagged
     assert ("workload-shape", "Job/serving/no-topology") in flagged
     assert not [f for f in flagged if f[1] == "Job/research/implied-topology"]

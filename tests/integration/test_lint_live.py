@@ -410,7 +410,7 @@ def test_lint_names_every_seeded_mistake(lab: Lab, tmp_path: Path) -> None:
     f.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     cp = _aiplat(lab.env, "kube", "lint", str(tree), "-o", "json")
     assert cp.returncode == 1, cp.stderr
-    found = {(x["rule"], x["object"]) for x in json.loads(cp.stdout)}
+    found = {(x["source"], x["subject"]) for x in json.loads(cp.stdout)}
     missing = {(r, o) for r, objs in EXPECTED.items() for o in objs} - found
     assert not missing, sorted(found)
     clean = _aiplat(lab.env, "kube", "lint", str(lab.tree), "-o", "json")

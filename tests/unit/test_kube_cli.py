@@ -75,7 +75,7 @@ def test_lint_a_spec_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     spec.write_text(example_text().replace("borrowingLimit: 4}", "borrowingLimit: 8}")
                     .replace("lendingLimit: 4}", "lendingLimit: 0}"))
     assert run(["lint", str(spec), "-o", "json"]) == 0
-    assert json.loads(capsys.readouterr().out)[0]["rule"] == "borrowing-cohort"
+    assert json.loads(capsys.readouterr().out)[0]["source"] == "borrowing-cohort"
 
 
 def test_why_pending_cli(capsys: pytest.CaptureFixture[str]) -> None:

@@ -50,9 +50,9 @@ def test_clean_example_has_no_findings() -> None:
 def test_dead_borrowing_limit_is_the_only_finding() -> None:
     r = render(platform_from(_dead_borrowing), load_catalog())
     findings = lint(r.objects(), r.inventory)
-    assert [(f.severity, f.rule, f.object) for f in findings] == [
+    assert [(f.severity, f.source, f.subject) for f in findings] == [
         ("warning", "borrowing-cohort", "ClusterQueue/research")]
-    assert "exceeds what cohort example can lend (0)" in findings[0].why
+    assert "exceeds what cohort example can lend (0)" in findings[0].message
 
 
 def _cq_gpu(objs: list[Obj], cq: str, flavor: str = "h100",
@@ -310,12 +310,12 @@ def test_seeded_misconfiguration_is_found(
     seed(objs, inv)
     findings = lint(objs, inv)
     assert findings, "nothing found"
-    hits = [f for f in findings if f.rule == rule and f.object == obj]
-    assert hits, [(f.rule, f.object, f.why) for f in findings]
-    assert all(h.why and h.fix for h in hits)
+    hits = [f for f in findings if f.source == rule and f.subject == obj]
+    assert hits, [(f.source, f.subject, f.message) for f in findings]
+    assert all(h.message and h.fix for h in hits)
     # A seed breaks one thing: every finding belongs to the seeded rule (or its direct
     # consequence on the same object, or the same defect seen from another object).
-    assert {f.rule for f in findings} <= {rule, "quota-capacity", "resourcequota-admits",
+    assert {f.source for f in findings} <= {rule, "quota-capacity", "resourcequota-admits",
                                           "borrowing-cohort", "resourcequota-dra"} | {rule} \
         | ALSO.get(seed.__name__, set())
 
@@ -349,16 +349,16 @@ def test_mig_pool_capacity_counts_instances() -> None:
     # is a render defect workload-quota shows: the pre-training JobSet's 32 slices × 12 CPU
     # (384) exceed research's h100 CPU quota (272 + 27 borrowing), so Kueue never admits it.
     findings = lint(r.objects(), r.inventory)
-    assert {(f.rule, f.object) for f in findings} == {
+    assert {(f.source, f.subject) for f in findings} == {
         ("workload-quota", "JobSet/research/domain-pretrain")}
-    assert {f.why.split(" in all")[0] for f in findings} == {
+    assert {f.message.split(" in all")[0] for f in findings} == {
         "its pods ask for 384 cpu", "its pods ask for 7200Gi memory"}
 
     def too_much(data: Obj) -> None:
         mig(data)
         data["tenants"][0]["quota"]["h100"]["gpus"] = 100
     r = render(platform_from(too_much), load_catalog())
-    assert "quota-capacity" in {f.rule for f in lint(r.objects(), r.inventory)}
+    assert "quota-capacity" in {f.source for f in lint(r.objects(), r.inventory)}
 
 
 def test_time_slicing_capacity_counts_replicas() -> None:
@@ -367,4 +367,4 @@ def test_time_slicing_capacity_counts_replicas() -> None:
         data["pools"][1]["gpuResources"] = "device-plugin"  # replicas are device-plugin units
         data["tenants"][2]["quota"]["l40s"]["gpus"] = 32  # 24 GPUs × 2 replicas = 48 ≥ 16+32
     r = render(platform_from(ts), load_catalog())
-    assert [f.rule for f in lint(r.objects(), r.inventory)] == []
+    assert [f.source for f in lint(r.objects(), r.inventory)] == []

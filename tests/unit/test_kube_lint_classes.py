@@ -379,12 +379,12 @@ def test_seeded_class_is_found(seed: Callable[[list[Obj], Inventory], None], rul
     objs, inv = clean()
     seed(objs, inv)
     findings = lint(objs, inv)
-    hits = [f for f in findings if f.rule == rule and f.object == obj]
-    assert hits, [(f.rule, f.object, f.why) for f in findings]
-    assert any(words in h.why for h in hits), [h.why for h in hits]
+    hits = [f for f in findings if f.source == rule and f.subject == obj]
+    assert hits, [(f.source, f.subject, f.message) for f in findings]
+    assert any(words in h.message for h in hits), [h.message for h in hits]
     assert all(h.fix for h in hits)
-    assert {f.rule for f in findings} <= {rule} | ALSO.get(seed.__name__, set()), \
-        [(f.rule, f.object) for f in findings]
+    assert {f.source for f in findings} <= {rule} | ALSO.get(seed.__name__, set()), \
+        [(f.source, f.subject) for f in findings]
 
 
 def test_near_misses_are_clean() -> None:
@@ -429,7 +429,7 @@ def test_rdma_with_ipc_lock_in_a_privileged_namespace_needs_no_runtime_limit() -
     js = _job(objs, "domain-pretrain")
     c = js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
     c["securityContext"]["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
-    assert [f for f in lint(objs, inv) if f.rule in ("rdma-memlock", "pod-security")] == []
+    assert [f for f in lint(objs, inv) if f.source in ("rdma-memlock", "pod-security")] == []
 
 
 def test_rdma_pools_ship_the_runtime_memlock_drop_in() -> None:

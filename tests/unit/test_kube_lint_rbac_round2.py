@@ -80,8 +80,8 @@ def test_the_platform_administrators_cluster_admin_is_a_warning_not_an_error() -
     objs = [*tenant_tree(), binding("ClusterRoleBinding", None, ("ClusterRole", "cluster-admin"),
                                     group("platform-ops"))]
     found = system_findings(objs)
-    assert [(f.severity, f.rule) for f in found] == [("warning", "rbac-cluster-grant")]
-    assert "cannot tell" in found[0].why
+    assert [(f.severity, f.source) for f in found] == [("warning", "rbac-cluster-grant")]
+    assert "cannot tell" in found[0].message
 
 
 # --- 3. Kubernetes' bootstrap roles redefined --------------------------------------------
@@ -105,17 +105,17 @@ def test_a_bootstrap_binding_given_another_subject_is_an_error() -> None:
     crb = next(o for o in upstream() if o["kind"] == "ClusterRoleBinding"
                and o["metadata"]["name"] == "system:basic-user")
     crb["subjects"].append(group("oidc:ml-team"))
-    found = [f for f in lint([crb], NO_POOLS) if f.rule == "rbac-bootstrap"]
-    assert [(f.severity, f.object) for f in found] == [
+    found = [f for f in lint([crb], NO_POOLS) if f.source == "rbac-bootstrap"]
+    assert [(f.severity, f.subject) for f in found] == [
         ("error", "ClusterRoleBinding/system:basic-user")]
-    assert "Group oidc:ml-team" in found[0].why
+    assert "Group oidc:ml-team" in found[0].message
 
 
 def test_an_aggregated_bootstrap_role_may_not_select_more() -> None:
     view = role("ClusterRole", None, name="view")
     view["aggregationRule"] = {"clusterRoleSelectors": [{}]}
-    found = [f for f in lint([view], NO_POOLS) if f.rule == "rbac-bootstrap"]
-    assert [f.object for f in found] == ["ClusterRole/view"]
+    found = [f for f in lint([view], NO_POOLS) if f.source == "rbac-bootstrap"]
+    assert [f.subject for f in found] == ["ClusterRole/view"]
 
 
 def test_copies_of_the_bootstrap_policy_and_other_system_names_are_clean() -> None:
@@ -129,7 +129,7 @@ def test_copies_of_the_bootstrap_policy_and_other_system_names_are_clean() -> No
                                                   "namespaces"], ["list", "watch"]),
                    name="system:coredns")
     objs = [*upstream(), basic, coredns]
-    assert [f for f in lint(objs, NO_POOLS) if f.rule == "rbac-bootstrap"] == []
+    assert [f for f in lint(objs, NO_POOLS) if f.source == "rbac-bootstrap"] == []
     assert UPSTREAM.exists()
 
 
@@ -150,15 +150,15 @@ def test_a_rolebinding_without_namespace_is_judged_as_if_in_kube_system(
 def test_rbac_without_namespace_and_no_power_is_a_warning() -> None:
     objs = [role("Role", None, rule("", ["configmaps"], ["get"])),
             binding("RoleBinding", None, ("Role", "r"), group("oidc:ml-team"))]
-    found = [f for f in lint(objs, NO_POOLS) if f.rule == "rbac-namespace-unset"]
-    assert sorted((f.severity, f.object) for f in found) == [
+    found = [f for f in lint(objs, NO_POOLS) if f.source == "rbac-namespace-unset"]
+    assert sorted((f.severity, f.subject) for f in found) == [
         ("warning", "Role/r"), ("warning", "RoleBinding/grant")]
 
 
 def test_rbac_with_a_namespace_raises_no_namespace_finding() -> None:
     objs = [*tenant_tree(), role("Role", "research", rule("", ["pods"], ["create"])),
             binding("RoleBinding", "research", ("Role", "r"), sa("default"))]
-    assert [f for f in lint(objs, NO_POOLS) if f.rule == "rbac-namespace-unset"] == []
+    assert [f for f in lint(objs, NO_POOLS) if f.source == "rbac-namespace-unset"] == []
 
 
 # --- 5. Services rewritten in a system namespace ------------------------------------------
@@ -168,8 +168,8 @@ def test_rewriting_services_in_kube_system_is_an_error(verb: str) -> None:
     objs = [*tenant_tree(), role("Role", "kube-system", rule("", ["services"], [verb])),
             binding("RoleBinding", "kube-system", ("Role", "r"), group("oidc:ml-team"))]
     found = system_findings(objs)
-    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-system-namespace")]
-    assert "Services" in found[0].why and "kube-dns" in found[0].why
+    assert [(f.severity, f.source) for f in found] == [("error", "rbac-system-namespace")]
+    assert "Services" in found[0].message and "kube-dns" in found[0].message
 
 
 def test_rewriting_services_in_a_tenant_namespace_is_clean() -> None:

@@ -20,9 +20,10 @@ import test_kube_lint_classes
 from test_kube_lint import clean
 from test_lint_sites import LINT, MODULES, finding_sites
 
+from aiplat.findings import Finding
 from aiplat.kube import lint
 from aiplat.kube.lint import base
-from aiplat.kube.lint.base import Context, Finding, rule
+from aiplat.kube.lint.base import Context, finding, rule
 
 PACKAGE = importlib.import_module("aiplat.kube.lint")
 RULES_PACKAGE = importlib.import_module("aiplat.kube.lint.rules")
@@ -46,7 +47,7 @@ def test_declared_severities_are_those_the_findings_have() -> None:
     computed: set[str] = set()  # a severity chosen at run time (selector-matches)
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "finding":
                 rule_id, severity = node.args[1], node.args[0]
                 assert isinstance(rule_id, ast.Constant)
                 if isinstance(severity, ast.Constant):
@@ -64,13 +65,14 @@ def test_a_new_rule_is_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     runs with them; no other file names it."""
     (tmp_path / "forbidden_names.py").write_text(textwrap.dedent('''\
         """A rule of its own: no namespace is named 'forbidden'."""
-        from aiplat.kube.lint.base import Context, Finding, name, rule
+        from aiplat.findings import Finding
+        from aiplat.kube.lint.base import Context, finding, name, rule
         from aiplat.kube.validate import ref
 
 
         @rule("namespace-forbidden", "no namespace is named forbidden")
         def namespace_forbidden(ctx: Context) -> list[Finding]:
-            return [Finding("error", "namespace-forbidden", ref(n), "it is named forbidden",
+            return [finding("error", "namespace-forbidden", ref(n), "it is named forbidden",
                             "rename it") for n in ctx.kind("Namespace")
                     if name(n) == "forbidden"]
         '''))
@@ -81,7 +83,7 @@ def test_a_new_rule_is_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         objs, inv = clean()
         objs.append({"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": "forbidden"}})
-        assert [(f.rule, f.object) for f in lint(objs, inv)] == [
+        assert [(f.source, f.subject) for f in lint(objs, inv)] == [
             ("namespace-forbidden", "Namespace/forbidden")]
         assert "namespace-forbidden" in {r.name for r in PACKAGE.rules()}
     finally:
@@ -106,7 +108,7 @@ def test_a_finding_the_rule_does_not_declare_is_refused(
 
     @rule("errors-only", "declares errors, makes a warning")
     def errors_only(ctx: Context) -> list[Finding]:
-        return [Finding("warning", "errors-only", "Namespace/x", "why", "fix")]
+        return [finding("warning", "errors-only", "Namespace/x", "why", "fix")]
 
     (r,) = base.registered()
     with pytest.raises(ValueError, match="made a warning finding for rule errors-only"):
@@ -125,7 +127,7 @@ def test_the_order_rules_run_in_never_shows(monkeypatch: pytest.MonkeyPatch) -> 
             continue  # a seed for a part an earlier one took out
         objs = trial
     findings = lint(copy.deepcopy(objs), inv)
-    assert len({f.rule for f in findings}) > 30
+    assert len({f.source for f in findings}) > 30
     forward = PACKAGE.rules
     monkeypatch.setattr(PACKAGE, "rules", lambda: tuple(reversed(forward())))
     assert lint(copy.deepcopy(objs), inv) == findings

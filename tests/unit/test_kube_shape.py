@@ -194,10 +194,10 @@ def test_a_kueue_configuration_of_the_wrong_shape_is_a_finding() -> None:
     objs, inv = copy.deepcopy(_rendered())
     cm = next(o for o in objs if o["metadata"]["name"] == "kueue-manager-config")
     cm["data"]["controller_manager_config.yaml"] = "integrations: {frameworks: 5}\n"
-    assert [f.why.split(":")[1].strip() for f in lint(objs, inv) if f.rule == "kueue-config"
+    assert [f.message.split(":")[1].strip() for f in lint(objs, inv) if f.source == "kueue-config"
             ] == ["integrations.frameworks must be a list, not int 5"]
     cm["data"]["controller_manager_config.yaml"] = "a: [\n"
-    assert any("it is not YAML" in f.why for f in lint(objs, inv) if f.rule == "kueue-config")
+    assert any("it is not YAML" in f.message for f in lint(objs, inv) if f.source == "kueue-config")
 
 
 @pytest.mark.parametrize(("inventory", "words"), [
@@ -225,7 +225,7 @@ def test_a_policy_with_a_cidr_the_api_server_refuses_reaches_nothing() -> None:
     for block in blocks:
         block["cidr"] = "not-a-cidr"
     assert blocks
-    assert {f.rule for f in lint(objs, inv)} == {"netpol-model-store"}
+    assert {f.source for f in lint(objs, inv)} == {"netpol-model-store"}
 
 
 # --- the property: any field, any type -------------------------------------------------------

@@ -5,7 +5,7 @@ by some seeded mistake, and every rule id those places use is seeded.
 The seeds are the tables of ``test_kube_lint`` and ``test_kube_lint_classes`` (each: the
 rendered example with one mistake, and the rule and object lint must name) and the extra
 ones below for the branches those tables miss. While the seeds are linted, each lint
-module's ``Finding`` records the line it is called from; a ``Finding(...)`` call that is
+module's ``finding`` records the line it is called from; a ``finding(...)`` call that is
 never made is a class no test shows.
 """
 
@@ -24,23 +24,24 @@ import test_kube_lint
 import test_kube_lint_classes
 from test_kube_lint import clean, find
 
+from aiplat.findings import Finding
 from aiplat.kube import lint
 from aiplat.kube.inventory import Inventory
-from aiplat.kube.lint import Finding
+from aiplat.kube.lint.base import finding
 
 LINT = Path(importlib.import_module("aiplat.kube.lint").__file__ or "").parent
 MODULES = sorted(LINT.rglob("*.py"))  # the package: its runner, its base and every rule module
 Obj = dict[str, Any]
 Seed = Callable[[list[Obj], Inventory], None]
-Site = tuple[str, int, int]  # file, first and last line of the Finding(...) call
+Site = tuple[str, int, int]  # file, first and last line of the finding(...) call
 
 
 def finding_sites() -> dict[Site, str]:
-    """Every ``Finding(severity, "rule", ...)`` call in the lint modules -> its rule id."""
+    """Every ``finding(severity, "rule", ...)`` call in the lint modules -> its rule id."""
     out: dict[Site, str] = {}
     for path in MODULES:
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Finding":
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "finding":
                 rule = node.args[1]
                 assert isinstance(rule, ast.Constant), (path, node.lineno)
                 site = (_relative(path), node.lineno, node.end_lineno or node.lineno)
@@ -143,12 +144,12 @@ def test_every_finding_site_is_reached_by_a_seeded_mistake(
     def recording(*args: Any, **kwargs: Any) -> Finding:
         caller = sys._getframe(1)
         called.add((_relative(caller.f_code.co_filename), caller.f_lineno))
-        return Finding(*args, **kwargs)
+        return finding(*args, **kwargs)
 
     for path in MODULES:
         module = importlib.import_module(_module(path))
-        if hasattr(module, "Finding"):
-            monkeypatch.setattr(module, "Finding", recording)
+        if hasattr(module, "finding"):
+            monkeypatch.setattr(module, "finding", recording)
     base_objs, base_inv = clean()
     for _name, seed, _rule in _seeds():
         objs, inv = copy.deepcopy(base_objs), copy.deepcopy(base_inv)
@@ -163,5 +164,5 @@ def test_the_extra_seeds_are_found() -> None:
     for seed, rule in EXTRA:
         objs, inv = clean()
         seed(objs, inv)
-        hits = [f for f in lint(objs, inv) if f.rule == rule]
-        assert hits and all(h.why and h.fix for h in hits), seed.__name__
+        hits = [f for f in lint(objs, inv) if f.source == rule]
+        assert hits and all(h.message and h.fix for h in hits), seed.__name__

@@ -60,7 +60,7 @@ def sa(name: str, ns: str | None = None) -> Obj:
 
 
 def system_findings(objs: list[Obj], inv: Inventory = NO_POOLS) -> list[Finding]:
-    return [f for f in lint(objs, inv) if f.rule in SYSTEM_RULES]
+    return [f for f in lint(objs, inv) if f.source in SYSTEM_RULES]
 
 
 def tenant_tree() -> list[Obj]:
@@ -114,7 +114,7 @@ def test_upstream_rbac_beside_the_rendered_tree_raises_nothing() -> None:
     """With tenants in the tree, upstream's accounts still are not tenants' subjects."""
     objs, inv = clean()
     objs += [o for o in upstream() if o["kind"] != "Namespace"]
-    assert [f for f in lint(objs, inv) if f.rule in SYSTEM_RULES | {"rbac-escalation"}] == []
+    assert [f for f in lint(objs, inv) if f.source in SYSTEM_RULES | {"rbac-escalation"}] == []
 
 
 def test_the_rendered_example_stays_clean() -> None:
@@ -138,14 +138,14 @@ def _rename_tenant(objs: list[Obj], old: str, new: str) -> list[Obj]:
 def test_a_tenant_named_kube_system_is_flagged() -> None:
     objs, inv = clean()
     objs = _rename_tenant(objs, "batch", "kube-system")
-    found = {(f.severity, f.rule, f.object) for f in system_findings(objs, inv)}
+    found = {(f.severity, f.source, f.subject) for f in system_findings(objs, inv)}
     assert {("error", "rbac-system-namespace", "RoleBinding/kube-system/aiplat-admin"),
             ("error", "rbac-system-namespace", "RoleBinding/kube-system/aiplat-user"),
             ("error", "system-namespace-policy", "Namespace/kube-system"),
             ("error", "system-namespace-policy", "NetworkPolicy/kube-system/default-deny"),
             } <= found
-    why = next(f.why for f in system_findings(objs, inv)
-               if f.object == "RoleBinding/kube-system/aiplat-user")
+    why = next(f.message for f in system_findings(objs, inv)
+               if f.subject == "RoleBinding/kube-system/aiplat-user")
     assert "Group batch" in why and "creates pods" in why and "cluster-admin" in why
 
 
@@ -153,7 +153,7 @@ def test_a_tenant_named_aiplat_system_is_flagged() -> None:
     """Two Namespaces of that name, and pod create in the node agent's privileged one."""
     objs, inv = clean()
     objs = _rename_tenant(objs, "research", "aiplat-system")
-    found = {(f.rule, f.object) for f in system_findings(objs, inv)}
+    found = {(f.source, f.subject) for f in system_findings(objs, inv)}
     assert ("rbac-system-namespace", "RoleBinding/aiplat-system/aiplat-admin") in found
     assert ("system-namespace-policy", "Namespace/aiplat-system") in found
 
@@ -163,10 +163,10 @@ def test_a_tenant_named_aiplat_system_is_flagged() -> None:
 def test_everyone_as_tenant_users_is_an_error(who: str) -> None:
     objs, inv = clean()
     find(objs, "RoleBinding", "aiplat-user", "research")["subjects"].append(group(who))
-    hits = [f for f in system_findings(objs, inv) if f.rule == "rbac-everyone"]
-    assert [(h.severity, h.object) for h in hits] == [("error", "RoleBinding/research/"
+    hits = [f for f in system_findings(objs, inv) if f.source == "rbac-everyone"]
+    assert [(h.severity, h.subject) for h in hits] == [("error", "RoleBinding/research/"
                                                                  "aiplat-user")]
-    assert who in hits[0].why and who in hits[0].fix
+    assert who in hits[0].message and who in hits[0].fix
 
 
 # --- hand-written bindings in system namespaces -------------------------------------------
@@ -232,16 +232,16 @@ def test_a_powerful_role_for_a_tenant_in_a_system_namespace_is_an_error(
     objs = [*tenant_tree(), role("Role", ns, POWERFUL[power]),
             binding("RoleBinding", ns, ("Role", "r"), group("ml-team"))]
     found = system_findings(objs)
-    assert [(f.severity, f.rule, f.object) for f in found] == [
+    assert [(f.severity, f.source, f.subject) for f in found] == [
         ("error", "rbac-system-namespace", f"RoleBinding/{ns}/grant")], power
-    assert "Group ml-team" in found[0].why and "remove Group ml-team" in found[0].fix
+    assert "Group ml-team" in found[0].message and "remove Group ml-team" in found[0].fix
 
 
 @pytest.mark.parametrize("subject", TENANT_SUBJECTS, ids=list(TENANT_SUBJECTS))
 def test_every_spelling_of_a_tenant_subject_is_caught(subject: str) -> None:
     objs = [*tenant_tree(), binding("RoleBinding", "kube-system", ("ClusterRole", "admin"),
                                     TENANT_SUBJECTS[subject])]
-    assert [f.rule for f in system_findings(objs)] == ["rbac-system-namespace"]
+    assert [f.source for f in system_findings(objs)] == ["rbac-system-namespace"]
 
 
 def test_an_aggregated_cluster_role_is_judged_by_what_it_picks_up() -> None:
@@ -252,8 +252,8 @@ def test_an_aggregated_cluster_role_is_judged_by_what_it_picks_up() -> None:
     objs = [*tenant_tree(), agg, part,
             binding("RoleBinding", "kube-system", ("ClusterRole", "debugger"), user("alice"))]
     found = system_findings(objs)
-    assert [f.rule for f in found] == ["rbac-system-namespace"]
-    assert "execs into running pods" in found[0].why
+    assert [f.source for f in found] == ["rbac-system-namespace"]
+    assert "execs into running pods" in found[0].message
 
 
 def test_a_service_account_subject_without_namespace_is_the_bindings() -> None:
@@ -326,7 +326,7 @@ def test_a_cluster_wide_grant_to_a_tenant_is_an_error(subject: str, cluster_role
                                          ("ClusterRole", cluster_role),
                                          TENANT_SUBJECTS[subject])]
     found = system_findings(objs)
-    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-cluster-grant")]
+    assert [(f.severity, f.source) for f in found] == [("error", "rbac-cluster-grant")]
 
 
 CERTS = "certificates.k8s.io"
@@ -367,8 +367,8 @@ def test_a_cluster_scoped_power_for_a_tenant_is_an_error(power: str) -> None:
     objs = [*tenant_tree(), _cluster_role(CLUSTER_POWERS[power]),
             binding("ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))]
     found = system_findings(objs)
-    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-cluster-grant")], power
-    assert "Group ml-team" in found[0].why
+    assert [(f.severity, f.source) for f in found] == [("error", "rbac-cluster-grant")], power
+    assert "Group ml-team" in found[0].message
 
 
 @pytest.mark.parametrize("power", CLUSTER_POWERS, ids=list(CLUSTER_POWERS))
@@ -408,14 +408,14 @@ def test_a_system_namespaces_objects_count_where_the_binding_reaches_one(power: 
     everyone = group("system:authenticated")
     tenant = system_findings([cm, binding("RoleBinding", "research", ("ClusterRole", "c"),
                                           everyone)])
-    assert [(f.severity, f.rule) for f in tenant] == [("warning", "rbac-everyone")]
+    assert [(f.severity, f.source) for f in tenant] == [("warning", "rbac-everyone")]
     for b in (binding("RoleBinding", "kube-system", ("ClusterRole", "c"), everyone),
               binding("ClusterRoleBinding", None, ("ClusterRole", "c"), everyone)):
         found = system_findings([cm, b])
-        assert [(f.severity, f.rule) for f in found] == [("error", "rbac-everyone")], b
+        assert [(f.severity, f.source) for f in found] == [("error", "rbac-everyone")], b
     found = system_findings([*tenant_tree(), cm, binding(
         "ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))])
-    assert [f.rule for f in found] == ["rbac-cluster-grant"]
+    assert [f.source for f in found] == ["rbac-cluster-grant"]
 
 
 def test_relabelling_a_namespace_counts_wherever_it_is_bound() -> None:
@@ -425,11 +425,11 @@ def test_relabelling_a_namespace_counts_wherever_it_is_bound() -> None:
     ns_patch = role("ClusterRole", None, rule("", ["namespaces"], ["patch"]), name="c")
     found = system_findings([*tenant_tree(), ns_patch, binding(
         "ClusterRoleBinding", None, ("ClusterRole", "c"), group("ml-team"))])
-    assert [f.rule for f in found] == ["rbac-cluster-grant"]
-    assert "relabels Namespaces" in found[0].why
+    assert [f.source for f in found] == ["rbac-cluster-grant"]
+    assert "relabels Namespaces" in found[0].message
     found = system_findings([ns_patch, binding("RoleBinding", "research", ("ClusterRole", "c"),
                                                group("system:authenticated"))])
-    assert [(f.severity, f.rule) for f in found] == [("error", "rbac-everyone")]
+    assert [(f.severity, f.source) for f in found] == [("error", "rbac-everyone")]
 
 
 MATCHES = [
@@ -473,14 +473,14 @@ def test_a_powerful_grant_to_everyone_is_an_error_anywhere(who: Obj) -> None:
               binding("RoleBinding", "kube-system", ("ClusterRole", "edit"), who),
               binding("RoleBinding", "research", ("ClusterRole", "edit"), who)):
         found = system_findings([b])
-        assert [(f.severity, f.rule) for f in found] == [("error", "rbac-everyone")], b
+        assert [(f.severity, f.source) for f in found] == [("error", "rbac-everyone")], b
 
 
 def test_a_harmless_grant_to_everyone_is_a_warning() -> None:
     objs = [role("ClusterRole", None, rule("", ["configmaps"], ["get"]), name="cm"),
             binding("ClusterRoleBinding", None, ("ClusterRole", "cm"),
                     group("system:authenticated"))]
-    assert [(f.severity, f.rule) for f in system_findings(objs)] == [
+    assert [(f.severity, f.source) for f in system_findings(objs)] == [
         ("warning", "rbac-everyone")]
 
 
@@ -501,8 +501,8 @@ def _policy(ns: str, spec: Obj) -> Obj:
 ])
 def test_a_policy_isolating_a_system_namespace_is_an_error(spec: Obj, isolated: str) -> None:
     found = system_findings([_policy("kube-system", spec)])
-    assert [(f.severity, f.rule) for f in found] == [("error", "system-namespace-policy")]
-    assert f"({isolated})" in found[0].why
+    assert [(f.severity, f.source) for f in found] == [("error", "system-namespace-policy")]
+    assert f"({isolated})" in found[0].message
 
 
 @pytest.mark.parametrize(("ns", "spec"), [

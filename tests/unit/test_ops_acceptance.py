@@ -217,7 +217,7 @@ def test_quotas_cover_queues(objects: list[dict[str, Any]]) -> None:
     def lint(objs: list[dict[str, Any]]) -> list[str]:
         rendered = render(parse_platform(example_text(), EXAMPLE, load_catalog()),
                           load_catalog())
-        return [f"{f.object}: {f.why}" for f in resourcequota_admits(
+        return [f"{f.subject}: {f.message}" for f in resourcequota_admits(
             Context(objs, rendered.inventory))]
 
     assert quota_coverage(objects, lint(objects)).status == "pass"

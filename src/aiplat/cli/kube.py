@@ -16,6 +16,7 @@ import click
 
 from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
+from aiplat.findings import line
 from aiplat.fsutil import write_tree
 from aiplat.kube import (
     CrdIndex,
@@ -167,9 +168,9 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
                          "FILE, or lint the SPEC)")
     findings = lint(objects, inv, files=files)
     errors = sum(f.severity == "error" for f in findings)
-    lines = [f"{f.severity}: [{f.rule}] {f.object}: {f.why} (fix: {f.fix})" for f in findings]
+    lines = [line(f) for f in findings]
     lines.append(f"{len(objects)} objects, {errors} errors, {len(findings) - errors} warnings")
-    _emit(fmt, [f.as_dict() for f in findings], lines)
+    _emit(fmt, [f.model_dump() for f in findings], lines)
     if errors:
         sys.exit(1)
 

@@ -66,7 +66,7 @@ def check_summary(check: KubeCheck) -> dict[str, Any]:
         "validation": [{"version": v.version, "errors": len(v.errors),
                         "warnings": len(v.issues) - len(v.errors),
                         "issues": [asdict(i) for i in v.issues]} for v in check.validations],
-        "lint": [f.as_dict() for f in check.findings],
+        "lint": [f.model_dump() for f in check.findings],
     }
 
 

@@ -42,6 +42,7 @@ from typing import Any
 
 from aiplat import __version__
 from aiplat.errors import AiplatError, InputError
+from aiplat.findings import line
 from aiplat.ops.acceptance import (
     Criterion,
     Measurement,
@@ -407,7 +408,7 @@ def run_acceptance(platform: Platform, pool: str, opts: Options,
                            f"{len(kube.findings) - len(lint_errors)} warnings",
                 evidence=[f"{i.path}: {i.message}" for v in kube.validations
                           for i in v.issues][:50]
-                + [f"{f.severity} {f.rule} {f.object}: {f.why}" for f in kube.findings][:50]))
+                + [line(f) for f in kube.findings][:50]))
             del errors
         if "isolation" in opts.suites:
             assert kube is not None and cdi_pair is not None
@@ -415,7 +416,7 @@ def run_acceptance(platform: Platform, pool: str, opts: Options,
             objects = [o for _, o in rendered_items(kube.rendered)]
             criteria.append(network_isolation(objects, [t.name for t in platform.tenants]))
             rq = resourcequota_admits(Context(kube.rendered.objects(), kube.rendered.inventory))
-            criteria.append(quota_coverage(objects, [f"{f.object}: {f.why}" for f in rq]))
+            criteria.append(quota_coverage(objects, [f"{f.subject}: {f.message}" for f in rq]))
         if "performance" in opts.suites or "repeatability" in opts.suites:
             measurements |= _performance(opts, inv, work, notes, progress)
             floors = _floors(platform, pool, opts)

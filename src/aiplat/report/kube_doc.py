@@ -10,6 +10,7 @@ row with a count.
 
 from __future__ import annotations
 
+from aiplat.findings import table as findings_table
 from aiplat.kube.pipeline import KubeCheck
 from aiplat.report.document import Section, Table
 from aiplat.report.grouping import group_repeats
@@ -50,10 +51,9 @@ def kube_section(check: KubeCheck, tree_dir: str = "kube/") -> Section:
             ["object", "version"], count_after="severity")
         tables.append(issues.model_copy(update={"rows": issues.rows[:MAX_ROWS]}))
     if check.findings:
-        tables.append(group_repeats(Table(
-            title="Lint findings", columns=["severity", "rule", "object", "why", "fix"],
-            rows=[[f.severity, f.rule, f.object, f.why, f.fix] for f in check.findings]),
-            ["object"], count_after="severity"))
+        columns, rows = findings_table(check.findings)
+        tables.append(group_repeats(Table(title="Lint findings", columns=columns, rows=rows),
+                                    ["subject"], count_after="severity"))
     errors = sum(f.severity == "error" for f in check.findings)
     total = sum(len(objs) for objs in check.rendered.manifests.values())
     paragraphs = [

@@ -33,9 +33,10 @@ import importlib
 import pkgutil
 from collections.abc import Sequence
 
+from aiplat.findings import Finding
 from aiplat.kube.inventory import Inventory
 from aiplat.kube.lint import rules as _rules_package
-from aiplat.kube.lint.base import SEVERITIES, Context, Finding, Obj, Rule, registered
+from aiplat.kube.lint.base import SEVERITIES, Context, Obj, Rule, registered
 from aiplat.kube.shape import readable
 
 __all__ = ["Context", "Finding", "Rule", "lint", "rules"]
@@ -59,4 +60,4 @@ def lint(objects: list[Obj], inventory: Inventory, *,
     named = zip(files or [""] * len(objects), objects, strict=True)
     ctx = Context(readable(list(named)), inventory)
     findings = [f for r in rules() for f in r.run(ctx)]
-    return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 2), f.rule, f.object))
+    return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 2), f.source, f.subject))

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from aiplat.findings import Finding, Severity
 from aiplat.kube.inventory import Inventory, PoolInventory
 from aiplat.text import shown
 
@@ -30,25 +31,13 @@ Obj = dict[str, Any]
 SEVERITIES = ("error", "warning")  # in the order findings are listed
 
 
-@dataclass(frozen=True)
-class Finding:
-    """What a rule found. Its text quotes the tree (names, namespaces, subjects), which may
-    hold terminal escapes or bidi overrides (RBAC names are any path segment): they are kept
-    escaped (``\\x1b``, ``\\u202e``) in every form the finding is printed in."""
-
-    severity: str  # error | warning
-    rule: str
-    object: str
-    why: str
-    fix: str
-
-    def __post_init__(self) -> None:
-        for field in ("object", "why", "fix"):
-            object.__setattr__(self, field, shown(getattr(self, field)))
-
-    def as_dict(self) -> dict[str, str]:
-        return {"severity": self.severity, "rule": self.rule, "object": self.object,
-                "why": self.why, "fix": self.fix}
+def finding(severity: Severity, rule: str, obj: str, why: str, fix: str) -> Finding:
+    """aiplat's one ``Finding`` as a lint rule makes it: ``rule`` is its source, ``obj`` the
+    subject (``Kind/namespace/name``). Its text quotes the tree (names, namespaces, subjects),
+    which may hold terminal escapes or bidi overrides (RBAC names are any path segment): they
+    are kept escaped (``\\x1b``, ``\\u202e``) in every form the finding is printed in, JSON too."""
+    return Finding(severity=severity, source=rule, subject=shown(obj), message=shown(why),
+                   fix=shown(fix))
 
 
 def name(o: Obj) -> str:
@@ -98,9 +87,9 @@ class Rule:
         rule declares is a mistake in the rule's code (every site is tested)."""
         findings = self.check(ctx)
         for f in findings:
-            if f.rule != self.name or f.severity not in self.severities:
+            if f.source != self.name or f.severity not in self.severities:
                 raise ValueError(f"lint rule {self.name} ({self.where}) made a {f.severity} "
-                                 f"finding for rule {f.rule}; fix: declare it in @rule(...) "
+                                 f"finding for rule {f.source}; fix: declare it in @rule(...) "
                                  "or correct the Finding")
         return findings
 

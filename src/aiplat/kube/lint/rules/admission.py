@@ -32,8 +32,9 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from aiplat.findings import Finding
 from aiplat.kube.facts import POOL_LABEL
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
     QUEUE_LABEL,
     claim_requests,
@@ -77,7 +78,7 @@ def limitrange_admits(ctx: Context) -> list[Finding]:
         default, maximum = _container_limits(limits)
         for r in ("cpu", "memory"):
             if r in default and r in maximum and quantity(default[r]) < quantity(maximum[r]):
-                out.append(Finding(
+                out.append(finding(
                     "warning", "limitrange-admits", ref(lr),
                     f"default {r} limit {default[r]} is below the max {maximum[r]}: a "
                     f"container that requests more {r} and sets no limit gets {default[r]} "
@@ -103,7 +104,7 @@ def _min_findings(o: Obj, c: Obj, lr_items: list[Obj]) -> list[Finding]:
             continue
         for r, low in (item.get("min") or {}).items():
             if r in requests and quantity(requests[r]) < quantity(low):
-                out.append(Finding(
+                out.append(finding(
                     "error", "limitrange-admits", ref(o),
                     f"container {c.get('name')!r} requests {requests[r]} {r}, below the "
                     f"LimitRange min {low}: the API server refuses its pods ('minimum {r} "
@@ -120,7 +121,7 @@ def _pod_item_findings(o: Obj, spec: Obj, lr_items: list[Obj]) -> list[Finding]:
             continue
         for r, high in (item.get("max") or {}).items():
             if r in total and total[r] > quantity(high):
-                out.append(Finding(
+                out.append(finding(
                     "error", "limitrange-admits", ref(o),
                     f"its pods ask for {total[r]:g} {r} in all, above the LimitRange's Pod max "
                     f"{high}: the API server refuses them ('maximum {r} usage per Pod')",
@@ -137,13 +138,13 @@ def _container_findings(o: Obj, c: Obj, default: dict[str, Any], maximum: dict[s
         limit = limits.get(r, default.get(r))
         if r in requests and limit is not None and quantity(requests[r]) > quantity(limit):
             given = "its limit" if r in limits else "the LimitRange's default limit"
-            out.append(Finding(
+            out.append(finding(
                 "error", "limitrange-admits", ref(o),
                 f"container {c.get('name')!r} requests {requests[r]} {r} but {given} is "
                 f"{limit}: the API server refuses its pods ('must be less than or equal to "
                 f"{r} limit')", f"set resources.limits.{r} to at least {requests[r]}"))
         if r in maximum and limit is not None and quantity(limit) > quantity(maximum[r]):
-            out.append(Finding(
+            out.append(finding(
                 "error", "limitrange-admits", ref(o),
                 f"container {c.get('name')!r} has {r} limit {limit} above the LimitRange max "
                 f"{maximum[r]}: its pods are refused", f"lower the {r} limit"))
@@ -189,7 +190,7 @@ def kueue_dra_mapping(ctx: Context) -> list[Finding]:
             key = f"{ref(o)}/{ref(t)}"
             if why and key not in seen:
                 seen.add(key)
-                out.append(Finding(
+                out.append(finding(
                     "error", "kueue-dra-mapping", ref(o),
                     f"claim template {name(t)}: {'; '.join(why)}: Kueue marks the workload "
                     "inadmissible", "map each DeviceClass in Kueue's Configuration "
@@ -211,7 +212,7 @@ def resourcequota_dra(ctx: Context) -> list[Finding]:
             cls = (req.get("exactly") or {}).get("deviceClassName")
             key = f"{cls}.deviceclass.resource.k8s.io/devices"
             if cls and key not in hard[ns]:
-                out.append(Finding(
+                out.append(finding(
                     "warning", "resourcequota-dra", f"ResourceQuota/{ns}",
                     f"claims on DeviceClass {cls} (template {name(t)}) are not capped: the "
                     "quota has no entry for them", f"add {key} to spec.hard"))
@@ -221,7 +222,7 @@ def resourcequota_dra(ctx: Context) -> list[Finding]:
 @rule("dra-device-plugin", "a DRA pool's nodes do not also run the device plugin",
       severities=("warning",))
 def dra_device_plugin(ctx: Context) -> list[Finding]:
-    return [Finding("warning", "dra-device-plugin", f"Pool/{p.name}",
+    return [finding("warning", "dra-device-plugin", f"Pool/{p.name}",
                     "the pool publishes DRA devices but its nodes do not carry "
                     "nvidia.com/gpu.deploy.device-plugin=false: the GPU operator would run the "
                     "device plugin beside the DRA driver on them, handing the same GPUs out "
@@ -251,7 +252,7 @@ def tas_autoscaled(ctx: Context) -> list[Finding]:
         spec = fl.get("spec") or {}
         pool = (spec.get("nodeLabels") or {}).get(POOL_LABEL)
         if spec.get("topologyName") and pool in autoscaled and name(fl) not in checked:
-            out.append(Finding(
+            out.append(finding(
                 "warning", "tas-autoscaled", ref(fl),
                 f"topology-aware placement on autoscaled pool {pool}: Kueue places only on "
                 "nodes that exist, so work beyond them waits unadmitted and the autoscaler "
@@ -288,7 +289,7 @@ def workload_shape(ctx: Context) -> list[Finding]:
         queue = ((o.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
         queued = queue is not None
         if queued and kind in ("Job", "JobSet") and (o.get("spec") or {}).get("suspend"):
-            out.append(Finding(
+            out.append(finding(
                 "warning", "workload-shape", ref(o),
                 "rendered with suspend: true: Kueue's webhook suspends queued jobs itself, and "
                 "a server-side apply of this file takes the field back and stops the job once "
@@ -297,7 +298,7 @@ def workload_shape(ctx: Context) -> list[Finding]:
             spec = tpl.get("spec") or {}
             if kind in ("Job", "JobSet") and spec.get("restartPolicy") not in ("Never",
                                                                                 "OnFailure"):
-                out.append(Finding(
+                out.append(finding(
                     "error", "workload-shape", ref(o),
                     "its pod template has no restartPolicy Never or OnFailure: the API server "
                     "refuses the Job (spec.template.spec.restartPolicy: Required value)",
@@ -305,7 +306,7 @@ def workload_shape(ctx: Context) -> list[Finding]:
             ann = (tpl.get("metadata") or {}).get("annotations") or {}
             if (namespace(o), queue) in mixed and pool_of(spec) in tas_pools and not any(
                     a in ann for a in TOPOLOGY_ANNOTATIONS):
-                out.append(Finding(
+                out.append(finding(
                     "error", "workload-shape", ref(o),
                     f"its pods go to pool {pool_of(spec)}, whose flavor has a Topology, ask "
                     "for no topology, and its ClusterQueue also has plain flavors (so Kueue "
@@ -341,7 +342,7 @@ def resourcequota_admits(ctx: Context) -> list[Finding]:
                 keys = [f"{res}.deviceclass.resource.k8s.io/devices"]
             hard = next((quotas[ns][k] for k in keys if k in quotas[ns]), None)
             if hard is not None and hard < amount:
-                out.append(Finding("error", "resourcequota-admits", f"ResourceQuota/{ns}",
+                out.append(finding("error", "resourcequota-admits", f"ResourceQuota/{ns}",
                                    f"allows {hard:g} {res} but ClusterQueue {name(cq)} can "
                                    f"admit {amount:g}: admitted pods fail quota at creation",
                                    f"raise {keys[0]} to at least {amount:g}"))
@@ -420,7 +421,7 @@ def pod_security(ctx: Context) -> list[Finding]:
         for spec in pod_specs(o):
             problems = pod_security_violations(spec, level)
             if problems:
-                out.append(Finding("error", "pod-security", ref(o),
+                out.append(finding("error", "pod-security", ref(o),
                                    f"namespace {namespace(o)} enforces Pod Security "
                                    f"'{level}', which rejects its pods: {'; '.join(problems)}",
                                    "fix the pod's securityContext/volumes, or run it in a "

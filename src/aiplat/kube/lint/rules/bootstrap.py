@@ -23,8 +23,9 @@ same URL or a ``prefix*``.
 
 from __future__ import annotations
 
+from aiplat.findings import Finding
 from aiplat.kube.bootstrap_rbac import AGGREGATION, BINDINGS, ROLES
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace
 from aiplat.kube.lint.base import rule as lint_rule
 from aiplat.kube.validate import ref
 
@@ -85,7 +86,7 @@ def _role_findings(o: Obj, key: tuple[str, str, str]) -> list[Finding]:
     if not extra:
         return []
     more = f" and {len(extra) - SHOWN} more" if len(extra) > SHOWN else ""
-    return [Finding(
+    return [finding(
         "error", "rbac-bootstrap", ref(o),
         f"redefines Kubernetes' bootstrap {key[0]} {key[2]} with more than Kubernetes gives "
         f"it ({', '.join(extra[:SHOWN])}{more}): the API server's start-up reconcile adds "
@@ -110,7 +111,7 @@ def _binding_findings(o: Obj, key: tuple[str, str, str]) -> list[Finding]:
             extra.append(f"adds {s.get('kind')} {s.get('name')}")
     if not extra:
         return []
-    return [Finding(
+    return [finding(
         "error", "rbac-bootstrap", ref(o),
         f"redefines Kubernetes' bootstrap {key[0]} {key[2]} ({'; '.join(extra)}): the API "
         "server's start-up reconcile keeps extra subjects, so they hold the role for good",

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from aiplat.findings import Finding
 from aiplat.kube import cel
 from aiplat.kube.inventory import PoolInventory
-from aiplat.kube.lint.base import Context, Finding, Obj, rule
+from aiplat.kube.lint.base import Context, Obj, finding, rule
 from aiplat.kube.validate import ref
 
 
@@ -41,7 +42,7 @@ def deviceclass_matches(ctx: Context) -> list[Finding]:
             why = "its selectors match no device of any pool"
             if errors:
                 why += f" ({'; '.join(sorted(errors))[:200]})"
-            out.append(Finding("error", "deviceclass-matches", ref(dc),
+            out.append(finding("error", "deviceclass-matches", ref(dc),
                                why + ": claims on it never allocate",
                                "compare the selector with `kubectl get resourceslices -o yaml`"
                                " (productName, memory capacity, driverVersion)"))
@@ -65,7 +66,7 @@ def claim_deviceclass(ctx: Context) -> list[Finding]:
             for s in subs:
                 dc = s.get("deviceClassName")
                 if dc not in classes:
-                    out.append(Finding("error", "claim-deviceclass", ref(o),
+                    out.append(finding("error", "claim-deviceclass", ref(o),
                                        f"request {req.get('name')!r} names DeviceClass {dc!r}, "
                                        "which does not exist: pods using it stay Pending",
                                        f"use one of {sorted(classes)}"))
@@ -83,7 +84,7 @@ def claim_constraint(ctx: Context) -> list[Finding]:
         for c in ((spec.get("devices") or {}).get("constraints")) or []:
             attr = c.get("matchAttribute") or c.get("distinctAttribute")
             if attr and attr not in known:
-                out.append(Finding("error", "claim-constraint", ref(o),
+                out.append(finding("error", "claim-constraint", ref(o),
                                    f"constraint attribute {attr!r} is published by no device: "
                                    "the constraint can never be satisfied",
                                    f"use an attribute the driver publishes, e.g. "

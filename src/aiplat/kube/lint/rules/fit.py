@@ -34,10 +34,11 @@ from collections.abc import Iterable
 from decimal import Decimal
 
 from aiplat.catalog.storage import driver
+from aiplat.findings import Finding
 from aiplat.kube import cel
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import claim_counts, pod_specs
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
@@ -94,7 +95,7 @@ def gpu_per_node(ctx: Context) -> list[Finding]:
             for res, want in _extended(spec):
                 most, pool = _largest(ctx.inventory.pools, res)
                 if most and want > most:
-                    out.append(Finding(
+                    out.append(finding(
                         "error", "gpu-per-node", ref(o),
                         f"one pod asks for {want:g} {res} but the largest node (pool {pool}) "
                         f"has {most}: {_never(ctx, pool, res)}", f"ask for at most {most} "
@@ -102,7 +103,7 @@ def gpu_per_node(ctx: Context) -> list[Finding]:
             for tname, cls, count in claim_counts(ctx, o, spec):
                 per_pool = _class_devices(ctx, cls)
                 if per_pool and count > max(per_pool.values()):
-                    out.append(Finding(
+                    out.append(finding(
                         "error", "gpu-per-node", ref(o),
                         f"claim template {tname} asks for {count} devices of {cls} but one "
                         f"node has at most {max(per_pool.values())} ({per_pool}): the claim "
@@ -126,7 +127,7 @@ def resource_unserved(ctx: Context) -> list[Finding]:
                 why = (f"asks for {res}, a MIG profile no pool has: MIG is off (or laid out "
                        "otherwise) on every pool" if mig else
                        f"asks for {res}, which no pool provides")
-                out.append(Finding(
+                out.append(finding(
                     "error", "resource-unserved", ref(o),
                     why + ": Kueue finds it no flavor ('unavailable in ClusterQueue') and "
                     "no node could run it", f"ask for one of {sorted(served)}" + (
@@ -171,7 +172,7 @@ def pvc_access_mode(ctx: Context) -> list[Finding]:
         if not sc:
             continue  # the cluster's default class; the tree cannot tell which
         if sc not in classes:
-            out.append(Finding(
+            out.append(finding(
                 "warning", "pvc-access-mode", ref(o),
                 f"{label}storageClassName {sc!r} is not a StorageClass of this tree: unless "
                 "the cluster has one by that name the claim stays Pending",
@@ -182,7 +183,7 @@ def pvc_access_mode(ctx: Context) -> list[Finding]:
             continue  # the admin's own provisioner: nothing known about it
         bad = sorted(set(spec.get("accessModes") or []) - set(d.access_modes))
         if bad:
-            out.append(Finding(
+            out.append(finding(
                 "error", "pvc-access-mode", ref(o),
                 f"{label}asks for {', '.join(bad)} on StorageClass {sc}, whose driver "
                 f"{d.name} serves only {sorted(d.access_modes)}: the claim stays Pending "
@@ -192,7 +193,7 @@ def pvc_access_mode(ctx: Context) -> list[Finding]:
         # Local disks come from the local static provisioner, whose PVs no tree holds.
         if not label and not d.dynamic and d.name != "kubernetes.io/no-provisioner" \
                 and not _bound(ctx, o, sc):
-            out.append(Finding(
+            out.append(finding(
                 "error", "pvc-access-mode", ref(o),
                 f"StorageClass {sc}'s driver {d.name} provisions nothing (static only) and "
                 "no PersistentVolume of the tree is there for this claim: it stays Pending "

@@ -38,7 +38,8 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
 
 from __future__ import annotations
 
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.findings import Finding
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
     QUEUE_LABEL,
     cohort_of,
@@ -88,7 +89,7 @@ def cohort_cycle(ctx: Context) -> list[Finding]:
         cycle = path[path.index(node):]
         reported |= set(cycle)
         cqs = sorted(name(cq) for cq in ctx.kind("ClusterQueue") if cohort_of(cq) in cycle)
-        out.append(Finding(
+        out.append(finding(
             "error", "cohort-cycle", f"Cohort/{min(cycle)}",
             f"spec.parentName links {' -> '.join([*cycle, cycle[0]])} form a cycle: Kueue "
             f"makes every ClusterQueue below it inactive (HasCycle)"
@@ -110,14 +111,14 @@ def quota_without_cohort(ctx: Context) -> list[Finding]:
                 for r in fl.get("resources") or []:
                     where = f"flavor {fl.get('name')} resource {r.get('name')}"
                     if "borrowingLimit" in r:
-                        out.append(Finding(
+                        out.append(finding(
                             "error", "quota-without-cohort", ref(cq),
                             f"borrowingLimit on {where} but spec.cohortName is empty: the API "
                             "server refuses the ClusterQueue ('borrowingLimit must be nil "
                             "when cohort is empty'), its tenant has no queue",
                             "set spec.cohortName, or drop borrowingLimit"))
                     if "lendingLimit" in r:
-                        out.append(Finding(
+                        out.append(finding(
                             "warning", "quota-without-cohort", ref(cq),
                             f"lendingLimit on {where} but the queue is in no cohort: there is "
                             "nobody to lend to", "set spec.cohortName, or drop lendingLimit"))
@@ -170,7 +171,7 @@ def kueue_managed(ctx: Context) -> list[Finding]:
                    "or widen the selector")
         else:
             continue
-        out.append(Finding("error", "kueue-managed", ref(o), why, fix))
+        out.append(finding("error", "kueue-managed", ref(o), why, fix))
     return out
 
 
@@ -199,7 +200,7 @@ def workload_unqueued(ctx: Context) -> list[Finding]:
         else:
             why = ("Kueue ignores it (no queue-name label): it runs beside the quota, on "
                    "GPUs the ClusterQueue promised to admitted work")
-        out.append(Finding("error", "workload-unqueued", ref(o),
+        out.append(finding("error", "workload-unqueued", ref(o),
                            f"namespace {ns} is a Kueue tenant ({', '.join(sorted(queues[ns]))})"
                            f" but this {kind} has no {QUEUE_LABEL}: {why}",
                            f"label it {QUEUE_LABEL}: {sorted(queues[ns])[0]}"))
@@ -221,7 +222,7 @@ def _uses_accelerators(o: Obj) -> bool:
 
 @rule("queue-stopped", "no ClusterQueue or LocalQueue is held by its stopPolicy")
 def queue_stopped(ctx: Context) -> list[Finding]:
-    return [Finding("error", "queue-stopped", ref(q),
+    return [finding("error", "queue-stopped", ref(q),
                     f"spec.stopPolicy is {q['spec']['stopPolicy']}: it admits no new workload "
                     f"(they stay pending: '{q['kind']} {name(q)} is inactive')",
                     "set spec.stopPolicy: None")
@@ -233,7 +234,7 @@ def queue_stopped(ctx: Context) -> list[Finding]:
 def kueue_config(ctx: Context) -> list[Finding]:
     unreadable = kueue_configuration_problems(ctx)
     if unreadable:
-        return [Finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
+        return [finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
                         f"Kueue cannot decode its Configuration: {'; '.join(unreadable)}: it "
                         "does not start, so nothing is admitted (the other rules read "
                         "Kueue's defaults instead)",
@@ -243,7 +244,7 @@ def kueue_config(ctx: Context) -> list[Finding]:
     if cfg is None:
         return []
     kueue_ns = str(cfg.get("namespace") or KUEUE_NS)
-    return [Finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
+    return [finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
                     f"managedJobsNamespaceSelector matches namespace {ns}: Kueue refuses the "
                     "Configuration and does not start, so nothing is admitted",
                     f"exclude {ns} (key {NAME_LABEL}, operator NotIn)")

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 
+from aiplat.findings import Finding
 from aiplat.kube.inventory import PoolInventory
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
     cohort_of,
     cohort_root,
@@ -25,7 +26,7 @@ from aiplat.kube.validate import ref
 @rule("localqueue-clusterqueue", "a LocalQueue names an existing ClusterQueue")
 def localqueue_clusterqueue(ctx: Context) -> list[Finding]:
     cqs = ctx.names("ClusterQueue")
-    return [Finding("error", "localqueue-clusterqueue", ref(lq),
+    return [finding("error", "localqueue-clusterqueue", ref(lq),
                     f"names ClusterQueue {(lq.get('spec') or {}).get('clusterQueue')!r}, which "
                     "does not exist;"
                     " workloads submitted to it stay pending (inadmissible)",
@@ -40,7 +41,7 @@ def clusterqueue_flavor(ctx: Context) -> list[Finding]:
     out = []
     for cq in ctx.kind("ClusterQueue"):
         for fl in sorted({f for f, _ in flavor_resources(cq)} - flavors):
-            out.append(Finding("error", "clusterqueue-flavor", ref(cq),
+            out.append(finding("error", "clusterqueue-flavor", ref(cq),
                                f"uses ResourceFlavor {fl!r}, which does not exist; the "
                                "ClusterQueue stays inactive",
                                f"create ResourceFlavor {fl!r} or remove it from the queue"))
@@ -56,7 +57,7 @@ def namespace_selector(ctx: Context) -> list[Finding]:
     for cq in ctx.kind("ClusterQueue"):
         sel = (cq.get("spec") or {}).get("namespaceSelector")
         if sel == {}:
-            out.append(Finding("warning", "namespace-selector", ref(cq),
+            out.append(finding("warning", "namespace-selector", ref(cq),
                                "namespaceSelector {} admits workloads from every namespace",
                                "select the tenant's namespaces by label"))
         for lq in ctx.kind("LocalQueue"):
@@ -65,7 +66,7 @@ def namespace_selector(ctx: Context) -> list[Finding]:
             ns = namespace(lq)
             labels = {**ns_labels.get(ns, {}), "kubernetes.io/metadata.name": ns}
             if not selector_matches(sel, labels):
-                out.append(Finding("error", "namespace-selector", ref(cq),
+                out.append(finding("error", "namespace-selector", ref(cq),
                                    f"its namespaceSelector does not select namespace {ns!r} "
                                    f"where LocalQueue {name(lq)!r} points at it; workloads "
                                    "there are inadmissible",
@@ -84,7 +85,7 @@ def flavor_pool(ctx: Context) -> list[Finding]:
             why = ("selects no pool: admitted pods would never schedule" if not pools else
                    f"selects {len(pools)} pools ({', '.join(pools)}): quota and capacity "
                    "no longer line up")
-            out.append(Finding("error", "flavor-pool", ref(fl), f"nodeLabels {labels} {why}",
+            out.append(finding("error", "flavor-pool", ref(fl), f"nodeLabels {labels} {why}",
                                "set nodeLabels to the pool's label, e.g. "
                                f"{{aiplat.io/pool: {name(fl)}}}"))
     return out
@@ -119,7 +120,7 @@ def flavor_taints(ctx: Context) -> list[Finding]:
         for taint in pool.taints:
             if taint.get("effect") == "PreferNoSchedule" or _tolerates(tols, taint):
                 continue
-            out.append(Finding("error", "flavor-taints", ref(fl),
+            out.append(finding("error", "flavor-taints", ref(fl),
                                f"pool {pool.name} is tainted {taint['key']}:{taint['effect']} "
                                "but the flavor does not tolerate it: admitted pods stay Pending",
                                f"add toleration {{key: {taint['key']}, operator: Exists, "
@@ -148,7 +149,7 @@ def quota_capacity(ctx: Context) -> list[Finding]:
         else:
             cap = Decimal(0)
         if total > cap:
-            out.append(Finding("error", "quota-capacity", f"ResourceFlavor/{fl}",
+            out.append(finding("error", "quota-capacity", f"ResourceFlavor/{fl}",
                                f"ClusterQueues promise {total:g} {res} in total but pool "
                                f"{pool.name} has {cap:g}: Kueue admits workloads that can "
                                "never all run",
@@ -181,7 +182,7 @@ def borrowing_cohort(ctx: Context) -> list[Finding]:
                 own = quantity(r.get("lendingLimit", r.get("nominalQuota", 0)))
                 others = lendable[(c, fl, r.get("name", ""))] - own
                 if quantity(r["borrowingLimit"]) > others:
-                    out.append(Finding(
+                    out.append(finding(
                         "warning", "borrowing-cohort", ref(cq),
                         f"borrowingLimit {r['borrowingLimit']} {r['name']} on flavor {fl} "
                         f"exceeds what cohort {c} can lend ({others:g}): the limit promises "
@@ -199,7 +200,7 @@ def topology_levels(ctx: Context) -> list[Finding]:
     for t in ctx.kind("Topology"):
         for lvl in (t.get("spec") or {}).get("levels") or []:
             if lvl.get("nodeLabel") not in keys:
-                out.append(Finding("error", "topology-levels", ref(t),
+                out.append(finding("error", "topology-levels", ref(t),
                                    f"level {lvl.get('nodeLabel')!r} is not a label any pool's "
                                    "nodes carry: topology-aware admission finds no domain",
                                    "label the nodes (cluster/nodes/label-and-taint.sh) or fix "
@@ -208,7 +209,7 @@ def topology_levels(ctx: Context) -> list[Finding]:
     for fl in ctx.kind("ResourceFlavor"):
         tn = (fl.get("spec") or {}).get("topologyName")
         if tn and tn not in topos:
-            out.append(Finding("error", "topology-levels", ref(fl),
+            out.append(finding("error", "topology-levels", ref(fl),
                                f"topologyName {tn!r} names no Topology",
                                f"create Topology {tn!r} or remove topologyName"))
     return out
@@ -226,13 +227,13 @@ def workload_queue(ctx: Context) -> list[Finding]:
             if q is None:
                 continue
             if (namespace(o), q) not in lqs:
-                out.append(Finding("error", "workload-queue", ref(o),
+                out.append(finding("error", "workload-queue", ref(o),
                                    f"queue-name {q!r} is not a LocalQueue in {namespace(o)!r}: "
                                    "Kueue never admits it",
                                    "use the tenant's LocalQueue name"))
             pc = labels.get("kueue.x-k8s.io/priority-class")
             if pc and pc not in wpcs:
-                out.append(Finding("error", "workload-queue", ref(o),
+                out.append(finding("error", "workload-queue", ref(o),
                                    f"priority-class {pc!r} is not a WorkloadPriorityClass",
                                    f"use one of {sorted(wpcs)}"))
     return out

@@ -29,8 +29,9 @@ from __future__ import annotations
 from collections import defaultdict
 from decimal import Decimal
 
+from aiplat.findings import Finding
 from aiplat.kube.facts import POOL_LABEL
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace, rule
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
     QUEUE_LABEL,
     claim_counts,
@@ -146,7 +147,7 @@ def workload_quota(ctx: Context) -> list[Finding]:
         for res, want in sorted(_demand(ctx, o).items()):
             if res in cap and want > cap[res][0]:
                 most, flavor = cap[res]
-                out.append(Finding(
+                out.append(finding(
                     "error", "workload-quota", ref(o),
                     f"its pods ask for {_fmt(want, res)} {res} in all but ClusterQueue "
                     f"{name(cq)} can give at most {_fmt(most, res)} (flavor {flavor}, "
@@ -175,7 +176,7 @@ def flavor_affinity(ctx: Context) -> list[Finding]:
         for _pods, spec in _podsets(o):
             pinned = pool_of(spec)
             if pinned and pinned not in served:
-                out.append(Finding(
+                out.append(finding(
                     "error", "flavor-affinity", ref(o),
                     f"its pods are pinned to pool {pinned} ({POOL_LABEL}) but ClusterQueue "
                     f"{name(cq)}'s flavors {flavors} select other pools: Kueue finds no "
@@ -214,7 +215,7 @@ def topology_spread(ctx: Context) -> list[Finding]:
         for t in pod_templates(o):
             ann = (t.get("metadata") or {}).get("annotations") or {}
             if not any(a in ann for a in _LEVELS):
-                out.append(Finding(
+                out.append(finding(
                     "warning", "topology-spread", ref(o),
                     f"its pods run as one on topology flavor(s) {sorted(flavors & tas)} but "
                     "ask for no required or preferred topology level: Kueue may spread the "

@@ -20,7 +20,8 @@ container runtime sets up their processes:
 
 from __future__ import annotations
 
-from aiplat.kube.lint.base import Context, Finding, Obj, rule
+from aiplat.findings import Finding
+from aiplat.kube.lint.base import Context, Obj, finding, rule
 from aiplat.kube.lint.objects import pod_specs, pool_of
 from aiplat.kube.validate import ref
 
@@ -56,7 +57,7 @@ def rdma_memlock(ctx: Context) -> list[Finding]:
             for c in (spec.get("containers") or []) + (spec.get("initContainers") or []):
                 if _uses_rdma(c) and not _has_ipc_lock(c):
                     where = f"pool {pool}" if pool else "its nodes"
-                    out.append(Finding(
+                    out.append(finding(
                         "warning", "rdma-memlock", ref(o),
                         f"container {c.get('name')!r} opens the RDMA HCAs without IPC_LOCK and "
                         f"{where} keep the runtime's memlock limit: NCCL cannot register its "

@@ -29,7 +29,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from aiplat.kube.lint.base import Context, Finding, Obj, namespace, rule
+from aiplat.findings import Finding, Severity
+from aiplat.kube.lint.base import Context, Obj, finding, namespace, rule
 from aiplat.kube.lint.objects import pod_templates, selector_matches, tenants
 from aiplat.kube.validate import ref
 
@@ -46,14 +47,14 @@ def netpol_default_deny(ctx: Context) -> list[Finding]:
     out = []
     for ns in sorted(tenants(ctx)):
         if not _isolates(ctx, ns, "Ingress"):
-            out.append(Finding(
+            out.append(finding(
                 "error", "netpol-default-deny", f"Namespace/{ns}",
                 "no NetworkPolicy selects all its pods for Ingress: every pod of every tenant "
                 "can reach its servers, ranks and metrics",
                 "add a default-deny NetworkPolicy (podSelector: {}, policyTypes: [Ingress, "
                 "Egress]) and allow what is needed"))
         elif not _isolates(ctx, ns, "Egress"):
-            out.append(Finding(
+            out.append(finding(
                 "warning", "netpol-default-deny", f"Namespace/{ns}",
                 "ingress is fenced but egress is open: its pods can reach any address "
                 "(other tenants, the internet)", "add Egress to the default-deny policy's "
@@ -111,8 +112,8 @@ def selector_matches_pods(ctx: Context) -> list[Finding]:
                    "NetworkPolicy": "no pod carries these labels: the pods it should open "
                                     "stay fenced"}[kind]
             # A NetworkPolicy that opens nothing breaks nothing now; a typo in it would, later.
-            severity = "warning" if kind == "NetworkPolicy" else "error"
-            out.append(Finding(severity, "selector-matches", ref(o),
+            severity: Severity = "warning" if kind == "NetworkPolicy" else "error"
+            out.append(finding(severity, "selector-matches", ref(o),
                                f"its selector {sel} matches no pod in namespace {ns}: {why}",
                                "make the selector match the workload's pod template labels "
                                "(app.kubernetes.io/name)"))
@@ -144,7 +145,7 @@ def netpol_dns(ctx: Context) -> list[Finding]:
         if deny and not any(_rule_allows_port(r, 53) and any(
                 "namespaceSelector" in t or "ipBlock" in t for t in r.get("to") or [{}])
                 for r in rules):
-            out.append(Finding("error", "netpol-dns", f"Namespace/{ns}",
+            out.append(finding("error", "netpol-dns", f"Namespace/{ns}",
                                "egress is denied and no policy allows DNS (port 53 to "
                                "kube-system): every name lookup fails",
                                "add an egress rule to kube-dns pods in kube-system on UDP/TCP "
@@ -180,7 +181,7 @@ def netpol_model_store(ctx: Context) -> list[Finding]:
                                 and c.subnet_of(net)}  # type: ignore[arg-type]
         missing = [str(c) for c in cidrs if c not in reached]
         if missing:
-            out.append(Finding("error", "netpol-model-store", f"Namespace/{ns}",
+            out.append(finding("error", "netpol-model-store", f"Namespace/{ns}",
                                f"egress is denied and nothing allows the model store "
                                f"({', '.join(missing)}): model pulls time out",
                                "add an egress rule with ipBlock for the storage segment"))

@@ -67,8 +67,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from aiplat.findings import Finding
 from aiplat.kube.facts import TENANT_LABEL
-from aiplat.kube.lint.base import Context, Finding, Obj, name, namespace
+from aiplat.kube.lint.base import Context, Obj, finding, name, namespace
 from aiplat.kube.lint.base import rule as lint_rule  # RBAC rules are `rule` here
 from aiplat.kube.lint.objects import selector_matches, tenants
 from aiplat.kube.render_cluster import GPU_OPERATOR_NS, SYSTEM_NS
@@ -360,7 +361,7 @@ def rbac_system_namespace(ctx: Context) -> list[Finding]:
             continue
         role, allowed = powers(ctx, b)
         if allowed:
-            out.append(Finding(
+            out.append(finding(
                 "error", "rbac-system-namespace", ref(b),
                 f"gives {s}, which is no system component, {role} in system namespace {ns}, "
                 f"which {'; '.join(allowed)}: a path to cluster-admin (it can act as any "
@@ -391,13 +392,13 @@ def rbac_namespace_unset(ctx: Context) -> list[Finding]:
         role, allowed = powers(ctx, b, {NAMESPACE, SYSTEM})
         if risky and allowed:
             who = ", ".join(str(s) for s in risky)
-            out.append(Finding(
+            out.append(finding(
                 "error", "rbac-namespace-unset", ref(b),
                 f"{NO_NAMESPACE}; in kube-system it gives {who} {role}, which "
                 f"{'; '.join(allowed)}: a path to cluster-admin", fix))
         else:
-            out.append(Finding("warning", "rbac-namespace-unset", ref(b), NO_NAMESPACE, fix))
-    out += [Finding("warning", "rbac-namespace-unset", ref(r), NO_NAMESPACE, fix)
+            out.append(finding("warning", "rbac-namespace-unset", ref(b), NO_NAMESPACE, fix))
+    out += [finding("warning", "rbac-namespace-unset", ref(r), NO_NAMESPACE, fix)
             for r in ctx.kind("Role") if not namespace(r)]
     return out
 
@@ -423,7 +424,7 @@ def rbac_cluster_grant(ctx: Context) -> list[Finding]:
         if not allowed:
             continue
         if (s.kind, s.name) in people or s.sa_namespace in tenant_ns:
-            out.append(Finding(
+            out.append(finding(
                 "error", "rbac-cluster-grant", ref(b),
                 f"gives tenant subject {s} {role} in every namespace, which "
                 f"{'; '.join(allowed)}: kube-system included, a path to cluster-admin",
@@ -432,7 +433,7 @@ def rbac_cluster_grant(ctx: Context) -> list[Finding]:
         else:
             # No tenant namespace binds it: an administrators' group, an operator's account,
             # or a tenant's group the tree does not show; the tree cannot tell which.
-            out.append(Finding(
+            out.append(finding(
                 "warning", "rbac-cluster-grant", ref(b),
                 f"gives {s} {role} in every namespace, which {'; '.join(allowed)}: "
                 "cluster-admin or a path to it; the tree cannot tell whether it is the "
@@ -462,13 +463,13 @@ def rbac_everyone(ctx: Context) -> list[Finding]:
             else "in every namespace"
         fix = f"bind named groups instead of {s.name}"
         if allowed:
-            out.append(Finding(
+            out.append(finding(
                 "error", "rbac-everyone", ref(b),
                 f"gives {_everyone_text(s)} ({s.name}) {role} {where}, which "
                 f"{'; '.join(allowed)}: anyone who reaches the API server gets it", fix))
         elif namespace(b) != "kube-public" and \
                 str((b.get("roleRef") or {}).get("name")) not in EVERYONE_DEFAULTS:
-            out.append(Finding(
+            out.append(finding(
                 "warning", "rbac-everyone", ref(b),
                 f"gives {_everyone_text(s)} ({s.name}) {role} {where}: every tenant sees "
                 "what it allows", fix))
@@ -498,7 +499,7 @@ def system_namespace_policy(ctx: Context) -> list[Finding]:
             continue
         isolated = _isolated(spec)
         if isolated:
-            out.append(Finding(
+            out.append(finding(
                 "error", "system-namespace-policy", ref(np),
                 f"isolates every pod of system namespace {ns} ({'/'.join(isolated)}): its "
                 "components (DNS, webhooks, controllers, device plugins) lose the traffic "
@@ -510,7 +511,7 @@ def system_namespace_policy(ctx: Context) -> list[Finding]:
         level = labels.get("pod-security.kubernetes.io/enforce", "privileged")
         if level in ("baseline", "restricted") and (
                 ns in PRIVILEGED_NAMESPACES or (ns.startswith("kube-") and ns not in PODLESS)):
-            out.append(Finding(
+            out.append(finding(
                 "error", "system-namespace-policy", ref(n),
                 f"enforces Pod Security {level!r} on system namespace {ns}: its components "
                 "(kube-proxy, CNI, device plugins, node agents) need host namespaces or "
@@ -518,7 +519,7 @@ def system_namespace_policy(ctx: Context) -> list[Finding]:
                 "drop the pod-security.kubernetes.io/enforce label (or set it to "
                 "privileged)"))
         if TENANT_LABEL in labels and is_system_namespace(ns):
-            out.append(Finding(
+            out.append(finding(
                 "error", "system-namespace-policy", ref(n),
                 f"makes system namespace {ns} a tenant's ({TENANT_LABEL}={labels[TENANT_LABEL]}):"
                 " the tenant's roles, quota and policies land on system components",
@@ -562,7 +563,7 @@ def rbac_escalation(ctx: Context) -> list[Finding]:
             if "secrets" in resources and ns not in allowed:
                 problems.append("reads Secrets though the spec does not grant it")
             for p in problems:
-                out.append(Finding("error", "rbac-escalation", ref(role), p,
+                out.append(finding("error", "rbac-escalation", ref(role), p,
                                    "list explicit verbs and resources; grant Secrets with "
                                    "secretsAccess: true in the spec"))
     return out
