@@ -196,3 +196,26 @@ def test_a_warning_quotes_the_trees_name_terminal_safe(
     assert not any(c in out for c in "\x1b\x07\u202e")
     text = "\n".join(json.loads(out)["warnings"]) if fmt == "json" else out
     assert "junk\\x1b]0;PWN\\x07\\u202e" in text
+
+
+@pytest.mark.parametrize(("kind", "text", "words"), [
+    ("smi-xml", '<nvidia_smi_log><gpu id="junk"><uuid>GPU-1</uuid></gpu></nvidia_smi_log>',
+     "gpu[0] id 'junk' is not a PCI address"),
+    ("smi-xml", '<nvidia_smi_log><gpu><pci><pci_bus_id>0000:1²:00.0</pci_bus_id></pci>'
+     '</gpu></nvidia_smi_log>', "is not a PCI address"),
+    ("lstopo", '<topology><object type="PCIDev" pci_busid="junk" pci_type="0302 [10de:2330]"/>'
+     '</topology>', "pci_busid 'junk' is not a PCI address"),
+    ("lstopo", '<topology><object type="PCIDev" pci_busid="0000:19:00.0" '
+     'pci_type="zz [10de:2330]"/></topology>', "pci_type 'zz [10de:2330]'"),
+])
+def test_a_recorded_output_with_such_an_address_is_an_input_error(
+        kind: str, text: str, words: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """nvidia-smi -q -x and lstopo recordings given with --from: a bus id or class that is not
+    one is exit 2 naming the file and the element (was a ValueError traceback)."""
+    root = hgx_h100(tmp_path / "root")
+    f = tmp_path / "rec.xml"
+    f.write_text(text)
+    assert run(["node", "inventory", "--root", str(root), "--from", f"{kind}={f}"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and str(f) in err and words in err, err

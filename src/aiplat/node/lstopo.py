@@ -11,12 +11,32 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 
 from aiplat.errors import InputError
 from aiplat.node.inventory import PciDevice
 from aiplat.node.pciaddr import VENDORS, classify, normalise
+from aiplat.text import shown
 
 _IO = {"HostBridge", "PCIBridge", "Bridge", "PCIDev", "OSDev", "Misc"}
+
+
+# lstopo's pci_type: the class (base and sub, 4 hex digits), then [vendor:device]; the
+# subsystem and revision may follow
+_PCI_TYPE = re.compile(r"[0-9a-fA-F]{4}(?: \[[0-9a-fA-F]{4}:[0-9a-fA-F]{4}\](?: .*)?)?")
+
+
+def _fail(text: str) -> str:
+    raise ValueError(text)
+
+
+def _checked(parse: Callable[[str], str], raw: str, source: str, attr: str, what: str) -> str:
+    """``parse(raw)``, or an input error naming the file and the attribute."""
+    try:
+        return parse(raw)
+    except ValueError:
+        raise InputError(f"{source}: {attr} {shown(repr(raw))} is not {what} (fix: record "
+                         "`lstopo --of xml > topo.xml` again)") from None
 
 
 def parse_lstopo(text: str, source: str = "lstopo") -> list[PciDevice]:
@@ -48,10 +68,13 @@ def parse_lstopo(text: str, source: str = "lstopo") -> list[PciDevice]:
             m = re.match(r"([0-9a-fA-F]{4}):\[([0-9a-fA-F]{2})", obj.get("bridge_pci", ""))
             host = f"pci{m.group(1)}:{m.group(2)}".lower() if m else "pci-unknown"
         elif kind in ("PCIBridge", "Bridge", "PCIDev") and busid:
-            address = normalise(busid)
-            ptype = (obj.get("pci_type") or "").split()
+            address = _checked(normalise, busid, source, "pci_busid", "a PCI address")
+            raw_type = obj.get("pci_type") or ""
+            ptype = raw_type.split()
             class_code = f"0x{ptype[0]}00" if ptype else "0x000000"
             ids = ptype[1].strip("[]").split(":") if len(ptype) > 1 else ["0000", "0000"]
+            if not _PCI_TYPE.fullmatch(raw_type or "0000 [0000:0000]"):
+                _checked(_fail, raw_type, source, "pci_type", "a class and [vendor:device]")
             vendor = f"0x{ids[0].lower()}"
             numa = numa_of(stack)
             out.append(PciDevice(

@@ -23,6 +23,7 @@ import xml.etree.ElementTree as ET
 from aiplat.errors import InputError
 from aiplat.node.inventory import GpuDetail, NvLink, RemappedRows, TopoMatrix
 from aiplat.node.pciaddr import normalise
+from aiplat.text import shown
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _CELL = re.compile(r"^(X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|N/A)$")
@@ -110,6 +111,17 @@ def _corrected(node: ET.Element | None) -> int | None:
     return _int(total.text) if total is not None else None
 
 
+def _address(g: ET.Element, index: int, source: str) -> str:
+    """The GPU's bus id (its ``id`` attribute, else pci/pci_bus_id), normalised."""
+    raw = g.get("id") or g.findtext("pci/pci_bus_id") or ""
+    try:
+        return normalise(raw)
+    except ValueError:
+        what = "id" if g.get("id") else "pci/pci_bus_id"
+        raise InputError(f"{source}: gpu[{index}] {what} {shown(repr(raw))} is not a PCI "
+                         "address (fix: record `nvidia-smi -q -x > smi.xml` again)") from None
+
+
 def parse_smi_xml(text: str, source: str = "smi-xml"
                   ) -> tuple[list[GpuDetail], str | None, str | None]:
     """GPUs, driver version and CUDA version from ``nvidia-smi -q -x``."""
@@ -122,7 +134,7 @@ def parse_smi_xml(text: str, source: str = "smi-xml"
         raise InputError(f"{source}: root element is <{root.tag}>, expected <nvidia_smi_log>")
     gpus = []
     for index, g in enumerate(root.findall("gpu")):
-        addr = normalise(g.get("id") or g.findtext("pci/pci_bus_id") or "")
+        addr = _address(g, index, source)
         ecc_mode = g.findtext("ecc_mode/current")
         rr = g.find("remapped_rows")
         remapped = None
