@@ -20,6 +20,7 @@ import click
 
 from aiplat import __version__
 from aiplat.errors import AiplatError
+from aiplat.text import shown
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -258,8 +259,11 @@ def _traceback(e: BaseException) -> None:
 
 
 def _error(message: str) -> None:
+    # An error quotes its input (a path, a name, a peer's message): each line is shown
+    # terminal-safe, so no escape sequence or bidi override in it reaches the terminal.
+    text = "\n".join(shown(part) for part in message.split("\n"))
     with contextlib.suppress(OSError, ValueError):  # stderr closed as well
-        click.echo(message, err=True)
+        click.echo(text, err=True)
 
 
 def _os_error(e: OSError) -> str:

@@ -51,7 +51,9 @@ def printable(model: M) -> M:
 def dump(data: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
-    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    # ASCII with escapes: a host's names may hold a bidi override, which YAML counts as
+    # printable and would write raw (JSON escapes every non-ASCII character itself).
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=False)
 
 
 def _gib(kib: int | None) -> str:
