@@ -253,33 +253,48 @@ class FGD(PublishedPolicy):
 
     def _node_scores(self, meter: FragMeter, state: ClusterState, req: Request, r: IntArray
                      ) -> tuple[np.ndarray, np.ndarray]:
-        before = meter.nodes(state, r)
         rows = state.gfree[r]
-        cpu_after = state.cpu_free[r] - req.cpu_milli
+        cpu = state.cpu_free[r]
         models = state.model_id[r]
+        n = len(r)
         if req.shared:
             g = state.gmax
             after = np.repeat(rows[:, None, :], g, axis=1)  # [R, candidate GPU, slot]
             after[:, np.arange(g), np.arange(g)] -= req.gpu_milli
-            frag = meter.of(after.reshape(-1, g), np.repeat(cpu_after, g), np.repeat(models, g))
-            frag = frag.reshape(len(r), g)
+            before, frag = self._measure(meter, (rows, cpu, models), (
+                after.reshape(-1, g), np.repeat(cpu - req.cpu_milli, g), np.repeat(models, g)))
+            frag = frag.reshape(n, g)
             fits = rows >= req.gpu_milli
             if self.score_rule == "integer":
                 per_gpu = np.where(fits, fgd_score(before[:, None], frag), -1)
                 best = per_gpu.argmax(axis=1)  # first index with the best integer score
-                return per_gpu[np.arange(len(r)), best].astype(np.float64), best
+                return per_gpu[np.arange(n), best].astype(np.float64), best
             frag = np.where(fits, frag, np.inf)
             best = frag.argmin(axis=1)
-            return before - frag[np.arange(len(r)), best], best
+            return before - frag[np.arange(n), best], best
         after = rows.copy()
         if req.num_gpu:  # the first entirely free GPUs (which ones does not change the measure)
             full = after == MILLI
             after[full & (np.cumsum(full, axis=1) <= req.num_gpu)] = 0
-        frag = meter.of(after, cpu_after, models)
-        zeros = np.zeros(len(r), dtype=np.int64)
+        before, frag = self._measure(meter, (rows, cpu, models),
+                                     (after, cpu - req.cpu_milli, models))
+        zeros = np.zeros(n, dtype=np.int64)
         if self.score_rule == "integer":
             return fgd_score(before, frag).astype(np.float64), zeros
         return before - frag, zeros
+
+    def _measure(self, meter: FragMeter, now: tuple[IntArray, IntArray, IntArray],
+                 after: tuple[IntArray, IntArray, IntArray]) -> tuple[np.ndarray, np.ndarray]:
+        """The fragmentation of the nodes as they are and of their states after (GPU rows,
+        CPU left, model of each): one call of the meter under the integer score. The exact
+        score compares float deltas across nodes, and a sum's last bit depends on how many
+        rows the meter took (numpy sums a single row in another order): it keeps its two
+        calls, so its ties fall as they did."""
+        if self.score_rule == "exact":
+            return meter.of(*now), meter.of(*after)
+        frag = meter.of(*(np.concatenate(pair) for pair in zip(now, after, strict=True)))
+        n = len(now[0])
+        return frag[:n], frag[n:]
 
 
 POLICIES: dict[str, type[PublishedPolicy]] = {

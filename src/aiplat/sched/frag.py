@@ -109,27 +109,29 @@ class FragMeter:
         order = [i for i, (s, _) in enumerate(workload.caps) if s]
         order += [i for i, (s, _) in enumerate(workload.caps) if not s]
         # position of each cap column in the [shared..., whole...] layout
-        self._col = np.argsort(np.array(order, dtype=np.int64)) if order else np.zeros(0, int)
+        col = np.argsort(np.array(order, dtype=np.int64)) if order else np.zeros(0, int)
+        self._group_col = col[workload.group_cap]  # each group's column in that layout
+        # [groups, models, CPU buckets]: P(shape in group, cpu <= threshold), 0 where the
+        # group's model is not the node's (p * 1.0 or p * 0.0: the products of() took)
+        self._p_ok = workload.p_table[:, None, :] * self.model_ok[:, :, None]
 
     def of(self, gfree: IntArray, cpu_left: IntArray, model_id: IntArray) -> FloatArray:
         """Fragmentation (GPU milli) of each state: rows of ``gfree`` with their CPU/model."""
-        free = np.clip(gfree, 0, None)
+        free = np.maximum(gfree, 0)
         total: FloatArray = free.sum(axis=1).astype(np.float64)
         if not len(self.w.group_cap):
             return total
         cols = []
         if len(self._shared_milli):
-            big = gfree[:, :, None] >= self._shared_milli[None, None, :]
-            cols.append((free[:, :, None] * big).sum(axis=1))
+            big = gfree[:, :, None] >= self._shared_milli  # [S, GPU, shared size]
+            cols.append(np.matmul(free[:, None, :], big)[:, 0, :])  # Σ free of those GPUs
         if len(self._whole_num):
-            full = (gfree == MILLI).sum(axis=1)
-            ok = full[:, None] >= self._whole_num[None, :]
-            cols.append(np.where(ok, full[:, None] * MILLI, 0))
-        usable = np.concatenate(cols, axis=1)[:, self._col]  # [S, caps]
+            full = (gfree == MILLI).sum(axis=1)[:, None]
+            cols.append(np.where(full >= self._whole_num, full * MILLI, 0))
+        usable = np.concatenate(cols, axis=1)[:, self._group_col]  # [S, groups]
         bucket = np.searchsorted(self.w.cpu_values, cpu_left, side="right")
-        pok = self.w.p_table[:, bucket]  # [groups, S]
-        pok = pok * self.model_ok[:, model_id]
-        gained: FloatArray = (pok * usable[:, self.w.group_cap].T).sum(axis=0)
+        pok = self._p_ok[:, model_id, bucket]  # [groups, S]
+        gained: FloatArray = (pok * usable.T).sum(axis=0)
         out: FloatArray = total - gained
         return out
 
