@@ -138,7 +138,7 @@ def test_escaping_spec_is_a_host_check_error(name: str) -> None:
     assert errors, f"{name}: no error"
     assert all(f.check == "host-check" for f in errors), [str(f) for f in errors]
     assert any(words in f.message for f in errors), [str(f) for f in errors]
-    assert all(f.hint for f in errors)  # each says how to fix it
+    assert all(f.fix for f in errors)  # each says how to fix it
 
 
 def run(args: list[str]) -> int:
@@ -262,7 +262,7 @@ def test_what_no_device_needs_is_a_host_check_error(name: str) -> None:
     doc, words = NOT_ALLOWED[name]
     errors = _errors(doc)
     assert any(words in f.message for f in errors), [str(f) for f in errors] or name
-    assert all(f.check == "host-check" and f.escape and f.hint for f in errors)
+    assert all(f.check == "host-check" and f.escape and f.fix for f in errors)
 
 
 @pytest.mark.parametrize("name", ["hook-sed-shadow", "mount-ext4-disk", "node-mem-type-u",

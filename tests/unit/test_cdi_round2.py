@@ -93,7 +93,7 @@ def test_a_hook_path_that_leaves_the_container_is_an_error(name: str) -> None:
     doc, words = HOOK_PATHS[name]
     errors = [f for f in cdi.validate_text(json.dumps(doc), "h.json") if f.severity == "error"]
     assert any(words in f.message for f in errors), [str(f) for f in errors] or name
-    assert all(f.check == "host-check" and f.escape and f.hint for f in errors)
+    assert all(f.check == "host-check" and f.escape and f.fix for f in errors)
     assert all(".args[" in f.field for f in errors)
 
 

@@ -120,7 +120,7 @@ HOST_BAD = {
 def test_bad_file_is_rejected_with_location(name: str) -> None:
     severity, fld, msg = BAD[name]
     found = _findings(name)
-    match = [f for f in found if fld in f.field and msg in f.message + f.hint]
+    match = [f for f in found if fld in f.field and msg in f.message + f.fix]
     assert match, f"expected {fld!r} / {msg!r} in {[str(f) for f in found]}"
     assert match[0].severity == severity
     assert match[0].check == ("host-check" if name in STRICT else "spec")

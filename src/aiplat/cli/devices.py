@@ -24,6 +24,7 @@ from aiplat.devices import accounting as acct
 from aiplat.devices import cdi, host, mig, runtime, sharing
 from aiplat.devices.verify import PodmanOptions, remove_image, verify_spec
 from aiplat.errors import AiplatError, InputError
+from aiplat.findings import line
 from aiplat.fsutil import atomic_write
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -243,10 +244,10 @@ def cdi_validate(paths: tuple[str, ...], no_host: bool, root: str, strict: bool,
         findings += found
     findings += cdi.validate_set(docs)
     bad = [f for f in findings if f.severity == "error" or strict]
-    _emit({"files": files, "findings": [f.as_dict() for f in findings]}, output,
+    _emit({"files": files, "findings": [f.model_dump() for f in findings]}, output,
           lambda: _table(["SEVERITY", "CHECK", "FILE", "DEVICE", "FIELD", "PROBLEM"],
                          [[f.severity, f.check, f.file, f.device or "-", f.field,
-                           f.message + (f" (fix: {f.hint})" if f.hint else "")]
+                           f.message + (f" (fix: {f.fix})" if f.fix else "")]
                           for f in findings]) if findings
           else f"{len(files)} file(s) valid\n")
     _exit(1 if bad else 0)
@@ -305,7 +306,7 @@ def cdi_verify(*, spec: str | None, root: str, inventory: str | None, chars: tup
             remove_image(opts)
     for v in runs:
         for f in v.findings:
-            click.echo(f"finding ({f.severity}): {f}", err=True)
+            click.echo(line(f), err=True)
     data = [{"file": v.file, "kind": v.kind, "ok": v.ok,
              "results": [r.as_dict() for r in v.results]} for v in runs]
     rows = [[r.device, "pass" if r.ok else "FAIL", f"{r.seconds:.2f}s", r.reason()]

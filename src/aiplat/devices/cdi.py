@@ -40,6 +40,7 @@ from typing import Any, Literal, Protocol
 
 import yaml
 
+from aiplat import findings
 from aiplat.devices import cdiyaml, escape
 from aiplat.errors import InputError
 from aiplat.text import shown
@@ -82,35 +83,30 @@ def shown_lines(text: str) -> str:
     return "\n".join(shown(line) for line in text.split("\n"))
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One problem: where (file, device, field), what, and how to fix it."""
+class Finding(findings.Finding):
+    """A finding about a CDI spec: aiplat's one ``Finding`` (subject ``FILE: device 'D'
+    FIELD``, source the check: ``spec``, the reference loader's own verdict, or
+    ``host-check``, aiplat's stricter one), with its place kept apart for the checks that
+    select by it. ``escape``: it hands the host over (aiplat.devices.escape): never run it."""
 
     file: str
     device: str
     field: str
-    message: str
-    hint: str = ""
-    severity: Severity = "error"
     check: Check = "spec"
-    escape: bool = False  # hands the host over (aiplat.devices.escape): never run it
+    escape: bool = False
 
-    def __post_init__(self) -> None:
-        # the spec's own text (paths, names, arguments) is in every part: an escape sequence,
-        # a bidi override or a lone surrogate must not reach the terminal (or break it)
-        for name in ("file", "device", "field", "message", "hint"):
-            object.__setattr__(self, name, shown(getattr(self, name)))
 
-    def __str__(self) -> str:
-        dev = f" device '{self.device}'" if self.device else ""
-        fix = f" (fix: {self.hint})" if self.hint else ""
-        tag = " [host-check]" if self.check == "host-check" else ""
-        return f"{self.file}:{dev} {self.field}: {self.message}{fix}{tag}"
-
-    def as_dict(self) -> dict[str, str]:
-        return {"file": self.file, "device": self.device, "field": self.field,
-                "severity": self.severity, "check": self.check, "message": self.message,
-                "hint": self.hint}
+def finding(file: str, device: str, fld: str, message: str, hint: str = "", *,
+            severity: Severity = "error", check: Check = "spec",
+            escape: bool = False) -> Finding:
+    """The finding at ``file``, ``device``, field ``fld``. The spec's own text (paths, names,
+    arguments) is in every part: an escape sequence, a bidi override or a lone surrogate must
+    not reach the terminal (or break it), so each part is kept shown (aiplat.text)."""
+    file, device, fld, message, hint = (shown(x) for x in (file, device, fld, message, hint))
+    dev = f" device '{device}'" if device else ""
+    return Finding(severity=severity, subject=f"{file}:{dev} {fld}", message=message, fix=hint,
+                   source=check, file=file, device=device, field=fld, check=check,
+                   escape=escape)
 
 
 def spec_errors(findings: Iterable[Finding]) -> list[Finding]:
@@ -268,18 +264,19 @@ class _Ctx:
 
     def add(self, device: str, fld: str, msg: str, hint: str = "",
             severity: Severity = "error") -> None:
-        self.out.append(Finding(self.file, device, fld, msg, hint, severity))
+        self.out.append(finding(self.file, device, fld, msg, hint, severity=severity))
 
     def strict(self, device: str, fld: str, msg: str, hint: str = "",
                severity: Severity = "error") -> None:
-        self.out.append(Finding(self.file, device, fld, msg, hint, severity, "host-check"))
+        self.out.append(finding(self.file, device, fld, msg, hint, severity=severity,
+                                check="host-check"))
 
     def escapes(self, device: str, at: str, problems: Iterable[escape.Problem]) -> bool:
         """Report ``problems`` (aiplat.devices.escape) under ``at``; whether there were any."""
         n = len(self.out)
         for p in problems:
-            self.out.append(Finding(self.file, device, f"{at}.{p.field}", p.message, p.hint,
-                                    p.severity, "host-check", escape=True))
+            self.out.append(finding(self.file, device, f"{at}.{p.field}", p.message, p.hint,
+                                    severity=p.severity, check="host-check", escape=True))
         return len(self.out) > n
 
     def real(self, path: object) -> str | None:
@@ -294,11 +291,11 @@ def check_text(text: str, file: str, host: Host | None = None) -> tuple[
     """Decode ``text`` as the reference loader does, then every rule (see the module doc):
     the decoded data (None if nothing decodes) and the findings."""
     d = cdiyaml.decode_spec(text)
-    out = [Finding(file, "", "(decode)", e, "fix the YAML/JSON; field names are "
+    out = [finding(file, "", "(decode)", e, "fix the YAML/JSON; field names are "
                    "case-sensitive, each key appears once") for e in d.errors]
     if d.doc is None:
         if not out:
-            out.append(Finding(file, "", "(document)", "no Spec data"))
+            out.append(finding(file, "", "(document)", "no Spec data"))
         return None, out
     return d.doc, out + validate_spec(d.doc, file, host)
 
@@ -379,11 +376,11 @@ def _unusable_text(c: _Ctx, doc: Mapping[str, Any]) -> bool:
                   "(yaml.v3: invalid Unicode character escape code)",
                   "write the character itself in UTF-8, or remove it")
         if "\0" in text:
-            c.out.append(Finding(c.file, dev, fld or "(document)", "holds a NUL character "
+            c.out.append(finding(c.file, dev, fld or "(document)", "holds a NUL character "
                                  "(\\x00): no path, name or argument can hold one; runc "
                                  "refuses it, a C runtime (crun) cuts the string there "
                                  "(/bin/sh\\x00/nvidia-cdi-hook runs /bin/sh)",
-                                 "remove the \\u0000 (or \\0) escape", "error", "host-check",
+                                 "remove the \\u0000 (or \\0) escape", check="host-check",
                                  escape=True))
     return len(c.out) > n
 
@@ -805,14 +802,14 @@ def validate_set(docs: Sequence[tuple[str, object]]) -> list[Finding]:
             if q in where:
                 prev, prev_dir = where[q]
                 if prev_dir == here:
-                    out.append(Finding(file, d["name"], "name",
+                    out.append(finding(file, d["name"], "name",
                                        f"{q} is also defined in {prev} in the same directory: "
                                        "the runtime cannot resolve it",
                                        "keep the device in one file"))
                 else:
-                    out.append(Finding(file, d["name"], "name",
+                    out.append(finding(file, d["name"], "name",
                                        f"{q} is also defined in {prev}; this file ({here}) "
-                                       "wins", "remove one definition", "warning"))
+                                       "wins", "remove one definition", severity="warning"))
             where[q] = (file, here)
     return out
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiplat import findings
 from aiplat.devices import cdi, cdiyaml
 from aiplat.devices import nvidia_files as nvf
 from aiplat.devices.cdi import DeviceEntry, Edits, Hook, Mount, NodeFact
@@ -520,7 +521,8 @@ def _refuse_escapes(root: str, name: str, doc: Mapping[str, Any]) -> None:
              if f.escape and f.severity == "error"]
     if found:
         raise DeviceError(f"refusing to write {name}: it would hand the host to its "
-                          "containers:\n" + "\n".join(f"  {f}" for f in found) + "\nfix: "
+                          "containers:\n" + "\n".join(f"  {findings.line(f)}" for f in found)
+                          + "\nfix: "
                           "remove what each line names from the root (or the options), then "
                           "generate again")
 
@@ -741,7 +743,7 @@ def check_spec_file(file: str, h: cdi.Host | None) -> tuple[Any, list[cdi.Findin
     try:
         text = inputs.read_text(file, "a CDI spec")
     except InputError as e:
-        return None, [cdi.Finding(file, "", "(file)", str(e), "fix the file or remove it")]
+        return None, [cdi.finding(file, "", "(file)", str(e), "fix the file or remove it")]
     return cdi.check_text(text, file, h)
 
 
