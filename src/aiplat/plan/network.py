@@ -31,13 +31,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
+from aiplat.findings import Severity  # a recommendation weighs as a finding would
 from aiplat.plan.findings import PlanModel
 from aiplat.spec.models import Platform, PoolSpec, SegmentPurpose, SegmentSpec, WorkloadKind
 
 if TYPE_CHECKING:
     from aiplat.plan.models import WorkloadPlan
 
-Severity = Literal["error", "warning", "info"]
 Topic = Literal["segments", "mtu", "rdma", "bonding", "vlan", "qos", "rate", "nics"]
 
 
