@@ -149,6 +149,16 @@ def reserved_memory_gib(memory_gib: int) -> int:
     return max(7, math.ceil(memory_gib * 0.02))
 
 
+def cpu_allocatable(cores: int) -> int:
+    """Cores a node of ``cores`` offers pods (the kubelet's reservation taken off)."""
+    return cores - reserved_cpus(cores)
+
+
+def memory_allocatable_gib(memory_gib: int) -> int:
+    """GiB a node of ``memory_gib`` offers pods."""
+    return memory_gib - reserved_memory_gib(memory_gib)
+
+
 CPU_NODE_W = 800.0
 """A two-socket CPU server under load, when the spec gives no power (catalog cpu-mgmt-2s)."""
 NODE_HEIGHT_U = {0: 2, 1: 2, 2: 2, 4: 4, 8: 8}
@@ -188,11 +198,11 @@ class ResolvedPool:
     @property
     def cpu_allocatable(self) -> int:
         """Cores a node offers pods (the kubelet's reservation taken off)."""
-        return self.spec.node.cpu_cores - reserved_cpus(self.spec.node.cpu_cores)
+        return cpu_allocatable(self.spec.node.cpu_cores)
 
     @property
     def memory_allocatable_gib(self) -> int:
-        return self.spec.node.memory_gib - reserved_memory_gib(self.spec.node.memory_gib)
+        return memory_allocatable_gib(self.spec.node.memory_gib)
 
     @property
     def rack_count(self) -> int:

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 from aiplat.errors import InputError
 from aiplat.plan.models import Plan, WorkloadPlan
-from aiplat.plan.resolve import POD_SHARE, reserved_cpus, reserved_memory_gib
+from aiplat.plan.resolve import POD_SHARE, cpu_allocatable, memory_allocatable_gib
 from aiplat.sched.cluster import Node
 from aiplat.sched.engine import PoolStrategy, simulate
 from aiplat.sched.kueue import GPU, KueueConfig
@@ -58,20 +58,13 @@ def platform_nodes(platform: Platform, plan: Plan) -> list[Node]:
         for i in range(pp.nodes):
             rack = i // per_rack
             nodes.append(Node(
-                name=f"{pp.name}-{i}", cpu_milli=_cpu_allocatable(spec) * 1000,
-                memory_mib=_memory_allocatable_gib(spec) * 1024, gpus=pp.gpus_per_node,
+                name=f"{pp.name}-{i}", cpu_milli=cpu_allocatable(spec.node.cpu_cores) * 1000,
+                memory_mib=memory_allocatable_gib(spec.node.memory_gib) * 1024,
+                gpus=pp.gpus_per_node,
                 model=pp.gpu_model or "", pool=pp.name, block=f"block-{rack // per_block}",
                 rack=f"rack-{rack}",
             ))
     return nodes
-
-
-def _cpu_allocatable(spec: PoolSpec) -> int:
-    return spec.node.cpu_cores - reserved_cpus(spec.node.cpu_cores)
-
-
-def _memory_allocatable_gib(spec: PoolSpec) -> int:
-    return spec.node.memory_gib - reserved_memory_gib(spec.node.memory_gib)
 
 
 STRATEGIES = ("spec", "fixed", "autoscale", "warm")
@@ -99,9 +92,9 @@ def platform_strategies(platform: Platform, strategy: str = "spec", *, warm_node
 
 def _profile(w: WorkloadPlan, gpus_per_node: int, spec: PoolSpec) -> Profile:
     # Per GPU, the rendered pod's request: POD_SHARE of allocatable over the node's GPUs.
-    gpn = max(1, gpus_per_node)
-    per_gpu_cpu = max(1, int(_cpu_allocatable(spec) * POD_SHARE) * 1000 // gpn)
-    per_gpu_mem = max(1, int(_memory_allocatable_gib(spec) * POD_SHARE) * 1024 // gpn)
+    gpn, node = max(1, gpus_per_node), spec.node
+    per_gpu_cpu = max(1, int(cpu_allocatable(node.cpu_cores) * POD_SHARE) * 1000 // gpn)
+    per_gpu_mem = max(1, int(memory_allocatable_gib(node.memory_gib) * POD_SHARE) * 1024 // gpn)
     return Profile(
         name=w.name, tenant=w.tenant, pool=w.pool, gpus=max(1, w.gpus),
         gpus_per_node=gpus_per_node, run_hours=w.run_hours,
