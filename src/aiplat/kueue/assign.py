@@ -163,22 +163,23 @@ Plan = tuple[PodSet, ResourceGroup, dict[str, int], list[tuple[str, str | None]]
 
 
 class Assigner:
-    """One workload's flavor assignment against the tree (``FlavorAssigner``). ``plans``:
-    where a caller keeps what does not change between assignments (a pod set's requests
-    per group and the flavors it may use), by pod set and group."""
+    """A ClusterQueue's flavor assignments against the tree (``FlavorAssigner``), one
+    workload per :meth:`assign`. ``plans``: where a caller keeps what does not change
+    between assignments (a pod set's requests per group and the flavors it may use), by pod
+    set and group."""
 
-    def __init__(self, tree: Tree, spec: ClusterQueue, flavors: dict[str, Flavor],
-                 wl: Workload, *, fair: bool, strategies: tuple[str, ...],
-                 last: dict[tuple[int, str], int] | None,
+    wl: Workload  # the workload being assigned (set by assign) and its scan state
+    last: dict[tuple[int, str], int]
+
+    def __init__(self, tree: Tree, spec: ClusterQueue, flavors: dict[str, Flavor], *,
+                 fair: bool, strategies: tuple[str, ...],
                  plans: dict[tuple[int, int, bool], Plan] | None = None) -> None:
         self.tree = tree
         self.spec = spec
         self.cq: Node = tree.cqs[spec.name]
         self.flavors = flavors
-        self.wl = wl
         self.fair = fair
         self.strategies = strategies
-        self.last = last or {}
         self.plans = plans if plans is not None else {}
 
     def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
@@ -193,12 +194,14 @@ class Assigner:
                                                   if r in covered}, checks)
         return plan
 
-    def assign(self) -> Assignment:
+    def assign(self, wl: Workload, last: dict[tuple[int, str], int] | None) -> Assignment:
+        """``wl``'s assignment, its flavor scans going on from ``last``."""
+        self.wl, self.last = wl, last or {}
         a = Assignment([], {})
         spec = self.spec
         pods_group = spec.group_of("pods")
         usage = a.usage
-        for i, ps in enumerate(self.wl.podsets):
+        for i, ps in enumerate(wl.podsets):
             requests = ps.totals if pods_group is None else {**ps.totals, "pods": ps.count}
             psa = PodSetAssignment(ps.name)
             flavors = psa.flavors

@@ -296,7 +296,10 @@ class Replay:
         # how often each preemptor evicted each victim (see evicted)
         self.evictions: dict[tuple[str, str], int] = {}
         self.inactive = inactive_queues(snap, self.tree)
-        self._plans: dict[tuple[int, int, bool], Plan] = {}  # the assigner's, kept
+        plans: dict[tuple[int, int, bool], Plan] = {}  # the assigners', kept
+        self._assigners = {q.name: Assigner(self.tree, q, snap.flavors, fair=snap.fair_sharing,
+                                            strategies=snap.strategies, plans=plans)
+                           for q in snap.cluster_queues.values()}
         # each ClusterQueue's cohort tree, as the ClusterQueues a requeue of it reaches
         self._trees: dict[str, list[str]] = {}
         for name, node in self.tree.cqs.items():
@@ -356,16 +359,16 @@ class Replay:
     # ------------------------------------------------------------------ decisions
 
     def _nominate(self, p: Pending) -> Entry:
-        spec = self.snap.cluster_queues[p.wl.cluster_queue]
+        assigner = self._assigners[p.wl.cluster_queue]
+        spec = assigner.spec
         if p.last is not None and self.cycle - p.last_cycle > 1 \
                 and self.tree.generation > p.last_gen:
             p.last = None  # lastAssignmentOutdated
-        a = Assigner(self.tree, spec, self.snap.flavors, p.wl, fair=self.snap.fair_sharing,
-                     strategies=self.snap.strategies, last=p.last, plans=self._plans).assign()
+        a = assigner.assign(p.wl, p.last)
         # (the assignment's scan state is not changed after: kept, not copied)
         p.last, p.last_cycle, p.last_gen = a.tried, self.cycle, self.tree.generation
         targets: list[preempt.Target] = []
-        if a.mode == PREEMPT:
+        if a.mode == PREEMPT and not spec.preemption.never:  # (never: no candidate)
             targets = preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
                                       a.usage, fair=self.snap.fair_sharing,
                                       strategies=self.snap.strategies)
@@ -414,7 +417,7 @@ class Replay:
                 self.tree.add_usage(node, held)
                 undo.append((node, held))
             return
-        if any(t.victim.wl.key in taken for t in e.targets):
+        if e.targets and any(t.victim.wl.key in taken for t in e.targets):
             e.status = "skipped"
             e.p.message = "Workload has overlapping preemption targets with another workload"
             e.p.reason = "Skipped"

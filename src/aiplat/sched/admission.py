@@ -111,8 +111,13 @@ class Admission:
         if a is not None:
             self.replay.release(a)
             self.queues.released(q)
-            self._lq_add(run, -run.job.gpus)
+            self._lq_add(run, -1)
             self.dirty = True
+
+    def waiting(self) -> int:
+        """How many workloads wait in their queues (every arrived job not admitted, but
+        those the engine holds back for a requeue backoff)."""
+        return sum(len(q) for q in self.queues.pending.values())
 
     def capacity_changed(self, pool: str) -> None:
         """Nodes came up: workloads that found no topology domain may now."""
@@ -154,7 +159,7 @@ class Admission:
 
     def admitted(self, wl: Workload, flavors: Flavors) -> None:
         run = self.sim.runs[wl.key]
-        self._lq_add(run, run.job.gpus)
+        self._lq_add(run, 1)
         if self._placed == wl.key:  # topology-aware: placed at admission
             self._placed = None
             run.state = "admitted"
@@ -202,10 +207,12 @@ class Admission:
             rec[1] = self.sim.now
         return rec[0]
 
-    def _lq_add(self, run: Run, gpus: float) -> None:
+    def _lq_add(self, run: Run, sign: int) -> None:
+        """The run's GPUs join (1) or leave (-1) its LocalQueue's usage."""
         afs = self.snap.admission_fair_sharing
         if afs is None:
             return
+        gpus = sign * run.job.gpus
         key = (run.job.queue, run.job.local_queue or run.job.queue)
         self._lq_decayed(key)
         rec = self._lq[key]

@@ -235,20 +235,21 @@ class Buckets:
         strict = e.cq.queueing_strategy == "StrictFIFO"
         inadmissible = not (strict or immediate or (p.last is not None and any(
             i != -1 for i in p.last.values())))
-        if (e.status == "skipped" and not strict and not p.sticky and e.cq.preemption.never
-                and not self._may_fit(e.cq.name, need := self._bucket(p).need)):
+        cq = e.cq.name
+        never = self._never[cq]
+        if (e.status == "skipped" and not strict and not p.sticky and never
+                and not self._may_fit(cq, need := self._bucket(p).need)):
             # Kueue would nominate it again next cycle and find no flavor with room: a
             # queue that cannot preempt admits on unused quota alone.
             inadmissible = True
-            self._refused[e.cq.name].add(id(need))
+            self._refused[cq].add(id(need))
         if p.sticky:
             p.inadmissible = inadmissible
         elif inadmissible:  # the head and its whole bucket wait for the tree's requeue
-            buckets = self.buckets[p.wl.cluster_queue]
             sid = self.shape_of[p.wl.key]
-            self._set_aside(p.wl.cluster_queue, sid, buckets[sid])
-            if e.cq.preemption.never and not self._tas[sid]:
-                self._aside_bigger(p.wl.cluster_queue, sid)
+            self._set_aside(cq, sid, self.buckets[cq][sid])
+            if never and not self._tas[sid]:
+                self._aside_bigger(cq, sid)
 
     def first(self, p: Pending) -> None:
         if not p.sticky:
@@ -304,7 +305,10 @@ class Buckets:
 
     def _set_aside(self, cq: str, sid: int, b: _Bucket) -> None:
         b.aside, b.active = _merge(b.aside, b.active), []
-        self._active[cq].discard(sid)
+        active = self._active[cq]
+        active.discard(sid)
+        if not active and not self.firsts[cq]:  # nothing left for heads() to look at
+            self.live.discard(cq)
         if b.aside:
             self._asides[cq].setdefault(id(b.need), set()).add(sid)
 
@@ -313,11 +317,13 @@ class Buckets:
         pinned alike that asks for at least as much of everything cannot fit either."""
         buckets = self.buckets[cq]
         mine = buckets[sid].need
+        pin = self._pin[sid]
         for oid in list(self._active[cq]):
             o = buckets[oid]
-            if (o.active and oid != sid and not self._tas[oid]
-                    and self._pin[oid] == self._pin[sid] and o.need.keys() == mine.keys()
-                    and all(o.need[r] >= v for r, v in mine.items())):
+            if (o.active and oid != sid and not self._tas[oid] and self._pin[oid] == pin
+                    and (o.need is mine  # the same need (one dict per distinct need)
+                         or (o.need.keys() == mine.keys()
+                             and all(o.need[r] >= v for r, v in mine.items())))):
                 self._set_aside(cq, oid, o)
 
     def _bucket(self, p: Pending) -> _Bucket:

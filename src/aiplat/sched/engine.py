@@ -91,6 +91,7 @@ class Simulator:
         self.starting: dict[int, float] = {}
         self.idle_since: dict[int, float] = {}
         self.pending_pods: list[str] = []  # admitted, pods not yet placed (FIFO)
+        self.backing_off = 0  # pending runs waiting out a requeue backoff (not queued)
         self._freed = False  # capacity appeared since the last placement pass
         self._new_pending = False
         self.on_node: dict[int, set[str]] = {}
@@ -177,12 +178,13 @@ class Simulator:
         frag = 0.0
         if self.typical is not None and st.total_gpu_milli:
             frag = FragMeter(self.typical, st).cluster(st) / MILLI
+        # the runs pending at t: the workloads in their queues and those backing off
+        pending = self.adm.waiting() + self.backing_off
         self.timeline.append(TimePoint(
             t=t,
             allocated_gpus=st.allocated_gpu_milli() / MILLI,
             provisioned_gpus=(st.up_gpus + sum(int(st.gpu_count[n]) for n in self.starting)),
-            pending=sum(1 for r in self.runs.values() if r.state == "pending"
-                        and r.job.submit <= t),
+            pending=pending,
             fragmented_gpus=frag,
         ))
 
@@ -230,6 +232,7 @@ class Simulator:
         elif kind == REQUEUE:
             run = self.runs[name]
             if run.state == "pending" and run.epoch == arg:
+                self.backing_off -= 1
                 self.adm.arrive(run)
 
     def _can_ever_fit(self, job: Job) -> bool:
@@ -408,6 +411,7 @@ class Simulator:
                 run.state = "deactivated"
                 return
             delay = min(wfpr.backoff_base_s * 2 ** (run.attempts - 1), wfpr.backoff_max_s)
+            self.backing_off += 1
             self._push(self.now + delay, REQUEUE, run.job.name, run.epoch)
         else:  # node failure: requeue at once
             self.adm.arrive(run)

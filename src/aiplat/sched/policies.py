@@ -67,7 +67,7 @@ class _Scored:
     def place(
         self, state: ClusterState, req: Request, rng: np.random.Generator
     ) -> Placement | None:
-        idx = np.flatnonzero(state.feasible(req))
+        idx = state.feasible(req).nonzero()[0]
         if not len(idx):
             return None
         node = _pick(idx, self.scores(state, req, idx), rng)
