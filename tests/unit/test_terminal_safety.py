@@ -41,3 +41,39 @@ def test_node_inventory_yaml_escapes_a_bidi_override_in_the_hostname(tmp_path: P
     assert yaml.safe_load(r.stdout)["host"]["hostname"] == f"gpu{RLO}01"  # the data kept
 
 
+
+
+def test_accounting_refuses_a_tenant_that_could_drive_the_terminal(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A tenant is a namespace or label value: a control or format character is no part of
+    one, so a record holding one is refused (table, CSV and JSON alike), named escaped."""
+    csv = tmp_path / "rec.csv"
+    csv.write_text("tenant,start,end,count\n"
+                   f"x{ESC}{RLO}y,2026-01-01T00:00:00Z,2026-01-02T00:00:00Z,1\n")
+    for out in ("table", "csv", "json"):
+        assert main(["accounting", "report", str(csv), "--until", "2026-01-03T00:00:00Z",
+                     "-o", out]) == 2
+        io = capsys.readouterr()
+        assert "\x1b" not in io.out + io.err and RLO not in io.out + io.err
+        assert "tenant 'x\\x1b]0;PWNED\\x07\\x1b[2J\\u202ey' holds a control" in io.err
+
+
+def test_sim_replay_shows_a_snapshots_names_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Workload names of a snapshot reach the replay's table and its warnings escaped (and a
+    name like '[/x]' is no rich markup)."""
+    import json
+
+    from aiplat.samples import get
+
+    get("snapshot-waiting-for-preemption", tmp_path / "snap")
+    wl = tmp_path / "snap" / "workloads.json"
+    doc = json.loads(wl.read_text())
+    for w in doc["items"]:
+        w["metadata"]["name"] += f"{ESC}{RLO}[/x]"
+    wl.write_text(json.dumps(doc))
+    assert main(["sim", "replay", str(tmp_path / "snap")]) == 0
+    io = capsys.readouterr()
+    assert "\x1b" not in io.out + io.err and RLO not in io.out + io.err
+    assert "\\x1b]0;PWNED" in io.out  # the table (its cells may wrap)
+    assert "\\x1b]0;PWNED\\x07\\x1b[2J\\u202e[/x]" in io.err  # the not-replayed warning

@@ -26,6 +26,7 @@ from aiplat.devices.verify import PodmanOptions, remove_image, verify_spec
 from aiplat.errors import AiplatError, InputError
 from aiplat.findings import line
 from aiplat.fsutil import atomic_write
+from aiplat.text import shown
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -43,7 +44,8 @@ def _emit(data: Any, fmt: str, table: Callable[[], str]) -> None:
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    # cells quote specs, snapshots and records: shown terminal-safe (aiplat.text)
+    cells = [[str(h) for h in headers]] + [[shown(str(c)) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n"
                    for r in cells)

@@ -25,13 +25,20 @@ from aiplat.sched import PAPER_POLICIES, POLICY_NAMES, SimResult, simulate
 from aiplat.sched.fgd import fgd_table
 from aiplat.sched.platform import STRATEGIES, foreign_flavors, simulate_platform, uncovered
 from aiplat.sched.policies import ENGINE_VARIANT
+from aiplat.text import shown
 
 DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
 
 
 def _out() -> Console:
-    # Piped output keeps full rows: rich would wrap to 80 columns off a terminal.
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    # Piped output keeps full rows: rich would wrap to 80 columns off a terminal. No markup:
+    # cells quote a snapshot's names ("[/x]" would be a tag); _row shows them terminal-safe.
+    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _warn(text: str) -> None:
+    """A warning on stderr; it quotes objects' names, shown terminal-safe (aiplat.text)."""
+    click.echo(f"warning: {shown(text)}", err=True)
 
 
 def _platform(spec: str | None) -> tuple[Any, Any]:
@@ -71,7 +78,7 @@ def _kueue(path: str | None) -> Any:
                               lambda objs: from_objects(objs, str(root), load_text=_embedded),
                               "pass the rendered Kueue YAML, e.g. out/kube/kueue/")
     for line in config.unsupported:
-        click.echo(f"warning: {line}", err=True)
+        _warn(line)
     return config
 
 
@@ -202,9 +209,9 @@ def _print_result(title: str, r: SimResult) -> None:
                 "wait p99 h", "GPU-h", "share", "fair share"):
         t.add_column(col, justify="left" if col == "tenant" else "right")
     for x in r.tenants:
-        t.add_row(x.name, str(x.jobs), str(x.started), str(x.waiting), f"{x.wait_p50_h:.2f}",
-                  f"{x.wait_p95_h:.2f}", f"{x.wait_p99_h:.2f}", f"{x.gpu_hours:,.0f}",
-                  f"{x.obtained_share:.1%}", f"{x.fair_share:.1%}")
+        t.add_row(shown(x.name), str(x.jobs), str(x.started), str(x.waiting),
+                  f"{x.wait_p50_h:.2f}", f"{x.wait_p95_h:.2f}", f"{x.wait_p99_h:.2f}",
+                  f"{x.gpu_hours:,.0f}", f"{x.obtained_share:.1%}", f"{x.fair_share:.1%}")
     console = _out()
     console.print(t)
     console.print(
@@ -268,7 +275,7 @@ def run(  # noqa: PLR0917 (one parameter per click option)
             queues = queues.with_fair_sharing(False)
         for line in [*foreign_flavors(queues, [p.name for p in plan.pools]),
                      *uncovered(queues, [w.tenant for w in plan.workloads])]:
-            click.echo(f"warning: {line}", err=True)
+            _warn(line)
         with progress_bar("simulating", 1.0, "fraction") as bar:
             result = simulate_platform(platform, plan, seed, policy=policy, months=months,
                                        strategy=strategy, warm_nodes=warm_nodes,
@@ -429,7 +436,8 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
                                                      else "")
         if r.get("preemptionReasons"):
             why = f"preempted ({', '.join(r['preemptionReasons'])}) " + why
-        t.add_row(r["workload"], r["clusterQueue"], r["decision"], flavors, why)
+        t.add_row(*(shown(c) for c in (r["workload"], r["clusterQueue"], r["decision"],
+                                        flavors, why)))
     _out().print(t)
 
 
@@ -477,15 +485,14 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
     snap = kueue_input.read(items, source, lambda objs: parse(objs, source, _embedded),
                             "pass 'kubectl get ... -o yaml' output")
     for line in kueue_input.grouped(snap.unsupported, source):
-        click.echo(f"warning: not replayed: {line}", err=True)
+        _warn(f"not replayed: {line}")
     r = Replay(snap)
     rows = [o.as_dict() for o in r.run(cycles)]
     for victim, preemptor in r.loops():
-        click.echo(f"warning: preemption loop: {preemptor} preempts {victim}, which is "
-                   "admitted again before it and preempted again, over and over (Kueue v0.19 on a "
-                   "lab cluster: 1,402 times in 300 s; it leaves such a loop only by a race); "
-                   f"the replay ends it at the second round, with {preemptor} admitted",
-                   err=True)
+        _warn(f"preemption loop: {preemptor} preempts {victim}, which is admitted again "
+              "before it and preempted again, over and over (Kueue v0.19 on a lab cluster: "
+              "1,402 times in 300 s; it leaves such a loop only by a race); the replay ends it "
+              f"at the second round, with {preemptor} admitted")
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
     elif fmt == "yaml":

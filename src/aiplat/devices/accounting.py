@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from aiplat.errors import InputError
+from aiplat.text import shown
 
 
 class AccountingError(InputError, ValueError):
@@ -42,6 +43,15 @@ class Allocation:
     end: datetime
     count: float
     profile: str = ""  # "" whole GPU, MIG profile, or "shared"
+
+    def __post_init__(self) -> None:
+        # A tenant is a namespace or a label value and a profile a MIG profile's name: none
+        # holds a control or format character. Refused here, whichever reader made it, so no
+        # report (table, CSV, JSON) carries an escape sequence to a terminal.
+        for what, text in (("tenant", self.tenant), ("profile", self.profile)):
+            if not text.isprintable():
+                raise AccountingError(f"{what} '{shown(text)}' holds a control or format "
+                                      "character (fix: a namespace or label value)")
 
 
 @dataclass(frozen=True)
