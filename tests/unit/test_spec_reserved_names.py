@@ -29,7 +29,12 @@ def _validate(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict[str,
 @pytest.mark.parametrize("name", ["kube-system", "kube-public", "default", "aiplat-system",
                                   "gpu-operator", "kueue-system", "monitoring", "kube-anything",
                                   "aiplat-gateway", "envoy-gateway-system", "calico-system",
-                                  "argocd", "tigera-operator", "openshift-config"])
+                                  "argocd", "tigera-operator", "openshift-config",
+                                  # the red team's third round: add-ons' default namespaces
+                                  "linkerd", "linkerd-viz", "kyverno", "external-secrets",
+                                  "vault", "prometheus", "kubeflow", "knative-serving",
+                                  "cilium-secrets", "nvidia-gpu-operator",
+                                  "gpu-operator-resources"])
 def test_a_tenant_named_after_a_system_namespace_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
     doc = yaml.safe_load(example_text())

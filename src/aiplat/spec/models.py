@@ -106,11 +106,17 @@ RESERVED_NAMESPACES: frozenset[str] = frozenset({
     "nvidia-dra-driver-gpu", "node-feature-discovery",  # the operators' default namespaces
     "nvidia-network-operator", "jobset-system", "lws-system", "cert-manager",
     "envoy-gateway-system",                             # the default Gateway controller's
-    # Add-ons a cluster commonly runs whose namespaces do not end in -system.
+    # Add-ons a cluster commonly runs whose namespaces do not end in -system (each chart's or
+    # manifest's documented default namespace).
     "tigera-operator", "calico-apiserver", "argocd", "ingress-nginx", "local-path-storage",
-    "rook-ceph", "metallb", "keda", "velero",
+    "rook-ceph", "metallb", "keda", "velero", "kyverno", "external-secrets", "vault",
+    "prometheus", "grafana", "loki", "tempo", "observability", "kubeflow", "cilium-secrets",
+    "nvidia-gpu-operator", "gpu-operator-resources", "traefik", "kong", "harbor", "minio",
+    "minio-operator", "openebs", "kubernetes-dashboard", "mpi-operator", "spark-operator",
+    "kuberay-operator", "volcano-monitoring", "istio-ingress", "crossplane-system",
 })
-RESERVED_NAMESPACE_PREFIXES = ("kube-", "aiplat-", "openshift-")
+RESERVED_NAMESPACE_PREFIXES = ("kube-", "aiplat-", "openshift-", "linkerd", "knative-",
+                               "cattle-", "gatekeeper")
 RESERVED_NAMESPACE_SUFFIX = "-system"
 """By convention a platform component's namespace ends in -system (kueue-system,
 calico-system, istio-system, flux-system, cattle-system, envoy-gateway-system, ...): a
