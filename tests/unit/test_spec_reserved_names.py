@@ -84,3 +84,25 @@ def test_every_namespace_the_tree_uses_besides_the_tenants_is_reserved() -> None
     system = used - tenants
     assert system, "the example renders system namespaces (aiplat-system, monitoring, ...)"
     assert {n for n in system if not reserved_namespace(n)} == set()
+
+
+@pytest.mark.parametrize(("where", "char"), [
+    (("metadata", "description"), "\x1b"), (("tenants", 0, "description"), "\u202e"),
+    (("tenants", 0, "users", 0), "\x9b"), (("workloads", 0, "name"), "\x00"),
+    (("tenants", 0, "name"), "\u2028"),
+])
+def test_spec_text_with_a_control_or_format_character_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], where: tuple[str | int, ...],
+        char: str) -> None:
+    """It would reach a script, a manifest, the runbook or a terminal raw (the red team's
+    third round: the runbook and report kept an escape sequence from a description)."""
+    doc = yaml.safe_load(example_text())
+    node = doc
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = f"ab{char}c"
+    code, err = _validate(tmp_path, capsys, doc)
+    assert code == 2, err
+    path = ".".join(str(k) for k in where).replace(".0", "[0]")
+    assert f"{path}: 'ab" in err and f"(U+{ord(char):04X})" in err, err
+    assert char not in err and "Traceback" not in err

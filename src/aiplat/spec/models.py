@@ -33,6 +33,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from aiplat.errors import InputError
+from aiplat.text import shown
 
 API_VERSION = "aiplat/v1alpha1"
 
@@ -152,6 +153,34 @@ class SpecModel(BaseModel):
         # .inf/.nan are valid YAML floats but no figure in a spec may be infinite or undefined.
         allow_inf_nan=False,
     )
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _printable(cls, v: object, info: ValidationInfo) -> object:
+        """No spec string holds a control or format character (but newline and tab): it would
+        reach a script, a manifest, the runbook or a terminal raw (an escape sequence, a
+        bidi override reordering a command). Strings directly in a list or in a mapping
+        field (labels) too; a nested model checks its own fields (so the error names them)."""
+        field = cls.model_fields.get(info.field_name or "")
+        ann = field.annotation if field else None
+        mapping = isinstance(v, dict) and any(
+            typing.get_origin(a) is dict for a in (ann, *typing.get_args(ann)))
+        texts: list[tuple[tuple[typing.Any, ...], object]]
+        if mapping and isinstance(v, dict):
+            texts = [((k,), k) for k in v] + [((k,), x) for k, x in v.items()]
+        elif isinstance(v, list | tuple):
+            texts = [((i,), x) for i, x in enumerate(v)]
+        else:
+            texts = [((), v)]
+        for at, text in texts:
+            if isinstance(text, str) and not text.replace("\n", "").replace("\t", "")\
+                    .isprintable():
+                bad = next(c for c in text if not c.isprintable() and c not in "\n\t")
+                raise SpecValueError(f"'{shown(text[:60])}' holds the control or format "
+                                     f"character {shown(bad)} (U+{ord(bad):04X})",
+                                     "remove it: spec text is printable (newlines and tabs "
+                                     "only in descriptions)", at)
+        return v
 
     @field_validator("*", mode="before")
     @classmethod
