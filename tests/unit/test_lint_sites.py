@@ -114,6 +114,16 @@ def bootstrap_rbac_widened(o: list[Obj], _inv: Inventory) -> None:
               "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "ml-team"}]})
 
 
+def operator_role_for_a_tenant_group(o: list[Obj], _inv: Inventory) -> None:
+    rbac = "rbac.authorization.k8s.io"
+    for kind, ns in (("ClusterRoleBinding", None), ("RoleBinding", "kube-system")):
+        o.append({"apiVersion": f"{rbac}/v1", "kind": kind,
+                  "metadata": {"name": "operator", **({"namespace": ns} if ns else {})},
+                  "roleRef": {"apiGroup": rbac, "kind": "ClusterRole",
+                              "name": "some-operator-manager"},
+                  "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "research"}]})
+
+
 EXTRA: list[tuple[Seed, str]] = [
     (namespace_selector_selects_nothing, "namespace-selector"),
     (namespace_selector_admits_every_namespace, "namespace-selector"),
@@ -121,6 +131,8 @@ EXTRA: list[tuple[Seed, str]] = [
     (cluster_admin_for_an_unplaced_group, "rbac-cluster-grant"),
     (rbac_without_namespace, "rbac-namespace-unset"),
     (bootstrap_rbac_widened, "rbac-bootstrap"),
+    (operator_role_for_a_tenant_group, "rbac-cluster-grant"),
+    (operator_role_for_a_tenant_group, "rbac-system-namespace"),
 ]
 
 

@@ -279,8 +279,6 @@ def test_a_service_account_subject_without_namespace_is_the_bindings() -> None:
         group("system:serviceaccounts:kube-system"))]),
     ("read-only for a tenant", [*tenant_tree(), binding(
         "RoleBinding", "kube-system", ("ClusterRole", "view"), group("ml-team"))]),
-    ("a role the tree does not define", [*tenant_tree(), binding(
-        "RoleBinding", "kube-system", ("Role", "missing"), group("ml-team"))]),
     ("a narrow role for a tenant", [*tenant_tree(), role(
         "Role", "monitoring", rule("monitoring.coreos.com", ["prometheusrules"],
                                    ["create", "update"])),

@@ -49,11 +49,16 @@ def namespace(o: Obj) -> str:
 
 
 class Context:
-    """The tree a rule reads: its objects (shape-checked), by kind, and the pools."""
+    """The tree a rule reads: its objects (shape-checked), by kind, the file each came from
+    ("" when not read from files) and the pools. ``cache`` keeps what rules derive from the
+    tree once per lint (each key owned by one module)."""
 
-    def __init__(self, objects: list[Obj], inventory: Inventory) -> None:
+    def __init__(self, objects: list[Obj], inventory: Inventory,
+                 files: list[str] | None = None) -> None:
         self.objects = objects
         self.inventory = inventory
+        self.files = files or [""] * len(objects)
+        self.cache: dict[str, Any] = {}
         self.by_kind: dict[str, list[Obj]] = defaultdict(list)
         for o in objects:
             self.by_kind[str(o.get("kind"))].append(o)

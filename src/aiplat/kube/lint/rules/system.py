@@ -6,12 +6,13 @@ who made it. Rules, by name:
   rbac-system-namespace  a RoleBinding in a system namespace giving a subject that is no
                          system component a role with a power below: such a subject runs
                          as any ServiceAccount there (kube-system holds the controllers'
-                         own), a path to cluster-admin
+                         own), a path to cluster-admin; a warning for an unknown role
   rbac-cluster-grant     a ClusterRoleBinding giving a tenant's subject (a group or user a
                          tenant namespace binds, a ServiceAccount of a tenant namespace) such
-                         a ClusterRole (cluster-admin, admin, edit among Kubernetes' own); a
-                         warning for any other subject but a system component (the tree
-                         cannot tell an administrators' group from a tenant's)
+                         a ClusterRole (cluster-admin, admin, edit, the controllers' among
+                         Kubernetes' own); a warning for any other subject but a system
+                         component (the tree cannot tell an administrators' group from a
+                         tenant's), and for an unknown role
   rbac-everyone          a binding whose subject is everyone: system:authenticated,
                          system:unauthenticated, system:serviceaccounts or system:anonymous
                          (error with any of those powers, else a warning; Kubernetes' own
@@ -40,10 +41,23 @@ The powers (``POWERS``), each counted where the binding reaches it:
   cluster-wide only (cluster-scoped objects, which a RoleBinding never grants): nodes/proxy;
                creating PersistentVolumes (hostPath); admission webhooks and mutating
                admission policies; CRDs; APIServices; Nodes and their status; approving
-               client certificates
+               client certificates; node client certificates the controller manager
+               approves by itself (``pkg/controller/certificates/approver``: nodeclient)
 
 A rule is matched as Kubernetes' RBAC authorizer matches it (``allows``): ``*`` or the exact
 string, ``*/subresource`` for any resource's, no create by a rule with resourceNames.
+
+A role's rules (``powers``) are those of every definition in the tree (applied last, any one
+may be what the cluster keeps) and, under one of Kubernetes' own names, those of its bootstrap
+policy (``aiplat.kube.bootstrap_rbac``: the API server creates and reconciles them, so a tree
+binds system:controller:job-controller or view without copying it). An aggregated
+ClusterRole also has the rules of every ClusterRole, the tree's or Kubernetes', whose labels
+(Kubernetes' merged in, as the reconcile does) its selectors or Kubernetes' own match, to a
+fixed point, as the aggregation controller (``pkg/controller/clusterroleaggregation``)
+leaves it: Kubernetes' view carries aggregate-to-edit and edit aggregate-to-admin, so a
+tree's role labelled aggregate-to-view is in all three. A role neither the tree nor
+Kubernetes defines (an operator's, applied from elsewhere) is unknown: a warning where a
+known power would be an error, never a silent pass.
 
 A subject is a system component when it is a ``system:`` user or group other than the
 everyone groups (the control plane, nodes, masters) or a ServiceAccount of a system
@@ -68,6 +82,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from aiplat.findings import Finding
+from aiplat.kube.bootstrap_rbac import AGGREGATION, LABELS, ROLES
 from aiplat.kube.facts import TENANT_LABEL
 from aiplat.kube.lint.base import Context, Obj, finding, name, namespace
 from aiplat.kube.lint.base import rule as lint_rule  # RBAC rules are `rule` here
@@ -97,12 +112,6 @@ SA_NAME_PREFIX = {"User": "system:serviceaccount:", "Group": "system:serviceacco
 EVERYONE_DEFAULTS = frozenset({"system:basic-user", "system:discovery",
                                "system:public-info-viewer",
                                "system:service-account-issuer-discovery"})
-# Kubernetes' default ClusterRoles, when a tree binds them without defining them.
-DEFAULT_POWERS = {
-    "cluster-admin": ["every verb on every resource"],
-    "admin": ["creates pods and workloads", "reads Secrets", "writes RoleBindings"],
-    "edit": ["creates pods and workloads", "reads Secrets"],
-}
 # What runs pods: Kubernetes' workload controllers, and the JobSet and LeaderWorkerSet the
 # tree installs (their controllers make pods from the template, in its namespace).
 WORKLOADS = {"": {"pods", "replicationcontrollers"},
@@ -270,6 +279,12 @@ POWERS = (
           _all_of(_grants(CERTS, ["certificatesigningrequests/approval"],
                           ["update", "patch"]),
                   _grants(CERTS, ["signers"], ["approve"], CLIENT_SIGNERS))),
+    # The controller manager's CSR approver signs a node client certificate for whoever may
+    # create certificatesigningrequests/nodeclient (a joining node's bootstrap token); the
+    # selfnodeclient one only when the requester already is that node.
+    Power("has node client certificates approved automatically (a CSR naming any node, "
+          "system:node:NAME, signed: that node's identity, its pods' Secrets and tokens)",
+          CLUSTER, _grants(CERTS, ["certificatesigningrequests/nodeclient"], ["create"])),
 )
 
 
@@ -279,6 +294,8 @@ def _rule_powers(rules: list[Obj], scopes: set[str]) -> list[str]:
     out = []
     for rule in rules:
         verbs = set(rule.get("verbs") or [])
+        if all("*" in (rule.get(f) or []) for f in ("verbs", "resources", "apiGroups")):
+            return ["allows every verb on every resource"]  # cluster-admin's: every power below
         if "*" in verbs or "*" in set(rule.get("resources") or []):
             out.append("uses a wildcard verb or resource")
         if verbs & {"escalate", "bind", "impersonate"}:
@@ -293,32 +310,88 @@ def _scopes(binding: Obj) -> set[str]:
     return {NAMESPACE, SYSTEM} if is_system_namespace(namespace(binding)) else {NAMESPACE}
 
 
-def _role_rules(ctx: Context, role: Obj) -> list[Obj]:
-    """A role's rules; an aggregated ClusterRole's are those of the tree's ClusterRoles its
-    selectors pick (the aggregation controller's union)."""
-    rules = list(role.get("rules") or [])
-    selectors = (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
-    for other in ctx.kind("ClusterRole"):
-        labels = (other.get("metadata") or {}).get("labels") or {}
-        if other is not role and any(selector_matches(s, labels) for s in selectors):
-            rules += other.get("rules") or []
+_FIELDS = ("apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs")
+
+
+def _bootstrap_rules(key: tuple[str, str, str]) -> list[Obj]:
+    return [{f: list(v) for f, v in zip(_FIELDS, r, strict=True)} for r in ROLES.get(key, ())]
+
+
+@dataclass
+class _ClusterRole:
+    """What a cluster holds under one ClusterRole name: Kubernetes' own (its start-up
+    reconcile adds back what a copy lacks, labels and selectors too) and every definition the
+    tree has (one applied last wins, so each is judged)."""
+
+    rules: list[Obj]
+    labels: list[dict[str, str]]  # one set per definition: a selector matching any picks it
+    selectors: list[Obj]
+
+
+def _cluster_roles(ctx: Context) -> dict[str, _ClusterRole]:
+    if "system.cluster-roles" not in ctx.cache:
+        out = {n: _ClusterRole(_bootstrap_rules(("ClusterRole", "", n)), [dict(labels)],
+                               [{"matchLabels": dict(s)} for s in AGGREGATION.get(n, ())])
+               for n, labels in LABELS.items()}
+        for r in ctx.kind("ClusterRole"):
+            own = out.setdefault(name(r), _ClusterRole([], [], []))
+            own.rules += r.get("rules") or []
+            own.labels.append({**LABELS.get(name(r), {}),
+                               **((r.get("metadata") or {}).get("labels") or {})})
+            own.selectors += (r.get("aggregationRule") or {}).get("clusterRoleSelectors") or []
+        ctx.cache["system.cluster-roles"] = out
+    roles: dict[str, _ClusterRole] = ctx.cache["system.cluster-roles"]
+    return roles
+
+
+def _cluster_role_rules(ctx: Context, rname: str) -> list[Obj] | None:
+    """A ClusterRole's rules as the aggregation controller leaves them: its own and those of
+    every ClusterRole its selectors pick, the tree's and Kubernetes' (view's label puts what
+    is aggregated into view into edit, and so into admin), to a fixed point; None for one
+    neither the tree nor Kubernetes defines."""
+    roles = _cluster_roles(ctx)
+    if rname not in roles:
+        return None
+    seen, todo, rules = {rname}, [rname], []
+    while todo:
+        role = roles[todo.pop()]
+        rules += role.rules
+        for other, picked in roles.items():
+            if other not in seen and any(selector_matches(s, labels) for s in role.selectors
+                                         for labels in picked.labels):
+                seen.add(other)
+                todo.append(other)
     return rules
 
 
+def _role_rules(ctx: Context, kind: str, ns: str, rname: str) -> list[Obj] | None:
+    """The rules of the role a binding names (every definition of the tree's, Kubernetes'
+    own under that name); None when neither the tree nor Kubernetes defines it."""
+    if kind == "ClusterRole":
+        return _cluster_role_rules(ctx, rname)
+    defined = [r for r in ctx.kind(kind) if name(r) == rname and namespace(r) == ns]
+    if not defined and (kind, ns, rname) not in ROLES:
+        return None
+    return [*_bootstrap_rules((kind, ns, rname)), *(x for r in defined
+                                                    for x in r.get("rules") or [])]
+
+
 def powers(ctx: Context, binding: Obj, scopes: set[str] | None = None
-           ) -> tuple[str, list[str]]:
+           ) -> tuple[str, list[str] | None]:
     """(the role's name, what it allows that leads to cluster-admin where the binding reaches
-    ``scopes``, by default where it is); a role neither in the tree nor one of Kubernetes'
-    defaults has no known powers."""
+    ``scopes``, by default where it is); None for a role neither in the tree nor one of
+    Kubernetes' own (an operator's the tree does not hold): its powers are unknown."""
     role_ref = binding.get("roleRef") or {}
     kind, rname = str(role_ref.get("kind", "")), str(role_ref.get("name", ""))
     ns = namespace(binding) if kind == "Role" else ""
-    role = next((r for r in ctx.kind(kind) if name(r) == rname
-                 and (kind != "Role" or namespace(r) == ns)), None)
+    rules = _role_rules(ctx, kind, ns, rname)
     label = f"{kind} {rname}"
-    if role is None:
-        return label, list(DEFAULT_POWERS.get(rname, [])) if kind == "ClusterRole" else []
-    return label, _rule_powers(_role_rules(ctx, role), scopes or _scopes(binding))
+    return label, None if rules is None else _rule_powers(rules, scopes or _scopes(binding))
+
+
+UNKNOWN = "a role neither the tree nor Kubernetes defines: its powers are not judged"
+UNKNOWN_FIX = ("lint the tree with the manifests that define {role}; keep the binding only if "
+               "that role gives no path to cluster-admin")
 
 
 def _bindings(ctx: Context) -> Iterable[tuple[Obj, Subject]]:
@@ -351,7 +424,8 @@ def _role_key(binding: Obj) -> tuple[str, str, str]:
 
 
 @lint_rule("rbac-system-namespace", "no RoleBinding in a system namespace gives a "
-           "non-component a path to cluster-admin")
+           "non-component a path to cluster-admin (a warning for a role whose rules the tree "
+           "does not hold)", severities=("error", "warning"))
 def rbac_system_namespace(ctx: Context) -> list[Finding]:
     out = []
     for b, s in _bindings(ctx):
@@ -360,7 +434,12 @@ def rbac_system_namespace(ctx: Context) -> list[Finding]:
                 or s.everyone:
             continue
         role, allowed = powers(ctx, b)
-        if allowed:
+        if allowed is None:
+            out.append(finding(
+                "warning", "rbac-system-namespace", ref(b),
+                f"gives {s}, which is no system component, {role} in system namespace {ns}, "
+                f"{UNKNOWN}", UNKNOWN_FIX.format(role=role)))
+        elif allowed:
             out.append(finding(
                 "error", "rbac-system-namespace", ref(b),
                 f"gives {s}, which is no system component, {role} in system namespace {ns}, "
@@ -421,6 +500,12 @@ def rbac_cluster_grant(ctx: Context) -> list[Finding]:
         if b.get("kind") != "ClusterRoleBinding" or s.everyone or s.system:
             continue
         role, allowed = powers(ctx, b)
+        if allowed is None:
+            out.append(finding(
+                "warning", "rbac-cluster-grant", ref(b),
+                f"gives {s} {role} in every namespace, {UNKNOWN}",
+                UNKNOWN_FIX.format(role=role)))
+            continue
         if not allowed:
             continue
         if (s.kind, s.name) in people or s.sa_namespace in tenant_ns:
