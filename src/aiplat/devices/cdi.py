@@ -336,7 +336,23 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
         else:
             c.add("", "containerEdits", "must be a mapping")
     _leaks(c, doc)
+    hooks = _hooks(doc)
+    for w, _, problem in escape.link_problems([(at, h) for _, at, h in hooks]):
+        c.escapes(hooks[w][0], hooks[w][1], [problem])
     return c.out
+
+
+def _hooks(doc: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """Every hook of the spec, its devices' and the spec-level edits': (device, at, hook)."""
+    edits: list[tuple[str, str, object]] = []
+    for i, d in enumerate(_list(doc.get("devices"))):
+        if isinstance(d, Mapping):
+            name = d.get("name")
+            edits.append((name if isinstance(name, str) and name else f"#{i}",
+                          f"devices[{i}].containerEdits", d.get("containerEdits")))
+    edits.append(("", "containerEdits", doc.get("containerEdits")))
+    return [(dev, f"{at}.hooks[{j}]", h) for dev, at, e in edits if isinstance(e, Mapping)
+            for j, h in enumerate(_list(e.get("hooks"))) if isinstance(h, Mapping)]
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -811,6 +827,27 @@ def validate_set(docs: Sequence[tuple[str, object]]) -> list[Finding]:
                                        f"{q} is also defined in {prev}; this file ({here}) "
                                        "wins", "remove one definition", severity="warning"))
             where[q] = (file, here)
+    return out + _links_across(docs)
+
+
+def _links_across(docs: Sequence[tuple[str, object]]) -> list[Finding]:
+    """A hook acting through a link that another file's hook makes (escape.link_problems):
+    a container may get devices of several specs. What one file shows alone is that file's
+    finding (validate_spec), not repeated here."""
+    hooks = [(file, dev, at, h) for file, doc in docs if isinstance(doc, Mapping)
+             for dev, at, h in _hooks(doc)]
+    alone: set[tuple[str, str, str]] = set()
+    for file, doc in docs:
+        if isinstance(doc, Mapping):
+            own = _hooks(doc)
+            alone |= {(file, own[w][1], p.field)
+                      for w, _, p in escape.link_problems([(at, h) for _, at, h in own])}
+    out = []
+    for w, _, p in escape.link_problems([(f"{file}: {at}", h) for file, _, at, h in hooks]):
+        file, dev, at, _ = hooks[w]
+        if (file, at, p.field) not in alone:
+            out.append(finding(file, dev, f"{at}.{p.field}", p.message, p.hint,
+                               severity=p.severity, check="host-check", escape=True))
     return out
 
 

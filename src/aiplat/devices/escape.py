@@ -1,7 +1,8 @@
 """What in a CDI spec hands the host to a container, or to whoever wrote the spec.
 
 Pure: each function takes one spec entry (a mount, a hook, a device node) as decoded, and
-optionally the host's real path for it, and returns ``Problem``s; ``aiplat.devices.cdi``
+optionally the host's real path for it, or (``link_problems``) the hooks that meet in one
+container, and returns ``Problem``s; ``aiplat.devices.cdi``
 reports them in its ``host-check`` class. The reference loader accepts every one of these
 specs; the runtime would then, as root:
 
@@ -21,7 +22,12 @@ specs; the runtime would then, as root:
   A shell, an interpreter, a launcher or a network client is named as such; so is a hook
   that pipes into a shell, sits where anyone can replace it, or whose environment is not
   the few variables NVIDIA's hooks read; and a known hook pointed at a path outside the
-  container (``CONTAINER_PATH_FLAGS``: ``chmod --path ../../etc``, a link at ``/proc/1/root``).
+  container (``CONTAINER_PATH_FLAGS``: ``chmod --path ../../etc``, a link at ``/proc/1/root``);
+- let a hook act on the host through a link another hook makes (``link_problems``: across
+  all the hooks a container may get, from one spec or several): create-symlinks writes an
+  absolute target as given, and chmod follows it on the host (``--link
+  /etc/shadow::/usr/lib/x`` then ``chmod --path /usr/lib/x``), as does a chmod run after
+  the container started through whatever link the container made.
 
 Allow-lists, not deny-lists, for what a device needs (hooks, file system types, device
 nodes): the programs and devices that hand the host over are too many to list. Binds are the
@@ -38,6 +44,7 @@ import posixpath
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as _field
 from typing import Any, Literal
 
 Severity = Literal["error", "warning"]
@@ -283,6 +290,7 @@ _PIPE_TO_SHELL = re.compile(r"\|\s*(?:\S*/)?(?:sudo\s+|env\s+)?(?:" + "|".join(_
 # startContainer hooks resolve and run inside the container (runtime-spec config.md,
 # "startContainer"): its own shell there is the workload's business, not the host's.
 _HOST_HOOKS = ("prestart", "createRuntime", "createContainer", "poststart", "poststop")
+_AFTER_START = ("poststart", "poststop")  # the container's own processes have run
 
 
 @dataclass(frozen=True)
@@ -528,6 +536,13 @@ def hook_problems(h: Mapping[str, Any], real: str | None = None) -> list[Problem
     host = h.get("hookName") in _HOST_HOOKS
     if host and not any(p.field == "path" for p in out):
         out += _known_hook_problems(path, real, args)
+    if h.get("hookName") in _AFTER_START:
+        out += [Problem(fld, f"chmod's --path '{_short(p)}' is changed by a "
+                        f"{h.get('hookName')} hook, which runs after the container's process "
+                        "started: by then the container (root in it) can have put a link "
+                        "there, and the hook follows it on the host as root",
+                        "run chmod as a createContainer hook, as nvidia-ctk writes it")
+                for p, fld, chmod in _written(h) if chmod]
     env = h.get("env")
     for j, e in enumerate(env if isinstance(env, list) else []):
         name = e.partition("=")[0] if isinstance(e, str) else ""
@@ -645,9 +660,9 @@ def _path_problem(what: str, path: str) -> str | None:
 
 def _target_problems(what: str, target: str, link: str) -> list[tuple[str, str]]:
     """A link's target is resolved where the link is followed: in the container it cannot
-    leave the root, but a hook or tool following it on the host (chmod --path of the link)
-    can. nvidia-ctk writes clean absolute targets and relative ones that stay inside
-    ('../card1' from /dev/dri/by-path)."""
+    leave the root, but a hook following it on the host can (``link_problems``: a chmod
+    --path through the link). nvidia-ctk writes clean absolute targets and relative ones
+    that stay inside ('../card1' from /dev/dri/by-path)."""
     said = f"{what} target '{_short(target)}'"
     fix = "point the link at a file inside the container, as nvidia-ctk writes it"
     if target.startswith("/"):
@@ -664,6 +679,239 @@ def _target_problems(what: str, target: str, link: str) -> list[tuple[str, str]]
         elif c not in ("", "."):
             depth += 1
     return []
+
+
+@dataclass(frozen=True)
+class HookCall:
+    """nvidia-cdi-hook's (or ``nvidia-ctk hook``'s) subcommand in a hook's args (``at``: its
+    index) and the flags after it: (name without dashes, value, index of the argument that
+    holds the value)."""
+
+    sub: str | None
+    at: int
+    flags: tuple[tuple[str, str, int], ...]
+
+
+def hook_call(h: Mapping[str, Any]) -> HookCall:
+    """Hook ``h``'s call as urfave/cli reads it: flags end at ``--``; the global ones take no
+    value. A hook without a subcommand has ``sub`` None."""
+    raw = h.get("args")
+    args = [a if isinstance(a, str) else "" for a in raw] if isinstance(raw, list) else []
+    first = 2 if args[1:2] == ["hook"] else 1
+    sub: str | None = None
+    at = 0
+    flags: list[tuple[str, str, int]] = []
+    j = first
+    while j < len(args):
+        a = args[j]
+        j += 1
+        if sub is None:
+            if not a.startswith("-"):
+                sub, at = a, j - 1
+        elif a == "--":
+            break
+        elif a.startswith("-"):
+            name, eq, value = a.partition("=")
+            if eq or name in HOOK_GLOBAL_FLAGS:
+                flags.append((name.lstrip("-"), value, j - 1))
+            else:
+                flags.append((name.lstrip("-"), args[j] if j < len(args) else "", j))
+                j += 1
+    return HookCall(sub, at, tuple(flags))
+
+
+LDSO_CONF_D = "/etc/ld.so.conf.d"
+"""Where update-ldcache writes its 00-nvcr-*.conf (given a --folder): before nvidia-cdi-hook
+1.17.5 it created it with os.MkdirAll and os.CreateTemp of filepath.Join(root, this),
+following links on the host; 1.17.5 resolves it inside the root, 1.17.7 pivots into the
+root first."""
+
+_MAX_HOPS = 40  # the kernel's MAXSYMLINKS: one more and the walk fails with ELOOP
+MAX_LINK_STEPS = 200_000
+"""Path components ``link_problems`` walks at most (NVIDIA's specs need a few hundred): a
+spec of thousands of long, chained links is refused as not checked, not followed for
+minutes."""
+
+
+@dataclass(frozen=True)
+class _Link:
+    """A link a create-symlinks hook makes: its target as written, the hook (its index in
+    what ``link_problems`` was given) and the argument."""
+
+    target: str
+    hook: int
+    field: str
+
+
+@dataclass(frozen=True)
+class _Left:
+    """Where a walk on the host left the container's root: through the link at ``at`` to the
+    host's ``host`` (None: above the container's root)."""
+
+    at: str
+    link: _Link
+    host: str | None
+
+    def then(self, rest: list[str]) -> _Left:
+        """Where the walk ends when ``rest`` (the components after the link) follows."""
+        if not rest or self.host is None:
+            return self
+        return _Left(self.at, self.link, normal(self.host + "/" + "/".join(rest)))
+
+
+class _TooManyStepsError(Exception):
+    """The walk passed ``MAX_LINK_STEPS``."""
+
+
+def _parts(path: str) -> list[str]:
+    return [c for c in path.split("/") if c not in ("", ".")]
+
+
+@dataclass
+class _Links:
+    """The links the spec's hooks make, by where they are in the container's root, and
+    paths walked through them one component at a time, as the kernel walks them."""
+
+    at: dict[str, _Link] = _field(default_factory=dict)
+    steps: int = 0
+    _followed: dict[tuple[str, bool], tuple[str | _Left | None, int]] = \
+        _field(default_factory=dict)
+
+    def add(self, target: str, link: str, hook: int, fld: str) -> None:
+        """As create-symlinks places it: its directory resolved inside the root (pathrs)."""
+        name = posixpath.basename(normal(link))
+        parent, _ = self.walk(posixpath.dirname(normal(link)), scoped=True)
+        if name and isinstance(parent, str):
+            self.at[posixpath.join(parent, name)] = _Link(target, hook, fld)
+            self._followed.clear()
+
+    def walk(self, path: str, *, scoped: bool,
+             via: tuple[str, _Link] | None = None) -> tuple[str | _Left | None, int]:
+        """``path`` walked from the root. ``scoped``: as pathrs does (inside the root: an
+        absolute target starts again at the root, '..' stops there); else as the host's
+        kernel does for chmod, where an absolute target is the host's and '..' climbs out
+        (``via``: the link whose target is walked). What it reaches in the root, where it
+        left it, or None for a loop (the kernel's ELOOP); and the links it followed."""
+        todo = _parts(path)[::-1]
+        cur = [""]  # each component's path from the root: "", "/usr", "/usr/lib"
+        hops = 0
+        while todo:
+            self.steps += 1
+            if self.steps > MAX_LINK_STEPS:
+                raise _TooManyStepsError
+            c = todo.pop()
+            if c == "..":
+                if len(cur) > 1:
+                    cur.pop()
+                elif not scoped and via is not None:
+                    return _Left(via[0], via[1], None), hops
+                continue
+            here = f"{cur[-1]}/{c}"
+            link = self.at.get(here)
+            if link is None:
+                cur.append(here)
+                continue
+            got, used = self._follow(here, link, scoped)
+            hops += used
+            if got is None or hops > _MAX_HOPS:
+                return None, hops
+            if isinstance(got, _Left):
+                return got.then(todo[::-1]), hops
+            cur = [""]
+            for part in _parts(got):
+                cur.append(f"{cur[-1]}/{part}")
+        return cur[-1] or "/", hops
+
+    def _follow(self, here: str, link: _Link, scoped: bool) -> tuple[str | _Left | None, int]:
+        """Where the link at ``here`` leads, and the links that took (itself included)."""
+        key = (here, scoped)
+        if key in self._followed:
+            return self._followed[key]
+        self._followed[key] = (None, _MAX_HOPS + 1)  # met again while following it: a loop
+        if link.target.startswith("/") and not scoped:
+            got: tuple[str | _Left | None, int] = (_Left(here, link, normal(link.target)), 0)
+        elif link.target.startswith("/"):
+            got = self.walk(link.target, scoped=True)
+        else:
+            got = self.walk(posixpath.dirname(here) + "/" + link.target, scoped=scoped,
+                            via=(here, link))
+        self._followed[key] = (got[0], got[1] + 1)
+        return self._followed[key]
+
+
+def link_problems(hooks: Sequence[tuple[str, Mapping[str, Any]]]) -> list[
+        tuple[int, int, Problem]]:
+    """Hooks that act on the host through a link another hook makes. ``hooks``: every hook
+    a container may get, each with where it is (for the message): one spec's spec-level and
+    devices' edits together (a container may ask for several of its devices), or several
+    specs'. Each problem: (the acting hook's index, the linking hook's, the Problem).
+
+    create-symlinks writes a link's target as given, placing the link inside the root; chmod
+    (os.Stat, os.Chmod) and update-ldcache before 1.17.5 (``LDSO_CONF_D``) act on
+    filepath.Join(root, path) as root on the host, before pivot_root, following every link
+    on the way: one with an absolute target (or climbing above the root) hands them a host
+    file. The order of the hooks does not save it: across specs it is the request's, and a
+    restarted container runs its hooks again over the links the first run made."""
+    links = _Links()
+    out: list[tuple[int, int, Problem]] = []
+    try:
+        for i, (_, h) in enumerate(hooks):
+            call = hook_call(h)
+            for name, value, j in call.flags if call.sub == "create-symlinks" else ():
+                for piece in value.split(",") if name == "link" else ():
+                    parts = piece.split("::")
+                    if len(parts) == 2 and parts[0]:  # else the hook refuses it
+                        links.add(parts[0], parts[1], i, f"args[{j}]")
+        for i, (_, h) in enumerate(hooks):
+            if not links.at or h.get("hookName") not in _HOST_HOOKS:
+                continue  # in the container, a link cannot leave its root
+            for path, fld, chmod in _written(h):
+                left, _ = links.walk(normal(path), scoped=False)
+                if isinstance(left, _Left):
+                    made = (f"create-symlinks makes ({hooks[left.link.hook][0]}."
+                            f"{left.link.field})")
+                    out.append((i, left.link.hook, Problem(fld, _through_message(
+                        chmod, path, left, made), _LINK_FIX)))
+    except _TooManyStepsError:
+        first = next((i for i, (_, h) in enumerate(hooks) if _written(h)), 0)
+        return [(first, first, Problem("args", f"the hooks' links take more than "
+                                       f"{MAX_LINK_STEPS} steps to follow: whether a hook "
+                                       "acts on the host through them is not known",
+                                       "make fewer, shorter links, as nvidia-ctk does"))]
+    return out
+
+
+_LINK_FIX = ("give the link a relative target inside the container, as nvidia-ctk writes "
+             "the links its hooks act on (libcuda.so.1::/usr/lib64/libcuda.so, "
+             "../card1::/dev/dri/by-path/...), or drop the hook that acts through it")
+
+
+def _written(h: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """The container paths hook ``h`` acts on through filepath.Join on the host: (path,
+    field, whether it is chmod's)."""
+    call = hook_call(h)
+    if call.sub == "chmod":
+        return [(p, f"args[{j}]", True) for name, value, j in call.flags if name == "path"
+                for p in value.split(",") if p]
+    if call.sub == "update-ldcache" and any(n == "folder" and v for n, v, _ in call.flags):
+        return [(LDSO_CONF_D, f"args[{call.at}]", False)]  # no folder: it writes nothing
+    return []
+
+
+def _through_message(chmod: bool, path: str, left: _Left, made: str) -> str:
+    link = f"the link {_short(left.at)} that {made} to '{_short(left.link.target)}'"
+    reached = "a file above the container's root" if left.host is None else \
+        f"the host's {_short(left.host)}"
+    if chmod:
+        where = normal(path)
+        place = "is" if where == left.at else "lies under" if _within(where, left.at) else \
+            "leads through"
+        return (f"chmod's --path '{_short(path)}' {place} {link}: chmod joins the path to "
+                "the container's root on the host and follows the link there, as root, so "
+                f"it changes {reached}")
+    return (f"update-ldcache before nvidia-cdi-hook 1.17.5 creates its {LDSO_CONF_D}/"
+            f"00-nvcr-*.conf through {link}: joined to the container's root on the host, the "
+            f"file lands in {reached}")
 
 
 def _runner_problems(path: str, real: str | None, args: list[str],
