@@ -124,6 +124,10 @@ def operator_role_for_a_tenant_group(o: list[Obj], _inv: Inventory) -> None:
                   "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "research"}]})
 
 
+def cluster_role_defined_twice(o: list[Obj], _inv: Inventory) -> None:
+    o.append(copy.deepcopy(find(o, "ClusterRole", "aiplat-node-agent")))
+
+
 EXTRA: list[tuple[Seed, str]] = [
     (namespace_selector_selects_nothing, "namespace-selector"),
     (namespace_selector_admits_every_namespace, "namespace-selector"),
@@ -133,6 +137,7 @@ EXTRA: list[tuple[Seed, str]] = [
     (bootstrap_rbac_widened, "rbac-bootstrap"),
     (operator_role_for_a_tenant_group, "rbac-cluster-grant"),
     (operator_role_for_a_tenant_group, "rbac-system-namespace"),
+    (cluster_role_defined_twice, "duplicate-object"),
 ]
 
 

@@ -14,6 +14,10 @@
    on an object whose fields have the types its schema gives (``shape.problems``, which
    also covers what 1 and 2 do not: an unknown API version of a known kind, a custom
    resource's metadata); a field of the wrong type is an error naming its path.
+4. One object defined twice (``duplicates``: the same API group, kind, namespace and name,
+   whatever the version): kustomize refuses such a tree ("may not add resource with an
+   already registered id"), ``kubectl apply -f DIR`` applies each in file order and the
+   cluster keeps the last, so which one a reader of the tree sees is not what runs.
 
 No API server runs here: this is schema and rule checking, not a dry-run apply.
 """
@@ -34,10 +38,11 @@ from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.schemas import SUPPORTED_VERSIONS, builtin_validator, field_path, schema_version
 from aiplat.kube.shape import problems, without_nulls
+from aiplat.kube.tree import CLUSTER_SCOPED
 from aiplat.text import shown
 
-__all__ = ["SUPPORTED_VERSIONS", "Issue", "ValidationResult", "check_version", "field_path",
-           "ref", "validate_objects"]
+__all__ = ["SUPPORTED_VERSIONS", "Issue", "ValidationResult", "check_version", "duplicates",
+           "field_path", "places", "ref", "validate_objects"]
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Kinds whose names must be DNS-1123 labels (they become DNS names or label values).
@@ -286,6 +291,60 @@ def _pod_claim_issues(file: str, r: str, base: str, ps: dict[str, Any]) -> list[
     return issues
 
 
+def object_id(o: dict[str, Any]) -> tuple[str, str, str, str]:
+    """(API group, kind, namespace, name): what the API server stores one object under. The
+    version is not part of it (autoscaling/v1 and v2 are one HorizontalPodAutoscaler); a
+    namespace set on a cluster-scoped kind of Kubernetes' is dropped by the API server."""
+    group = str(o.get("apiVersion", "")).rpartition("/")[0]
+    kind = str(o.get("kind", ""))
+    meta = o.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    ns = "" if (group, kind) in CLUSTER_SCOPED else str(meta.get("namespace") or "")
+    return group, kind, ns, str(meta.get("name") or "")
+
+
+def duplicates(objects: list[Any]) -> list[list[int]]:
+    """The positions in ``objects`` of each object defined more than once (``object_id``),
+    in order; objects without a kind or a name are left to the schema checks."""
+    seen: dict[tuple[str, str, str, str], list[int]] = {}
+    for i, o in enumerate(objects):
+        if isinstance(o, dict) and o.get("kind"):
+            key = object_id(o)
+            if key[3]:
+                seen.setdefault(key, []).append(i)
+    return [found for found in seen.values() if len(found) > 1]
+
+
+def places(files: list[str], positions: list[int]) -> list[str]:
+    """Where the objects at ``positions`` are: ``FILE`` (``FILE (object N)`` when the file
+    holds more than one), or ``object N of the tree`` without file names."""
+    out = []
+    for i in positions:
+        file = files[i] if i < len(files) else ""
+        if not file:
+            out.append(f"object {i + 1} of the tree")
+            continue
+        same = [j for j, f in enumerate(files) if f == file]
+        out.append(f"{file} (object {same.index(i) + 1})" if len(same) > 1 else file)
+    return out
+
+
+def _duplicate_issues(items: list[tuple[str, Any]]) -> list[Issue]:
+    files = [f for f, _o in items]
+    issues = []
+    for found in duplicates([o for _f, o in items]):
+        last = found[-1]
+        where = places(files, found)
+        issues.append(Issue(
+            "error", files[last], ref(items[last][1]), "",
+            f"defined {len(found)} times in the tree (here, {where[-1]}, and in "
+            f"{', '.join(where[:-1])}): one object to the API server, whatever the version; "
+            "`kubectl apply -f` applies each in turn and the cluster keeps the last, "
+            "kustomize refuses the tree ('may not add resource with an already registered "
+            "id') (fix: keep one)"))
+    return issues
+
+
 def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
                      crds: CrdIndex, *, packaged: bool = True) -> ValidationResult:
     """Validate (file, object) pairs for Kubernetes ``version`` (e.g. '1.34') against the
@@ -307,4 +366,5 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
         seen = {i.path for i in found}
         found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
         issues += found if misshapen else found + _rule_issues(file, without_nulls(o))
+    issues += _duplicate_issues(items)
     return ValidationResult(version=version, objects=len(items), issues=issues)

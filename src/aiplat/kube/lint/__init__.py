@@ -17,7 +17,9 @@ The package, each part importing only those below it (an import-linter contract)
                       volume), admission (what the API server refuses: LimitRange,
                       ResourceQuota, Pod Security, Kueue's DRA mapping, workload shape),
                       selectors (NetworkPolicies and selectors), system (RBAC and fences
-                      reaching the system namespaces), runtime (RDMA memlock)
+                      reaching the system namespaces), bootstrap (Kubernetes' own RBAC
+                      redefined), duplicates (an object defined twice), runtime (RDMA
+                      memlock)
   objects             the readers rules share (selectors, quantities, pod specs, claims,
                       Kueue's Configuration, tenants)
   base                Finding, Context, the registry and its ``@rule`` decorator
@@ -57,7 +59,7 @@ def lint(objects: list[Obj], inventory: Inventory, *,
     messages), errors first, then by rule and object; an ``InputError`` naming file, object
     and field when a field is not of the type its schema gives (rules read fields; none
     reasons on half a tree)."""
-    named = zip(files or [""] * len(objects), objects, strict=True)
-    ctx = Context(readable(list(named)), inventory)
+    names = list(files or [""] * len(objects))
+    ctx = Context(readable(list(zip(names, objects, strict=True))), inventory, names)
     findings = [f for r in rules() for f in r.run(ctx)]
     return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 2), f.source, f.subject))
