@@ -102,8 +102,13 @@ class Assignment:
         """RepresentativeMode: the worst pod set's; NoFit if a pod set failed (kept once
         asked: it is asked after assign() is done with it)."""
         if self._mode is None:
-            self._mode = NOFIT if not self.podsets or any(p.failed for p in self.podsets) \
-                else min(p.mode for p in self.podsets)
+            mode = FIT if self.podsets else NOFIT
+            for p in self.podsets:
+                if p.failed:
+                    mode = NOFIT
+                    break
+                mode = min(mode, p.mode)
+            self._mode = mode
         return self._mode
 
     def message(self) -> str:
@@ -181,6 +186,7 @@ class Assigner:
         self.fair = fair
         self.strategies = strategies
         self.plans = plans if plans is not None else {}
+        self._pods_group = spec.group_of("pods")  # does the queue count pods?
 
     def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
               pods: bool) -> Plan:
@@ -199,7 +205,7 @@ class Assigner:
         self.wl, self.last = wl, last or {}
         a = Assignment([], {})
         spec = self.spec
-        pods_group = spec.group_of("pods")
+        pods_group = self._pods_group
         usage = a.usage
         for i, ps in enumerate(wl.podsets):
             requests = ps.totals if pods_group is None else {**ps.totals, "pods": ps.count}

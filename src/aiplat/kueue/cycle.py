@@ -402,8 +402,22 @@ class Replay:
                 out[fr] = max(0, min(v, node.nominal(fr) - used))
         return {fr: v for fr, v in out.items() if v > 0}
 
+    def _hold(self, node: Node, usage: dict[FR, int],
+              undo: list[tuple[Node, dict[FR, int]]] | None) -> None:
+        """``usage`` stays taken in ``node`` for the heads processed after this one; the
+        cycle gives it back at its end (``undo``). With no head after it (``undo`` None)
+        nothing would read it: only the tree's generation moves, as taking and giving back
+        would move it (a later nomination sees the tree changed since its own)."""
+        if undo is None:
+            self.tree.generation += 2
+            return
+        self.tree.add_usage(node, usage)
+        undo.append((node, usage))
+
     def _process(self, e: Entry, taken: dict[str, Admitted], undo: list[
-            tuple[Node, dict[FR, int]]], victims: list[tuple[preempt.Target, Entry]]) -> None:
+            tuple[Node, dict[FR, int]]] | None, victims: list[tuple[preempt.Target, Entry]]
+                 ) -> None:
+        """``undo``: where a head's hold on quota is recorded; None for the last head."""
         node = self.tree.cqs[e.cq.name]
         mode = e.a.mode
         if mode == NOFIT:
@@ -413,9 +427,7 @@ class Replay:
             e.status, e.p.reason = "inadmissible", "PreemptionNoCandidates"
             e.p.message = e.a.message()
             if e.cq.preemption.reclaim_within_cohort != "Any":
-                held = self._reserve(e, node)
-                self.tree.add_usage(node, held)
-                undo.append((node, held))
+                self._hold(node, self._reserve(e, node) if undo is not None else {}, undo)
             return
         if e.targets and any(t.victim.wl.key in taken for t in e.targets):
             e.status = "skipped"
@@ -442,8 +454,7 @@ class Replay:
         for t in e.targets:
             taken[t.victim.wl.key] = t.victim
         if mode == PREEMPT:
-            self.tree.add_usage(node, e.a.usage)
-            undo.append((node, e.a.usage))
+            self._hold(node, e.a.usage, undo)
             e.status = "preempting"
             msg = e.a.message()
             e.p.message = (f"{msg}. Pending the preemption of {len(e.targets)} workload(s)"
@@ -485,8 +496,9 @@ class Replay:
         taken: dict[str, Admitted] = {}
         undo: list[tuple[Node, dict[FR, int]]] = []
         victims: list[tuple[preempt.Target, Entry]] = []
-        for e in self._ordered(entries):
-            self._process(e, taken, undo, victims)
+        last = len(entries) - 1
+        for k, e in enumerate(self._ordered(entries)):
+            self._process(e, taken, undo if k < last else None, victims)
         for node, usage in undo:
             self.tree.remove_usage(node, usage)
         for e in entries:
@@ -576,14 +588,13 @@ class Replay:
             n += 1
             if heads is None:
                 heads = self.queues.heads(self.inactive)
-            idle = not heads and not self.queues.held  # the cycle will change nothing
-            changed = self.step(heads)
-            if changed:
+            idle = not heads and not self.queues.held  # the cycle would change nothing
+            if not idle and self.step(heads):
                 seen.clear()
             age = age + 1 if self.notify else 0
             if not idle:
                 heads = self.queues.heads(self.inactive)
-            sig = self.queues.signature(heads)
+            sig = self.queues.signature(heads) if heads else ()
             quiet = not heads or sig in seen
             if self.evicting and quiet and self.world.evictions_quiet(list(self.evicting)):
                 seen.clear()
