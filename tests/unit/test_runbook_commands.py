@@ -153,7 +153,7 @@ def test_matrix_diff_of_two_specs_compares_their_last_entries(tmp_path: Path) ->
                        "--today", "2026-11-29"])
     assert code == 0, text
     assert re.search(r"driver\s+575\.57\.08 -> 580\.95\.05", text), text
-    assert "gone  fail: cuda 13.0" in text  # the old driver was below CUDA 13's floor
+    assert "gone  error: cuda 13.0" in text  # the old driver was below CUDA 13's floor
     back, text = _run(["matrix", "diff", str(tmp_path / "new.yaml"), str(tmp_path / "old.yaml"),
                        "--today", "2026-11-29"])
     assert back == 1 and "new   fail: cuda 13.0" in text, text
