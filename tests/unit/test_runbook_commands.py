@@ -156,7 +156,7 @@ def test_matrix_diff_of_two_specs_compares_their_last_entries(tmp_path: Path) ->
     assert "gone  error: cuda 13.0" in text  # the old driver was below CUDA 13's floor
     back, text = _run(["matrix", "diff", str(tmp_path / "new.yaml"), str(tmp_path / "old.yaml"),
                        "--today", "2026-11-29"])
-    assert back == 1 and "new   fail: cuda 13.0" in text, text
+    assert back == 1 and "new   error: cuda 13.0" in text, text
     both, text = _run(["matrix", "diff", str(tmp_path / "old.yaml"),
                        str(tmp_path / "new.yaml"), "--set", "driver=1"])
     assert both == 2 and "not both" in text
