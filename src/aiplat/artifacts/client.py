@@ -20,6 +20,14 @@ with a :class:`RegistryError` that names the registry, the thing and the limit).
 follow ``Link`` pages on the registry only, within a page and byte budget, and refuse a
 loop; referrers are de-duplicated.
 
+Every request is bounded in time too: all its attempts together wait on the network (connect,
+TLS handshake, every socket read: interim ``1xx`` answers, redirects and their bodies, a token
+service's answer, the answer's headers and, unless it is a blob, its body) no longer than
+``limits.MAX_EXCHANGE_SECONDS``, and follow at most ``limits.MAX_REDIRECTS`` redirects.
+httpx has no total timeout and httpcore reads interim answers in a loop of its own, so the
+count is kept where the waiting happens: httpcore's network backend is wrapped
+(:class:`_WaitingBackend`), and each read is given no longer than the request has left.
+
 Plain HTTP is used for loopback registries unless ``plain_http`` says otherwise; everything
 else is HTTPS. Loopback is an address, not a spelling: an IP literal in 127.0.0.0/8 or
 ``::1``, or a name every one of whose addresses is loopback (``localhost``);
@@ -40,9 +48,11 @@ import time
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+import httpcore
 import httpx
 
 from aiplat.artifacts import limits
@@ -205,6 +215,125 @@ class _BoundedStream(httpx.SyncByteStream):
         self.inner.close()
 
 
+_T = TypeVar("_T")
+
+
+class _Waiting:
+    """What one request may still spend waiting on the network (MAX_EXCHANGE_SECONDS, or
+    less), used up by every connection, TLS handshake and socket read made for it."""
+
+    def __init__(self, seconds: float, why: str) -> None:
+        self.seconds, self.why, self.left = seconds, why, seconds
+
+    def wait(self, step: Callable[[float | None], _T], timeout: float | None,
+             timed_out: type[Exception]) -> _T:
+        """``step(t)``, given no longer than what is left (nor its own ``timeout``)."""
+        if self.left <= 0:
+            raise _HeldTooLongError(self)
+        capped = timeout is None or self.left < timeout
+        start = time.monotonic()
+        try:
+            return step(self.left if capped else timeout)
+        except timed_out:
+            if capped:
+                raise _HeldTooLongError(self) from None
+            raise
+        finally:
+            self.left -= time.monotonic() - start
+
+
+class _HeldTooLongError(RegistryError):
+    """A request's waiting ran out (raised from a socket read, inside httpcore: the
+    connection is dropped, not reused)."""
+
+    def __init__(self, waiting: _Waiting) -> None:
+        super().__init__(
+            f"the registry kept aiplat waiting more than {waiting.seconds:g} s for its answer"
+            f" ({waiting.why}; interim (1xx) answers, redirects and their bodies, retries"
+            " and a token service's answer all count); aiplat gave up on it")
+
+
+_WAITING: ContextVar[_Waiting | None] = ContextVar("aiplat_registry_waiting", default=None)
+"""The waiting left to the request this thread is making (httpx's sync client connects and
+reads in the caller's thread); None outside one."""
+
+
+def _waited(step: Callable[[float | None], _T], timeout: float | None,
+            timed_out: type[Exception]) -> _T:
+    """``step(timeout)``, counted against the current request's :class:`_Waiting`, if any
+    (none: a blob's body, after its headers)."""
+    waiting = _WAITING.get()
+    return step(timeout) if waiting is None else waiting.wait(step, timeout, timed_out)
+
+
+class _WaitingStream(httpcore.NetworkStream):
+    """A connection whose reads (and TLS handshake) use up the current request's
+    :class:`_Waiting`; writes do not: sending aiplat's own upload is not waiting."""
+
+    def __init__(self, inner: httpcore.NetworkStream) -> None:
+        self.inner = inner
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return _waited(lambda t: self.inner.read(max_bytes, t), timeout,
+                       httpcore.ReadTimeout)
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self.inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
+                  timeout: float | None = None) -> httpcore.NetworkStream:
+        return _WaitingStream(_waited(
+            lambda t: self.inner.start_tls(ssl_context, server_hostname, t), timeout,
+            httpcore.ConnectTimeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+
+class _WaitingBackend(httpcore.NetworkBackend):
+    """httpcore's network backend, its connections wrapped in :class:`_WaitingStream`."""
+
+    def __init__(self, inner: httpcore.NetworkBackend) -> None:
+        self.inner = inner
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None,
+                    local_address: str | None = None,
+                    socket_options: Any = None) -> httpcore.NetworkStream:
+        return _WaitingStream(_waited(
+            lambda t: self.inner.connect_tcp(host, port, t, local_address, socket_options),
+            timeout, httpcore.ConnectTimeout))
+
+    def connect_unix_socket(self, path: str, timeout: float | None = None,
+                            socket_options: Any = None) -> httpcore.NetworkStream:
+        return _WaitingStream(_waited(
+            lambda t: self.inner.connect_unix_socket(path, t, socket_options), timeout,
+            httpcore.ConnectTimeout))
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
+
+
+def _count_waiting(client: httpx.Client) -> None:
+    """Put the connections of ``client``'s transports (its own, and those httpx made for
+    proxies from the environment) behind :class:`_WaitingBackend`.
+
+    The wait for an answer happens inside httpcore, which reads interim answers in a loop of
+    its own: only the socket reads see them. httpx 0.28 has no public way to give its
+    transport a network backend (encode/httpx#3180), so the pool's is reached by its
+    attribute; httpx is pinned, and the tests (test_artifacts_exchange.py) fail if this
+    stops wrapping. An injected transport without a pool (a test's MockTransport) is left
+    as it is."""
+    for transport in (client._transport, *client._mounts.values()):
+        pool = getattr(transport, "_pool", None)
+        backend = getattr(pool, "_network_backend", None)
+        if isinstance(backend, httpcore.NetworkBackend) \
+                and not isinstance(backend, _WaitingBackend):
+            pool._network_backend = _WaitingBackend(backend)  # type: ignore[union-attr]
+
+
 Resolver = Callable[[str], list[str]]
 
 
@@ -300,12 +429,14 @@ class RegistryClient:
                 limits=httpx.Limits(max_connections=max_connections,
                                     max_keepalive_connections=max_connections),
                 follow_redirects=True,
+                max_redirects=limits.MAX_REDIRECTS,
                 # No compression asked for: blobs are hashed as they arrive, and an answer
                 # compressed anyway is decoded under its bound (_bound_answer).
                 headers={"User-Agent": "aiplat", "Accept-Encoding": "identity"},
                 event_hooks={"response": [self._bound_answer]},
             )
             self.http.build_request("GET", "/v2/")
+            _count_waiting(self.http)
         except (httpx.InvalidURL, UnicodeError, ValueError) as e:
             raise ArtifactInputError(f"{registry!r} is not a registry host httpx can use"
                                      f" ({e}); write HOST[:PORT] in ASCII (an IDN as its"
@@ -354,11 +485,37 @@ class RegistryClient:
             status,
         )
 
+    @contextmanager
+    def _waiting(self, wait: tuple[float, str] | None = None) -> Iterator[None]:
+        """Count the network waits made inside against one request's :class:`_Waiting`:
+        ``wait`` (seconds, and the constant that says so), MAX_EXCHANGE_SECONDS if None."""
+        seconds, why = wait or (limits.MAX_EXCHANGE_SECONDS, "MAX_EXCHANGE_SECONDS")
+        token = _WAITING.set(_Waiting(seconds, why))
+        try:
+            yield
+        finally:
+            _WAITING.reset(token)
+
+    def _held(self, what: str, e: _HeldTooLongError) -> RegistryError:
+        return RegistryError(f"{what} on {self.base}: {e}. To fix: check that {self.base} is"
+                             " the registry you meant and that nothing between (a proxy)"
+                             " holds its answers")
+
     def request(self, method: str, path: str, *, ok: tuple[int, ...] = (200,),
-                bound: Bound = limits.METADATA, **kwargs: object) -> httpx.Response:
+                bound: Bound = limits.METADATA, wait: tuple[float, str] | None = None,
+                **kwargs: object) -> httpx.Response:
         """Send with retries; return a response whose status is in ``ok``, its body read
-        within ``bound``."""
+        within ``bound``, all attempts waiting for the registry no longer than ``wait``
+        (seconds, and the constant that says so; MAX_EXCHANGE_SECONDS by default)."""
         what = f"{method} {path.split('?', 1)[0]}"
+        try:
+            with self._waiting(wait):
+                return self._attempts(what, method, path, ok=ok, bound=bound, kwargs=kwargs)
+        except _HeldTooLongError as e:  # not retried: the registry held this request long enough
+            raise self._held(what, e) from None
+
+    def _attempts(self, what: str, method: str, path: str, *, ok: tuple[int, ...],
+                  bound: Bound, kwargs: dict[str, object]) -> httpx.Response:
         last, status = "", None
         for attempt in range(self.retry.attempts):
             if attempt:
@@ -372,8 +529,7 @@ class RegistryClient:
             except (httpx.HTTPError, httpx.InvalidURL) as e:
                 # A redirect loop, or a URL the registry named (an upload Location) that is
                 # none: asking again gets the same answer.
-                raise self._fail(what, attempt + 1, f"{e.__class__.__name__}: {e}", None) \
-                    from None
+                raise self._fail(what, attempt + 1, _problem(e), None) from None
             if r.status_code in ok:
                 return r
             status = r.status_code
@@ -453,7 +609,8 @@ class RegistryClient:
         if not mounted:
             # Not mountable (unknown there): drop the session the registry opened instead,
             # as a courtesy: a failure here changes nothing for the push.
-            with contextlib.suppress(httpx.HTTPError, httpx.InvalidURL):
+            with contextlib.suppress(httpx.HTTPError, httpx.InvalidURL, RegistryError), \
+                    self._waiting():
                 self.http.delete(location)
         return mounted
 
@@ -504,22 +661,28 @@ class RegistryClient:
     @contextmanager
     def stream_blob(self, repo: str, digest: str, offset: int = 0) -> Iterator[httpx.Response]:
         """One streamed GET (no retries here; the caller resumes). Status 200 or 206. The
-        body is not bounded here: the caller stops at the descriptor's size."""
+        answer's headers (redirects and interim answers included) come within
+        MAX_EXCHANGE_SECONDS; the body is not bounded here: the caller stops at the
+        descriptor's size."""
         headers = {"Range": f"bytes={offset}-"} if offset else {}
+        what = f"GET {repo}/blobs/{digest}"
         try:
-            with self.http.stream("GET", f"/v2/{repo}/blobs/{digest}", headers=headers,
-                                  extensions={BOUND: limits.BLOB}) as r:
-                if r.status_code not in (200, 206):
-                    r.read()
-                    raise RegistryError(
-                        f"GET {repo}/blobs/{digest}: HTTP {r.status_code} {_error_text(r)}",
-                        r.status_code)
+            with contextlib.ExitStack() as stack:
+                with self._waiting():
+                    r = stack.enter_context(self.http.stream(
+                        "GET", f"/v2/{repo}/blobs/{digest}", headers=headers,
+                        extensions={BOUND: limits.BLOB}))
+                    if r.status_code not in (200, 206):
+                        r.read()
+                        raise RegistryError(f"{what}: HTTP {r.status_code} {_error_text(r)}",
+                                            r.status_code)
                 yield r
         except httpx.TransportError:
             raise  # the caller resumes
+        except _HeldTooLongError as e:
+            raise self._held(what, e) from None
         except (httpx.HTTPError, httpx.InvalidURL) as e:  # a redirect loop: not worth a retry
-            raise RegistryError(f"GET {repo}/blobs/{digest} on {self.base}:"
-                                f" {e.__class__.__name__}: {e}") from None
+            raise RegistryError(f"{what} on {self.base}: {_problem(e)}") from None
 
     def tags(self, repo: str) -> list[str]:
         names = self._listing(f"/v2/{repo}/tags/list?n=1000", "tags", f"tags of {repo}",
@@ -546,8 +709,13 @@ class RegistryClient:
                     what, f"its {page} pages took more than {limits.MAX_LISTING_SECONDS:.0f} s"
                     " (MAX_LISTING_SECONDS) and it has more")
             seen.add(str(url))
+            # A page waits no longer than the listing has left.
+            left = max(0.0, deadline - self.clock())
+            wait = (left, f"what was left of MAX_LISTING_SECONDS"
+                          f" ({limits.MAX_LISTING_SECONDS:.0f} s a listing)") \
+                if left < limits.MAX_EXCHANGE_SECONDS else None
             r = self.request("GET", str(url), ok=(200, 404) if missing else (200,),
-                             bound=limits.LISTING_PAGE)
+                             bound=limits.LISTING_PAGE, wait=wait)
             if r.status_code == 404:
                 raise RegistryError(missing, 404)
             total += len(r.content)
@@ -601,6 +769,14 @@ class RegistryClient:
                     and m.get("artifactType") in types:
                 out[d] = m  # one listed 300 times is one referrer
         return list(out.values())
+
+
+def _problem(e: httpx.HTTPError | httpx.InvalidURL) -> str:
+    """An httpx error that no retry changes, for a message."""
+    if isinstance(e, httpx.TooManyRedirects):
+        return (f"TooManyRedirects: more than {limits.MAX_REDIRECTS} redirects"
+                " (MAX_REDIRECTS; a registry redirects a blob once, to its storage)")
+    return f"{e.__class__.__name__}: {e}"
 
 
 _SHA256_RE = re.compile(r"sha256:[a-f0-9]{64}")

@@ -8,9 +8,10 @@ forever, and nothing may follow the end of the compressed stream), and an answer
 bound is a :class:`~aiplat.artifacts.errors.RegistryError` that names the registry, the
 thing and the limit. Error documents are cut at their bound instead (the status is what
 matters). Listings are bounded in pages, bytes and time, and a ``Link`` that points back at
-a page already read ends the listing with an error rather than a loop. The numbers follow the
-clients that have had to choose them (containerd, oras-go, cosign); where none has, the
-reason is given.
+a page already read ends the listing with an error rather than a loop. Every request is
+bounded in time, whatever comes before its answer (interim answers, redirects), and in
+redirects. The numbers follow the clients that have had to choose them (containerd,
+oras-go, cosign); where none has, the reason is given.
 
 Model weights (blobs) are the one unbounded stream: their descriptor's size bounds them
 (:mod:`aiplat.artifacts.pull` stops past it) and their digest proves them.
@@ -46,11 +47,36 @@ a listing that never ends, or pages of one name each, is refused here (aiplat's)
 
 MAX_LISTING_SECONDS = 300.0
 """How long one tags list or catalog may take, all its pages together (checked before each
-page is asked for). Each answer has its own deadline (the client's timeout, 60 s), but a
-registry that sends each page just inside it (the red team's link_trickle: a page every 10
-s, forever) would make MAX_PAGES of them 16 hours. A healthy registry serves a page of
+page is asked for, and a page may wait only what is left). Each answer has its own
+deadline (the client's timeout, 60 s), but a registry that sends each page just inside it
+(the red team's link_trickle: a page every 10 s, forever) would make MAX_PAGES of them 16
+hours. A healthy registry serves a page of
 1,000 names in well under 0.3 s, so even MAX_PAGES pages fit in 300 s; a real listing is a
 page or a few (aiplat's)."""
+
+MAX_EXCHANGE_SECONDS = 120.0
+"""How long one request may keep aiplat waiting on the network, all its attempts together:
+connecting (TLS handshake included), its answer's headers and any interim (1xx) answers
+before them, every redirect and 401 on the way and their bodies, a token service's
+answer, and the body of an answer read whole (a blob's body is bounded by its size and
+each read by the timeout instead). Counted while aiplat waits on a socket, so sending a
+large upload does not use it up.
+httpx has no total timeout: its read timeout (the client's 60 s) starts again with every
+read, so a registry sending ``100 Continue`` every 2 s, or redirects whose bodies each
+trickle inside the answer deadline, held one request for ever or for 20 minutes (the red
+team's info_flood and redirect_trickle). containerd gives the headers 30 s after the
+request is sent, interim answers included (``ResponseHeaderTimeout``,
+core/remotes/docker/registry.go); Go's net/http, which it and oras-go use, bounds interim
+answers too (5 of them, ``max1xxResponses``; since golang/go#65035 their headers count
+against the response header limit). 120 s leaves a slow registry the read timeout twice
+over; a healthy one answers, redirects included, in well under a second (aiplat's)."""
+
+MAX_REDIRECTS = 5
+"""Redirects followed for one request. A registry redirects a blob once, to its storage
+(S3, a CDN); a mirror or proxy in front may add one. containerd stops after 10 (its
+resolver's ``CheckRedirect``, core/remotes/docker/resolver.go), as Go's ``http.Client``
+does by default, which oras-go uses (``retry.DefaultClient``); httpx follows 20. 5 is
+generous and keeps a chain short (aiplat's)."""
 
 MAX_TOKEN_BYTES = 128 * 1024
 """A token service's answer: oras-go's ``maxResponseBytes`` (registry/remote/auth): a token
