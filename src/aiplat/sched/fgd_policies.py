@@ -259,8 +259,8 @@ class FGD(PublishedPolicy):
         n = len(r)
         if req.shared:
             g = state.gmax
-            after = np.repeat(rows[:, None, :], g, axis=1)  # [R, candidate GPU, slot]
-            after[:, np.arange(g), np.arange(g)] -= req.gpu_milli
+            # [R, candidate GPU, slot]: the pod's milli taken from one GPU per candidate
+            after = rows[:, None, :] - req.gpu_milli * np.eye(g, dtype=np.int64)
             before, frag = self._measure(meter, (rows, cpu, models), (
                 after.reshape(-1, g), np.repeat(cpu - req.cpu_milli, g), np.repeat(models, g)))
             frag = frag.reshape(n, g)
@@ -268,7 +268,7 @@ class FGD(PublishedPolicy):
             if self.score_rule == "integer":
                 per_gpu = np.where(fits, fgd_score(before[:, None], frag), -1)
                 best = per_gpu.argmax(axis=1)  # first index with the best integer score
-                return per_gpu[np.arange(n), best].astype(np.float64), best
+                return per_gpu.max(axis=1).astype(np.float64), best
             frag = np.where(fits, frag, np.inf)
             best = frag.argmin(axis=1)
             return before - frag[np.arange(n), best], best
