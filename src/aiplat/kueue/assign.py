@@ -187,6 +187,7 @@ class Assigner:
         self.strategies = strategies
         self.plans = plans if plans is not None else {}
         self._pods_group = spec.group_of("pods")  # does the queue count pods?
+        self._never = spec.preemption.never  # no preemption candidate, ever
 
     def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
               pods: bool) -> Plan:
@@ -301,8 +302,9 @@ class Assigner:
         while_borrowing = pre.borrow_within_cohort != "Never" or (
             self.fair and pre.reclaim_within_cohort != "Never")
         if cq.nominal(fr) >= val or may_reclaim or while_borrowing:
-            victims = preempt.targets(tree, self.spec, self.wl, {fr}, {fr: val},
-                                      fair=self.fair, strategies=self.strategies)
+            victims = [] if self._never else preempt.targets(
+                tree, self.spec, self.wl, {fr}, {fr: val}, fair=self.fair,
+                strategies=self.strategies)
             if not victims:  # the tree is as it was: the same borrowing level
                 return _NO_CANDIDATES, borrow, why
             for t in victims:

@@ -85,6 +85,7 @@ class Buckets:
         self.shape_of: dict[str, int] = {}  # workload key -> its shape
         self._pin: list[str | None] = []  # per shape: the pool it is pinned to
         self._needs: dict[tuple[tuple[str, int], ...], dict[str, int]] = {}
+        self._need_of: dict[int, dict[str, int]] = {}  # the same, by id
         self._tas: list[bool] = []  # per shape: does it ask for topology-aware placement
         self._version = 0
         self.live: set[str] = set()  # ClusterQueues that may have an active workload
@@ -132,6 +133,7 @@ class Buckets:
                     need[r] = need.get(r, 0) + v
             # one dict per distinct need: buckets that differ in priority share it
             need = self._needs.setdefault(tuple(sorted(need.items())), need)
+            self._need_of[id(need)] = need
             b = buckets[sid] = _Bucket(need)
         heapq.heappush(b.active, (p.wl.created, p.wl.uid, p.wl.key, p.version))
         self._active[p.wl.cluster_queue].add(sid)
@@ -212,15 +214,15 @@ class Buckets:
         """A queue that cannot preempt admits on unused quota alone: of its buckets set
         aside, those (by need) that some flavor has room for; the others would be found
         inadmissible again (no need to ask), and are remembered as refused."""
-        buckets, refused = self.buckets[cq], self._refused[cq]
+        refused = self._refused[cq]
         back = []
         room: dict[str, int] | None = None
-        for nid, sids in self._asides[cq].items():
+        for nid in self._asides[cq]:
             if nid in refused:
                 continue
             if room is None:
                 room = self._room(cq)
-            if _fits(room, buckets[next(iter(sids))].need):
+            if _fits(room, self._need_of[nid]):
                 back.append(nid)
             else:
                 refused.add(nid)
