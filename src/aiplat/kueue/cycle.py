@@ -108,6 +108,18 @@ class Entry:
     targets: list[preempt.Target]
     status: str = ""  # skipped | preempting | admitted | inadmissible
 
+    def goes_back_active(self) -> bool:
+        """Kueue's requeue of a head the cycle did not admit (queue manager, requeueWorkload
+        with its RequeueReason): back in the heap at once when it was skipped or is
+        preempting, under StrictFIFO, or when its flavor assignment has flavors left to try
+        (a last-tried index that is not -1); otherwise inadmissible until quota is released
+        in its cohort tree. (A preempting head's flavor scan starts over: the queue clears
+        ``p.last`` after asking.)"""
+        last = self.p.last
+        return (self.status in ("skipped", "preempting")
+                or self.cq.queueing_strategy == "StrictFIFO"
+                or (last is not None and any(i != -1 for i in last.values())))
+
 
 class Queues(Protocol):
     """Extension point: the queue manager (Kueue's ``pkg/queue``), where pending workloads
@@ -244,12 +256,9 @@ class KueueQueues:
 
     def requeue(self, e: Entry) -> None:
         p = e.p
-        immediate = e.status in ("skipped", "preempting")
+        p.inadmissible = not e.goes_back_active()
         if e.status == "preempting":
             p.sticky, p.last = True, None
-        strict = e.cq.queueing_strategy == "StrictFIFO"
-        p.inadmissible = not (strict or immediate or (p.last is not None and any(
-            i != -1 for i in p.last.values())))
         if not p.inadmissible:
             self.push(p)
 

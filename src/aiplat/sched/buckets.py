@@ -230,13 +230,11 @@ class Buckets:
 
     def requeue(self, e: Entry) -> None:
         p = e.p
-        immediate = e.status in ("skipped", "preempting")
+        inadmissible = not e.goes_back_active()  # Kueue's rule (kueue.cycle)
         if e.status == "preempting":
             p.last = None
             self.first(p)
         strict = e.cq.queueing_strategy == "StrictFIFO"
-        inadmissible = not (strict or immediate or (p.last is not None and any(
-            i != -1 for i in p.last.values())))
         cq = e.cq.name
         never = self._never[cq]
         if (e.status == "skipped" and not strict and not p.sticky and never
