@@ -77,3 +77,52 @@ def test_sim_replay_shows_a_snapshots_names_escaped(
     assert "\x1b" not in io.out + io.err and RLO not in io.out + io.err
     assert "\\x1b]0;PWNED" in io.out  # the table (its cells may wrap)
     assert "\\x1b]0;PWNED\\x07\\x1b[2J\\u202e[/x]" in io.err  # the not-replayed warning
+
+
+def test_plan_refuses_paths_its_documents_would_quote_raw(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The spec's path and -d land in the report and the runbook's commands (the red team's
+    fourth round: report.md, runbook.md and their HTML carried ESC, BEL and U+202E)."""
+    from aiplat.spec import example_text
+
+    spec = tmp_path / f"sp{ESC}{RLO}.yaml"
+    spec.write_text(example_text())
+    assert main(["plan", str(spec), "-d", str(tmp_path / "out")]) == 2
+    assert main(["plan", "-d", str(tmp_path / f"out{ESC}")]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and RLO not in err
+    assert "SPEC '" in err and "-d '" in err and "holds a control or format character" in err
+    assert not list(tmp_path.glob("out*"))  # nothing written
+
+
+def test_success_lines_show_file_names_escaped(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from aiplat.spec import example_text
+
+    spec = tmp_path / f"sp{RLO}.yaml"
+    spec.write_text(example_text())
+    assert main(["spec", "validate", str(spec)]) == 0
+    out = capsys.readouterr().out
+    assert RLO not in out and "sp\\u202e.yaml: valid" in out
+
+
+def test_why_pending_shows_a_snapshots_names_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    from aiplat.samples import get
+
+    get("snapshot-tas-rack-too-small", tmp_path / "snap")
+    wl = tmp_path / "snap" / "workloads.json"
+    doc = json.loads(wl.read_text())
+    for w in doc["items"]:
+        w["metadata"]["name"] += f"{ESC}{RLO}"
+    wl.write_text(json.dumps(doc))
+    for fmt in ("table", "yaml", "json"):
+        main(["kube", "why-pending", "pretrain-big", "-n", "research", "--snapshot",
+              str(tmp_path / "snap"), "-o", fmt])
+        io = capsys.readouterr()
+        assert "\x1b" not in io.out + io.err and RLO not in io.out + io.err, fmt
+        assert "PWNED" in io.out, fmt
+        back = yaml.safe_load(io.out) if fmt != "table" else None
+        assert back is None or any(f"{ESC}{RLO}" in str(v) for v in back.values())  # kept

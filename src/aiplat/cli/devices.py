@@ -213,7 +213,7 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
             click.echo("".join(diff) or f"{path}: unchanged\n", nl=False)
         else:
             atomic_write(path, new, 0o644)
-            click.echo(f"wrote {path} ({len(doc['devices'])} devices, "
+            click.echo(f"wrote {shown(str(path))} ({len(doc['devices'])} devices, "
                        f"cdiVersion {doc['cdiVersion']})", err=True)
 
 
@@ -389,8 +389,8 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
             raise AiplatError(f"cannot write {real}: {e.strerror}; nothing was changed. To"
                               " fix: run as root, or free space on its file system") from None
         via = f" (the target of the symlink {path})" if os.path.islink(path) else ""
-        click.echo(f"wrote {real}{via} ({len(m.changes)} changes); restart {name} to apply",
-                   err=True)
+        click.echo(f"wrote {shown(f'{real}{via}')} ({len(m.changes)} changes); restart {name} "
+                   "to apply", err=True)
 
 
 # ---------------------------------------------------------------------------- sharing

@@ -17,6 +17,7 @@ import click
 
 from aiplat.errors import InputError
 from aiplat.spec.models import Platform
+from aiplat.text import shown
 
 OUTPUT = click.option("-o", "--output", "output", type=click.Choice(["table", "json"]),
                       default="table", show_default=True, help="stdout format")
@@ -58,7 +59,7 @@ def _write_docs(out_dir: str | None, doc: Any) -> None:
 
     written = write_tree(out_dir, {"matrix.md": render_markdown(doc),
                                    "matrix.html": render_html(doc)})
-    click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(f"wrote {shown(', '.join(str(p) for p in written))}", err=True)
 
 
 @matrix_group.command("show")
@@ -312,7 +313,7 @@ def _emit_record(rec: Any, output: str, out_dir: str | None) -> None:
         written = write_tree(out_dir, {
             "acceptance.json": json.dumps(rec.dump(), indent=2) + "\n",
             "acceptance.md": render_markdown(doc), "acceptance.html": render_html(doc)})
-        click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+        click.echo(f"wrote {shown(', '.join(str(p) for p in written))}", err=True)
 
 
 def _load(path: str) -> Any:
@@ -380,4 +381,4 @@ def accept_report(record: str, out_dir: str) -> None:
     doc = acceptance_document(rec)
     written = write_tree(out_dir, {"acceptance.md": render_markdown(doc),
                                    "acceptance.html": render_html(doc)})
-    click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(f"wrote {shown(', '.join(str(p) for p in written))}", err=True)

@@ -32,6 +32,7 @@ from aiplat.kube.inventory import Inventory
 from aiplat.kube.yamlout import dump_value
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.spec.models import Platform
+from aiplat.text import shown
 
 OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
                       default="table", show_default=True, help="format of stdout")
@@ -49,8 +50,8 @@ def _emit(fmt: str, data: Any, table: list[str]) -> None:
     elif fmt == "yaml":
         click.echo(dump_value(data), nl=False)
     else:
-        for line in table:
-            click.echo(line)
+        for text in table:  # lines quote the tree's or snapshot's names: terminal-safe
+            click.echo(shown(text))
 
 
 @click.group()
@@ -87,8 +88,8 @@ def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
     _emit(fmt, data, [f"{'layer':<10} objects"]
           + [f"{k:<10} {v:>7}" for k, v in per_layer.items()]
           + [f"{'total':<10} {sum(per_layer.values()):>7}"])
-    click.echo(f"wrote {len(files)} files under {out_dir} in {time.perf_counter() - t0:.2f} s",
-               err=True)
+    click.echo(f"wrote {len(files)} files under {shown(str(out_dir))} in "
+               f"{time.perf_counter() - t0:.2f} s", err=True)
 
 
 @kube.command("validate")

@@ -21,6 +21,7 @@ from aiplat.node.placement import evaluate_placement
 from aiplat.node.render import check_table, dump, inventory_table, placement_table
 from aiplat.spec import load_platform
 from aiplat.spec.models import Platform
+from aiplat.text import shown
 
 OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
                       default="table", show_default=True, help="format on stdout")
@@ -204,7 +205,7 @@ def baseline_record(  # noqa: PLR0917
         click.echo(f"{name:18} {m.median:12,.1f} {m.unit:8} ±{m.mad:,.1f} (MAD)  {m.method}")
     for name, why in b.skipped.items():
         click.echo(f"{name:18} skipped: {why}")
-    info(f"wrote {out}")
+    info(f"wrote {shown(str(out))}")
 
 
 def _matched_entry(spec: str | None, pool: str | None) -> str | None:
@@ -332,7 +333,7 @@ def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | N
     click.echo(script, nl=False)
     if out:
         atomic_write(out, script, mode=0o755)
-        click.echo(f"wrote {out}; review it, then run it as root", err=True)
+        click.echo(f"wrote {shown(str(out))}; review it, then run it as root", err=True)
 
 
 @node.command()

@@ -26,6 +26,7 @@ from aiplat.plan import build_plan
 from aiplat.report import render_html, render_markdown
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.spec.models import Platform
+from aiplat.text import shown
 
 
 def _platform(spec: str | None) -> Platform:
@@ -66,7 +67,7 @@ def monitoring_render(spec: str | None, out_dir: str, discovery: str) -> None:
         names = ", ".join(a.name for a in g.alerts)
         records = len(g.rules) - len(g.alerts)
         click.echo(f"{g.name}: {len(g.alerts)} alerts, {records} recording rules — {names}")
-    click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(f"wrote {shown(', '.join(str(p) for p in written))}", err=True)
     checks = " && ".join(cmd for _, cmd in verify_commands(mode))
     click.echo(f"check: cd {shlex.quote(out_dir)} && {checks}", err=True)
     for note in verify_notes(mode):
@@ -102,6 +103,6 @@ def runbook(spec: str | None, out_dir: str, strict: bool) -> None:
     open_items = gaps(platform)
     for item in open_items:
         click.echo(f"warning: {item}", err=True)
-    click.echo(f"wrote {', '.join(str(p) for p in written)}", err=True)
+    click.echo(f"wrote {shown(', '.join(str(p) for p in written))}", err=True)
     if strict and open_items:
         sys.exit(1)

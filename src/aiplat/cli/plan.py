@@ -24,6 +24,7 @@ from aiplat.ops.plan_outputs import plan_outputs
 from aiplat.plan import Plan
 from aiplat.sched.metrics import SimResult
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
+from aiplat.text import shown
 
 
 @click.command()
@@ -54,6 +55,12 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     from aiplat.kube.validate import check_version
 
     t0 = time.perf_counter()
+    for what, path in (("SPEC", spec), ("-d", out_dir)):
+        # Both are written into the report and the runbook's commands: text, not terminal
+        # control (a path with an escape sequence would replay it wherever they are read).
+        if path and not path.isprintable():
+            raise InputError(f"{what} '{shown(path)}' holds a control or format character "
+                             "(fix: rename it; the plan's documents quote it)")
     k8s_versions = tuple(check_version(v) for v in k8s_versions)
     catalog = load_catalog()
     platform = (load_platform(spec, catalog) if spec
@@ -78,7 +85,7 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     click.echo(_kube_line(out.kube), err=True)
     elapsed = time.perf_counter() - t0
     click.echo(f"wrote plan.json, report.md, report.html, kube/, matrix/, runbook/, monitoring/ "
-               f"({len(out.files)} files) to {out_dir} in {elapsed:.2f} s", err=True)
+               f"({len(out.files)} files) to {shown(out_dir)} in {elapsed:.2f} s", err=True)
     if not out.ok:
         sys.exit(1)
 

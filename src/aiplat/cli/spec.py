@@ -7,6 +7,7 @@ import json
 import click
 
 from aiplat.spec import Platform, example_text, load_platform
+from aiplat.text import shown
 
 
 @click.group()
@@ -27,7 +28,7 @@ def validate(file: str) -> None:
     p = load_platform(file)
     gpus = sum(pool.gpus for pool in p.pools)
     click.echo(
-        f"{file}: valid ({len(p.pools)} pools, {gpus} GPUs, {len(p.tenants)} tenants, "
+        f"{shown(file)}: valid ({len(p.pools)} pools, {gpus} GPUs, {len(p.tenants)} tenants, "
         f"{len(p.workloads)} workloads)"
     )
 

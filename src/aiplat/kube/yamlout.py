@@ -70,6 +70,18 @@ def load_docs(text: str) -> list[dict[str, Any]]:
 
 
 def dump_value(value: Any) -> str:
-    """Any data (e.g. a list of findings) as one YAML document, with the same quoting."""
+    """Any data (e.g. a list of findings) as one YAML document, with the same quoting; for a
+    terminal: when some text holds a control or format character (a bidi override, which
+    YAML counts printable and would write raw), the document is ASCII with escapes."""
     return yaml.dump(value, Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     width=100, allow_unicode=True)
+                     width=100, allow_unicode=not _unprintable(value))
+
+
+def _unprintable(value: Any) -> bool:
+    if isinstance(value, str):
+        return not value.replace("\n", "").isprintable()
+    if isinstance(value, Mapping):
+        return any(_unprintable(k) or _unprintable(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_unprintable(v) for v in value)
+    return False
