@@ -138,6 +138,7 @@ class Host(Protocol):
     def exists(self, path: str) -> bool: ...
     def executable(self, path: str) -> bool: ...
     def real(self, path: str) -> str: ...  # ``path`` with the host's symlinks resolved
+    def link(self, path: str) -> str | None: ...  # the link's target at ``path``; None: no link
     # the first part of ``path`` (itself or a directory above) a user other than root can
     # write; None when only root can change it
     def replaceable(self, path: str) -> str | None: ...
@@ -339,7 +340,22 @@ def validate_spec(doc: object, file: str, host: Host | None = None) -> list[Find
     hooks = _hooks(doc)
     for w, _, problem in escape.link_problems([(at, h) for _, at, h in hooks]):
         c.escapes(hooks[w][0], hooks[w][1], [problem])
+    mounts = [(at, m, c.real(m.get("hostPath"))) for at, m in _mounts(doc)]
+    # a host object without link() (a test's stand-in) has no view of the host's links
+    link = getattr(c.host, "link", None) if c.host is not None else None
+    for w, problem in escape.mount_link_problems([(at, h) for _, at, h in hooks], mounts,
+                                                 link):
+        c.escapes(hooks[w][0], hooks[w][1], [problem])
     return c.out
+
+
+def _mounts(doc: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """Every mount of the spec, its devices' and the spec-level edits': (at, mount)."""
+    edits = [(f"devices[{i}].containerEdits", d.get("containerEdits"))
+             for i, d in enumerate(_list(doc.get("devices"))) if isinstance(d, Mapping)]
+    edits.append(("containerEdits", doc.get("containerEdits")))
+    return [(f"{at}.mounts[{j}]", m) for at, e in edits if isinstance(e, Mapping)
+            for j, m in enumerate(_list(e.get("mounts"))) if isinstance(m, Mapping)]
 
 
 def _hooks(doc: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:

@@ -1,8 +1,8 @@
 """What in a CDI spec hands the host to a container, or to whoever wrote the spec.
 
 Pure: each function takes one spec entry (a mount, a hook, a device node) as decoded, and
-optionally the host's real path for it, or (``link_problems``) the hooks that meet in one
-container, and returns ``Problem``s; ``aiplat.devices.cdi``
+optionally the host's real path for it, or (``link_problems``, ``mount_link_problems``)
+the hooks and mounts that meet in one container, and returns ``Problem``s; ``aiplat.devices.cdi``
 reports them in its ``host-check`` class. The reference loader accepts every one of these
 specs; the runtime would then, as root:
 
@@ -27,7 +27,10 @@ specs; the runtime would then, as root:
   all the hooks a container may get, from one spec or several): create-symlinks writes an
   absolute target as given, and chmod follows it on the host (``--link
   /etc/shadow::/usr/lib/x`` then ``chmod --path /usr/lib/x``), as does a chmod run after
-  the container started through whatever link the container made.
+  the container started through whatever link the container made;
+- let chmod act on the host through a host link in a bind of a host folder
+  (``mount_link_problems``: in the root the bind is the host folder, and a link there to an
+  absolute target resolves from the host's root, ``ro`` or not).
 
 Allow-lists, not deny-lists, for what a device needs (hooks, file system types, device
 nodes): the programs and devices that hand the host over are too many to list. Binds are the
@@ -42,7 +45,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as _field
 from typing import Any, Literal
@@ -896,6 +899,98 @@ def _written(h: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     if call.sub == "update-ldcache" and any(n == "folder" and v for n, v, _ in call.flags):
         return [(LDSO_CONF_D, f"args[{call.at}]", False)]  # no folder: it writes nothing
     return []
+
+
+def mount_link_problems(hooks: Sequence[tuple[str, Mapping[str, Any]]],
+                        mounts: Sequence[tuple[str, Mapping[str, Any], str | None]],
+                        link: Callable[[str], str | None] | None) -> list[
+        tuple[int, Problem]]:
+    """Host-side hooks whose chmod path lies in a bind of a host folder, through a link the
+    host has there. ``hooks`` as for ``link_problems``; ``mounts``: every mount a container
+    may get, each with where it is and its host path as the host resolves it (None: as
+    written); ``link``: the host's link target at a host path (None: not a link), or None
+    without a host view. Each problem: (the hook's index, the Problem).
+
+    chmod acts in the container's mount namespace before pivot_root: in the root, the bind
+    is the host folder itself, and a link in it with an absolute target resolves from the
+    host's root (one climbing above the mount continues in the image's files), so the mode
+    lands on a host file, whatever 'ro' says of the mount. Without a host view a chmod under
+    such a bind is a warning, except under /dev (nvidia-ctk chmods /dev/dri and
+    /dev/nvidia-caps, and /dev's links are the driver's)."""
+    binds = [(normal(cp), normal(real or hp), hp, at) for at, m, real in mounts
+             if is_bind(m) and isinstance(cp := m.get("containerPath"), str)
+             and cp.startswith("/") and isinstance(hp := m.get("hostPath"), str)
+             and hp.startswith("/")]
+    out: list[tuple[int, Problem]] = []
+    for i, (_, h) in enumerate(hooks):
+        if h.get("hookName") not in _HOST_HOOKS:
+            continue
+        for path, fld, chmod in _written(h):
+            where = normal(path)
+            # the deepest bind holding the path strictly below its mount point is the one
+            # the path goes through (pkg/cdi sorts mounts by depth; a mount point itself is
+            # its resolved source, no link)
+            under = [b for b in binds if where != b[0] and _within(where, b[0])]
+            if not chmod or not under or (link is None and _within(where, "/dev")):
+                continue
+            cp, start, hp, at = max(under, key=lambda b: len(_parts(b[0])))
+            said = (f"chmod's --path '{_short(path)}' lies in the bind of the host's "
+                    f"{_short(hp)} at {_short(cp)} ({at})")
+            if link is None:
+                out.append((i, Problem(fld, f"{said}: a link there on the host leads chmod, "
+                                       "as root, to any host file; not checked without a "
+                                       "host view", "run `cdi validate` on the host, or with "
+                                       "--root of its tree", "warning")))
+                continue
+            left = _host_walk(_parts(where[len(cp):]), start, link)
+            if left is not None:
+                out.append((i, Problem(fld, f"{said}: {left}", _MOUNT_LINK_FIX)))
+    return out
+
+
+_MOUNT_LINK_FIX = ("chmod only what the spec itself creates (nvidia-ctk chmods /dev/dri and "
+                   "/dev/nvidia-caps), or bind the file itself rather than the folder that "
+                   "holds the link")
+
+
+def _host_walk(rest: list[str], top: str, link: Callable[[str], str | None]) -> str | None:
+    """``rest`` walked on the host from the mount's host folder ``top`` as the kernel walks
+    it: how it leaves the mount (a link to an absolute target, or one climbing above
+    ``top``), or None when it stays in it (or loops: ELOOP, chmod fails)."""
+    todo = rest[::-1]
+    cur = top
+    hops = 0
+    last = ("", "")
+    while todo:
+        c = todo.pop()
+        if c == "..":
+            if cur == top:  # only a link's target climbs: the path itself is normalised
+                return (f"the host's link {_short(last[0])} points to '{_short(last[1])}', "
+                        "which climbs out of the mount into the container's own files: "
+                        "whatever the image has there decides what chmod changes, as root "
+                        "on the host")
+            cur = posixpath.dirname(cur)
+            continue
+        nxt = posixpath.join(cur, c)
+        target = link(nxt)
+        if target is None:
+            cur = nxt
+            continue
+        hops += 1
+        if hops > _MAX_HOPS:
+            return None
+        last = (nxt, target)
+        if target.startswith("/") and _within(normal(target), top) and top != "/":
+            cur = top  # from the host's root back into the same folder: still the mount's
+            todo.extend(_parts(normal(target)[len(top):])[::-1])
+        elif target.startswith("/"):
+            reached = normal("/".join([target, *todo[::-1]]))
+            return (f"the host's link {_short(nxt)} points to '{_short(target)}': chmod "
+                    "follows it from the host's root, as root, so it changes the host's "
+                    f"{_short(reached)} ('ro' does not help: it lies outside the mount)")
+        else:
+            todo.extend(_parts(target)[::-1])
+    return None
 
 
 def _through_message(chmod: bool, path: str, left: _Left, made: str) -> str:

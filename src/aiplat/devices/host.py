@@ -124,6 +124,14 @@ class RealHost:
         top = os.path.realpath(self.root)
         return "/" + os.path.relpath(real, top) if real.startswith(top + os.sep) else real
 
+    def link(self, path: str) -> str | None:
+        """The target of the link at ``path`` under ``root``, as written (an absolute one is
+        the host's path, not the tree's); None when it is not a link or cannot be read."""
+        try:
+            return os.readlink(_under(self.root, path))
+        except (OSError, ValueError):
+            return None
+
     def replaceable(self, path: str) -> str | None:
         """The first part of ``path`` (resolved; itself, else the nearest directory above)
         a user other than root could write: not owned by root, writable by others, or by a
