@@ -1,4 +1,4 @@
-"""Issue #40, the red team's fourth round on CDI specs (material: /tmp/redteam4, G7): a
+"""Issue #38, the red team's fourth round on CDI specs (/tmp/redteam4, G7, its #40): a
 read-only bind of a host library folder (/usr/lib/x86_64-linux-gnu at /usr/lib/nv) and a
 createContainer chmod of /usr/lib/nv/libblas.so.3, where on the host libblas.so.3 ->
 /etc/shadow (the shape /etc/alternatives gives Debian's libblas).
