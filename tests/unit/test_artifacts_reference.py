@@ -21,6 +21,7 @@ from aiplat.artifacts.modelpack import (
 )
 from aiplat.artifacts.reference import (
     canonical_host,
+    check_digest,
     parse_reference,
     sha256_digest,
     signature_tag,
@@ -125,3 +126,33 @@ def test_sizes_are_ascii_digits() -> None:
     for text in ("\u0665\u0660G", "\uff15\uff10G", "5\u0660M"):  # Arabic-Indic, full-width
         with pytest.raises(ArtifactInputError):
             parse_size(text)
+
+
+H = "a" * 64
+
+
+@pytest.mark.parametrize("text", [
+    "127.0.0.1:5000/m\n:1", f"127.0.0.1:5000/m:1\n@sha256:{H}", "127.0.0.1:5000\n/m:1",
+])
+def test_a_trailing_newline_is_not_part_of_a_name(text: str) -> None:
+    # re.match with "$" matches before a final newline; every check is a full match (the
+    # text's own ends are stripped, as a shell's newline).
+    with pytest.raises(ArtifactInputError):
+        parse_reference(text)
+
+
+def test_a_digest_with_a_trailing_newline_is_refused() -> None:
+    with pytest.raises(ArtifactInputError):
+        check_digest(f"sha256:{H}\n")
+    body = json.dumps({"schemaVersion": 2,
+                       "mediaType": "application/vnd.oci.image.manifest.v1+json",
+                       "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                                  "digest": f"sha256:{H}", "size": 2},
+                       "layers": [{"mediaType": "application/octet-stream",
+                                   "digest": f"sha256:{H}\n", "size": 2}]}).encode()
+    with pytest.raises(ArtifactError):
+        Manifest.from_bytes(body)
+
+
+def test_a_size_with_a_trailing_newline_reads_as_before() -> None:
+    assert parse_size("2G\n") == parse_size("2G")

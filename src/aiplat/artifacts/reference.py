@@ -27,6 +27,7 @@ _COMPONENT = r"[a-z0-9]+(?:(?:\.|_|__|-+)[a-z0-9]+)*"
 _REPO_RE = re.compile(rf"^{_COMPONENT}(?:/{_COMPONENT})*$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$")
 _DIGEST_RE = re.compile(r"^(sha256:[a-f0-9]{64}|sha512:[a-f0-9]{128})$")
+# Each pattern is used with fullmatch: "$" alone also matches before a final newline.
 # A registry host is "localhost" or has a dot or a port (as Docker decides), or is [IPv6];
 # DNS labels are ASCII letters, digits and inner hyphens (Docker's domain grammar), so
 # nothing reaches the HTTP client that it cannot make a URL of. Digits are ASCII: ``\d``
@@ -47,7 +48,7 @@ _AT_PART = re.compile(r"0[xX][0-9a-fA-F]*|0[0-7]*|[1-9][0-9]*")
 
 def check_digest(digest: str) -> str:
     """Return ``digest`` if it is a valid sha256/sha512 digest, else raise ArtifactInputError."""
-    if not _DIGEST_RE.match(digest):
+    if not _DIGEST_RE.fullmatch(digest):
         raise ArtifactInputError(
             f"{digest!r} is not a digest; expected sha256:<64 hex> (or sha512:<128 hex>)"
         )
@@ -101,7 +102,7 @@ def parse_registry(text: str) -> str:
     unspecified address (``0.0.0.0``, ``[::]``), which is this machine by another name."""
     fix = ("write HOST[:PORT], e.g. 127.0.0.1:5000 or registry.example.com (a DNS name,"
            " an IP address or [IPv6], and a port from 1 to 65535)")
-    m = _HOST_RE.match(text)
+    m = _HOST_RE.fullmatch(text)
     if m is None or len(m.group("name") or "") > 253:
         raise ArtifactInputError(f"{text!r} is not a registry host; {fix}")
     if m.group("v6") is not None:
@@ -264,12 +265,12 @@ def parse_reference(text: str) -> Reference:
     tag = None
     if ":" in rest:
         rest, tag = rest.rsplit(":", 1)
-        if not _TAG_RE.match(tag):
+        if not _TAG_RE.fullmatch(tag):
             raise ArtifactInputError(
                 f"reference {text!r}: tag {tag!r} is invalid (letters, digits, '._-', at most"
                 f" 128, not starting with '.' or '-'); {fix}"
             )
-    if not _REPO_RE.match(rest):
+    if not _REPO_RE.fullmatch(rest):
         raise ArtifactInputError(
             f"reference {text!r}: repository {rest!r} is invalid (lower-case path components"
             f" separated by '/'); {fix}"

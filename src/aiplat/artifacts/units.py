@@ -19,7 +19,7 @@ _SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$", re.ASCII)
 
 
 def parse_size(text: str, what: str = "size") -> int:
-    m = _SIZE_RE.match(text)
+    m = _SIZE_RE.fullmatch(text)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
         raise ArtifactInputError(
