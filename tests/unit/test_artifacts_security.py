@@ -207,8 +207,23 @@ def _hostile(fake: FakeRegistry, case: str) -> list[Descriptor]:
         "tar-c1-name": lambda: [w, tar_layer(fake, [member("c\x9b.json")])],
         "annotation-not-a-string": lambda: [Descriptor(
             WEIGHT_RAW, put_blob(fake, b"1"), 1, {FILEPATH: ["../../x"]})],  # type: ignore[dict-item]
+        # The red team's tar_pax_uid and tar_pax_sparse (round 4, G5): tarfile raised
+        # OverflowError (os.utime) or ValueError (the sparse map), not a TarError.
+        "tar-pax-mtime-1e30": lambda: [w, tar_layer(fake, [_pax("c.json", mtime="1e30")])],
+        "tar-pax-mtime-nan": lambda: [w, tar_layer(fake, [_pax("c.json", mtime="nan")])],
+        "tar-pax-mtime-inf": lambda: [w, tar_layer(fake, [_pax("c.json", mtime="inf")])],
+        "tar-pax-mtime-30-digits": lambda: [w, tar_layer(fake, [_pax("c.json", mtime="9" * 30)])],
+        "tar-gnu-sparse-1.0-broken-map": lambda: [w, tar_layer(fake, [_pax(
+            "c.json", **{"GNU.sparse.major": "1", "GNU.sparse.minor": "0",
+                         "GNU.sparse.name": "s.json", "GNU.sparse.realsize": "10"})])],
     }
     return cases[case]()
+
+
+def _pax(name: str, **headers: str) -> Member:
+    info, body = member(name)
+    info.pax_headers = headers
+    return info, body
 
 
 def _latin1_tar(name: str) -> bytes:
@@ -228,7 +243,8 @@ HOSTILE = ["file-then-dir", "dir-then-file", "same-path-twice", "5000-char-name"
            "tar-fifo", "tar-5000-char-name", "tar-file-under-weight", "tar-twice-same-file",
            "tar-not-a-tar", "tar-file-then-weight-below", "surrogate-path", "c1-path",
            "bidi-path", "newline-path", "tar-non-utf8-name", "tar-c1-name",
-           "annotation-not-a-string"]
+           "annotation-not-a-string", "tar-pax-mtime-1e30", "tar-pax-mtime-nan",
+           "tar-pax-mtime-inf", "tar-pax-mtime-30-digits", "tar-gnu-sparse-1.0-broken-map"]
 NAMED = {"surrogate-path", "c1-path", "bidi-path", "newline-path", "tar-non-utf8-name",
          "tar-c1-name", "annotation-not-a-string"}
 # Paths wrong in the manifest itself are refused before a byte of the model moves.

@@ -456,7 +456,8 @@ class Cache:
             return _extra_file(snap, expected)
         except FileNotFoundError as e:
             return f"{e.filename} is missing"
-        except (OSError, tarfile.TarError, ManifestError) as e:
+        except (OSError, tarfile.TarError, ValueError, OverflowError, EOFError,
+                ManifestError) as e:  # what tarfile raises on a hostile header (pull._TAR_ERRORS)
             return str(e)[:200]
 
     def verify(self, quarantine: bool = True) -> VerifyResult:

@@ -268,6 +268,12 @@ def _tar_kind(member: tarfile.TarInfo) -> str:
     return "" if member.isreg() or member.isdir() else f"of tar type {member.type!r}"
 
 
+# What tarfile raises on a hostile header besides TarError: ValueError from its own parsing
+# (a GNU sparse 1.0 map, a name that does not decode) and from os.utime (a PAX mtime of nan),
+# OverflowError from os.utime (a PAX mtime of 1e30 or inf), EOFError from a short read.
+_TAR_ERRORS = (tarfile.TarError, ValueError, OverflowError, EOFError)
+
+
 def _unpack(blob: Path, dest: Path, where: str, written: set[str]) -> None:
     """Extract one config tar into ``dest``: plain files and directories only, each path
     safe and written once (by any layer)."""
@@ -288,7 +294,7 @@ def _unpack(blob: Path, dest: Path, where: str, written: set[str]) -> None:
     try:
         with tarfile.open(blob, mode="r:") as tar:
             tar.extractall(dest, filter=only_plain)
-    except tarfile.TarError as e:
+    except _TAR_ERRORS as e:
         raise ManifestError(f"{where}: not a usable tar layer ({str(e)[:200]});"
                             " refusing the model") from None
 
