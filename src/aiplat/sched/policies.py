@@ -196,7 +196,7 @@ class _KubeFit(_Scored):
     most = False
     _state: ClusterState | None = None
     _static: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, bool] | None = None
-    _lists: tuple[list[int], list[int], list[bool], list[int], list[int]] | None = None
+    _lists: tuple[bool, list[int], list[int], list[bool], list[int], list[int]] | None = None
 
     def _capacities(self, state: ClusterState) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                          np.ndarray, bool]:
@@ -213,20 +213,27 @@ class _KubeFit(_Scored):
     def place(
         self, state: ClusterState, req: Request, rng: np.random.Generator
     ) -> Placement | None:
-        if req.num_gpu or len(state) > SMALL_CLUSTER or not state.cpu_cap.all():
+        if req.num_gpu or len(state) > SMALL_CLUSTER or not self._small(state)[0]:
             return super().place(state, req, rng)
         return self._place_small(state, req, rng)
+
+    def _small(self, state: ClusterState) -> tuple[bool, list[int], list[int], list[bool],
+                                                   list[int], list[int]]:
+        """:meth:`_capacities` as lists, and whether every node has CPU (else numpy's 0/0)."""
+        mem_cap, has_gpu, gcap, dims, _ = self._capacities(state)
+        if self._lists is None:
+            cpu_cap = state.cpu_cap.tolist()
+            self._lists = (all(cpu_cap), cpu_cap, mem_cap.tolist(), has_gpu.tolist(),
+                           gcap.tolist(), dims.tolist())
+        return self._lists
 
     def _place_small(
         self, state: ClusterState, req: Request, rng: np.random.Generator
     ) -> Placement | None:
         """:meth:`scores` and :func:`_pick` node by node, in Python floats (IEEE doubles as
         numpy's, the same operations in the same order: the same scores, the same draws)."""
-        mem_cap, has_gpu, gcap, dims, any_gpu = self._capacities(state)
-        if self._lists is None:
-            self._lists = (state.cpu_cap.tolist(), mem_cap.tolist(), has_gpu.tolist(),
-                           gcap.tolist(), dims.tolist())
-        cpu_cap, mem_l, gpu_l, gcap_l, dims_l = self._lists
+        _, cpu_cap, mem_l, gpu_l, gcap_l, dims_l = self._small(state)
+        any_gpu = any(gpu_l)
         cpu, mem = req.cpu_milli, req.memory_mib
         cpu_free, mem_free = state.cpu_free.tolist(), state.mem_free.tolist()
         total_free = state.total_free.tolist() if any_gpu else None
