@@ -18,8 +18,11 @@ objects judged may then differ from what kustomize builds. A resource outside th
 warning, not followed.
 
 A directory without one is read as every ``*.yaml``/``*.yml``/``*.json`` below it, as
-``kubectl apply -R -f`` does (links out of the tree refused). ``cluster/nodes/inventory.yaml``
-(written by render) is returned separately, never as a manifest.
+``kubectl apply -R -f`` does (links out of the tree refused), a ``kustomization.yaml`` below
+the root included; a Kustomization (or Component) document there is an input error, since
+kubectl cannot apply it. In either mode a ``*List``'s items are unpacked at any depth, as
+kustomize does. ``cluster/nodes/inventory.yaml`` (written by render) is returned separately,
+never as a manifest; it must hold one document (kubectl would apply any others).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from aiplat.kube.inventory import Inventory
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 INVENTORY = "cluster/nodes/inventory.yaml"
 KUSTOMIZATIONS = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+_KUSTOMIZE_API = "kustomize.config.k8s.io/"  # Kustomization's and Component's group
 _log = logging.getLogger(__name__)
 # What a kustomization holds that aiplat models, or that changes no object.
 _MODELLED = {"apiVersion", "kind", "metadata", "resources", "bases", "namespace",
@@ -47,7 +51,10 @@ _REMOTE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://|git@|(github\.com|gitlab\.co
 
 
 def _read_docs(path: Path) -> list[Any]:
-    """The Kubernetes objects in one file: each a mapping; a ``List``'s items unpacked."""
+    """The Kubernetes objects in one file: each a mapping; a ``List``'s items unpacked, at any
+    depth, as kustomize does (``api/resource/factory.go``, inlineAnyEmbeddedLists): a List
+    inside a List hid its objects when one level was unpacked. The depth is bounded by the
+    readers' ``inputs.MAX_DEPTH`` (a deeper file is refused when read)."""
     what = "Kubernetes manifests"
     docs = [inputs.load_json(path, what)] if path.suffix == ".json" \
         else inputs.load_yaml_all(path, what)
@@ -58,14 +65,17 @@ def _read_docs(path: Path) -> list[Any]:
             raise InputError(f"{where}: a manifest must be a mapping (an object with "
                              f"apiVersion and kind), not {type(doc).__name__} (fix: remove or "
                              "correct it)")
-        if str(doc.get("kind", "")).endswith("List") and "items" in doc:
-            items = doc.get("items")
-            if not isinstance(items, list) or not all(isinstance(o, dict) for o in items):
-                raise InputError(f"{where}: a {doc.get('kind')}'s items must be a list of "
+        todo = [doc]  # depth first, so the objects keep the file's order
+        while todo:
+            o = todo.pop()
+            if not (str(o.get("kind", "")).endswith("List") and "items" in o):
+                out.append(o)
+                continue
+            items = o.get("items")
+            if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+                raise InputError(f"{where}: a {o.get('kind')}'s items must be a list of "
                                  "objects (fix: correct 'items')")
-            out.extend(items)
-        else:
-            out.append(doc)
+            todo.extend(reversed(items))
     return out
 
 
@@ -241,17 +251,28 @@ def read_tree(directory: str | Path) -> tuple[list[tuple[str, Any]], Inventory |
     if kustomization_file(root) is not None:
         items = _kustomized(real_root, real_root, (real_root,))
     else:
+        # Every file `kubectl apply -R -f` reads, one named kustomization.yaml included: kubectl
+        # applies what it holds (skipping it hid a ClusterRoleBinding there).
         for path in sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml", ".json")):
             rel = str(path.relative_to(root))
-            if rel == INVENTORY or path.name in KUSTOMIZATIONS:
+            if rel == INVENTORY:
                 continue
             if not path.resolve().is_relative_to(real_root):
                 raise InputError(f"{path}: a link out of the tree (to {path.resolve()}) (fix: "
                                  "copy the file into the tree)")
-            items.extend((rel, d) for d in _read_docs(path))
+            for d in _read_docs(path):
+                if str(d.get("apiVersion", "")).startswith(_KUSTOMIZE_API):
+                    raise InputError(
+                        f"{path}: a {d.get('kind')} in {root}, a tree with no kustomization "
+                        "at its root: `kubectl apply -R -f` cannot apply it (no such kind in "
+                        "a cluster), and what it builds is not what the files say (fix: lint "
+                        f"the folder that holds it, or {_fix_build(path.parent)})")
+                items.append((rel, d))
     inv_path = root / INVENTORY
     inventory = None
     if inv_path.exists():
-        docs = _read_docs(inv_path)
-        inventory = Inventory.from_dict(docs[0], str(inv_path)) if docs else None
+        # One document, as --inventory's: `kubectl apply -R -f` applies any after it, which
+        # lint would not judge.
+        inv = inputs.load_yaml(inv_path, "a node inventory (YAML)")
+        inventory = Inventory.from_dict(inv, str(inv_path)) if inv is not None else None
     return items, inventory
