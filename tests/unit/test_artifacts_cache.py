@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -159,3 +160,77 @@ def test_a_cached_manifest_aiplat_now_refuses_is_a_modified_snapshot_not_an_erro
     result = cache.verify(quarantine=False)
     assert result.modified_snapshots == [old] and not result.clean
     assert cache.verify().removed_snapshots == [old] and cache.snapshot_digests() == sorted(digests)
+
+
+# ---------------------------------------------------------------- a snapshot others can write
+# The red team's c3 (round 4, G4): snapshots/<hex> replaced by a symlink to a world-writable
+# folder holding a hard link to the weights and a 0666 copy of config.json passed verify and
+# warm pulls, and a server started from the pulled path read files anyone could change.
+
+
+@pytest.fixture
+def one(tmp_path: Path) -> tuple[RegistryClient, Cache, str]:
+    fake = FakeRegistry()
+    c = RegistryClient(HOST, transport=fake.transport, retry=RetryPolicy(backoff=0))
+    d = _model(tmp_path, "m", 1000)
+    (d / "config.json").write_bytes(b'{"a": 1}')
+    ref = parse_reference(f"{HOST}/m/x:v1")
+    push_package(c, ref, package_dir(d, ModelInfo(name="x")))
+    return c, Cache(tmp_path / "cache"), pull(c, Cache(tmp_path / "cache"), ref).digest
+
+
+def _evil_copy(cache: Cache, digest: str, evil: Path) -> None:
+    snap = cache.snapshot_path(digest)
+    evil.mkdir()
+    os.chmod(evil, 0o777)
+    os.link(snap / "w.safetensors", evil / "w.safetensors")
+    (evil / "config.json").write_bytes((snap / "config.json").read_bytes())
+    os.chmod(evil / "config.json", 0o666)
+    os.rename(snap, snap.with_name(".old"))
+    os.symlink(evil, snap)
+
+
+def test_a_snapshot_that_is_a_symlink_is_modified_and_made_again(
+        one: tuple[RegistryClient, Cache, str], tmp_path: Path) -> None:
+    client, cache, d = one
+    _evil_copy(cache, d, tmp_path / "evil")
+    res = cache.verify(quarantine=False)
+    assert res.modified_snapshots == [d] and not res.clean
+    again = pull(client, cache, parse_reference(f"{HOST}/m/x:v1"))
+    assert not again.warm and any("symlink" in n for n in again.notes), again.notes
+    snap = cache.snapshot_path(d)
+    assert not snap.is_symlink() and snap.is_dir() and again.path == snap
+    assert sorted(os.listdir(tmp_path / "evil")) == ["config.json", "w.safetensors"]  # kept
+    assert cache.verify().clean
+
+
+def test_verify_removes_a_symlinked_snapshot_not_what_it_points_to(
+        one: tuple[RegistryClient, Cache, str], tmp_path: Path) -> None:
+    _, cache, d = one
+    _evil_copy(cache, d, tmp_path / "evil")
+    assert cache.verify().removed_snapshots == [d]
+    assert not os.path.lexists(cache.snapshot_path(d))
+    assert sorted(os.listdir(tmp_path / "evil")) == ["config.json", "w.safetensors"]
+
+
+@pytest.mark.parametrize("case", ["folder-0777", "folder-0770", "config-0666",
+                                  "config-hard-link", "dangling-link"])
+def test_a_snapshot_others_can_write_is_modified(
+        one: tuple[RegistryClient, Cache, str], tmp_path: Path, case: str) -> None:
+    client, cache, d = one
+    snap = cache.snapshot_path(d)
+    if case == "folder-0777":
+        os.chmod(snap, 0o777)
+    elif case == "folder-0770":
+        os.chmod(snap, 0o770)
+    elif case == "config-0666":
+        os.chmod(snap / "config.json", 0o666)
+    elif case == "config-hard-link":  # someone else's folder holds the same inode
+        os.link(snap / "config.json", tmp_path / "elsewhere.json")
+    else:
+        shutil.rmtree(snap)
+        os.symlink(tmp_path / "nowhere", snap)
+    assert cache.verify(quarantine=False).modified_snapshots == [d]
+    assert [s.digest for s in cache.snapshots()] == [d]  # listed, a link or not
+    again = pull(client, cache, parse_reference(f"{HOST}/m/x:v1"))
+    assert not again.warm and cache.verify(quarantine=False).clean

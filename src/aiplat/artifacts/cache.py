@@ -26,7 +26,8 @@ Why hard links: a warm pull of a model already on the node copies nothing, and t
 that share shards share the bytes. Blobs are read-only so a process writing through a
 snapshot cannot silently corrupt the shared copy; ``verify`` (and every warm pull) also
 checks that each weight file is still the blob's inode, each config-tar file holds the
-tar's bytes, and no other file was added (:meth:`Cache.snapshot_problem`).
+tar's bytes, no other file was added, the snapshot is a folder (not a link to one) and
+nothing in it is writable by group or others (:meth:`Cache.snapshot_problem`).
 
 LRU works on snapshots (the unit a job uses): the snapshot directory's mtime is touched on
 every pull, eviction removes the least recently used unpinned snapshots and then the blobs
@@ -140,10 +141,19 @@ def _regular_sha256(path: Path, size: int) -> str | None:
         os.close(fd)
 
 
-def _extra_file(snap: Path, expected: set[str]) -> str | None:
-    """The first path in ``snap`` that no layer put there, or a link where a folder of the
-    model should be (None when there is none): a planted tokenizer or Python file changes
-    what a server loads as surely as an edited one."""
+# Write bits a snapshot never has (folders are made 0750, tar members lose them in
+# tarfile.data_filter, blobs are 0444): one that has them is a file others could change
+# after the check, between verify and the server that loads it.
+_OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
+
+
+def _extra_file(snap: Path, expected: set[str], weights: set[str]) -> str | None:
+    """The first path in ``snap`` that no layer put there, a link where a folder of the
+    model should be, anything group or others may write, or a config file with another
+    hard link (None when there is none): a planted tokenizer or Python file changes what a
+    server loads as surely as an edited one. ``weights`` are the links to cached blobs."""
+    if os.lstat(snap).st_mode & _OTHERS_WRITE:  # a folder: snapshot_problem checked
+        return "the snapshot folder can be written by group or others"
     folders = {"/".join(rel.split("/")[:n]) for rel in expected
                for n in range(1, rel.count("/") + 1)}
     for dirpath, dirnames, filenames in os.walk(snap):
@@ -152,8 +162,15 @@ def _extra_file(snap: Path, expected: set[str]) -> str | None:
             rel = (base / name).as_posix()
             if rel not in expected and rel not in folders:
                 return f"{rel} is not part of the model"
-            if name in dirnames and os.path.islink(Path(dirpath) / name):
+            st = os.lstat(Path(dirpath) / name)
+            if name in dirnames and not stat.S_ISDIR(st.st_mode):
                 return f"{rel} is a symlink, not the model's folder"
+            if st.st_mode & _OTHERS_WRITE:
+                return f"{rel} can be written by group or others"
+            # A weight file is one more link to its blob; a config file has one link only,
+            # else a folder outside the cache holds the same inode.
+            if stat.S_ISREG(st.st_mode) and rel not in weights and st.st_nlink != 1:
+                return f"{rel} has another hard link outside the snapshot"
     return None
 
 
@@ -400,8 +417,10 @@ class Cache:
     # ------------------------------------------------------------------ inventory
 
     def snapshot_digests(self) -> list[str]:
+        # A symlink is listed (wherever it points) so that verify reports it and a pull
+        # makes the snapshot again.
         return sorted("sha256:" + p.name for p in (self.root / "snapshots").iterdir()
-                      if p.is_dir() and not p.name.startswith("."))
+                      if (p.is_dir() or p.is_symlink()) and not p.name.startswith("."))
 
     def blob_digests(self) -> list[str]:
         return sorted("sha256:" + p.name for p in (self.root / "blobs/sha256").iterdir())
@@ -426,7 +445,7 @@ class Cache:
             path = self.snapshot_path(digest)
             out.append(SnapshotInfo(
                 digest=digest, path=path, size=m.total_size if m else 0,
-                last_used=path.stat().st_mtime, pinned=digest in pins,
+                last_used=path.lstat().st_mtime, pinned=digest in pins,
                 refs=refs.get(digest, [])))
         return out
 
@@ -441,6 +460,9 @@ class Cache:
         snap = self.snapshot_path(digest)
         expected: set[str] = set()
         try:
+            if not stat.S_ISDIR(os.lstat(snap).st_mode):  # before any path through it
+                return ("the snapshot is a symlink or not a directory; the model cache"
+                        " follows no links in its own folders")
             for layer, rel in layout(manifest, digest):
                 st = os.lstat(snap / rel)
                 blob = os.stat(self.blob_path(layer.digest))
@@ -448,12 +470,13 @@ class Cache:
                         or st.st_size != layer.size:
                     return f"{rel} is no longer the cached blob {layer.digest}"
                 expected.add(rel)
+            weights = set(expected)
             for layer in manifest.layers:
                 if layer.media_type.endswith(".tar"):
                     why = _tar_problem(self.blob_path(layer.digest), snap, digest, expected)
                     if why:
                         return why
-            return _extra_file(snap, expected)
+            return _extra_file(snap, expected, weights)
         except FileNotFoundError as e:
             return f"{e.filename} is missing"
         except (OSError, tarfile.TarError, ValueError, OverflowError, EOFError,
@@ -497,7 +520,10 @@ class Cache:
             os.replace(path, doomed)
         except FileNotFoundError:
             return  # not there, or another pull removed it first
-        shutil.rmtree(doomed)
+        if stat.S_ISDIR(os.lstat(doomed).st_mode):
+            shutil.rmtree(doomed)
+        else:
+            doomed.unlink()  # a link planted in its place: not what it points to
 
     def discard_snapshot(self, digest: str) -> None:
         """Remove one snapshot (a pull found it incomplete and makes it again)."""

@@ -387,7 +387,7 @@ def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy
     with cache.using():
         snap = cache.snapshot_path(digest)
         manifest = cache.load_manifest(digest)
-        if snap.is_dir() and manifest is not None:
+        if (snap.is_dir() or snap.is_symlink()) and manifest is not None:
             why = incomplete(cache, digest, manifest)
             if why is None:
                 cache.touch(digest)
