@@ -18,10 +18,14 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
+import numpy as np
+
 MASK64 = (1 << 64) - 1
 LEN, TAP = 607, 273
 INT32MAX = (1 << 31) - 1
+INT63MAX = (1 << 63) - 1
 SCHEDULER_START_DRAWS = 10
+BLOCK = 4096  # draws made at a time
 
 
 @cache
@@ -66,7 +70,11 @@ class GoRand:
                 u ^= x
                 u ^= table[i] & MASK64
                 self.vec[i] = u
-        self.tap, self.feed = 0, LEN - TAP
+        # the seeded words in draw order: o[m] = vec[(-TAP - m) % LEN], m = -606..0
+        self._last = np.array([self.vec[(-TAP - m) % LEN] for m in range(-LEN + 1, 1)],
+                              dtype=np.uint64)
+        self._buf: list[int] = []
+        self._pos = 0
         self.before_perm = 0
         if simulator_prelude:
             self.int63()  # core.go: log.Debugf(..., rand.Int()) evaluates its argument
@@ -76,37 +84,52 @@ class GoRand:
             self.before_perm = SCHEDULER_START_DRAWS
 
     def uint64(self) -> int:
-        self.tap = (self.tap - 1) % LEN
-        self.feed = (self.feed - 1) % LEN
-        x = (self.vec[self.feed] + self.vec[self.tap]) & MASK64
-        self.vec[self.feed] = x
-        return x
+        pos = self._pos
+        if pos == len(self._buf):
+            self._refill()
+            pos = 0
+        self._pos = pos + 1
+        return self._buf[pos]
+
+    def _refill(self) -> None:
+        """The next ``BLOCK`` draws at once. Go's step (tap and feed both step back round
+        the 607 words, ``vec[feed] += vec[tap]``) makes the draws the lagged Fibonacci
+        sequence o[k] = o[k-607] + o[k-273] (mod 2**64), the words as they were seeded
+        standing for o[-606..0]: numpy adds 273 of them at a time (uint64 wraps as Go's)."""
+        out = np.empty(LEN + BLOCK, dtype=np.uint64)
+        out[:LEN] = self._last
+        for k in range(LEN, LEN + BLOCK, TAP):
+            end = min(k + TAP, LEN + BLOCK)
+            np.add(out[k - LEN:end - LEN], out[k - TAP:end - TAP], out=out[k:end])
+        self._last = out[BLOCK:]
+        self._buf = out[LEN:].tolist()
 
     def int63(self) -> int:
-        return self.uint64() & ((1 << 63) - 1)
+        return self.uint64() & INT63MAX
 
     def int31(self) -> int:
-        return self.int63() >> 32
+        return (self.uint64() & INT63MAX) >> 32
 
     def int31n(self, n: int) -> int:
         """``Rand.Int31n`` (what ``Intn`` calls)."""
+        draw = self.uint64
         if n & (n - 1) == 0:
-            return self.int31() & (n - 1)
+            return ((draw() & INT63MAX) >> 32) & (n - 1)
         top = INT32MAX - (1 << 31) % n
-        v = self.int31()
+        v = (draw() & INT63MAX) >> 32
         while v > top:
-            v = self.int31()
+            v = (draw() & INT63MAX) >> 32
         return v % n
 
     def _int31n_lemire(self, n: int) -> int:
         """``Rand.int31n`` (what ``Shuffle`` calls)."""
-        v = self.int63() >> 31
+        v = (self.uint64() & INT63MAX) >> 31
         prod = v * n
         low = prod & 0xFFFFFFFF
         if low < n:
             thresh = ((1 << 32) - n) % n
             while low < thresh:
-                v = self.int63() >> 31
+                v = (self.uint64() & INT63MAX) >> 31
                 prod = v * n
                 low = prod & 0xFFFFFFFF
         return prod >> 32
