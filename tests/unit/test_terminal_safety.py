@@ -126,3 +126,36 @@ def test_why_pending_shows_a_snapshots_names_escaped(
         assert "PWNED" in io.out, fmt
         back = yaml.safe_load(io.out) if fmt != "table" else None
         assert back is None or any(f"{ESC}{RLO}" in str(v) for v in back.values())  # kept
+
+
+def test_sharing_plan_shows_a_demands_tenant_escaped(capsys: pytest.CaptureFixture[str]
+                                                      ) -> None:
+    main(["sharing", "plan", "--gpu", "H100-SXM-80GB", "--demand", f"t{ESC}{RLO}:1g.10gb=3"])
+    io = capsys.readouterr()
+    assert "\x1b" not in io.out + io.err and RLO not in io.out + io.err
+    assert "tenant t\\x1b]0;PWNED" in io.out
+
+
+def test_reports_show_outside_text_escaped_and_keep_their_lines() -> None:
+    """Markdown and HTML documents (the plan's report, the runbook, acceptance reports) quote
+    records, specs and peers: no escape sequence or bidi override is written raw."""
+    from aiplat.report.document import Document, Section, Table
+    from aiplat.report.html import render_html
+    from aiplat.report.markdown import render_markdown
+
+    doc = Document(title=f"t{ESC}", sections=[Section(
+        id="s", title="s", paragraphs=[f"line one{RLO}\nline two"],
+        tables=[Table(columns=["a"], rows=[[f"cell{ESC}"]])])])
+    for text in (render_markdown(doc), render_html(doc)):
+        assert "\x1b" not in text and RLO not in text and "\x07" not in text
+        assert "PWNED" in text and "\\u202e" in text
+    assert "line one\\u202e\nline two" in render_markdown(doc)
+
+
+def test_model_tables_show_names_escaped(capsys: pytest.CaptureFixture[str]) -> None:
+    """A ref name read back from the cache (or a registry's) reaches `model ls` escaped."""
+    from aiplat.cli.model import _emit
+
+    _emit({}, "table", [f"sha256:abc  1 KiB  127.0.0.1:5000/m:t{ESC}{RLO}"])
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and RLO not in out and "m:t\\x1b]0;PWNED" in out

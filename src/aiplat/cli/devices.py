@@ -39,8 +39,8 @@ def _emit(data: Any, fmt: str, table: Callable[[], str]) -> None:
         click.echo(json.dumps(data, indent=2))
     elif fmt == "yaml":
         click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
-    else:
-        click.echo(table(), nl=False)
+    else:  # a table quotes specs, demands and records: each line terminal-safe
+        click.echo("".join(shown(line) + "\n" for line in table().splitlines()), nl=False)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -509,7 +509,7 @@ def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str 
         p = mig.plan(gpu, total, available)
         assignments = mig.assign(p, by_tenant)
     except mig.MigPlanError as e:
-        click.echo(f"cannot meet the demand: {e}", err=True)
+        click.echo(f"cannot meet the demand: {shown(str(e))}", err=True)
         sys.exit(1)
     config, nodes = mig.mig_parted_config(p, per_node)
     data = {"gpu": p.gpu, "demand": p.demand, "gpus": p.gpus, "lowerBound": p.lower_bound,

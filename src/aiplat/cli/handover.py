@@ -354,8 +354,8 @@ def accept_compare(a: str, b: str, output: str) -> None:
     if output == "json":
         _json({"regressed": d.regressed, **d.model_dump(mode="json")})
     else:
-        for line in diff_lines(d):
-            click.echo(line)
+        for line in diff_lines(d):  # a record's text: terminal-safe
+            click.echo(shown(line))
     if d.regressed:
         sys.exit(1)
 

@@ -22,6 +22,7 @@ from aiplat.netdiag.faults import KINDS, NOISY_SECONDS, plan_fault
 from aiplat.netdiag.lab_plan import lab_plan
 from aiplat.netdiag.model import DEFAULT_PREFIX, PROM_PORT
 from aiplat.netdiag.state import load_state
+from aiplat.text import shown
 
 OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
                       show_default=True, help="format on stdout")
@@ -32,7 +33,8 @@ PREFIX = click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, env
 
 
 def _console() -> Console:
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    # No markup: tables quote Prometheus label values and lab names ("[/x]" would be a tag).
+    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
 
 
 def _err(msg: str) -> None:
@@ -358,21 +360,22 @@ def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None
     else:
         c = _console()
         if d.pulls:
-            c.print("model pulls: " + ", ".join(
-                f"{w.node} {w.mbit:.0f} Mbit/s (baseline {w.baseline_mbit:.0f})" for w in d.pulls))
+            c.print(shown("model pulls: " + ", ".join(
+                f"{w.node} {w.mbit:.0f} Mbit/s (baseline {w.baseline_mbit:.0f})" for w in d.pulls)))
         t = Table(title=f"diagnose — {len(d.causes)} candidate cause(s), {d.prometheus}",
                   title_justify="left")
         for col in ("#", "cause", "node", "segment", "score", "summary"):
             t.add_column(col)
         for i, cause in enumerate(d.causes, 1):
-            t.add_row(str(i), cause.kind, cause.node or "-", cause.segment or "-",
-                      f"{cause.score:.2f}", cause.summary)
+            t.add_row(*(shown(x) for x in (str(i), cause.kind, cause.node or "-",
+                                           cause.segment or "-", f"{cause.score:.2f}",
+                                           cause.summary)))
         c.print(t if d.causes else "no finding: pulls at baseline, links up, MTUs as specified")
         for cause in d.causes[:1]:
             for e in cause.evidence:
-                c.print(f"  evidence: {e}")
+                c.print(f"  evidence: {shown(e)}")
         for n in d.notes:
-            _err(f"note: {n}")
+            _err(f"note: {shown(n)}")
     if d.causes:
         sys.exit(1)
 

@@ -29,6 +29,7 @@ from aiplat.artifacts.modelpack import Manifest, ModelInfo
 from aiplat.artifacts.reference import parse_reference, parse_registry
 from aiplat.artifacts.units import human_bytes, parse_size
 from aiplat.cli._progress import QUIET, info, progress_bar
+from aiplat.text import shown
 
 _OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json", "yaml"]),
                        default="table", show_default=True, help="format of the data on stdout")
@@ -72,8 +73,8 @@ def _emit(data: Any, output: str, table: list[str]) -> None:
     elif output == "yaml":
         click.echo(yaml.safe_dump(_plain(data), sort_keys=False), nl=False)
     else:
-        for line in table:
-            click.echo(line)
+        for line in table:  # rows quote a registry's or the cache's names: terminal-safe
+            click.echo(shown(line))
 
 
 def _client(registry: str, plain_http: bool | None, concurrency: int = 4) -> RegistryClient:

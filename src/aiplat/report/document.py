@@ -40,6 +40,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
+from aiplat.text import shown
+
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=64)]
 """Lower-case letters, digits and single hyphens: safe as an HTML id and a URL fragment.
 
@@ -341,3 +343,20 @@ def format_value(value: float) -> str:
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     return f"{value:.3g}"
+
+
+def printable(doc: Document) -> Document:
+    """``doc`` with every text shown terminal-safe line by line (``aiplat.text.shown``): a
+    record's, a spec's or a peer's text may hold an escape sequence or a bidi override, which
+    a report read with ``cat`` or copied from a browser would replay. Newlines stay."""
+    return Document.model_validate(_shown_all(doc.model_dump()))
+
+
+def _shown_all(data: object) -> object:
+    if isinstance(data, str):
+        return "\n".join(shown(line) for line in data.split("\n"))
+    if isinstance(data, dict):
+        return {k: _shown_all(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return type(data)(_shown_all(v) for v in data)
+    return data

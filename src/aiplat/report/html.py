@@ -30,7 +30,7 @@ from markupsafe import Markup, escape
 
 from aiplat import __version__
 from aiplat.report.charts import render_svg
-from aiplat.report.document import Code, Document, Link, Rich, plain
+from aiplat.report.document import Code, Document, Link, Rich, plain, printable
 from aiplat.report.status import Status, status_of
 
 TEMPLATE = "report.html.j2"
@@ -53,6 +53,7 @@ def _environment() -> jinja2.Environment:
 
 def render_html(doc: Document) -> str:
     """Return the document as a complete HTML5 page (deterministic: same doc, same text)."""
+    doc = printable(doc)
     # render_svg escapes the chart text it writes, so its output is safe to mark as markup.
     svgs = {chart.id: Markup(render_svg(chart)) for chart in doc.all_charts()}
     template = _environment().get_template(TEMPLATE)

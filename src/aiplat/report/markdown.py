@@ -23,11 +23,21 @@ import re
 from collections.abc import Callable
 
 from aiplat import __version__
-from aiplat.report.document import Code, Document, KeyFigure, Link, Rich, Section, Table
+from aiplat.report.document import (
+    Code,
+    Document,
+    KeyFigure,
+    Link,
+    Rich,
+    Section,
+    Table,
+    printable,
+)
 
 
 def render_markdown(doc: Document) -> str:
     """Return the whole document as Markdown, ending with exactly one newline."""
+    doc = printable(doc)
     blocks: list[str] = [f"# {_line(doc.title)}"]
     if doc.subtitle:
         blocks.append(f"_{_line(doc.subtitle)}_")
