@@ -16,7 +16,7 @@ import click
 
 from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
-from aiplat.findings import line
+from aiplat.findings import Finding, line
 from aiplat.fsutil import write_tree
 from aiplat.kube import (
     CrdIndex,
@@ -151,13 +151,14 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
     path = Path(target)
     inv: Inventory | None
     files: list[str] | None = None
+    unknown: list[Finding] = []  # kustomize fields the reader does not model: errors
     if path.is_file():
         platform = _platform(target)
         rendered = render(platform, load_catalog())
         objects = rendered.objects()
         inv = rendered.inventory
     else:
-        items, inv = read_tree(path)
+        items, inv = read_tree(path, unknown)
         files, objects = [f for f, _o in items], [o for _f, o in items]
     if inventory:
         from aiplat import inputs
@@ -167,7 +168,7 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
     if inv is None:
         raise InputError(f"{target}: no cluster/nodes/inventory.yaml (fix: pass --inventory "
                          "FILE, or lint the SPEC)")
-    findings = lint(objects, inv, files=files)
+    findings = unknown + lint(objects, inv, files=files)
     errors = sum(f.severity == "error" for f in findings)
     lines = [line(f) for f in findings]
     lines.append(f"{len(objects)} objects, {errors} errors, {len(findings) - errors} warnings")

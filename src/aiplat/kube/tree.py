@@ -11,9 +11,15 @@ that is not cluster-scoped (a Namespace is renamed to it, as kustomize does), on
 conversion webhook's service; an outer kustomization's namespace overrides an inner one's.
 Cluster-scoped are Kubernetes' own such kinds (``CLUSTER_SCOPED``) and the
 custom resources whose CRD (aiplat's packaged ones, or one in the tree) says so; the API
-server drops a namespace set on those. Every other field (patches, name prefixes, labels,
-generators, components, Helm charts, ...) is not modelled: a warning says so, since the
-objects judged may then differ from what kustomize builds. A resource outside the tree
+server drops a namespace set on those. ``commonLabels`` and ``labels`` are applied to every
+object's ``metadata.labels``, as kustomize's label transformer does (an aggregation label given
+there aggregates as one written in the file); what else they label (selectors and pod
+templates of workloads, Services, NetworkPolicies, PodDisruptionBudgets; ``fields``) is not
+modelled. Every field not modelled (patches, name prefixes, generators, components,
+replacements, Helm charts, ...) makes the objects judged differ from what kustomize builds
+(a patch can make a RoleBinding cluster-admin in kube-system): ``read_tree`` returns each as an
+error finding (``kustomize-not-modelled``), which lint reports, so the verdict is visibly
+unknown; the fix is to lint what ``kubectl kustomize`` builds. A resource outside the tree
 (absolute, ``..`` past the root, a link out of it) is an input error, a remote one (a URL) a
 warning, not followed.
 
@@ -36,7 +42,9 @@ import yaml
 
 from aiplat import inputs
 from aiplat.errors import InputError
+from aiplat.findings import Finding
 from aiplat.kube.inventory import Inventory
+from aiplat.text import shown
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 INVENTORY = "cluster/nodes/inventory.yaml"
@@ -45,7 +53,17 @@ _KUSTOMIZE_API = "kustomize.config.k8s.io/"  # Kustomization's and Component's g
 _log = logging.getLogger(__name__)
 # What a kustomization holds that aiplat models, or that changes no object.
 _MODELLED = {"apiVersion", "kind", "metadata", "resources", "bases", "namespace",
-             "generatorOptions", "sortOptions", "buildMetadata"}
+             "commonLabels", "labels", "generatorOptions", "sortOptions", "buildMetadata"}
+NOT_MODELLED = "kustomize-not-modelled"  # the findings' source
+# Kinds whose selectors or pod templates kustomize's commonLabels also labels
+# (api/konfig/builtinpluginconsts/commonlabels.go), and those whose templates `labels:` with
+# includeTemplates labels (templatelabels.go): aiplat labels metadata only.
+_SELECTED = frozenset({"Service", "ReplicationController", "Deployment", "ReplicaSet",
+                       "DaemonSet", "StatefulSet", "Job", "CronJob", "PodDisruptionBudget",
+                       "NetworkPolicy"})
+_TEMPLATED = frozenset({"ReplicationController", "Deployment", "ReplicaSet", "DaemonSet",
+                        "StatefulSet", "Job", "CronJob"})
+_LABEL_KEYS = {"pairs", "includeSelectors", "includeTemplates", "fields"}
 _REMOTE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://|git@|(github\.com|gitlab\.com|"
                      r"bitbucket\.org)/)")
 
@@ -177,6 +195,74 @@ def _apply_namespace(objects: list[Any], ns: str) -> None:
                  ns, create=False)
 
 
+def _not_modelled(k: Path, field: str, why: str) -> Finding:
+    return Finding(
+        severity="error", source=NOT_MODELLED, subject=shown(str(k)),
+        message=shown(f"{field!r} not modelled: {why}, so the objects judged may differ from "
+                      "what kustomize builds: the verdict is unknown"),
+        fix=shown(f"lint the output of `kubectl kustomize {k.parent}` instead: `kubectl "
+                  f"kustomize {k.parent} > out/all.yaml`, then `aiplat kube lint out`"))
+
+
+def _pairs(k: Path, field: str, value: Any) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+            isinstance(a, str) and isinstance(b, str) for a, b in value.items()):
+        raise InputError(f"{k}: {field} must map label keys to string values (kustomize "
+                         "refuses others) (fix: quote the values, e.g. \"true\")")
+    return value
+
+
+def _labels(k: Path, spec: dict[str, Any]) -> tuple[dict[str, str], set[str], list[Finding]]:
+    """The labels ``spec`` gives every object's metadata (commonLabels, then each ``labels``
+    entry, as kustomize applies them: a later one wins), the kinds whose other fields they
+    would also label (not modelled), and the findings for what is not modelled at all."""
+    out = dict(_pairs(k, "'commonLabels'", spec.get("commonLabels") or {}))
+    kinds: set[str] = set(_SELECTED) if out else set()
+    notes: list[Finding] = []
+    entries = spec.get("labels") or []
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise InputError(f"{k}: 'labels' must be a list of entries with 'pairs' (fix: "
+                         "correct it)")
+    for e in entries:
+        if set(e) - _LABEL_KEYS:
+            raise InputError(f"{k}: 'labels' entry with {sorted(set(e) - _LABEL_KEYS)}; "
+                             f"kustomize knows {sorted(_LABEL_KEYS)} (fix: correct it)")
+        out.update(_pairs(k, "a 'labels' entry's 'pairs'", e.get("pairs") or {}))
+        if e.get("includeSelectors"):
+            kinds |= _SELECTED
+        elif e.get("includeTemplates"):
+            kinds |= _TEMPLATED
+        if e.get("fields"):
+            notes.append(_not_modelled(k, "labels", "its 'fields' label fields other than "
+                                       "metadata.labels, which aiplat does not"))
+    return out, kinds, notes
+
+
+def _apply_labels(k: Path, objects: list[Any], labels: dict[str, str],
+                  kinds: set[str]) -> list[Finding]:
+    """kustomize's label transformer on ``objects``' metadata, in place (created where
+    missing); a finding naming the objects whose selectors or templates it also labels."""
+    touched = []
+    for o in objects:
+        if not isinstance(o.get("metadata"), dict):
+            o["metadata"] = {}
+        meta = o["metadata"]
+        if meta.get("labels") is None:
+            meta["labels"] = {}
+        if not isinstance(meta["labels"], dict):
+            raise InputError(f"{k}: {o.get('kind')}/{meta.get('name')}: metadata.labels is "
+                             "not a mapping (fix: correct it)")
+        meta["labels"].update(labels)
+        if o.get("kind") in kinds:
+            touched.append(f"{o.get('kind')}/{meta.get('name')}")
+    if not touched:
+        return []
+    return [_not_modelled(k, "commonLabels" if "NetworkPolicy" in kinds else "labels",
+                          "it also labels the selectors or pod templates of "
+                          f"{', '.join(touched[:5])}{' ...' if len(touched) > 5 else ''}, "
+                          "which aiplat does not")]
+
+
 def _resource(k: Path, entry: str, root: Path) -> Path | None:
     """The path ``entry`` of kustomization ``k`` names, inside the tree ``root`` (resolved);
     None for a remote resource (a warning: not followed)."""
@@ -203,18 +289,20 @@ def _resource(k: Path, entry: str, root: Path) -> Path | None:
     return real
 
 
-def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...]) -> list[tuple[str, Any]]:
-    """The objects kustomization of ``directory`` builds (as far as modelled)."""
+def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...],
+                notes: list[Finding]) -> list[tuple[str, Any]]:
+    """The objects kustomization of ``directory`` builds (as far as modelled); what is not
+    modelled appended to ``notes``."""
     k = kustomization_file(directory)
     if k is None:
         raise InputError(f"{directory}: a directory named in resources needs a kustomization "
                          f"({', '.join(KUSTOMIZATIONS)}) (fix: add one, or list its files)")
     docs = _read_docs(k)
     spec = docs[0] if docs else {}
-    for field in sorted(set(spec) - _MODELLED, key=str):
-        _log.warning("%s: %r not modelled: aiplat reads resources and namespace only, so "
-                     "results may differ from what kustomize builds (fix: %s)", k, field,
-                     _fix_build(directory))
+    notes += [_not_modelled(k, str(field), "aiplat reads resources, namespace and labels only")
+              for field in sorted(set(spec) - _MODELLED, key=str)]
+    labels, label_kinds, label_notes = _labels(k, spec)
+    notes += label_notes
     resources: list[Any] = []
     for field in ("resources", "bases"):  # bases: kustomize's older name, still read
         entries = spec.get(field) or []
@@ -234,22 +322,33 @@ def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...]) -> list[tup
             if target in seen:
                 raise InputError(f"{k}: resources entry {entry!r} includes {target} again (a "
                                  "cycle) (fix: remove it)")
-            out += _kustomized(target, root, (*seen, target))
+            out += _kustomized(target, root, (*seen, target), notes)
         else:
             out.extend((str(target.relative_to(root)), d) for d in _read_docs(target))
     if ns:
         _apply_namespace([o for _f, o in out], ns)
+    if labels:
+        notes += _apply_labels(k, [o for _f, o in out], labels, label_kinds)
     return out
 
 
-def read_tree(directory: str | Path) -> tuple[list[tuple[str, Any]], Inventory | None]:
+def read_tree(directory: str | Path, not_modelled: list[Finding] | None = None
+              ) -> tuple[list[tuple[str, Any]], Inventory | None]:
+    """The objects of the tree ``directory`` (each with its file) and its inventory. What a
+    kustomization holds that is not modelled is appended to ``not_modelled`` as error findings
+    (lint reports them); without that list, each is logged as a warning."""
     root = Path(directory)
+    notes: list[Finding] = []
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
     real_root = root.resolve()
     items: list[tuple[str, Any]] = []  # (file relative to the root, object)
     if kustomization_file(root) is not None:
-        items = _kustomized(real_root, real_root, (real_root,))
+        items = _kustomized(real_root, real_root, (real_root,), notes)
+        if not_modelled is not None:
+            not_modelled += notes
+        for n in notes if not_modelled is None else []:
+            _log.warning("%s: %s (fix: %s)", n.subject, n.message, n.fix)
     else:
         # Every file `kubectl apply -R -f` reads, one named kustomization.yaml included: kubectl
         # applies what it holds (skipping it hid a ClusterRoleBinding there).
