@@ -234,3 +234,95 @@ def test_a_snapshot_others_can_write_is_modified(
     assert [s.digest for s in cache.snapshots()] == [d]  # listed, a link or not
     again = pull(client, cache, parse_reference(f"{HOST}/m/x:v1"))
     assert not again.warm and cache.verify(quarantine=False).clean
+
+
+# ---------------------------------------------------------------- blobs another user holds
+# The red team's N2 (round 5): with blobs/sha256 left 0777, user nobody swapped a blob for its
+# own inode (same bytes) and kept a hard link; pull linked that inode into the snapshot,
+# verify said clean, and nobody rewrote the weights through its link. Folders others could
+# write were tightened without a word.
+
+_ROOT = pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0,
+                           reason="chown to another user needs root")
+
+
+def _weights_blob(cache: Cache, d: str) -> Path:
+    m = cache.load_manifest(d)
+    assert m is not None
+    return cache.blob_path(next(x.digest for x in m.layers if x.size == 1000))
+
+
+def _swap_for_own_inode(blob: Path, keep: Path, uid: int | None = None) -> None:
+    """What nobody did: the same bytes in a new inode it owns, and a link of its own."""
+    tmp = blob.with_name(blob.name + ".x")
+    shutil.copyfile(blob, tmp)
+    os.chmod(tmp, 0o444)
+    if uid is not None:
+        os.chown(tmp, uid, -1)
+    os.replace(tmp, blob)
+    os.link(blob, keep)
+
+
+@_ROOT
+def test_a_blob_another_user_owns_is_corrupt_and_fetched_again(
+        one: tuple[RegistryClient, Cache, str], tmp_path: Path) -> None:
+    client, cache, d = one
+    blob = _weights_blob(cache, d)
+    shutil.rmtree(cache.snapshot_path(d))  # the swap came before the pull that made it
+    _swap_for_own_inode(blob, tmp_path / "keep", uid=65534)
+    again = pull(client, cache, parse_reference(f"{HOST}/m/x:v1"))
+    assert not again.warm and again.bytes_downloaded >= 1000  # fetched again, not linked
+    assert os.lstat(again.path / "w.safetensors").st_uid == os.lstat(cache.root).st_uid
+    assert not os.path.samefile(again.path / "w.safetensors", tmp_path / "keep")
+    assert cache.verify(quarantine=False).clean
+
+
+@_ROOT
+def test_verify_finds_a_snapshot_file_and_blob_another_user_owns(
+        one: tuple[RegistryClient, Cache, str]) -> None:
+    _, cache, d = one
+    blob = _weights_blob(cache, d)
+    os.chown(blob, 65534, -1)  # the snapshot's weight file is the same inode
+    res = cache.verify(quarantine=False)
+    assert res.corrupt == ["sha256:" + blob.name] and res.modified_snapshots == [d]
+    os.chown(blob, 0, -1)
+    os.chown(cache.snapshot_path(d) / "config.json", 65534, -1)
+    res = cache.verify(quarantine=False)
+    assert res.modified_snapshots == [d] and not res.corrupt
+
+
+def test_a_blob_with_a_hard_link_outside_the_cache_is_corrupt(
+        one: tuple[RegistryClient, Cache, str], tmp_path: Path) -> None:
+    client, cache, d = one
+    blob = _weights_blob(cache, d)
+    assert cache.verify(quarantine=False).clean  # blob + the snapshot's link: what it makes
+    os.link(blob, tmp_path / "keep")
+    res = cache.verify(quarantine=False)
+    assert res.corrupt == ["sha256:" + blob.name] and res.modified_snapshots == [d]
+    again = pull(client, cache, parse_reference(f"{HOST}/m/x:v1"))
+    assert not again.warm
+    assert not os.path.samefile(again.path / "w.safetensors", tmp_path / "keep")
+    assert cache.verify(quarantine=False).clean
+
+
+def test_a_blob_others_can_write_is_corrupt(one: tuple[RegistryClient, Cache, str]) -> None:
+    _, cache, d = one
+    blob = _weights_blob(cache, d)
+    os.chmod(blob, 0o666)
+    assert "sha256:" + blob.name in cache.verify(quarantine=False).corrupt
+
+
+@pytest.mark.parametrize("sub", [".", "blobs", "blobs/sha256", "snapshots"])
+def test_a_cache_folder_others_could_write_is_reported_not_silently_fixed(
+        one: tuple[RegistryClient, Cache, str], sub: str) -> None:
+    client, cache, _ = one
+    folder = cache.root / sub
+    os.chmod(folder, 0o777)
+    res = Cache(cache.root).verify(quarantine=False)
+    assert not res.clean and res.untrusted_folders == [str(folder)]
+    assert not os.lstat(folder).st_mode & 0o022  # tightened as well as reported
+    assert Cache(cache.root).verify(quarantine=False).clean  # reported once
+    os.chmod(folder, 0o777)
+    again = pull(client, Cache(cache.root), parse_reference(f"{HOST}/m/x:v1"))
+    assert again.warm and any(f"the cache folder {folder} was writable by others" in n
+                              for n in again.notes), again.notes

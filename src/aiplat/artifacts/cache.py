@@ -16,11 +16,14 @@ Layout under the cache root (one file system, so hard links and renames work)::
                              ``cache.lock``: pulls hold it shared, gc/evict exclusive
 
 Folders are created 0750 whatever the umask (``tmp``, ``locks`` and ``quarantine`` 0700),
-looser existing ones are tightened, and a folder that is a symlink is refused: nobody else
-may plant files where a pull writes. Files the cache writes itself (partial downloads,
-locks) are opened with ``O_NOFOLLOW``, so a planted symlink is an error, never a write
-through to its target. Consumers that run as another user read snapshots through the
-cache's group (``chgrp -R GROUP`` the cache root; its folders are group-readable).
+looser existing ones are tightened and reported (``Cache.untrusted_folders``: verify is
+not clean, a pull warns), and a folder that is a symlink is refused: nobody else may plant
+files where a pull writes. A blob another uid owns, or with a hard link outside the cache,
+is corrupt (:meth:`Cache.blob_problem`): its holder could rewrite it after any hash. Files
+the cache writes itself (partial downloads, locks) are opened with ``O_NOFOLLOW``, so a
+planted symlink is an error, never a write through to its target. Consumers that run as
+another user read snapshots through the cache's group (``chgrp -R GROUP`` the cache root;
+its folders are group-readable).
 
 Why hard links: a warm pull of a model already on the node copies nothing, and two tags
 that share shards share the bytes. Blobs are read-only so a process writing through a
@@ -147,13 +150,26 @@ def _regular_sha256(path: Path, size: int) -> str | None:
 _OTHERS_WRITE = stat.S_IWGRP | stat.S_IWOTH
 
 
-def _extra_file(snap: Path, expected: set[str], weights: set[str]) -> str | None:
+def _untrusted(st: os.stat_result, owners: frozenset[int]) -> str | None:
+    """Why a cache file or folder with status ``st`` may be changed by someone other than
+    the cache's owner (None when it may not): its owner can always chmod it and write."""
+    if st.st_uid not in owners:
+        return f"is owned by uid {st.st_uid}, not the cache's owner"
+    if st.st_mode & _OTHERS_WRITE:
+        return "can be written by group or others"
+    return None
+
+
+def _extra_file(snap: Path, expected: set[str], weights: set[str],
+                owners: frozenset[int]) -> str | None:
     """The first path in ``snap`` that no layer put there, a link where a folder of the
-    model should be, anything group or others may write, or a config file with another
-    hard link (None when there is none): a planted tokenizer or Python file changes what a
-    server loads as surely as an edited one. ``weights`` are the links to cached blobs."""
-    if os.lstat(snap).st_mode & _OTHERS_WRITE:  # a folder: snapshot_problem checked
-        return "the snapshot folder can be written by group or others"
+    model should be, anything another user owns or group or others may write, or a config
+    file with another hard link (None when there is none): a planted tokenizer or Python
+    file changes what a server loads as surely as an edited one. ``weights`` are the links
+    to cached blobs."""
+    why = _untrusted(os.lstat(snap), owners)  # a folder: snapshot_problem checked
+    if why:
+        return f"the snapshot folder {why}"
     folders = {"/".join(rel.split("/")[:n]) for rel in expected
                for n in range(1, rel.count("/") + 1)}
     for dirpath, dirnames, filenames in os.walk(snap):
@@ -165,8 +181,9 @@ def _extra_file(snap: Path, expected: set[str], weights: set[str]) -> str | None
             st = os.lstat(Path(dirpath) / name)
             if name in dirnames and not stat.S_ISDIR(st.st_mode):
                 return f"{rel} is a symlink, not the model's folder"
-            if st.st_mode & _OTHERS_WRITE:
-                return f"{rel} can be written by group or others"
+            why = _untrusted(st, owners)
+            if why:
+                return f"{rel} {why}"
             # A weight file is one more link to its blob; a config file has one link only,
             # else a folder outside the cache holds the same inode.
             if stat.S_ISREG(st.st_mode) and rel not in weights and st.st_nlink != 1:
@@ -207,10 +224,13 @@ class VerifyResult:
     quarantined: list[Path]
     removed_snapshots: list[str]
     modified_snapshots: list[str]
+    # Cache folders found writable by group or others (then tightened): anyone could have
+    # swapped what they hold, so the cache is not clean even when every hash matches.
+    untrusted_folders: list[str] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
-        return not (self.corrupt or self.modified_snapshots)
+        return not (self.corrupt or self.modified_snapshots or self.untrusted_folders)
 
 
 @dataclass(frozen=True)
@@ -229,8 +249,10 @@ _FOLDERS = {"blobs": FOLDER_MODE, "blobs/sha256": FOLDER_MODE, "tmp": PRIVATE_MO
             "quarantine": PRIVATE_MODE, "locks": PRIVATE_MODE}
 
 
-def own_dir(path: Path, mode: int = FOLDER_MODE) -> None:
-    """Make ``path`` a directory of at most ``mode`` (umask or not); refuse a symlink."""
+def own_dir(path: Path, mode: int = FOLDER_MODE) -> bool:
+    """Make ``path`` a directory of at most ``mode`` (umask or not); refuse a symlink.
+    True when it was there and group or others could write it (its contents are not to be
+    trusted: the caller reports it)."""
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, mode)
     st = os.lstat(path)
@@ -240,6 +262,7 @@ def own_dir(path: Path, mode: int = FOLDER_MODE) -> None:
             " own folders. To fix: remove it (aiplat makes it again) or pass another --cache")
     if stat.S_IMODE(st.st_mode) & ~mode:
         os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
+    return bool(st.st_mode & _OTHERS_WRITE)
 
 
 class Cache:
@@ -247,13 +270,19 @@ class Cache:
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise ArtifactInputError(f"cache {self.root} is not a directory; pass --cache DIR")
+        self.untrusted_folders: list[str] = []
         try:
             self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-            mode = stat.S_IMODE(self.root.stat().st_mode)
-            if mode & 0o022:  # others could swap its folders: keep their read access only
-                os.chmod(self.root, mode & ~0o022)
+            st = self.root.stat()
+            # The cache's owner (and root) made every file in it; a file another uid owns
+            # was put there by someone who can rewrite it after any check.
+            self.owners = frozenset({st.st_uid, 0})
+            if st.st_mode & 0o022:  # others could swap its folders: keep their read access only
+                os.chmod(self.root, stat.S_IMODE(st.st_mode) & ~0o022)
+                self.untrusted_folders.append(str(self.root))
             for sub, sub_mode in _FOLDERS.items():
-                own_dir(self.root / sub, sub_mode)
+                if own_dir(self.root / sub, sub_mode):
+                    self.untrusted_folders.append(str(self.root / sub))
         except OSError as e:
             raise storage_error(e, "cannot set up the model cache in", self.root) from None
 
@@ -340,12 +369,48 @@ class Cache:
 
     def check_blob(self, digest: str) -> bool:
         """Re-hash a cached blob before a new snapshot uses it; a corrupt one (or anything
-        that is not a plain file) goes to quarantine/ and the answer is False."""
+        that is not a plain file, or that someone else could rewrite: :meth:`blob_problem`)
+        goes to quarantine/ and the answer is False."""
         path = self.blob_path(digest)
-        if stat.S_ISREG(os.lstat(path).st_mode) and hash_file(path) == digest:
+        if self.blob_problem(digest) is None and hash_file(path) == digest:
             return True
         self.quarantine(digest)
         return False
+
+    def _cache_links(self) -> dict[tuple[int, int], int]:
+        """(dev, inode) -> how many regular files under snapshots/ (finished or being made)
+        are that inode: the hard links the cache itself made to its blobs."""
+        out: dict[tuple[int, int], int] = {}
+        for dirpath, _, filenames in os.walk(self.root / "snapshots"):
+            for name in filenames:
+                with contextlib.suppress(FileNotFoundError):  # a snapshot being removed
+                    st = os.lstat(os.path.join(dirpath, name))
+                    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                        key = (st.st_dev, st.st_ino)
+                        out[key] = out.get(key, 0) + 1
+        return out
+
+    def blob_problem(self, digest: str,
+                     links: dict[tuple[int, int], int] | None = None) -> str | None:
+        """Why the blob of ``digest`` may hold other bytes tomorrow (None when it may not):
+        not a plain file, owned by another user or writable by group or others, or a hard
+        link more than the blob itself plus its links in snapshots/ (another folder holds
+        the inode and can rewrite it through a snapshot). ``links``: from _cache_links."""
+        path = self.blob_path(digest)
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a plain file"
+        why = _untrusted(st, self.owners)
+        if why:
+            return why
+        if st.st_nlink > 1:
+            made = (links if links is not None else self._cache_links()).get(
+                (st.st_dev, st.st_ino), 0)
+            if st.st_nlink > 1 + made and links is not None:
+                made = self._cache_links().get((st.st_dev, st.st_ino), 0)  # a pull since
+            if st.st_nlink > 1 + made:
+                return f"has {st.st_nlink - 1 - made} hard link(s) outside the cache"
+        return None
 
     def quarantine(self, digest: str) -> Path:
         dest = self.root / "quarantine" / f"{self._hex(digest)}.{time.time_ns()}"
@@ -451,7 +516,8 @@ class Cache:
 
     # ------------------------------------------------------------------ verify, gc, evict
 
-    def snapshot_problem(self, digest: str, manifest: Manifest) -> str | None:
+    def snapshot_problem(self, digest: str, manifest: Manifest,
+                         links: dict[tuple[int, int], int] | None = None) -> str | None:
         """Why the snapshot of ``digest`` is not exactly the model its manifest lays out, or
         ``None`` when it is: every weight file still the cached blob (same inode and size),
         every member of a config-tar layer there with the tar's bytes (a same-size edit of
@@ -463,12 +529,17 @@ class Cache:
             if not stat.S_ISDIR(os.lstat(snap).st_mode):  # before any path through it
                 return ("the snapshot is a symlink or not a directory; the model cache"
                         " follows no links in its own folders")
+            if links is None:
+                links = self._cache_links()
             for layer, rel in layout(manifest, digest):
                 st = os.lstat(snap / rel)
                 blob = os.stat(self.blob_path(layer.digest))
                 if (st.st_ino, st.st_dev) != (blob.st_ino, blob.st_dev) \
                         or st.st_size != layer.size:
                     return f"{rel} is no longer the cached blob {layer.digest}"
+                why = self.blob_problem(layer.digest, links)
+                if why:
+                    return f"{rel}: the cached blob {layer.digest} {why}"
                 expected.add(rel)
             weights = set(expected)
             for layer in manifest.layers:
@@ -476,7 +547,7 @@ class Cache:
                     why = _tar_problem(self.blob_path(layer.digest), snap, digest, expected)
                     if why:
                         return why
-            return _extra_file(snap, expected, weights)
+            return _extra_file(snap, expected, weights, self.owners)
         except FileNotFoundError as e:
             return f"{e.filename} is missing"
         except (OSError, tarfile.TarError, ValueError, OverflowError, EOFError,
@@ -488,15 +559,16 @@ class Cache:
         config-tar layer (:meth:`snapshot_problem`); move corrupt blobs to quarantine/ and
         drop the snapshots that use them or were modified."""
         corrupt, moved, total, blobs = [], [], 0, self.blob_digests()
+        links = self._cache_links()
         for digest in blobs:
             path = self.blob_path(digest)
             total += path.lstat().st_size
-            if regular_hash(path) != digest:
+            if self.blob_problem(digest, links) is not None or regular_hash(path) != digest:
                 corrupt.append(digest)
         modified = []
         for digest in self.snapshot_digests():
             m = self.load_manifest(digest)
-            if m is None or self.snapshot_problem(digest, m) is not None:
+            if m is None or self.snapshot_problem(digest, m, links) is not None:
                 modified.append(digest)
         removed: list[str] = []
         if quarantine:
@@ -510,7 +582,8 @@ class Cache:
                     if sd in modified or uses & bad:
                         self._remove_snapshot(sd)
                         removed.append(sd)
-        return VerifyResult(len(blobs), total, corrupt, moved, removed, modified)
+        return VerifyResult(len(blobs), total, corrupt, moved, removed, modified,
+                            list(self.untrusted_folders))
 
     def _remove_snapshot(self, digest: str) -> None:
         path = self.snapshot_path(digest)

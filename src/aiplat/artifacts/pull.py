@@ -359,6 +359,11 @@ def incomplete(cache: Cache, digest: str, manifest: Manifest) -> str | None:
     return cache.snapshot_problem(digest, manifest)
 
 
+_UNTRUSTED_FOLDER = ("the cache folder {} was writable by others: its contents are not"
+                     " trusted (tightened now; each blob and snapshot file is checked for"
+                     " another owner or hard link before use; run aiplat model verify)")
+
+
 def _record_ref(cache: Cache, ref: Reference, digest: str, notes: list[str]) -> None:
     """The tag -> digest record is bookkeeping (``model ls``): failing to write it must not
     fail a pull whose model is complete, so it becomes a warning."""
@@ -383,7 +388,7 @@ def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy
     digest = resolve(client, ref)
     trust = enforce_policy(client, ref, digest, policy) if policy is not None else "no policy"
     where = f"{ref.name}@{digest}"
-    notes: list[str] = []
+    notes: list[str] = [_UNTRUSTED_FOLDER.format(f) for f in cache.untrusted_folders]
     with cache.using():
         snap = cache.snapshot_path(digest)
         manifest = cache.load_manifest(digest)

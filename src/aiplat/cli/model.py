@@ -358,6 +358,8 @@ def verify(cache_dir: str, no_quarantine: bool, output: str) -> None:
     _emit(res, output, [
         f"checked {res.checked} blobs ({human_bytes(res.bytes)}) in {s:.2f} s:"
         f" {'clean' if res.clean else 'NOT clean'}",
+        *(f"  the cache folder {f} was writable by others: its contents are not"
+          " trusted (tightened now)" for f in res.untrusted_folders),
         *(f"  corrupt blob {d}" for d in res.corrupt),
         *(f"  modified snapshot {d}" for d in res.modified_snapshots),
         *(f"  quarantined {p}" for p in res.quarantined),
