@@ -151,14 +151,16 @@ def test_patches_are_not_modelled_and_say_so(
     assert "may differ" in out and "kubectl kustomize" in out
 
 
-def test_a_remote_resource_is_a_warning_not_followed(
+def test_a_remote_resource_is_not_followed_and_the_verdict_is_unknown(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kustomize fetches it and applies what it holds (the red team's sixth round, F1: a
+    repository's cluster-admin binding would pass unjudged): an error finding each."""
     tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(resources=[
         "https://github.com/kubernetes-sigs/kueue/config/default?ref=v0.19.2",
         "github.com/example/repo/base", "rbac.yaml"]), "rbac.yaml": [ROLE]})
-    code, out, err = lint(tree, capsys)
-    assert code == 0 and "1 objects" in out
-    assert err.count("is remote: not followed") == 2
+    code, out, _err = lint(tree, capsys)
+    assert code == 1 and "1 objects" in out
+    assert out.count("[kustomize-not-modelled]") == 2 and out.count("it is remote") == 2
 
 
 @pytest.mark.parametrize(("entry", "says"), [

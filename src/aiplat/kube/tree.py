@@ -265,12 +265,11 @@ def _apply_labels(k: Path, objects: list[Any], labels: dict[str, str],
 
 def _resource(k: Path, entry: str, root: Path) -> Path | None:
     """The path ``entry`` of kustomization ``k`` names, inside the tree ``root`` (resolved);
-    None for a remote resource (a warning: not followed)."""
+    None for a remote resource (not followed: the caller makes it a not-modelled finding,
+    since kustomize does fetch it and whatever it holds would be applied unjudged)."""
     target = k.parent / entry
     where = f"{k}: resources entry {entry!r}"
     if not target.exists() and _REMOTE.match(entry):
-        _log.warning("%s is remote: not followed, so its objects are not judged (fix: %s)", where,
-                     _fix_build(k.parent))
         return None
     if Path(entry).is_absolute():
         raise InputError(f"{where} is an absolute path; a tree's resources are inside it "
@@ -317,6 +316,9 @@ def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...],
     for entry in resources:
         target = _resource(k, entry, root)
         if target is None:
+            notes.append(_not_modelled(k, f"resources: {entry}", "it is remote (kustomize "
+                                       "fetches it; aiplat does not, so its objects are not "
+                                       "judged)"))
             continue
         if target.is_dir():
             if target in seen:
