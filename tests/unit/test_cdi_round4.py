@@ -149,3 +149,19 @@ def test_the_deepest_bind_is_the_one_walked(root: Path) -> None:
                 [_bind("/opt", "/usr"), _bind(LIB, "/usr/lib/nv")])
     found = [f for f in _escapes(doc, RealHost(str(root))) if "hooks" in f.field]
     assert len(found) == 1 and "mounts[1]" in found[0].message
+
+
+@pytest.mark.parametrize("order", ["safe first", "safe last"])
+@pytest.mark.parametrize("point", ["/usr/lib/nv", "/usr/lib/nv/"])
+def test_two_binds_at_one_point_are_both_walked(root: Path, order: str, point: str) -> None:
+    """The red team's sixth round (F2): a harmless folder and the library folder bound at the
+    same container path; the last applied wins (ContainerEdits.Apply removes a mount at that
+    path, then adds its own) and which is last depends on the order devices are asked for,
+    so a chmod under either order, and either spelling of the point, is an escape."""
+    (root / "usr/share/safe").mkdir(parents=True)
+    binds = [_bind("/usr/share/safe", "/usr/lib/nv"), _bind(LIB, point)]
+    if order == "safe last":
+        binds.reverse()
+    found = _escapes(_spec([_chmod("/usr/lib/nv/libblas.so.3")], binds), RealHost(str(root)))
+    assert [f.severity for f in found] == ["error"], found
+    assert "/etc/shadow" in found[0].message

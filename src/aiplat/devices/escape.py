@@ -929,22 +929,26 @@ def mount_link_problems(hooks: Sequence[tuple[str, Mapping[str, Any]]],
             where = normal(path)
             # the deepest bind holding the path strictly below its mount point is the one
             # the path goes through (pkg/cdi sorts mounts by depth; a mount point itself is
-            # its resolved source, no link)
+            # its resolved source, no link). Of two at the same point the last applied wins
+            # (ContainerEdits.Apply removes a mount at that path, then adds its own), and
+            # which is last depends on the order devices are asked for: every one is walked.
             under = [b for b in binds if where != b[0] and _within(where, b[0])]
             if not chmod or not under or (link is None and _within(where, "/dev")):
                 continue
-            cp, start, hp, at = max(under, key=lambda b: len(_parts(b[0])))
-            said = (f"chmod's --path '{_short(path)}' lies in the bind of the host's "
-                    f"{_short(hp)} at {_short(cp)} ({at})")
-            if link is None:
-                out.append((i, Problem(fld, f"{said}: a link there on the host leads chmod, "
-                                       "as root, to any host file; not checked without a "
-                                       "host view", "run `cdi validate` on the host, or with "
-                                       "--root of its tree", "warning")))
-                continue
-            left = _host_walk(_parts(where[len(cp):]), start, link)
-            if left is not None:
-                out.append((i, Problem(fld, f"{said}: {left}", _MOUNT_LINK_FIX)))
+            depth = max(len(_parts(b[0])) for b in under)
+            for cp, start, hp, at in [b for b in under if len(_parts(b[0])) == depth][::-1]:
+                said = (f"chmod's --path '{_short(path)}' lies in the bind of the host's "
+                        f"{_short(hp)} at {_short(cp)} ({at})")
+                if link is None:
+                    out.append((i, Problem(fld, f"{said}: a link there on the host leads "
+                                           "chmod, as root, to any host file; not checked "
+                                           "without a host view", "run `cdi validate` on the "
+                                           "host, or with --root of its tree", "warning")))
+                    break
+                left = _host_walk(_parts(where[len(cp):]), start, link)
+                if left is not None:
+                    out.append((i, Problem(fld, f"{said}: {left}", _MOUNT_LINK_FIX)))
+                    break
     return out
 
 
