@@ -159,3 +159,14 @@ def test_model_tables_show_names_escaped(capsys: pytest.CaptureFixture[str]) -> 
     _emit({}, "table", [f"sha256:abc  1 KiB  127.0.0.1:5000/m:t{ESC}{RLO}"])
     out = capsys.readouterr().out
     assert "\x1b" not in out and RLO not in out and "m:t\\x1b]0;PWNED" in out
+
+
+def test_runtime_config_diff_shows_a_configs_bidi_override_escaped(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """TOML allows U+202E and U+200B raw in strings and comments (the red team's sixth round,
+    F3): the diff shown before --write quotes the host's file, escaped."""
+    toml = Path(__file__).resolve().parents[1] / "fixtures" / "containerd-bidi.toml"
+    main(["runtime", "config", "containerd", "--current", str(toml), "--version", "1.7.20",
+          "-o", "diff"])
+    out = capsys.readouterr().out
+    assert out and RLO not in out and "\u200b" not in out and "\\u202e" in out

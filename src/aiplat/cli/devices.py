@@ -40,7 +40,7 @@ def _emit(data: Any, fmt: str, table: Callable[[], str]) -> None:
     elif fmt == "yaml":
         click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:  # a table quotes specs, demands and records: each line terminal-safe
-        click.echo("".join(shown(line) + "\n" for line in table().splitlines()), nl=False)
+        click.echo(_shown_lines(table()), nl=False)
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -49,6 +49,11 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n"
                    for r in cells)
+
+
+def _shown_lines(text: str) -> str:
+    """``text`` for a terminal: each line through aiplat.text.shown, the newlines kept."""
+    return "".join(shown(line) + "\n" for line in text.splitlines())
 
 
 def _exit(code: int) -> None:
@@ -210,7 +215,7 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
         if dry_run:
             diff = difflib.unified_diff(old.splitlines(True), new.splitlines(True),
                                         str(path) if old else "/dev/null", str(path))
-            click.echo("".join(diff) or f"{path}: unchanged\n", nl=False)
+            click.echo(_shown_lines("".join(diff) or f"{path}: unchanged\n"), nl=False)
         else:
             atomic_write(path, new, 0o644)
             click.echo(f"wrote {shown(str(path))} ({len(doc['devices'])} devices, "
@@ -368,7 +373,7 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
     except runtime.RuntimeConfigError as e:
         raise InputError(f"{path} ({name} {ver}): {e}") from e
     for n in m.notes:
-        click.echo(f"note: {n}", err=True)
+        click.echo(f"note: {shown(n)}", err=True)
     if output == "json":
         click.echo(json.dumps({"runtime": name, "version": ver, "file": path,
                                "changes": [{"key": c.key, "old": c.old, "new": c.new}
@@ -376,7 +381,9 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
     elif output == "toml":
         click.echo(m.after, nl=False)
     else:
-        click.echo(m.diff(path) or f"{path}: no change needed\n", nl=False)
+        # the host's own file may hold a bidi override or zero-width character (TOML allows
+        # them raw in strings and comments): the diff is for reading, shown line by line
+        click.echo(_shown_lines(m.diff(path) or f"{path}: no change needed\n"), nl=False)
     if write and m.changes:
         # A symlinked config (managed elsewhere) is updated where it lives: writing over the
         # link would leave the runtime reading the old file. Atomic next to the real file,
