@@ -165,3 +165,19 @@ def test_two_binds_at_one_point_are_both_walked(root: Path, order: str, point: s
     found = _escapes(_spec([_chmod("/usr/lib/nv/libblas.so.3")], binds), RealHost(str(root)))
     assert [f.severity for f in found] == ["error"], found
     assert "/etc/shadow" in found[0].message
+
+
+def test_a_bind_in_another_spec_file_is_walked_too(root: Path) -> None:
+    """The red team's seventh round: a.json binds a harmless folder at /usr/lib/nv and chmods
+    /usr/lib/nv/libblas.so.3, b.json binds the host library folder at the same point; a
+    container asking for both devices gets b's bind when b's edits are applied last."""
+    (root / "usr/share/safe").mkdir(parents=True)
+    a = _spec([_chmod("/usr/lib/nv/libblas.so.3")], [_bind("/usr/share/safe", "/usr/lib/nv")])
+    b = _spec([], [_bind(LIB, "/usr/lib/nv")])
+    b["kind"] = "example.com/other"
+    host = RealHost(str(root))
+    assert not [f for f in cdi.validate_spec(a, "a.json", host) if f.escape]  # alone: clean
+    found = [f for f in cdi.validate_set([("a.json", a), ("b.json", b)], host) if f.escape]
+    assert [(f.file, f.severity) for f in found] == [("a.json", "error")], found
+    assert "/etc/shadow" in found[0].message and "b.json" in found[0].message
+    assert not [f for f in cdi.validate_set([("a.json", a), ("b.json", b)]) if f.escape]

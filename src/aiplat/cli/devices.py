@@ -249,7 +249,7 @@ def cdi_validate(paths: tuple[str, ...], no_host: bool, root: str, strict: bool,
         doc, found = host.check_spec_file(f, h)
         docs.append((f, doc))
         findings += found
-    findings += cdi.validate_set(docs)
+    findings += cdi.validate_set(docs, h)
     bad = [f for f in findings if f.severity == "error" or strict]
     _emit({"files": files, "findings": [f.model_dump() for f in findings]}, output,
           lambda: _table(["SEVERITY", "CHECK", "FILE", "DEVICE", "FIELD", "PROBLEM"],

@@ -814,11 +814,14 @@ def _leaks(c: _Ctx, doc: Mapping[str, Any]) -> None:
                          "containerEdits if every device needs it")
 
 
-def validate_set(docs: Sequence[tuple[str, object]]) -> list[Finding]:
+def validate_set(docs: Sequence[tuple[str, object]], host: Host | None = None
+                 ) -> list[Finding]:
     """Conflicts across files, in loading order (``/etc/cdi`` first, ``/var/run/cdi`` last).
 
     The reference cache resolves a device defined twice by directory priority: the file in the
     later directory wins; two definitions in the same directory make the device unresolvable.
+    A container may get devices of several specs, so a hook is also judged against the links
+    and (with ``host``) the binds of every file.
     """
     where: dict[str, tuple[str, str]] = {}
     out: list[Finding] = []
@@ -843,7 +846,7 @@ def validate_set(docs: Sequence[tuple[str, object]]) -> list[Finding]:
                                        f"{q} is also defined in {prev}; this file ({here}) "
                                        "wins", "remove one definition", severity="warning"))
             where[q] = (file, here)
-    return out + _links_across(docs)
+    return out + _links_across(docs) + _mounts_across(docs, host)
 
 
 def _links_across(docs: Sequence[tuple[str, object]]) -> list[Finding]:
@@ -860,6 +863,40 @@ def _links_across(docs: Sequence[tuple[str, object]]) -> list[Finding]:
                       for w, _, p in escape.link_problems([(at, h) for _, at, h in own])}
     out = []
     for w, _, p in escape.link_problems([(f"{file}: {at}", h) for file, _, at, h in hooks]):
+        file, dev, at, _ = hooks[w]
+        if (file, at, p.field) not in alone:
+            out.append(finding(file, dev, f"{at}.{p.field}", p.message, p.hint,
+                               severity=p.severity, check="host-check", escape=True))
+    return out
+
+
+def _mounts_across(docs: Sequence[tuple[str, object]], host: Host | None) -> list[Finding]:
+    """A host-side chmod through a host link under another file's bind at that path
+    (escape.mount_link_problems; the red team's seventh round: a bind in b.json replaces
+    a.json's harmless one when b's device is applied last). Only with a host view; what one
+    file shows alone is its own finding (validate_spec)."""
+    link = getattr(host, "link", None) if host is not None else None
+    if link is None:
+        return []
+    # (a spec with a NUL or a lone surrogate is its own error, and no host path of it is asked)
+    specs = [(file, doc) for file, doc in docs if isinstance(doc, Mapping)
+             and not _unusable_text(_Ctx(file, None), doc)]
+
+    def real(m: Mapping[str, Any]) -> str | None:
+        hp = m.get("hostPath")
+        return host.real(hp) if host is not None and isinstance(hp, str) \
+            and hp.startswith("/") else None
+
+    hooks = [(file, dev, at, h) for file, doc in specs for dev, at, h in _hooks(doc)]
+    mounts = [(f"{file}: {at}", m, real(m)) for file, doc in specs for at, m in _mounts(doc)]
+    alone: set[tuple[str, str, str]] = set()
+    for file, doc in specs:
+        own = _hooks(doc)
+        alone |= {(file, own[w][1], p.field) for w, p in escape.mount_link_problems(
+            [(at, h) for _, at, h in own], [(at, m, real(m)) for at, m in _mounts(doc)], link)}
+    out = []
+    for w, p in escape.mount_link_problems([(f"{f}: {at}", h) for f, _, at, h in hooks],
+                                           mounts, link):
         file, dev, at, _ = hooks[w]
         if (file, at, p.field) not in alone:
             out.append(finding(file, dev, f"{at}.{p.field}", p.message, p.hint,
