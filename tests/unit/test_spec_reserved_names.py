@@ -34,7 +34,10 @@ def _validate(tmp_path: Path, capsys: pytest.CaptureFixture[str], doc: dict[str,
                                   "linkerd", "linkerd-viz", "kyverno", "external-secrets",
                                   "vault", "prometheus", "kubeflow", "knative-serving",
                                   "cilium-secrets", "nvidia-gpu-operator",
-                                  "gpu-operator-resources"])
+                                  "gpu-operator-resources",
+                                  # round 8: more operators' default namespaces
+                                  "kserve", "argo", "argo-rollouts", "runai",
+                                  "kai-scheduler", "falco"])
 def test_a_tenant_named_after_a_system_namespace_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
     doc = yaml.safe_load(example_text())

@@ -115,6 +115,8 @@ RESERVED_NAMESPACES: frozenset[str] = frozenset({
     "nvidia-gpu-operator", "gpu-operator-resources", "traefik", "kong", "harbor", "minio",
     "minio-operator", "openebs", "kubernetes-dashboard", "mpi-operator", "spark-operator",
     "kuberay-operator", "volcano-monitoring", "istio-ingress", "crossplane-system",
+    "kserve", "argo", "argo-rollouts", "argo-events", "runai", "runai-backend",
+    "kai-scheduler", "falco", "nvidia-device-plugin", "jupyterhub", "mlflow",
 })
 RESERVED_NAMESPACE_PREFIXES = ("kube-", "aiplat-", "openshift-", "linkerd", "knative-",
                                "cattle-", "gatekeeper")
