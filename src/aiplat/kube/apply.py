@@ -35,6 +35,7 @@ from lightkube.config.client_adapter import Client as HttpClient
 from lightkube.config.client_adapter import ConnectionParams
 
 from aiplat.errors import AiplatError, InputError
+from aiplat.kube.facts import TENANT_LABEL
 from aiplat.kube.quantity import parse_quantity
 
 Obj = dict[str, Any]
@@ -448,17 +449,51 @@ def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
     scratch: dict[str, str] = {}
     if items:
         api.discover()  # an unreachable server is one error now, not one per object
+    foreign = {} if force else foreign_namespaces(api, [o for _f, o in items])
+    taken = [Outcome(label(o), by_id.get(id(o)), "refused", foreign[n])
+             for o in ordered if (n := _namespace_of(o)) in foreign]
+    ordered = [o for o in ordered if _namespace_of(o) not in foreign]
+    items = [(f, o) for f, o in items if _namespace_of(o) not in foreign]
     try:
         if dry_run:
             scratch = _scratch_namespaces(api, items, _dry_run_namespaces(api, items,
                                                                           probe_pods))
-        out = _apply_all(api, ordered, by_id, scratch, dry_run=dry_run, diff=diff,
-                         force=force)
+        out = taken + _apply_all(api, ordered, by_id, scratch, dry_run=dry_run, diff=diff,
+                                 force=force)
         if probe_pods:
             out += _probe(api, items, scratch)
     finally:
         for s in scratch.values():
             api.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s}})
+    return out
+
+
+def _namespace_of(o: Obj) -> str | None:
+    """The namespace an object lives in, or the one a Namespace object is."""
+    meta = o.get("metadata") or {}
+    return str(meta.get("name")) if o.get("kind") == "Namespace" else meta.get("namespace")
+
+
+def foreign_namespaces(api: Api, objs: list[Obj]) -> dict[str, str]:
+    """The tree's tenant Namespaces that exist in the cluster without being that tenant's
+    (no ``aiplat.io/tenant`` label naming it): applying the tree would hand the tenant's
+    groups pod rights in another owner's namespace (an operator's, whose service accounts
+    may hold cluster-wide rights) and relabel it. Each with the reason it is refused; the
+    spec's reserved names are a list, this is the check its gaps cannot pass."""
+    out = {}
+    for o in objs:
+        tenant = ((o.get("metadata") or {}).get("labels") or {}).get(TENANT_LABEL)
+        if o.get("kind") != "Namespace" or tenant is None:
+            continue
+        live = api.get(o)
+        have = ((live or {}).get("metadata") or {}).get("labels") or {}
+        if live is not None and have.get(TENANT_LABEL) != tenant:
+            name = str(o["metadata"]["name"])
+            out[name] = (f"Namespace {name} exists and is not tenant {tenant}'s (no "
+                         f"{TENANT_LABEL}={tenant} label): the tenant would get pod rights in "
+                         "another owner's namespace (fix: rename the tenant; if the namespace "
+                         f"is the tenant's, label it {TENANT_LABEL}={tenant}, or apply with "
+                         "--force-conflicts)")
     return out
 
 
