@@ -1,7 +1,8 @@
 """One Finding: what a check found that a person must read, and the one way it is printed.
 
-Every part of aiplat that judges something — the plan, node checks and the version matrix,
-CDI specs, kube lint, the acceptance and handover checks — reports ``Finding``s:
+Every part of aiplat that judges something — the plan, node placement and the version
+matrix, CDI specs, kube lint (and the tree reader's not-modelled notes) — reports ``Finding``s
+(a check's pass|warn|fail is a status, not a severity: node checks and acceptance keep theirs):
 
     severity   error | warning | info   (error: not usable as it is; warning: needs a
                                           decision; info: worth knowing)
@@ -10,7 +11,7 @@ CDI specs, kube lint, the acceptance and handover checks — reports ``Finding``
     message    what is wrong, in one sentence
     fix        what to change ('' when nothing can be changed)
     source     the rule or check that made it ('flavor-taints', 'numa-mismatch',
-               'cdi:host-check'; '' for the plan's own findings)
+               'host-check'; '' for the plan's own findings)
 
 ``line()`` is the one text form (CLI, logs, acceptance reports), ``Finding.model_dump()`` the
 one data form (``-o json|yaml``, plan.json), ``table()`` the report's. Text that came
