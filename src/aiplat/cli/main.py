@@ -20,7 +20,7 @@ import click
 
 from aiplat import __version__
 from aiplat.errors import AiplatError
-from aiplat.text import shown
+from aiplat.text import shown_lines
 
 if TYPE_CHECKING:
     from click.shell_completion import CompletionItem
@@ -261,7 +261,7 @@ def _traceback(e: BaseException) -> None:
 def _error(message: str) -> None:
     # An error quotes its input (a path, a name, a peer's message): each line is shown
     # terminal-safe, so no escape sequence or bidi override in it reaches the terminal.
-    text = "\n".join(shown(part) for part in message.split("\n"))
+    text = shown_lines(message)
     with contextlib.suppress(OSError, ValueError):  # stderr closed as well
         click.echo(text, err=True)
 

@@ -43,7 +43,7 @@ import yaml
 from aiplat import findings
 from aiplat.devices import cdiyaml, escape
 from aiplat.errors import InputError
-from aiplat.text import shown
+from aiplat.text import shown, shown_lines
 
 VERSIONS = ("0.1.0", "0.2.0", "0.3.0", "0.4.0", "0.5.0", "0.6.0", "0.7.0", "0.8.0", "1.0.0",
             "1.1.0")
@@ -75,12 +75,6 @@ class CdiSpecError(InputError, ValueError):
 
     def __init__(self, message: str) -> None:
         super().__init__(shown_lines(message))
-
-
-def shown_lines(text: str) -> str:
-    """``text`` terminal-safe line by line (``aiplat.text.shown``): a message of several lines
-    keeps them; what it quotes must be escaped where quoted if it may hold a newline."""
-    return "\n".join(shown(line) for line in text.split("\n"))
 
 
 class Finding(findings.Finding):

@@ -34,7 +34,7 @@ from aiplat.devices import cdi, cdiyaml
 from aiplat.devices import nvidia_files as nvf
 from aiplat.devices.cdi import DeviceEntry, Edits, Hook, Mount, NodeFact
 from aiplat.errors import InputError
-from aiplat.text import shown
+from aiplat.text import shown, shown_lines
 
 
 class DeviceError(InputError):
@@ -44,7 +44,7 @@ class DeviceError(InputError):
     quoted, so no line can be forged either."""
 
     def __init__(self, message: str) -> None:
-        super().__init__(cdi.shown_lines(message))
+        super().__init__(shown_lines(message))
 
 
 # ---------------------------------------------------------------------------- device nodes

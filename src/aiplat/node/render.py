@@ -20,7 +20,7 @@ from aiplat.node.checks import CheckReport
 from aiplat.node.inventory import DeviceKind, Inventory
 from aiplat.node.matrix import MatrixReport
 from aiplat.node.placement import Placement
-from aiplat.text import shown
+from aiplat.text import shown, shown_all
 
 
 def console() -> Console:
@@ -32,20 +32,11 @@ def console() -> Console:
 
 
 M = TypeVar("M", bound=BaseModel)
-def _shown_all(data: Any) -> Any:
-    if isinstance(data, str):
-        return shown(data)
-    if isinstance(data, dict):
-        return {shown(k) if isinstance(k, str) else k: _shown_all(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return type(data)(_shown_all(v) for v in data)
-    return data
-
 
 def printable(model: M) -> M:
     """``model`` with every text made terminal-safe (``shown``), for the tables; JSON and
     YAML escape control characters themselves."""
-    return type(model).model_validate(_shown_all(model.model_dump()))
+    return type(model).model_validate(shown_all(model.model_dump()))
 
 
 def dump(data: Any, fmt: str) -> str:

@@ -40,7 +40,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
-from aiplat.text import shown
+from aiplat.text import shown_all, shown_lines
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9]+(?:-[a-z0-9]+)*$", max_length=64)]
 """Lower-case letters, digits and single hyphens: safe as an HTML id and a URL fragment.
@@ -349,14 +349,4 @@ def printable(doc: Document) -> Document:
     """``doc`` with every text shown terminal-safe line by line (``aiplat.text.shown``): a
     record's, a spec's or a peer's text may hold an escape sequence or a bidi override, which
     a report read with ``cat`` or copied from a browser would replay. Newlines stay."""
-    return Document.model_validate(_shown_all(doc.model_dump()))
-
-
-def _shown_all(data: object) -> object:
-    if isinstance(data, str):
-        return "\n".join(shown(line) for line in data.split("\n"))
-    if isinstance(data, dict):
-        return {k: _shown_all(v) for k, v in data.items()}
-    if isinstance(data, list | tuple):
-        return type(data)(_shown_all(v) for v in data)
-    return data
+    return Document.model_validate(shown_all(doc.model_dump(), shown_lines))
