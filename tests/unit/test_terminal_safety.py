@@ -20,6 +20,20 @@ ESC = "\x1b]0;PWNED\x07\x1b[2J"
 RLO = "\u202e"
 
 
+def _hostile_sample(name: str, folder: Path, suffix: str) -> None:
+    """Sample snapshot ``name`` in ``folder``, every Workload's name ending in ``suffix``."""
+    import json
+
+    from aiplat.samples import get
+
+    get(name, folder)
+    wl = folder / "workloads.json"
+    doc = json.loads(wl.read_text())
+    for w in doc["items"]:
+        w["metadata"]["name"] += suffix
+    wl.write_text(json.dumps(doc))
+
+
 def test_an_error_quoting_a_hostile_path_is_escaped(capsys: pytest.CaptureFixture[str],
                                                      tmp_path: Path) -> None:
     path = tmp_path / f"plat{ESC}{RLO}form.yaml"
@@ -62,16 +76,7 @@ def test_sim_replay_shows_a_snapshots_names_escaped(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Workload names of a snapshot reach the replay's table and its warnings escaped (and a
     name like '[/x]' is no rich markup)."""
-    import json
-
-    from aiplat.samples import get
-
-    get("snapshot-waiting-for-preemption", tmp_path / "snap")
-    wl = tmp_path / "snap" / "workloads.json"
-    doc = json.loads(wl.read_text())
-    for w in doc["items"]:
-        w["metadata"]["name"] += f"{ESC}{RLO}[/x]"
-    wl.write_text(json.dumps(doc))
+    _hostile_sample("snapshot-waiting-for-preemption", tmp_path / "snap", f"{ESC}{RLO}[/x]")
     assert main(["sim", "replay", str(tmp_path / "snap")]) == 0
     io = capsys.readouterr()
     assert "\x1b" not in io.out + io.err and RLO not in io.out + io.err
@@ -108,16 +113,7 @@ def test_success_lines_show_file_names_escaped(tmp_path: Path,
 
 def test_why_pending_shows_a_snapshots_names_escaped(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import json
-
-    from aiplat.samples import get
-
-    get("snapshot-tas-rack-too-small", tmp_path / "snap")
-    wl = tmp_path / "snap" / "workloads.json"
-    doc = json.loads(wl.read_text())
-    for w in doc["items"]:
-        w["metadata"]["name"] += f"{ESC}{RLO}"
-    wl.write_text(json.dumps(doc))
+    _hostile_sample("snapshot-tas-rack-too-small", tmp_path / "snap", f"{ESC}{RLO}")
     for fmt in ("table", "yaml", "json"):
         main(["kube", "why-pending", "pretrain-big", "-n", "research", "--snapshot",
               str(tmp_path / "snap"), "-o", fmt])
