@@ -70,12 +70,6 @@ def ordered(findings: Iterable[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (rank[f.severity], f.source, f.subject))
 
 
-def worst(findings: Iterable[Finding]) -> Severity | None:
-    """The most severe severity among ``findings`` (None: there are none)."""
-    present = {f.severity for f in findings}
-    return next((s for s in SEVERITIES if s in present), None)
-
-
 def counts(findings: Iterable[Finding]) -> dict[Severity, int]:
     out: dict[Severity, int] = dict.fromkeys(SEVERITIES, 0)
     for f in findings:
@@ -84,4 +78,4 @@ def counts(findings: Iterable[Finding]) -> dict[Severity, int]:
 
 
 __all__ = ["SEVERITIES", "TABLE_COLUMNS", "Finding", "Severity", "counts", "line", "ordered",
-           "table", "worst"]
+           "table"]

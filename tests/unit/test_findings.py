@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from aiplat.findings import Finding, counts, line, ordered, table, worst
+from aiplat.findings import Finding, counts, line, ordered, table
 from aiplat.text import shown
 
 
@@ -37,14 +37,13 @@ def test_only_three_severities() -> None:
         Finding(severity="fail", subject="s", message="m")  # type: ignore[arg-type]
 
 
-def test_order_worst_counts_and_table() -> None:
+def test_order_counts_and_table() -> None:
     fs = [Finding(severity="info", subject="b", message="1"),
           Finding(severity="error", subject="z", message="2"),
           Finding(severity="warning", subject="a", message="3"),
           Finding(severity="error", subject="a", message="4"),
           Finding(severity="error", subject="a", message="5")]
     assert [f.message for f in ordered(fs)] == ["4", "5", "2", "3", "1"]
-    assert worst(fs) == "error" and worst(fs[:1]) == "info" and worst([]) is None
     assert counts(fs) == {"error": 3, "warning": 1, "info": 1}
     cols, rows = table(fs)
     assert cols == ["severity", "subject", "finding", "fix"]  # no finding has a source

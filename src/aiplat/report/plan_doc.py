@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from datetime import date
 from typing import Any
 
+from aiplat.findings import counts
 from aiplat.findings import table as findings_table
 from aiplat.kube.pipeline import KubeCheck
 from aiplat.plan.format import bytes_h, count_h, kw_h
@@ -67,8 +68,8 @@ def _summary(plan: Plan) -> list[KeyFigure]:
     f = plan.facility
     gpus = sum(p.gpus for p in plan.pools)
     findings = plan.all_findings
-    errors = sum(x.severity == "error" for x in findings)
-    warnings = sum(x.severity == "warning" for x in findings)
+    n = counts(findings)
+    errors, warnings = n["error"], n["warning"]
     return [
         KeyFigure(label="GPUs", value=str(gpus),
                   detail=", ".join(f"{p.gpus} × {p.gpu_model}" for p in plan.pools if p.gpus)),
