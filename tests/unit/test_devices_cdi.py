@@ -234,3 +234,17 @@ def test_decode_refuses_deep_nesting_and_control_characters_without_raising() ->
     assert deep.doc is None and "nested too deeply" in deep.errors[0]
     ctrl = decode_spec("cdiVersion: 0.6.0\nkind: x.com/y\x01\n")
     assert ctrl.doc is None and "unacceptable character" in ctrl.errors[0]
+
+
+@pytest.mark.parametrize("second", [
+    "---\ncdiVersion: \"0.6.0\"\nkind: vendor.com/nic\ndevices:\n- name: b\n",
+    "---\n: [unclosed\n",  # not YAML at all: the loader never parses it
+])
+def test_a_second_document_is_named_as_ignored_by_the_loader(second: str) -> None:
+    first = ("cdiVersion: \"0.6.0\"\nkind: vendor.com/gpu\ndevices:\n- name: a\n"
+             "  containerEdits:\n    deviceNodes:\n    - path: /dev/null\n")
+    found = cdi.validate_text(first + second, "two.yaml")
+    assert [(f.severity, f.field) for f in found] == [("warning", "(document 2, line 8)")]
+    assert "reads only the first YAML document" in found[0].message
+    assert found[0].fix == "put each spec in its own file"
+    assert cdi.validate_text(first, "one.yaml") == []

@@ -288,8 +288,13 @@ def check_text(text: str, file: str, host: Host | None = None) -> tuple[
     d = cdiyaml.decode_spec(text)
     out = [finding(file, "", "(decode)", e, "fix the YAML/JSON; field names are "
                    "case-sensitive, each key appears once") for e in d.errors]
+    if d.ignored_from is not None:
+        out.append(finding(file, "", f"(document 2, line {d.ignored_from})",
+                           "ignored: the CDI loader reads only the first YAML document, so "
+                           "the devices after it do not exist for the runtime",
+                           "put each spec in its own file", severity="warning"))
     if d.doc is None:
-        if not out:
+        if not any(f.severity == "error" for f in out):
             out.append(finding(file, "", "(document)", "no Spec data"))
         return None, out
     return d.doc, out + validate_spec(d.doc, file, host)

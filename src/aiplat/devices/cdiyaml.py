@@ -368,6 +368,9 @@ else:  # pragma: no cover - PyYAML built without libyaml
 class Decoded:
     doc: dict[str, Any] | None  # None: nothing the loader could use
     errors: tuple[str, ...]
+    # The 1-based line where a second document starts (None: none): the loader never reads
+    # it, so the devices it names do not exist for the runtime.
+    ignored_from: int | None = None
 
 
 TOO_DEEP = "YAML nested too deeply to decode (a CDI spec is a few levels deep)"
@@ -375,7 +378,8 @@ TOO_DEEP = "YAML nested too deeply to decode (a CDI spec is a few levels deep)"
 
 def decode_spec(text: str) -> Decoded:
     """The first YAML document of ``text`` decoded into ``specs.Spec`` (later documents
-    are ignored, as ``yaml.Decoder.Decode`` reads one)."""
+    are ignored, as ``yaml.Decoder.Decode`` reads one; where the second starts is kept so
+    the caller can say so)."""
     try:
         # The reader checks the characters as it is built: a control character fails here.
         loader = _Loader(text)
@@ -385,6 +389,7 @@ def decode_spec(text: str) -> Decoded:
         if not loader.check_node():
             return Decoded(None, ("EOF: no YAML document",))
         node = loader.get_node()
+        ignored_from = _next_document(loader)
     except yaml.YAMLError as e:
         return Decoded(None, (f"YAML syntax: {e}".replace("\n", " "),))
     except RecursionError:
@@ -399,4 +404,19 @@ def decode_spec(text: str) -> Decoded:
     except RecursionError:
         return Decoded(None, (TOO_DEEP,))
     doc = out if isinstance(out, dict) else None
-    return Decoded(doc, tuple(d.errors))
+    return Decoded(doc, tuple(d.errors), ignored_from)
+
+
+def _next_document(loader: Any) -> int | None:
+    """The line where a document after the first starts, if any. yaml.v3's Decode stops at
+    the first, so what follows is not even parsed by the loader: a syntax error there is
+    still "a second document", not a failure of the first."""
+    try:
+        if loader.check_event(yaml.DocumentStartEvent):
+            return int(loader.peek_event().start_mark.line) + 1
+    except yaml.MarkedYAMLError as e:  # something follows that is not even YAML
+        mark = e.problem_mark or e.context_mark
+        return int(mark.line) + 1 if mark is not None else None
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return None
