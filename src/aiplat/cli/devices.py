@@ -26,7 +26,7 @@ from aiplat.devices.verify import PodmanOptions, remove_image, verify_spec
 from aiplat.errors import AiplatError, InputError
 from aiplat.findings import line
 from aiplat.fsutil import atomic_write
-from aiplat.text import shown
+from aiplat.text import shown, shown_lines
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -40,7 +40,7 @@ def _emit(data: Any, fmt: str, table: Callable[[], str]) -> None:
     elif fmt == "yaml":
         click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
     else:  # a table quotes specs, demands and records: each line terminal-safe
-        click.echo(_shown_lines(table()), nl=False)
+        click.echo(shown_lines(table().removesuffix("\n")))
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -49,11 +49,6 @@ def _table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return "".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() + "\n"
                    for r in cells)
-
-
-def _shown_lines(text: str) -> str:
-    """``text`` for a terminal: each line through aiplat.text.shown, the newlines kept."""
-    return "".join(shown(line) + "\n" for line in text.splitlines())
 
 
 def _exit(code: int) -> None:
@@ -215,7 +210,7 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
         if dry_run:
             diff = difflib.unified_diff(old.splitlines(True), new.splitlines(True),
                                         str(path) if old else "/dev/null", str(path))
-            click.echo(_shown_lines("".join(diff) or f"{path}: unchanged\n"), nl=False)
+            click.echo(shown_lines(("".join(diff) or f"{path}: unchanged").removesuffix("\n")))
         else:
             atomic_write(path, new, 0o644)
             click.echo(f"wrote {shown(str(path))} ({len(doc['devices'])} devices, "
@@ -383,7 +378,7 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
     else:
         # the host's own file may hold a bidi override or zero-width character (TOML allows
         # them raw in strings and comments): the diff is for reading, shown line by line
-        click.echo(_shown_lines(m.diff(path) or f"{path}: no change needed\n"), nl=False)
+        click.echo(shown_lines((m.diff(path) or f"{path}: no change needed").removesuffix("\n")))
     if write and m.changes:
         # A symlinked config (managed elsewhere) is updated where it lives: writing over the
         # link would leave the runtime reading the old file. Atomic next to the real file,
