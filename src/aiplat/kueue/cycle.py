@@ -588,12 +588,14 @@ class Replay:
         return [self.outcomes[w.key] for w in self.snap.workloads]
 
     def until_quiet(self, cycles: int | None = None, limit: int = 100000) -> None:
-        """The cycles of :meth:`run`, without the final outcome rows."""
-        n = 0
+        """The cycles of :meth:`run`, without the final outcome rows. ``cycles`` counts
+        scheduling cycles run, not passes that only deliver a batched requeue (a snapshot's
+        workloads Kueue already tried wait for that delivery before their first cycle)."""
+        n, start = 0, self.cycle
         seen: set[tuple[object, ...]] = set()
         age = 0  # cycles since the pending batched requeue was raised
         heads: list[Pending] | None = None  # taken after the last cycle, still current
-        while n < (cycles if cycles is not None else limit):
+        while n < limit and (cycles is None or self.cycle - start < cycles):
             n += 1
             if heads is None:
                 heads = self.queues.heads(self.inactive)
@@ -615,7 +617,7 @@ class Replay:
                 age = 0
                 heads = None
                 continue
-            if quiet and cycles is None:
+            if quiet and (cycles is None or idle):  # idle: nothing can change any more
                 break
             seen.add(sig)
 

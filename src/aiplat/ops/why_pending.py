@@ -106,6 +106,13 @@ def _victims(objects: list[Obj], key: str, cycle: int | None) -> list[str]:
     return [f"{w} ({why})" for w, why in found.items()]
 
 
+def _set_aside(r: Replay, key: str) -> bool:
+    """Is ``key`` among the inadmissible workloads before the replay starts? Kueue's next
+    cycle does not see it: it waits for a requeue (the replay's first cycle comes after the
+    queues start, which brings it back)."""
+    return any(q[key].inadmissible for q in r.queues.pending.values() if key in q)
+
+
 def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     """The replay's outcome for the workload ``namespace/name``; InputError when the
     objects are not something the replay reads."""
@@ -113,7 +120,9 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     parsed = kueue_input.read([("snapshot", o) for o in objects], "snapshot",
                               lambda objs: parse(objs, "snapshot", _load_text),
                               "pass 'kubectl get ... -o yaml' output")
-    first = {o.workload: o for o in Replay(parse(objects, "snapshot", _load_text)).run(1)}
+    first_run = Replay(parse(objects, "snapshot", _load_text))
+    set_aside = _set_aside(first_run, key)
+    first = {o.workload: o for o in first_run.run(1)}
     outcomes = Replay(parsed).run()
     out = next((o for o in outcomes if o.workload == key), None)
     wl = next((w for w in parsed.workloads if w.key == key), None)
@@ -123,7 +132,7 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     flavors = {f.flavor for g in spec.groups for f in g.flavors}
     victims = _victims(objects, key, out.cycle) if out.decision == "admitted" else []
     nxt = first[key]
-    next_cycle = ("admitted" if nxt.decision == "admitted" else
+    next_cycle = ("pending" if set_aside else "admitted" if nxt.decision == "admitted" else
                   "preempting" if nxt.reason == "PendingPreemption" else "pending")
     return NextCycles(out.decision, out.cycle, out.flavors, victims, out.pending, out.reason,
                       out.message, wl.evaluated, next_cycle,
