@@ -39,6 +39,7 @@ from aiplat.findings import Finding
 from aiplat.kube.inventory import Inventory
 from aiplat.kube.lint import rules as _rules_package
 from aiplat.kube.lint.base import SEVERITIES, Context, Obj, Rule, registered
+from aiplat.kube.lint.objects import helm_values
 from aiplat.kube.shape import readable
 
 __all__ = ["Context", "Finding", "Rule", "lint", "rules"]
@@ -53,13 +54,18 @@ def rules() -> tuple[Rule, ...]:
     return registered()
 
 
-def lint(objects: list[Obj], inventory: Inventory, *,
-         files: Sequence[str] | None = None) -> list[Finding]:
+def lint(objects: list[Obj], inventory: Inventory, *, files: Sequence[str] | None = None,
+         kueue_version: str | None = None) -> list[Finding]:
     """The findings of every rule on ``objects`` (from ``files``, one per object, for
-    messages), errors first, then by rule and object; an ``InputError`` naming file, object
-    and field when a field is not of the type its schema gives (rules read fields; none
-    reasons on half a tree)."""
+    messages) for the target Kueue release ``kueue_version`` (None: the spec's default),
+    errors first, then by rule and object; an ``InputError`` naming file, object and field
+    when a field is not of the type its schema gives (rules read fields; none reasons on half
+    a tree). Kueue's Helm values (a document of no kind) are read as its Configuration."""
     names = list(files or [""] * len(objects))
-    ctx = Context(readable(list(zip(names, objects, strict=True))), inventory, names)
+    pairs = list(zip(names, objects, strict=True))
+    values = [(f, o) for f, o in pairs if helm_values(o)]
+    kept = [(f, o) for f, o in pairs if not helm_values(o)]
+    ctx = Context(readable(kept), inventory, [f for f, _o in kept],
+                  kueue_version=kueue_version, helm_values=values)
     findings = [f for r in rules() for f in r.run(ctx)]
     return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 2), f.source, f.subject))

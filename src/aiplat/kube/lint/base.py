@@ -28,7 +28,7 @@ from aiplat.kube.inventory import Inventory, PoolInventory
 from aiplat.text import shown
 
 Obj = dict[str, Any]
-SEVERITIES = ("error", "warning")  # in the order findings are listed
+SEVERITIES = ("error", "warning", "info")  # in the order findings are listed
 
 
 def finding(severity: Severity, rule: str, obj: str, why: str, fix: str) -> Finding:
@@ -50,14 +50,19 @@ def namespace(o: Obj) -> str:
 
 class Context:
     """The tree a rule reads: its objects (shape-checked), by kind, the file each came from
-    ("" when not read from files) and the pools. ``cache`` keeps what rules derive from the
-    tree once per lint (each key owned by one module)."""
+    ("" when not read from files) and the pools; the target Kueue release (None: the spec's
+    default) and Kueue's Helm values the tree holds (file, values: documents of no kind).
+    ``cache`` keeps what rules derive from the tree once per lint (each key owned by one
+    module)."""
 
     def __init__(self, objects: list[Obj], inventory: Inventory,
-                 files: list[str] | None = None) -> None:
+                 files: list[str] | None = None, *, kueue_version: str | None = None,
+                 helm_values: list[tuple[str, Obj]] | None = None) -> None:
         self.objects = objects
         self.inventory = inventory
         self.files = files or [""] * len(objects)
+        self.kueue_version = kueue_version
+        self.helm_values = helm_values or []
         self.cache: dict[str, Any] = {}
         self.by_kind: dict[str, list[Obj]] = defaultdict(list)
         for o in objects:

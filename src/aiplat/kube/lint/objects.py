@@ -7,18 +7,22 @@ rule. Built on ``aiplat.kube.lint.base``; imports no rule module.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 import yaml
 
 from aiplat.kube.facts import POOL_LABEL, TENANT_LABEL
+from aiplat.kube.kueue_releases import release
 from aiplat.kube.lint.base import Context, Obj, name, namespace
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.shape import value_problems
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-KUEUE_CONFIG_MAP = "kueue-manager-config"
+KUEUE_NS = "kueue-system"
+CONFIG_GROUP = "config.kueue.x-k8s.io/"
+CONFIG_KEY = "controller_manager_config.yaml"
 _STRINGS = {"type": "array", "items": {"type": "string"}}
 LABEL_SELECTOR = {"type": "object", "properties": {
     "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
@@ -91,30 +95,75 @@ def cohort_root(cohort: str, cohorts: list[Obj]) -> str:
     return cohort
 
 
+@dataclass(frozen=True)
+class KueueConfig:
+    """Kueue's Configuration as the tree gives it, or as the target release ships it."""
+
+    doc: Obj | None  # None when the tree's cannot be decoded (``problems`` say why)
+    problems: list[str]
+    subject: str  # what findings about it name
+    assumed: str = ""  # not from the tree: whose configuration stands in, and from where
+
+
+def kueue_config(ctx: Context) -> KueueConfig:
+    """The tree's Kueue Configuration in any of its three forms (a Configuration document, a
+    ConfigMap's ``controller_manager_config.yaml``, Helm values' ``managerConfig.
+    controllerManagerConfigYaml``), else the one the target Kueue release installs."""
+    if "kueue_config" not in ctx.cache:
+        ctx.cache["kueue_config"] = _kueue_config(ctx)
+    return ctx.cache["kueue_config"]  # type: ignore[no-any-return]
+
+
 def kueue_configuration(ctx: Context) -> Obj | None:
-    """The tree's Kueue Configuration; None without one, or with one Kueue cannot read
-    (``kueue_configuration_problems`` says why)."""
-    doc, problems = _read_kueue_configuration(ctx)
-    return None if problems else doc
+    """The Configuration rules read (the tree's or the release's); None when the tree's
+    cannot be decoded (``kueue_config(ctx).problems`` say why)."""
+    return kueue_config(ctx).doc
 
 
-def kueue_configuration_problems(ctx: Context) -> list[str]:
-    """Why Kueue cannot decode the tree's Configuration (and so does not start)."""
-    return _read_kueue_configuration(ctx)[1]
-
-
-def _read_kueue_configuration(ctx: Context) -> tuple[Obj | None, list[str]]:
+def _kueue_config(ctx: Context) -> KueueConfig:
+    for o in ctx.objects:
+        if o.get("kind") == "Configuration" and str(o.get("apiVersion", "")).startswith(
+                CONFIG_GROUP):
+            problems = _problems(o)
+            return KueueConfig(None if problems else o, problems,
+                               f"Configuration ({_file(ctx, o)})")
     for cm in ctx.kind("ConfigMap"):
-        if name(cm) == KUEUE_CONFIG_MAP:
-            text = ((cm.get("data") or {}).get("controller_manager_config.yaml")) or ""
-            try:
-                doc = yaml.safe_load(text)
-            except yaml.YAMLError as e:
-                return None, [f"it is not YAML ({str(e).splitlines()[0]})"]
-            if not isinstance(doc, dict):
-                return None, []
-            return doc, [f"{p} {m}" for p, m in value_problems(doc, KUEUE_CONFIGURATION)]
-    return None, []
+        text = (cm.get("data") or {}).get(CONFIG_KEY)
+        if isinstance(text, str):
+            return _decoded(text, f"ConfigMap/{namespace(cm) or KUEUE_NS}/{name(cm)}")
+    for file, values in ctx.helm_values:
+        return _decoded(values["managerConfig"]["controllerManagerConfigYaml"],
+                        f"Helm values ({file or 'managerConfig'})")
+    shipped, note = release(ctx.kueue_version)
+    return KueueConfig(shipped.configuration(), [], "Kueue", "; ".join(
+        filter(None, [note, shipped.source])))
+
+
+def helm_values(o: Obj) -> bool:
+    """Values of Kueue's Helm chart (no kind; its Configuration as text)."""
+    text = (o.get("managerConfig") or {}).get("controllerManagerConfigYaml") \
+        if isinstance(o.get("managerConfig"), dict) else None
+    return "kind" not in o and isinstance(text, str)
+
+
+def _decoded(text: str, subject: str) -> KueueConfig:
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        return KueueConfig(None, [f"it is not YAML ({str(e).splitlines()[0]})"], subject)
+    if not isinstance(doc, dict):
+        return KueueConfig(None, ["it is not a mapping"], subject)
+    problems = _problems(doc)
+    return KueueConfig(None if problems else doc, problems, subject)
+
+
+def _problems(doc: Obj) -> list[str]:
+    return [f"{p} {m}" for p, m in value_problems(doc, KUEUE_CONFIGURATION)]
+
+
+def _file(ctx: Context, o: Obj) -> str:
+    return next((f for f, x in zip(ctx.files, ctx.objects, strict=False) if x is o and f),
+                "the tree")
 
 
 # --------------------------------------------------------------------------- workloads

@@ -19,6 +19,10 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
                         starts at once, outside quota). Source: pkg/controller/jobframework
                         utils.go WorkloadShouldBeSuspended, reconciler.go ReconcileGenericJob
                         ("Namespace not opted in"), config/components/webhook/kustomization.yaml.
+                        The Configuration is the tree's (a Configuration document, the
+                        ConfigMap or Kueue's Helm values), else the one the target Kueue
+                        release ships (kube/kueue_releases.py): then a warning, since the
+                        cluster's may enable more.
   workload-unqueued     a workload without a queue-name label in a tenant namespace (one with
                         a LocalQueue). With manageJobsWithoutQueueName false Kueue ignores it
                         and it runs beside the quota, taking GPUs admitted work was promised;
@@ -33,7 +37,8 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
                         matching kube-system or Kueue's own namespace, or one it cannot
                         decode (not YAML, a field of the wrong type). Source: pkg/config/
                         validation.go validateManagedJobsNamespaceSelector, config.go
-                        (strict decoding).
+                        (strict decoding). With no Configuration in the tree, an info
+                        line says whose lint reads instead (release, files, commit).
 """
 
 from __future__ import annotations
@@ -41,10 +46,11 @@ from __future__ import annotations
 from aiplat.findings import Finding
 from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
+    KUEUE_NS,
     QUEUE_LABEL,
     cohort_of,
+    kueue_config,
     kueue_configuration,
-    kueue_configuration_problems,
     pod_specs,
     selector_matches,
 )
@@ -57,7 +63,6 @@ FRAMEWORKS = {"Job": "batch/job", "JobSet": "jobset.x-k8s.io/jobset", "Pod": "po
               "RayJob": "ray.io/rayjob", "RayCluster": "ray.io/raycluster",
               "PyTorchJob": "kubeflow.org/pytorchjob", "TrainJob": "trainer.kubeflow.org/trainjob",
               "MPIJob": "kubeflow.org/mpijob", "AppWrapper": "workload.codeflare.dev/appwrapper"}
-KUEUE_NS = "kueue-system"
 NAME_LABEL = "kubernetes.io/metadata.name"
 # Kueue's own default for managedJobsNamespaceSelector (apis/config/v1beta2/defaults.go).
 DEFAULT_MANAGED = {"matchExpressions": [{"key": NAME_LABEL, "operator": "NotIn",
@@ -127,7 +132,7 @@ def quota_without_cohort(ctx: Context) -> list[Finding]:
 
 def _config(ctx: Context) -> tuple[Obj | None, list[str], bool, Obj]:
     """(Configuration, frameworks, manageJobsWithoutQueueName, managed selector), defaulted
-    as Kueue defaults them."""
+    as Kueue defaults them (the tree's, else the target release's shipped one)."""
     cfg = kueue_configuration(ctx)
     c = cfg or {}
     frameworks = list((c.get("integrations") or {}).get("frameworks") or ["batch/job"])
@@ -143,9 +148,10 @@ def _top_level(o: Obj) -> bool:
 
 
 @rule("kueue-managed", "Kueue manages every queued workload (its framework enabled, its "
-      "namespace selected, neither kube-system nor Kueue's)")
+      "namespace selected, neither kube-system nor Kueue's)", severities=("error", "warning"))
 def kueue_managed(ctx: Context) -> list[Finding]:
     cfg, frameworks, _, managed = _config(ctx)
+    kc = kueue_config(ctx)
     kueue_ns = str((cfg or {}).get("namespace") or KUEUE_NS)
     out = []
     for o in ctx.objects:
@@ -158,7 +164,7 @@ def kueue_managed(ctx: Context) -> list[Finding]:
             why = (f"Kueue's integrations.frameworks {frameworks} leave out "
                    f"{FRAMEWORKS[kind]!r}: its webhook never suspends it, so it starts at "
                    "once outside any quota")
-            fix = f"add {FRAMEWORKS[kind]} to integrations.frameworks in kueue-manager-config"
+            fix = f"add {FRAMEWORKS[kind]} to integrations.frameworks in {kc.subject}"
         elif ns in ("kube-system", kueue_ns):
             why = (f"Kueue's webhooks skip namespace {ns}: it is created running and admitted "
                    "by no ClusterQueue")
@@ -171,7 +177,11 @@ def kueue_managed(ctx: Context) -> list[Finding]:
                    "or widen the selector")
         else:
             continue
-        out.append(finding("error", "kueue-managed", ref(o), why, fix))
+        # Read from the release's configuration, not the cluster's: the cluster may differ.
+        out.append(finding("warning", "kueue-managed", ref(o),
+                           f"the tree has no Kueue Configuration; with {kc.assumed}: {why}",
+                           fix + " (if the cluster's Configuration does not already)")
+                   if kc.assumed else finding("error", "kueue-managed", ref(o), why, fix))
     return out
 
 
@@ -230,21 +240,37 @@ def queue_stopped(ctx: Context) -> list[Finding]:
             if (q.get("spec") or {}).get("stopPolicy") in ("Hold", "HoldAndDrain")]
 
 
-@rule("kueue-config", "Kueue can decode its Configuration and start with it")
-def kueue_config(ctx: Context) -> list[Finding]:
-    unreadable = kueue_configuration_problems(ctx)
-    if unreadable:
-        return [finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
-                        f"Kueue cannot decode its Configuration: {'; '.join(unreadable)}: it "
+_KUEUE_KINDS = {"ClusterQueue", "LocalQueue", "ResourceFlavor", "Cohort", "Workload",
+                "AdmissionCheck", "Topology", "WorkloadPriorityClass"}
+
+
+def _uses_kueue(ctx: Context) -> bool:
+    return any(o.get("kind") in _KUEUE_KINDS or QUEUE_LABEL in ((o.get("metadata") or {})
+                                                                .get("labels") or {})
+               for o in ctx.objects)
+
+
+@rule("kueue-config", "Kueue can decode its Configuration and start with it (and which "
+      "Configuration lint reads)", severities=("error", "info"))
+def kueue_config_rule(ctx: Context) -> list[Finding]:
+    kc = kueue_config(ctx)
+    if kc.problems:
+        return [finding("error", "kueue-config", kc.subject,
+                        f"Kueue cannot decode its Configuration: {'; '.join(kc.problems)}: it "
                         "does not start, so nothing is admitted (the other rules read "
                         "Kueue's defaults instead)",
-                        "correct data.controller_manager_config.yaml (Kueue's "
-                        "apis/config/v1beta2 Configuration)")]
+                        "correct it (Kueue's apis/config/v1beta2 Configuration)")]
+    if kc.assumed:
+        frameworks = (kc.doc or {}).get("integrations", {}).get("frameworks", [])
+        return [finding("info", "kueue-config", kc.subject,
+                        f"the tree has no Kueue Configuration: read as {kc.assumed} "
+                        f"(integrations {', '.join(frameworks)}; Kueue's defaults for the "
+                        "rest)", "add the cluster's Configuration (its ConfigMap, a "
+                        "Configuration file or the Helm values) to the tree if it differs")
+                ] if _uses_kueue(ctx) else []
     cfg, _, _, managed = _config(ctx)
-    if cfg is None:
-        return []
-    kueue_ns = str(cfg.get("namespace") or KUEUE_NS)
-    return [finding("error", "kueue-config", f"ConfigMap/{KUEUE_NS}/kueue-manager-config",
+    kueue_ns = str((cfg or {}).get("namespace") or KUEUE_NS)
+    return [finding("error", "kueue-config", kc.subject,
                     f"managedJobsNamespaceSelector matches namespace {ns}: Kueue refuses the "
                     "Configuration and does not start, so nothing is admitted",
                     f"exclude {ns} (key {NAME_LABEL}, operator NotIn)")
