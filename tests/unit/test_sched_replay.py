@@ -157,7 +157,6 @@ def test_lending_limit_keeps_quota_local() -> None:
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "kind 'Pod'"),
     ({"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "ClusterQueue",
       "metadata": {"name": "q"}}, "apiVersion 'kueue.x-k8s.io/v1alpha1'"),
-    (wl("w", "missing", (1, {"cpu": "1"})), "LocalQueue ns/missing is not in the snapshot"),
 ])
 def test_bad_snapshots_name_object_and_field(obj: Obj, needle: str) -> None:
     with pytest.raises(InputError, match=needle.replace("(", r"\(")):
@@ -168,11 +167,42 @@ def test_cli_bad_snapshot_exits_2_without_traceback(tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
-        wl("w", "nowhere", (1, {"cpu": "1"}))]}))
+        {**rf("f0"), "spec": {"nodeLabels": "x"}}]}))
     assert main(["sim", "replay", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "Workload ns/w: spec.queueName: LocalQueue ns/nowhere" in err
+    assert "ResourceFlavor f0" in err and "nodeLabels" in err
     assert "Traceback" not in err
+
+
+def test_a_workload_whose_local_queue_is_missing_is_pending_inadmissible(
+        tmp_path: Path) -> None:
+    """A normal cluster state, not a bad snapshot: Kueue's workload controller leaves it
+    with QuotaReserved False, "LocalQueue nowhere doesn't exist"; the others are decided."""
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [
+        rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 1})])]),
+        wl("w", "nowhere", (1, {"cpu": "1"})), wl("x", "q", (1, {"cpu": "1"}))]}))
+    r = CliRunner().invoke(cli, ["sim", "replay", str(f), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    rows = {row["workload"]: row for row in yaml.safe_load(r.stdout)}
+    assert rows["ns/x"]["decision"] == "admitted"
+    assert rows["ns/w"]["decision"] == "pending"
+    assert rows["ns/w"]["pending"] == "inadmissible"
+    assert rows["ns/w"]["reason"] == "Inadmissible"
+    assert rows["ns/w"]["message"] == "LocalQueue nowhere doesn't exist"
+    assert rows["ns/w"]["clusterQueue"] == ""
+
+
+def test_a_local_queue_whose_cluster_queue_is_missing_leaves_its_workloads_pending() -> None:
+    objs = [rf("f0"), *cq("q", [(["cpu"], [("f0", {"cpu": 1})])]),
+            {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "lq",
+                                                                   "namespace": "ns"},
+             "spec": {"clusterQueue": "gone"}},
+            wl("w", "lq", (1, {"cpu": "1"}))]
+    out = run(objs)["w"]
+    assert (out.decision, out.pending, out.reason) == ("pending", "inadmissible",
+                                                       "Inadmissible")
+    assert out.message == "ClusterQueue gone doesn't exist"
 
 
 def test_cli_replay_json(tmp_path: Path) -> None:

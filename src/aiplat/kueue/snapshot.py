@@ -17,9 +17,10 @@ every other resource (``memory`` in bytes, ``nvidia.com/gpu``, ``pods``, extende
 resources) as its value rounded up — so quota arithmetic is exact.
 
 Bad input raises :class:`~aiplat.errors.InputError` naming the object and the field
-(unknown kinds, other Kueue API versions, a Workload whose LocalQueue or a LocalQueue whose
-ClusterQueue is missing). Fields Kueue has but the replay does not model are collected in
-``Snapshot.unsupported`` by name, never dropped silently.
+(unknown kinds, other Kueue API versions, a WorkloadPriorityClass that is missing). A
+Workload whose LocalQueue or ClusterQueue is missing is a cluster state, not bad input: it
+stays pending with Kueue's message (``Workload.refused``). Fields Kueue has but the replay
+does not model are collected in ``Snapshot.unsupported`` by name, never dropped silently.
 
 This is the one reader of Kueue objects: the replay works on the ``Snapshot`` as parsed,
 and the simulator's queues (:mod:`aiplat.sched.kueue_objects`) are this snapshot too, so both
@@ -237,7 +238,8 @@ class Workload:
     active: bool = True
     evaluated: bool = False  # Kueue has tried it (QuotaReserved False): waits in inadmissible
     held: bool = False  # its LocalQueue has a stopPolicy
-    refused: str | None = None  # Kueue's message when its DRA claims make it inadmissible
+    refused: str | None = None  # Kueue's message when it cannot be queued (DRA, queues)
+    admitted_in: str = ""  # status.admission.clusterQueue
 
 
 @dataclass
@@ -422,9 +424,6 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
     if not qn:
         raise InputError(f"{where}: spec.queueName is missing (fix: name the LocalQueue)")
     key = f"{ns}/{qn}"
-    if key not in lq:
-        raise InputError(f"{where}: spec.queueName: LocalQueue {key} is not in the snapshot "
-                         f"(fix: include it: 'kubectl get localqueues -A -o yaml')")
     podsets = []
     for pi, ps in enumerate(spec.get("podSets") or []):
         pat = f"{where} spec.podSets[{pi}]"
@@ -468,7 +467,7 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
                 raise InputError(f"{where}: status.admission.podSetAssignments: pod set "
                                  f"{name!r} is not in spec.podSets ({', '.join(sorted(names))})"
                                  " (fix: take the Workload from the cluster as it is)")
-        if adm.get("clusterQueue") and adm["clusterQueue"] != lq[key]:
+        if adm.get("clusterQueue") and key in lq and adm["clusterQueue"] != lq[key]:
             unsupported.append(f"{where}: status.admission.clusterQueue differs from its "
                                "LocalQueue's (counted in the LocalQueue's ClusterQueue)")
     if conds.get("Finished", {}).get("status") == "True":
@@ -476,8 +475,9 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
     return Workload(
         key=f"{ns}/{meta.get('name')}", uid=str(meta.get("uid", meta.get("name"))),
         created=_time(meta.get("creationTimestamp"), where), priority=int(prio or 0),
-        queue_name=str(qn), cluster_queue=lq[key], podsets=tuple(podsets),
-        admission=admission, admitted_at=_time(reserved.get("lastTransitionTime"), where),
+        queue_name=str(qn), cluster_queue=lq.get(key, ""), podsets=tuple(podsets),
+        admission=admission, admitted_in=str((adm or {}).get("clusterQueue") or ""),
+        admitted_at=_time(reserved.get("lastTransitionTime"), where),
         active=bool(spec.get("active", True))
         and conds.get("Finished", {}).get("status") != "True",
         # The scheduler's requeue writes reason Pending (the workload then waits among the
@@ -551,6 +551,8 @@ def _mappings(res: Obj, where: str, snap: Snapshot) -> None:
 def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: Snapshot,
              where: str) -> None:
     """Adds the pod sets' claimed devices to their requests, or sets ``wl.refused``."""
+    if wl.refused:  # not queued at all
+        return
     ns = wl.key.split("/", 1)[0]
     raw = [((p.get("template") or {}).get("spec") or {}).get("resourceClaims") or []
            for p in (obj.get("spec") or {}).get("podSets") or []]
@@ -742,11 +744,6 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             snap.unsupported.append(f"{where}: Topology {NOT_REPLAYED_TAS}")
         else:
             workloads.append((obj, where))
-    for key, cq in sorted(lq.items()):
-        if cq not in snap.cluster_queues:
-            raise InputError(f"{source}: LocalQueue {key} spec.clusterQueue: ClusterQueue "
-                             f"{cq} is not in the snapshot (fix: include 'kubectl get "
-                             "clusterqueues -o yaml')")
     for q in snap.cluster_queues.values():
         for g in q.groups:
             for f in g.flavors:
@@ -757,7 +754,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
     snap.local_queues = lq
     snap.workloads = [_workload(o, w, lq, priorities, snap.unsupported) for o, w in workloads]
     for (_, where), wl in zip(workloads, snap.workloads, strict=True):
-        _check_admission(wl, snap.cluster_queues[wl.cluster_queue], where, snap.unsupported)
+        _queued(wl, snap)
+        if not wl.refused:
+            _check_admission(wl, snap.cluster_queues[wl.cluster_queue], where,
+                             snap.unsupported)
     if snap.excluded_prefixes:  # resources.excludeResourcePrefixes: not quota at all
         for wl in snap.workloads:
             wl.podsets = tuple(PodSet(p.name, p.count, {
@@ -772,6 +772,21 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
             wl.held = True
     _check_cycles(snap, source)
     return snap
+
+
+def _queued(wl: Workload, snap: Snapshot) -> None:
+    """A Workload whose LocalQueue or ClusterQueue does not exist is a normal cluster state:
+    Kueue's workload controller leaves it pending (QuotaReserved False, reason Inadmissible,
+    its message; ``getQueueBlocker``). One admitted before its queue went keeps counting in
+    the ClusterQueue of its admission."""
+    if wl.cluster_queue in snap.cluster_queues:
+        return
+    if wl.admission is not None and wl.admitted_in in snap.cluster_queues:
+        wl.cluster_queue = wl.admitted_in
+        return
+    wl.refused = (f"LocalQueue {wl.queue_name} doesn't exist" if not wl.cluster_queue
+                  else f"ClusterQueue {wl.cluster_queue} doesn't exist")
+    wl.cluster_queue, wl.admission = "", None
 
 
 def _check_admission(wl: Workload, cq: ClusterQueue, where: str, notes: list[str]) -> None:
