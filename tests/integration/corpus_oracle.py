@@ -210,8 +210,9 @@ def lab_api(tmp: Path, name: str = "corpus") -> Iterator[Api]:
         finally:
             api.close()
     finally:
-        subprocess.run([*cmd, "down", "--name", name], env=env, capture_output=True,
-                       timeout=300, check=False)
+        down = subprocess.run([*cmd, "down", "--name", name], env=env, capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert down.returncode == 0 and not (tmp / "runs" / name).exists(), down.stderr
 
 
 def main() -> int:
