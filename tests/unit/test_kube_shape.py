@@ -114,16 +114,17 @@ def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]
 
 
 # The cases issue 38 names, and one per place a check read a field: (manifest, path, ref).
+# A namespaced object without a namespace is placed in `default`, as kubectl places it.
 CASES: list[tuple[Obj, str, str]] = [
     ({"apiVersion": "v1", "kind": "ConfigMap", "metadata": 5}, "metadata", "ConfigMap/?"),
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, "spec": [1]},
-     "spec", "Job/j"),
+     "spec", "Job/default/j"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": 3},
-      "spec": _pod_spec()}, "metadata.labels", "Pod/p"),
+      "spec": _pod_spec()}, "metadata.labels", "Pod/default/p"),
     ({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-      "spec": {"selector": {}, "template": "x"}}, "spec.template", "Deployment/d"),
+      "spec": {"selector": {}, "template": "x"}}, "spec.template", "Deployment/default/d"),
     ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-      "spec": {"containers": {"name": "c", "image": "i"}}}, "spec.containers", "Pod/p"),
+      "spec": {"containers": {"name": "c", "image": "i"}}}, "spec.containers", "Pod/default/p"),
     ({"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": "q", "labels": 3},
       "spec": {}}, "metadata.labels", "ClusterQueue/q"),
     ({"apiVersion": "resource.k8s.io/v9", "kind": "DeviceClass", "metadata": {"name": "d"},
@@ -135,9 +136,9 @@ CASES: list[tuple[Obj, str, str]] = [
     ({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "d"},
       "spec": {"selectors": [{"cel": {"expression": 5}}]}}, "spec.selectors[0].cel.expression",
      "DeviceClass/d"),
-    ({"apiVersion": "v1", "kind": ["Pod"], "metadata": {"name": "p"}}, "kind", "['Pod']/p"),
+    ({"apiVersion": "v1", "kind": ["Pod"], "metadata": {"name": "p"}}, "kind", "['Pod']/default/p"),
     ({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": ["j"]}},
-     "metadata.name", "Job/['j']"),
+     "metadata.name", "Job/default/['j']"),
 ]
 IDS = [f"{c[0]['kind']}-{c[1]}" for c in CASES]
 

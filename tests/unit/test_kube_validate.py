@@ -77,10 +77,11 @@ def test_builtin_wrong_type_is_an_error(crds: CrdIndex) -> None:
     assert any(p == "spec.replicas" for p, _ in issues(o, crds))
 
 
-def test_dra_kind_absent_before_1_34_is_unchecked(crds: CrdIndex) -> None:
+def test_dra_v1_before_1_34_is_refused_naming_the_served_version(crds: CrdIndex) -> None:
+    """Kubernetes 1.33 serves resource.k8s.io up to v1beta2: its API server refuses v1."""
     res = validate_objects([("f", claim_template())], "1.33", crds)
-    assert [i.severity for i in res.issues] == ["warning"]
-    assert "no schema" in res.issues[0].message
+    assert [(i.severity, i.path) for i in res.issues] == [("error", "apiVersion")]
+    assert "move to resource.k8s.io/v1beta2" in res.issues[0].message
 
 
 def test_crd_unknown_field_and_type(crds: CrdIndex) -> None:
@@ -96,8 +97,10 @@ def test_crd_unserved_version_is_an_error(crds: CrdIndex) -> None:
     o = local_queue()
     o["apiVersion"] = "kueue.x-k8s.io/v1alpha1"
     found = issues(o, crds)
-    assert found == [("apiVersion", "kueue.x-k8s.io/v1alpha1 is not served by the CRD "
-                                    "(served: v1beta1, v1beta2)")]
+    assert [p for p, _m in found] == ["apiVersion"]
+    assert found[0][1].startswith("kueue.x-k8s.io/v1alpha1 is not served by the CRD "
+                                  "(served: v1beta1, v1beta2) (fix: move to "
+                                  "kueue.x-k8s.io/v1beta2")
 
 
 def test_custom_resource_without_crd_is_a_warning_not_a_pass() -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import click
@@ -29,11 +28,15 @@ from aiplat.kube import (
     validate_objects,
 )
 from aiplat.kube.inventory import Inventory
+from aiplat.kube.tree import read_manifests
 from aiplat.kube.yamlout import dump_value
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.spec.models import Platform
 from aiplat.text import shown
 
+NAMESPACE = click.option(
+    "-n", "--namespace", default="default", show_default=True,
+    help="namespace of the objects that name none (where kubectl would create them)")
 OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
                       default="table", show_default=True, help="format of stdout")
 
@@ -93,15 +96,17 @@ def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
 
 
 @kube.command("validate")
-@click.argument("directory", type=click.Path(file_okay=False))
+@click.argument("target", metavar="FILE|DIR|-")
 @click.option("--k8s-version", "versions", multiple=True, default=("1.34",), show_default=True,
               help="target Kubernetes minor version; repeat for several")
 @click.option("--crd-dir", type=click.Path(file_okay=False),
               help="CRDs of the target cluster (e.g. `kubectl get crd -o yaml`)")
+@NAMESPACE
 @OUTPUT
-def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
-                 fmt: str) -> None:
-    """Validate DIR: built-in kinds with the official schemas (strict), custom resources with
+def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
+                 namespace: str, fmt: str) -> None:
+    """Validate the manifests of FILE, DIR (as `kubectl apply -R -f` or kustomize reads it)
+    or - (stdin): built-in kinds with the official schemas (strict), custom resources with
     their CRDs, then names, quantities, DRA rules and CEL selectors.
 
     \b
@@ -109,11 +114,12 @@ def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
       aiplat kube render -d kube
       aiplat kube validate kube
       aiplat kube validate kube --k8s-version 1.34 --k8s-version 1.35 -o json
+      kubectl kustomize overlays/prod | aiplat kube validate - -n prod
     """
     from aiplat.kube.validate import check_version
 
     versions = tuple(check_version(v) for v in versions)
-    items, _inv = read_tree(directory)
+    items, _inv = read_manifests(target, namespace=namespace)
     crds = load_crds(crd_dir) if crd_dir else CrdIndex()
     results = []
     for v in versions:
@@ -134,12 +140,14 @@ def validate_cmd(directory: str, versions: tuple[str, ...], crd_dir: str | None,
 
 
 @kube.command("lint")
-@click.argument("target", type=click.Path(exists=True))
+@click.argument("target", metavar="SPEC|FILE|DIR|-")
 @click.option("--inventory", type=click.Path(dir_okay=False),
               help="pool inventory YAML (default: DIR/cluster/nodes/inventory.yaml)")
+@NAMESPACE
 @OUTPUT
-def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
-    """Cross-check the layers of a rendered DIR (or of a SPEC, rendered in memory).
+def lint_cmd(target: str, inventory: str | None, namespace: str, fmt: str) -> None:
+    """Cross-check the layers of rendered manifests (FILE, DIR or - for stdin), or of a SPEC
+    (an aiplat Platform file, rendered in memory).
 
     \b
     Examples:
@@ -148,17 +156,15 @@ def lint_cmd(target: str, inventory: str | None, fmt: str) -> None:
       aiplat spec example > platform.yaml
       aiplat kube lint platform.yaml -o json
     """
-    path = Path(target)
     inv: Inventory | None
     files: list[str] | None = None
     unknown: list[Finding] = []  # kustomize fields the reader does not model: errors
-    if path.is_file():
-        platform = _platform(target)
-        rendered = render(platform, load_catalog())
+    items, inv = read_manifests(target, unknown, namespace=namespace)
+    if target != "-" and len(items) == 1 and _is_spec(items[0][1]):
+        rendered = render(_platform(target), load_catalog())
         objects = rendered.objects()
         inv = rendered.inventory
     else:
-        items, inv = read_tree(path, unknown)
         files, objects = [f for f, _o in items], [o for _f, o in items]
     if inventory:
         from aiplat import inputs
@@ -217,6 +223,12 @@ def why_pending_cmd(  # noqa: PLR0917 (one parameter per click option)
                              *(f"  - {x}" for x in e.evidence)])
     if e.code == "NotFound":
         sys.exit(2)
+
+
+def _is_spec(o: Any) -> bool:
+    """An aiplat Platform spec, not a Kubernetes manifest."""
+    return isinstance(o, dict) and o.get("kind") == "Platform" \
+        and str(o.get("apiVersion", "")).startswith("aiplat/")
 
 
 def _read_live(path: str, context: str | None) -> Any:

@@ -31,6 +31,7 @@ import yaml
 
 from aiplat import inputs
 from aiplat.errors import InputError
+from aiplat.kube.schemas import pattern_error
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -112,8 +113,43 @@ def _index_one(index: CrdIndex, source: str, doc: dict[str, Any]) -> None:
             continue
         schema = (v.get("schema") or {}).get("openAPIV3Schema")
         if schema:
+            _check_patterns(source, doc, v["name"], schema)
             index.schemas[(group, v["name"], kind)] = strict_schema(schema)
     index.sources[(group, kind)] = source
+
+
+# Keywords whose values are data, not schemas: a "pattern" key inside them is not a regexp.
+_DATA_VALUED = {"default", "example", "enum", "const", "x-kubernetes-validations"}
+
+
+def _patterns(node: Any, path: str) -> list[tuple[str, Any]]:
+    """(schema path, pattern) of every ``pattern`` and ``patternProperties`` key below."""
+    found: list[tuple[str, Any]] = []
+    if isinstance(node, list):
+        for i, item in enumerate(node):
+            found += _patterns(item, f"{path}[{i}]")
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and not isinstance(value, dict):
+                found.append((f"{path}.pattern", value))
+            elif key == "patternProperties" and isinstance(value, dict):
+                found += [(f"{path}.patternProperties", p) for p in value]
+            if key not in _DATA_VALUED:
+                found += _patterns(value, f"{path}.{key}")
+    return found
+
+
+def _check_patterns(source: str, doc: dict[str, Any], version: str, schema: Any) -> None:
+    """An ``InputError`` naming the CRD and field when a pattern is not one Go's ``regexp``
+    compiles (the API server refuses such a CRD: nothing could be validated against it)."""
+    for where, pattern in _patterns(schema, "openAPIV3Schema"):
+        why = pattern_error(pattern)
+        if why is not None:
+            name = (doc.get("metadata") or {}).get("name") or "(unnamed)"
+            raise InputError(f"{source}: CustomResourceDefinition {name} version {version} at "
+                             f"{where}: {pattern!r} is not a Go (RE2) regular expression: "
+                             f"{why} (fix: correct the pattern; the API server refuses this "
+                             "CRD too)")
 
 
 def load_crds(directory: str | Path) -> CrdIndex:

@@ -5,6 +5,11 @@ version, ``$ref``-ing one ``_definitions.json``), for the Kubernetes version ask
 The package re-reads its 1 MB definitions file on every call; the validators here are built
 once per (version, kind) from the same files and cached, which is what makes validating a
 50-tenant tree fast. Custom resources' schemas are ``crds.CrdIndex``'s.
+
+Every validator is ``Validator``: JSON Schema 2020-12 with ``pattern`` and
+``patternProperties`` read by RE2 (google-re2), the engine of Go's ``regexp`` that the API
+server matches them with: CRDs carry Go patterns such as Kueue's ``^(?i)[a-z]...``, which
+Python's ``re`` refuses ("global flags not at the start").
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+import re2  # type: ignore[import-untyped]
 from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped]
 from referencing import Registry, Resource
 
@@ -23,6 +29,50 @@ SUPPORTED_VERSIONS = ("1.34", "1.35", "1.36", "1.37")
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9]{0,62}")
 _API_VERSION = re.compile(r"(?:[a-z0-9][a-z0-9.-]{0,252}/)?v[0-9][a-z0-9]{0,20}")
 OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a bad pattern is raised, not also printed by the library
+
+
+@functools.lru_cache(maxsize=4096)
+def go_regexp(pattern: str) -> Any:
+    """``pattern`` compiled as Go's ``regexp`` compiles it (RE2 syntax); ``re2.error`` when
+    Go would refuse it."""
+    return re2.compile(pattern, _RE2_OPTIONS)
+
+
+def pattern_error(pattern: Any) -> str | None:
+    """Why Go's ``regexp`` refuses ``pattern`` (None when it compiles)."""
+    if not isinstance(pattern, str):
+        return f"{pattern!r} is not a string"
+    try:
+        go_regexp(pattern)
+    except re2.error as e:
+        why = e.args[0] if e.args else e
+        return why.decode(errors="replace") if isinstance(why, bytes) else str(why)
+    return None
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    if validator.is_type(instance, "string") and not go_regexp(pattern).search(instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
+                        schema: Any) -> Any:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        for k, v in instance.items():
+            if go_regexp(pattern).search(k):
+                yield from validator.descend(v, subschema, path=k, schema_path=pattern)
+
+
+Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
+    jsonschema.validators.Draft202012Validator,
+    {"pattern": _pattern, "patternProperties": _pattern_properties})
+"""Draft 2020-12 with Go's (RE2) patterns: what every schema here is checked with."""
 
 
 @functools.cache
@@ -71,8 +121,7 @@ def builtin_validator(version: str, api_version: str, kind: str) -> Any:
     schema = builtin_schema(version, api_version, kind)
     if schema is None:
         return None
-    return jsonschema.validators.Draft202012Validator(schema,
-                                                      registry=registry(version, schema))
+    return Validator(schema, registry=registry(version, schema))
 
 
 @functools.cache
@@ -88,6 +137,45 @@ def builtin_api_versions(version: str) -> dict[str, tuple[str, ...]]:
             found.setdefault(parts[0], []).append("/".join(parts[1:]))
     return {k: tuple(sorted(v, key=lambda a: ("alpha" in a or "beta" in a, a)))
             for k, v in found.items()}
+
+
+@functools.cache
+def definition_validator(version: str, name: str) -> Any:
+    """A cached validator for one type of Kubernetes ``version``'s definitions (strict),
+    e.g. ``io.k8s.api.core.v1.PodSpec``."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+              "$ref": f"https://kubernetes.io/api/_definitions.json#/$defs/{name}"}
+    reg: Registry[Any] = definitions(schema_version(version)) @ Registry()
+    return Validator(schema, registry=reg)
+
+
+_LEGACY_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "extensions"}
+
+
+def builtin_served(version: str, group: str, kind: str) -> list[str] | None:
+    """The versions of ``group`` at which Kubernetes ``version`` serves ``kind`` (GA
+    first; empty when the group is Kubernetes' own but has no such kind any more), or None
+    when ``group`` is not one of Kubernetes' own API groups."""
+    if group not in _LEGACY_GROUPS and not group.endswith(".k8s.io"):
+        return None
+    short = group.split(".", maxsplit=1)[0]  # the schema files name a group by its first label
+    every = builtin_api_versions(version)
+    if short not in {a.rpartition("/")[0] for vs in every.values() for a in vs}:
+        return None
+    return [a.rpartition("/")[2] for a in every.get(kind.lower(), ())
+            if a.rpartition("/")[0] == short]
+
+
+def preferred(versions: list[str]) -> str:
+    """The version Kubernetes prefers among ``versions`` (GA over beta over alpha, then the
+    higher number: ``version.CompareKubeAwareVersionStrings``)."""
+    def rank(v: str) -> tuple[int, int, int]:
+        m = re.fullmatch(r"v(\d+)(?:(alpha|beta)(\d+))?", v)
+        if m is None:
+            return (-1, 0, 0)
+        stage = {"alpha": 0, "beta": 1, None: 2}[m.group(2)]
+        return (stage, int(m.group(1)), int(m.group(3) or 0))
+    return max(versions, key=rank)
 
 
 def field_path(parts: Any) -> str:

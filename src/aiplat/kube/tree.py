@@ -35,8 +35,9 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -69,16 +70,22 @@ _REMOTE = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://|git@|(github\.com|gitlab\.co
 
 
 def _read_docs(path: Path) -> list[Any]:
-    """The Kubernetes objects in one file: each a mapping; a ``List``'s items unpacked, at any
-    depth, as kustomize does (``api/resource/factory.go``, inlineAnyEmbeddedLists): a List
-    inside a List hid its objects when one level was unpacked. The depth is bounded by the
-    readers' ``inputs.MAX_DEPTH`` (a deeper file is refused when read)."""
+    """The Kubernetes objects in one file (``_objects``)."""
     what = "Kubernetes manifests"
     docs = [inputs.load_json(path, what)] if path.suffix == ".json" \
         else inputs.load_yaml_all(path, what)
+    return _objects(docs, str(path))
+
+
+def _objects(docs: list[Any], name: str) -> list[Any]:
+    """The Kubernetes objects of one file's documents: each a mapping; a ``List``'s items
+    unpacked, at any depth, as kustomize does (``api/resource/factory.go``,
+    inlineAnyEmbeddedLists): a List inside a List hid its objects when one level was unpacked.
+    The depth is bounded by the readers' ``inputs.MAX_DEPTH`` (a deeper file is refused when
+    read)."""
     out: list[Any] = []
     for i, doc in enumerate(docs):
-        where = f"{path}" + (f" (document {i + 1})" if len(docs) > 1 else "")
+        where = f"{name}" + (f" (document {i + 1})" if len(docs) > 1 else "")
         if not isinstance(doc, dict):
             raise InputError(f"{where}: a manifest must be a mapping (an object with "
                              f"apiVersion and kind), not {type(doc).__name__} (fix: remove or "
@@ -95,6 +102,18 @@ def _read_docs(path: Path) -> list[Any]:
                                  "objects (fix: correct 'items')")
             todo.extend(reversed(items))
     return out
+
+
+def _applied(path: Path, objects: list[Any], where: str) -> list[Any]:
+    """``objects`` of ``path`` as ``kubectl apply -f`` takes them: an ``InputError`` for a
+    Kustomization (or Component) among them."""
+    for d in objects:
+        if str(d.get("apiVersion", "")).startswith(_KUSTOMIZE_API):
+            raise InputError(
+                f"{path}: a {d.get('kind')} {where}: `kubectl apply -f` cannot apply it (no "
+                "such kind in a cluster), and what it builds is not what the files say (fix: "
+                f"lint the folder that holds it, or {_fix_build(path.parent)})")
+    return objects
 
 
 def _fix_build(directory: Path) -> str:
@@ -361,14 +380,8 @@ def read_tree(directory: str | Path, not_modelled: list[Finding] | None = None
             if not path.resolve().is_relative_to(real_root):
                 raise InputError(f"{path}: a link out of the tree (to {path.resolve()}) (fix: "
                                  "copy the file into the tree)")
-            for d in _read_docs(path):
-                if str(d.get("apiVersion", "")).startswith(_KUSTOMIZE_API):
-                    raise InputError(
-                        f"{path}: a {d.get('kind')} in {root}, a tree with no kustomization "
-                        "at its root: `kubectl apply -R -f` cannot apply it (no such kind in "
-                        "a cluster), and what it builds is not what the files say (fix: lint "
-                        f"the folder that holds it, or {_fix_build(path.parent)})")
-                items.append((rel, d))
+            items += [(rel, d) for d in _applied(path, _read_docs(path), f"in {root}, a "
+                                                 "tree with no kustomization at its root")]
     inv_path = root / INVENTORY
     inventory = None
     if inv_path.exists():
@@ -377,3 +390,55 @@ def read_tree(directory: str | Path, not_modelled: list[Finding] | None = None
         inv = inputs.load_yaml(inv_path, "a node inventory (YAML)")
         inventory = Inventory.from_dict(inv, str(inv_path)) if inv is not None else None
     return items, inventory
+
+
+STDIN = "-"
+_WHAT = "Kubernetes manifests"
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
+                   namespace: str | None = None, stdin: BinaryIO | None = None
+                   ) -> tuple[list[tuple[str, Any]], Inventory | None]:
+    """The objects of ``target`` as ``kubectl apply -f TARGET`` reads it: a directory
+    (``read_tree``), one manifest file, or ``-`` for ``stdin`` (default: the process's); the
+    inventory only from a directory. With ``namespace``, each namespaced object without one is
+    placed in it, as kubectl places it (``--namespace``, else its context's, ``default``): the
+    checks then see the namespace the object lands in."""
+    if namespace is not None and not _DNS_LABEL.fullmatch(namespace):
+        raise InputError(f"--namespace {namespace!r}: not a namespace name (a DNS-1123 label: "
+                         "lowercase letters, digits, '-'; at most 63) (fix: correct it)")
+    inventory = None
+    if target == STDIN:
+        data = (stdin or sys.stdin.buffer).read(inputs.MAX_BYTES + 1)
+        if len(data) > inputs.MAX_BYTES:
+            raise InputError(f"(stdin): more than {inputs.MAX_BYTES} bytes of manifests (fix: "
+                             "give a directory of files instead)")
+        docs = inputs.parse_yaml_all(inputs.decode(data, "(stdin)", _WHAT), "(stdin)", _WHAT)
+        items = [(STDIN, o) for o in _applied(Path(STDIN), _objects(docs, "(stdin)"),
+                                               "on stdin")]
+    elif Path(target).is_dir():
+        items, inventory = read_tree(target, not_modelled)
+    elif Path(target).is_file():
+        path = Path(target)
+        items = [(target, o) for o in _applied(path, _read_docs(path), "in the file")]
+    else:
+        what = "does not exist" if not Path(target).exists() else "is not a file or directory"
+        raise InputError(f"{target}: {what} (fix: give a manifest FILE, a DIR of manifests, "
+                         "or - to read them from stdin)")
+    if namespace is not None:
+        place_namespace([o for _f, o in items], namespace)
+    return items, inventory
+
+
+def place_namespace(objects: list[Any], namespace: str) -> None:
+    """Set ``metadata.namespace`` to ``namespace`` on each object of a namespaced kind that has
+    none, in place: where ``kubectl apply`` creates it. Kinds the reader cannot tell (a custom
+    resource with no CRD at hand) count as namespaced, as most are."""
+    scoped = _cluster_scoped(objects)
+    for o in objects:
+        meta = o.get("metadata")
+        group = str(o.get("apiVersion", "")).rpartition("/")[0]
+        if isinstance(meta, dict) and not meta.get("namespace") \
+                and (group, str(o.get("kind", ""))) not in scoped:
+            meta["namespace"] = namespace

@@ -28,15 +28,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped]
 
 from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.crds import CrdIndex, packaged_crds
+from aiplat.kube.defaults import server_defaults
 from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
-from aiplat.kube.schemas import SUPPORTED_VERSIONS, builtin_validator, field_path, schema_version
+from aiplat.kube.schemas import (
+    SUPPORTED_VERSIONS,
+    Validator,
+    builtin_served,
+    builtin_validator,
+    definition_validator,
+    field_path,
+    preferred,
+    schema_version,
+)
 from aiplat.kube.shape import problems, without_nulls
 from aiplat.kube.tree import CLUSTER_SCOPED
 from aiplat.text import shown
@@ -104,23 +113,54 @@ def _schema_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
     api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
     r = ref(o)
     validator = builtin_validator(version, api, kind)
-    severity = "error"
     if validator is None:
         schema = crds.schema(api, kind)
         if schema is None:
-            group = api.rpartition("/")[0]
-            if crds.knows(api, kind):
-                served = ", ".join(crds.served_versions(group, kind))
-                return [Issue("error", file, r, "apiVersion",
-                              f"{api} is not served by the CRD (served: {served})")]
-            return [Issue("warning", file, r, "", f"no schema for {api} {kind}: neither a "
-                          f"built-in kind of Kubernetes {version} nor in aiplat's CRDs "
-                          "or --crd-dir")]
-        validator = jsonschema.validators.Draft202012Validator(schema)
+            return [_unchecked(file, o, version, crds)]
+        validator = Validator(schema)
     issues = []
     for e in sorted(validator.iter_errors(o), key=lambda e: list(map(str, e.absolute_path))):
-        issues.append(Issue(severity, file, r, field_path(e.absolute_path), e.message[:300]))
+        issues.append(Issue("error", file, r, field_path(e.absolute_path), e.message[:300]))
     return issues
+
+
+def _unchecked(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> Issue:
+    """Why an object has no schema: a version the server does not serve (an error: the API
+    server refuses it), or a kind nobody here knows (a warning: the cluster may have it)."""
+    api, kind, r = str(o["apiVersion"]), str(o["kind"]), ref(o)
+    group = api.rpartition("/")[0]
+    served = crds.served_versions(group, kind) if crds.knows(api, kind) else \
+        builtin_served(version, group, kind)
+    if served is not None:
+        where = "by the CRD" if crds.knows(api, kind) else f"by Kubernetes {version}"
+        if not served:
+            return Issue("error", file, r, "apiVersion",
+                         f"{api} is not served {where}, and no version of {group} has a "
+                         f"kind {kind} (fix: `kubectl api-resources --api-group={group}` "
+                         "lists what it serves; rewrite the object for one of them)")
+        to = f"{group}/{preferred(served)}" if group else preferred(served)
+        return Issue("error", file, r, "apiVersion",
+                     f"{api} is not served {where} (served: {', '.join(served)}) (fix: move "
+                     f"to {to}, rewriting the fields that differ: `kubectl explain "
+                     f"{kind.lower()} --api-version={to}`)")
+    return Issue("warning", file, r, "", f"no schema for {api} {kind}: neither a built-in "
+                 f"kind of Kubernetes {version} nor in aiplat's CRDs or --crd-dir")
+
+
+def _config_file(o: dict[str, Any]) -> bool:
+    """A component's configuration file (Kueue's ``config.kueue.x-k8s.io`` Configuration,
+    ``kubelet.config.k8s.io`` KubeletConfiguration, ...): read by the component from a file
+    or ConfigMap, never created as an API object."""
+    group = str(o.get("apiVersion", "")).rpartition("/")[0]
+    return "config" in group.split(".") and str(o.get("kind", "")).endswith("Configuration")
+
+
+def _config_issue(file: str, o: dict[str, Any]) -> Issue:
+    return Issue("warning", file, ref(o), "", f"{o.get('apiVersion')} {o.get('kind')} is a "
+                 "component's configuration file, not an API object (no name, no schema "
+                 "here): `kubectl apply` refuses it, no such kind being served (fix: give it "
+                 "to the component, for Kueue the controller_manager_config.yaml of the "
+                 "kueue-manager-config ConfigMap, and keep it out of the manifests applied)")
 
 
 def _walk_quantities(node: Any, path: str, out: list[tuple[str, Any]],
@@ -142,17 +182,43 @@ def _dra_requests(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return list(((spec.get("devices") or {}).get("requests")) or [])
 
 
-def _claim_spec_issues(file: str, r: str, spec: dict[str, Any], base: str) -> list[Issue]:
+# A v1beta1 request gives these itself; v1beta2 and v1 put them under ``exactly``
+# (``pkg/apis/resource/v1beta1/conversion.go``: any of them set makes the request exact).
+_EXACT_FIELDS = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess")
+
+
+def _exact(req: dict[str, Any], p: str, api: str) -> tuple[str, dict[str, Any]] | None:
+    """(path, fields) of a request's exact part as its API version writes it; None without
+    one."""
+    if api == "resource.k8s.io/v1beta1":
+        own = {k: req[k] for k in _EXACT_FIELDS if k in req}
+        return (p, own) if own else None
+    return (f"{p}.exactly", req["exactly"]) if "exactly" in req else None
+
+
+def _one_of(api: str) -> str:
+    if api == "resource.k8s.io/v1beta1":
+        return ("give deviceClassName (with its selectors, allocationMode, count) or "
+                "firstAvailable, not both and not neither (resource.k8s.io/v1beta1)")
+    return "give exactly one of 'exactly' and 'firstAvailable'"
+
+
+def _claim_spec_issues(file: str, r: str, spec: dict[str, Any], base: str,
+                       api: str) -> list[Issue]:
+    """A claim's requests and constraints as the API server checks them, each request read
+    in the shape of ``api``'s version."""
     issues = []
     names = set()
     for i, req in enumerate(_dra_requests(spec)):
         p = f"{base}.devices.requests[{i}]"
         names.add(req.get("name"))
-        has_exact, has_first = "exactly" in req, "firstAvailable" in req
-        if has_exact == has_first:
-            issues.append(Issue("error", file, r, p, "give exactly one of 'exactly' and "
-                                "'firstAvailable'"))
-        subs = [(f"{p}.exactly", req["exactly"])] if has_exact else []
+        exact, has_first = _exact(req, p, api), "firstAvailable" in req
+        if (exact is not None) == has_first:
+            issues.append(Issue("error", file, r, p, _one_of(api)))
+        subs = [exact] if exact is not None else []
+        if exact is not None and not exact[1].get("deviceClassName"):
+            issues.append(Issue("error", file, r, f"{exact[0]}.deviceClassName",
+                                "is required (the DeviceClass to allocate from)"))
         if has_first:
             subs += _first_available(file, r, p, req["firstAvailable"] or [], issues)
         for sp, sub in subs:
@@ -205,14 +271,28 @@ def _subrequest_issues(file: str, r: str, sp: str, s: dict[str, Any]) -> list[Is
     return issues
 
 
-def _pod_spec(o: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+def _pod_specs(o: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(path, pod spec) of each pod an object makes: a Pod's, a workload's template, a
+    JobSet's replicated Jobs' templates."""
     kind = o.get("kind")
     spec = o.get("spec") or {}
     if kind == "Pod":
-        return "spec", spec
-    if kind in ("Job", "Deployment", "StatefulSet", "DaemonSet"):
-        return "spec.template.spec", ((spec.get("template") or {}).get("spec") or {})
-    return None
+        return [("spec", spec)]
+    if kind in ("Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
+        return [("spec.template.spec", ((spec.get("template") or {}).get("spec") or {}))]
+    if kind == "CronJob":
+        job = (spec.get("jobTemplate") or {}).get("spec") or {}
+        return [("spec.jobTemplate.spec.template.spec",
+                 (job.get("template") or {}).get("spec") or {})]
+    if kind == "JobSet" and str(o.get("apiVersion", "")).startswith("jobset.x-k8s.io/"):
+        out = []
+        for i, rj in enumerate(spec.get("replicatedJobs") or []):
+            job = ((rj.get("template") or {}).get("spec") or {})
+            pod = (job.get("template") or {}).get("spec")
+            if isinstance(pod, dict):
+                out.append((f"spec.replicatedJobs[{i}].template.spec.template.spec", pod))
+        return out
+    return []
 
 
 def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
@@ -227,37 +307,59 @@ def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
             for problem in cel.check(expr):
                 issues.append(Issue("error", file, r, f"spec.selectors[{i}].cel", problem))
     elif kind == "ResourceClaim":
-        issues += _claim_spec_issues(file, r, spec, "spec")
+        issues += _claim_spec_issues(file, r, spec, "spec", o["apiVersion"])
     elif kind == "ResourceClaimTemplate":
-        issues += _claim_spec_issues(file, r, spec.get("spec") or {}, "spec.spec")
-    pod = _pod_spec(o)
-    if pod is not None:
-        issues += _pod_claim_issues(file, r, *pod)
+        issues += _claim_spec_issues(file, r, spec.get("spec") or {}, "spec.spec",
+                                     o["apiVersion"])
+    for base, pod in _pod_specs(o):
+        issues += _pod_claim_issues(file, r, base, pod)
     return issues
 
 
 def _name_issues(file: str, r: str, o: dict[str, Any]) -> list[Issue]:
-    issues = []
     meta = o.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    if o.get("kind", "") in PATH_SEGMENT_NAMED:
-        if name in ("", ".", "..") or "/" in name or "%" in name:
-            issues.append(Issue("error", file, r, "metadata.name",
-                                f"{name!r} is not a valid name: not '.' or '..', no '/' or "
-                                "'%'"))
+    name, generate = str(meta.get("name") or ""), str(meta.get("generateName") or "")
+    kind = str(o.get("kind", ""))
+    issues = []
+    if name or not generate:
+        problem = _bad_name(kind, name, prefix=False)
+        if problem:
+            issues.append(Issue("error", file, r, "metadata.name", problem + (
+                "" if name else " (fix: give metadata.name, or generateName for "
+                "`kubectl create`)")))
     else:
-        pattern, limit = ((DNS_LABEL, 63) if o.get("kind", "") in LABEL_NAMED
-                          else (DNS_SUBDOMAIN, 253))
-        if not pattern.match(name) or len(name) > limit:
-            what = "label" if limit == 63 else "subdomain"
-            issues.append(Issue("error", file, r, "metadata.name",
-                                f"{name!r} is not a DNS-1123 {what} (lowercase letters, "
-                                f"digits, '-'{'' if limit == 63 else ', .'}; at most {limit})"))
+        # The API server names it at create (generateName plus 5 random characters), after
+        # checking the prefix as a name with its trailing '-' read as a letter
+        # (ValidateObjectMeta, maskTrailingDash); kubectl apply needs the name first.
+        problem = _bad_name(kind, generate[:-1] + "a" if generate.endswith("-") else generate,
+                            prefix=True)
+        if problem:
+            issues.append(Issue("error", file, r, "metadata.generateName",
+                                problem.replace(repr(generate[:-1] + "a"), repr(generate))))
+        issues.append(Issue("warning", file, r, "metadata.name",
+                            f"none: the API server names it from generateName {generate!r} "
+                            "at create (`kubectl create -f`); `kubectl apply` refuses it "
+                            "('cannot use generate name with apply')"))
     ns = meta.get("namespace")
     if ns is not None and not DNS_LABEL.match(str(ns)):
         issues.append(Issue("error", file, r, "metadata.namespace",
                             f"{ns!r} is not a DNS-1123 label"))
     return issues
+
+
+def _bad_name(kind: str, name: str, *, prefix: bool) -> str | None:
+    """Why ``name`` is not a name of ``kind`` (None when it is); a generateName ``prefix``
+    may be cut to fit, so its length is not held against it."""
+    if kind in PATH_SEGMENT_NAMED:
+        if name in ("", ".", "..") or "/" in name or "%" in name:
+            return f"{name!r} is not a valid name: not '.' or '..', no '/' or '%'"
+        return None
+    pattern, limit = (DNS_LABEL, 63) if kind in LABEL_NAMED else (DNS_SUBDOMAIN, 253)
+    if pattern.match(name) and (prefix or len(name) <= limit):
+        return None
+    what = "label" if limit == 63 else "subdomain"
+    return (f"{name!r} is not a DNS-1123 {what} (lowercase letters, digits, "
+            f"'-'{'' if limit == 63 else ', .'}; at most {limit})")
 
 
 def _quantity_issues(file: str, r: str, o: dict[str, Any]) -> list[Issue]:
@@ -355,16 +457,45 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
         crds = packaged_crds().overlay(crds)
     issues: list[Issue] = []
     for file, o in items:
+        if isinstance(o, dict) and _config_file(o):
+            issues.append(_config_issue(file, o))
+            continue
         if not isinstance(o, dict) or "apiVersion" not in o or "kind" not in o:
             issues.append(Issue("error", file, "?", "", "not a Kubernetes object "
                                 "(apiVersion and kind are required)"))
             continue
-        found = _schema_issues(file, o, version, crds)
-        # Fields of the wrong type the schema check cannot see (an unknown API version, a
-        # custom resource's metadata), and no rule on an object that has any: rules read it.
-        misshapen = problems(o, version, crds)
-        seen = {i.path for i in found}
-        found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
-        issues += found if misshapen else found + _rule_issues(file, without_nulls(o))
+        issues += _object_issues(file, o, version, crds)
     issues += _duplicate_issues(items)
     return ValidationResult(version=version, objects=len(items), issues=issues)
+
+
+def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
+    """One object's issues, read as the API server reads it: nulls dropped, then the
+    defaults of its CRD and of the webhooks set (``defaults.server_defaults``)."""
+    o = server_defaults(without_nulls(o), crds.schema(str(o.get("apiVersion", "")),
+                                                     str(o.get("kind", ""))))
+    found = _schema_issues(file, o, version, crds)
+    found += _template_issues(file, o, version, {i.path for i in found})
+    # Fields of the wrong type the schema check cannot see (an unknown API version, a
+    # custom resource's metadata), and no rule on an object that has any: rules read it.
+    misshapen = problems(o, version, crds)
+    seen = {i.path for i in found}
+    found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
+    return found if misshapen else found + _rule_issues(file, o)
+
+
+def _template_issues(file: str, o: dict[str, Any], version: str,
+                     seen: set[str]) -> list[Issue]:
+    """A custom resource's pod templates (a JobSet's) against Kubernetes ``version``'s
+    PodSpec, as a Job's is: the CRD embeds the PodSpec of the release it was built with."""
+    if builtin_validator(version, str(o.get("apiVersion", "")), str(o.get("kind", ""))):
+        return []
+    pod_spec = definition_validator(version, "io.k8s.api.core.v1.PodSpec")
+    issues = []
+    for base, spec in _pod_specs(o):
+        for e in pod_spec.iter_errors(spec):
+            path = f"{base}.{field_path(e.absolute_path)}".rstrip(".")
+            if path not in seen:
+                issues.append(Issue("error", file, ref(o), path,
+                                    f"{e.message[:300]} (Kubernetes {version}'s PodSpec)"))
+    return issues

@@ -1,0 +1,102 @@
+"""What the API server and the admission webhooks set on an object before they validate it.
+
+A create goes through decoding (a CRD's structural defaults: every ``default`` its schema
+gives a missing field whose parent is there), then the mutating webhooks, and only then the
+schema's required fields and the validation rules. A field a webhook defaults is not missing,
+so the checks read the object as the server would: ``server_defaults`` returns that copy.
+
+Modelled webhooks (from their sources; a controller not listed here sets nothing):
+
+- JobSet ``jobset.x-k8s.io`` (``pkg/webhooks/jobset_webhook.go``, ``Default``, v0.9 to
+  v0.12): successPolicy ``{operator: All}``, startupPolicy ``{startupPolicyOrder: AnyOrder}``,
+  each replicated Job's ``completionMode: Indexed`` and its pod template's
+  ``restartPolicy: OnFailure``, ``network.enableDNSHostnames`` and
+  ``network.publishNotReadyAddresses`` true, each failure-policy rule without a name named
+  ``failurePolicyRule<i>``, and each volume claim policy's retention ``{whenDeleted:
+  Delete}``.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+Obj = dict[str, Any]
+_DEPTH = 64  # a CRD schema nests far less; bounds a hostile one
+
+
+def server_defaults(o: Obj, schema: Any = None) -> Obj:
+    """A copy of ``o`` with the defaults of its CRD ``schema`` (None for a built-in kind) and
+    of the modelled webhooks applied."""
+    out = copy.deepcopy(o)
+    if isinstance(schema, dict):
+        _schema_defaults(out, schema, 0)
+    group, kind = str(o.get("apiVersion", "")).rpartition("/")[0], o.get("kind")
+    if group == "jobset.x-k8s.io" and kind == "JobSet":
+        _jobset(out)
+    return out
+
+
+def _schema_defaults(value: Any, schema: Obj, depth: int) -> None:
+    """The structural defaulting of ``value`` by ``schema``, in place."""
+    if depth > _DEPTH:
+        return
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        for name, sub in props.items():
+            if isinstance(sub, dict) and name not in value and "default" in sub:
+                value[name] = copy.deepcopy(sub["default"])
+        extra = schema.get("additionalProperties")
+        for k, v in value.items():
+            sub = props.get(k, extra)
+            if isinstance(sub, dict) and k != "metadata":
+                _schema_defaults(v, sub, depth + 1)
+    elif isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for item in value:
+            _schema_defaults(item, schema["items"], depth + 1)
+
+
+def _mapping(parent: Any, key: str) -> Obj | None:
+    """``parent[key]``, created empty when missing; None when either is not a mapping."""
+    if not isinstance(parent, dict):
+        return None
+    if parent.get(key) is None:
+        parent[key] = {}
+    child = parent[key]
+    return child if isinstance(child, dict) else None
+
+
+def _below(node: Any, *keys: str) -> Obj | None:
+    for key in keys:
+        node = node.get(key) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
+
+
+def _jobset(js: Obj) -> None:
+    spec = js.get("spec")
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("successPolicy", {"operator": "All"})
+    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
+    for rj in spec.get("replicatedJobs") or []:
+        # Only inside templates the file gives: a missing one stays missing for the checks.
+        job = _below(rj, "template", "spec")
+        if job is None:
+            continue
+        job.setdefault("completionMode", "Indexed")
+        pod = _below(job, "template", "spec")
+        if pod is not None and not pod.get("restartPolicy"):
+            pod["restartPolicy"] = "OnFailure"
+    network = _mapping(spec, "network")
+    if network is not None:
+        network.setdefault("enableDNSHostnames", True)
+        network.setdefault("publishNotReadyAddresses", True)
+    rules = (spec.get("failurePolicy") or {}).get("rules") \
+        if isinstance(spec.get("failurePolicy"), dict) else None
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        if isinstance(rule, dict) and not rule.get("name"):
+            rule["name"] = f"failurePolicyRule{i}"
+    for policy in spec.get("volumeClaimPolicies") or []:
+        if isinstance(policy, dict) and policy.get("retentionPolicy") is None:
+            policy["retentionPolicy"] = {"whenDeleted": "Delete"}

@@ -1,0 +1,336 @@
+"""``aiplat kube validate`` on upstream files as a new user runs it (issue #40, "read
+Kubernetes as Kubernetes reads it"): Go (RE2) patterns, generateName, each served version's
+rules, server and webhook defaults, kubectl's namespace placement, FILE/DIR/- input, and a
+JobSet's pod templates against the target version's PodSpec.
+
+The files are under tests/data/upstream/PROJECT/validate/ (PROVENANCE.md: tag, commit, path)."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.cli.main import main
+
+UPSTREAM = Path(__file__).parents[1] / "data" / "upstream"
+KUEUE, JOBSET, DRA = (UPSTREAM / p / "validate" for p in ("kueue", "jobset",
+                                                           "k8s-dra-driver-gpu"))
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    """(exit code, stdout, stderr) of ``aiplat ARGV``; never a traceback."""
+    try:
+        code = main(argv)
+    except SystemExit as e:  # the commands that exit 1 themselves
+        code = int(e.code or 0)
+    out = capsys.readouterr()
+    assert "Traceback" not in out.out + out.err
+    return code, out.out, out.err
+
+
+def issues(argv: list[str], capsys: pytest.CaptureFixture[str],
+           code: int | None = None) -> list[dict[str, Any]]:
+    """The issues of ``aiplat kube validate ARGV -o json`` (one version)."""
+    got, out, err = run(["kube", "validate", *argv, "-o", "json"], capsys)
+    if code is not None:
+        assert got == code, out + err
+    [result] = json.loads(out)
+    return list(result["issues"])
+
+
+def errors(found: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(i["path"], i["message"]) for i in found if i["severity"] == "error"]
+
+
+def write(tmp_path: Path, *objects: dict[str, Any], name: str = "f.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump_all(objects))
+    return path
+
+
+def docs(path: Path) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(path.read_text()) if d]
+
+
+# -- 1. Go (RE2) patterns ------------------------------------------------------------------
+
+
+def test_admission_check_with_parameters_is_read_with_go_patterns(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's AdmissionCheck CRD has ``^(?i)[a-z]...`` on parameters.kind: Python's re
+    died on it ("global flags not at the start")."""
+    assert issues([str(KUEUE / "sample-admission-check.yaml")], capsys, code=0) == []
+
+
+def test_a_go_pattern_still_refuses_what_it_does_not_match(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    check, config = docs(KUEUE / "sample-admission-check.yaml")
+    check["spec"]["parameters"]["kind"] = "9-Not-A-Kind"
+    found = errors(issues([str(write(tmp_path, check, config))], capsys, code=1))
+    assert [p for p, _m in found] == ["spec.parameters.kind"]
+    assert "does not match '^(?i)[a-z]" in found[0][1]
+    check["spec"]["parameters"]["kind"] = "PROVISIONINGREQUESTCONFIG"  # (?i): any case
+    assert errors(issues([str(write(tmp_path, check, config))], capsys)) == []
+
+
+@pytest.mark.parametrize(("strategy", "ok"), [("WARN", True), ("abort", True),
+                                              ("maybe", False)])
+def test_prometheus_rule_partial_response_strategy(
+        strategy: str, ok: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The packaged PrometheusRule CRD's ``^(?i)(abort|warn)?$`` (a Thanos ruler field)."""
+    rule = {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+            "metadata": {"name": "r", "namespace": "monitoring"},
+            "spec": {"groups": [{"name": "g", "partial_response_strategy": strategy,
+                                 "rules": [{"alert": "A", "expr": "up == 0"}]}]}}
+    found = errors(issues([str(write(tmp_path, rule))], capsys, code=0 if ok else 1))
+    assert [p for p, _m in found] == ([] if ok else ["spec.groups[0].partial_response_strategy"])
+
+
+def test_a_crd_whose_pattern_go_refuses_is_an_input_error_naming_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A look-ahead: Python's re takes it, Go's regexp (and so the API server) does not."""
+    crd_dir = tmp_path / "crds"
+    crd_dir.mkdir()
+    schema = {"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "size": {"type": "string", "pattern": "^(?=[0-9])[0-9a-z]+$"}}}}}
+    write(crd_dir, {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": "widgets.example.com"},
+                    "spec": {"group": "example.com", "scope": "Namespaced",
+                             "names": {"kind": "Widget", "plural": "widgets"},
+                             "versions": [{"name": "v1", "served": True, "storage": True,
+                                           "schema": {"openAPIV3Schema": schema}}]}})
+    obj = write(tmp_path, {"apiVersion": "example.com/v1", "kind": "Widget",
+                           "metadata": {"name": "w"}, "spec": {"size": "1x"}})
+    code, _out, err = run(["kube", "validate", str(obj), "--crd-dir", str(crd_dir)], capsys)
+    assert code == 2
+    assert "CustomResourceDefinition widgets.example.com version v1 at " \
+           "openAPIV3Schema.properties.spec.properties.size.pattern" in err
+    assert "not a Go (RE2) regular expression" in err and "fix:" in err
+
+
+# -- 2. generateName -------------------------------------------------------------------------
+
+
+def test_generate_name_is_not_a_missing_name(capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's sample Job has generateName only: the server names it at create."""
+    found = issues([str(KUEUE / "sample-job.yaml")], capsys, code=0)
+    assert errors(found) == []
+    [note] = found
+    assert note["path"] == "metadata.name" and "'sample-job-'" in note["message"]
+    assert "kubectl create" in note["message"] and "apply" in note["message"]
+
+
+@pytest.mark.parametrize(("meta", "path"), [
+    ({"generateName": "Sample_Job-"}, "metadata.generateName"),
+    ({}, "metadata.name"),
+])
+def test_a_bad_generate_name_or_none_at_all_is_an_error(
+        meta: dict[str, str], path: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    [job] = docs(KUEUE / "sample-job.yaml")
+    job["metadata"] = {**{k: v for k, v in job["metadata"].items() if k != "generateName"},
+                       **meta}
+    found = errors(issues([str(write(tmp_path, job))], capsys, code=1))
+    assert [p for p, _m in found] == [path]
+
+
+def test_a_long_generate_name_is_cut_by_the_server_not_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    [job] = docs(KUEUE / "sample-job.yaml")
+    job["metadata"]["generateName"] = "a" * 300 + "-"
+    assert errors(issues([str(write(tmp_path, job))], capsys, code=0)) == []
+
+
+# -- 3. each served version's rules; versions no longer served ------------------------------
+
+
+@pytest.mark.parametrize("name", ["gpu-test1-v1beta1.yaml", "gpu-test1-v1.yaml"])
+def test_dra_quickstart_claims_of_each_version_pass(
+        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """v1beta1 requests name deviceClassName directly (no ``exactly``), v1 under exactly."""
+    assert errors(issues([str(DRA / name)], capsys, code=0)) == []
+
+
+def _v1beta1_template() -> dict[str, Any]:
+    return next(d for d in docs(DRA / "gpu-test1-v1beta1.yaml")
+                if d["kind"] == "ResourceClaimTemplate")
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.35"])
+def test_dra_v1beta1_request_with_both_forms_names_v1beta1_fields(
+        version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rct = _v1beta1_template()
+    rct["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"] = [
+        {"name": "any", "deviceClassName": "gpu.nvidia.com"}]
+    found = errors(issues([str(write(tmp_path, rct)), "--k8s-version", version], capsys,
+                          code=1))
+    assert found == [("spec.spec.devices.requests[0]",
+                      "give deviceClassName (with its selectors, allocationMode, count) or "
+                      "firstAvailable, not both and not neither (resource.k8s.io/v1beta1)")]
+
+
+def test_dra_v1beta1_first_available_alone_passes_and_exactly_is_unknown(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rct = _v1beta1_template()
+    rct["spec"]["spec"]["devices"]["requests"][0] = {
+        "name": "gpu", "firstAvailable": [{"name": "big", "deviceClassName": "gpu.nvidia.com"}]}
+    assert errors(issues([str(write(tmp_path, rct))], capsys, code=0)) == []
+    rct["spec"]["spec"]["devices"]["requests"][0] = {
+        "name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
+    found = errors(issues([str(write(tmp_path, rct))], capsys, code=1))
+    assert any("'exactly' was unexpected" in m for _p, m in found), found
+
+
+def test_dra_v1beta2_keeps_the_exactly_rule(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    rct = next(d for d in docs(DRA / "gpu-test1-v1.yaml") if d["kind"] == "ResourceClaimTemplate")
+    rct["apiVersion"] = "resource.k8s.io/v1beta2"
+    assert errors(issues([str(write(tmp_path, rct))], capsys, code=0)) == []
+    del rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    found = errors(issues([str(write(tmp_path, rct))], capsys, code=1))
+    assert ("spec.spec.devices.requests[0]",
+            "give exactly one of 'exactly' and 'firstAvailable'") in found
+
+
+def test_a_removed_api_version_is_an_error_naming_the_one_to_move_to(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """resource.k8s.io/v1alpha2 (Kubernetes 1.26 to 1.30) is served by no supported
+    release: the API server refuses it ("no matches for kind")."""
+    found = issues([str(DRA / "sharing-demo-claims-v1alpha2.yaml")], capsys, code=1)
+    assert len(found) == 4 and {i["severity"] for i in found} == {"error"}
+    assert all(i["path"] == "apiVersion" and "move to resource.k8s.io/v1," in i["message"]
+               for i in found)
+
+
+def test_kueue_v1beta1_objects_of_an_older_release_pass(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    path = KUEUE / "single-clusterqueue-setup-v0.13.0.yaml"
+    assert {d["apiVersion"] for d in docs(path)} == {"kueue.x-k8s.io/v1beta1"}
+    assert errors(issues([str(path)], capsys, code=0)) == []
+
+
+# -- 4. defaults the server and the webhooks set --------------------------------------------
+
+
+def test_jobset_failure_policy_rules_are_named_by_its_webhook(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The JobSet webhook names an unnamed rule failurePolicyRule<i> before the CRD's
+    required check; the example also leaves restartPolicy to the webhook."""
+    assert errors(issues([str(JOBSET / "failjobset-action.yaml")], capsys, code=0)) == []
+
+
+def test_a_jobset_failure_policy_rule_of_the_wrong_shape_is_still_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    [js] = docs(JOBSET / "failjobset-action.yaml")
+    js["spec"]["failurePolicy"]["rules"][0]["action"] = "Explode"
+    found = errors(issues([str(write(tmp_path, js))], capsys, code=1))
+    assert [p for p, _m in found] == ["spec.failurePolicy.rules[0].action"]
+
+
+def test_kueue_configuration_file_is_not_an_api_object(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    found = issues([str(KUEUE / "controller_manager_config.yaml")], capsys, code=0)
+    assert errors(found) == []
+    [note] = found
+    assert "configuration file, not an API object" in note["message"]
+
+
+# -- 5. namespace placement ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("argv", "ns"), [([], "default"), (["-n", "research"], "research"),
+                                          (["--namespace", "batch"], "batch")])
+def test_objects_without_namespace_are_placed_as_kubectl_places_them(
+        argv: list[str], ns: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    [js] = docs(JOBSET / "paralleljobs.yaml")  # no namespace in the file
+    assert "namespace" not in js["metadata"]
+    js["spec"]["bogus"] = 1
+    found = issues([str(write(tmp_path, js)), *argv], capsys, code=1)
+    assert {i["ref"] for i in found} == {f"JobSet/{ns}/paralleljobs"}
+
+
+def test_cluster_scoped_objects_stay_without_namespace(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cq = next(d for d in docs(KUEUE / "single-clusterqueue-setup-v0.13.0.yaml")
+              if d["kind"] == "ClusterQueue")
+    cq["spec"]["bogus"] = 1
+    lq = next(d for d in docs(KUEUE / "single-clusterqueue-setup-v0.13.0.yaml")
+              if d["kind"] == "LocalQueue")
+    del lq["metadata"]["namespace"]
+    lq["spec"]["bogus"] = 1
+    found = issues([str(write(tmp_path, cq, lq)), "-n", "team-a"], capsys, code=1)
+    assert sorted({i["ref"] for i in found}) == ["ClusterQueue/cluster-queue",
+                                                 "LocalQueue/team-a/user-queue"]
+
+
+def test_a_bad_namespace_option_is_an_input_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _out, err = run(["kube", "validate", str(KUEUE / "sample-job.yaml"), "-n", "Bad_NS"],
+                          capsys)
+    assert code == 2 and "--namespace 'Bad_NS'" in err and "fix:" in err
+
+
+# -- 6. FILE, DIR or - -----------------------------------------------------------------------
+
+
+def test_validate_reads_a_directory_a_file_and_stdin_alike(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    by_dir = issues([str(DRA)], capsys, code=1)
+    by_file = [i for f in sorted(DRA.glob("*.yaml"))
+               for i in issues([str(f)], capsys)]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(
+        (DRA / "sharing-demo-claims-v1alpha2.yaml").read_bytes())))
+    by_stdin = issues(["-"], capsys, code=1)
+    # The directory also holds the same objects twice (v1beta1 and v1 of one demo).
+    assert [i["message"] for i in by_dir if "defined 2 times" not in i["message"]] == [
+        i["message"] for i in by_file]
+    assert any("defined 2 times" in i["message"] for i in by_dir)
+    assert [i["message"] for i in by_stdin] == [i["message"] for i in by_dir
+                                                if "v1alpha2" in i["file"]]
+    assert {i["file"] for i in by_stdin} == {"-"}
+
+
+@pytest.mark.parametrize("command", ["validate", "lint"])
+def test_a_path_that_is_not_there_is_an_input_error(
+        command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(["kube", command, str(tmp_path / "nope.yaml")], capsys)
+    assert code == 2 and out == ""
+    assert "nope.yaml: does not exist (fix: give a manifest FILE, a DIR" in err
+
+
+def test_lint_reads_a_manifest_file_and_stdin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("pools: []\n")
+    path = KUEUE / "single-clusterqueue-setup-v0.13.0.yaml"
+    code, by_file, err = run(["kube", "lint", str(path), "--inventory", str(inventory),
+                              "-o", "json"], capsys)
+    assert code in (0, 1) and "error:" not in err, err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(path.read_bytes())))
+    _code, by_stdin, _err = run(["kube", "lint", "-", "--inventory", str(inventory),
+                                 "-o", "json"], capsys)
+    assert json.loads(by_file) == json.loads(by_stdin)
+
+
+# -- 7. a JobSet's pod templates against the target version's PodSpec ----------------------
+
+
+def test_jobset_pod_templates_are_checked_against_the_target_podspec(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pod-level resources came in Kubernetes 1.32; JobSet's CRD (built on a newer release)
+    takes them, a 1.31 API server's Job does not."""
+    [js] = docs(JOBSET / "paralleljobs.yaml")
+    js["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["resources"] = {
+        "limits": {"cpu": "1"}}
+    path = str(write(tmp_path, js))
+    assert errors(issues([path, "--k8s-version", "1.34"], capsys, code=0)) == []
+    found = errors(issues([path, "--k8s-version", "1.31"], capsys, code=1))
+    assert [p for p, _m in found] == [
+        "spec.replicatedJobs[1].template.spec.template.spec"]
+    assert "'resources' was unexpected" in found[0][1] and "1.31's PodSpec" in found[0][1]
