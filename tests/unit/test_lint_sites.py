@@ -137,6 +137,11 @@ def kueue_configuration_left_out(o: list[Obj], _inv: Inventory) -> None:
                            "labels": {"kueue.x-k8s.io/queue-name": "research"}}})
 
 
+def deviceclasses_left_to_the_driver(o: list[Obj], _inv: Inventory) -> None:
+    """The tree brings no DeviceClass (a DRA driver's chart installs them)."""
+    o[:] = [x for x in o if x.get("kind") != "DeviceClass"]
+
+
 EXTRA: list[tuple[Seed, str]] = [
     (namespace_selector_selects_nothing, "namespace-selector"),
     (namespace_selector_admits_every_namespace, "namespace-selector"),
@@ -149,6 +154,7 @@ EXTRA: list[tuple[Seed, str]] = [
     (cluster_role_defined_twice, "duplicate-object"),
     (kueue_configuration_left_out, "kueue-config"),
     (kueue_configuration_left_out, "kueue-managed"),
+    (deviceclasses_left_to_the_driver, "claim-deviceclass"),
 ]
 
 

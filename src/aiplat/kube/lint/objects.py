@@ -225,6 +225,17 @@ def claim_requests(template: Obj) -> list[Obj]:
     return list((spec.get("devices") or {}).get("requests") or [])
 
 
+def device_subrequests(req: Obj) -> list[Obj]:
+    """What a device request asks for, in each served form: v1/v1beta2 ``exactly`` or
+    ``firstAvailable``; v1beta1 has ``deviceClassName``, ``allocationMode`` and ``count`` on
+    the request itself."""
+    if "exactly" in req:
+        return [req["exactly"] or {}]
+    if "firstAvailable" in req:
+        return list(req.get("firstAvailable") or [])
+    return [req] if "deviceClassName" in req else []
+
+
 def claim_counts(ctx: Context, o: Obj, spec: Obj) -> Iterable[tuple[str, str, int]]:
     """(template, DeviceClass, devices) of each ExactCount request a pod's claims make."""
     templates = {name(t): t for t in ctx.kind("ResourceClaimTemplate")
@@ -234,17 +245,23 @@ def claim_counts(ctx: Context, o: Obj, spec: Obj) -> Iterable[tuple[str, str, in
         if t is None:
             continue
         for req in claim_requests(t):
-            ex = req.get("exactly") or {}
-            if ex.get("deviceClassName") and ex.get("allocationMode", "ExactCount") == \
-                    "ExactCount":
-                yield name(t), ex["deviceClassName"], int(ex.get("count", 1))
+            if "firstAvailable" in req:
+                continue
+            for ex in device_subrequests(req):
+                if ex.get("deviceClassName") and ex.get("allocationMode", "ExactCount") == \
+                        "ExactCount":
+                    yield name(t), ex["deviceClassName"], int(ex.get("count", 1))
 
 
 # --------------------------------------------------------------------------- tenants
 
 
+def aiplat_tenants(ctx: Context) -> set[str]:
+    """Namespaces labelled ``aiplat.io/tenant``: the spec's tenants, whose fences it asks for."""
+    return {name(n) for n in ctx.kind("Namespace")
+            if TENANT_LABEL in ((n.get("metadata") or {}).get("labels") or {})}
+
+
 def tenants(ctx: Context) -> set[str]:
     """The tenant namespaces: labelled ``aiplat.io/tenant``, or holding a LocalQueue."""
-    labelled = {name(n) for n in ctx.kind("Namespace")
-                if TENANT_LABEL in ((n.get("metadata") or {}).get("labels") or {})}
-    return labelled | {namespace(lq) for lq in ctx.kind("LocalQueue")}
+    return aiplat_tenants(ctx) | {namespace(lq) for lq in ctx.kind("LocalQueue")}

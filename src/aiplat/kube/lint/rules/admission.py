@@ -38,8 +38,9 @@ from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
     QUEUE_LABEL,
     claim_requests,
+    device_subrequests,
     flavor_resources,
-    kueue_configuration,
+    kueue_config,
     pod_specs,
     pod_templates,
     pool_of,
@@ -165,37 +166,50 @@ def _queued_claims(ctx: Context) -> Iterable[tuple[Obj, Obj]]:
 
 
 @rule("kueue-dra-mapping", "queued workloads claim DeviceClasses Kueue's Configuration maps, "
-      "an ExactCount of one class")
+      "an ExactCount of one class", severities=("error", "warning"))
 def kueue_dra_mapping(ctx: Context) -> list[Finding]:
-    cfg = kueue_configuration(ctx)
-    mapped = {c for m in ((cfg or {}).get("resources") or {}).get("deviceClassMappings") or []
-              for c in m.get("deviceClassNames") or []}
+    kc = kueue_config(ctx)
+    mapped = {c for m in ((kc.doc or {}).get("resources") or {}).get("deviceClassMappings")
+              or [] for c in m.get("deviceClassNames") or []}
     out = []
     seen: set[str] = set()
     for o, t in _queued_claims(ctx):
         for req in claim_requests(t):
-            why = []
-            if "firstAvailable" in req:
-                why.append("uses firstAvailable")
-            exactly = req.get("exactly") or {}
-            if exactly.get("allocationMode") == "All":
-                why.append("uses allocationMode: All")
-            if exactly.get("adminAccess"):
-                why.append("asks for adminAccess")
-            cls = exactly.get("deviceClassName")
-            if cls and cls not in mapped:
-                why.append(f"names DeviceClass {cls!r}, which "
-                           + ("the tree's Kueue Configuration does not map" if cfg else
-                              "the tree has no Kueue Configuration to map"))
+            why = _unmapped(req, mapped)
+            if kc.assumed and why:
+                why[-1] += f" ({kc.assumed} maps none; the cluster's may)"
             key = f"{ref(o)}/{ref(t)}"
             if why and key not in seen:
                 seen.add(key)
                 out.append(finding(
-                    "error", "kueue-dra-mapping", ref(o),
+                    "warning" if kc.assumed and not _shape(req) else "error",
+                    "kueue-dra-mapping", ref(o),
                     f"claim template {name(t)}: {'; '.join(why)}: Kueue marks the workload "
                     "inadmissible", "map each DeviceClass in Kueue's Configuration "
                     "(resources.deviceClassMappings) and ask for an ExactCount of one class"))
     return out
+
+
+def _shape(req: Obj) -> list[str]:
+    """What Kueue's DRA accounting refuses whatever its Configuration maps."""
+    why = []
+    if "firstAvailable" in req:
+        why.append("uses firstAvailable")
+    for ex in device_subrequests(req) if "firstAvailable" not in req else []:
+        if ex.get("allocationMode") == "All":
+            why.append("uses allocationMode: All")
+        if ex.get("adminAccess"):
+            why.append("asks for adminAccess")
+    return why
+
+
+def _unmapped(req: Obj, mapped: set[str]) -> list[str]:
+    why = _shape(req)
+    for ex in device_subrequests(req) if "firstAvailable" not in req else []:
+        cls = ex.get("deviceClassName")
+        if cls and cls not in mapped:
+            why.append(f"names DeviceClass {cls!r}, which Kueue's Configuration does not map")
+    return why
 
 
 @rule("resourcequota-dra", "a namespace's ResourceQuota caps the DeviceClasses its claims use",
@@ -296,8 +310,9 @@ def workload_shape(ctx: Context) -> list[Finding]:
                 "Kueue has started it", "drop spec.suspend"))
         for tpl in pod_templates(o):
             spec = tpl.get("spec") or {}
-            if kind in ("Job", "JobSet") and spec.get("restartPolicy") not in ("Never",
-                                                                                "OnFailure"):
+            # JobSet's webhook sets OnFailure where the template has none (jobset_webhook.go).
+            restart = spec.get("restartPolicy") or ("OnFailure" if kind == "JobSet" else None)
+            if kind in ("Job", "JobSet") and restart not in ("Never", "OnFailure"):
                 out.append(finding(
                     "error", "workload-shape", ref(o),
                     "its pod template has no restartPolicy Never or OnFailure: the API server "

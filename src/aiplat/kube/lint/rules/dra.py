@@ -12,6 +12,7 @@ from aiplat.findings import Finding
 from aiplat.kube import cel
 from aiplat.kube.inventory import PoolInventory
 from aiplat.kube.lint.base import Context, Obj, finding, rule
+from aiplat.kube.lint.objects import device_subrequests
 from aiplat.kube.validate import ref
 
 
@@ -21,8 +22,10 @@ def _devices(ctx: Context) -> list[tuple[PoolInventory, Obj]]:
 
 @rule("deviceclass-matches", "each DeviceClass selector matches a device of some pool")
 def deviceclass_matches(ctx: Context) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     devices = _devices(ctx)
+    if not devices:
+        return out  # the inventory publishes no device: nothing to match against (unknown)
     for dc in ctx.kind("DeviceClass"):
         exprs = [(s.get("cel") or {}).get("expression", "")
                  for s in (dc.get("spec") or {}).get("selectors") or []]
@@ -56,30 +59,41 @@ def _claim_specs(ctx: Context) -> Iterable[tuple[Obj, Obj]]:
         yield o, (o.get("spec") or {})
 
 
-@rule("claim-deviceclass", "claim templates name existing DeviceClasses")
+@rule("claim-deviceclass", "claim templates name existing DeviceClasses",
+      severities=("error", "warning"))
 def claim_deviceclass(ctx: Context) -> list[Finding]:
     classes = ctx.names("DeviceClass")
     out = []
     for o, spec in _claim_specs(ctx):
         for req in ((spec.get("devices") or {}).get("requests")) or []:
-            subs = [req["exactly"]] if "exactly" in req else list(req.get("firstAvailable") or [])
-            for s in subs:
+            for s in device_subrequests(req):
                 dc = s.get("deviceClassName")
-                if dc not in classes:
-                    out.append(finding("error", "claim-deviceclass", ref(o),
-                                       f"request {req.get('name')!r} names DeviceClass {dc!r}, "
-                                       "which does not exist: pods using it stay Pending",
-                                       f"use one of {sorted(classes)}"))
+                if dc in classes:
+                    continue
+                # A DRA driver's chart installs its DeviceClasses: a tree that brings none
+                # leaves them to the cluster.
+                out.append(finding(
+                    "error", "claim-deviceclass", ref(o),
+                    f"request {req.get('name')!r} names DeviceClass {dc!r}, which does not "
+                    "exist: pods using it stay Pending", f"use one of {sorted(classes)}")
+                    if classes else finding(
+                    "warning", "claim-deviceclass", ref(o),
+                    f"request {req.get('name')!r} names DeviceClass {dc!r}, which the tree "
+                    "does not define: unless the cluster has it (a DRA driver installs its "
+                    "classes), pods using it stay Pending",
+                    f"check `kubectl get deviceclass {dc}`"))
     return out
 
 
 @rule("claim-constraint", "matchAttribute names an attribute the devices have")
 def claim_constraint(ctx: Context) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
     known: set[str] = set()
     for pool, d in _devices(ctx):
         for k in d.get("attributes") or {}:
             known.add(k if "/" in k else f"{pool.driver}/{k}")
+    if not known:
+        return out  # the inventory publishes no device: nothing to compare with (unknown)
     for o, spec in _claim_specs(ctx):
         for c in ((spec.get("devices") or {}).get("constraints")) or []:
             attr = c.get("matchAttribute") or c.get("distinctAttribute")

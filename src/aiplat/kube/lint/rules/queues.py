@@ -74,20 +74,28 @@ def namespace_selector(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("flavor-pool", "each flavor's nodeLabels select exactly one pool")
+@rule("flavor-pool", "each flavor's nodeLabels select a pool, one pool per flavor",
+      severities=("error", "warning"))
 def flavor_pool(ctx: Context) -> list[Finding]:
-    out = []
+    out: list[Finding] = []
+    if not ctx.inventory.pools:
+        return out  # no pools known: nothing to compare the labels with (unknown)
     for fl in ctx.kind("ResourceFlavor"):
         labels = (fl.get("spec") or {}).get("nodeLabels") or {}
         pools = [p.name for p in ctx.inventory.pools
                  if all(p.labels.get(k) == v for k, v in labels.items())]
-        if len(pools) != 1:
-            why = ("selects no pool: admitted pods would never schedule" if not pools else
-                   f"selects {len(pools)} pools ({', '.join(pools)}): quota and capacity "
-                   "no longer line up")
-            out.append(finding("error", "flavor-pool", ref(fl), f"nodeLabels {labels} {why}",
-                               "set nodeLabels to the pool's label, e.g. "
+        if not pools:
+            out.append(finding("error", "flavor-pool", ref(fl),
+                               f"nodeLabels {labels} selects no pool: admitted pods would "
+                               "never schedule", "set nodeLabels to the pool's label, e.g. "
                                f"{{aiplat.io/pool: {name(fl)}}}"))
+        elif len(pools) > 1:
+            # Kueue places on any of them; only quota-capacity's sums lose their pool.
+            out.append(finding("warning", "flavor-pool", ref(fl),
+                               f"nodeLabels {labels} selects {len(pools)} pools "
+                               f"({', '.join(pools)}): quota and capacity no longer line up "
+                               "pool by pool", "set nodeLabels to one pool's label, e.g. "
+                               f"{{aiplat.io/pool: {pools[0]}}}"))
     return out
 
 
@@ -195,9 +203,9 @@ def borrowing_cohort(ctx: Context) -> list[Finding]:
       "Topology levels exist as node labels; flavors' topologies exist")
 def topology_levels(ctx: Context) -> list[Finding]:
     out = []
-    keys = set().union(*(p.all_label_keys for p in ctx.inventory.pools)) if \
-        ctx.inventory.pools else set()
-    for t in ctx.kind("Topology"):
+    keys = set().union(*(p.all_label_keys for p in ctx.inventory.pools))
+    # No pools known: which labels the nodes carry is unknown, not "none".
+    for t in ctx.kind("Topology") if ctx.inventory.pools else []:
         for lvl in (t.get("spec") or {}).get("levels") or []:
             if lvl.get("nodeLabel") not in keys:
                 out.append(finding("error", "topology-levels", ref(t),
@@ -215,7 +223,8 @@ def topology_levels(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("workload-queue", "workloads name a LocalQueue and priority class that exist")
+@rule("workload-queue", "workloads name a LocalQueue and priority class that exist",
+      severities=("error", "warning"))
 def workload_queue(ctx: Context) -> list[Finding]:
     lqs = {(namespace(o), name(o)) for o in ctx.kind("LocalQueue")}
     wpcs = ctx.names("WorkloadPriorityClass")
@@ -226,14 +235,23 @@ def workload_queue(ctx: Context) -> list[Finding]:
             q = labels.get("kueue.x-k8s.io/queue-name")
             if q is None:
                 continue
-            if (namespace(o), q) not in lqs:
-                out.append(finding("error", "workload-queue", ref(o),
-                                   f"queue-name {q!r} is not a LocalQueue in {namespace(o)!r}: "
-                                   "Kueue never admits it",
-                                   "use the tenant's LocalQueue name"))
+            ns = namespace(o)
+            if (ns, q) not in lqs:
+                # A tree with no LocalQueue there leaves the namespace's queues to the cluster.
+                mine = any(n == ns for n, _ in lqs)
+                out.append(finding(
+                    "error" if mine else "warning", "workload-queue", ref(o),
+                    f"queue-name {q!r} is not a LocalQueue in {ns!r}: Kueue never admits it"
+                    if mine else f"queue-name {q!r}: the tree defines no LocalQueue in "
+                    f"{ns!r}; unless the cluster has it, Kueue never admits it",
+                    "use the tenant's LocalQueue name" if mine else
+                    f"check `kubectl get localqueue -n {ns} {q}`, or lint it with its queues"))
             pc = labels.get("kueue.x-k8s.io/priority-class")
             if pc and pc not in wpcs:
-                out.append(finding("error", "workload-queue", ref(o),
-                                   f"priority-class {pc!r} is not a WorkloadPriorityClass",
-                                   f"use one of {sorted(wpcs)}"))
+                out.append(finding(
+                    "error" if wpcs else "warning", "workload-queue", ref(o),
+                    f"priority-class {pc!r} is not a WorkloadPriorityClass" + (
+                        "" if wpcs else " of the tree; unless the cluster has it, Kueue "
+                        "makes no Workload and it never runs"), f"use one of {sorted(wpcs)}"
+                    if wpcs else f"check `kubectl get workloadpriorityclass {pc}`"))
     return out

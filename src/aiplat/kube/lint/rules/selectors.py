@@ -2,9 +2,11 @@
 and selectors that match nothing. Each class, with its page at night and the rule's source:
 
   netpol-default-deny  a tenant namespace (one with a LocalQueue or an aiplat.io/tenant
-                       label) where no NetworkPolicy selects every pod for Ingress: any pod
-                       in the cluster reaches its model servers and training ranks (a
-                       warning when only egress is open). Source: Kubernetes NetworkPolicy
+                       label) where no NetworkPolicy selects every pod for Ingress (or one
+                       that does lets everything in, ingress: [{}]): any pod in the cluster
+                       reaches its model servers and training ranks. Site policy: an error
+                       for an aiplat tenant (the spec asks for the fence), else a warning;
+                       a warning when only egress is open. Source: Kubernetes NetworkPolicy
                        semantics (pods are non-isolated until a policy selects them,
                        networking/v1 NetworkPolicySpec.policyTypes).
   netpol-dns           a namespace whose policies deny egress and allow nothing on port 53
@@ -31,26 +33,39 @@ from typing import Any
 
 from aiplat.findings import Finding, Severity
 from aiplat.kube.lint.base import Context, Obj, finding, namespace, rule
-from aiplat.kube.lint.objects import pod_templates, selector_matches, tenants
+from aiplat.kube.lint.objects import aiplat_tenants, pod_templates, selector_matches, tenants
 from aiplat.kube.validate import ref
 
 
+def _allows_all(rule: Obj, peers: str) -> bool:
+    """A rule with no peers and no ports (``{}``, as in ``egress: [{}]``) allows everything."""
+    return not rule.get(peers) and not rule.get("ports")
+
+
 def _isolates(ctx: Context, ns: str, direction: str) -> bool:
-    return any(namespace(p) == ns and (p.get("spec") or {}).get("podSelector") == {}
-               and direction in ((p.get("spec") or {}).get("policyTypes") or ["Ingress"])
-               for p in ctx.kind("NetworkPolicy"))
+    """Some policy selects all the namespace's pods for ``direction`` and none of those lets
+    everything in (``ingress: [{}]``) or out (``egress: [{}]``)."""
+    key, peers = ("ingress", "from") if direction == "Ingress" else ("egress", "to")
+    whole = [spec for p in ctx.kind("NetworkPolicy") if namespace(p) == ns
+             for spec in [p.get("spec") or {}] if spec.get("podSelector") == {}
+             and direction in (spec.get("policyTypes") or ["Ingress"])]
+    return bool(whole) and not any(_allows_all(r, peers) for spec in whole
+                                   for r in spec.get(key) or [])
 
 
 @rule("netpol-default-deny", "a tenant namespace fences its pods (ingress, then egress)",
       severities=("error", "warning"))
 def netpol_default_deny(ctx: Context) -> list[Finding]:
     out = []
+    asked = aiplat_tenants(ctx)
     for ns in sorted(tenants(ctx)):
+        # Site policy: an error only where the spec asked for the fence (an aiplat tenant).
+        severity: Severity = "error" if ns in asked else "warning"
         if not _isolates(ctx, ns, "Ingress"):
             out.append(finding(
-                "error", "netpol-default-deny", f"Namespace/{ns}",
-                "no NetworkPolicy selects all its pods for Ingress: every pod of every tenant "
-                "can reach its servers, ranks and metrics",
+                severity, "netpol-default-deny", f"Namespace/{ns}",
+                "no NetworkPolicy selects all its pods for Ingress (or one lets everything "
+                "in): every pod of every tenant can reach its servers, ranks and metrics",
                 "add a default-deny NetworkPolicy (podSelector: {}, policyTypes: [Ingress, "
                 "Egress]) and allow what is needed"))
         elif not _isolates(ctx, ns, "Egress"):
@@ -142,8 +157,8 @@ def netpol_dns(ctx: Context) -> list[Finding]:
     out = []
     for ns in sorted({namespace(n) for n in ctx.kind("NetworkPolicy")}):
         deny, rules = _egress_rules(ctx, ns)
-        if deny and not any(_rule_allows_port(r, 53) and any(
-                "namespaceSelector" in t or "ipBlock" in t for t in r.get("to") or [{}])
+        if deny and not any(_rule_allows_port(r, 53) and (not r.get("to") or any(
+                "namespaceSelector" in t or "ipBlock" in t for t in r["to"]))
                 for r in rules):
             out.append(finding("error", "netpol-dns", f"Namespace/{ns}",
                                "egress is denied and no policy allows DNS (port 53 to "
@@ -174,6 +189,8 @@ def netpol_model_store(ctx: Context) -> list[Finding]:
             continue
         reached = set()
         for r in rules:
+            if not r.get("to"):
+                reached |= set(cidrs)  # no peers: every destination
             for t in r.get("to") or []:
                 net = _network((t.get("ipBlock") or {}).get("cidr"))
                 if net is not None:
