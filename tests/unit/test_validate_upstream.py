@@ -150,11 +150,27 @@ def test_a_long_generate_name_is_cut_by_the_server_not_refused(
 # -- 3. each served version's rules; versions no longer served ------------------------------
 
 
-@pytest.mark.parametrize("name", ["gpu-test1-v1beta1.yaml", "gpu-test1-v1.yaml"])
+@pytest.mark.parametrize(("name", "version"), [("gpu-test1-v1beta1.yaml", "1.33"),
+                                               ("gpu-test1-v1.yaml", "1.34")])
 def test_dra_quickstart_claims_of_each_version_pass(
-        name: str, capsys: pytest.CaptureFixture[str]) -> None:
+        name: str, version: str, capsys: pytest.CaptureFixture[str]) -> None:
     """v1beta1 requests name deviceClassName directly (no ``exactly``), v1 under exactly."""
-    assert errors(issues([str(DRA / name)], capsys, code=0)) == []
+    assert errors(issues([str(DRA / name), "--k8s-version", version], capsys, code=0)) == []
+
+
+def test_a_beta_version_a_default_server_leaves_off_names_the_ga_one(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Kubernetes 1.24 on enables no new beta API by default: a 1.34+ API server refuses
+    resource.k8s.io/v1beta1 ("the server does not serve ResourceClaimTemplate in
+    resource.k8s.io/v1beta1"); on 1.33, with no GA version yet, it is a warning."""
+    found = errors(issues([str(DRA / "gpu-test1-v1beta1.yaml")], capsys, code=1))
+    assert [p for p, _m in found] == ["apiVersion"]
+    assert "--runtime-config=resource.k8s.io/v1beta1=true" in found[0][1]
+    assert "move to resource.k8s.io/v1," in found[0][1]
+    [note] = issues([str(DRA / "gpu-test1-v1beta1.yaml"), "--k8s-version", "1.33"], capsys,
+                    code=0)
+    assert note["severity"] == "warning" and "only where the cluster enables it" in \
+        note["message"]
 
 
 def _v1beta1_template() -> dict[str, Any]:
@@ -162,7 +178,7 @@ def _v1beta1_template() -> dict[str, Any]:
                 if d["kind"] == "ResourceClaimTemplate")
 
 
-@pytest.mark.parametrize("version", ["1.34", "1.35"])
+@pytest.mark.parametrize("version", ["1.33", "1.35"])
 def test_dra_v1beta1_request_with_both_forms_names_v1beta1_fields(
         version: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rct = _v1beta1_template()
@@ -170,7 +186,7 @@ def test_dra_v1beta1_request_with_both_forms_names_v1beta1_fields(
         {"name": "any", "deviceClassName": "gpu.nvidia.com"}]
     found = errors(issues([str(write(tmp_path, rct)), "--k8s-version", version], capsys,
                           code=1))
-    assert found == [("spec.spec.devices.requests[0]",
+    assert [f for f in found if f[0] != "apiVersion"] == [("spec.spec.devices.requests[0]",
                       "give deviceClassName (with its selectors, allocationMode, count) or "
                       "firstAvailable, not both and not neither (resource.k8s.io/v1beta1)")]
 
@@ -180,10 +196,12 @@ def test_dra_v1beta1_first_available_alone_passes_and_exactly_is_unknown(
     rct = _v1beta1_template()
     rct["spec"]["spec"]["devices"]["requests"][0] = {
         "name": "gpu", "firstAvailable": [{"name": "big", "deviceClassName": "gpu.nvidia.com"}]}
-    assert errors(issues([str(write(tmp_path, rct))], capsys, code=0)) == []
+    path = str(write(tmp_path, rct))
+    assert errors(issues([path, "--k8s-version", "1.33"], capsys, code=0)) == []
     rct["spec"]["spec"]["devices"]["requests"][0] = {
         "name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}
-    found = errors(issues([str(write(tmp_path, rct))], capsys, code=1))
+    found = errors(issues([str(write(tmp_path, rct)), "--k8s-version", "1.33"], capsys,
+                          code=1))
     assert any("'exactly' was unexpected" in m for _p, m in found), found
 
 
@@ -191,9 +209,10 @@ def test_dra_v1beta2_keeps_the_exactly_rule(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     rct = next(d for d in docs(DRA / "gpu-test1-v1.yaml") if d["kind"] == "ResourceClaimTemplate")
     rct["apiVersion"] = "resource.k8s.io/v1beta2"
-    assert errors(issues([str(write(tmp_path, rct))], capsys, code=0)) == []
+    v133 = ["--k8s-version", "1.33"]
+    assert errors(issues([str(write(tmp_path, rct)), *v133], capsys, code=0)) == []
     del rct["spec"]["spec"]["devices"]["requests"][0]["exactly"]
-    found = errors(issues([str(write(tmp_path, rct))], capsys, code=1))
+    found = errors(issues([str(write(tmp_path, rct)), *v133], capsys, code=1))
     assert ("spec.spec.devices.requests[0]",
             "give exactly one of 'exactly' and 'firstAvailable'") in found
 

@@ -166,6 +166,14 @@ def builtin_served(version: str, group: str, kind: str) -> list[str] | None:
             if a.rpartition("/")[0] == short]
 
 
+def off_by_default(api_version: str) -> bool:
+    """Whether a default API server leaves ``api_version`` of a built-in group unserved:
+    every alpha version, and every beta one, since Kubernetes 1.24 enables no new beta API
+    by default (KEP-3136) and the older betas are all removed in the releases supported
+    here (1.25 on); a cluster turns one on with ``--runtime-config=GROUP/VERSION=true``."""
+    return bool(re.fullmatch(r"v\d+(alpha|beta)\d+", api_version.rpartition("/")[2]))
+
+
 def preferred(versions: list[str]) -> str:
     """The version Kubernetes prefers among ``versions`` (GA over beta over alpha, then the
     higher number: ``version.CompareKubeAwareVersionStrings``)."""

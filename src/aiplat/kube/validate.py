@@ -43,6 +43,7 @@ from aiplat.kube.schemas import (
     builtin_validator,
     definition_validator,
     field_path,
+    off_by_default,
     preferred,
     schema_version,
 )
@@ -113,12 +114,14 @@ def _schema_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
     api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
     r = ref(o)
     validator = builtin_validator(version, api, kind)
+    issues = []
     if validator is None:
         schema = crds.schema(api, kind)
         if schema is None:
             return [_unchecked(file, o, version, crds)]
         validator = Validator(schema)
-    issues = []
+    elif off_by_default(api):
+        issues.append(_off_by_default(file, o, version))
     for e in sorted(validator.iter_errors(o), key=lambda e: list(map(str, e.absolute_path))):
         issues.append(Issue("error", file, r, field_path(e.absolute_path), e.message[:300]))
     return issues
@@ -145,6 +148,26 @@ def _unchecked(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> Is
                      f"{kind.lower()} --api-version={to}`)")
     return Issue("warning", file, r, "", f"no schema for {api} {kind}: neither a built-in "
                  f"kind of Kubernetes {version} nor in aiplat's CRDs or --crd-dir")
+
+
+def _off_by_default(file: str, o: dict[str, Any], version: str) -> Issue:
+    """A built-in alpha or beta version: an error where the kind has a version a default API
+    server serves (move to it), a warning where it has none (the cluster must enable it)."""
+    api, kind = str(o["apiVersion"]), str(o["kind"])
+    group = api.rpartition("/")[0]
+    on = [v for v in builtin_served(version, group, kind) or []
+          if not off_by_default(v)]
+    enable = f"--runtime-config={api}=true"
+    if not on:
+        return Issue("warning", file, ref(o), "apiVersion",
+                     f"{api} is served by Kubernetes {version} only where the cluster enables "
+                     f"it (kube-apiserver {enable}); a default API server refuses it")
+    to = f"{group}/{preferred(on)}" if group else preferred(on)
+    return Issue("error", file, ref(o), "apiVersion",
+                 f"{api} is not served by a default Kubernetes {version} API server (alpha "
+                 f"and beta versions are off unless kube-apiserver has {enable}) (fix: move "
+                 f"to {to}, rewriting the fields that differ: `kubectl explain "
+                 f"{kind.lower()} --api-version={to}`)")
 
 
 def _config_file(o: dict[str, Any]) -> bool:
