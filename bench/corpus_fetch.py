@@ -56,6 +56,7 @@ SOURCES = (
     Source("k8s-device-plugin", "NVIDIA/k8s-device-plugin", "v0.20.0",
            ("deployments/static/*", "testdata/*")),
     Source("lws", "kubernetes-sigs/lws", "v0.8.0", ("docs/examples/*", "config/samples/*")),
+    Source("hami", "Project-HAMi/HAMi", "v2.10.0", ("examples/*",)),
     Source("kubernetes-examples", "kubernetes/examples",
            "279e8e4fe314f6cb7bc55fa3fbc21bbeaa48c0ea",
            ("AI/*", "web/*", "databases/*")),
