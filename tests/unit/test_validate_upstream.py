@@ -353,3 +353,42 @@ def test_jobset_pod_templates_are_checked_against_the_target_podspec(
     assert [p for p, _m in found] == [
         "spec.replicatedJobs[1].template.spec.template.spec"]
     assert "'resources' was unexpected" in found[0][1] and "1.31's PodSpec" in found[0][1]
+
+
+# -- what the webhooks refuse beyond their CRDs ---------------------------------------------
+
+
+def test_kueue_refuses_on_flavors_naming_a_flavor_the_queue_lacks(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's own provisioning example, with onFlavors naming a flavor it does not have
+    (its minimal-cq example does so; Kueue v0.19's webhook answers "Unsupported value")."""
+    cq = next(d for d in docs(KUEUE / "sample-admission-check.yaml")
+              if d["kind"] == "AdmissionCheck")
+    queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+             "metadata": {"name": "cq"},
+             "spec": {"namespaceSelector": {}, "resourceGroups": [
+                 {"coveredResources": ["cpu"], "flavors": [
+                     {"name": "default-flavor", "resources": [
+                         {"name": "cpu", "nominalQuota": 9}]}]}],
+                 "admissionChecksStrategy": {"admissionChecks": [
+                     {"name": cq["metadata"]["name"], "onFlavors": ["default-flavor"]}]}}}
+    assert errors(issues([str(write(tmp_path, queue))], capsys, code=0)) == []
+    queue["spec"]["admissionChecksStrategy"]["admissionChecks"][0]["onFlavors"] = ["spot"]
+    found = errors(issues([str(write(tmp_path, queue))], capsys, code=1))
+    assert [p for p, _m in found] == [
+        "spec.admissionChecksStrategy.admissionChecks[0].onFlavors[0]"]
+    assert "'spot'" in found[0][1] and "['default-flavor']" in found[0][1]
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    ({"rules": [{"action": "RestartJob"}]}, "spec.failurePolicy.rules[0].action"),
+    ({"restartStrategy": "InPlaceRestart"}, "spec.failurePolicy.restartStrategy"),
+])
+def test_jobset_refuses_actions_behind_its_alpha_gates(
+        change: dict[str, Any], path: str, tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    [js] = docs(JOBSET / "failjobset-action.yaml")
+    js["spec"]["failurePolicy"].update(change)
+    found = errors(issues([str(write(tmp_path, js))], capsys, code=1))
+    assert [p for p, _m in found] == [path]
+    assert "feature gate (alpha, off by default)" in found[0][1]

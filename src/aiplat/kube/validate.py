@@ -31,7 +31,7 @@ from typing import Any
 from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped]
 
 from aiplat.errors import InputError
-from aiplat.kube import cel
+from aiplat.kube import cel, webhooks
 from aiplat.kube.crds import CrdIndex, packaged_crds
 from aiplat.kube.defaults import server_defaults
 from aiplat.kube.objects import ref
@@ -336,6 +336,7 @@ def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
                                      o["apiVersion"])
     for base, pod in _pod_specs(o):
         issues += _pod_claim_issues(file, r, base, pod)
+    issues += [Issue("error", file, r, p, m) for p, m in webhooks.refusals(o)]
     return issues
 
 
