@@ -428,7 +428,10 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
     for col in ("workload", "ClusterQueue", "decision", "flavors", "reason"):
         t.add_column(col)
     for r in rows:
+        counts = r.get("counts") or {}
         flavors = "; ".join(f"{ps}: " + ", ".join(f"{res}={f}" for res, f in fl.items())
+                            + (f" ({counts[ps]} pods, partial admission)" if ps in counts
+                               else "")
                             for ps, fl in (r.get("flavors") or {}).items())
         why = ""
         if r["decision"] != "admitted":

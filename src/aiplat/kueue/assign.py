@@ -20,7 +20,9 @@ by ``flavorFungibility.preference``. A requested resource no group covers makes 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from aiplat.kueue import preempt
 from aiplat.kueue.quota import Node, Tree
@@ -35,6 +37,7 @@ from aiplat.kueue.snapshot import (
     show,
 )
 
+T = TypeVar("T")
 NOFIT, PREEMPT, FIT = 0, 1, 3  # FlavorAssignmentMode (DeferredFit = 2 is not reached)
 # granular preemption modes, worst first
 _NOFIT, _NO_CANDIDATES, _PREEMPT, _RECLAIM, _FIT = range(5)
@@ -94,6 +97,7 @@ class Assignment:
     usage: dict[FR, int]
     borrowing: int = 0
     tried: dict[tuple[int, str], int] = field(default_factory=dict)  # (podset, res) -> idx
+    counts: dict[str, int] = field(default_factory=dict)  # pod set -> count, when reduced
 
     _mode: int | None = field(default=None, repr=False, compare=False)
 
@@ -190,7 +194,8 @@ class Assigner:
         self._never = spec.preemption.never  # no preemption candidate, ever
 
     def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
-              pods: bool) -> Plan:
+              pods: bool, scaled: bool = False) -> Plan:
+        """``scaled``: ``requests`` are a reduced count's; the kept plan's are the full."""
         key = (id(ps), id(group), pods)
         plan = self.plans.get(key)
         if plan is None or plan[0] is not ps or plan[1] is not group:
@@ -199,17 +204,27 @@ class Assigner:
                       for f in group.flavors]
             plan = self.plans[key] = (ps, group, {r: v for r, v in requests.items()
                                                   if r in covered}, checks)
+        if scaled:
+            return (ps, group, {r: v for r, v in requests.items() if r in group.covered},
+                    plan[3])
         return plan
 
-    def assign(self, wl: Workload, last: dict[tuple[int, str], int] | None) -> Assignment:
-        """``wl``'s assignment, its flavor scans going on from ``last``."""
+    def assign(self, wl: Workload, last: dict[tuple[int, str], int] | None,
+               counts: list[int] | None = None) -> Assignment:
+        """``wl``'s assignment, its flavor scans going on from ``last``; ``counts``: the
+        pods per pod set (partial admission), else each pod set's full count."""
         self.wl, self.last = wl, last or {}
         a = Assignment([], {})
+        if counts is not None:
+            a.counts = {ps.name: n for ps, n in zip(wl.podsets, counts, strict=True)}
         spec = self.spec
         pods_group = self._pods_group
         usage = a.usage
         for i, ps in enumerate(wl.podsets):
-            requests = ps.totals if pods_group is None else {**ps.totals, "pods": ps.count}
+            n = ps.count if counts is None else counts[i]
+            requests = ps.totals if counts is None else ps.scaled(n)
+            if pods_group is not None:
+                requests = {**requests, "pods": n}
             psa = PodSetAssignment(ps.name)
             flavors = psa.flavors
             tried: dict[tuple[int, str], int] = {}
@@ -223,7 +238,8 @@ class Assigner:
                     break
                 if res in flavors:
                     continue
-                plan = self._plan(ps, group, requests, pods_group is not None)
+                plan = self._plan(ps, group, requests, pods_group is not None,
+                                  counts is not None)
                 got, reasons = self._find(i, plan, res=res, usage=usage, tried_out=tried)
                 if reasons:
                     psa.reasons += reasons
@@ -333,3 +349,26 @@ def lowest_fit(cq: Node, fr: FR, val: int) -> tuple[int, bool]:
         if node.parent is None:  # the root: the whole tree is borrowed from
             return node.height(), False
         node = node.parent
+
+
+def reduced_counts(podsets: tuple[PodSet, ...], fits: Callable[[list[int]], T | None]
+                   ) -> T | None:
+    """Kueue's ``PodSetReducer.Search``: the largest counts, walking every pod set from its
+    count down to its ``minCount`` in step (search index ``i`` of ``total delta`` takes
+    ``delta * i // total`` pods off each), for which ``fits`` gives a result; a binary
+    search, as Go's ``sort.Search`` runs it (``fits`` is taken as monotone)."""
+    deltas = [ps.count - (ps.min_count if ps.min_count is not None else ps.count)
+              for ps in podsets]
+    total = sum(deltas)
+    if total == 0:
+        return None
+    lo, hi = 0, total + 1
+    best: T | None = None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        got = fits([ps.count - d * mid // total for ps, d in zip(podsets, deltas, strict=True)])
+        if got is None:
+            lo = mid + 1
+        else:
+            hi, best = mid, got
+    return best

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from aiplat.kueue import preempt
-from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment, Plan
+from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment, Plan, reduced_counts
 from aiplat.kueue.fairshare import tournament
 from aiplat.kueue.quota import Admitted, Node, Tree
 from aiplat.kueue.snapshot import FR, ClusterQueue, Snapshot, Workload
@@ -76,6 +76,7 @@ class Outcome:
     cluster_queue: str
     decision: str  # admitted | preempted | pending
     flavors: dict[str, dict[str, str]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)  # pods per pod set, when partial
     preempted: list[str] = field(default_factory=list)  # Kueue's reasons, in order
     pending: str = ""  # active | inadmissible
     reason: str = ""
@@ -87,6 +88,8 @@ class Outcome:
                                "decision": self.decision}
         if self.flavors:
             out["flavors"] = self.flavors
+        if self.counts:
+            out["counts"] = self.counts
         if self.preempted:
             out["preemptionReasons"] = self.preempted
         if self.decision != "admitted":
@@ -189,11 +192,14 @@ class World(Protocol):
         preemptor evicted it before, so it sits out a cycle: see :meth:`Replay.evicted`)."""
 
 
-def _usage(wl: Workload, flavors: Flavors) -> dict[FR, int]:
+def _usage(wl: Workload, flavors: Flavors, counts: dict[str, int] | None = None
+           ) -> dict[FR, int]:
+    """What an admission holds; ``counts``: a partial admission's pods per pod set."""
     usage: dict[FR, int] = {}
     for ps in wl.podsets:
-        total = ps.total()
-        total.setdefault("pods", ps.count)
+        n = ps.count if counts is None else counts.get(ps.name, ps.count)
+        total = ps.total() if n == ps.count else ps.scaled(n)
+        total.setdefault("pods", n)
         for res, flavor in flavors.get(ps.name, {}).items():
             fr = (flavor, res)
             usage[fr] = usage.get(fr, 0) + total.get(res, 0)
@@ -322,9 +328,11 @@ class Replay:
             out = Outcome(wl.key, wl.cluster_queue, "pending")
             self.outcomes[wl.key] = out
             if wl.admission is not None:
-                self.tree.admit(Admitted(wl, wl.admission, _usage(wl, wl.admission),
+                self.tree.admit(Admitted(wl, wl.admission,
+                                         _usage(wl, wl.admission, wl.admitted_counts),
                                          wl.admitted_at))
                 out.decision, out.flavors = "admitted", wl.admission
+                out.counts = dict(wl.admitted_counts or {})
             elif wl.active and wl.refused:  # the workload controller's DRA refusal
                 out.pending, out.reason, out.message = "inadmissible", "Inadmissible", wl.refused
             elif wl.active:
@@ -374,14 +382,34 @@ class Replay:
                 and self.tree.generation > p.last_gen:
             p.last = None  # lastAssignmentOutdated
         a = assigner.assign(p.wl, p.last)
+        targets = self._targets(spec, p.wl, a)
+        if a.mode != FIT and not targets and p.wl.partial:
+            got = self._partial(assigner, p)
+            if got is not None:
+                a, targets = got
         # (the assignment's scan state is not changed after: kept, not copied)
         p.last, p.last_cycle, p.last_gen = a.tried, self.cycle, self.tree.generation
-        targets: list[preempt.Target] = []
-        if a.mode == PREEMPT and not spec.preemption.never:  # (never: no candidate)
-            targets = preempt.targets(self.tree, spec, p.wl, a.needs_preemption(),
-                                      a.usage, fair=self.snap.fair_sharing,
-                                      strategies=self.snap.strategies)
         return Entry(p, spec, a, targets)
+
+    def _targets(self, spec: ClusterQueue, wl: Workload, a: Assignment
+                 ) -> list[preempt.Target]:
+        if a.mode != PREEMPT or spec.preemption.never:  # (never: no candidate)
+            return []
+        return preempt.targets(self.tree, spec, wl, a.needs_preemption(), a.usage,
+                               fair=self.snap.fair_sharing, strategies=self.snap.strategies)
+
+    def _partial(self, assigner: Assigner, p: Pending
+                 ) -> tuple[Assignment, list[preempt.Target]] | None:
+        """Partial admission (``getInitialAssignments``): the full counts neither fit nor
+        can preempt, so the largest reduced counts that fit, or that can preempt with
+        targets; each try scans flavors from where the last assignment stopped."""
+        def fits(counts: list[int]) -> tuple[Assignment, list[preempt.Target]] | None:
+            a = assigner.assign(p.wl, p.last, counts)
+            if a.mode == FIT:
+                return a, []
+            targets = self._targets(assigner.spec, p.wl, a)
+            return (a, targets) if targets else None
+        return reduced_counts(p.wl.podsets, fits)
 
     def _order(self, entries: list[Entry]) -> list[Entry]:
         def tie(e: Entry) -> tuple[object, ...]:
@@ -477,6 +505,8 @@ class Replay:
 
     def _admit(self, e: Entry, flavors: Flavors) -> None:
         self.tree.admit(Admitted(e.p.wl, flavors, dict(e.a.usage), self.world.now()))
+        if e.p.wl.key in self.outcomes:  # the replay's table: the pods admitted
+            self.outcomes[e.p.wl.key].counts = dict(e.a.counts)
         # The ClusterQueue's status changes (admitted count, usage): its update event has
         # the cohort controller update every cohort above it, which requeues the tree's
         # inadmissible workloads with their flavor scans outdated.
@@ -644,7 +674,7 @@ class Replay:
     def preempting(self, victim: Admitted, reason: str, by: Workload) -> None:
         """The Evicted and Preempted conditions: set at once, the quota still held."""
         out = self.outcomes[victim.wl.key]
-        out.decision, out.flavors, out.cycle = "preempted", {}, None
+        out.decision, out.flavors, out.cycle, out.counts = "preempted", {}, None, {}
         out.preempted.append(reason)
         out.pending, out.reason = "active", "Preempted"
         out.message = (f"Preempted to accommodate a workload ({by.key}) due to "

@@ -29,6 +29,7 @@ read a field the same way or not at all.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -214,6 +215,7 @@ class PodSet:
     requests: dict[str, int]  # per pod, in Kueue's units
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[Obj, ...] = ()
+    min_count: int | None = None  # partial admission: the fewest pods Kueue may admit
 
     def total(self) -> dict[str, int]:
         return dict(self.totals)
@@ -222,6 +224,10 @@ class PodSet:
     def totals(self) -> dict[str, int]:
         """What all its pods ask for (read-only: :meth:`total` gives a copy)."""
         return {r: v * self.count for r, v in self.requests.items()}
+
+    def scaled(self, count: int) -> dict[str, int]:
+        """What ``count`` of its pods ask for (a partial admission's count)."""
+        return {r: v * count for r, v in self.requests.items()}
 
 
 @dataclass
@@ -240,6 +246,13 @@ class Workload:
     held: bool = False  # its LocalQueue has a stopPolicy
     refused: str | None = None  # Kueue's message when it cannot be queued (DRA, queues)
     admitted_in: str = ""  # status.admission.clusterQueue
+    admitted_counts: dict[str, int] | None = None  # pod set -> count, admitted partially
+
+    @property
+    def partial(self) -> bool:
+        """``CanBePartiallyAdmitted``: a pod set may run with fewer pods than it asks for."""
+        return any(ps.min_count is not None and ps.min_count < ps.count
+                   for ps in self.podsets)
 
 
 @dataclass
@@ -414,6 +427,24 @@ def _request(resource: str, value: object, where: str) -> int:
     return out
 
 
+def _min_count(value: object, count: int, where: str) -> int | None:
+    """``minCount``: 1 up to ``count`` (Kueue's workload webhook refuses others)."""
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= count:
+        raise InputError(f"{where}.minCount: {value!r} is not a pod count from 1 to count "
+                         f"({count}) (fix: the fewest pods the job can run with)")
+    return value
+
+
+def _admitted_counts(adm: Obj, podsets: list[PodSet]) -> dict[str, int] | None:
+    """The counts of an admission that gave a pod set fewer pods than it asks for."""
+    full = {p.name: p.count for p in podsets}
+    got = {str(p.get("name")): int(p["count"]) for p in adm.get("podSetAssignments") or []
+           if isinstance(p.get("count"), int)}
+    return {**full, **got} if any(full.get(n, v) != v for n, v in got.items()) else None
+
+
 def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, int],
               unsupported: list[str]) -> Workload:
     meta = obj.get("metadata") or {}
@@ -430,8 +461,6 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         pspec = (ps.get("template") or {}).get("spec") or {}
         if ps.get("topologyRequest"):
             unsupported.append(f"{pat}.topologyRequest")
-        if ps.get("minCount") is not None:
-            unsupported.append(f"{pat}.minCount (partial admission)")
         if (pspec.get("affinity") or {}).get("nodeAffinity"):
             unsupported.append(f"{pat}.template.spec.affinity.nodeAffinity")
         count = ps.get("count", 1)
@@ -441,7 +470,8 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         podsets.append(PodSet(str(ps.get("name", f"ps{pi}")), count,
                               pod_requests(pspec, _request, f"{pat}.template.spec"),
                               dict(pspec.get("nodeSelector") or {}),
-                              tuple(pspec.get("tolerations") or [])))
+                              tuple(pspec.get("tolerations") or []),
+                              _min_count(ps.get("minCount"), count, pat)))
     if not podsets:
         raise InputError(f"{where}: spec.podSets is empty (fix: a Workload needs a pod set)")
     prio = spec.get("priority")
@@ -477,6 +507,7 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         created=_time(meta.get("creationTimestamp"), where), priority=int(prio or 0),
         queue_name=str(qn), cluster_queue=lq.get(key, ""), podsets=tuple(podsets),
         admission=admission, admitted_in=str((adm or {}).get("clusterQueue") or ""),
+        admitted_counts=_admitted_counts(adm, podsets) if admission and adm else None,
         admitted_at=_time(reserved.get("lastTransitionTime"), where),
         active=bool(spec.get("active", True))
         and conds.get("Finished", {}).get("status") != "True",
@@ -603,8 +634,7 @@ def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: 
         req = dict(ps.requests)
         for r, n in extra.items():
             req[r] = req.get(r, 0) + n
-        podsets.append(PodSet(ps.name, ps.count, req, ps.node_selector, ps.tolerations)
-                       if extra else ps)
+        podsets.append(dataclasses.replace(ps, requests=req) if extra else ps)
     wl.podsets = tuple(podsets)
 
 
@@ -760,10 +790,9 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                              snap.unsupported)
     if snap.excluded_prefixes:  # resources.excludeResourcePrefixes: not quota at all
         for wl in snap.workloads:
-            wl.podsets = tuple(PodSet(p.name, p.count, {
+            wl.podsets = tuple(dataclasses.replace(p, requests={
                 r: v for r, v in p.requests.items()
-                if not r.startswith(snap.excluded_prefixes)}, p.node_selector, p.tolerations)
-                for p in wl.podsets)
+                if not r.startswith(snap.excluded_prefixes)}) for p in wl.podsets)
     for (obj, where), wl in zip(workloads, snap.workloads, strict=True):
         _devices(obj, wl, templates, snap, where)  # after the exclusion, as Kueue adds them
     for wl in snap.workloads:
