@@ -33,12 +33,19 @@ import functools
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import ROUND_CEILING, Decimal
 
 from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.lint.objects import cohort_root, selector_matches
-from aiplat.kube.pending_answer import Asked, Decide, Explanation, at_quota, besides
+from aiplat.kube.pending_answer import (
+    Asked,
+    Decide,
+    Explanation,
+    NextCycles,
+    at_quota,
+    besides,
+)
 from aiplat.kube.quantity import pod_requests, quantity_or_zero
 from aiplat.kube.snapshot import ClusterObjects, Obj
 from aiplat.kueue.quota import Node, Tree
@@ -48,9 +55,16 @@ from aiplat.shell import sh
 KUEUE_API = KUEUE_VERSIONS[0]  # what a listed item without its apiVersion is read as
 
 
+_BYTES = ("memory", "ephemeral-storage", "storage")
+
+
 def _fmt(d: Decimal, resource: str = "") -> str:
-    if resource == "memory" and d >= 2**30:
-        return f"{d / 2**30:g}Gi"
+    """A figure as a Kubernetes quantity, in one unit per resource so that a line never
+    mixes units: bytes in Gi (up to three decimals, rounded up as Kueue rounds a request),
+    cpu in cores, the rest as counts."""
+    if resource in _BYTES or resource.startswith("hugepages-"):
+        gi = (d / 2**30).quantize(Decimal("0.001"), rounding=ROUND_CEILING)
+        return f"{gi.normalize():f}Gi"
     return f"{d.normalize():f}"
 
 
@@ -82,11 +96,16 @@ def _podsets(wl: Obj) -> list[Obj]:
     return list((wl.get("spec") or {}).get("podSets") or [])
 
 
-def workload_requests(wl: Obj) -> dict[str, Decimal]:
+def workload_requests(wl: Obj, *, least: bool = False) -> dict[str, Decimal]:
+    """What the workload's pods request; ``least``: with each pod set at its ``minCount``
+    (the fewest pods partial admission may admit)."""
     out: dict[str, Decimal] = defaultdict(Decimal)
     for ps in _podsets(wl):
+        n = int(ps.get("count", 1))
+        if least and isinstance(ps.get("minCount"), int):
+            n = min(n, int(ps["minCount"]))
         for k, v in pod_requests(((ps.get("template") or {}).get("spec")) or {}).items():
-            out[k] += v * int(ps.get("count", 1))
+            out[k] += v * n
     return dict(out)
 
 
@@ -235,6 +254,7 @@ class _Fit:
     code: str
     reason: str
     evidence: list[str]
+    guess: list[str] = field(default_factory=list)  # the walk's own preemption verdict
 
 
 def _quota_fit(tree: Tree, cq: Obj, flavor: str, req: dict[str, Decimal]) -> _Fit:
@@ -259,6 +279,23 @@ def _quota_fit(tree: Tree, cq: Obj, flavor: str, req: dict[str, Decimal]) -> _Fi
         return _Fit(flavor, "Fits", "", evidence)
     worst.evidence = evidence + worst.evidence
     return worst
+
+
+def _fit_or_least(tree: Tree, cq: Obj, flavor: str, req: dict[str, Decimal],
+                  least: dict[str, Decimal]) -> _Fit:
+    """Partial admission: a job that can never fit whole may still fit with its pod sets
+    at ``minCount`` (Kueue searches the counts down to it); then that is its quota answer."""
+    fit = _quota_fit(tree, cq, flavor, req)
+    if fit.code != "NeverFits" or least == req:
+        return fit
+    small = _quota_fit(tree, cq, flavor, least)
+    if small.code == "NeverFits":
+        return fit
+    small.evidence.insert(0, f"partial admission: the whole job never fits ({fit.reason}); "
+                          "with its pod sets at minCount it asks "
+                          + ", ".join(f"{r}={_fmt(v, r)}" for r, v in sorted(least.items())
+                                      if v))
+    return small
 
 
 def _show(value: int, res: str) -> str:
@@ -421,11 +458,11 @@ def _preemption(snap: ClusterObjects, wl: Obj, cq: Obj, fit: _Fit) -> Explanatio
     if within != "Never" and lower:
         return None  # Kueue will preempt on its next cycle; the quota reason stands
     if within == "Never" and lower:
-        fit.evidence.append(f"{len(lower)} lower-priority workload(s) hold quota, but "
-                            "preemption.withinClusterQueue is Never")
+        fit.guess.append(f"{len(lower)} lower-priority workload(s) hold quota, but "
+                         "preemption.withinClusterQueue is Never")
     elif not lower:
-        fit.evidence.append("preemption cannot help: no lower-priority workload holds quota "
-                            f"in ClusterQueue {_name(cq)}")
+        fit.guess.append("preemption cannot help: no lower-priority workload holds quota "
+                         f"in ClusterQueue {_name(cq)}")
     return None
 
 
@@ -794,7 +831,7 @@ def _explain_quota(snap: ClusterObjects, wl: Obj, cq: Obj, said: list[str], *,
     the quota verdict is Kueue's when it is asked."""
     ref = _workload_ref(wl)
     cq_name = _name(cq)
-    req = workload_requests(wl)
+    req, least = workload_requests(wl), workload_requests(wl, least=True)
     spec0 = (((_podsets(wl) or [{}])[0].get("template") or {}).get("spec")) or {}
     problems, fits = [], []
     tree: Tree | None = None  # built once a flavor suits the pods
@@ -805,7 +842,7 @@ def _explain_quota(snap: ClusterObjects, wl: Obj, cq: Obj, said: list[str], *,
             problems.append(prob)
             continue
         tree = tree or _quota_tree(snap)
-        fits.append(_quota_fit(tree, cq, fname, req))
+        fits.append(_fit_or_least(tree, cq, fname, req, least))
     if not fits:
         return besides(Explanation(ref, "FlavorMismatch", f"no flavor of ClusterQueue "
                                    f"{cq_name} suits the pods: {problems[0]}",
@@ -829,8 +866,12 @@ def _explain_quota(snap: ClusterObjects, wl: Obj, cq: Obj, said: list[str], *,
     if pre is not None:
         return besides(Explanation(ref, pre.code, pre.reason, [*pre.evidence, *said]), ask(),
                        "victims")
+    k = ask()
+    # The walk's preemption verdict looks within the queue only; Kueue's stands instead
+    # where the replay preempts (headline and evidence must agree).
+    guess = [] if isinstance(k, NextCycles) and k.victims else best.guess
     return at_quota(Explanation(ref, best.code, best.reason,
-                                [*best.evidence, *problems, *said]), ask(), _cohort(cq))
+                                [*best.evidence, *guess, *problems, *said]), k, _cohort(cq))
 
 
 def why_pending(snap: ClusterObjects, name: str, namespace: str | None = None,
@@ -864,7 +905,29 @@ def why_pending(snap: ClusterObjects, name: str, namespace: str | None = None,
                     return Explanation(ref, e.code, e.reason, e.evidence)
             return Explanation(ref, "Schedulable", "a node has room; the scheduler should "
                                "bind it on its next attempt", [])
+    return _not_found(snap, name, namespace)
+
+
+SHOWN_NAMES = 10  # names listed when NAME is not found
+
+
+def _not_found(snap: ClusterObjects, name: str, namespace: str | None) -> Explanation:
+    """What was looked for, what exists there, and how to list it."""
     where = f" in namespace {namespace}" if namespace else ""
+    wls = [w for w in snap.list("workloads") if namespace is None or _ns(w) == namespace]
+    jobs = sorted({o.get("name", "") for w in wls
+                   for o in _meta(w).get("ownerReferences") or []})
+
+    def some(names: list[str]) -> str:
+        more = f" and {len(names) - SHOWN_NAMES} more" if len(names) > SHOWN_NAMES else ""
+        return ", ".join(names[:SHOWN_NAMES]) + more if names else "none"
+
+    scope = f"-n {namespace}" if namespace else "-A"
     return Explanation(name, "NotFound", f"no Workload, Job or Pod named {name!r}{where} in "
-                       "the snapshot", ["Kueue names Workloads job-<job name>-<hash>; pass the "
-                                        "Job name or list with kubectl get workloads -A"])
+                       "the snapshot",
+                       [f"looked for a Workload, a Job's Workload or a Pod named {name!r}"
+                        f"{where}",
+                        f"Jobs with a Workload{where}: {some(jobs)}",
+                        f"Workloads{where}: {some(sorted(_name(w) for w in wls))}",
+                        "Kueue names Workloads <kind>-<job name>-<hash>; pass the Job name; "
+                        f"list them: kubectl get workloads {scope}"])

@@ -45,6 +45,8 @@ class NextCycles:
     evaluated: bool  # Kueue already tried it and keeps it among the inadmissible
     next_cycle: str  # what the very next cycle does: admitted | preempting | pending
     not_modelled: list[str]  # what the replay skips that concerns this workload
+    counts: dict[str, int] = field(default_factory=dict)  # pods admitted, when partial
+    asked: dict[str, int] = field(default_factory=dict)  # each pod set's count
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"decision": self.decision, "nextCycle": self.next_cycle}
@@ -52,6 +54,8 @@ class NextCycles:
             out["cycle"] = self.cycle
         if self.flavors:
             out["flavors"] = self.flavors
+        if self.counts:
+            out["counts"] = self.counts
         if self.victims:
             out["preempts"] = self.victims
         if self.decision != "admitted":
@@ -63,6 +67,16 @@ class NextCycles:
     def flavor_text(self) -> str:
         return "; ".join(f"{ps}: " + ", ".join(f"{r}={f}" for r, f in fl.items())
                          for ps, fl in self.flavors.items())
+
+    def partial_text(self) -> str:
+        """`` with 8 of 30 pods (partial admission)``, or "" for a full admission."""
+        if not self.counts:
+            return ""
+        parts = [f"{n} of {self.asked.get(ps, n)}" for ps, n in self.counts.items()]
+        if len(parts) == 1:
+            return f" with {parts[0]} pods (partial admission)"
+        named = [f"{ps} {x}" for ps, x in zip(self.counts, parts, strict=True)]
+        return f" with {', '.join(named)} pods (partial admission)"
 
     def decisive(self) -> list[str]:
         return [n for n in self.not_modelled if any(d in n for d in DECISIVE)]
@@ -153,7 +167,7 @@ def _no_replay(error: str) -> str:
 def replay_line(k: NextCycles) -> str:
     if k.decision == "admitted":
         when = (f"admitted at cycle {k.cycle}" if k.cycle is not None else "already admitted")
-        return (f"replay of Kueue's cycle: {when} ({k.flavor_text()})"
+        return (f"replay of Kueue's cycle: {when}{k.partial_text()} ({k.flavor_text()})"
                 + (f", preempting {', '.join(k.victims)}" if k.victims else ""))
     return (f"replay of Kueue's cycle: stays pending ({k.pending}): {k.reason}"
             + (f": {k.message}" if k.message else ""))
@@ -179,7 +193,8 @@ def _admits(e: Explanation, k: NextCycles, cohort: str | None) -> Explanation:
     when = "its next cycle" if k.next_cycle == "admitted" else (
         f"a later cycle (cycle {k.cycle} of the replay)")
     return Explanation(e.object, "WouldPreempt" if k.victims else "WouldAdmit",
-                       f"Kueue admits it on {when} in flavor {', '.join(flavors)}{pre}; "
+                       f"Kueue admits it on {when} in flavor {', '.join(flavors)}"
+                       f"{k.partial_text()}{pre}; "
                        f"still pending because {_why_not_yet(k, cohort)}",
                        [replay_line(k), *e.evidence], k)
 

@@ -140,7 +140,8 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
                               .replace(f"Workload {key} ", "the workload's ")
                               for n in parsed.unsupported
                               if _concerns(n, key, flavors, wl.cluster_queue,
-                                           _asks_topology(snap, key))}))
+                                           _asks_topology(snap, key))}),
+                      dict(out.counts), {ps.name: ps.count for ps in wl.podsets})
 
 
 def explain(snap: ClusterObjects, name: str, namespace: str | None = None) -> Explanation:
