@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 import test_kube_lint
 import test_kube_lint_classes
+import yaml
 from test_kube_lint import clean, find
 
 from aiplat.findings import Finding
@@ -142,6 +143,27 @@ def deviceclasses_left_to_the_driver(o: list[Obj], _inv: Inventory) -> None:
     o[:] = [x for x in o if x.get("kind") != "DeviceClass"]
 
 
+def every_flavor_tainted(o: list[Obj], _inv: Inventory) -> None:
+    """A nodeTaint on every ResourceFlavor that no pod tolerates: Kueue assigns no flavor."""
+    for fl in o:
+        if fl.get("kind") == "ResourceFlavor":
+            fl["spec"]["nodeTaints"] = [{"key": "seed", "value": "x", "effect": "NoExecute"}]
+
+
+def vgpu_cores_transformed(o: list[Obj], _inv: Inventory) -> None:
+    """HAMi-style: a pod asks for a per-vGPU resource no pool publishes, which Kueue's
+    Configuration transforms into a quota-only total."""
+    cm = find(o, "ConfigMap", "kueue-manager-config", "kueue-system")
+    cfg = yaml.safe_load(cm["data"]["controller_manager_config.yaml"])
+    cfg.setdefault("resources", {})["transformations"] = [
+        {"input": "example.com/vgpu-cores", "strategy": "Replace",
+         "outputs": {"example.com/total-vgpu-cores": "1"}}]
+    cm["data"]["controller_manager_config.yaml"] = yaml.safe_dump(cfg)
+    job = find(o, "Job", "nightly-eval", "batch")
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"][
+        "example.com/vgpu-cores"] = "30"
+
+
 EXTRA: list[tuple[Seed, str]] = [
     (namespace_selector_selects_nothing, "namespace-selector"),
     (namespace_selector_admits_every_namespace, "namespace-selector"),
@@ -155,6 +177,8 @@ EXTRA: list[tuple[Seed, str]] = [
     (kueue_configuration_left_out, "kueue-config"),
     (kueue_configuration_left_out, "kueue-managed"),
     (deviceclasses_left_to_the_driver, "claim-deviceclass"),
+    (every_flavor_tainted, "flavor-node-taints"),
+    (vgpu_cores_transformed, "resource-unserved"),
 ]
 
 

@@ -166,7 +166,74 @@ def _file(ctx: Context, o: Obj) -> str:
                 "the tree")
 
 
+def transformations(ctx: Context) -> dict[str, Obj]:
+    """Kueue's resource transformations (``resources.transformations``) by input resource."""
+    res = (kueue_configuration(ctx) or {}).get("resources") or {}
+    return {str(t.get("input")): t for t in res.get("transformations") or []
+            if isinstance(t, dict)}
+
+
+def transformed(requests: Mapping[str, Decimal], transforms: Mapping[str, Obj]
+                ) -> dict[str, Decimal]:
+    """One pod's requests as Kueue charges them to quota: each transformed input gives its
+    outputs (times ``multiplyBy``'s quantity when set), kept too unless the strategy is
+    Replace; negative totals count as 0 (pkg/workload applyResourceTransformations)."""
+    kept: dict[str, Decimal] = {}
+    made: dict[str, Decimal] = {}
+    for res, q in requests.items():
+        t = transforms.get(res)
+        if t is None:
+            kept[res] = kept.get(res, Decimal(0)) + q
+            continue
+        base = q * requests[t["multiplyBy"]] if t.get("multiplyBy") in requests else q
+        for out, factor in (t.get("outputs") or {}).items():
+            made[out] = made.get(out, Decimal(0)) + base * quantity(factor)
+        if t.get("strategy", "Retain") == "Retain":
+            kept[res] = kept.get(res, Decimal(0)) + q
+    for res, q in made.items():
+        kept[res] = kept.get(res, Decimal(0)) + max(q, Decimal(0))
+    return kept
+
+
+def node_resources(ctx: Context) -> set[str]:
+    """What some pool's nodes publish; empty when the inventory has no pools (unknown)."""
+    return {r for p in ctx.inventory.pools for r in p.capacity}
+
+
+def tolerates(tolerations: list[Obj], taint: Mapping[str, Any]) -> bool:
+    """A toleration matches the taint as the API's ToleratesTaint decides: its effect empty
+    or the taint's, its key empty or the taint's, Exists, or Equal (the default) with the
+    taint's value."""
+    for t in tolerations:
+        if t.get("effect") and t.get("effect") != taint.get("effect"):
+            continue
+        if t.get("key") and t.get("key") != taint.get("key"):
+            continue
+        if t.get("operator") == "Exists" or (
+                t.get("key") and str(t.get("value") or "") == str(taint.get("value") or "")):
+            return True
+    return False
+
+
 # --------------------------------------------------------------------------- workloads
+
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+
+
+def job_pods(spec: Obj) -> int:
+    """A Job's pods running at once: parallelism (1), no more than its completions."""
+    n = int(spec.get("parallelism", 1))
+    return min(n, int(spec["completions"])) if spec.get("completions") is not None else n
+
+
+def min_parallelism(o: Obj) -> int | None:
+    """A Job's ``job-min-parallelism`` annotation as Kueue reads it (an integer), else None."""
+    v = ((o.get("metadata") or {}).get("annotations") or {}).get(MIN_PARALLELISM)
+    try:
+        return int(str(v)) if v is not None else None
+    except ValueError:
+        return None
+
 
 _POD_KINDS = {"Pod": ("spec",), "Job": ("spec", "template", "spec"),
               "Deployment": ("spec", "template", "spec"),

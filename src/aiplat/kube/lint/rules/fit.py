@@ -39,7 +39,12 @@ from aiplat.kube import cel
 from aiplat.kube.facts import POOL_LABEL
 from aiplat.kube.inventory import PoolInventory
 from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
-from aiplat.kube.lint.objects import claim_counts, pod_specs
+from aiplat.kube.lint.objects import (
+    claim_counts,
+    node_resources,
+    pod_specs,
+    transformations,
+)
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 
@@ -112,16 +117,28 @@ def gpu_per_node(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("resource-unserved", "a pod asks only for resources some pool provides")
+@rule("resource-unserved", "a pod asks only for resources some pool provides",
+      severities=("error", "warning"))
 def resource_unserved(ctx: Context) -> list[Finding]:
-    served = {r for p in ctx.inventory.pools for r in p.capacity}
+    served = node_resources(ctx)
     if not ctx.inventory.pools:
         return []
+    transforms = transformations(ctx)
     out = []
     for o in ctx.objects:
         for spec in pod_specs(o):
             for res, _ in _extended(spec):
                 if res in served:
+                    continue
+                if res in transforms:
+                    # Kueue charges its outputs instead; a scheduler extender (HAMi's
+                    # gpucores, gpumem) may place it where no node publishes it.
+                    out.append(finding(
+                        "warning", "resource-unserved", ref(o),
+                        f"asks for {res}, which no pool of the inventory publishes; Kueue "
+                        f"charges it as {sorted(transforms[res].get('outputs') or {})}: "
+                        "unless a scheduler extender manages it, no node could run it",
+                        f"add {res} to the pools' capacity if the nodes publish it"))
                     continue
                 mig = res.startswith("nvidia.com/mig-")
                 why = (f"asks for {res}, a MIG profile no pool has: MIG is off (or laid out "

@@ -17,8 +17,10 @@ from aiplat.kube.lint.objects import (
     cohort_of,
     cohort_root,
     flavor_resources,
+    node_resources,
     quantity,
     selector_matches,
+    tolerates,
 )
 from aiplat.kube.validate import ref
 
@@ -106,17 +108,6 @@ def _flavor_pool(ctx: Context, fl: Obj) -> PoolInventory | None:
     return pools[0] if len(pools) == 1 else None
 
 
-def _tolerates(tols: list[Obj], taint: dict[str, str]) -> bool:
-    for t in tols:
-        if t.get("effect") and t.get("effect") != taint.get("effect"):
-            continue
-        if t.get("operator") == "Exists" and (not t.get("key") or t.get("key") == taint["key"]):
-            return True
-        if t.get("key") == taint["key"] and t.get("value", "") == taint.get("value", ""):
-            return True
-    return False
-
-
 @rule("flavor-taints", "pool taints are tolerated by the pool's flavors")
 def flavor_taints(ctx: Context) -> list[Finding]:
     out = []
@@ -126,7 +117,7 @@ def flavor_taints(ctx: Context) -> list[Finding]:
             continue
         tols = (fl.get("spec") or {}).get("tolerations") or []
         for taint in pool.taints:
-            if taint.get("effect") == "PreferNoSchedule" or _tolerates(tols, taint):
+            if taint.get("effect") == "PreferNoSchedule" or tolerates(tols, taint):
                 continue
             out.append(finding("error", "flavor-taints", ref(fl),
                                f"pool {pool.name} is tainted {taint['key']}:{taint['effect']} "
@@ -143,10 +134,13 @@ def quota_capacity(ctx: Context) -> list[Finding]:
         for fl, r in flavor_resources(cq):
             nominal[(fl, r.get("name", ""))] += quantity(r.get("nominalQuota", 0))
     flavors = {name(f): f for f in ctx.kind("ResourceFlavor")}
+    published = node_resources(ctx) | {"cpu", "memory"}
     out = []
     for (fl, res), total in sorted(nominal.items()):
         pool = _flavor_pool(ctx, flavors[fl]) if fl in flavors else None
-        if pool is None:
+        # A resource no node publishes is quota only (a transformation's output, HAMi's
+        # total-gpucores): Kueue counts it, no node has it.
+        if pool is None or res not in published:
             continue
         if res in pool.capacity:
             cap = Decimal(pool.capacity[res])

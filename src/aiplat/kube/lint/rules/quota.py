@@ -8,7 +8,15 @@ at night and the rule's source (Kueue v0.19.2):
                     plus what it may borrow (its borrowingLimit, else what its cohort can
                     lend). Symptom: Pending forever, "insufficient quota ... request >
                     maximum capacity". Source: pkg/scheduler/flavorassigner
-                    (fitsResourceQuota, the maximum capacity of a flavor).
+                    (fitsResourceQuota, the maximum capacity of a flavor). Judged at the
+                    fewest pods partial admission allows (job-min-parallelism, minCount),
+                    on requests transformed as Kueue's resources.transformations say
+                    (pkg/workload applyResourceTransformations).
+  flavor-node-taints a queued pod that tolerates none of the flavors its ClusterQueue offers
+                    for what it asks: each has a NoSchedule/NoExecute nodeTaint neither the
+                    pod's nor the flavor's tolerations match. Symptom: inadmissible,
+                    "untolerated taint K=V:E in flavor F". Source: flavorassigner.go
+                    (FindMatchingUntoleratedTaint).
   flavor-affinity   a queued pod template pinned (nodeSelector or required node affinity on
                     aiplat.io/pool) to a pool none of its ClusterQueue's flavors selects.
                     Symptom: inadmissible, "flavor X doesn't match node affinity". Source:
@@ -37,28 +45,42 @@ from aiplat.kube.lint.objects import (
     claim_counts,
     cohort_of,
     cohort_root,
+    job_pods,
     kueue_configuration,
+    min_parallelism,
     pod_templates,
     pool_of,
     quantity,
+    tolerates,
+    transformations,
+    transformed,
 )
 from aiplat.kube.quantity import pod_requests
 from aiplat.kube.validate import ref
 
 
-def _podsets(o: Obj) -> list[tuple[int, Obj]]:
-    """(pods, pod spec) of each pod set Kueue admits together for one workload."""
+def _podsets(o: Obj, *, least: bool = False) -> list[tuple[int, Obj]]:
+    """(pods, pod spec) of each pod set Kueue admits together for one workload; with
+    ``least``, the fewest pods partial admission lets Kueue admit (a Job's
+    job-min-parallelism, a Workload's minCount)."""
     spec = o.get("spec") or {}
     kind = o.get("kind")
     if kind == "JobSet":
         out = []
         for rj in spec.get("replicatedJobs") or []:
             job = (rj.get("template") or {}).get("spec") or {}
-            pods = int(rj.get("replicas", 1)) * int(job.get("parallelism", 1))
+            pods = int(rj.get("replicas", 1)) * job_pods(job)
             out.append((pods, ((job.get("template") or {}).get("spec") or {})))
         return out
     if kind == "Job":
-        return [(int(spec.get("parallelism", 1)), (spec.get("template") or {}).get("spec") or {})]
+        pods, least_ = job_pods(spec), min_parallelism(o)
+        if least and least_ is not None and 0 < least_ < pods:
+            pods = least_
+        return [(pods, (spec.get("template") or {}).get("spec") or {})]
+    if kind == "Workload":
+        return [(int(ps.get("minCount", ps.get("count", 1)) if least else ps.get("count", 1)),
+                 (ps.get("template") or {}).get("spec") or {})
+                for ps in spec.get("podSets") or []]
     if kind == "StatefulSet":
         return [(int(spec.get("replicas", 1)), (spec.get("template") or {}).get("spec") or {})]
     if kind == "Deployment":  # the pod integration: each pod is its own workload
@@ -70,6 +92,8 @@ def _podsets(o: Obj) -> list[tuple[int, Obj]]:
 
 def _queue_of(ctx: Context, o: Obj) -> Obj | None:
     q = ((o.get("metadata") or {}).get("labels") or {}).get(QUEUE_LABEL)
+    if o.get("kind") == "Workload":
+        q = (o.get("spec") or {}).get("queueName")
     lq = next((lq for lq in ctx.kind("LocalQueue")
                if name(lq) == q and namespace(lq) == namespace(o)), None)
     cq_name = ((lq or {}).get("spec") or {}).get("clusterQueue")
@@ -83,11 +107,13 @@ def _mapped(ctx: Context) -> dict[str, str]:
         "deviceClassMappings") or [] for c in m.get("deviceClassNames") or []}
 
 
-def _demand(ctx: Context, o: Obj) -> dict[str, Decimal]:
+def _demand(ctx: Context, o: Obj, *, least: bool = False) -> dict[str, Decimal]:
+    """What the workload charges to quota (Kueue's resource transformations applied)."""
     total: dict[str, Decimal] = defaultdict(Decimal)
     mapped = _mapped(ctx)
-    for pods, spec in _podsets(o):
-        for res, v in pod_requests(spec).items():
+    transforms = transformations(ctx)
+    for pods, spec in _podsets(o, least=least):
+        for res, v in transformed(pod_requests(spec), transforms).items():
             total[res] += v * pods
         for _t, cls, count in claim_counts(ctx, o, spec):
             if cls in mapped:
@@ -136,7 +162,7 @@ def _fmt(v: Decimal, res: str) -> str:
 
 
 @rule("workload-quota", "a queued workload fits its ClusterQueue's nominal quota plus "
-      "what it may borrow")
+      "what it may borrow (at its partial-admission minimum)")
 def workload_quota(ctx: Context) -> list[Finding]:
     out = []
     for o in ctx.objects:
@@ -144,16 +170,20 @@ def workload_quota(ctx: Context) -> list[Finding]:
         if cq is None:
             continue  # workload-queue reports a queue that does not exist
         cap = _capacity(ctx, cq)
-        for res, want in sorted(_demand(ctx, o).items()):
+        least = sum(n for n, _ in _podsets(o, least=True))
+        partial = least < sum(n for n, _ in _podsets(o))
+        for res, want in sorted(_demand(ctx, o, least=True).items()):
             if res in cap and want > cap[res][0]:
                 most, flavor = cap[res]
                 out.append(finding(
                     "error", "workload-quota", ref(o),
-                    f"its pods ask for {_fmt(want, res)} {res} in all but ClusterQueue "
-                    f"{name(cq)} can give at most {_fmt(most, res)} (flavor {flavor}, "
-                    "nominal plus borrowing): Kueue never admits it ('request > maximum "
-                    "capacity')", f"shrink it to {_fmt(most, res)} {res} (fewer or smaller "
-                    "pods), or raise the queue's nominalQuota / borrowingLimit"))
+                    (f"even at its minimum of {least} pods (partial admission) " if partial
+                     else "") + f"its pods ask for {_fmt(want, res)} {res} in all but "
+                    f"ClusterQueue {name(cq)} can give at most {_fmt(most, res)} (flavor "
+                    f"{flavor}, nominal plus borrowing): Kueue never admits it ('request > "
+                    "maximum capacity')", f"shrink it to {_fmt(most, res)} {res} (fewer or "
+                    "smaller pods, or a lower kueue.x-k8s.io/job-min-parallelism), or raise "
+                    "the queue's nominalQuota / borrowingLimit"))
     return out
 
 
@@ -183,6 +213,45 @@ def flavor_affinity(ctx: Context) -> list[Finding]:
                     "flavor for them ('doesn't match node affinity')",
                     f"drop the pin (the flavor places the pods) or queue it where a flavor "
                     f"selects pool {pinned}"))
+    return out
+
+
+def _taint(t: Obj) -> str:
+    return f"{t.get('key')}={t.get('value', '')}:{t.get('effect')}".replace("=:", ":")
+
+
+def _untolerated(fl: Obj, spec: Obj) -> Obj | None:
+    """A NoSchedule/NoExecute nodeTaint of the flavor that neither the pod's tolerations nor
+    the flavor's tolerate (Kueue's flavor assigner; PreferNoSchedule is ignored)."""
+    fspec = fl.get("spec") or {}
+    tols = [*(spec.get("tolerations") or []), *(fspec.get("tolerations") or [])]
+    return next((t for t in fspec.get("nodeTaints") or []
+                 if t.get("effect") in ("NoSchedule", "NoExecute") and not tolerates(tols, t)),
+                None)
+
+
+@rule("flavor-node-taints", "a queued pod tolerates the nodeTaints of some flavor of its "
+      "ClusterQueue that covers what it asks for")
+def flavor_node_taints(ctx: Context) -> list[Finding]:
+    flavors = {name(fl): fl for fl in ctx.kind("ResourceFlavor")}
+    out = []
+    for o in ctx.objects:
+        cq = _queue_of(ctx, o)
+        for _pods, spec in _podsets(o) if cq is not None else []:
+            wants = set(pod_requests(spec))
+            usable = [str(fl.get("name")) for rg in (cq or {}).get("spec", {}).get(
+                "resourceGroups") or [] if wants & set(rg.get("coveredResources") or [])
+                for fl in rg.get("flavors") or [] if fl.get("name") in flavors]
+            taints = [(f, t) for f in usable if (t := _untolerated(flavors[f], spec))]
+            if not usable or len(taints) < len(usable):
+                continue
+            out.append(finding(
+                "error", "flavor-node-taints", ref(o),
+                "its pods tolerate no flavor of ClusterQueue " + name(cq or {}) + ": "
+                + "; ".join(f"untolerated taint {_taint(t)} in flavor {f}" for f, t in taints)
+                + ": Kueue never admits it", f"add a toleration for {_taint(taints[0][1])} "
+                "to the pod template (or spec.tolerations on the flavor)"))
+            break
     return out
 
 
