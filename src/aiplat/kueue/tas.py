@@ -19,6 +19,9 @@ and ``tas_non_tas_pod_cache.go``, with the feature gates at their v0.19 defaults
   slices and multi-layer slices (``TASMultiLayerTopology``), a leader and its workers
   grouped by ``podSetGroupName``; balanced placement is off (``TASBalancedPlacement``).
 
+``admitted_domains`` reads an admitted Workload's ``topologyAssignment`` (v1beta1 or
+v1beta2) back as the usage it holds.
+
 Not modelled here (a caller answers "unknown" for them): failed-node replacement
 (``status.unhealthyNodes``), elastic workload slices, delayed topology requests
 (ProvisioningRequest, MultiKueue), pod set updates from admission checks (pass them merged),
@@ -28,6 +31,7 @@ the scheduler-library integration. Pure: no I/O.
 from __future__ import annotations
 
 from aiplat.kueue import tas_place, tas_tree
+from aiplat.kueue.tas_admitted import admitted_domains
 from aiplat.kueue.tas_model import (
     HOSTNAME,
     TAS_ANNOTATIONS,
@@ -64,6 +68,7 @@ __all__ = [
     "Toleration",
     "TopologyAssignment",
     "TopologyRequest",
+    "admitted_domains",
     "find_assignments",
 ]
 
