@@ -120,3 +120,23 @@ def test_a_topology_request_naming_no_level_is_refused_unless_implied() -> None:
     assert tas.find_assignments(inp, bare)["main"].reason == "topology level not specified"
     implied = (tas.PodSetRequest("main", 2, {"cpu": 1000}, None, implied=True),)
     assert _hosts(tas.find_assignments(inp, implied)) == {"x1": 1, "x2": 1}
+
+
+def test_a_workloads_hostname_level_flavors_see_each_others_placements() -> None:
+    """``FindTopologyAssignmentsForWorkload``: flavors in name order; with
+    ``TASHandleOverlappingFlavors`` the hostname-level ones share what the earlier pod sets
+    took, a rack-level one keeps its own count."""
+    node = tas.Node("x1", {HOST: "x1", BLOCK: "b1"}, {"cpu": 2000, "pods": 10})
+    first = tas.PodSetRequest("a", 1, {"cpu": 1500}, tas.TopologyRequest(required=HOST))
+    second = tas.PodSetRequest("b", 1, {"cpu": 1000}, tas.TopologyRequest(required=BLOCK))
+    on_hosts = {"fa": (tas.TasInput(_flavor(), (node,)), (first,)),
+                "fb": (tas.TasInput(_flavor((BLOCK, HOST)), (node,)), (second,))}
+    got = tas.find_for_workload(on_hosts)
+    assert got["a"] == ("fa", tas.PodSetResult(tas.TopologyAssignment(
+        (HOST,), (tas.DomainAssignment(("x1",), 1),))))
+    assert got["b"][0] == "fb"
+    assert got["b"][1].reason == ('topology "default" doesn\'t allow to fit any of 1 pod(s). '
+                                  'Total nodes: 1; excluded: resource "cpu": 1')
+    by_block = {**on_hosts, "fb": (tas.TasInput(_flavor((BLOCK,)), (node,)), (second,))}
+    assert tas.find_for_workload(by_block)["b"][1].assignment == tas.TopologyAssignment(
+        (BLOCK,), (tas.DomainAssignment(("b1",), 1),))

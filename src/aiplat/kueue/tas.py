@@ -30,6 +30,8 @@ the scheduler-library integration. Pure: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from aiplat.kueue import tas_place, tas_tree
 from aiplat.kueue.tas_admitted import admitted_domains
 from aiplat.kueue.tas_model import (
@@ -70,6 +72,7 @@ __all__ = [
     "TopologyRequest",
     "admitted_domains",
     "find_assignments",
+    "find_for_workload",
 ]
 
 
@@ -79,8 +82,30 @@ def find_assignments(inp: TasInput, podsets: tuple[PodSetRequest, ...], *,
     each later one seeing what the earlier ones took; stops at the first that does not fit,
     so the pod sets after it have no result. ``simulate_empty``: as if every admitted TAS
     workload were gone (the preemption search's first question)."""
+    return _for_flavor(inp, podsets, {}, simulate_empty)
+
+
+def find_for_workload(requests: Mapping[str, tuple[TasInput, tuple[PodSetRequest, ...]]], *,
+                      simulate_empty: bool = False) -> dict[str, tuple[str, PodSetResult]]:
+    """``FindTopologyAssignmentsForWorkload``: a workload's pod sets, by TAS flavor (in
+    name order); pod set name -> (flavor, result). Flavors whose lowest level is the
+    hostname share what the earlier ones took (``TASHandleOverlappingFlavors``). Kueue's
+    flavor assigner asks this for a workload whose quota fits (a failure turns it into
+    Preempt), then again with ``simulate_empty`` (a failure there is NoFit)."""
+    shared: dict[str, dict[str, int]] = {}
+    out: dict[str, tuple[str, PodSetResult]] = {}
+    for name in sorted(requests):
+        inp, podsets = requests[name]
+        on_hosts = bool(inp.flavor.levels) and inp.flavor.levels[-1] == HOSTNAME
+        got = _for_flavor(inp, podsets, shared if on_hosts else {}, simulate_empty)
+        out.update({ps: (name, r) for ps, r in got.items()})
+    return out
+
+
+def _for_flavor(inp: TasInput, podsets: tuple[PodSetRequest, ...],
+                assumed: dict[str, dict[str, int]], simulate_empty: bool
+                ) -> dict[str, PodSetResult]:
     tree = tas_tree.build(inp)
-    assumed: dict[str, dict[str, int]] = {}
     result: dict[str, PodSetResult] = {}
     for group in _groups(podsets):
         workers, leader = _leader_and_workers(group)
