@@ -170,7 +170,9 @@ def off_by_default(api_version: str) -> bool:
     """Whether a default API server leaves ``api_version`` of a built-in group unserved:
     every alpha version, and every beta one, since Kubernetes 1.24 enables no new beta API
     by default (KEP-3136) and the older betas are all removed in the releases supported
-    here (1.25 on); a cluster turns one on with ``--runtime-config=GROUP/VERSION=true``."""
+    here (1.25 on); a cluster turns one on with ``--runtime-config=GROUP/VERSION=true``
+    (e.g. DRA's v1beta1 and v1beta2 "needed explicit opt in", the Kubernetes v1.34 DRA
+    release blog says)."""
     return bool(re.fullmatch(r"v\d+(alpha|beta)\d+", api_version.rpartition("/")[2]))
 
 
