@@ -122,6 +122,7 @@ def test_generate_name_is_not_a_missing_name(capsys: pytest.CaptureFixture[str])
     found = issues([str(KUEUE / "sample-job.yaml")], capsys, code=0)
     assert errors(found) == []
     [note] = found
+    assert note["ref"] == "Job/default/sample-job-*"
     assert note["path"] == "metadata.name" and "'sample-job-'" in note["message"]
     assert "kubectl create" in note["message"] and "apply" in note["message"]
 

@@ -34,7 +34,9 @@ def ref(o: Obj) -> str:
     m = o.get("metadata")
     m = m if isinstance(m, dict) else {}
     ns = f"{m['namespace']}/" if m.get("namespace") else ""
-    return f"{o.get('kind', '?')}/{ns}{m.get('name', '?')}"
+    # An object named at create from generateName: the prefix and a '*' for what it gets.
+    name = m.get("name") or (f"{m['generateName']}*" if m.get("generateName") else "?")
+    return f"{o.get('kind', '?')}/{ns}{name}"
 
 
 def toleration(key: str, value: str, effect: str) -> Obj:
