@@ -393,3 +393,21 @@ def test_jobset_refuses_actions_behind_its_alpha_gates(
     found = errors(issues([str(write(tmp_path, js))], capsys, code=1))
     assert [p for p, _m in found] == [path]
     assert "feature gate (alpha, off by default)" in found[0][1]
+
+
+# -- hostile shapes reach the defaults and the template checks without a traceback --------
+
+
+@pytest.mark.parametrize("spec", [
+    {"replicatedJobs": 5},
+    {"replicatedJobs": [5, {"template": 3}]},
+    [1],
+    {"replicatedJobs": [{"name": "a", "template": {"spec": {"template": {"spec": 7}}}}],
+     "volumeClaimPolicies": 3, "failurePolicy": {"rules": 4}},
+    {"network": 5, "failurePolicy": 3, "startupPolicy": 2},
+])
+def test_a_jobset_of_the_wrong_shape_is_reported_not_a_crash(
+        spec: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+          "metadata": {"name": "x"}, "spec": spec}
+    assert errors(issues([str(write(tmp_path, js))], capsys, code=1))

@@ -67,6 +67,12 @@ def _mapping(parent: Any, key: str) -> Obj | None:
     return child if isinstance(child, dict) else None
 
 
+def _items(node: Any, key: str) -> list[Any]:
+    """``node[key]`` when it is a list (a wrong shape is the schema check's to report)."""
+    value = node.get(key) if isinstance(node, dict) else None
+    return value if isinstance(value, list) else []
+
+
 def _below(node: Any, *keys: str) -> Obj | None:
     for key in keys:
         node = node.get(key) if isinstance(node, dict) else None
@@ -79,7 +85,7 @@ def _jobset(js: Obj) -> None:
         return
     spec.setdefault("successPolicy", {"operator": "All"})
     spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
-    for rj in spec.get("replicatedJobs") or []:
+    for rj in _items(spec, "replicatedJobs"):
         # Only inside templates the file gives: a missing one stays missing for the checks.
         job = _below(rj, "template", "spec")
         if job is None:
@@ -92,11 +98,9 @@ def _jobset(js: Obj) -> None:
     if network is not None:
         network.setdefault("enableDNSHostnames", True)
         network.setdefault("publishNotReadyAddresses", True)
-    rules = (spec.get("failurePolicy") or {}).get("rules") \
-        if isinstance(spec.get("failurePolicy"), dict) else None
-    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+    for i, rule in enumerate(_items(spec.get("failurePolicy"), "rules")):
         if isinstance(rule, dict) and not rule.get("name"):
             rule["name"] = f"failurePolicyRule{i}"
-    for policy in spec.get("volumeClaimPolicies") or []:
+    for policy in _items(spec, "volumeClaimPolicies"):
         if isinstance(policy, dict) and policy.get("retentionPolicy") is None:
             policy["retentionPolicy"] = {"whenDeleted": "Delete"}

@@ -499,13 +499,15 @@ def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
     o = server_defaults(without_nulls(o), crds.schema(str(o.get("apiVersion", "")),
                                                      str(o.get("kind", ""))))
     found = _schema_issues(file, o, version, crds)
-    found += _template_issues(file, o, version, {i.path for i in found})
     # Fields of the wrong type the schema check cannot see (an unknown API version, a
     # custom resource's metadata), and no rule on an object that has any: rules read it.
     misshapen = problems(o, version, crds)
     seen = {i.path for i in found}
     found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
-    return found if misshapen else found + _rule_issues(file, o)
+    if misshapen:
+        return found
+    found += _template_issues(file, o, version, {i.path for i in found})
+    return found + _rule_issues(file, o)
 
 
 def _template_issues(file: str, o: dict[str, Any], version: str,
