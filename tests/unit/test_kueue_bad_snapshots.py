@@ -20,7 +20,7 @@ API = "kueue.x-k8s.io/v1beta2"
 
 def _cq(name: str, gpus: int) -> Obj:
     return {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name},
-            "spec": {"cohortName": "co",
+            "spec": {"cohortName": "co", "namespaceSelector": {},
                      "preemption": {"reclaimWithinCohort": "Any",
                                     "withinClusterQueue": "LowerPriority"},
                      "resourceGroups": [

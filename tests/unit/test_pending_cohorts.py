@@ -52,7 +52,7 @@ def _cohort(name: str, parent: str | None, r: Obj | None) -> Obj:
 
 
 def _cq(name: str, cohort: str | None, r: Obj) -> Obj:
-    spec: Obj = {"resourceGroups": _groups(r)}
+    spec: Obj = {"namespaceSelector": {}, "resourceGroups": _groups(r)}
     if cohort:
         spec["cohortName"] = cohort
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name},
@@ -119,6 +119,8 @@ def _two_level(*, root_quota: int | None, labs_borrow: int | None, research_used
     for c in lists["cohorts"]:  # a Cohort covers cpu and memory too (one resource group)
         for g in c["spec"].get("resourceGroups") or []:
             g["coveredResources"] = [GPU]
+    for f in lists.get("resourceflavors", []):  # quota only: a topology leaves it unknown
+        f.get("spec", {}).pop("topologyName", None)
     return lists
 
 

@@ -41,7 +41,8 @@ def _template(name: str, count: int = 1, device_class: str = GPU, **exactly: Any
 def _queue(gpus: int, cpu: int = 64) -> list[Obj]:
     return [{"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "l40s"}},
             {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": "q"},
-             "spec": {"resourceGroups": [{"coveredResources": ["cpu", GPU, "memory"],
+             "spec": {"namespaceSelector": {},
+                      "resourceGroups": [{"coveredResources": ["cpu", GPU, "memory"],
                                           "flavors": [{"name": "l40s", "resources": [
                                               {"name": "cpu", "nominalQuota": cpu},
                                               {"name": GPU, "nominalQuota": gpus},

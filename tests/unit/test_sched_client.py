@@ -82,7 +82,8 @@ def _objects() -> list[dict[str, Any]]:
         return o
     return [{"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "f"}},
             {"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": "q"},
-             "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+             "spec": {"namespaceSelector": {},
+                      "resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
                  {"name": "f", "resources": [{"name": "cpu", "nominalQuota": 4}]}]}],
                  "preemption": {"withinClusterQueue": "LowerPriority"}}},
             {"apiVersion": API, "kind": "LocalQueue", "metadata": {"name": "q", "namespace": "ns"},

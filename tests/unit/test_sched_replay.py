@@ -35,7 +35,7 @@ def cq(name: str, groups: list[tuple[list[str], list[tuple[str, dict[str, Any]]]
                                                  {"nominalQuota": q})}
                                   for r, q in res.items()]} for f, res in fl]}
            for cov, fl in groups]
-    s: Obj = {"resourceGroups": rgs, **spec}
+    s: Obj = {"namespaceSelector": {}, "resourceGroups": rgs, **spec}  # {}: every namespace
     if cohort:
         s["cohortName"] = cohort
     return [{"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": s},

@@ -425,7 +425,9 @@ def _embedded(text: str, where: str) -> list[Any]:
 def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
     t = Table(title=f"replay: {len(rows)} workloads, {cycles} scheduling cycle(s)",
               title_justify="left")
-    for col in ("workload", "ClusterQueue", "decision", "flavors", "reason"):
+    for col in ("workload", "ClusterQueue"):  # names whole: copied into kubectl commands
+        t.add_column(col, no_wrap=True)
+    for col in ("decision", "flavors", "reason"):
         t.add_column(col)
     for r in rows:
         counts = r.get("counts") or {}
@@ -434,11 +436,15 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
                                else "")
                             for ps, fl in (r.get("flavors") or {}).items())
         why = ""
-        if r["decision"] != "admitted":
+        quota = r.get("onQuotaAlone", r["decision"])
+        if quota != "admitted":
             why = f"{r['pending']}: {r['reason']}" + (f" — {r['message']}" if r["message"]
                                                      else "")
         if r.get("preemptionReasons"):
             why = f"preempted ({', '.join(r['preemptionReasons'])}) " + why
+        if "onQuotaAlone" in r:  # unknown: the quota rules' answer is context only
+            deps = f", depends on {', '.join(r['dependsOn'])}" if r.get("dependsOn") else ""
+            why = f"on quota alone: {quota}{deps}" + (f"; {why}" if why else "")
         t.add_row(*(shown(c) for c in (r["workload"], r["clusterQueue"], r["decision"],
                                         flavors, why)))
     _out().print(t)
@@ -471,8 +477,8 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
       aiplat sim replay
       aiplat sim replay --cycles 1 -o json
     """
-    from aiplat.kueue.cycle import Replay
     from aiplat.kueue.snapshot import parse
+    from aiplat.kueue.unknown import decide
     from aiplat.ops import kueue_input
 
     del until_quiet  # the default; --cycles N overrides it
@@ -489,8 +495,8 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
                             "pass 'kubectl get ... -o yaml' output")
     for line in kueue_input.grouped(snap.unsupported, source):
         _warn(f"not replayed: {line}")
-    r = Replay(snap)
-    rows = [o.as_dict() for o in r.run(cycles)]
+    r, outcomes = decide(snap, cycles)
+    rows = [o.as_dict() for o in outcomes]
     for victim, preemptor in r.loops():
         _warn(f"preemption loop: {preemptor} preempts {victim}, which is admitted again "
               "before it and preempted again, over and over (Kueue v0.19 on a lab cluster: "

@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-DECISIVE = ("topologyRequest", "topologyName", "minCount", "admissionChecks")
-"""What the replay does not model that can turn its quota answer around (TAS, partial
-admission, admission checks)."""
+DECISIVE = ("topologyRequest", "topologyName")
+"""What the replay does not model that can turn its quota answer around (TAS)."""
 
 
 @dataclass(frozen=True)
@@ -47,9 +46,16 @@ class NextCycles:
     not_modelled: list[str]  # what the replay skips that concerns this workload
     counts: dict[str, int] = field(default_factory=dict)  # pods admitted, when partial
     asked: dict[str, int] = field(default_factory=dict)  # each pod set's count
+    unknown: str = ""  # the replay cannot decide it: what it does not model (kueue.unknown)
+    depends_on: list[str] = field(default_factory=list)  # unknown workloads it depends on
 
     def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"decision": self.decision, "nextCycle": self.next_cycle}
+        out: dict[str, Any] = {"decision": f"unknown ({self.unknown})" if self.unknown
+                               else self.decision, "nextCycle": self.next_cycle}
+        if self.unknown:
+            out["onQuotaAlone"] = self.decision
+            if self.depends_on:
+                out["dependsOn"] = self.depends_on
         if self.cycle is not None:
             out["cycle"] = self.cycle
         if self.flavors:
@@ -79,7 +85,12 @@ class NextCycles:
         return f" with {', '.join(named)} pods (partial admission)"
 
     def decisive(self) -> list[str]:
-        return [n for n in self.not_modelled if any(d in n for d in DECISIVE)]
+        """What the replay does not model that decides this workload."""
+        out = [n for n in self.not_modelled if any(d in n for d in DECISIVE)]
+        if self.unknown and not out:
+            deps = f" of {', '.join(self.depends_on)}" if self.depends_on else ""
+            out = [f"{self.unknown}{deps}"]
+        return out
 
 
 Decide = Callable[[str], NextCycles]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from aiplat.kueue import preempt
+from aiplat.kueue.labels import affinity_matches
 from aiplat.kueue.quota import Node, Tree
 from aiplat.kueue.snapshot import (
     FR,
@@ -158,11 +159,10 @@ def check_flavor(flavor: Flavor | None, name: str, ps: PodSet) -> str | None:
                     taint, tolerations):
                 shown = f"{taint.get('key')}={taint.get('value', '')}:{taint.get('effect')}"
                 return f"untolerated taint {shown} in flavor {name}"
-    if ps.node_selector:
-        labels = flavor.node_labels
-        for k, v in ps.node_selector.items():
-            if k in labels and labels[k] != v:
-                return f"flavor {name} doesn't match node affinity"
+    labels = flavor.node_labels
+    if any(k in labels and labels[k] != v for k, v in ps.node_selector.items()) \
+            or not affinity_matches(ps.affinity, labels):
+        return f"flavor {name} doesn't match node affinity"
     return None
 
 

@@ -82,10 +82,21 @@ class Outcome:
     reason: str = ""
     message: str = ""
     cycle: int | None = None  # the cycle it was admitted in (None: already admitted)
+    unknown: str = ""  # what the replay does not model that decides it (kueue.unknown)
+    depends_on: list[str] = field(default_factory=list)  # the unknown ones it depends on
+
+    @property
+    def shown(self) -> str:
+        """The decision as reported: ``unknown (feature)`` where the replay cannot tell."""
+        return f"unknown ({self.unknown})" if self.unknown else self.decision
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"workload": self.workload, "clusterQueue": self.cluster_queue,
-                               "decision": self.decision}
+                               "decision": self.shown}
+        if self.unknown:  # what the quota rules alone would decide, as context
+            out["onQuotaAlone"] = self.decision
+            if self.depends_on:
+                out["dependsOn"] = self.depends_on
         if self.flavors:
             out["flavors"] = self.flavors
         if self.counts:
@@ -333,8 +344,9 @@ class Replay:
                                          wl.admitted_at))
                 out.decision, out.flavors = "admitted", wl.admission
                 out.counts = dict(wl.admitted_counts or {})
-            elif wl.active and wl.refused:  # the workload controller's DRA refusal
-                out.pending, out.reason, out.message = "inadmissible", "Inadmissible", wl.refused
+            elif wl.active and wl.refused:  # DRA, a missing queue, the namespace selector
+                out.pending, out.reason, out.message = ("inadmissible", wl.refused_reason,
+                                                        wl.refused)
             elif wl.active:
                 # A workload Kueue already tried waits among the inadmissible ones of a
                 # BestEffortFIFO queue until the queues start (StrictFIFO keeps its head).

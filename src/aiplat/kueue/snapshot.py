@@ -42,6 +42,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from aiplat.errors import InputError
+from aiplat.kueue.labels import selects
 from aiplat.kueue.podrequests import pod_requests
 
 Obj = dict[str, Any]
@@ -106,7 +107,7 @@ def duration(value: object, where: str) -> float:
 # tells them apart by these ends (kueue_objects).
 NOT_REPLAYED_TAS = "(topology-aware scheduling is not replayed)"
 NOT_REPLAYED_AFS = "admissionFairSharing"
-NOT_REPLAYED_NS = "spec.namespaceSelector (every namespace is admitted)"
+NOT_REPLAYED_NS = "spec.namespaceSelector (every namespace is admitted)"  # the simulator's
 
 
 # ---------------------------------------------------------------------------- the model
@@ -216,6 +217,7 @@ class PodSet:
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: tuple[Obj, ...] = ()
     min_count: int | None = None  # partial admission: the fewest pods Kueue may admit
+    affinity: tuple[Obj, ...] = ()  # required node affinity's nodeSelectorTerms
 
     def total(self) -> dict[str, int]:
         return dict(self.totals)
@@ -246,6 +248,7 @@ class Workload:
     held: bool = False  # its LocalQueue has a stopPolicy
     refused: str | None = None  # Kueue's message when it cannot be queued (DRA, queues)
     admitted_in: str = ""  # status.admission.clusterQueue
+    refused_reason: str = "Inadmissible"  # the replay's reason beside ``refused``
     admitted_counts: dict[str, int] | None = None  # pod set -> count, admitted partially
 
     @property
@@ -253,6 +256,24 @@ class Workload:
         """``CanBePartiallyAdmitted``: a pod set may run with fewer pods than it asks for."""
         return any(ps.min_count is not None and ps.min_count < ps.count
                    for ps in self.podsets)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Something the replay does not model that can turn the decisions it reaches: the
+    pending workloads in its scope are "unknown (feature)", never decided
+    (:mod:`aiplat.kueue.unknown`). Scope: one workload, a ClusterQueue, the queues that list
+    a flavor, the queues under a cohort, or ``everywhere``."""
+
+    feature: str
+    workload: str = ""
+    cluster_queue: str = ""
+    flavor: str = ""
+    cohort: str = ""
+    everywhere: bool = False
+
+
+TAS = "topology-aware scheduling"
 
 
 @dataclass
@@ -270,6 +291,13 @@ class Snapshot:
     device_classes: dict[str, str] = field(default_factory=dict)  # DeviceClass -> resource
     counted_by_counters: frozenset[str] = frozenset()  # DeviceClasses with counter sources
     local_queues: dict[str, str] = field(default_factory=dict)  # namespace/name -> ClusterQueue
+    gaps: list[Gap] = field(default_factory=list)  # unsupported notes that turn decisions
+    namespaces: dict[str, dict[str, str]] | None = None  # name -> labels (None: not given)
+
+    def gap(self, note: str, feature: str, **scope: Any) -> None:
+        """``note`` (a warning line) about something not modelled that turns decisions."""
+        self.unsupported.append(note)
+        self.gaps.append(Gap(feature, **scope))
 
 
 # ---------------------------------------------------------------------------- reading
@@ -373,12 +401,11 @@ def _weight(spec: Obj, where: str) -> float:
     return amount(w, "cpu", f"{where} spec.fairSharing.weight") / 1000
 
 
-def _cluster_queue(obj: Obj, where: str, unsupported: list[str]) -> ClusterQueue:
+def _cluster_queue(obj: Obj, where: str, snap: Snapshot) -> ClusterQueue:
     spec = obj.get("spec") or {}
     for key in sorted(set(spec) - _CQ_FIELDS):
-        unsupported.append(f"{where}: spec.{key}")
-    if spec.get("namespaceSelector") not in (None, {}):
-        unsupported.append(f"{where}: {NOT_REPLAYED_NS}")
+        snap.gap(f"{where}: spec.{key}", f"ClusterQueue spec.{key}",
+                 cluster_queue=str(obj["metadata"]["name"]))
     pre = spec.get("preemption") or {}
     bwc = pre.get("borrowWithinCohort") or {}
     fung = spec.get("flavorFungibility") or {}
@@ -427,6 +454,12 @@ def _request(resource: str, value: object, where: str) -> int:
     return out
 
 
+def _affinity(pspec: Obj) -> tuple[Obj, ...]:
+    required = (((pspec.get("affinity") or {}).get("nodeAffinity") or {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    return tuple(required.get("nodeSelectorTerms") or ())
+
+
 def _min_count(value: object, count: int, where: str) -> int | None:
     """``minCount``: 1 up to ``count`` (Kueue's workload webhook refuses others)."""
     if value is None:
@@ -446,7 +479,7 @@ def _admitted_counts(adm: Obj, podsets: list[PodSet]) -> dict[str, int] | None:
 
 
 def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, int],
-              unsupported: list[str]) -> Workload:
+              snap: Snapshot) -> Workload:
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
@@ -460,9 +493,8 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         pat = f"{where} spec.podSets[{pi}]"
         pspec = (ps.get("template") or {}).get("spec") or {}
         if ps.get("topologyRequest"):
-            unsupported.append(f"{pat}.topologyRequest")
-        if (pspec.get("affinity") or {}).get("nodeAffinity"):
-            unsupported.append(f"{pat}.template.spec.affinity.nodeAffinity")
+            snap.gap(f"{pat}.topologyRequest", TAS,
+                     workload=f"{ns}/{meta.get('name')}")
         count = ps.get("count", 1)
         if not isinstance(count, int) or count < 0:
             raise InputError(f"{pat}.count: {count!r} is not a pod count (fix: a whole number, "
@@ -471,7 +503,7 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
                               pod_requests(pspec, _request, f"{pat}.template.spec"),
                               dict(pspec.get("nodeSelector") or {}),
                               tuple(pspec.get("tolerations") or []),
-                              _min_count(ps.get("minCount"), count, pat)))
+                              _min_count(ps.get("minCount"), count, pat), _affinity(pspec)))
     if not podsets:
         raise InputError(f"{where}: spec.podSets is empty (fix: a Workload needs a pod set)")
     prio = spec.get("priority")
@@ -498,7 +530,7 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
                                  f"{name!r} is not in spec.podSets ({', '.join(sorted(names))})"
                                  " (fix: take the Workload from the cluster as it is)")
         if adm.get("clusterQueue") and key in lq and adm["clusterQueue"] != lq[key]:
-            unsupported.append(f"{where}: status.admission.clusterQueue differs from its "
+            snap.unsupported.append(f"{where}: status.admission.clusterQueue differs from its "
                                "LocalQueue's (counted in the LocalQueue's ClusterQueue)")
     if conds.get("Finished", {}).get("status") == "True":
         admission = None
@@ -600,10 +632,10 @@ def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: 
             at = f"spec.podSets[{i}].template.spec.resourceClaims[{j}]"
             t = templates.get(f"{ns}/{name}")
             if t is None and not templates:  # a snapshot without any: say so, count none
-                snap.unsupported.append(
+                snap.gap(
                     f"{where} {at}: ResourceClaimTemplate {ns}/{name} is not in the snapshot, "
                     "its devices are not counted (fix: include 'kubectl get "
-                    "resourceclaimtemplates -A -o yaml')")
+                    "resourceclaimtemplates -A -o yaml')", "DRA claims", workload=wl.key)
                 continue
             if t is None:  # Kueue's Get fails: an internal error, retried with backoff;
                 # controller-runtime's cache names the Kind (seen on the real Kueue)
@@ -616,9 +648,9 @@ def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: 
                 wl.refused = f"{at}.{f}: {body}: ResourceClaimTemplate {name}: {detail}"
                 return
             if t.cel:
-                snap.unsupported.append(f"{where} {at}: ResourceClaimTemplate {ns}/{name} "
-                                        "CEL selectors (Kueue checks them against "
-                                        "ResourceSlices; not replayed)")
+                snap.gap(f"{where} {at}: ResourceClaimTemplate {ns}/{name} CEL selectors "
+                         "(Kueue checks them against ResourceSlices; not replayed)",
+                         "DRA CEL selectors", workload=wl.key)
             for dc, n in t.devices.items():
                 res = snap.device_classes.get(dc)
                 if res is None:
@@ -627,8 +659,8 @@ def _devices(obj: Obj, wl: Workload, templates: dict[str, ClaimTemplate], snap: 
                                   f"{ps.name}\"")
                     return
                 if dc in snap.counted_by_counters:  # KueueDRAIntegrationPartitionableDevices
-                    snap.unsupported.append(f"{where} {at}: DeviceClass {dc} counted by "
-                                            "ResourceSlice counters (not replayed)")
+                    snap.gap(f"{where} {at}: DeviceClass {dc} counted by ResourceSlice "
+                             "counters (not replayed)", "DRA counters", workload=wl.key)
                     continue
                 extra[res] = extra.get(res, 0) + n
         req = dict(ps.requests)
@@ -665,11 +697,13 @@ def _configuration(cfg: Obj, where: str, snap: Snapshot) -> None:
             afs.get("usageHalfLifeTime", "1h"), f"{where} admissionFairSharing.usageHalfLifeTime"))
     wait = cfg.get("waitForPodsReady")
     if (wait or {}).get("blockAdmission"):
-        snap.unsupported.append(f"{where}: waitForPodsReady.blockAdmission")
+        snap.gap(f"{where}: waitForPodsReady.blockAdmission",
+                 "waitForPodsReady.blockAdmission", everywhere=True)
     if wait is not None and (av.endswith("v1beta2") or bool(wait.get("enable"))):
         snap.wait_for_pods_ready = _pods_ready(wait, av, f"{where} waitForPodsReady")
     if res.get("transformations"):
-        snap.unsupported.append(f"{where}: resources.transformations")
+        snap.gap(f"{where}: resources.transformations", "resources.transformations",
+                 everywhere=True)
 
 
 def _pods_ready(wait: Obj, av: str, where: str) -> WaitForPodsReady:
@@ -725,7 +759,12 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                                  "YAML there)")
             _configuration(docs[0], where, snap)
             continue
-        if kind in ("Node", "Namespace"):
+        if kind == "Namespace":  # its labels, for the ClusterQueues' namespaceSelector
+            labels = dict((obj.get("metadata") or {}).get("labels") or {})
+            labels.setdefault("kubernetes.io/metadata.name", str(obj["metadata"]["name"]))
+            snap.namespaces = {**(snap.namespaces or {}), str(obj["metadata"]["name"]): labels}
+            continue
+        if kind == "Node":
             continue  # quota decisions need no nodes (TAS is reported as unsupported)
         if kind == "ResourceClaimTemplate":
             if av != DRA_VERSION:
@@ -745,18 +784,18 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
         name = str(obj["metadata"]["name"])
         if kind == "ResourceFlavor":
             for key in sorted(set(spec) - _RF_FIELDS):
-                snap.unsupported.append(f"{where}: spec.{key}")
+                snap.gap(f"{where}: spec.{key}", f"ResourceFlavor spec.{key}", flavor=name)
             if spec.get("topologyName"):
-                snap.unsupported.append(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}")
+                snap.gap(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}", TAS, flavor=name)
             snap.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}),
                                         tuple(spec.get("nodeTaints") or ()),
                                         tuple(spec.get("tolerations") or ()),
                                         spec.get("topologyName"))
         elif kind == "ClusterQueue":
-            snap.cluster_queues[name] = _cluster_queue(obj, where, snap.unsupported)
+            snap.cluster_queues[name] = _cluster_queue(obj, where, snap)
         elif kind == "Cohort":
             for key in sorted(set(spec) - _COHORT_FIELDS):
-                snap.unsupported.append(f"{where}: spec.{key}")
+                snap.gap(f"{where}: spec.{key}", f"Cohort spec.{key}", cohort=name)
             snap.cohorts[name] = Cohort(name, spec.get("parentName", spec.get("parent")),
                                         _groups(spec, where), _weight(spec, where))
         elif kind == "LocalQueue":
@@ -782,9 +821,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
     snap.local_queues = lq
-    snap.workloads = [_workload(o, w, lq, priorities, snap.unsupported) for o, w in workloads]
+    snap.workloads = [_workload(o, w, lq, priorities, snap) for o, w in workloads]
     for (_, where), wl in zip(workloads, snap.workloads, strict=True):
         _queued(wl, snap)
+        _namespace(wl, snap, where)
         if not wl.refused:
             _check_admission(wl, snap.cluster_queues[wl.cluster_queue], where,
                              snap.unsupported)
@@ -816,6 +856,28 @@ def _queued(wl: Workload, snap: Snapshot) -> None:
     wl.refused = (f"LocalQueue {wl.queue_name} doesn't exist" if not wl.cluster_queue
                   else f"ClusterQueue {wl.cluster_queue} doesn't exist")
     wl.cluster_queue, wl.admission = "", None
+
+
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
+
+
+def _namespace(wl: Workload, snap: Snapshot, where: str) -> None:
+    """The ClusterQueue's namespaceSelector (Kueue's ``ValidateAdmissibility`` before each
+    nomination): null admits no namespace, ``{}`` every one; other selectors need the
+    Namespace's labels, so without them in the snapshot the decision is unknown."""
+    if wl.refused or wl.admission is not None:
+        return
+    sel = snap.cluster_queues[wl.cluster_queue].namespace_selector
+    if sel == {}:
+        return
+    ns = wl.key.split("/", 1)[0]
+    if sel is not None and (snap.namespaces is None or ns not in snap.namespaces):
+        snap.gap(f"{where}: namespaceSelector of ClusterQueue {wl.cluster_queue} (Namespace "
+                 f"{ns} is not in the snapshot; fix: include 'kubectl get namespaces -o "
+                 "yaml')", "namespaceSelector", workload=wl.key)
+        return
+    if not selects(sel, (snap.namespaces or {}).get(ns, {})):
+        wl.refused, wl.refused_reason = NAMESPACE_MISMATCH, "NamespaceMismatch"
 
 
 def _check_admission(wl: Workload, cq: ClusterQueue, where: str, notes: list[str]) -> None:

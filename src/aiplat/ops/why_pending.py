@@ -22,7 +22,8 @@ from aiplat.kube.pending import KUEUE_API, why_pending
 from aiplat.kube.pending_answer import Explanation, NextCycles
 from aiplat.kube.snapshot import KUEUE_CONFIGMAP, LISTS, ClusterObjects, Obj
 from aiplat.kueue.cycle import Replay
-from aiplat.kueue.snapshot import parse
+from aiplat.kueue.snapshot import Snapshot, parse
+from aiplat.kueue.unknown import decide
 from aiplat.ops import kueue_input
 
 KINDS = {r: LISTS[r][0] for r in ("resourceflavors", "cohorts", "clusterqueues", "localqueues",
@@ -61,6 +62,8 @@ def kueue_objects(snap: ClusterObjects) -> list[Obj]:
     for cm in snap.list("configmaps"):
         if KUEUE_CONFIGMAP[1] in (cm.get("data") or {}):
             out.append({**cm, "kind": "ConfigMap", "apiVersion": "v1"})
+    # the Namespaces' labels, for the ClusterQueues' namespaceSelector
+    out += [{**n, "kind": "Namespace", "apiVersion": "v1"} for n in snap.list("namespaces")]
     # the devices Kueue counts as quota through deviceClassMappings (DRA claims)
     out += [{**t, "kind": "ResourceClaimTemplate",
              "apiVersion": t.get("apiVersion") or "resource.k8s.io/v1"}
@@ -75,10 +78,7 @@ def _load_text(text: str, where: str) -> list[Obj]:
 
 def _concerns(note: str, key: str, wl_flavors: set[str], cq: str, topology: bool) -> bool:
     """Is an ``unsupported`` note about this workload, its ClusterQueue or (when it asks
-    for a topology) its flavors' topologies? Every queue admitting every namespace is left
-    out: why-pending does not weigh it either (lint's namespace-selector does)."""
-    if "namespaceSelector" in note:
-        return False
+    for a topology) its flavors' topologies?"""
     return (f"Workload {key} " in note or f"ClusterQueue {cq}:" in note
             or (topology and any(f"ResourceFlavor {f}:" in note for f in wl_flavors)))
 
@@ -106,6 +106,14 @@ def _victims(objects: list[Obj], key: str, cycle: int | None) -> list[str]:
     return [f"{w} ({why})" for w, why in found.items()]
 
 
+def _without_namespaces(parsed: Snapshot) -> None:
+    """A why-pending snapshot without Namespaces (its folder's lists and the live read do
+    not take them yet): the namespaceSelector is not checked, as the walk does not check it,
+    and the note stays among what the replay does not model, rather than every workload
+    behind a selector being unknown."""
+    parsed.gaps = [g for g in parsed.gaps if g.feature != "namespaceSelector"]
+
+
 def _set_aside(r: Replay, key: str) -> bool:
     """Is ``key`` among the inadmissible workloads before the replay starts? Kueue's next
     cycle does not see it: it waits for a requeue (the replay's first cycle comes after the
@@ -120,10 +128,12 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     parsed = kueue_input.read([("snapshot", o) for o in objects], "snapshot",
                               lambda objs: parse(objs, "snapshot", _load_text),
                               "pass 'kubectl get ... -o yaml' output")
+    if not snap.list("namespaces"):
+        _without_namespaces(parsed)
     first_run = Replay(parse(objects, "snapshot", _load_text))
     set_aside = _set_aside(first_run, key)
     first = {o.workload: o for o in first_run.run(1)}
-    outcomes = Replay(parsed).run()
+    outcomes = decide(parsed)[1]
     out = next((o for o in outcomes if o.workload == key), None)
     wl = next((w for w in parsed.workloads if w.key == key), None)
     if out is None or wl is None:
@@ -141,7 +151,8 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
                               for n in parsed.unsupported
                               if _concerns(n, key, flavors, wl.cluster_queue,
                                            _asks_topology(snap, key))}),
-                      dict(out.counts), {ps.name: ps.count for ps in wl.podsets})
+                      dict(out.counts), {ps.name: ps.count for ps in wl.podsets},
+                      out.unknown, list(out.depends_on))
 
 
 def explain(snap: ClusterObjects, name: str, namespace: str | None = None) -> Explanation:

@@ -1,0 +1,80 @@
+"""What the replay cannot decide: a pending workload that something unmodelled concerns
+(a :class:`~aiplat.kueue.snapshot.Gap`: topology-aware scheduling, a field the replay does
+not read, a namespaceSelector without the Namespace's labels) is "unknown (feature)", never
+decided; so is a workload whose outcome depends on one.
+
+Dependence is found by replaying twice: once with the unknown workloads taken as the
+replay's quota rules admit them, once with them never admitted (what the feature may do:
+topology-aware scheduling only adds refusals). A workload decided the same both ways is
+decided; one whose decision, flavors or counts differ is unknown, naming the workloads it
+depends on. (Kueue might also admit an unknown one on other flavors than the quota rules
+pick; the two runs bound the common cases, not every one.) Pure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from aiplat.kueue.cycle import Outcome, Replay
+from aiplat.kueue.snapshot import ClusterQueue, Gap, Snapshot, Workload
+
+
+def _cohorts_above(snap: Snapshot, cq: ClusterQueue) -> set[str]:
+    out: set[str] = set()
+    c = cq.cohort
+    while c is not None and c not in out:
+        out.add(c)
+        c = snap.cohorts[c].parent if c in snap.cohorts else None
+    return out
+
+
+def _concerns(g: Gap, wl: Workload, cq: ClusterQueue, cohorts: set[str]) -> bool:
+    return (g.everywhere or g.workload == wl.key or g.cluster_queue == cq.name
+            or g.cohort in cohorts
+            or (g.flavor != "" and any(f.flavor == g.flavor for rg in cq.groups
+                                       for f in rg.flavors)))
+
+
+def unknown_workloads(snap: Snapshot) -> dict[str, str]:
+    """The workloads the replay leaves undecided, with the feature: pending ones (an
+    admission, a deactivation or a refusal in the snapshot is a fact, not a decision)."""
+    out: dict[str, str] = {}
+    if not snap.gaps:
+        return out
+    for wl in snap.workloads:
+        if wl.admission is not None or not wl.active or wl.refused:
+            continue
+        cq = snap.cluster_queues[wl.cluster_queue]
+        cohorts = _cohorts_above(snap, cq)
+        got = next((g.feature for g in snap.gaps if _concerns(g, wl, cq, cohorts)), None)
+        if got is not None:
+            out[wl.key] = got
+    return out
+
+
+def _key(o: Outcome) -> tuple[object, ...]:
+    return (o.decision, o.flavors, o.counts)
+
+
+def decide(snap: Snapshot, cycles: int | None = None) -> tuple[Replay, list[Outcome]]:
+    """The replay and its outcomes, those it cannot decide marked unknown."""
+    r = Replay(snap)
+    rows = r.run(cycles)
+    unknown = unknown_workloads(snap)
+    if not unknown:
+        return r, rows
+    without = dataclasses.replace(snap, workloads=[
+        dataclasses.replace(w, active=False) if w.key in unknown else w
+        for w in snap.workloads])
+    other = {o.workload: o for o in Replay(without).run(cycles)}
+    for o in rows:
+        if o.workload in unknown:
+            o.unknown = unknown[o.workload]
+        elif _key(o) != _key(other[o.workload]):
+            deps = sorted(unknown)
+            o.unknown = unknown[deps[0]]
+            o.depends_on = deps
+    return r, rows
+
+
+__all__ = ["decide", "unknown_workloads"]
