@@ -132,3 +132,19 @@ def test_allow_all_ingress_is_no_fence() -> None:
     got = run(setup + allow)
     hits = [g for g in got if g[1] == "netpol-default-deny"]
     assert hits and "Ingress" in hits[0][3], got
+
+
+def test_an_unqueued_gpu_job_beside_upstream_queues_is_a_warning() -> None:
+    """A namespace is Kueue's tenant because the quick start put a LocalQueue there; a GPU
+    Job without queue-name runs (beside the quota): site policy, not a refusal. In an aiplat
+    tenant (the spec asks for the quota) it stays an error."""
+    job = docs(KUEUE / "sample-job-partial-admission.yaml")[0]
+    del job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"] = {
+        "nvidia.com/gpu": 1}
+    got = run([*docs(KUEUE / "quick-start-setup.yaml"), job])
+    assert [s for s, r, *_ in got if r == "workload-unqueued"] == ["warning"], got
+    tenant = {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "default", "labels": {"aiplat.io/tenant": "default"}}}
+    got = run([*docs(KUEUE / "quick-start-setup.yaml"), job, tenant])
+    assert [s for s, r, *_ in got if r == "workload-unqueued"] == ["error"], got

@@ -164,6 +164,17 @@ def vgpu_cores_transformed(o: list[Obj], _inv: Inventory) -> None:
         "example.com/vgpu-cores"] = "30"
 
 
+def clusterqueue_resources_out_of_order(o: list[Obj], _inv: Inventory) -> None:
+    """Kueue's webhook: a flavor's resources must follow coveredResources' order."""
+    find(o, "ClusterQueue", "batch")["spec"]["resourceGroups"][0]["flavors"][0][
+        "resources"].reverse()
+
+
+def job_min_parallelism_not_a_number(o: list[Obj], _inv: Inventory) -> None:
+    find(o, "Job", "nightly-eval", "batch")["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/job-min-parallelism": "half"}
+
+
 EXTRA: list[tuple[Seed, str]] = [
     (namespace_selector_selects_nothing, "namespace-selector"),
     (namespace_selector_admits_every_namespace, "namespace-selector"),
@@ -179,6 +190,8 @@ EXTRA: list[tuple[Seed, str]] = [
     (deviceclasses_left_to_the_driver, "claim-deviceclass"),
     (every_flavor_tainted, "flavor-node-taints"),
     (vgpu_cores_transformed, "resource-unserved"),
+    (clusterqueue_resources_out_of_order, "kueue-queue-webhook"),
+    (job_min_parallelism_not_a_number, "kueue-job-webhook"),
 ]
 
 

@@ -9,8 +9,8 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
   quota-without-cohort  borrowingLimit on a ClusterQueue without a cohort. Symptom: the API
                         server refuses the ClusterQueue, so its tenant has no queue. Source:
                         apis/kueue/v1beta2 ClusterQueueSpec CEL rule ("borrowingLimit must be
-                        nil when cohort is empty"). A lendingLimit there is a warning: it lends
-                        to nobody.
+                        nil when cohort is empty"); a lendingLimit there too (Kueue's webhook,
+                        pkg/webhooks validateLimit).
   kueue-managed         a queued Job/JobSet/... that Kueue cannot hold back: its kind is not
                         in the Configuration's integrations.frameworks, or its namespace is
                         outside managedJobsNamespaceSelector (the webhook suspends it, the
@@ -43,11 +43,12 @@ the rule comes from (Kueue v0.19.2 unless said otherwise):
 
 from __future__ import annotations
 
-from aiplat.findings import Finding
+from aiplat.findings import Finding, Severity
 from aiplat.kube.lint.base import Context, Obj, finding, name, namespace, rule
 from aiplat.kube.lint.objects import (
     KUEUE_NS,
     QUEUE_LABEL,
+    aiplat_tenants,
     cohort_of,
     kueue_config,
     kueue_configuration,
@@ -105,7 +106,7 @@ def cohort_cycle(ctx: Context) -> list[Finding]:
 
 
 @rule("quota-without-cohort", "borrowing and lending limits only on a ClusterQueue in a "
-      "cohort", severities=("error", "warning"))
+      "cohort")
 def quota_without_cohort(ctx: Context) -> list[Finding]:
     out = []
     for cq in ctx.kind("ClusterQueue"):
@@ -124,9 +125,11 @@ def quota_without_cohort(ctx: Context) -> list[Finding]:
                             "set spec.cohortName, or drop borrowingLimit"))
                     if "lendingLimit" in r:
                         out.append(finding(
-                            "warning", "quota-without-cohort", ref(cq),
-                            f"lendingLimit on {where} but the queue is in no cohort: there is "
-                            "nobody to lend to", "set spec.cohortName, or drop lendingLimit"))
+                            "error", "quota-without-cohort", ref(cq),
+                            f"lendingLimit on {where} but spec.cohortName is empty: Kueue's "
+                            "webhook refuses the ClusterQueue ('must be nil when cohort is "
+                            "empty', pkg/webhooks validateLimit), its tenant has no queue",
+                            "set spec.cohortName, or drop lendingLimit"))
     return out
 
 
@@ -185,7 +188,8 @@ def kueue_managed(ctx: Context) -> list[Finding]:
     return out
 
 
-@rule("workload-unqueued", "GPU workloads in a tenant namespace carry a queue-name label")
+@rule("workload-unqueued", "GPU workloads in a tenant namespace carry a queue-name label",
+      severities=("error", "warning"))
 def workload_unqueued(ctx: Context) -> list[Finding]:
     _, frameworks, without_name, managed = _config(ctx)
     queues: dict[str, set[str]] = {}
@@ -202,6 +206,7 @@ def workload_unqueued(ctx: Context) -> list[Finding]:
             ctx, ns))
         if without_name and handled and "default" in queues[ns]:
             continue  # Kueue puts it in the namespace's default LocalQueue
+        severity: Severity = "error"
         if without_name and handled:
             why = ("manageJobsWithoutQueueName suspends it and the namespace has no "
                    "LocalQueue named 'default': it never runs")
@@ -210,7 +215,9 @@ def workload_unqueued(ctx: Context) -> list[Finding]:
         else:
             why = ("Kueue ignores it (no queue-name label): it runs beside the quota, on "
                    "GPUs the ClusterQueue promised to admitted work")
-        out.append(finding("error", "workload-unqueued", ref(o),
+            # It runs: site policy, an error where the spec asks for the quota (a tenant).
+            severity = "error" if ns in aiplat_tenants(ctx) else "warning"
+        out.append(finding(severity, "workload-unqueued", ref(o),
                            f"namespace {ns} is a Kueue tenant ({', '.join(sorted(queues[ns]))})"
                            f" but this {kind} has no {QUEUE_LABEL}: {why}",
                            f"label it {QUEUE_LABEL}: {sorted(queues[ns])[0]}"))
