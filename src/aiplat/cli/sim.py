@@ -399,7 +399,8 @@ def _default_kubeconfig() -> str:
 
 
 _REPLAYED = ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "topologies",
-             "workloadpriorityclasses", "workloads", "resourceclaimtemplates", "configmaps")
+             "workloadpriorityclasses", "workloads", "resourceclaimtemplates", "configmaps",
+             "admissionchecks", "namespaces")
 
 
 def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[Any]:

@@ -34,6 +34,7 @@ KUEUE = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")  # as kueue.snapsho
 
 LISTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "nodes": ("Node", ("v1",)),
+    "namespaces": ("Namespace", ("v1",)),  # their labels: ClusterQueues' namespaceSelector
     "pods": ("Pod", ("v1",)),
     "jobs": ("Job", ("batch/v1",)),
     "workloads": ("Workload", KUEUE),

@@ -225,14 +225,41 @@ def inactive_queues(snap: Snapshot, tree: Tree) -> dict[str, str]:
         missing = [f.flavor for g in q.groups for f in g.flavors
                    if f.flavor not in snap.flavors]
         node = tree.cqs[q.name]
+        checks = _check_problems(snap, q)
         if q.stop_policy != "None":
             out[q.name] = f"ClusterQueue {q.name} is inactive (stopPolicy {q.stop_policy})"
         elif missing:
             out[q.name] = (f"ClusterQueue {q.name} is inactive (flavor "
                            f"{', '.join(missing)} not found)")
+        elif checks:
+            out[q.name] = f"ClusterQueue {q.name} is inactive ({checks})"
         elif node.parent is not None and node.root().parent is not None:
             out[q.name] = f"ClusterQueue {q.name} is inactive (cohort cycle)"
     return out
+
+
+def _check_problems(snap: Snapshot, q: ClusterQueue) -> str:
+    """AdmissionChecks the queue names that are missing (AdmissionCheckNotFound) or not
+    Active (AdmissionCheckInactive): Kueue keeps the queue inactive."""
+    if snap.admission_checks is None:  # not in the snapshot: unknown (kueue.unknown)
+        return ""
+    missing = [n for n, _ in q.checks if n not in snap.admission_checks]
+    idle = [n for n, _ in q.checks if not snap.admission_checks.get(n, True)]
+    return ", ".join([*(f"AdmissionCheck {n} not found" for n in missing),
+                      *(f"AdmissionCheck {n} inactive" for n in idle)])
+
+
+def _reserved(out: Outcome, cq: ClusterQueue, flavors: Flavors,
+              states: Mapping[str, str]) -> None:
+    """Quota reserved in a queue with AdmissionChecks: Admitted only once every check that
+    applies is Ready (``SyncAdmittedCondition``); the checks' controllers decide that."""
+    waiting = [n for n in cq.checks_on(flavors) if states.get(n) != "Ready"]
+    if waiting:
+        out.decision, out.pending, out.reason = "reserved", "admission checks", \
+            "UnsatisfiedChecks"
+        shown = ", ".join(f"{n} ({states.get(n, 'Pending')})" for n in waiting)
+        out.message = (f"quota reserved in ClusterQueue {cq.name}; waiting for admission "
+                       f"check(s) {shown}: The workload has not all checks ready")
 
 
 class KueueQueues:
@@ -344,6 +371,8 @@ class Replay:
                                          wl.admitted_at))
                 out.decision, out.flavors = "admitted", wl.admission
                 out.counts = dict(wl.admitted_counts or {})
+                _reserved(out, snap.cluster_queues[wl.cluster_queue], wl.admission,
+                          wl.check_states)
             elif wl.active and wl.refused:  # DRA, a missing queue, the namespace selector
                 out.pending, out.reason, out.message = ("inadmissible", wl.refused_reason,
                                                         wl.refused)
@@ -677,6 +706,7 @@ class Replay:
         out = self.outcomes[wl.key]
         out.decision, out.flavors, out.cycle = "admitted", flavors, self.cycle
         out.pending = out.reason = out.message = ""
+        _reserved(out, self.snap.cluster_queues[wl.cluster_queue], flavors, {})
 
     def requeued(self, e: Entry) -> None:
         out = self.outcomes[e.p.wl.key]

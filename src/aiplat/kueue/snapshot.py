@@ -49,7 +49,7 @@ Obj = dict[str, Any]
 KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 CONFIG_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
-               "WorkloadPriorityClass", "Workload")
+               "WorkloadPriorityClass", "Workload", "AdmissionCheck")
 DRA_VERSION = "resource.k8s.io/v1"  # ResourceClaimTemplate, as Kueue v0.19 reads it
 FR = tuple[str, str]  # (flavor, resource)
 
@@ -179,6 +179,13 @@ class ClusterQueue:
     weight: float = 1.0
     stop_policy: str = "None"
     namespace_selector: Obj | None = None
+    checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # AdmissionCheck, onFlavors
+
+    def checks_on(self, flavors: dict[str, dict[str, str]]) -> list[str]:
+        """The AdmissionChecks a workload admitted on ``flavors`` waits for (a check with
+        ``onFlavors`` runs only where one of them is assigned)."""
+        used = {f for fl in flavors.values() for f in fl.values()}
+        return [name for name, on in self.checks if not on or used & set(on)]
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         return self._group_by_resource.get(resource)
@@ -250,6 +257,7 @@ class Workload:
     admitted_in: str = ""  # status.admission.clusterQueue
     refused_reason: str = "Inadmissible"  # the replay's reason beside ``refused``
     admitted_counts: dict[str, int] | None = None  # pod set -> count, admitted partially
+    check_states: dict[str, str] = field(default_factory=dict)  # AdmissionCheck -> state
 
     @property
     def partial(self) -> bool:
@@ -293,6 +301,7 @@ class Snapshot:
     local_queues: dict[str, str] = field(default_factory=dict)  # namespace/name -> ClusterQueue
     gaps: list[Gap] = field(default_factory=list)  # unsupported notes that turn decisions
     namespaces: dict[str, dict[str, str]] | None = None  # name -> labels (None: not given)
+    admission_checks: dict[str, bool] | None = None  # name -> Active (None: not given)
 
     def gap(self, note: str, feature: str, **scope: Any) -> None:
         """``note`` (a warning line) about something not modelled that turns decisions."""
@@ -342,7 +351,8 @@ def _choice(value: object, allowed: tuple[str, ...], where: str) -> str:
 
 
 _CQ_FIELDS = {"cohortName", "cohort", "queueingStrategy", "resourceGroups", "preemption",
-              "flavorFungibility", "fairSharing", "stopPolicy", "namespaceSelector"}
+              "flavorFungibility", "fairSharing", "stopPolicy", "namespaceSelector",
+              "admissionChecks", "admissionChecksStrategy"}
 _COHORT_FIELDS = {"parentName", "parent", "resourceGroups", "fairSharing"}
 _RF_FIELDS = {"nodeLabels", "nodeTaints", "tolerations", "topologyName"}
 
@@ -442,7 +452,17 @@ def _cluster_queue(obj: Obj, where: str, snap: Snapshot) -> ClusterQueue:
         stop_policy=_choice(spec.get("stopPolicy", "None"), ("None", "Hold", "HoldAndDrain"),
                             f"{where} spec.stopPolicy"),
         namespace_selector=spec.get("namespaceSelector"),
+        checks=_checks(spec),
     )
+
+
+def _checks(spec: Obj) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """v1beta2 ``admissionChecksStrategy`` rules; v1beta1's ``admissionChecks`` names."""
+    rules: list[tuple[str, tuple[str, ...]]] = [
+        (str(n), ()) for n in spec.get("admissionChecks") or []]
+    rules += [(str(r.get("name")), tuple(str(f) for f in r.get("onFlavors") or ()))
+              for r in (spec.get("admissionChecksStrategy") or {}).get("admissionChecks") or []]
+    return tuple(rules)
 
 
 def _request(resource: str, value: object, where: str) -> int:
@@ -540,6 +560,8 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
         queue_name=str(qn), cluster_queue=lq.get(key, ""), podsets=tuple(podsets),
         admission=admission, admitted_in=str((adm or {}).get("clusterQueue") or ""),
         admitted_counts=_admitted_counts(adm, podsets) if admission and adm else None,
+        check_states={str(c.get("name")): str(c.get("state"))
+                      for c in status.get("admissionChecks") or []},
         admitted_at=_time(reserved.get("lastTransitionTime"), where),
         active=bool(spec.get("active", True))
         and conds.get("Finished", {}).get("status") != "True",
@@ -809,6 +831,10 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                 snap.unsupported.append(f"{where}: spec.fairSharing (admission fair sharing)")
         elif kind == "WorkloadPriorityClass":
             priorities[name] = int(obj.get("value", 0))
+        elif kind == "AdmissionCheck":  # Kueue's cache: active when its condition says so
+            conds = (obj.get("status") or {}).get("conditions") or []
+            snap.admission_checks = {**(snap.admission_checks or {}), name: any(
+                c.get("type") == "Active" and c.get("status") == "True" for c in conds)}
         elif kind == "Topology":
             snap.unsupported.append(f"{where}: Topology {NOT_REPLAYED_TAS}")
         else:
@@ -821,6 +847,13 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
     snap.local_queues = lq
+    if snap.admission_checks is None:  # missing, or not captured: cannot be told
+        for q in snap.cluster_queues.values():
+            if q.checks:
+                snap.gap(f"{source}: ClusterQueue {q.name}: admission checks "
+                         f"{', '.join(n for n, _ in q.checks)} (no AdmissionCheck in the "
+                         "snapshot; fix: include 'kubectl get admissionchecks -o yaml')",
+                         "admissionChecks", cluster_queue=q.name)
     snap.workloads = [_workload(o, w, lq, priorities, snap) for o, w in workloads]
     for (_, where), wl in zip(workloads, snap.workloads, strict=True):
         _queued(wl, snap)

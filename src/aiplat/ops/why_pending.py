@@ -27,7 +27,7 @@ from aiplat.kueue.unknown import decide
 from aiplat.ops import kueue_input
 
 KINDS = {r: LISTS[r][0] for r in ("resourceflavors", "cohorts", "clusterqueues", "localqueues",
-                                  "workloads")}
+                                  "workloads", "admissionchecks")}
 """The lists the replay reads (topology-aware requests are answered by the object walk)."""
 
 
