@@ -2,7 +2,7 @@
 the hardware?
 
 Input is a list of objects (a rendered tree or a directory) and an ``Inventory`` (pools:
-labels, taints, GPU units, DRA devices). Each rule is a pure function ``(Context) ->
+labels, taints, GPU units, DRA devices), or none (the node checks then judge nothing). Each rule is a pure function ``(Context) ->
 findings``; a finding carries severity, rule id, object, why and how to fix. Errors mean a
 workload can be stuck or a tenant fenced wrongly; warnings need a decision.
 
@@ -19,7 +19,8 @@ The package, each part importing only those below it (an import-linter contract)
                       selectors (NetworkPolicies and selectors), system (RBAC and fences
                       reaching the system namespaces), bootstrap (Kubernetes' own RBAC
                       redefined), duplicates (an object defined twice), runtime (RDMA
-                      memlock)
+                      memlock), webhooks (what Kueue's admission webhooks refuse),
+                      inventory (says when no inventory left node checks unrun)
   objects             the readers rules share (selectors, quantities, pod specs, claims,
                       Kueue's Configuration, tenants)
   base                Finding, Context, the registry and its ``@rule`` decorator
@@ -54,13 +55,16 @@ def rules() -> tuple[Rule, ...]:
     return registered()
 
 
-def lint(objects: list[Obj], inventory: Inventory, *, files: Sequence[str] | None = None,
+def lint(objects: list[Obj], inventory: Inventory | None, *,
+         files: Sequence[str] | None = None,
          kueue_version: str | None = None) -> list[Finding]:
     """The findings of every rule on ``objects`` (from ``files``, one per object, for
-    messages) for the target Kueue release ``kueue_version`` (None: the spec's default),
-    errors first, then by rule and object; an ``InputError`` naming file, object and field
-    when a field is not of the type its schema gives (rules read fields; none reasons on half
-    a tree). Kueue's Helm values (a document of no kind) are read as its Configuration."""
+    messages) against the nodes of ``inventory`` (None: not known; node-dependent rules judge
+    nothing and an info finding says so), for the target Kueue release ``kueue_version``
+    (None: the spec's default), errors first, then by rule and object; an ``InputError``
+    naming file, object and field when a field is not of the type its schema gives (rules
+    read fields; none reasons on half a tree). Kueue's Helm values (a document of no kind)
+    are read as its Configuration."""
     names = list(files or [""] * len(objects))
     pairs = list(zip(names, objects, strict=True))
     values = [(f, o) for f, o in pairs if helm_values(o)]

@@ -50,16 +50,19 @@ def namespace(o: Obj) -> str:
 
 class Context:
     """The tree a rule reads: its objects (shape-checked), by kind, the file each came from
-    ("" when not read from files) and the pools; the target Kueue release (None: the spec's
+    ("" when not read from files) and the pools (none when no inventory was given:
+    ``inventory_known`` False); the target Kueue release (None: the spec's
     default) and Kueue's Helm values the tree holds (file, values: documents of no kind).
     ``cache`` keeps what rules derive from the tree once per lint (each key owned by one
     module)."""
 
-    def __init__(self, objects: list[Obj], inventory: Inventory,
+    def __init__(self, objects: list[Obj], inventory: Inventory | None,
                  files: list[str] | None = None, *, kueue_version: str | None = None,
                  helm_values: list[tuple[str, Obj]] | None = None) -> None:
         self.objects = objects
-        self.inventory = inventory
+        # No inventory: no pools, no devices; the rules that compare with them judge nothing.
+        self.inventory_known = inventory is not None
+        self.inventory = inventory or Inventory(pools=[])
         self.files = files or [""] * len(objects)
         self.kueue_version = kueue_version
         self.helm_values = helm_values or []
