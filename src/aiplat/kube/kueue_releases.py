@@ -23,7 +23,7 @@ from typing import Any
 from aiplat.spec.models import KubernetesSpec
 
 SOURCES = ("config/components/manager/controller_manager_config.yaml",
-           "charts/kueue/values.yaml (managerConfig.controllerManagerConfigYaml)")
+           "charts/kueue/values.yaml")
 DEFAULT_VERSION: str = KubernetesSpec.model_fields["kueue_version"].default
 
 _COMMON = ("batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster",
@@ -47,7 +47,7 @@ class Release:
 
     @property
     def source(self) -> str:
-        return (f"Kueue {self.tag}'s released configuration ({' and '.join(SOURCES)}, "
+        return (f"Kueue {self.tag}'s released configuration ({', '.join(SOURCES)} at "
                 f"commit {self.commit[:12]})")
 
 

@@ -135,7 +135,7 @@ def _kueue_config(ctx: Context) -> KueueConfig:
         return _decoded(values["managerConfig"]["controllerManagerConfigYaml"],
                         f"Helm values ({file or 'managerConfig'})")
     shipped, note = release(ctx.kueue_version)
-    return KueueConfig(shipped.configuration(), [], "Kueue", "; ".join(
+    return KueueConfig(shipped.configuration(), [], f"Kueue {shipped.tag}", "; ".join(
         filter(None, [note, shipped.source])))
 
 
