@@ -16,8 +16,9 @@ from click.testing import CliRunner
 
 from aiplat.cli.main import cli
 from aiplat.errors import InputError
+from aiplat.kueue.assign import reduced_counts
 from aiplat.kueue.cycle import Outcome, replay
-from aiplat.kueue.snapshot import parse
+from aiplat.kueue.snapshot import PodSet, parse
 
 API = "kueue.x-k8s.io/v1beta2"
 Obj = dict[str, Any]
@@ -70,12 +71,13 @@ def test_single_variable_pod_set_is_admitted_with_the_largest_count_that_fits() 
 
 
 def test_multiple_variable_pod_sets_shrink_together() -> None:
-    out = _run([*_queue("sales", "default", "cpu", "50"),
-                _workload("new", "sales", ("one", 20, None, "cpu", "1"),
-                          ("two", 30, 10, "cpu", "1"), ("three", 15, 5, "cpu", "1"))]
-               )["sales/new"]
-    assert out.decision == "admitted"
-    assert out.counts == {"one": 20, "two": 20, "three": 10}
+    """Kueue's search over several variable pod sets (its scheduler test; a cluster cannot
+    hold such a Workload, the webhook allows minCount on one pod set): 20 fixed, 30 down to
+    10 and 15 down to 5 in 50 cpu -> 20/20/10."""
+    podsets = (PodSet("one", 20, {"cpu": 1000}), PodSet("two", 30, {"cpu": 1000}, min_count=10),
+               PodSet("three", 15, {"cpu": 1000}, min_count=5))
+    got = reduced_counts(podsets, lambda c: c if sum(c) <= 50 else None)
+    assert got == [20, 20, 10]
 
 
 def _eng(new: tuple[str, int, int | None, str, str]) -> list[Obj]:
@@ -145,3 +147,10 @@ def test_cli_shows_the_admitted_count(tmp_path: Path) -> None:
     assert "partial admission" not in r.stderr
     r = CliRunner().invoke(cli, ["sim", "replay", str(f)])
     assert "one: cpu=default (25 pods, partial admission)" in r.stdout
+
+
+def test_min_count_on_two_pod_sets_is_refused_as_kueues_webhook_does() -> None:
+    with pytest.raises(InputError, match="at most one podSet can use minCount"):
+        parse([*_queue("sales", "default", "cpu", "50"),
+               _workload("new", "sales", ("one", 5, 2, "cpu", "1"), ("two", 5, 2, "cpu", "1"))],
+              "t")

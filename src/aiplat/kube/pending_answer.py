@@ -176,11 +176,19 @@ def _no_replay(error: str) -> str:
 
 
 def replay_line(k: NextCycles) -> str:
+    if k.unknown:
+        deps = f" of {', '.join(k.depends_on)}" if k.depends_on else ""
+        return (f"replay of Kueue's cycle: unknown ({k.unknown}{deps}: not modelled); on "
+                f"quota alone: {_quota_line(k)}")
+    return f"replay of Kueue's cycle: {_quota_line(k)}"
+
+
+def _quota_line(k: NextCycles) -> str:
     if k.decision == "admitted":
         when = (f"admitted at cycle {k.cycle}" if k.cycle is not None else "already admitted")
-        return (f"replay of Kueue's cycle: {when}{k.partial_text()} ({k.flavor_text()})"
+        return (f"{when}{k.partial_text()} ({k.flavor_text()})"
                 + (f", preempting {', '.join(k.victims)}" if k.victims else ""))
-    return (f"replay of Kueue's cycle: stays pending ({k.pending}): {k.reason}"
+    return (f"stays pending ({k.pending}): {k.reason}"
             + (f": {k.message}" if k.message else ""))
 
 

@@ -526,6 +526,9 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
                               _min_count(ps.get("minCount"), count, pat), _affinity(pspec)))
     if not podsets:
         raise InputError(f"{where}: spec.podSets is empty (fix: a Workload needs a pod set)")
+    if sum(p.min_count is not None for p in podsets) > 1:  # Kueue's workload webhook
+        raise InputError(f"{where}: spec.podSets: at most one podSet can use minCount (fix: "
+                         "keep minCount on one pod set)")
     prio = spec.get("priority")
     ref = spec.get("priorityClassRef") or {}
     pcn = ref.get("name") or spec.get("priorityClassName")
