@@ -245,6 +245,18 @@ def test_jobset_failure_policy_rules_are_named_by_its_webhook(
     assert errors(issues([str(JOBSET / "failjobset-action.yaml")], capsys, code=0)) == []
 
 
+def test_lint_reads_the_jobset_as_its_webhook_leaves_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Lint's reader applies the same defaults: an unnamed failure-policy rule was an input
+    error (exit 2) there while validate passed it."""
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("pools: []\n")
+    code, out, err = run(["kube", "lint", str(JOBSET / "failjobset-action.yaml"),
+                          "--inventory", str(inventory), "-o", "json"], capsys)
+    assert code == 0, out + err
+    assert [f for f in json.loads(out) if f["severity"] == "error"] == []
+
+
 def test_a_jobset_failure_policy_rule_of_the_wrong_shape_is_still_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     [js] = docs(JOBSET / "failjobset-action.yaml")

@@ -21,8 +21,29 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from aiplat.kube.crds import CrdIndex
+
 Obj = dict[str, Any]
 _DEPTH = 64  # a CRD schema nests far less; bounds a hostile one
+
+
+def stored(o: Obj, crds: CrdIndex) -> Obj:
+    """``o`` as the API server reads it before validating: nulls dropped (a null field is
+    unset), then ``server_defaults`` with the CRD of its kind among ``crds``."""
+    o = without_nulls(o)
+    api, kind = o.get("apiVersion"), o.get("kind")
+    schema = crds.schema(api, kind) if isinstance(api, str) and isinstance(kind, str) \
+        else None
+    return server_defaults(o, schema)
+
+
+def without_nulls(node: Any) -> Any:
+    """A copy without null map values or list items (what the API server stores)."""
+    if isinstance(node, dict):
+        return {k: without_nulls(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [without_nulls(v) for v in node if v is not None]
+    return node
 
 
 def server_defaults(o: Obj, schema: Any = None) -> Obj:

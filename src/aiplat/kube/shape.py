@@ -10,8 +10,10 @@ stores. The schema: the built-in kind's for the Kubernetes version; a custom res
 CRD; for an API version neither knows, the same kind at another (the checks go by kind);
 and ObjectMeta for every object's metadata (a CRD's schema leaves it open).
 
-Nulls are dropped first (``without_nulls``): the API server reads a null field as unset
-(``creationTimestamp: null`` is in most generated YAML), so the checks read the same.
+Nulls are dropped first (``defaults.without_nulls``): the API server reads a null field as
+unset (``creationTimestamp: null`` is in most generated YAML), so the checks read the same;
+``readable`` also sets the defaults the server and the webhooks set (``defaults.stored``), so
+lint reads an object as the cluster stores it, as ``kube validate`` does.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 from aiplat.errors import InputError
 from aiplat.kube.crds import CrdIndex, packaged_crds
+from aiplat.kube.defaults import stored, without_nulls
 from aiplat.kube.objects import ref
 from aiplat.kube.schemas import (
     OBJECT_META,
@@ -140,15 +143,6 @@ def _words(types: list[str]) -> str:
     return " or ".join(dict.fromkeys(_TYPE_WORDS[t] for t in types if t in _TYPE_WORDS))
 
 
-def without_nulls(node: Any) -> Any:
-    """A copy without null map values or list items (what the API server stores)."""
-    if isinstance(node, dict):
-        return {k: without_nulls(v) for k, v in node.items() if v is not None}
-    if isinstance(node, list):
-        return [without_nulls(v) for v in node if v is not None]
-    return node
-
-
 def _walker(api: str, kind: str, version: str, crds: CrdIndex) -> tuple[_Walker | None, bool]:
     """(walker, built in) for an object's schema; (None, False) when no schema has its
     kind."""
@@ -224,9 +218,12 @@ def problems(o: Obj, version: str = LINT_VERSION, crds: CrdIndex | None = None
 
 
 def readable(items: list[tuple[str, Obj]], version: str = LINT_VERSION) -> list[Obj]:
-    """The objects of (file, object) pairs with nulls dropped, or an ``InputError`` naming
-    each file, object and field that is not the shape its schema gives."""
-    bad = [(file, o, p, m) for file, o in items for p, m in problems(o, version)]
+    """The objects of (file, object) pairs as the API server stores them (``defaults.stored``:
+    nulls dropped, the CRD's and the webhooks' defaults set), or an ``InputError`` naming each
+    file, object and field that is not the shape its schema gives."""
+    crds = packaged_crds()
+    objects = [(file, stored(o, crds) if isinstance(o, dict) else o) for file, o in items]
+    bad = [(file, o, p, m) for file, o in objects for p, m in problems(o, version)]
     if bad:
         lines = [f"{file + ': ' if file else ''}{ref(o)} at {p}: {m}"
                  for file, o, p, m in bad[:SHOWN]]
@@ -234,4 +231,4 @@ def readable(items: list[tuple[str, Obj]], version: str = LINT_VERSION) -> list[
         raise InputError("; ".join(lines) + more + " (fix: give each field the type its "
                          "schema has, e.g. `kubectl explain KIND.FIELD`; `aiplat kube "
                          "validate DIR` lists every schema error)")
-    return [without_nulls(o) for _f, o in items]
+    return [o for _f, o in objects]

@@ -33,7 +33,7 @@ from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped
 from aiplat.errors import InputError
 from aiplat.kube import cel, webhooks
 from aiplat.kube.crds import CrdIndex, packaged_crds
-from aiplat.kube.defaults import server_defaults
+from aiplat.kube.defaults import stored
 from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.schemas import (
@@ -47,7 +47,7 @@ from aiplat.kube.schemas import (
     preferred,
     schema_version,
 )
-from aiplat.kube.shape import problems, without_nulls
+from aiplat.kube.shape import problems
 from aiplat.kube.tree import CLUSTER_SCOPED
 from aiplat.text import shown
 
@@ -496,8 +496,7 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
 def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
     """One object's issues, read as the API server reads it: nulls dropped, then the
     defaults of its CRD and of the webhooks set (``defaults.server_defaults``)."""
-    o = server_defaults(without_nulls(o), crds.schema(str(o.get("apiVersion", "")),
-                                                     str(o.get("kind", ""))))
+    o = stored(o, crds)
     found = _schema_issues(file, o, version, crds)
     # Fields of the wrong type the schema check cannot see (an unknown API version, a
     # custom resource's metadata), and no rule on an object that has any: rules read it.
