@@ -423,3 +423,11 @@ def test_a_jobset_of_the_wrong_shape_is_reported_not_a_crash(
     js = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
           "metadata": {"name": "x"}, "spec": spec}
     assert errors(issues([str(write(tmp_path, js))], capsys, code=1))
+
+
+def test_lint_runs_without_an_inventory(capsys: pytest.CaptureFixture[str]) -> None:
+    """An upstream file brings no node inventory: lint still judges what needs none."""
+    code, out, err = run(["kube", "lint", str(JOBSET / "paralleljobs.yaml"), "-o", "json"],
+                         capsys)
+    assert code == 0 and err == "", out + err
+    assert "--inventory" in " ".join(f["fix"] for f in json.loads(out))
