@@ -431,3 +431,28 @@ def test_lint_runs_without_an_inventory(capsys: pytest.CaptureFixture[str]) -> N
                          capsys)
     assert code == 0 and err == "", out + err
     assert "--inventory" in " ".join(f["fix"] for f in json.loads(out))
+
+
+def test_a_crd_whose_schema_has_requests_and_limits_is_not_read_as_quantities(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's Workload CRD embeds a pod template's schema: its ``requests`` and ``limits``
+    properties hold a description and a type, not quantities (40 false errors on Kueue
+    v0.19.2's config/components/crd/bases; the cut below keeps the part that drew them)."""
+    resources = {"type": "object", "properties": {
+        "limits": {"description": "Limits describes the maximum amount of compute resources "
+                                  "allowed.", "type": "object",
+                   "additionalProperties": {"anyOf": [{"type": "integer"},
+                                                      {"type": "string"}],
+                                            "x-kubernetes-int-or-string": True}},
+        "requests": {"description": "Requests describes the minimum amount of compute "
+                                    "resources required.", "type": "object"}}}
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {
+                                      "type": "object", "properties": {"spec": {
+                                          "type": "object",
+                                          "properties": {"resources": resources}}}}}}]}}
+    assert errors(issues([str(write(tmp_path, crd))], capsys, code=0)) == []

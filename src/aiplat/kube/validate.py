@@ -388,7 +388,8 @@ def _bad_name(kind: str, name: str, *, prefix: bool) -> str | None:
 
 def _quantity_issues(file: str, r: str, o: dict[str, Any]) -> list[Issue]:
     found: list[tuple[str, Any]] = []
-    if o.get("kind", "") not in ("ConfigMap", "Secret"):
+    # Data, and a CRD's schema (properties named requests or limits): no quantities to read.
+    if o.get("kind", "") not in ("ConfigMap", "Secret", "CustomResourceDefinition"):
         _walk_quantities(o.get("spec") or {}, "spec", found)
     issues = []
     for p, v in found:
