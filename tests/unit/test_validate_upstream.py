@@ -456,3 +456,30 @@ def test_a_crd_whose_schema_has_requests_and_limits_is_not_read_as_quantities(
                                           "type": "object",
                                           "properties": {"resources": resources}}}}}}]}}
     assert errors(issues([str(write(tmp_path, crd))], capsys, code=0)) == []
+
+
+# -- the tree's own CRDs -------------------------------------------------------------------
+
+
+def test_custom_resources_are_checked_against_the_crds_in_the_tree(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The NVIDIA DRA driver's ComputeDomain CRD beside its demo: the demo is checked, not
+    'no schema'."""
+    tree = DRA / "computedomain"
+    assert issues([str(tree)], capsys, code=0) == []
+    crd, objects = (tree / "resource.nvidia.com_computedomains.yaml",
+                    docs(tree / "channel-injection.yaml"))
+    objects[0]["spec"]["numNodes"] = "one"
+    (tmp_path / crd.name).write_text(crd.read_text())
+    write(tmp_path, *objects)
+    found = errors(issues([str(tmp_path)], capsys, code=1))
+    assert [p for p, _m in found] == ["spec.numNodes"]
+
+
+def test_a_crd_in_the_tree_with_a_pattern_go_refuses_is_an_issue_not_an_exit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    crd = docs(DRA / "computedomain" / "resource.nvidia.com_computedomains.yaml")[0]
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["properties"]["numNodes"]["pattern"] = "^(?=1)"
+    found = errors(issues([str(write(tmp_path, crd))], capsys, code=1))
+    assert len(found) == 1 and "not a Go (RE2) regular expression" in found[0][1]

@@ -32,7 +32,7 @@ from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped
 
 from aiplat.errors import InputError
 from aiplat.kube import cel, webhooks
-from aiplat.kube.crds import CrdIndex, packaged_crds
+from aiplat.kube.crds import CrdIndex, index_crds, packaged_crds
 from aiplat.kube.defaults import stored
 from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
@@ -476,11 +476,12 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
                      crds: CrdIndex, *, packaged: bool = True) -> ValidationResult:
     """Validate (file, object) pairs for Kubernetes ``version`` (e.g. '1.34') against the
     built-in schemas and ``crds`` over aiplat's packaged CRDs (``packaged=False``: ``crds``
-    alone)."""
+    alone), with the CRDs the tree itself defines on top (the cluster gets those too)."""
     schema_version(version)
     if packaged:
         crds = packaged_crds().overlay(crds)
-    issues: list[Issue] = []
+    own, issues = _tree_crds(items)
+    crds = crds.overlay(own)
     for file, o in items:
         if isinstance(o, dict) and _config_file(o):
             issues.append(_config_issue(file, o))
@@ -492,6 +493,20 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
         issues += _object_issues(file, o, version, crds)
     issues += _duplicate_issues(items)
     return ValidationResult(version=version, objects=len(items), issues=issues)
+
+
+def _tree_crds(items: list[tuple[str, Any]]) -> tuple[CrdIndex, list[Issue]]:
+    """The index of the CRDs among ``items``; one whose schema cannot be indexed (a pattern
+    Go refuses, a shape no CRD has) is an issue here, its kinds left unchecked."""
+    index, issues = CrdIndex(), []
+    for file, o in items:
+        if isinstance(o, dict) and o.get("kind") == "CustomResourceDefinition" \
+                and str(o.get("apiVersion", "")).startswith("apiextensions.k8s.io/"):
+            try:
+                index = index.overlay(index_crds([(file, o)]))
+            except InputError as e:
+                issues.append(Issue("error", file, ref(o), "", str(e)))
+    return index, issues
 
 
 def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
