@@ -36,9 +36,9 @@ import kueue_live  # type: ignore[import-not-found]  # tests/integration, on sys
 from aiplat.cluster.assets import locate
 from aiplat.cluster.run import down, kubeconfig_path, up
 from aiplat.kube.apply import Api
-from aiplat.kueue.cycle import replay
 from aiplat.kueue.scenarios import generate
 from aiplat.kueue.snapshot import parse
+from aiplat.kueue.unknown import decide
 
 
 def main() -> int:
@@ -46,6 +46,10 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=40)
     ap.add_argument("--first", type=int, default=1)
     ap.add_argument("--fair", action="store_true", help="Kueue with fair sharing")
+    ap.add_argument("--partial", action="store_true",
+                    help="pod sets with minCount (partial admission)")
+    ap.add_argument("--selectors", action="store_true",
+                    help="ClusterQueues with namespaceSelectors (null, {}, matching or not)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario on Kueue")
     ap.add_argument("--dump", type=Path,
                     help="write each run's snapshot (kubectl's objects) and Kueue's final "
@@ -75,7 +79,7 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     try:
         for seed in range(args.first, args.first + args.seeds):
-            row = _seed(api, seed, args.fair, args.repeat, args.dump)
+            row = _seed(api, seed, args, args.dump)
             if any(r.get("settled") is False and not (r.get("loop") or {}).get("kueue")
                    for r in row["runs"]):
                 # Kueue v0.19.2 can hang for good: a workload update on a ClusterQueue
@@ -89,13 +93,15 @@ def main() -> int:
                 down(name)
                 up(name, [], cfg, locate())
                 api = Api.from_kubeconfig(str(kubeconfig_path(name)))
-                again = _seed(api, seed, args.fair, args.repeat, args.dump)
+                again = _seed(api, seed, args, args.dump)
                 row["runs"] += again["runs"]
             rows.append(row)
     finally:
         api.close()
         down(name)
-    mode = "fair sharing" if args.fair else "classic"
+    mode = ("fair sharing" if args.fair else "classic") + (
+        ", partial admission" if args.partial else "") + (
+        ", namespaceSelectors" if args.selectors else "")
     print(f"\nKueue v0.19.2 {mode}, {args.seeds} scenarios x {args.repeat} runs, "
           f"{time.monotonic() - t0:.0f} s")
     _summary("all scenarios", rows)
@@ -109,11 +115,13 @@ def main() -> int:
     return 0
 
 
-def _seed(api: Api, seed: int, fair: bool, repeat: int, dump: Path | None) -> dict[str, Any]:
-    """One scenario, ``repeat`` runs; a run agrees when every workload does."""
-    sc = generate(seed, fair_sharing=fair)
+def _seed(api: Api, seed: int, args: argparse.Namespace, dump: Path | None
+          ) -> dict[str, Any]:
+    """One scenario, ``args.repeat`` runs; a run agrees when every workload does."""
+    fair = args.fair
+    sc = generate(seed, fair_sharing=fair, partial=args.partial, selectors=args.selectors)
     runs: list[dict[str, Any]] = []
-    for _ in range(repeat):
+    for _ in range(args.repeat):
         try:
             res = kueue_live.run(api, sc)
         except kueue_live.NotSettledError as e:  # no outcome to compare: was it a loop?
@@ -157,8 +165,8 @@ def _offline(source: Path) -> int:
                        key=lambda p: [int(x) for x in p.stem[4:].split("-run")]):
         objs = json.loads(snap.read_text())["items"]
         final = json.loads(snap.with_name(snap.stem + "-kueue.json").read_text())
-        sim = {o.workload.split("/", 1)[1]: (o.decision == "admitted", o.flavors)
-               for o in replay(parse(objs, str(snap)))}
+        sim = {o.workload.split("/", 1)[1]: kueue_live.decided(o)
+               for o in decide(parse(objs, str(snap)))[1]}
         kueue = {n: kueue_live.outcome(w) for n, w in final.items()}
         diffs = [f"{snap.stem} {n}: kueue {kueue[n]} sim {sim.get(n)}" for n in sorted(kueue)
                  if kueue[n] != sim.get(n)]

@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.kube.apply import Api, ApiError
-from aiplat.kueue.cycle import Replay, replay
+from aiplat.kueue.cycle import Outcome, Replay
 from aiplat.kueue.scenarios import API, Scenario
 from aiplat.kueue.snapshot import parse
+from aiplat.kueue.unknown import decide
 
 Obj = dict[str, Any]
+Decided = tuple[bool, dict[str, dict[str, str]], dict[str, int]]  # admitted, flavors, counts
 KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
          "Workload")
 
@@ -38,8 +40,8 @@ KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPrio
 @dataclass
 class Result:
     seed: int
-    kueue: dict[str, tuple[bool, dict[str, dict[str, str]]]]
-    sim: dict[str, tuple[bool, dict[str, dict[str, str]]]]
+    kueue: dict[str, Decided]
+    sim: dict[str, Decided]
     preempted_kueue: dict[str, str] = field(default_factory=dict)
     preempted_sim: dict[str, str] = field(default_factory=dict)
     snapshot: list[Obj] = field(default_factory=list)
@@ -62,7 +64,10 @@ def _mine(objs: list[Obj], prefix: str) -> list[Obj]:
 
 
 def list_objects(api: Api, prefix: str) -> list[Obj]:
-    out = []
+    """The scenario's objects, and the namespace its workloads are in (its labels decide
+    the ClusterQueues' namespaceSelector)."""
+    out = [{"apiVersion": "v1", "kind": "Namespace", **o} for o in api.objects("v1", "Namespace")
+           if o["metadata"]["name"] == "default"]
     for kind in KINDS:
         for o in _mine(api.objects(API, kind), prefix):
             out.append({"apiVersion": API, "kind": kind, **o})
@@ -188,13 +193,24 @@ def _wait_seen(api: Api, sc: Scenario, timeout: float = 30.0) -> None:
     raise AssertionError(f"{sc.prefix}: Kueue marked none of the new workloads")
 
 
-def outcome(wl: Obj) -> tuple[bool, dict[str, dict[str, str]]]:
+def outcome(wl: Obj) -> Decided:
+    """Kueue's decision: quota reserved, the flavors, and the pods of each pod set when it
+    admitted fewer than the spec asks (partial admission)."""
     c = _conds(wl)
     adm = (wl.get("status") or {}).get("admission")
     if c.get("QuotaReserved", {}).get("status") == "True" and adm:
-        return True, {p["name"]: dict(p.get("flavors") or {})
-                      for p in adm.get("podSetAssignments") or []}
-    return False, {}
+        psas = adm.get("podSetAssignments") or []
+        asked = {p["name"]: p.get("count", 1) for p in wl["spec"]["podSets"]}
+        counts = {p["name"]: p["count"] for p in psas if "count" in p}
+        partial = any(asked.get(n, v) != v for n, v in counts.items())
+        return True, {p["name"]: dict(p.get("flavors") or {}) for p in psas}, \
+            ({**asked, **counts} if partial else {})
+    return False, {}, {}
+
+
+def decided(o: Outcome) -> Decided:
+    """The replay's decision in :func:`outcome`'s terms (unknown is not admitted)."""
+    return o.shown == "admitted", o.flavors, o.counts
 
 
 def run(api: Api, sc: Scenario) -> Result:
@@ -281,10 +297,10 @@ def loops(sc: Scenario, e: NotSettledError) -> dict[str, Any]:
 
 def _compare(api: Api, sc: Scenario, snapshot: list[Obj]) -> Result:
     final = {w["metadata"]["name"]: w for w in workloads(api, sc.prefix)}
-    outcomes = replay(parse(_objects(sc, snapshot), f"seed {sc.seed}"))
+    outcomes = decide(parse(_objects(sc, snapshot), f"seed {sc.seed}"))[1]
     res = Result(sc.seed, {n: outcome(w) for n, w in final.items()},
-                 {o.workload.split("/", 1)[1]: (o.decision == "admitted", o.flavors)
-                  for o in outcomes}, snapshot=snapshot, final=final)
+                 {o.workload.split("/", 1)[1]: decided(o) for o in outcomes},
+                 snapshot=snapshot, final=final)
     for n, w in final.items():
         p = _conds(w).get("Preempted", {})
         if p.get("status") == "True":

@@ -4,7 +4,10 @@ For each seed of the CI set, a generated scenario (:mod:`aiplat.kueue.scenarios`
 on the real Kueue and its snapshot is replayed (:mod:`kueue_live`): every workload's
 admission and flavors must agree. Kueue runs once with classic ordering and preemption
 (no ``fairSharing`` in its Configuration: two phases, the second on top of admitted
-workloads) and once with fair sharing (one phase). A snapshot read as
+workloads) and once with fair sharing (one phase). On the classic one, scenarios with
+partial admission (pod sets with ``minCount``: the counts Kueue admits must agree too) and
+with namespaceSelectors (null, ``{}``, the ``default`` namespace's name label matched or not)
+run as well. A snapshot read as
 ``kubectl get -o yaml`` returns it goes through the CLI too.
 
 The larger set with the agreement figure: ``bench/kueue_diff.py``. Needs the components
@@ -34,6 +37,8 @@ pytestmark = pytest.mark.integration
 # Seeds that agreed on every run here (bench/kueue_diff.py has the rest and the figure).
 CLASSIC_SEEDS = (2, 4, 6, 7, 9, 10, 34)
 FAIR_SEEDS = (2, 4, 5, 11)
+PARTIAL_SEEDS = (1, 2, 3, 5)
+SELECTOR_SEEDS = (1, 2, 4, 6)  # among them null, {}, matching and not matching selectors
 
 
 def _config(fair: bool) -> dict[str, Any]:
@@ -87,6 +92,19 @@ def test_replay_agrees_with_kueue(classic: tuple[Api, str], seed: int) -> None:
     res = kueue_live.run(classic[0], generate(seed))
     assert not res.differences(), "\n".join(res.differences())
     assert res.kueue, "the scenario had no workloads"
+
+
+@pytest.mark.parametrize("seed", PARTIAL_SEEDS)
+def test_partial_admission_agrees_with_kueue(classic: tuple[Api, str], seed: int) -> None:
+    res = kueue_live.run(classic[0], generate(seed, partial=True))
+    assert not res.differences(), "\n".join(res.differences())
+    assert any(counts for _, _, counts in res.kueue.values()), "no partial admission ran"
+
+
+@pytest.mark.parametrize("seed", SELECTOR_SEEDS)
+def test_namespace_selectors_agree_with_kueue(classic: tuple[Api, str], seed: int) -> None:
+    res = kueue_live.run(classic[0], generate(seed, selectors=True))
+    assert not res.differences(), "\n".join(res.differences())
 
 
 @pytest.mark.parametrize("seed", FAIR_SEEDS)

@@ -11,6 +11,11 @@ Every ClusterQueue hangs below one root cohort whose parent is a ``gate`` cohort
 starts them at once, so the real Kueue's first cycle sees every head, as the replay does.
 Priorities are distinct within a scenario: Kueue breaks equal-priority ties by creation
 time at one-second resolution, then by UID (random), which no replay can follow.
+
+Two variants draw from a second random stream, so a seed's base scenario stays the same:
+``partial`` gives pod sets more pods and a ``minCount`` (partial admission), ``selectors``
+gives each ClusterQueue one of the namespaceSelectors that decide against the ``default``
+namespace (null: none admitted; ``{}``; its name label matched or not).
 Pure: no I/O; the same seed gives the same objects.
 """
 
@@ -52,7 +57,46 @@ def _meta(name: str, **extra: Any) -> Obj:
     return {"name": name, **extra}
 
 
-def generate(seed: int, fair_sharing: bool = False) -> Scenario:
+SELECTORS: tuple[Obj | None, ...] = (
+    None, {}, {"matchLabels": {"kubernetes.io/metadata.name": "default"}},
+    {"matchLabels": {"kubernetes.io/metadata.name": "elsewhere"}},
+    {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                           "values": ["default"]}]})
+"""The namespaceSelectors a ``selectors`` scenario draws from, against namespace default."""
+
+
+def generate(seed: int, fair_sharing: bool = False, *, partial: bool = False,
+             selectors: bool = False) -> Scenario:
+    sc = _generate(seed, fair_sharing)
+    extra = random.Random(f"{seed}-variants")
+    if partial:
+        for w in sc.phase_a + sc.phase_b:
+            _partial(extra, w)
+    if selectors:
+        for o in sc.setup:
+            if o["kind"] == "ClusterQueue":
+                _select(extra, o)
+    return sc
+
+
+def _partial(rng: random.Random, wl: Obj) -> None:
+    """Most workloads may run with fewer pods: one pod set (Kueue's webhook allows one)
+    gets more pods and a minCount."""
+    if rng.random() < 0.7:
+        ps = rng.choice(wl["spec"]["podSets"])
+        ps["count"] = rng.choice([3, 4, 6, 8])
+        ps["minCount"] = rng.randint(1, ps["count"] - 1)
+
+
+def _select(rng: random.Random, cq: Obj) -> None:
+    sel = rng.choices(SELECTORS, weights=(1, 2, 2, 1, 1))[0]  # most queues admit
+    if sel is None:
+        cq["spec"].pop("namespaceSelector", None)
+    else:
+        cq["spec"]["namespaceSelector"] = sel
+
+
+def _generate(seed: int, fair_sharing: bool) -> Scenario:
     rng = random.Random(seed)
     px = f"s{seed}"
     flavors = [f"{px}-f{i}" for i in range(rng.choice([1, 2, 2, 3]))]
