@@ -483,3 +483,14 @@ def test_a_crd_in_the_tree_with_a_pattern_go_refuses_is_an_issue_not_an_exit(
     spec["properties"]["numNodes"]["pattern"] = "^(?=1)"
     found = errors(issues([str(write(tmp_path, crd))], capsys, code=1))
     assert len(found) == 1 and "not a Go (RE2) regular expression" in found[0][1]
+
+
+@pytest.mark.parametrize("command", ["validate", "lint"])
+def test_an_explicit_namespace_refuses_an_object_of_another_as_kubectl_does(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's sample Job says namespace default: `kubectl create -n research` refuses it."""
+    path = str(KUEUE / "sample-job.yaml")
+    code, out, err = run(["kube", command, path, "-n", "research"], capsys)
+    assert code == 2 and out == ""
+    assert "Job/default/sample-job-* is in namespace 'default', not 'research'" in err
+    assert run(["kube", command, path, "-n", "default"], capsys)[0] == 0

@@ -35,8 +35,9 @@ from aiplat.spec.models import Platform
 from aiplat.text import shown
 
 NAMESPACE = click.option(
-    "-n", "--namespace", default="default", show_default=True,
-    help="namespace of the objects that name none (where kubectl would create them)")
+    "-n", "--namespace",
+    help="namespace of the objects that name none (default: default); as with kubectl, an "
+         "object naming another is refused")
 OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
                       default="table", show_default=True, help="format of stdout")
 
@@ -104,7 +105,7 @@ def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
 @NAMESPACE
 @OUTPUT
 def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
-                 namespace: str, fmt: str) -> None:
+                 namespace: str | None, fmt: str) -> None:
     """Validate the manifests of FILE, DIR (as `kubectl apply -R -f` or kustomize reads it)
     or - (stdin): built-in kinds with the official schemas (strict), custom resources with
     their CRDs, then names, quantities, DRA rules and CEL selectors.
@@ -119,7 +120,8 @@ def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
     from aiplat.kube.validate import check_version
 
     versions = tuple(check_version(v) for v in versions)
-    items, _inv = read_manifests(target, namespace=namespace)
+    items, _inv = read_manifests(target, namespace=namespace or "default",
+                                 only=namespace is not None)
     crds = load_crds(crd_dir) if crd_dir else CrdIndex()
     results = []
     for v in versions:
@@ -146,7 +148,7 @@ def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
                    "without one, the checks against nodes are not run)")
 @NAMESPACE
 @OUTPUT
-def lint_cmd(target: str, inventory: str | None, namespace: str, fmt: str) -> None:
+def lint_cmd(target: str, inventory: str | None, namespace: str | None, fmt: str) -> None:
     """Cross-check the layers of rendered manifests (FILE, DIR or - for stdin), or of a SPEC
     (an aiplat Platform file, rendered in memory).
 
@@ -160,7 +162,8 @@ def lint_cmd(target: str, inventory: str | None, namespace: str, fmt: str) -> No
     inv: Inventory | None
     files: list[str] | None = None
     unknown: list[Finding] = []  # kustomize fields the reader does not model: errors
-    items, inv = read_manifests(target, unknown, namespace=namespace)
+    items, inv = read_manifests(target, unknown, namespace=namespace or "default",
+                                only=namespace is not None)
     if target != "-" and len(items) == 1 and _is_spec(items[0][1]):
         rendered = render(_platform(target), load_catalog())
         objects = rendered.objects()

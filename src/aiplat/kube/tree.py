@@ -398,13 +398,16 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
 def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
-                   namespace: str | None = None, stdin: BinaryIO | None = None
+                   namespace: str | None = None, only: bool = False,
+                   stdin: BinaryIO | None = None
                    ) -> tuple[list[tuple[str, Any]], Inventory | None]:
     """The objects of ``target`` as ``kubectl apply -f TARGET`` reads it: a directory
     (``read_tree``), one manifest file, or ``-`` for ``stdin`` (default: the process's); the
     inventory only from a directory. With ``namespace``, each namespaced object without one is
     placed in it, as kubectl places it (``--namespace``, else its context's, ``default``): the
-    checks then see the namespace the object lands in."""
+    checks then see the namespace the object lands in. With ``only`` (an explicit
+    ``--namespace``), an object naming another namespace is an ``InputError``, as kubectl
+    refuses it ("the namespace from the provided object ... does not match")."""
     if namespace is not None and not _DNS_LABEL.fullmatch(namespace):
         raise InputError(f"--namespace {namespace!r}: not a namespace name (a DNS-1123 label: "
                          "lowercase letters, digits, '-'; at most 63) (fix: correct it)")
@@ -428,7 +431,25 @@ def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
                          "or - to read them from stdin)")
     if namespace is not None:
         place_namespace([o for _f, o in items], namespace)
+        if only:
+            _same_namespace(items, namespace)
     return items, inventory
+
+
+def _same_namespace(items: list[tuple[str, Any]], namespace: str) -> None:
+    from aiplat.kube.objects import ref
+
+    scoped = _cluster_scoped([o for _f, o in items])
+    for file, o in items:
+        meta = o.get("metadata")
+        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        group = str(o.get("apiVersion", "")).rpartition("/")[0]
+        if ns and ns != namespace and (group, str(o.get("kind", ""))) not in scoped:
+            raise InputError(f"{file}: {shown(ref(o))} is in namespace "
+                             f"{ns!r}, not {namespace!r}: kubectl refuses it with "
+                             f"--namespace {namespace} (\"the namespace from the provided "
+                             "object does not match\") (fix: drop --namespace, or give "
+                             f"--namespace {ns})")
 
 
 def place_namespace(objects: list[Any], namespace: str) -> None:
