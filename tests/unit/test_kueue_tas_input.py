@@ -119,6 +119,10 @@ def test_the_workloads_kueue_makes_of_the_example_jobs_ask_what_the_annotations_
     assert all(ps.explicit for ps in asks.values())
     req = asks["job-tas-sample-preferred"].request
     assert (req.count, dict(req.requests)) == (40, {"cpu": 1000, "memory": 200 * 2**20})
+    pinned = asks["job-tas-sample-pinned"].request
+    assert pinned.node_selector == {"beta.kubernetes.io/arch": "amd64"}
+    assert pinned.tolerations == (tas.Toleration("dedicated", "Equal", "infra", "NoSchedule"),)
+    assert pinned.affinity == ((tas.Requirement(tas.HOSTNAME, "NotIn", ("kind-worker2",)),),)
 
 
 def test_v1beta1_objects_read_as_their_v1beta2_forms() -> None:
