@@ -64,20 +64,23 @@ def test_objects_are_placed_as_kueues_scheduler_placed_them(name: str) -> None:
     key = SCENARIOS[name]["pending"]
     kueue = RESULTS[name]
     cluster = tas_input.read(_scenario(name), name)
-    got = _place(cluster, key, {"main": BOTH})
-    flavor, result = got["main"]
-    assert flavor == "tas-flavor"
-    if kueue.get("admission"):
-        (psa,) = kueue["admission"]["podSetAssignments"]
+    psas = (kueue.get("admission") or {}).get("podSetAssignments") or []
+    assigned = ({p["name"]: p["flavors"] for p in psas} if psas
+                else {p["name"]: BOTH for p in _workload(key)["spec"]["podSets"]})
+    got = _place(cluster, key, assigned)
+    assert {f for f, _ in got.values()} == {"tas-flavor"}
+    for psa in psas:
+        result = got[psa["name"]][1]
         ta = psa["topologyAssignment"]
         want = tas.admitted_domains(["f"], ta, {})
         assert result.assignment is not None, result.reason
         assert (_domains(result.assignment.levels, result.assignment.domains)
                 == _domains(ta["levels"], want))
-    else:
+    if not psas:
         (cond,) = [c for c in kueue["conditions"] if c["type"] == "QuotaReserved"]
+        (result,) = [r for _, r in got.values() if r.reason]
         assert result.assignment is None
-        assert result.reason and cond["message"].endswith(f": {result.reason}")
+        assert cond["message"].endswith(f": {result.reason}")
 
 
 def test_the_scenarios_cover_fits_and_a_refusal_on_every_example() -> None:
