@@ -498,6 +498,21 @@ def _admitted_counts(adm: Obj, podsets: list[PodSet]) -> dict[str, int] | None:
     return {**full, **got} if any(full.get(n, v) != v for n, v in got.items()) else None
 
 
+def _podset(ps: Obj, pi: int, where: str, key: str, snap: Snapshot) -> PodSet:
+    pat = f"{where} spec.podSets[{pi}]"
+    pspec = (ps.get("template") or {}).get("spec") or {}
+    if ps.get("topologyRequest"):
+        snap.gap(f"{pat}.topologyRequest", TAS, workload=key)
+    count = ps.get("count", 1)
+    if not isinstance(count, int) or count < 0:
+        raise InputError(f"{pat}.count: {count!r} is not a pod count (fix: a whole number, "
+                         "0 or more)")
+    return PodSet(str(ps.get("name", f"ps{pi}")), count,
+                  pod_requests(pspec, _request, f"{pat}.template.spec"),
+                  dict(pspec.get("nodeSelector") or {}), tuple(pspec.get("tolerations") or []),
+                  _min_count(ps.get("minCount"), count, pat), _affinity(pspec))
+
+
 def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, int],
               snap: Snapshot) -> Workload:
     meta = obj.get("metadata") or {}
@@ -508,22 +523,8 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
     if not qn:
         raise InputError(f"{where}: spec.queueName is missing (fix: name the LocalQueue)")
     key = f"{ns}/{qn}"
-    podsets = []
-    for pi, ps in enumerate(spec.get("podSets") or []):
-        pat = f"{where} spec.podSets[{pi}]"
-        pspec = (ps.get("template") or {}).get("spec") or {}
-        if ps.get("topologyRequest"):
-            snap.gap(f"{pat}.topologyRequest", TAS,
-                     workload=f"{ns}/{meta.get('name')}")
-        count = ps.get("count", 1)
-        if not isinstance(count, int) or count < 0:
-            raise InputError(f"{pat}.count: {count!r} is not a pod count (fix: a whole number, "
-                             "0 or more)")
-        podsets.append(PodSet(str(ps.get("name", f"ps{pi}")), count,
-                              pod_requests(pspec, _request, f"{pat}.template.spec"),
-                              dict(pspec.get("nodeSelector") or {}),
-                              tuple(pspec.get("tolerations") or []),
-                              _min_count(ps.get("minCount"), count, pat), _affinity(pspec)))
+    podsets = [_podset(ps, pi, where, f"{ns}/{meta.get('name')}", snap)
+               for pi, ps in enumerate(spec.get("podSets") or [])]
     if not podsets:
         raise InputError(f"{where}: spec.podSets is empty (fix: a Workload needs a pod set)")
     if sum(p.min_count is not None for p in podsets) > 1:  # Kueue's workload webhook
@@ -553,8 +554,9 @@ def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, in
                                  f"{name!r} is not in spec.podSets ({', '.join(sorted(names))})"
                                  " (fix: take the Workload from the cluster as it is)")
         if adm.get("clusterQueue") and key in lq and adm["clusterQueue"] != lq[key]:
-            snap.unsupported.append(f"{where}: status.admission.clusterQueue differs from its "
-                               "LocalQueue's (counted in the LocalQueue's ClusterQueue)")
+            snap.unsupported.append(f"{where}: status.admission.clusterQueue differs from "
+                                    "its LocalQueue's (counted in the LocalQueue's "
+                                    "ClusterQueue)")
     if conds.get("Finished", {}).get("status") == "True":
         admission = None
     return Workload(
@@ -744,104 +746,128 @@ def _pods_ready(wait: Obj, av: str, where: str) -> WaitForPodsReady:
         backoff_limit=None if limit is None else int(limit))
 
 
+@dataclass
+class _Parts:
+    """What the reading of the objects keeps for the steps after it."""
+
+    lq: dict[str, str] = field(default_factory=dict)  # namespace/name -> ClusterQueue
+    priorities: dict[str, int] = field(default_factory=dict)
+    workloads: list[tuple[Obj, str]] = field(default_factory=list)
+    held: set[str] = field(default_factory=set)  # LocalQueues with a stopPolicy
+    templates: dict[str, ClaimTemplate] = field(default_factory=dict)  # namespace/name
+    seen: set[str] = field(default_factory=set)
+
+
 def parse(objects: Iterable[Obj], source: str = "<snapshot>",
           load_text: Callable[[str, str], list[Obj]] | None = None) -> Snapshot:
     """Objects -> Snapshot; see the module docstring for what is read and refused.
     ``load_text(text, where)`` parses the Configuration embedded in Kueue's ConfigMap (the
     caller's YAML reader: this module does no parsing of text)."""
     snap = Snapshot({}, {}, {}, [])
-    lq: dict[str, str] = {}
-    priorities: dict[str, int] = {}
-    workloads: list[tuple[Obj, str]] = []
-    held: set[str] = set()  # LocalQueues with a stopPolicy: their workloads wait
-    templates: dict[str, ClaimTemplate] = {}  # namespace/name
-    seen: set[str] = set()
+    parts = _Parts()
     for obj in objects:
-        kind = obj.get("kind")
-        av = str(obj.get("apiVersion", ""))
-        where = _where(source, obj)
-        if not (obj.get("metadata") or {}).get("name") and kind not in ("ConfigMap",
-                                                                         "Configuration"):
-            raise InputError(f"{where}: metadata.name is missing")
-        if kind in KUEUE_KINDS:
-            if where in seen:  # a cluster holds one; a folder of files may hold two
-                raise InputError(f"{where}: given twice (fix: keep one copy of each object)")
-            seen.add(where)
-        if kind == "Configuration":
-            _configuration(obj, where, snap)
-            continue
-        if kind == "ConfigMap":
-            text = (obj.get("data") or {}).get("controller_manager_config.yaml")
-            if text is None:
-                continue  # some other ConfigMap: not Kueue's
-            if load_text is None:
-                raise InputError(f"{where}: a ConfigMap's embedded Configuration needs a "
-                                 "YAML reader (fix: pass the Configuration itself)")
-            docs = load_text(str(text), where)
-            if not docs:
-                raise InputError(f"{where}: data.controller_manager_config.yaml holds no "
-                                 "Configuration mapping (fix: embed Kueue's Configuration "
-                                 "YAML there)")
-            _configuration(docs[0], where, snap)
-            continue
-        if kind == "Namespace":  # its labels, for the ClusterQueues' namespaceSelector
-            labels = dict((obj.get("metadata") or {}).get("labels") or {})
-            labels.setdefault("kubernetes.io/metadata.name", str(obj["metadata"]["name"]))
-            snap.namespaces = {**(snap.namespaces or {}), str(obj["metadata"]["name"]): labels}
-            continue
-        if kind == "Node":
-            continue  # quota decisions need no nodes (TAS is reported as unsupported)
-        if kind == "ResourceClaimTemplate":
-            if av != DRA_VERSION:
-                raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
-                                 f"{DRA_VERSION} (as Kueue v0.19 does)")
-            ns = obj["metadata"].get("namespace", "default")
-            templates[f"{ns}/{obj['metadata']['name']}"] = _claim_template(obj)
-            continue
-        if kind not in KUEUE_KINDS:
-            raise InputError(f"{where}: kind {kind!r} is not a Kueue object this replay reads "
-                             f"(fix: pass only {', '.join(KUEUE_KINDS)}, "
-                             "ResourceClaimTemplate, Node, Configuration)")
-        if av not in KUEUE_VERSIONS:
+        _object(obj, source, snap, parts, load_text)
+    _finish(snap, parts, source)
+    return snap
+
+
+def _object(obj: Obj, source: str, snap: Snapshot, parts: _Parts,
+            load_text: Callable[[str, str], list[Obj]] | None) -> None:
+    kind = obj.get("kind")
+    av = str(obj.get("apiVersion", ""))
+    where = _where(source, obj)
+    if not (obj.get("metadata") or {}).get("name") and kind not in ("ConfigMap",
+                                                                     "Configuration"):
+        raise InputError(f"{where}: metadata.name is missing")
+    if kind in KUEUE_KINDS:
+        if where in parts.seen:  # a cluster holds one; a folder of files may hold two
+            raise InputError(f"{where}: given twice (fix: keep one copy of each object)")
+        parts.seen.add(where)
+    if kind == "Configuration":
+        _configuration(obj, where, snap)
+    elif kind == "ConfigMap":
+        _config_map(obj, where, snap, load_text)
+    elif kind == "Namespace":  # its labels, for the ClusterQueues' namespaceSelector
+        labels = dict((obj.get("metadata") or {}).get("labels") or {})
+        labels.setdefault("kubernetes.io/metadata.name", str(obj["metadata"]["name"]))
+        snap.namespaces = {**(snap.namespaces or {}), str(obj["metadata"]["name"]): labels}
+    elif kind == "Node":
+        pass  # quota decisions need no nodes (TAS is reported as unsupported)
+    elif kind == "ResourceClaimTemplate":
+        if av != DRA_VERSION:
             raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
-                             f"{' or '.join(KUEUE_VERSIONS)} (Kueue v0.19)")
-        spec = obj.get("spec") or {}
-        name = str(obj["metadata"]["name"])
-        if kind == "ResourceFlavor":
-            for key in sorted(set(spec) - _RF_FIELDS):
-                snap.gap(f"{where}: spec.{key}", f"ResourceFlavor spec.{key}", flavor=name)
-            if spec.get("topologyName"):
-                snap.gap(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}", TAS, flavor=name)
-            snap.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}),
-                                        tuple(spec.get("nodeTaints") or ()),
-                                        tuple(spec.get("tolerations") or ()),
-                                        spec.get("topologyName"))
-        elif kind == "ClusterQueue":
-            snap.cluster_queues[name] = _cluster_queue(obj, where, snap)
-        elif kind == "Cohort":
-            for key in sorted(set(spec) - _COHORT_FIELDS):
-                snap.gap(f"{where}: spec.{key}", f"Cohort spec.{key}", cohort=name)
-            snap.cohorts[name] = Cohort(name, spec.get("parentName", spec.get("parent")),
-                                        _groups(spec, where), _weight(spec, where))
-        elif kind == "LocalQueue":
-            ns = obj["metadata"].get("namespace", "default")
-            if not spec.get("clusterQueue"):
-                raise InputError(f"{where}: spec.clusterQueue is missing")
-            lq[f"{ns}/{name}"] = str(spec["clusterQueue"])
-            if spec.get("stopPolicy", "None") != "None":
-                held.add(f"{ns}/{name}")
-            if spec.get("fairSharing"):
-                snap.unsupported.append(f"{where}: spec.fairSharing (admission fair sharing)")
-        elif kind == "WorkloadPriorityClass":
-            priorities[name] = int(obj.get("value", 0))
-        elif kind == "AdmissionCheck":  # Kueue's cache: active when its condition says so
-            conds = (obj.get("status") or {}).get("conditions") or []
-            snap.admission_checks = {**(snap.admission_checks or {}), name: any(
-                c.get("type") == "Active" and c.get("status") == "True" for c in conds)}
-        elif kind == "Topology":
-            snap.unsupported.append(f"{where}: Topology {NOT_REPLAYED_TAS}")
-        else:
-            workloads.append((obj, where))
+                             f"{DRA_VERSION} (as Kueue v0.19 does)")
+        ns = obj["metadata"].get("namespace", "default")
+        parts.templates[f"{ns}/{obj['metadata']['name']}"] = _claim_template(obj)
+    elif kind not in KUEUE_KINDS:
+        raise InputError(f"{where}: kind {kind!r} is not a Kueue object this replay reads "
+                         f"(fix: pass only {', '.join(KUEUE_KINDS)}, "
+                         "ResourceClaimTemplate, Node, Namespace, Configuration)")
+    elif av not in KUEUE_VERSIONS:
+        raise InputError(f"{where}: apiVersion {av!r}: this replay reads "
+                         f"{' or '.join(KUEUE_VERSIONS)} (Kueue v0.19)")
+    else:
+        _kueue_object(obj, str(kind), where, snap, parts)
+
+
+def _config_map(obj: Obj, where: str, snap: Snapshot,
+                load_text: Callable[[str, str], list[Obj]] | None) -> None:
+    text = (obj.get("data") or {}).get("controller_manager_config.yaml")
+    if text is None:
+        return  # some other ConfigMap: not Kueue's
+    if load_text is None:
+        raise InputError(f"{where}: a ConfigMap's embedded Configuration needs a "
+                         "YAML reader (fix: pass the Configuration itself)")
+    docs = load_text(str(text), where)
+    if not docs:
+        raise InputError(f"{where}: data.controller_manager_config.yaml holds no "
+                         "Configuration mapping (fix: embed Kueue's Configuration "
+                         "YAML there)")
+    _configuration(docs[0], where, snap)
+
+
+def _kueue_object(obj: Obj, kind: str, where: str, snap: Snapshot, parts: _Parts) -> None:
+    spec = obj.get("spec") or {}
+    name = str(obj["metadata"]["name"])
+    if kind == "ResourceFlavor":
+        for key in sorted(set(spec) - _RF_FIELDS):
+            snap.gap(f"{where}: spec.{key}", f"ResourceFlavor spec.{key}", flavor=name)
+        if spec.get("topologyName"):
+            snap.gap(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}", TAS, flavor=name)
+        snap.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}),
+                                    tuple(spec.get("nodeTaints") or ()),
+                                    tuple(spec.get("tolerations") or ()),
+                                    spec.get("topologyName"))
+    elif kind == "ClusterQueue":
+        snap.cluster_queues[name] = _cluster_queue(obj, where, snap)
+    elif kind == "Cohort":
+        for key in sorted(set(spec) - _COHORT_FIELDS):
+            snap.gap(f"{where}: spec.{key}", f"Cohort spec.{key}", cohort=name)
+        snap.cohorts[name] = Cohort(name, spec.get("parentName", spec.get("parent")),
+                                    _groups(spec, where), _weight(spec, where))
+    elif kind == "LocalQueue":
+        ns = obj["metadata"].get("namespace", "default")
+        if not spec.get("clusterQueue"):
+            raise InputError(f"{where}: spec.clusterQueue is missing")
+        parts.lq[f"{ns}/{name}"] = str(spec["clusterQueue"])
+        if spec.get("stopPolicy", "None") != "None":
+            parts.held.add(f"{ns}/{name}")
+        if spec.get("fairSharing"):
+            snap.unsupported.append(f"{where}: spec.fairSharing (admission fair sharing)")
+    elif kind == "WorkloadPriorityClass":
+        parts.priorities[name] = int(obj.get("value", 0))
+    elif kind == "AdmissionCheck":  # Kueue's cache: active when its condition says so
+        conds = (obj.get("status") or {}).get("conditions") or []
+        snap.admission_checks = {**(snap.admission_checks or {}), name: any(
+            c.get("type") == "Active" and c.get("status") == "True" for c in conds)}
+    elif kind == "Topology":
+        snap.unsupported.append(f"{where}: Topology {NOT_REPLAYED_TAS}")
+    else:
+        parts.workloads.append((obj, where))
+
+
+def _finish(snap: Snapshot, parts: _Parts, source: str) -> None:
+    """What needs every object read: queues' flavors and checks, then the workloads."""
     for q in snap.cluster_queues.values():
         for g in q.groups:
             for f in g.flavors:
@@ -849,15 +875,14 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                     snap.unsupported.append(
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
-    snap.local_queues = lq
-    if snap.admission_checks is None:  # missing, or not captured: cannot be told
-        for q in snap.cluster_queues.values():
-            if q.checks:
-                snap.gap(f"{source}: ClusterQueue {q.name}: admission checks "
-                         f"{', '.join(n for n, _ in q.checks)} (no AdmissionCheck in the "
-                         "snapshot; fix: include 'kubectl get admissionchecks -o yaml')",
-                         "admissionChecks", cluster_queue=q.name)
-    snap.workloads = [_workload(o, w, lq, priorities, snap) for o, w in workloads]
+        if q.checks and snap.admission_checks is None:  # missing, or not captured
+            snap.gap(f"{source}: ClusterQueue {q.name}: admission checks "
+                     f"{', '.join(n for n, _ in q.checks)} (no AdmissionCheck in the "
+                     "snapshot; fix: include 'kubectl get admissionchecks -o yaml')",
+                     "admissionChecks", cluster_queue=q.name)
+    snap.local_queues = parts.lq
+    workloads = parts.workloads
+    snap.workloads = [_workload(o, w, parts.lq, parts.priorities, snap) for o, w in workloads]
     for (_, where), wl in zip(workloads, snap.workloads, strict=True):
         _queued(wl, snap)
         _namespace(wl, snap, where)
@@ -870,13 +895,12 @@ def parse(objects: Iterable[Obj], source: str = "<snapshot>",
                 r: v for r, v in p.requests.items()
                 if not r.startswith(snap.excluded_prefixes)}) for p in wl.podsets)
     for (obj, where), wl in zip(workloads, snap.workloads, strict=True):
-        _devices(obj, wl, templates, snap, where)  # after the exclusion, as Kueue adds them
+        _devices(obj, wl, parts.templates, snap, where)  # after the exclusion, as Kueue does
     for wl in snap.workloads:
-        if f"{wl.key.split('/', 1)[0]}/{wl.queue_name}" in held and wl.admission is None:
+        if f"{wl.key.split('/', 1)[0]}/{wl.queue_name}" in parts.held and wl.admission is None:
             wl.active = False
             wl.held = True
     _check_cycles(snap, source)
-    return snap
 
 
 def _queued(wl: Workload, snap: Snapshot) -> None:
