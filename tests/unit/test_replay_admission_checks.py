@@ -6,9 +6,15 @@ AdmissionCheckInactive) and admits nothing."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import yaml
+from click.testing import CliRunner
 from test_sched_replay import API, cq, rf, run, wl
+
+from aiplat.cli.main import cli
 
 Obj = dict[str, Any]
 
@@ -18,7 +24,8 @@ def _check(name: str, active: bool = True) -> Obj:
               "spec": {"controllerName": "kueue.x-k8s.io/provisioning-request"}}
     if active:
         o["status"] = {"conditions": [{"type": "Active", "status": "True", "reason": "Active",
-                                       "message": "The admission check is active"}]}
+                                       "message": "The admission check is active",
+                                       "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
     return o
 
 
@@ -77,3 +84,13 @@ def test_without_any_admission_check_in_the_snapshot_the_queue_is_unknown() -> N
 
     rows = decide(parse([*_queue(), wl("w", "q", (1, {"cpu": "1"}))], "t"))[1]
     assert rows[0].shown == "unknown (admissionChecks)"
+
+
+def test_cli_reads_admission_checks_through_kueues_schema(tmp_path: Path) -> None:
+    f = tmp_path / "s.yaml"
+    f.write_text(yaml.safe_dump_all([*_queue(), _check("prov"),
+                                     wl("w", "q", (1, {"cpu": "1"}))]))
+    r = CliRunner().invoke(cli, ["sim", "replay", str(f), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)[0]
+    assert (row["decision"], row["reason"]) == ("reserved", "UnsatisfiedChecks")
