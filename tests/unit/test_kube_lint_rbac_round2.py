@@ -147,6 +147,19 @@ def test_a_rolebinding_without_namespace_is_judged_as_if_in_kube_system(
     assert "Group oidc:ml-team" in line
 
 
+def test_a_rolebinding_placed_by_an_explicit_namespace_is_judged_there(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """-n says where kubectl puts it: no guess, so no 'namespace not set'; -n kube-system
+    is judged as a binding in kube-system is."""
+    objs = [binding("RoleBinding", None, ("ClusterRole", "cluster-admin"),
+                    group("oidc:ml-team"), name="x")]
+    _code, out, _err = lint_dir(tmp_path, objs, capsys, "-n", "ml-team")
+    assert "[rbac-namespace-unset]" not in out
+    code, out, _err = lint_dir(tmp_path, objs, capsys, "-n", "kube-system")
+    assert code == 1 and "[rbac-namespace-unset]" not in out
+    assert "error: [rbac-system-namespace] RoleBinding/kube-system/x: " in out
+
+
 def test_rbac_without_namespace_and_no_power_is_a_warning() -> None:
     objs = [role("Role", None, rule("", ["configmaps"], ["get"])),
             binding("RoleBinding", None, ("Role", "r"), group("oidc:ml-team"))]

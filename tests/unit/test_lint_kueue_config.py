@@ -103,3 +103,17 @@ def test_an_unknown_release_says_which_stands_in() -> None:
     got = findings([JOBSET], "0.9.1")
     assert any(s == "info" and "no packaged configuration for Kueue 0.9.1" in m
                for s, _r, m in got), got
+
+
+def test_the_command_takes_the_release_and_counts_notes_apart(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """--kueue-version picks the release whose Configuration stands in; info lines are
+    notes in the summary, not warnings; a version that is no release is refused (exit 2)."""
+    job = str(V19 / "sample-jobset.yaml")
+    assert aiplat(["kube", "lint", job, "--kueue-version", "0.17.8"]) == 0
+    out = capsys.readouterr().out
+    assert "Kueue v0.17.8's released configuration" in out
+    assert out.splitlines()[-1] == "1 objects, 0 errors, 1 warnings, 2 notes"
+    assert aiplat(["kube", "lint", job, "--kueue-version", "latest"]) == 2
+    assert "--kueue-version 'latest': not a release" in capsys.readouterr().err
+

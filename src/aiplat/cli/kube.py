@@ -7,6 +7,7 @@ Data goes to stdout (``-o table|json|yaml``), progress and errors to stderr. Exi
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from typing import Any
@@ -15,7 +16,7 @@ import click
 
 from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
-from aiplat.findings import Finding, line
+from aiplat.findings import Finding, counts, line
 from aiplat.fsutil import write_tree
 from aiplat.kube import (
     CrdIndex,
@@ -146,9 +147,14 @@ def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
 @click.option("--inventory", type=click.Path(dir_okay=False),
               help="pool inventory YAML (default: DIR/cluster/nodes/inventory.yaml; "
                    "without one, the checks against nodes are not run)")
+@click.option("--kueue-version", metavar="X.Y.Z",
+              help="the Kueue release the cluster runs, whose shipped Configuration stands "
+                   "in when the tree has none (default: a SPEC's kueueVersion, else the "
+                   "release aiplat targets)")
 @NAMESPACE
 @OUTPUT
-def lint_cmd(target: str, inventory: str | None, namespace: str | None, fmt: str) -> None:
+def lint_cmd(target: str, inventory: str | None, kueue_version: str | None,
+             namespace: str | None, fmt: str) -> None:
     """Cross-check the layers of rendered manifests (FILE, DIR or - for stdin), or of a SPEC
     (an aiplat Platform file, rendered in memory).
 
@@ -159,27 +165,42 @@ def lint_cmd(target: str, inventory: str | None, namespace: str | None, fmt: str
       aiplat spec example > platform.yaml
       aiplat kube lint platform.yaml -o json
     """
+    if kueue_version is not None and not re.fullmatch(r"v?\d{1,3}\.\d{1,3}\.\d{1,4}",
+                                                      kueue_version):
+        raise InputError(f"--kueue-version {kueue_version!r}: not a release (fix: give one "
+                         "such as 0.19.2, as `kubectl -n kueue-system get deploy "
+                         "kueue-controller-manager -o yaml` shows in its image tag)")
     inv: Inventory | None
     files: list[str] | None = None
     unknown: list[Finding] = []  # kustomize fields the reader does not model: errors
+    placed: list[Any] = []  # put in "default" only as kubectl's context likely would
     items, inv = read_manifests(target, unknown, namespace=namespace or "default",
-                                only=namespace is not None)
+                                only=namespace is not None,
+                                placed=placed if namespace is None else None)
+    unset: set[int] = set()
     if target != "-" and len(items) == 1 and _is_spec(items[0][1]):
-        rendered = render(_platform(target), load_catalog())
+        platform = _platform(target)
+        rendered = render(platform, load_catalog())
         objects = rendered.objects()
         inv = rendered.inventory
+        kueue_version = kueue_version or platform.kubernetes.kueue_version
     else:
         files, objects = [f for f, _o in items], [o for _f, o in items]
+        moved = {id(o) for o in placed}
+        unset = {i for i, o in enumerate(objects) if id(o) in moved}
     if inventory:
         from aiplat import inputs
 
         inv = Inventory.from_dict(inputs.load_yaml(inventory, "a node inventory (YAML)") or {},
                                   inventory)
     # Without an inventory the node-dependent rules judge nothing (lint says so).
-    findings = unknown + lint(objects, inv, files=files)
-    errors = sum(f.severity == "error" for f in findings)
+    findings = unknown + lint(objects, inv, files=files, kueue_version=kueue_version,
+                              unset_namespace=unset)
+    n = counts(findings)
+    errors = n["error"]
     lines = [line(f) for f in findings]
-    lines.append(f"{len(objects)} objects, {errors} errors, {len(findings) - errors} warnings")
+    lines.append(f"{len(objects)} objects, {errors} errors, {n['warning']} warnings"
+                 + (f", {n['info']} notes" if n["info"] else ""))
     _emit(fmt, [f.model_dump() for f in findings], lines)
     if errors:
         sys.exit(1)

@@ -399,7 +399,7 @@ _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
                    namespace: str | None = None, only: bool = False,
-                   stdin: BinaryIO | None = None
+                   stdin: BinaryIO | None = None, placed: list[Any] | None = None
                    ) -> tuple[list[tuple[str, Any]], Inventory | None]:
     """The objects of ``target`` as ``kubectl apply -f TARGET`` reads it: a directory
     (``read_tree``), one manifest file, or ``-`` for ``stdin`` (default: the process's); the
@@ -407,7 +407,9 @@ def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
     placed in it, as kubectl places it (``--namespace``, else its context's, ``default``): the
     checks then see the namespace the object lands in. With ``only`` (an explicit
     ``--namespace``), an object naming another namespace is an ``InputError``, as kubectl
-    refuses it ("the namespace from the provided object ... does not match")."""
+    refuses it ("the namespace from the provided object ... does not match"). ``placed``
+    receives the objects it put in ``namespace``: without an explicit ``--namespace`` that is
+    only kubectl's likely context, and a check that must assume the worst can tell them."""
     if namespace is not None and not _DNS_LABEL.fullmatch(namespace):
         raise InputError(f"--namespace {namespace!r}: not a namespace name (a DNS-1123 label: "
                          "lowercase letters, digits, '-'; at most 63) (fix: correct it)")
@@ -430,7 +432,9 @@ def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
         raise InputError(f"{target}: {what} (fix: give a manifest FILE, a DIR of manifests, "
                          "or - to read them from stdin)")
     if namespace is not None:
-        place_namespace([o for _f, o in items], namespace)
+        moved = place_namespace([o for _f, o in items], namespace)
+        if placed is not None:
+            placed.extend(moved)
         if only:
             _same_namespace(items, namespace)
     return items, inventory
@@ -452,14 +456,17 @@ def _same_namespace(items: list[tuple[str, Any]], namespace: str) -> None:
                              f"--namespace {ns})")
 
 
-def place_namespace(objects: list[Any], namespace: str) -> None:
+def place_namespace(objects: list[Any], namespace: str) -> list[Any]:
     """Set ``metadata.namespace`` to ``namespace`` on each object of a namespaced kind that has
-    none, in place: where ``kubectl apply`` creates it. Kinds the reader cannot tell (a custom
-    resource with no CRD at hand) count as namespaced, as most are."""
+    none, in place: where ``kubectl apply`` creates it; the objects it set. Kinds the reader
+    cannot tell (a custom resource with no CRD at hand) count as namespaced, as most are."""
     scoped = _cluster_scoped(objects)
+    moved = []
     for o in objects:
         meta = o.get("metadata")
         group = str(o.get("apiVersion", "")).rpartition("/")[0]
         if isinstance(meta, dict) and not meta.get("namespace") \
                 and (group, str(o.get("kind", ""))) not in scoped:
             meta["namespace"] = namespace
+            moved.append(o)
+    return moved

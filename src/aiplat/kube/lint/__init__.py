@@ -2,9 +2,10 @@
 the hardware?
 
 Input is a list of objects (a rendered tree or a directory) and an ``Inventory`` (pools:
-labels, taints, GPU units, DRA devices), or none (the node checks then judge nothing). Each rule is a pure function ``(Context) ->
-findings``; a finding carries severity, rule id, object, why and how to fix. Errors mean a
-workload can be stuck or a tenant fenced wrongly; warnings need a decision.
+labels, taints, GPU units, DRA devices), or none (the node checks then judge nothing). Each
+rule is a pure function ``(Context) -> findings``; a finding carries severity, rule id,
+object, why and how to fix. Errors mean a workload can be stuck or a tenant fenced wrongly;
+warnings need a decision.
 
 The package, each part importing only those below it (an import-linter contract):
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from aiplat.findings import Finding
 from aiplat.kube.inventory import Inventory
@@ -57,19 +58,23 @@ def rules() -> tuple[Rule, ...]:
 
 def lint(objects: list[Obj], inventory: Inventory | None, *,
          files: Sequence[str] | None = None,
-         kueue_version: str | None = None) -> list[Finding]:
+         kueue_version: str | None = None,
+         unset_namespace: Collection[int] = ()) -> list[Finding]:
     """The findings of every rule on ``objects`` (from ``files``, one per object, for
     messages) against the nodes of ``inventory`` (None: not known; node-dependent rules judge
     nothing and an info finding says so), for the target Kueue release ``kueue_version``
     (None: the spec's default), errors first, then by rule and object; an ``InputError``
     naming file, object and field when a field is not of the type its schema gives (rules
     read fields; none reasons on half a tree). Kueue's Helm values (a document of no kind)
-    are read as its Configuration."""
+    are read as its Configuration. ``unset_namespace``: the positions in ``objects`` of those
+    whose namespace the reader gave them (kubectl's context's, not known here)."""
     names = list(files or [""] * len(objects))
     pairs = list(zip(names, objects, strict=True))
     values = [(f, o) for f, o in pairs if helm_values(o)]
-    kept = [(f, o) for f, o in pairs if not helm_values(o)]
-    ctx = Context(readable(kept), inventory, [f for f, _o in kept],
-                  kueue_version=kueue_version, helm_values=values)
+    kept = [(i, f, o) for i, (f, o) in enumerate(pairs) if not helm_values(o)]
+    stored = readable([(f, o) for _i, f, o in kept])  # the same order
+    unset = {id(s) for (i, _f, _o), s in zip(kept, stored, strict=True) if i in unset_namespace}
+    ctx = Context(stored, inventory, [f for _i, f, _o in kept],
+                  kueue_version=kueue_version, helm_values=values, unset_namespace=unset)
     findings = [f for r in rules() for f in r.run(ctx)]
     return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 2), f.source, f.subject))

@@ -52,14 +52,19 @@ class Context:
     """The tree a rule reads: its objects (shape-checked), by kind, the file each came from
     ("" when not read from files) and the pools (none when no inventory was given:
     ``inventory_known`` False); the target Kueue release (None: the spec's
-    default) and Kueue's Helm values the tree holds (file, values: documents of no kind).
+    default) and Kueue's Helm values the tree holds (file, values: documents of no kind);
+    ``unset_namespace``: ids of the objects that named no namespace (the reader placed them
+    where kubectl's context likely would; a rule that must assume the worst asks
+    ``namespace_unset``).
     ``cache`` keeps what rules derive from the tree once per lint (each key owned by one
     module)."""
 
     def __init__(self, objects: list[Obj], inventory: Inventory | None,
                  files: list[str] | None = None, *, kueue_version: str | None = None,
-                 helm_values: list[tuple[str, Obj]] | None = None) -> None:
+                 helm_values: list[tuple[str, Obj]] | None = None,
+                 unset_namespace: set[int] | None = None) -> None:
         self.objects = objects
+        self.unset_namespace = unset_namespace or set()
         # No inventory: no pools, no devices; the rules that compare with them judge nothing.
         self.inventory_known = inventory is not None
         self.inventory = inventory or Inventory(pools=[])
@@ -73,6 +78,12 @@ class Context:
 
     def kind(self, kind: str) -> list[Obj]:
         return self.by_kind.get(kind, [])
+
+    def namespace_unset(self, o: Obj) -> bool:
+        """Did ``o`` name no namespace of its own (none now, or one the reader gave it)?"""
+        meta = o.get("metadata")
+        return id(o) in self.unset_namespace or not (isinstance(meta, dict)
+                                                     and meta.get("namespace"))
 
     def names(self, kind: str) -> set[str]:
         return {name(o) for o in self.kind(kind)}

@@ -462,7 +462,7 @@ def rbac_namespace_unset(ctx: Context) -> list[Finding]:
     out = []
     fix = "set metadata.namespace (or the kustomization's namespace)"
     for b in ctx.kind("RoleBinding"):
-        if namespace(b):
+        if not ctx.namespace_unset(b):
             continue
         # Judged as if in kube-system: a subject without a namespace is the binding's own
         # ServiceAccount (a component there, the namespace's own elsewhere).
@@ -472,14 +472,21 @@ def rbac_namespace_unset(ctx: Context) -> list[Finding]:
         if risky and allowed:
             who = ", ".join(str(s) for s in risky)
             out.append(finding(
-                "error", "rbac-namespace-unset", ref(b),
+                "error", "rbac-namespace-unset", _unplaced(b),
                 f"{NO_NAMESPACE}; in kube-system it gives {who} {role}, which "
                 f"{'; '.join(allowed)}: a path to cluster-admin", fix))
         else:
-            out.append(finding("warning", "rbac-namespace-unset", ref(b), NO_NAMESPACE, fix))
-    out += [finding("warning", "rbac-namespace-unset", ref(r), NO_NAMESPACE, fix)
-            for r in ctx.kind("Role") if not namespace(r)]
+            out.append(finding("warning", "rbac-namespace-unset", _unplaced(b), NO_NAMESPACE,
+                               fix))
+    out += [finding("warning", "rbac-namespace-unset", _unplaced(r), NO_NAMESPACE, fix)
+            for r in ctx.kind("Role") if ctx.namespace_unset(r)]
     return out
+
+
+def _unplaced(o: Obj) -> str:
+    """``Kind/name``: the object as written, not the namespace the reader guessed for it."""
+    return ref({**o, "metadata": {k: v for k, v in (o.get("metadata") or {}).items()
+                                  if k != "namespace"}})
 
 
 def _tenant_subjects(ctx: Context, tenants: set[str]) -> set[tuple[str, str]]:
