@@ -137,7 +137,7 @@ def test_cli_replays_a_kubectl_snapshot(classic: tuple[Api, str], tmp_path: Path
         rows = {r["workload"].split("/", 1)[1]: r for r in json.loads(cp.stdout)}
         live = {w["metadata"]["name"]: kueue_live.outcome(w)
                 for w in kueue_live.workloads(api, sc.prefix)}
-        for name, (admitted, flavors) in live.items():
+        for name, (admitted, flavors, _) in live.items():
             assert (rows[name]["decision"] == "admitted") == admitted, rows[name]
             if admitted:
                 assert rows[name]["flavors"] == flavors
