@@ -129,7 +129,7 @@ def test_lower_priority_victims_are_named() -> None:
 def test_victims_with_a_topology_request_carry_the_caveat() -> None:
     """The same preemption for a podset that asks for a rack: the replay does not replay
     topology-aware scheduling, so the answer says Kueue may still refuse it there."""
-    lists = _lists("quota-exhausted")
+    lists = _lists("quota-exhausted", tas=True)
     wl = _owned(lists, "finetune")
     wl["spec"]["priority"] = 1000
     wl["spec"]["podSets"][0]["topologyRequest"] = {"required": "topology.aiplat.io/rack"}

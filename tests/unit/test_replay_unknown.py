@@ -25,13 +25,21 @@ def _tas(o: Obj) -> Obj:
     return o
 
 
+def _topology(flavor: Obj) -> Obj:
+    flavor["spec"] = {"topologyName": "default"}
+    return flavor
+
+
 def _rows(objs: list[Obj]) -> dict[str, Any]:
     return {o.workload.split("/")[1]: o for o in decide(parse(objs, "t"))[1]}
 
 
 def _queues() -> list[Obj]:
-    return [rf("f0"), *cq("a", [(["cpu"], [("f0", {"cpu": 2})])]),
-            *cq("b", [(["cpu"], [("f0", {"cpu": 2})])])]
+    """a: a topology-aware flavor and a plain one, StrictFIFO; b: a plain one."""
+    return [_topology(rf("t0")), rf("f0"), rf("f1"),
+            *cq("a", [(["cpu"], [("t0", {"cpu": 2}), ("f0", {"cpu": 2})])],
+                queueingStrategy="StrictFIFO"),
+            *cq("b", [(["cpu"], [("f1", {"cpu": 2})])])]
 
 
 def test_a_topology_request_is_unknown_not_admitted() -> None:
@@ -42,23 +50,36 @@ def test_a_topology_request_is_unknown_not_admitted() -> None:
     assert d["onQuotaAlone"] == "admitted"
 
 
-def test_a_competitor_in_the_same_queue_depends_on_it() -> None:
-    """t (older) takes the queue's 2 cpu if Kueue places it; if not, w fits: w's outcome
-    depends on t's topology."""
+def test_a_workload_that_asks_no_topology_skips_the_topology_aware_flavor() -> None:
+    rows = _rows([*_queues(), wl("w", "a", (1, {"cpu": "1"}))])
+    assert rows["w"].shown == "admitted" and rows["w"].flavors == {"ps0": {"cpu": "f0"}}
+
+
+def test_a_topology_request_cannot_use_a_plain_flavor() -> None:
+    rows = _rows([*_queues(), _tas(wl("t", "b", (1, {"cpu": "1"})))])
+    assert rows["t"].decision == "pending"
+    assert 'Flavor "f1" does not support TopologyAwareScheduling' in rows["t"].message
+
+
+def test_a_workload_behind_it_in_a_strict_fifo_queue_depends_on_it() -> None:
+    """t (older, the head) is admitted if Kueue places it, w after it; if it never fits it
+    blocks the StrictFIFO queue: w's outcome depends on t's topology."""
     rows = _rows([*_queues(), _tas(wl("t", "a", (1, {"cpu": "2"}))),
                   wl("w", "a", (1, {"cpu": "2"}), created="2026-01-01T00:00:05Z")])
     assert rows["w"].shown == "unknown (topology-aware scheduling)"
     assert rows["w"].depends_on == ["ns/t"]
+    assert rows["w"].as_dict()["dependsOn"] == ["ns/t"]
 
 
 def test_a_workload_the_unknown_one_cannot_touch_stays_decided() -> None:
     rows = _rows([*_queues(), _tas(wl("t", "a", (1, {"cpu": "2"}))),
+                  wl("w", "a", (1, {"cpu": "2"}), created="2026-01-01T00:00:05Z"),
                   wl("x", "b", (1, {"cpu": "1"}))])
     assert rows["x"].shown == "admitted" and not rows["x"].depends_on
 
 
 def test_an_already_admitted_workload_is_a_fact() -> None:
-    o = _tas(wl("t", "a", (1, {"cpu": "1"}), admitted={"ps0": {"cpu": "f0"}}))
+    o = _tas(wl("t", "a", (1, {"cpu": "1"}), admitted={"ps0": {"cpu": "t0"}}))
     assert _rows([*_queues(), o])["t"].shown == "admitted"
 
 
@@ -94,3 +115,18 @@ def test_a_cluster_queue_without_namespace_selector_admits_no_namespace() -> Non
     del objs[1]["spec"]["namespaceSelector"]
     out = _rows(objs)["w"]
     assert (out.shown, out.reason) == ("pending", "NamespaceMismatch")
+
+
+def test_a_queue_of_topology_aware_flavors_only_places_every_pod_set() -> None:
+    """isTASImplied: in a queue whose flavors are all topology-aware, a pod set that asks
+    no topology is placed by TAS too; Kueue's bare podIndexLabel asks for none."""
+    objs = [_topology(rf("t0")), *cq("a", [(["cpu"], [("t0", {"cpu": 2})])]),
+            wl("w", "a", (1, {"cpu": "1"}))]
+    objs[-1]["spec"]["podSets"][0]["topologyRequest"] = {
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index"}
+    assert _rows(objs)["w"].shown == "unknown (topology-aware scheduling)"
+    plain = [rf("f0"), *cq("b", [(["cpu"], [("f0", {"cpu": 2})])]),
+             wl("x", "b", (1, {"cpu": "1"}))]
+    plain[-1]["spec"]["podSets"][0]["topologyRequest"] = {
+        "podIndexLabel": "batch.kubernetes.io/job-completion-index"}
+    assert _rows(plain)["x"].shown == "admitted"

@@ -148,10 +148,32 @@ def _tolerated(taint: dict[str, object], tolerations: tuple[dict[str, object], .
     return False
 
 
-def check_flavor(flavor: Flavor | None, name: str, ps: PodSet) -> str | None:
+def _tas_mismatch(flavor: Flavor, name: str, ps: PodSet, group: ResourceGroup | None,
+                  tas_only: bool) -> str | None:
+    """``checkPodSetAndFlavorMatchForTAS``: a pod set that asks for a topology (or is in a
+    queue of topology-aware flavors only) needs one for the resources it asks; one that does
+    not skips them. ``ps.tas`` None (the simulator's pod sets): not checked."""
+    if ps.tas is None:
+        return None
+    if ps.tas or tas_only:
+        if tas_only or flavor.topology:
+            return None
+        if group is not None and not set(ps.requests) & set(group.covered):
+            return None
+        return f'Flavor "{name}" does not support TopologyAwareScheduling'
+    if flavor.topology:
+        return f'Flavor "{name}" supports only TopologyAwareScheduling'
+    return None
+
+
+def check_flavor(flavor: Flavor | None, name: str, ps: PodSet,
+                 group: ResourceGroup | None = None, tas_only: bool = False) -> str | None:
     """Why ``ps`` cannot use ``flavor`` (``checkFlavorForPodSets``), or None."""
     if flavor is None:
         return f"flavor {name} not found"
+    tas = _tas_mismatch(flavor, name, ps, group, tas_only)
+    if tas is not None:
+        return tas
     if flavor.node_taints:
         tolerations = (*ps.tolerations, *flavor.tolerations)
         for taint in flavor.node_taints:
@@ -192,6 +214,7 @@ class Assigner:
         self.plans = plans if plans is not None else {}
         self._pods_group = spec.group_of("pods")  # does the queue count pods?
         self._never = spec.preemption.never  # no preemption candidate, ever
+        self._tas_only = spec.tas_only(flavors)
 
     def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
               pods: bool, scaled: bool = False) -> Plan:
@@ -200,8 +223,8 @@ class Assigner:
         plan = self.plans.get(key)
         if plan is None or plan[0] is not ps or plan[1] is not group:
             covered = group.covered
-            checks = [(f.flavor, check_flavor(self.flavors.get(f.flavor), f.flavor, ps))
-                      for f in group.flavors]
+            checks = [(f.flavor, check_flavor(self.flavors.get(f.flavor), f.flavor, ps,
+                                              group, self._tas_only)) for f in group.flavors]
             plan = self.plans[key] = (ps, group, {r: v for r, v in requests.items()
                                                   if r in covered}, checks)
         if scaled:

@@ -181,6 +181,11 @@ class ClusterQueue:
     namespace_selector: Obj | None = None
     checks: tuple[tuple[str, tuple[str, ...]], ...] = ()  # AdmissionCheck, onFlavors
 
+    def tas_only(self, flavors: dict[str, Flavor]) -> bool:
+        """``IsTASOnly``: every flavor it lists is topology-aware."""
+        names = [f.flavor for g in self.groups for f in g.flavors]
+        return bool(names) and all(n in flavors and flavors[n].topology for n in names)
+
     def checks_on(self, flavors: dict[str, dict[str, str]]) -> list[str]:
         """The AdmissionChecks a workload admitted on ``flavors`` waits for (a check with
         ``onFlavors`` runs only where one of them is assigned)."""
@@ -225,6 +230,7 @@ class PodSet:
     tolerations: tuple[Obj, ...] = ()
     min_count: int | None = None  # partial admission: the fewest pods Kueue may admit
     affinity: tuple[Obj, ...] = ()  # required node affinity's nodeSelectorTerms
+    tas: bool | None = None  # asks for a topology explicitly (None: not known, the simulator)
 
     def total(self) -> dict[str, int]:
         return dict(self.totals)
@@ -498,10 +504,21 @@ def _admitted_counts(adm: Obj, podsets: list[PodSet]) -> dict[str, int] | None:
     return {**full, **got} if any(full.get(n, v) != v for n, v in got.items()) else None
 
 
+_TAS_FIELDS = ("unconstrained", "required", "preferred", "podSetSliceRequiredTopology",
+               "podSetSliceSize", "podsetSliceRequiredTopologyConstraints")
+
+
+def _explicit_tas(request: Obj) -> bool:
+    """``IsExplicitlyRequestingTAS``: a level or slice asked for; Kueue's job integrations
+    add a bare ``podIndexLabel`` to every pod set, which asks for nothing."""
+    return any(request.get(f) for f in _TAS_FIELDS)
+
+
 def _podset(ps: Obj, pi: int, where: str, key: str, snap: Snapshot) -> PodSet:
     pat = f"{where} spec.podSets[{pi}]"
     pspec = (ps.get("template") or {}).get("spec") or {}
-    if ps.get("topologyRequest"):
+    tas = _explicit_tas(ps.get("topologyRequest") or {})
+    if tas:
         snap.gap(f"{pat}.topologyRequest", TAS, workload=key)
     count = ps.get("count", 1)
     if not isinstance(count, int) or count < 0:
@@ -510,7 +527,7 @@ def _podset(ps: Obj, pi: int, where: str, key: str, snap: Snapshot) -> PodSet:
     return PodSet(str(ps.get("name", f"ps{pi}")), count,
                   pod_requests(pspec, _request, f"{pat}.template.spec"),
                   dict(pspec.get("nodeSelector") or {}), tuple(pspec.get("tolerations") or []),
-                  _min_count(ps.get("minCount"), count, pat), _affinity(pspec))
+                  _min_count(ps.get("minCount"), count, pat), _affinity(pspec), tas)
 
 
 def _workload(obj: Obj, where: str, lq: dict[str, str], priorities: dict[str, int],
@@ -832,8 +849,8 @@ def _kueue_object(obj: Obj, kind: str, where: str, snap: Snapshot, parts: _Parts
     if kind == "ResourceFlavor":
         for key in sorted(set(spec) - _RF_FIELDS):
             snap.gap(f"{where}: spec.{key}", f"ResourceFlavor spec.{key}", flavor=name)
-        if spec.get("topologyName"):
-            snap.gap(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}", TAS, flavor=name)
+        if spec.get("topologyName"):  # who may use it: kueue.assign.check_flavor
+            snap.unsupported.append(f"{where}: spec.topologyName {NOT_REPLAYED_TAS}")
         snap.flavors[name] = Flavor(name, dict(spec.get("nodeLabels") or {}),
                                     tuple(spec.get("nodeTaints") or ()),
                                     tuple(spec.get("tolerations") or ()),
@@ -875,6 +892,9 @@ def _finish(snap: Snapshot, parts: _Parts, source: str) -> None:
                     snap.unsupported.append(
                         f"{source}: ClusterQueue {q.name} names ResourceFlavor {f.flavor}, "
                         "not in the snapshot (Kueue keeps the queue inactive)")
+        if q.tas_only(snap.flavors):  # every pod set is placed by TAS (isTASImplied)
+            snap.gap(f"{source}: ClusterQueue {q.name}: every flavor is topology-aware "
+                     f"{NOT_REPLAYED_TAS}", TAS, cluster_queue=q.name)
         if q.checks and snap.admission_checks is None:  # missing, or not captured
             snap.gap(f"{source}: ClusterQueue {q.name}: admission checks "
                      f"{', '.join(n for n, _ in q.checks)} (no AdmissionCheck in the "

@@ -4,11 +4,12 @@ not read, a namespaceSelector without the Namespace's labels) is "unknown (featu
 decided; so is a workload whose outcome depends on one.
 
 Dependence is found by replaying twice: once with the unknown workloads taken as the
-replay's quota rules admit them, once with them never admitted (what the feature may do:
-topology-aware scheduling only adds refusals). A workload decided the same both ways is
-decided; one whose decision, flavors or counts differ is unknown, naming the workloads it
-depends on. (Kueue might also admit an unknown one on other flavors than the quota rules
-pick; the two runs bound the common cases, not every one.) Pure.
+replay's quota rules admit them, once with them never fitting (what the feature may do:
+topology-aware scheduling only adds refusals), still queued, so a StrictFIFO head that never
+fits still blocks its queue. A workload decided the same both ways is decided; one whose
+decision, flavors or counts differ is unknown, naming the workloads it depends on. (Kueue
+might also admit an unknown one on other flavors than the quota rules pick; the two runs
+bound the common cases, not every one.) Pure.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def unknown_workloads(snap: Snapshot) -> dict[str, str]:
     return out
 
 
+NEVER = "aiplat.io/never-fits"  # a resource no queue has: the workload is NoFit, queued
+
+
+def _never_fits(wl: Workload) -> Workload:
+    return dataclasses.replace(wl, podsets=tuple(
+        dataclasses.replace(ps, requests={**ps.requests, NEVER: 1}) for ps in wl.podsets))
+
+
 def _key(o: Outcome) -> tuple[object, ...]:
     return (o.decision, o.flavors, o.counts)
 
@@ -64,8 +73,7 @@ def decide(snap: Snapshot, cycles: int | None = None) -> tuple[Replay, list[Outc
     if not unknown:
         return r, rows
     without = dataclasses.replace(snap, workloads=[
-        dataclasses.replace(w, active=False) if w.key in unknown else w
-        for w in snap.workloads])
+        _never_fits(w) if w.key in unknown else w for w in snap.workloads])
     other = {o.workload: o for o in Replay(without).run(cycles)}
     for o in rows:
         if o.workload in unknown:
