@@ -147,7 +147,8 @@ def replay_scale(cohorts: int, per_cohort: int, workloads: int, *, label: str,
             name = f"cq-{c}-{i}"
             names.append(name)
             objs += [{"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": name},
-                      "spec": {"cohortName": f"cohort-{c}", "resourceGroups": [{
+                      "spec": {"cohortName": f"cohort-{c}", "namespaceSelector": {},
+                               "resourceGroups": [{
                           "coveredResources": ["cpu"], "flavors": [{"name": "cpu", "resources": [
                               {"name": "cpu", "nominalQuota": 20, "borrowingLimit": 100}]}]}],
                           "preemption": {"withinClusterQueue": "LowerPriority"}}},

@@ -326,7 +326,8 @@ def replay_30(workloads: int = 3_000) -> list[str]:
             name = f"cq-{c}-{i}"
             names.append(name)
             objs += [{"apiVersion": API, "kind": "ClusterQueue", "metadata": {"name": name},
-                      "spec": {"cohortName": f"cohort-{c}", "resourceGroups": [{
+                      "spec": {"cohortName": f"cohort-{c}", "namespaceSelector": {},
+                               "resourceGroups": [{
                           "coveredResources": ["cpu"], "flavors": [{"name": "cpu", "resources": [
                               {"name": "cpu", "nominalQuota": 20, "borrowingLimit": 100}]}]}],
                           "preemption": {"withinClusterQueue": "LowerPriority"}}},
