@@ -130,3 +130,12 @@ def test_a_queue_of_topology_aware_flavors_only_places_every_pod_set() -> None:
     plain[-1]["spec"]["podSets"][0]["topologyRequest"] = {
         "podIndexLabel": "batch.kubernetes.io/job-completion-index"}
     assert _rows(plain)["x"].shown == "admitted"
+
+
+def test_a_dependent_names_the_unknown_ones_of_its_own_cohort_tree() -> None:
+    objs = [*_queues(), _topology(rf("t1")), rf("f2"),
+            *cq("c", [(["cpu"], [("t1", {"cpu": 2}), ("f2", {"cpu": 2})])],
+                queueingStrategy="StrictFIFO"),
+            _tas(wl("t", "a", (1, {"cpu": "2"}))), _tas(wl("u", "c", (1, {"cpu": "2"}))),
+            wl("w", "a", (1, {"cpu": "2"}), created="2026-01-01T00:00:05Z")]
+    assert _rows(objs)["w"].depends_on == ["ns/t"]

@@ -75,14 +75,28 @@ def decide(snap: Snapshot, cycles: int | None = None) -> tuple[Replay, list[Outc
     without = dataclasses.replace(snap, workloads=[
         _never_fits(w) if w.key in unknown else w for w in snap.workloads])
     other = {o.workload: o for o in Replay(without).run(cycles)}
+    tree = _trees(snap)
     for o in rows:
         if o.workload in unknown:
             o.unknown = unknown[o.workload]
         elif _key(o) != _key(other[o.workload]):
-            deps = sorted(unknown)
+            near = [k for k in unknown if tree[k] == tree[o.workload]]
+            deps = sorted(near or unknown)  # the unknown ones sharing its quota, else all
             o.unknown = unknown[deps[0]]
             o.depends_on = deps
     return r, rows
+
+
+def _trees(snap: Snapshot) -> dict[str, str]:
+    """Workload -> the root of its ClusterQueue's cohort tree (its queue when alone)."""
+    out = {}
+    for wl in snap.workloads:
+        cq = snap.cluster_queues.get(wl.cluster_queue)
+        chain = _cohorts_above(snap, cq) if cq is not None else set()
+        top = next((c for c in chain if c not in snap.cohorts
+                    or snap.cohorts[c].parent not in chain), None)
+        out[wl.key] = top or wl.cluster_queue
+    return out
 
 
 __all__ = ["decide", "unknown_workloads"]
