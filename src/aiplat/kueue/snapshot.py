@@ -50,6 +50,8 @@ KUEUE_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 CONFIG_VERSIONS = ("config.kueue.x-k8s.io/v1beta2", "config.kueue.x-k8s.io/v1beta1")
 KUEUE_KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "Topology",
                "WorkloadPriorityClass", "Workload", "AdmissionCheck")
+PARAMETER_KINDS = ("ProvisioningRequestConfig", "MultiKueueConfig", "MultiKueueCluster")
+"""Kueue kinds that parameterise an AdmissionCheck's controller: no replay input."""
 DRA_VERSION = "resource.k8s.io/v1"  # ResourceClaimTemplate, as Kueue v0.19 reads it
 FR = tuple[str, str]  # (flavor, resource)
 
@@ -808,8 +810,8 @@ def _object(obj: Obj, source: str, snap: Snapshot, parts: _Parts,
         labels = dict((obj.get("metadata") or {}).get("labels") or {})
         labels.setdefault("kubernetes.io/metadata.name", str(obj["metadata"]["name"]))
         snap.namespaces = {**(snap.namespaces or {}), str(obj["metadata"]["name"]): labels}
-    elif kind == "Node":
-        pass  # quota decisions need no nodes (TAS is reported as unsupported)
+    elif kind == "Node" or kind in PARAMETER_KINDS:
+        pass  # quota decisions need no nodes; admission check parameters are their own
     elif kind == "ResourceClaimTemplate":
         if av != DRA_VERSION:
             raise InputError(f"{where}: apiVersion {av!r}: this replay reads "

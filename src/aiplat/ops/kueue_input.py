@@ -22,11 +22,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
-import jsonschema
-
 from aiplat.errors import InputError
 from aiplat.kube.crds import packaged_crds
-from aiplat.kube.validate import field_path
+from aiplat.kube.schemas import Validator, field_path
 
 Obj = dict[str, Any]
 Item = tuple[str, Obj]  # (the file or source it came from, the object)
@@ -39,7 +37,8 @@ READ_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
 @functools.cache
 def _validator(api: str, kind: str) -> Any:
     schema = packaged_crds().schema(api, kind)
-    return None if schema is None else jsonschema.validators.Draft202012Validator(schema)
+    # Kueue's patterns are Go RE2 (``^(?i)...``): read as the API server reads them
+    return None if schema is None else Validator(schema)
 
 
 def _ref(o: Obj) -> str:
