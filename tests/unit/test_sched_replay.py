@@ -154,7 +154,7 @@ def test_lending_limit_keeps_quota_local() -> None:
 
 
 @pytest.mark.parametrize(("obj", "needle"), [
-    ({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "kind 'Pod'"),
+    ({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p"}}, "kind 'Service'"),
     ({"apiVersion": "kueue.x-k8s.io/v1alpha1", "kind": "ClusterQueue",
       "metadata": {"name": "q"}}, "apiVersion 'kueue.x-k8s.io/v1alpha1'"),
 ])

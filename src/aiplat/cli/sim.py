@@ -400,7 +400,7 @@ def _default_kubeconfig() -> str:
 
 _REPLAYED = ("resourceflavors", "cohorts", "clusterqueues", "localqueues", "topologies",
              "workloadpriorityclasses", "workloads", "resourceclaimtemplates", "configmaps",
-             "admissionchecks", "namespaces")
+             "admissionchecks", "namespaces", "nodes", "pods")
 
 
 def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[Any]:
@@ -478,7 +478,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
       aiplat sim replay
       aiplat sim replay --cycles 1 -o json
     """
-    from aiplat.kueue.snapshot import parse
+    from aiplat.kueue.snapshot import NOT_REPLAYED_TAS, parse
     from aiplat.kueue.unknown import decide
     from aiplat.ops import kueue_input
 
@@ -494,9 +494,11 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
              else [(source, o) for o in _snapshot_live(kubeconfig, context)])
     snap = kueue_input.read(items, source, lambda objs: parse(objs, source, _embedded),
                             "pass 'kubectl get ... -o yaml' output")
+    cluster = kueue_input.tas_cluster(items, source)
     for line in kueue_input.grouped(snap.unsupported, source):
-        _warn(f"not replayed: {line}")
-    r, outcomes = decide(snap, cycles)
+        if cluster is None or not line.split(":", 1)[0].endswith(NOT_REPLAYED_TAS):
+            _warn(f"not replayed: {line}")
+    r, outcomes = decide(snap, cycles, cluster)
     rows = [o.as_dict() for o in outcomes]
     for victim, preemptor in r.loops():
         _warn(f"preemption loop: {preemptor} preempts {victim}, which is admitted again "

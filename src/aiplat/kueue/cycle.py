@@ -343,6 +343,7 @@ class Replay:
         self.queues: Queues = queues if queues is not None else KueueQueues(snap.cluster_queues)
         self.world: World = world if world is not None else self
         self.cycle = 0
+        self.placing: dict[str, int] = {}
         self.outcomes: dict[str, Outcome] = {}
         # victims marked Evicted whose quota is not yet released, with their preemptor
         self.evicting: dict[str, tuple[preempt.Target, Entry]] = {}
@@ -525,6 +526,7 @@ class Replay:
             return
         flavors = {ps.name: {r: f for r, (f, _, _) in ps.flavors.items()}
                    for ps in e.a.podsets}
+        self.placing = e.a.counts  # the pod counts being placed (partial admission)
         why = self.world.unplaceable(e.p.wl, flavors, [t.victim for t in e.targets])
         if why:
             e.status, e.p.message, e.p.reason = "inadmissible", why, "NoFit"

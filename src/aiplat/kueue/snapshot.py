@@ -521,7 +521,7 @@ def _podset(ps: Obj, pi: int, where: str, key: str, snap: Snapshot) -> PodSet:
     pspec = (ps.get("template") or {}).get("spec") or {}
     tas = _explicit_tas(ps.get("topologyRequest") or {})
     if tas:
-        snap.gap(f"{pat}.topologyRequest", TAS, workload=key)
+        snap.gap(f"{pat}.topologyRequest {NOT_REPLAYED_TAS}", TAS, workload=key)
     count = ps.get("count", 1)
     if not isinstance(count, int) or count < 0:
         raise InputError(f"{pat}.count: {count!r} is not a pod count (fix: a whole number, "
@@ -810,8 +810,8 @@ def _object(obj: Obj, source: str, snap: Snapshot, parts: _Parts,
         labels = dict((obj.get("metadata") or {}).get("labels") or {})
         labels.setdefault("kubernetes.io/metadata.name", str(obj["metadata"]["name"]))
         snap.namespaces = {**(snap.namespaces or {}), str(obj["metadata"]["name"]): labels}
-    elif kind == "Node" or kind in PARAMETER_KINDS:
-        pass  # quota decisions need no nodes; admission check parameters are their own
+    elif kind in ("Node", "Pod") or kind in PARAMETER_KINDS:
+        pass  # quota needs no nodes (TAS reads them: tas_input); nor a check's parameters
     elif kind == "ResourceClaimTemplate":
         if av != DRA_VERSION:
             raise InputError(f"{where}: apiVersion {av!r}: this replay reads "

@@ -17,7 +17,9 @@ from __future__ import annotations
 import dataclasses
 
 from aiplat.kueue.cycle import Outcome, Replay
-from aiplat.kueue.snapshot import ClusterQueue, Gap, Snapshot, Workload
+from aiplat.kueue.snapshot import TAS, ClusterQueue, Gap, Snapshot, Workload
+from aiplat.kueue.tas_input import TasCluster
+from aiplat.kueue.tas_world import TasReplay
 
 
 def _cohorts_above(snap: Snapshot, cq: ClusterQueue) -> set[str]:
@@ -65,16 +67,25 @@ def _key(o: Outcome) -> tuple[object, ...]:
     return (o.decision, o.flavors, o.counts)
 
 
-def decide(snap: Snapshot, cycles: int | None = None) -> tuple[Replay, list[Outcome]]:
-    """The replay and its outcomes, those it cannot decide marked unknown."""
-    r = Replay(snap)
+def _replay(snap: Snapshot, cluster: TasCluster | None) -> Replay:
+    return Replay(snap) if cluster is None else TasReplay(snap, cluster)
+
+
+def decide(snap: Snapshot, cycles: int | None = None, cluster: TasCluster | None = None
+           ) -> tuple[Replay, list[Outcome]]:
+    """The replay and its outcomes, those it cannot decide marked unknown. ``cluster``:
+    the topology, nodes and pods (:mod:`aiplat.kueue.tas_input`): TAS then decides where
+    it can (:mod:`aiplat.kueue.tas_world`), instead of every TAS workload being unknown."""
+    if cluster is not None:
+        snap = dataclasses.replace(snap, gaps=[g for g in snap.gaps if g.feature != TAS])
+    r = _replay(snap, cluster)
     rows = r.run(cycles)
-    unknown = unknown_workloads(snap)
+    unknown = {**unknown_workloads(snap), **(r.unknown if isinstance(r, TasReplay) else {})}
     if not unknown:
         return r, rows
     without = dataclasses.replace(snap, workloads=[
         _never_fits(w) if w.key in unknown else w for w in snap.workloads])
-    other = {o.workload: o for o in Replay(without).run(cycles)}
+    other = {o.workload: o for o in _replay(without, cluster).run(cycles)}
     tree = _trees(snap)
     for o in rows:
         if o.workload in unknown:

@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 from aiplat.errors import InputError
 from aiplat.kube.crds import packaged_crds
 from aiplat.kube.schemas import Validator, field_path
+from aiplat.kueue import tas_input
+from aiplat.kueue.tas_input import TasCluster
 
 Obj = dict[str, Any]
 Item = tuple[str, Obj]  # (the file or source it came from, the object)
@@ -97,7 +99,8 @@ def read(items: list[Item], source: str, reader: Callable[[list[Obj]], T], fix: 
 
 # ---------------------------------------------------------------- what sim replay reads
 
-_REPLAY_READS = ("ConfigMap", "Node", "Namespace", "ResourceClaimTemplate", "Configuration")
+_REPLAY_READS = ("ConfigMap", "Node", "Pod", "Namespace", "ResourceClaimTemplate",
+                 "Configuration")
 
 
 def replayed(items: list[Item], source: str) -> tuple[list[Item], str | None]:
@@ -116,6 +119,34 @@ def replayed(items: list[Item], source: str) -> tuple[list[Item], str | None]:
     note = (f"{source}: not read by the replay: "
             + ", ".join(f"{n} {k}" for k, n in sorted(skipped.items()))) if skipped else None
     return kept, note
+
+
+def tas_cluster(items: list[Item], source: str) -> TasCluster | None:
+    """Topology-aware scheduling's inputs, when the objects can decide it: Topologies, the
+    Nodes (their capacity) and the Pods on them (what non-TAS pods take). Without all three,
+    None: TAS workloads stay unknown rather than placed on a guessed capacity."""
+    kinds = {str(o.get("kind")) for _, o in items}
+    if not {"Topology", "Node", "Pod"} <= kinds:
+        return None
+    cluster = tas_input.read([o for _, o in items], source)
+    untracked = [o for _, o in items if o.get("kind") == "Workload" and _untracked(cluster, o)]
+    return None if untracked else cluster
+
+
+def _untracked(cluster: TasCluster, wl: Obj) -> bool:
+    """An admitted Workload TAS places without a topologyAssignment (not what Kueue writes):
+    its pods' domains are unknown, so is every TAS capacity."""
+    meta = wl.get("metadata") or {}
+    tw = cluster.workloads.get(f"{meta.get('namespace', 'default')}/{meta.get('name')}")
+    status = wl.get("status") or {}
+    reserved = any(c.get("type") == "QuotaReserved" and c.get("status") == "True"
+                   for c in status.get("conditions") or [])
+    if tw is None or not reserved or not status.get("admission"):
+        return False
+    uses = any(ps.explicit for ps in tw.podsets) or cluster.tas_only.get(tw.cluster_queue,
+                                                                         False)
+    return uses and not any(p.get("topologyAssignment")
+                            for p in status["admission"].get("podSetAssignments") or [])
 
 
 _OBJECT_FIELD = re.compile(r"^(?P<kind>[A-Z]\w+) (?P<name>[^\s:]+):? (?P<field>.+)$")
