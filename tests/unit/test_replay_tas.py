@@ -51,3 +51,26 @@ def test_without_the_clusters_pods_tas_is_unknown() -> None:
     objs = [o for o in _scenario(name) if o["kind"] != "Pod"]
     row = next(o for o in _replay(objs, name) if o.workload == SCENARIOS[name]["pending"])
     assert row.shown == "unknown (topology-aware scheduling)"
+
+
+_LISTS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors",
+          "ClusterQueue": "clusterqueues", "LocalQueue": "localqueues", "Workload": "workloads",
+          "Node": "nodes", "Pod": "pods"}
+
+
+@pytest.mark.parametrize("name", ["required-busy", "required-nofit"])
+def test_why_pendings_replay_decides_topology_as_kueue_did(name: str) -> None:
+    from aiplat.kube import snapshot_from_lists
+    from aiplat.ops.why_pending import next_cycles
+
+    lists: dict[str, list[Obj]] = {}
+    for o in _scenario(name):
+        lists.setdefault(_LISTS[o["kind"]], []).append(o)
+    k = next_cycles(snapshot_from_lists(lists), SCENARIOS[name]["pending"])
+    assert not k.unknown, k
+    kueue = RESULTS[name]
+    if kueue.get("admission"):
+        assert k.decision == "admitted"
+    else:
+        (cond,) = [c for c in kueue["conditions"] if c["type"] == "QuotaReserved"]
+        assert (k.decision, k.message) == ("pending", cond["message"])

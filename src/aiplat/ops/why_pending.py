@@ -114,6 +114,16 @@ def _without_namespaces(parsed: Snapshot) -> None:
     parsed.gaps = [g for g in parsed.gaps if g.feature != "namespaceSelector"]
 
 
+def _tas_items(snap: ClusterObjects, objects: list[Obj]) -> list[tuple[str, Obj]]:
+    """What topology-aware scheduling reads beside the Kueue objects: Topologies, Nodes,
+    Pods (``kueue_input.tas_cluster`` decides whether they are enough)."""
+    more = [{**o, "kind": kind, "apiVersion": o.get("apiVersion") or api}
+            for resource, kind, api in (("topologies", "Topology", KUEUE_API),
+                                        ("nodes", "Node", "v1"), ("pods", "Pod", "v1"))
+            for o in snap.list(resource)]
+    return [("snapshot", o) for o in [*objects, *more]]
+
+
 def _set_aside(r: Replay, key: str) -> bool:
     """Is ``key`` among the inadmissible workloads before the replay starts? Kueue's next
     cycle does not see it: it waits for a requeue (the replay's first cycle comes after the
@@ -133,7 +143,8 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     first_run = Replay(parse(objects, "snapshot", _load_text))
     set_aside = _set_aside(first_run, key)
     first = {o.workload: o for o in first_run.run(1)}
-    outcomes = decide(parsed)[1]
+    outcomes = decide(parsed, None, kueue_input.tas_cluster(_tas_items(snap, objects),
+                                                             "snapshot"))[1]
     out = next((o for o in outcomes if o.workload == key), None)
     wl = next((w for w in parsed.workloads if w.key == key), None)
     if out is None or wl is None:
