@@ -12,7 +12,7 @@ Decimal('0.500')
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, DecimalException
 from typing import Any
 
 from aiplat.errors import InputError
@@ -47,11 +47,11 @@ def parse_quantity(value: str | int | float) -> Decimal:
         )
     number, suffix = m.group(1), m.group(2) or ""
     try:
-        if suffix[:1] in ("e", "E"):
-            return Decimal(number) * Decimal(10) ** int(suffix[1:])
-        return Decimal(number) * _SUFFIX[suffix]
-    except InvalidOperation as e:  # pragma: no cover - the regex admits only numbers
-        raise QuantityError(f"{value!r}: {e}") from e
+        if suffix in _SUFFIX:  # before the exponent: 'E' and 'Ei' are suffixes
+            return Decimal(number) * _SUFFIX[suffix]
+        return Decimal(number) * Decimal(10) ** int(suffix[1:])
+    except DecimalException as e:  # an exponent past Decimal's range (1e99999999)
+        raise QuantityError(f"{value!r} is out of any quantity's range") from e
 
 
 def quantity_or_zero(value: Any) -> Decimal:

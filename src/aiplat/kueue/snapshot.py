@@ -68,8 +68,16 @@ def amount(value: object, resource: str, where: str) -> int:
     m = re.fullmatch(r"([+-]?[0-9]*\.?[0-9]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)", text)
     if not m or m.group(3) not in _SUFFIX:
         raise InputError(f"{where}: {text!r} is not a quantity (fix: e.g. 8, 500m, 64Gi)")
+    # Kueue holds amounts in int64: an exponent past a few dozen is no amount it can hold,
+    # and 10**huge would take minutes and memory to compute.
+    if abs(int(m.group(2) or 0)) > _MAX_EXPONENT:
+        raise InputError(f"{where}: {text!r} is out of range (Kubernetes holds quantities "
+                         "in 64 bits) (fix: give the amount with a suffix, e.g. 64Gi)")
     q = Fraction(m.group(1)) * _SUFFIX[m.group(3)] * Fraction(10) ** int(m.group(2) or 0)
     return in_units(resource, q)
+
+
+_MAX_EXPONENT = 40
 
 
 def in_units(resource: str, value: Fraction | Decimal) -> int:
