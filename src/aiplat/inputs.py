@@ -407,6 +407,14 @@ def parse_yaml_all(text: str, name: str | Path, what: str = "a YAML file") -> li
         loader.dispose()
 
 
+def embedded_mappings(text: str, name: str, what: str = "Kueue's Configuration"
+                      ) -> list[dict[str, Any]]:
+    """The mapping documents of YAML embedded in another object (a ConfigMap's
+    ``controller_manager_config.yaml``, Helm values' ``controllerManagerConfigYaml``), under
+    the same bounds as a file: its text came with the file, so an alias bomb there is one."""
+    return [d for d in parse_yaml_all(text, name, what) if isinstance(d, dict)]
+
+
 def parse_yaml(text: str, name: str | Path, what: str = "a YAML file") -> Any:
     """The one document of ``text`` (None when empty)."""
     docs = parse_yaml_all(text, name, what)

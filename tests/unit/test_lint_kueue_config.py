@@ -8,6 +8,7 @@ Upstream files: tests/data/upstream/kueue/PROVENANCE.md."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +118,25 @@ def test_the_command_takes_the_release_and_counts_notes_apart(
     assert aiplat(["kube", "lint", job, "--kueue-version", "latest"]) == 2
     assert "--kueue-version 'latest': not a release" in capsys.readouterr().err
 
+
+
+def _config_map(text: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kueue-manager-config", "namespace": "kueue-system"},
+            "data": {"controller_manager_config.yaml": text}}
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("a0: &a0 [x,x,x,x,x,x,x,x,x,x]\n" + "".join(
+        f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 9)),
+     "expands to more than"),
+    ("[" * 3000 + "]" * 3000, "nested more than"),
+])
+def test_an_embedded_configuration_is_read_under_the_files_bounds(text: str, why: str) -> None:
+    """The ConfigMap's text came with the file: an alias bomb or a deep nest in it is refused
+    as the file's own would be (it took 46 s of CPU, or a RecursionError traceback)."""
+    start = time.process_time()
+    found = findings([_config_map(text)])
+    assert time.process_time() - start < 10
+    errors = [m for s, r, m in found if s == "error" and r == "kueue-config"]
+    assert len(errors) == 1 and why in errors[0], found

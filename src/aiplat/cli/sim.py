@@ -74,9 +74,10 @@ def _kueue(path: str | None) -> Any:
                 raise InputError(f"{f}: document {i + 1} is {type(d).__name__}, not a Kueue "
                                  "object (fix: pass the rendered Kueue YAML)")
         items.extend((str(f), d) for d in docs)
-    config = kueue_input.read(items, str(root),
-                              lambda objs: from_objects(objs, str(root), load_text=_embedded),
-                              "pass the rendered Kueue YAML, e.g. out/kube/kueue/")
+    config = kueue_input.read(
+        items, str(root),
+        lambda objs: from_objects(objs, str(root), load_text=inputs.embedded_mappings),
+        "pass the rendered Kueue YAML, e.g. out/kube/kueue/")
     for line in config.unsupported:
         _warn(line)
     return config
@@ -362,8 +363,9 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
 
 # ---------------------------------------------------------------------------- replay
 
-def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
-    """Objects from a file or a folder of ``kubectl get -o yaml|json`` output."""
+def _snapshot_files(path: Path) -> tuple[list[tuple[str, Any]], bool]:
+    """Objects from a file or a folder of ``kubectl get -o yaml|json`` output, and whether
+    a Pod list was among them (even an empty one)."""
     from aiplat import inputs
     from aiplat.kueue.snapshot import unpack
     from aiplat.ops import kueue_input
@@ -374,19 +376,21 @@ def _snapshot_files(path: Path) -> list[tuple[str, Any]]:
         raise InputError(f"{path}: no .yaml/.yml/.json file (fix: pass the output of "
                          "'kubectl get clusterqueues,workloads,... -A -o yaml')")
     items: list[tuple[str, Any]] = []
+    pods = False
     for f in files:
         text = inputs.read_text(f, "a cluster snapshot")
         docs = ([inputs.parse_json(text, f, "a cluster snapshot")]
                 if f.suffix == ".json" or text.lstrip()[:1] in ("{", "[")
                 else inputs.parse_yaml_all(text, f, "a cluster snapshot"))
         items.extend((str(f), o) for o in unpack([d for d in docs if d is not None], str(f)))
+        pods = pods or kueue_input.pods_listed(str(f), docs)
     if not items:
         raise InputError(f"{path}: no objects (fix: pass the output of 'kubectl get "
                          "clusterqueues,workloads,... -A -o yaml')")
     kept, note = kueue_input.replayed(items, str(path))
     if note:
         click.echo(f"note: {note}", err=True)
-    return kept
+    return kept, pods
 
 
 def _default_kubeconfig() -> str:
@@ -414,13 +418,6 @@ def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[A
         raise InputError("the cluster does not serve Kueue's API (kueue.x-k8s.io v1beta2 or "
                          "v1beta1) (fix: install Kueue, or pass a snapshot file)")
     return [o for r in _REPLAYED for o in read.lists[r]]
-
-
-def _embedded(text: str, where: str) -> list[Any]:
-    from aiplat import inputs
-
-    docs = inputs.parse_yaml_all(text, where, "Kueue's Configuration")
-    return [d for d in docs if isinstance(d, dict)]
 
 
 def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
@@ -451,6 +448,20 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
     _out().print(t)
 
 
+def _warn_unreplayed(lines: list[str], tas_decided: bool, tas_missing: str | None) -> None:
+    """The snapshot's unreplayed fields; topology-aware scheduling's are not warned when it
+    is decided, and one line says what it lacks when that is why it is not."""
+    from aiplat.kueue.snapshot import NOT_REPLAYED_TAS
+
+    tas = [line for line in lines if line.split(":", 1)[0].endswith(NOT_REPLAYED_TAS)]
+    for line in lines:
+        if line not in tas or (not tas_decided and tas_missing is None):
+            _warn(f"not replayed: {line}")
+    if tas and not tas_decided and tas_missing is not None:
+        objects = ", ".join(dict.fromkeys(line.split(": ", 1)[-1] for line in tas))
+        _warn(f"topology-aware scheduling not decided: {tas_missing}: {objects}")
+
+
 @sim.command()
 @click.argument("snapshot", required=False, type=click.Path(path_type=Path))
 @click.option("--kubeconfig", metavar="FILE", help="read the objects from this cluster "
@@ -478,7 +489,8 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
       aiplat sim replay
       aiplat sim replay --cycles 1 -o json
     """
-    from aiplat.kueue.snapshot import NOT_REPLAYED_TAS, parse
+    from aiplat import inputs
+    from aiplat.kueue.snapshot import parse
     from aiplat.kueue.unknown import decide
     from aiplat.ops import kueue_input
 
@@ -490,14 +502,14 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
     if snapshot is not None and not snapshot.exists():
         raise InputError(f"{snapshot}: no such file or folder")
     source = str(snapshot) if snapshot is not None else "cluster"
-    items = (_snapshot_files(snapshot) if snapshot is not None
-             else [(source, o) for o in _snapshot_live(kubeconfig, context)])
-    snap = kueue_input.read(items, source, lambda objs: parse(objs, source, _embedded),
+    items, pods = (_snapshot_files(snapshot) if snapshot is not None  # live: pods listed
+                   else ([(source, o) for o in _snapshot_live(kubeconfig, context)], True))
+    snap = kueue_input.read(items, source,
+                            lambda objs: parse(objs, source, inputs.embedded_mappings),
                             "pass 'kubectl get ... -o yaml' output")
-    cluster = kueue_input.tas_cluster(items, source)
-    for line in kueue_input.grouped(snap.unsupported, source):
-        if cluster is None or not line.split(":", 1)[0].endswith(NOT_REPLAYED_TAS):
-            _warn(f"not replayed: {line}")
+    cluster = kueue_input.tas_cluster(items, source, pods_listed=pods)
+    _warn_unreplayed(kueue_input.grouped(snap.unsupported, source), cluster is not None,
+                     kueue_input.tas_missing(items, pods_listed=pods))
     r, outcomes = decide(snap, cycles, cluster)
     rows = [o.as_dict() for o in outcomes]
     for victim, preemptor in r.loops():

@@ -15,8 +15,6 @@ supplies the YAML reader ``sched`` does not have. Pure: no I/O.
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiplat import inputs
 from aiplat.catalog import Catalog, load_catalog
 from aiplat.kube.facts import pool_facts
@@ -31,11 +29,6 @@ from aiplat.spec.models import Platform
 SOURCE = "kube/kueue/"
 
 
-def _yaml(text: str, where: str) -> list[dict[str, Any]]:
-    return [d for d in inputs.parse_yaml_all(text, where, "Kueue's Configuration")
-            if isinstance(d, dict)]
-
-
 def kueue_objects(manifests: dict[str, list[Obj]]) -> list[Obj]:
     """The objects of the tree's ``kueue/`` folder, in file order."""
     return [o for path, objs in sorted(manifests.items()) if path.startswith("kueue/")
@@ -43,7 +36,7 @@ def kueue_objects(manifests: dict[str, list[Obj]]) -> list[Obj]:
 
 
 def read_queues(manifests: dict[str, list[Obj]], source: str = SOURCE) -> KueueConfig:
-    return from_objects(kueue_objects(manifests), source, load_text=_yaml)
+    return from_objects(kueue_objects(manifests), source, load_text=inputs.embedded_mappings)
 
 
 def rendered_queues(rendered: Rendered) -> KueueConfig:

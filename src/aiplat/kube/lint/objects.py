@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import yaml
-
+from aiplat import inputs
+from aiplat.errors import InputError
 from aiplat.kube.facts import POOL_LABEL, TENANT_LABEL
 from aiplat.kube.kueue_releases import release
 from aiplat.kube.lint.base import Context, Obj, name, namespace
@@ -147,10 +147,11 @@ def helm_values(o: Obj) -> bool:
 
 
 def _decoded(text: str, subject: str) -> KueueConfig:
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        return KueueConfig(None, [f"it is not YAML ({str(e).splitlines()[0]})"], subject)
+    try:  # the bounded reader: this text came with the file (aliases, depth)
+        docs = inputs.parse_yaml_all(text, subject, "Kueue's Configuration")
+    except InputError as e:
+        return KueueConfig(None, [f"it is not YAML Kueue can read ({e})"], subject)
+    doc = docs[0] if docs else None
     if not isinstance(doc, dict):
         return KueueConfig(None, ["it is not a mapping"], subject)
     problems = _problems(doc)
