@@ -244,7 +244,15 @@ def test_a_second_document_is_named_as_ignored_by_the_loader(second: str) -> Non
     first = ("cdiVersion: \"0.6.0\"\nkind: vendor.com/gpu\ndevices:\n- name: a\n"
              "  containerEdits:\n    deviceNodes:\n    - path: /dev/null\n")
     found = cdi.validate_text(first + second, "two.yaml")
-    assert [(f.severity, f.field) for f in found] == [("warning", "(document 2, line 8)")]
+    assert [(f.severity, f.field) for f in found] == [("warning", "(document 2, line 9)")]
     assert "reads only the first YAML document" in found[0].message
     assert found[0].fix == "put each spec in its own file"
     assert cdi.validate_text(first, "one.yaml") == []
+
+
+@pytest.mark.parametrize("tail", ["---\n", "---\n# nothing\n---\n", "---\n...\n"])
+def test_empty_documents_after_the_spec_hold_no_devices(tail: str) -> None:
+    """helm and kustomize end their output with '---': nothing is ignored there."""
+    spec = ("cdiVersion: \"0.6.0\"\nkind: vendor.com/gpu\ndevices:\n- name: a\n"
+            "  containerEdits:\n    deviceNodes:\n    - path: /dev/null\n")
+    assert cdi.validate_text(spec + tail, "one.yaml") == []

@@ -408,15 +408,20 @@ def decode_spec(text: str) -> Decoded:
 
 
 def _next_document(loader: Any) -> int | None:
-    """The line where a document after the first starts, if any. yaml.v3's Decode stops at
-    the first, so what follows is not even parsed by the loader: a syntax error there is
-    still "a second document", not a failure of the first."""
+    """The line where a document after the first holds something, if one does. yaml.v3's
+    Decode stops at the first, so what follows is not even parsed by the loader: a syntax
+    error there is still "a second document", not a failure of the first. Empty documents
+    (the trailing ``---`` helm and kustomize print) hold no devices."""
     try:
-        if loader.check_event(yaml.DocumentStartEvent):
-            return int(loader.peek_event().start_mark.line) + 1
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None and not (isinstance(node, ScalarNode)
+                                         and _scalar_tag(node) == "null"):
+                return int(node.start_mark.line) + 1
     except yaml.MarkedYAMLError as e:  # something follows that is not even YAML
         mark = e.problem_mark or e.context_mark
         return int(mark.line) + 1 if mark is not None else None
     except (yaml.YAMLError, RecursionError):
         return None
+    return None
     return None
