@@ -145,6 +145,8 @@ def test_a_rolebinding_without_namespace_is_judged_as_if_in_kube_system(
     assert line.startswith("error: [rbac-namespace-unset] RoleBinding/x: ")
     assert "kubectl context's namespace" in line and "kube-system" in line
     assert "Group oidc:ml-team" in line
+    # judged once, where the worst context puts it; not again in the 'default' guessed
+    assert "[rbac-system-namespace]" not in out, out
 
 
 def test_a_rolebinding_placed_by_an_explicit_namespace_is_judged_there(

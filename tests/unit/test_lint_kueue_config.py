@@ -115,6 +115,11 @@ def test_the_command_takes_the_release_and_counts_notes_apart(
     out = capsys.readouterr().out
     assert "Kueue v0.17.8's released configuration" in out
     assert out.splitlines()[-1] == "1 objects, 0 errors, 1 warnings, 2 notes"
+    assert aiplat(["kube", "lint", job, "--kueue-version", "0.99.0"]) == 0  # a newer one
+    assert ("read as Kueue v0.19.2's released configuration (config/components/manager/"
+            "controller_manager_config.yaml, charts/kueue/values.yaml at commit 8eab68778fc1) "
+            "(no packaged configuration for Kueue 0.99.0; v0.19.2's stands in)"
+            ) in capsys.readouterr().out
     assert aiplat(["kube", "lint", job, "--kueue-version", "latest"]) == 2
     assert "--kueue-version 'latest': not a release" in capsys.readouterr().err
 

@@ -135,8 +135,8 @@ def _kueue_config(ctx: Context) -> KueueConfig:
         return _decoded(values["managerConfig"]["controllerManagerConfigYaml"],
                         f"Helm values ({file or 'managerConfig'})")
     shipped, note = release(ctx.kueue_version)
-    return KueueConfig(shipped.configuration(), [], f"Kueue {shipped.tag}", "; ".join(
-        filter(None, [note, shipped.source])))
+    return KueueConfig(shipped.configuration(), [], f"Kueue {shipped.tag}",
+                       shipped.source + (f" ({note})" if note else ""))
 
 
 def helm_values(o: Obj) -> bool:

@@ -430,8 +430,10 @@ def rbac_system_namespace(ctx: Context) -> list[Finding]:
     out = []
     for b, s in _bindings(ctx):
         ns = namespace(b)
+        # One that names no namespace is judged where the worst context puts it, once, by
+        # rbac-namespace-unset; not again in the namespace the reader guessed.
         if b.get("kind") != "RoleBinding" or not is_system_namespace(ns) or s.system \
-                or s.everyone:
+                or s.everyone or ctx.namespace_unset(b):
             continue
         role, allowed = powers(ctx, b)
         if allowed is None:
