@@ -67,14 +67,15 @@ def test_samples_keep_their_cause_and_agree_with_the_replay(scenario: str) -> No
         assert not a.reason.startswith("quota is available"), a
 
 
-def test_tas_sample_names_topology_and_says_the_replay_admits_on_quota_alone() -> None:
-    """The README tour's snapshot: the replay admits it at cycle 1 (it does not replay
-    TAS); the answer stays Kueue's own TopologyDomainTooSmall."""
+def test_tas_sample_names_topology_and_the_replay_keeps_it_pending_as_kueue() -> None:
+    """The README tour's snapshot (an idle cluster: its Pod list is empty): the replay
+    places it as Kueue's TAS does, pending with Kueue's message; the answer stays Kueue's
+    own TopologyDomainTooSmall."""
     a = explain(load_snapshot(SNAPSHOTS / "tas-rack-too-small"), "pretrain-big", "research")
     assert a.code == "TopologyDomainTooSmall"
-    assert a.kueue is not None and a.kueue.decision == "admitted"
+    assert a.kueue is not None and a.kueue.decision == "pending", a.kueue
     line = next(x for x in a.evidence if x.startswith("replay of Kueue's cycle"))
-    assert "on quota alone" in line and "topologyRequest" in line, line
+    assert 'topology "h100" allows to fit only 2 out of 3 pod(s)' in line, line
 
 
 def test_a_higher_priority_head_takes_the_quota_first() -> None:

@@ -6,35 +6,34 @@ the cluster's Nodes and Pods the same workloads are unknown, never guessed."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from test_kueue_tas_input import RESULTS, SCENARIOS, _scenario
 
+from aiplat.cli.main import cli
 from aiplat.kueue.snapshot import parse
 from aiplat.kueue.unknown import decide
 from aiplat.ops import kueue_input
 
 Obj = dict[str, Any]
-# A pod on no node: the snapshot holds the cluster's Pods (here none run on the TAS nodes).
-IDLE: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "idle", "namespace": "x"},
-             "spec": {"containers": [{"name": "c", "image": "x"}]},
-             "status": {"phase": "Pending"}}
 
 
-def _replay(objs: list[Obj], name: str) -> Any:
+def _replay(objs: list[Obj], name: str, pods_listed: bool = True) -> Any:
+    """The replay of ``objs``; ``pods_listed``: the snapshot lists the cluster's Pods (an
+    idle cluster's list is empty)."""
     items = [(name, o) for o in objs]
     snap = kueue_input.read(items, name, lambda ob: parse(ob, name), "x")
-    return decide(snap, None, kueue_input.tas_cluster(items, name))[1]
+    return decide(snap, None, kueue_input.tas_cluster(items, name, pods_listed=pods_listed))[1]
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_tas_examples_are_decided_as_kueue_decided_them(name: str) -> None:
     key = SCENARIOS[name]["pending"]
-    objs = _scenario(name)
-    if not any(o["kind"] == "Pod" for o in objs):
-        objs.append(IDLE)
-    row = next(o for o in _replay(objs, name) if o.workload == key)
+    row = next(o for o in _replay(_scenario(name), name) if o.workload == key)
     kueue = RESULTS[name]
     psas = (kueue.get("admission") or {}).get("podSetAssignments") or []
     if psas:
@@ -46,11 +45,63 @@ def test_tas_examples_are_decided_as_kueue_decided_them(name: str) -> None:
         assert row.message == cond["message"]
 
 
-def test_without_the_clusters_pods_tas_is_unknown() -> None:
+def test_without_the_clusters_pod_list_tas_is_unknown() -> None:
+    """No Pod list at all (not an empty one): what the nodes' other pods take is unknown."""
     name = next(n for n in sorted(SCENARIOS) if RESULTS[n].get("admission"))
     objs = [o for o in _scenario(name) if o["kind"] != "Pod"]
-    row = next(o for o in _replay(objs, name) if o.workload == SCENARIOS[name]["pending"])
+    rows = _replay(objs, name, pods_listed=False)
+    row = next(o for o in rows if o.workload == SCENARIOS[name]["pending"])
     assert row.shown == "unknown (topology-aware scheduling)"
+
+
+def _sample(tmp_path: Path) -> Path:
+    out = tmp_path / "snap"
+    r = CliRunner().invoke(cli, ["samples", "get", "snapshot-tas-rack-too-small", "-d",
+                                  str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def _recorded(snap: Path, name: str) -> str:
+    wl = next(w for w in json.loads((snap / "workloads.json").read_text())["items"]
+              if w["metadata"]["name"].startswith(f"job-{name}-"))
+    (cond,) = [c for c in wl["status"]["conditions"] if c["type"] == "QuotaReserved"]
+    return str(cond["message"])
+
+
+def test_an_idle_clusters_tas_is_decided_with_kueues_message(tmp_path: Path) -> None:
+    """The sample's Pod list is empty (an idle cluster): TAS is decided, and the replay's
+    message is the one the sample records as Kueue's (a required rack of 2 nodes, 8 GPUs
+    each, for 3 whole-node pods: Kueue v0.19.2 says it "allows to fit only 2 out of 3")."""
+    snap = _sample(tmp_path)
+    r = CliRunner().invoke(cli, ["sim", "replay", str(snap), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["decision"] == "pending", row
+    assert row["message"] == _recorded(snap, "pretrain-big")
+    assert "allows to fit only 2 out of 3 pod(s)" in row["message"]
+    assert "topology-aware" not in r.stderr
+
+
+def test_a_snapshot_without_pods_json_says_tas_lacks_the_pod_list(tmp_path: Path) -> None:
+    snap = _sample(tmp_path)
+    (snap / "pods.json").unlink()
+    r = CliRunner().invoke(cli, ["sim", "replay", str(snap), "-o", "json"])
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads(r.stdout)
+    assert row["decision"] == "unknown (topology-aware scheduling)"
+    assert "no Pod list in the snapshot" in r.stderr, r.stderr
+    assert "not replayed" not in r.stderr.split("namespaceSelector")[0], r.stderr
+
+
+def test_why_pending_decides_tas_on_an_idle_cluster(tmp_path: Path) -> None:
+    from aiplat.kube import load_snapshot
+    from aiplat.ops.why_pending import explain
+
+    snap = _sample(tmp_path)
+    a = explain(load_snapshot(snap), "pretrain-big", "research")
+    assert a.kueue is not None and a.kueue.decision == "pending", a
+    assert a.kueue.message == _recorded(snap, "pretrain-big")
 
 
 _LISTS = {"Topology": "topologies", "ResourceFlavor": "resourceflavors",

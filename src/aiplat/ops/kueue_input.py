@@ -20,6 +20,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable
+from pathlib import PurePath
 from typing import Any, TypeVar
 
 from aiplat.errors import InputError
@@ -121,12 +122,38 @@ def replayed(items: list[Item], source: str) -> tuple[list[Item], str | None]:
     return kept, note
 
 
-def tas_cluster(items: list[Item], source: str) -> TasCluster | None:
-    """Topology-aware scheduling's inputs, when the objects can decide it: Topologies, the
-    Nodes (their capacity) and the Pods on them (what non-TAS pods take). Without all three,
-    None: TAS workloads stay unknown rather than placed on a guessed capacity."""
+_FIXES = {"Topology": "include 'kubectl get topologies.kueue.x-k8s.io -o json'",
+          "Node": "include 'kubectl get nodes -o json' as nodes.json",
+          "Pod": "include 'kubectl get pods -A -o json' as pods.json"}
+
+
+def tas_missing(items: list[Item], *, pods_listed: bool) -> str | None:
+    """What the snapshot lacks for topology-aware scheduling (None: nothing): its
+    Topologies, its Nodes (their capacity) and its Pod list (what non-TAS pods take). The
+    Pod list counts when it was read (``pods_listed``), even empty: an idle cluster's."""
     kinds = {str(o.get("kind")) for _, o in items}
-    if not {"Topology", "Node", "Pod"} <= kinds:
+    if pods_listed:
+        kinds.add("Pod")
+    lacks = next((k for k in _FIXES if k not in kinds), None)
+    if lacks is None:
+        return None
+    what = "Topology" if lacks == "Topology" else f"{lacks} list"
+    return f"no {what} in the snapshot (fix: {_FIXES[lacks]})"
+
+
+def pods_listed(path: str, docs: Iterable[Any]) -> bool:
+    """Is the file ``path`` a Pod list, even an empty one? ``kubectl get pods -o json``
+    writes an untyped List: its name says it (the snapshot layout's pods.json), or the
+    API's own PodList kind."""
+    return PurePath(path).stem == "pods" or any(isinstance(d, dict) and d.get("kind") == "PodList"
+                                            for d in docs)
+
+
+def tas_cluster(items: list[Item], source: str, *, pods_listed: bool) -> TasCluster | None:
+    """Topology-aware scheduling's inputs, when the objects can decide it (see
+    :func:`tas_missing`); otherwise None: TAS workloads stay unknown rather than placed on a
+    guessed capacity."""
+    if tas_missing(items, pods_listed=pods_listed) is not None:
         return None
     cluster = tas_input.read([o for _, o in items], source)
     untracked = [o for _, o in items if o.get("kind") == "Workload" and _untracked(cluster, o)]

@@ -143,8 +143,10 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     first_run = Replay(parse(objects, "snapshot", _load_text))
     set_aside = _set_aside(first_run, key)
     first = {o.workload: o for o in first_run.run(1)}
-    outcomes = decide(parsed, None, kueue_input.tas_cluster(_tas_items(snap, objects),
-                                                             "snapshot"))[1]
+    # the Pod list read (a folder's pods.json, the live read's), even empty: an idle cluster
+    cluster = kueue_input.tas_cluster(_tas_items(snap, objects), "snapshot",
+                                      pods_listed="pods" in snap.items)
+    outcomes = decide(parsed, None, cluster)[1]
     out = next((o for o in outcomes if o.workload == key), None)
     wl = next((w for w in parsed.workloads if w.key == key), None)
     if out is None or wl is None:

@@ -254,6 +254,11 @@ def base() -> dict[str, list[Obj]]:
               for i in range(2)]
     return {
         "nodes": nodes,
+        # their labels: each ClusterQueue's namespaceSelector picks its tenant's namespace
+        "namespaces": [{"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": t, "labels": {"kubernetes.io/metadata.name": t,
+                                                           "aiplat.io/tenant": t}}}
+                       for t in ("research", "serving")],
         "pods": [],
         "workloads": [],
         "clusterqueues": [cluster_queue("research", "nvidia.com/gpu", ("16", "8", None)),
@@ -358,7 +363,7 @@ def scenarios() -> dict[str, tuple[dict[str, list[Obj]], Obj]]:
     s["workloads"].append(workload("pretrain-big", "research", "research", priority=500,
                                    count=3, gpus=8, rack_required=True, message=(
                                        "couldn't assign flavors to pod set main: topology "
-                                       "\"h100\" doesn't allow to fit any of 3 pod(s)")))
+                                       "\"h100\" allows to fit only 2 out of 3 pod(s)")))
     out["tas-rack-too-small"] = (s, {"name": "pretrain-big", "namespace": "research",
                                      "code": "TopologyDomainTooSmall",
                                      "contains": "topology.aiplat.io/rack"})
