@@ -111,6 +111,14 @@ CASES: dict[str, tuple[Callable[[list[Obj]], None], list[str]]] = {
              "spec.podSets.0.template.spec.containers.0.resources.requests", ["gpu", "4"]),
         ["Workload a/reclaimer at spec.podSets[0].template.spec.containers[0].resources."
          "requests"]),
+    # a null in a list of objects: the API server prunes nulls in maps, not in lists
+    # (apiextensions' PruneNonNullableNullsWithoutDefaults), so the schema refuses it
+    "a null node selector term": (
+        _set("Workload", "reclaimer", "spec.podSets.0.template.spec.affinity",
+             {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                 "nodeSelectorTerms": [None]}}}),
+        ["Workload a/reclaimer at spec.podSets[0].template.spec.affinity.nodeAffinity."
+         "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"]),
     "unknown field": (_set("ClusterQueue", "qb", "spec.nominalQuotaa", 4),
                       ["ClusterQueue qb at spec", "'nominalQuotaa' was unexpected"]),
     "typo in a kind": (_append({"apiVersion": API, "kind": "ClusterQueues",

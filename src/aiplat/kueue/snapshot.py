@@ -493,7 +493,15 @@ def _request(resource: str, value: object, where: str) -> int:
 def _affinity(pspec: Obj) -> tuple[Obj, ...]:
     required = (((pspec.get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution") or {})
-    return tuple(required.get("nodeSelectorTerms") or ())
+    terms = tuple(required.get("nodeSelectorTerms") or ())
+    # a null term is no term the API server stores (nulls in lists are not pruned: the
+    # schema refuses them); TypeError sends the caller to the schema, which names it
+    for t in terms:
+        if not isinstance(t, dict) or not all(
+                isinstance(e, dict) and isinstance(e.get("key"), str)
+                for e in t.get("matchExpressions") or []):
+            raise TypeError(f"nodeSelectorTerms: {t!r} is not a node selector term")
+    return terms
 
 
 def _min_count(value: object, count: int, where: str) -> int | None:
