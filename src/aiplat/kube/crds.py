@@ -5,6 +5,9 @@ returns a ``CrdIndex``: (group, version, kind) -> the version's openAPIV3Schema,
 (``additionalProperties: false`` wherever an object lists its properties and does not
 preserve unknown fields) because the API server prunes — and ``kubectl apply`` with strict
 field validation rejects — fields a CRD does not declare, so a typo must fail here too.
+A CRD the API server refuses (``crd_problems``: a schema that is not structural, a pattern
+Go's regexp refuses, a default its own field refuses) is never indexed: ``index_crds`` raises
+an ``InputError`` naming it, ``kube validate`` reports it at the CRD (``unusable_index``).
 
 ``packaged_crds()`` is the index of the CRDs aiplat's rendered trees use, shipped in
 ``crd_data/`` for the versions aiplat targets (Kueue, JobSet, Gateway API and its inference
@@ -31,7 +34,8 @@ import yaml
 
 from aiplat import inputs
 from aiplat.errors import InputError
-from aiplat.kube.schemas import pattern_error
+from aiplat.kube import structural
+from aiplat.kube.schemas import Validator, field_path
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -40,6 +44,8 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 class CrdIndex:
     schemas: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     sources: dict[tuple[str, str], str] = field(default_factory=dict)  # (group, kind) -> file
+    # (group, kind) -> file of a CRD the API server refuses: its kinds have no usable schema.
+    unusable: dict[tuple[str, str], str] = field(default_factory=dict)
 
     def schema(self, api_version: str, kind: str) -> dict[str, Any] | None:
         group, _, version = api_version.rpartition("/")
@@ -55,30 +61,21 @@ class CrdIndex:
     def overlay(self, top: CrdIndex) -> CrdIndex:
         """This index with ``top``'s kinds on top: a (group, kind) that ``top`` defines is
         taken from ``top`` alone (all its versions), so a cluster's own CRDs override."""
-        if not top.sources:
+        if not top.sources and not top.unusable:
             return self
-        schemas = {k: s for k, s in self.schemas.items() if (k[0], k[2]) not in top.sources}
-        return CrdIndex(schemas=schemas | top.schemas, sources=self.sources | top.sources)
+        mine = top.sources.keys() | top.unusable.keys()
+        schemas = {k: s for k, s in self.schemas.items() if (k[0], k[2]) not in mine}
+        sources = {k: f for k, f in self.sources.items() if k not in mine}
+        unusable = {k: f for k, f in self.unusable.items() if k not in mine}
+        return CrdIndex(schemas=schemas | top.schemas, sources=sources | top.sources,
+                        unusable=unusable | top.unusable)
 
 
 def strict_schema(schema: Any) -> Any:
-    """A copy of an openAPIV3Schema with unknown fields forbidden."""
+    """A copy of a (structural) openAPIV3Schema with unknown fields forbidden, in JSON
+    Schema 2020-12's words where OpenAPI v3.0's differ."""
     s = copy.deepcopy(schema)
-
-    def walk(node: Any) -> None:
-        if isinstance(node, dict):
-            if ("properties" in node and "additionalProperties" not in node
-                    and not node.get("x-kubernetes-preserve-unknown-fields")):
-                node["additionalProperties"] = False
-            for key, value in node.items():
-                if key == "metadata" and isinstance(value, dict):
-                    continue  # ObjectMeta is checked by the built-in rules
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk(s)
+    _strict(s)
     if isinstance(s, dict):
         # The API server always accepts these, declared or not.
         props = s.setdefault("properties", {})
@@ -88,12 +85,104 @@ def strict_schema(schema: Any) -> Any:
     return s
 
 
+def _strict(node: Any) -> None:
+    """In place, along the structural part only (properties, items, additionalProperties):
+    what allOf/anyOf/oneOf/not list is checked against the whole object, not pruned to it."""
+    if not isinstance(node, dict):
+        return
+    if ("properties" in node and "additionalProperties" not in node
+            and not node.get("x-kubernetes-preserve-unknown-fields")):
+        node["additionalProperties"] = False
+    for bound in ("Maximum", "Minimum"):
+        # OpenAPI v3.0: a flag on maximum/minimum; 2020-12: the bound itself.
+        flag = node.get(f"exclusive{bound}")
+        if isinstance(flag, bool):
+            del node[f"exclusive{bound}"]
+            if flag and bound.lower() in node:
+                node[f"exclusive{bound}"] = node.pop(bound.lower())
+    props = node.get("properties")
+    for name, sub in (props.items() if isinstance(props, dict) else ()):
+        if name != "metadata":  # ObjectMeta is checked by the built-in rules
+            _strict(sub)
+    _strict(node.get("items"))
+    _strict(node.get("additionalProperties"))
+
+
+@dataclass(frozen=True)
+class SchemaProblem:
+    """Why the API server refuses a CRD: at ``where`` in version ``version``'s schema."""
+    index: int  # of the version in spec.versions
+    version: str
+    where: str  # openAPIV3Schema.properties...
+    message: str
+
+    @property
+    def path(self) -> str:
+        """The field of the CRD object."""
+        return f"spec.versions[{self.index}].schema.{self.where}"
+
+
+SCHEMA_FIX = ("(fix: correct the CRD's schema there; the API server refuses this "
+              "CustomResourceDefinition, so its custom resources are not checked against it)")
+
+
+def crd_problems(doc: Any) -> list[SchemaProblem]:
+    """Each version's schema problems (``structural.problems``, then defaults that do not
+    match their own schema): empty when the API server takes every schema, or when ``doc``
+    is not the shape of a CRD at all (``index_crds`` says so)."""
+    spec = doc.get("spec") if isinstance(doc, dict) else None
+    versions = spec.get("versions") if isinstance(spec, dict) else None
+    out: list[SchemaProblem] = []
+    for i, v in enumerate(versions if isinstance(versions, list) else []):
+        holder = v.get("schema") if isinstance(v, dict) else None
+        if not isinstance(holder, dict) or holder.get("openAPIV3Schema") is None:
+            continue
+        schema = holder["openAPIV3Schema"]
+        found = structural.problems(schema) or _default_problems(schema, "openAPIV3Schema")
+        out += [SchemaProblem(i, str(v.get("name")), w, m) for w, m in found]
+    return out
+
+
+def _default_problems(node: Any, path: str) -> list[tuple[str, str]]:
+    """Defaults (on a structural schema) that their own field's schema refuses: the API
+    server refuses the CRD (structuraldefaulting.ValidateDefaults), not each object."""
+    if not isinstance(node, dict):
+        return []
+    out = []
+    if node.get("default") is not None:
+        strict = copy.deepcopy(node)
+        _strict(strict)
+        errors = sorted(Validator(strict).iter_errors(node["default"]),
+                        key=lambda e: list(map(str, e.absolute_path)))
+        if errors:
+            at = field_path(errors[0].absolute_path)
+            out.append((f"{path}.default", f"{_shown(node['default'])} does not match "
+                        f"the field's own schema: {errors[0].message[:200]}"
+                        + (f" (at {at})" if at else "")))
+    props = node.get("properties")
+    for name, sub in (props.items() if isinstance(props, dict) else ()):
+        if name != "metadata":
+            out += _default_problems(sub, f"{path}.properties.{name}")
+    for key in ("items", "additionalProperties"):
+        out += _default_problems(node.get(key), f"{path}.{key}")
+    return out
+
+
+def _shown(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def index_crds(docs: list[tuple[str, dict[str, Any]]]) -> CrdIndex:
-    """Index already-parsed documents (pure; ``load_crds`` does the reading)."""
+    """Index already-parsed documents (pure; ``load_crds`` does the reading); a CRD the API
+    server refuses (``crd_problems``) is an ``InputError`` naming it and the field."""
     index = CrdIndex()
     for source, doc in docs:
         if doc.get("kind") != "CustomResourceDefinition":
             continue
+        found = crd_problems(doc)
+        if found:
+            raise InputError(f"{source}: {refused(doc, found)}")
         try:
             _index_one(index, source, doc)
         except (AttributeError, TypeError, KeyError, ValueError) as e:
@@ -105,6 +194,26 @@ def index_crds(docs: list[tuple[str, dict[str, Any]]]) -> CrdIndex:
     return index
 
 
+def refused(doc: dict[str, Any], found: list[SchemaProblem]) -> str:
+    """One message for a CRD's schema problems (the first few)."""
+    meta = doc.get("metadata")
+    name = (meta.get("name") if isinstance(meta, dict) else None) or "(unnamed)"
+    lines = [f"version {p.version} at {p.where}: {p.message}" for p in found[:5]]
+    more = f"; and {len(found) - 5} more" if len(found) > 5 else ""
+    return f"CustomResourceDefinition {name} {'; '.join(lines)}{more} {SCHEMA_FIX}"
+
+
+def unusable_index(source: str, doc: dict[str, Any]) -> CrdIndex:
+    """An index that says ``doc``'s kind has no usable schema (its CRD is refused)."""
+    spec = doc.get("spec")
+    spec = spec if isinstance(spec, dict) else {}
+    names = spec.get("names")
+    group, kind = spec.get("group"), names.get("kind") if isinstance(names, dict) else None
+    if not (isinstance(group, str) and isinstance(kind, str)):
+        return CrdIndex()
+    return CrdIndex(unusable={(group, kind): source})
+
+
 def _index_one(index: CrdIndex, source: str, doc: dict[str, Any]) -> None:
     spec = doc.get("spec") or {}
     group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
@@ -113,43 +222,8 @@ def _index_one(index: CrdIndex, source: str, doc: dict[str, Any]) -> None:
             continue
         schema = (v.get("schema") or {}).get("openAPIV3Schema")
         if schema:
-            _check_patterns(source, doc, v["name"], schema)
             index.schemas[(group, v["name"], kind)] = strict_schema(schema)
     index.sources[(group, kind)] = source
-
-
-# Keywords whose values are data, not schemas: a "pattern" key inside them is not a regexp.
-_DATA_VALUED = {"default", "example", "enum", "const", "x-kubernetes-validations"}
-
-
-def _patterns(node: Any, path: str) -> list[tuple[str, Any]]:
-    """(schema path, pattern) of every ``pattern`` and ``patternProperties`` key below."""
-    found: list[tuple[str, Any]] = []
-    if isinstance(node, list):
-        for i, item in enumerate(node):
-            found += _patterns(item, f"{path}[{i}]")
-    elif isinstance(node, dict):
-        for key, value in node.items():
-            if key == "pattern" and not isinstance(value, dict):
-                found.append((f"{path}.pattern", value))
-            elif key == "patternProperties" and isinstance(value, dict):
-                found += [(f"{path}.patternProperties", p) for p in value]
-            if key not in _DATA_VALUED:
-                found += _patterns(value, f"{path}.{key}")
-    return found
-
-
-def _check_patterns(source: str, doc: dict[str, Any], version: str, schema: Any) -> None:
-    """An ``InputError`` naming the CRD and field when a pattern is not one Go's ``regexp``
-    compiles (the API server refuses such a CRD: nothing could be validated against it)."""
-    for where, pattern in _patterns(schema, "openAPIV3Schema"):
-        why = pattern_error(pattern)
-        if why is not None:
-            name = (doc.get("metadata") or {}).get("name") or "(unnamed)"
-            raise InputError(f"{source}: CustomResourceDefinition {name} version {version} at "
-                             f"{where}: {pattern!r} is not a Go (RE2) regular expression: "
-                             f"{why} (fix: correct the pattern; the API server refuses this "
-                             "CRD too)")
 
 
 def load_crds(directory: str | Path) -> CrdIndex:

@@ -32,7 +32,14 @@ from kubernetes_validate import utils as kv_utils  # type: ignore[import-untyped
 
 from aiplat.errors import InputError
 from aiplat.kube import cel, webhooks
-from aiplat.kube.crds import CrdIndex, index_crds, packaged_crds
+from aiplat.kube.crds import (
+    SCHEMA_FIX,
+    CrdIndex,
+    crd_problems,
+    index_crds,
+    packaged_crds,
+    unusable_index,
+)
 from aiplat.kube.defaults import stored
 from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
@@ -132,6 +139,10 @@ def _unchecked(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> Is
     server refuses it), or a kind nobody here knows (a warning: the cluster may have it)."""
     api, kind, r = str(o["apiVersion"]), str(o["kind"]), ref(o)
     group = api.rpartition("/")[0]
+    if (group, kind) in crds.unusable:
+        return Issue("warning", file, r, "", f"no usable schema for {api} {kind}: the API "
+                     f"server refuses its CustomResourceDefinition ({crds.unusable[group, kind]}"
+                     "; the errors there), so it is not checked")
     served = crds.served_versions(group, kind) if crds.knows(api, kind) else \
         builtin_served(version, group, kind)
     if served is not None:
@@ -482,6 +493,7 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
         crds = packaged_crds().overlay(crds)
     own, issues = _tree_crds(items)
     crds = crds.overlay(own)
+    said = {(i.file, i.ref, i.path) for i in issues}  # a refused CRD's fields, said once
     for file, o in items:
         if isinstance(o, dict) and _config_file(o):
             issues.append(_config_issue(file, o))
@@ -490,22 +502,31 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
             issues.append(Issue("error", file, "?", "", "not a Kubernetes object "
                                 "(apiVersion and kind are required)"))
             continue
-        issues += _object_issues(file, o, version, crds)
+        issues += [i for i in _object_issues(file, o, version, crds)
+                   if (i.file, i.ref, i.path) not in said]
     issues += _duplicate_issues(items)
     return ValidationResult(version=version, objects=len(items), issues=issues)
 
 
 def _tree_crds(items: list[tuple[str, Any]]) -> tuple[CrdIndex, list[Issue]]:
-    """The index of the CRDs among ``items``; one whose schema cannot be indexed (a pattern
-    Go refuses, a shape no CRD has) is an issue here, its kinds left unchecked."""
+    """The index of the CRDs among ``items``; one the API server refuses (a schema that is
+    not structural, a pattern Go refuses, a default its field refuses, a shape no CRD has)
+    is an error here, each problem at its field, and its kinds have no usable schema."""
     index, issues = CrdIndex(), []
     for file, o in items:
-        if isinstance(o, dict) and o.get("kind") == "CustomResourceDefinition" \
-                and str(o.get("apiVersion", "")).startswith("apiextensions.k8s.io/"):
-            try:
-                index = index.overlay(index_crds([(file, o)]))
-            except InputError as e:
-                issues.append(Issue("error", file, ref(o), "", str(e)))
+        if not (isinstance(o, dict) and o.get("kind") == "CustomResourceDefinition"
+                and str(o.get("apiVersion", "")).startswith("apiextensions.k8s.io/")):
+            continue
+        found = crd_problems(o)
+        if found:
+            issues += [Issue("error", file, ref(o), p.path, f"{p.message} {SCHEMA_FIX}")
+                       for p in found]
+            index = index.overlay(unusable_index(file, o))
+            continue
+        try:
+            index = index.overlay(index_crds([(file, o)]))
+        except InputError as e:
+            issues.append(Issue("error", file, ref(o), "", str(e).removeprefix(f"{file}: ")))
     return index, issues
 
 
@@ -521,8 +542,29 @@ def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
     found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
     if misshapen:
         return found
+    foreign = _foreign_shape(o, version, crds)
+    if foreign:
+        return [*found, Issue("warning", file, ref(o), foreign[0][0], foreign[1])]
     found += _template_issues(file, o, version, {i.path for i in found})
     return found + _rule_issues(file, o)
+
+
+def _foreign_shape(o: dict[str, Any], version: str,
+                   crds: CrdIndex) -> tuple[tuple[str, str], str] | None:
+    """Where a custom resource of a kind aiplat packages (Kueue's, JobSet's: the kinds its
+    rules read) is not that CRD's shape although the tree's own CRD for it let it pass:
+    the rules, written for the packaged shape, are not run (unknown, not a crash)."""
+    api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
+    packaged = packaged_crds()
+    if not packaged.knows(api, kind) or crds.schema(api, kind) is packaged.schema(api, kind):
+        return None
+    found = problems(o, version, packaged)
+    if not found:
+        return None
+    group = api.rpartition("/")[0]
+    return found[0], (f"aiplat's checks of {kind} not run (unknown): by aiplat's {group} "
+                      f"CRD, the shape they read, {found[0][0] or 'the object'} "
+                      f"{found[0][1]}; this tree's CustomResourceDefinition lets it pass")
 
 
 def _template_issues(file: str, o: dict[str, Any], version: str,
