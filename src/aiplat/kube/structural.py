@@ -15,6 +15,7 @@ validated against it: every problem is reported at the CRD instead, and the vali
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from aiplat.kube.schemas import pattern_error
@@ -78,7 +79,7 @@ def _fields(s: dict[str, Any], path: str, out: list[Problem]) -> None:
         elif key in _UNSUPPORTED:
             out.append((at, f"{key} is not supported in a CRD schema"))
         elif key in _NUMBER and not _is_number(value):
-            out.append((at, f"{_short(value)} is not a number"))
+            out.append((at, f"{_short(value)} is not a (finite) number"))
         elif key == "multipleOf" and value <= 0:
             out.append((at, f"{value} is not greater than 0"))
         elif key in _COUNT and not (_is_int(value) and value >= 0):
@@ -94,6 +95,24 @@ def _fields(s: dict[str, Any], path: str, out: list[Problem]) -> None:
             out.append((at, f"{_short(value)} is not a list of field names"))
         elif key == "pattern" and (why := pattern_error(value)) is not None:
             out.append((at, f"{_short(value)} is not a Go (RE2) regular expression: {why}"))
+        elif key == "x-kubernetes-validations":
+            out += _rules(value, at)
+
+
+def _rules(rules: list[Any], path: str) -> list[Problem]:
+    """``x-kubernetes-validations``: each a map with a CEL ``rule`` (ValidationRule)."""
+    out = []
+    for i, rule in enumerate(rules):
+        if not isinstance(rule, dict):
+            out.append((f"{path}[{i}]", f"{_short(rule)} is not a validation rule (a map "
+                        "with a CEL rule)"))
+        elif not isinstance(rule.get("rule"), str) or not rule["rule"].strip():
+            out.append((f"{path}[{i}].rule", "must be a CEL expression (a non-empty string)"))
+        else:
+            out += [(f"{path}[{i}].{k}", f"{_short(rule[k])} is not a string")
+                    for k in ("message", "messageExpression", "reason", "fieldPath")
+                    if k in rule and not isinstance(rule[k], str)]
+    return out
 
 
 def _typed(s: dict[str, Any], path: str, level: str, out: list[Problem]) -> None:
@@ -170,7 +189,8 @@ def _int_or_string_branch(s: dict[str, Any], key: str) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool)
+    """A JSON number: no bool, and no NaN or infinity (JSON, and so the server, has none)."""
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _is_int(v: Any) -> bool:
