@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from aiplat.cli.main import main
+from aiplat.errors import InputError
 from aiplat.kube import load_snapshot, snapshot_from_lists, why_pending
 from aiplat.ops.why_pending import explain, kueue_objects, next_cycles
 from aiplat.samples.snapshots import workload
@@ -50,7 +51,8 @@ def _untried(wl: Obj) -> Obj:
 
 def _finish(lists: dict[str, Any], job: str) -> None:
     _owned(lists, job)["status"]["conditions"].append(
-        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done"})
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "message": "done",
+         "lastTransitionTime": "2026-11-29T09:00:00Z"})
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)
@@ -279,15 +281,14 @@ def test_claim_templates_reach_the_replay_as_kueue_counts_them() -> None:
     assert "insufficient unused quota for nvidia.com/gpu in flavor h100" in out.message, out
 
 
-def test_when_the_replay_cannot_read_the_objects_the_walk_answers_and_says_so() -> None:
-    """A ClusterQueue the API server would refuse (a condition without its time): Kueue's
-    decision is not known; quota that fits per resource is said as such, the reason named."""
+def test_objects_the_api_server_would_refuse_are_named_before_the_walk() -> None:
+    """A ClusterQueue the API server would refuse (a condition without its time, reason and
+    message): no answer is given on it, the field is named (it used to answer from the walk
+    alone, with Kueue's decision unknown)."""
     lists = _lists("quota-exhausted")
-    _finish(lists, "pretrain-a")
-    _untried(_owned(lists, "finetune"))
     serving = next(c for c in lists["clusterqueues"] if c["metadata"]["name"] == "serving")
     serving["status"]["conditions"] = [{"type": "Active", "status": "True"}]
-    a = explain(snapshot_from_lists(lists), "finetune", "research")
-    assert a.code == "QuotaAvailable" and a.kueue is None, a
-    assert "could not run" in a.reason and "is not known" in a.reason, a.reason
-    assert "lastTransitionTime" in a.as_dict()["replay"]["error"]
+    with pytest.raises(InputError) as e:
+        explain(snapshot_from_lists(lists), "finetune", "research")
+    assert ("clusterqueues.json: ClusterQueue serving at status.conditions[0]: "
+            "'lastTransitionTime' is a required property") in str(e.value)

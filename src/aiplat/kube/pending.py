@@ -843,9 +843,10 @@ def _explain_quota(snap: ClusterObjects, wl: Obj, cq: Obj, said: list[str], *,
             continue
         tree = tree or _quota_tree(snap)
         fits.append(_fit_or_least(tree, cq, fname, req, least))
-    if not fits:
+    if not fits:  # no flavor at all: Kueue says "resource R unavailable in ClusterQueue"
+        why = problems[0] if problems else "it has none (spec.resourceGroups is empty)"
         return besides(Explanation(ref, "FlavorMismatch", f"no flavor of ClusterQueue "
-                                   f"{cq_name} suits the pods: {problems[0]}",
+                                   f"{cq_name} suits the pods: {why}",
                                    [*problems, *said]), ask(), "blocker")
     ok = next((f for f in fits if f.code == "Fits"), None)
     if ok is not None:

@@ -25,7 +25,10 @@ from typing import Any, TypeVar
 
 from aiplat.errors import InputError
 from aiplat.kube.crds import packaged_crds
-from aiplat.kube.schemas import Validator, field_path
+from aiplat.kube.defaults import without_nulls
+from aiplat.kube.objects import ref
+from aiplat.kube.schemas import OBJECT_META, Validator, field_path
+from aiplat.kube.shape import problems, value_problems
 from aiplat.kueue import tas_input
 from aiplat.kueue.tas_input import TasCluster
 
@@ -34,6 +37,7 @@ Item = tuple[str, Obj]  # (the file or source it came from, the object)
 T = TypeVar("T")
 GROUP = "kueue.x-k8s.io"
 SHOWN = 10  # errors listed before "and N more"
+_META = {"$ref": f"_definitions.json#/$defs/{OBJECT_META}"}
 READ_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
 
 
@@ -58,7 +62,12 @@ def schema_errors(items: Iterable[Item], *, workloads: bool = True) -> list[str]
     out = []
     for where, o in items:
         api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
-        if api.rpartition("/")[0] != GROUP or (kind == "Workload" and not workloads):
+        if api.rpartition("/")[0] != GROUP:
+            continue
+        # a CRD's schema leaves metadata open; the API server holds it to ObjectMeta
+        out += [f"{where}: {_ref(o)} at {p}: {m}" for p, m in
+                value_problems(o["metadata"], _META, "metadata")] if "metadata" in o else []
+        if kind == "Workload" and not workloads:
             continue
         validator = _validator(api, kind)
         if validator is None:
@@ -74,10 +83,23 @@ def schema_errors(items: Iterable[Item], *, workloads: bool = True) -> list[str]
     return out
 
 
-def _refuse(errors: list[str], failure: str = "") -> InputError:
+def without_map_nulls(node: Any) -> Any:
+    """A copy without the nulls of maps: what the API server prunes from a custom resource
+    (apiextensions' PruneNonNullableNullsWithoutDefaults); a null list item stays, for the
+    CRD's schema to refuse as the server does."""
+    if isinstance(node, dict):
+        return {k: without_map_nulls(v) for k, v in node.items() if v is not None}
+    if isinstance(node, list):
+        return [without_map_nulls(v) for v in node]
+    return node
+
+
+def _refuse(errors: list[str], failure: str = "",
+            schemas: str = "Kueue v0.19's CRD schema") -> InputError:
     more = f"\n  ... and {len(errors) - SHOWN} more" if len(errors) > SHOWN else ""
-    return InputError(failure + "Kueue objects that the API server would refuse (Kueue "
-                      "v0.19's CRD schema):\n  " + "\n  ".join(errors[:SHOWN]) + more
+    what = "Kueue objects" if schemas.startswith("Kueue") else "objects"
+    return InputError(failure + f"{what} that the API server would refuse ({schemas}):\n  "
+                      + "\n  ".join(errors[:SHOWN]) + more
                       + "\n(fix: correct each field as named; 'kubectl apply --dry-run=server'"
                       " tells the same)")
 
@@ -155,7 +177,16 @@ def tas_cluster(items: list[Item], source: str, *, pods_listed: bool) -> TasClus
     guessed capacity."""
     if tas_missing(items, pods_listed=pods_listed) is not None:
         return None
-    cluster = tas_input.read([o for _, o in items], source)
+    # TAS reads the Nodes and Pods, which Kueue's schemas do not cover: Kubernetes' own,
+    # nulls read as absent (as the API server decodes them); status may lack what the
+    # controllers fill in, not hold a wrong type
+    objs = [without_nulls(o) if o.get("kind") in ("Node", "Pod") else o for _, o in items]
+    bad = [f"{where}: {ref(o)} at {p}: {m}" for where, o in items
+           if o.get("kind") in ("Node", "Pod") for p, m in problems(o)
+           if not (p.startswith("status") and m == "is required but missing")]
+    if bad:
+        raise _refuse(bad, schemas="Kubernetes' own schemas")
+    cluster = tas_input.read(objs, source)
     untracked = [o for _, o in items if o.get("kind") == "Workload" and _untracked(cluster, o)]
     return None if untracked else cluster
 

@@ -18,14 +18,20 @@ import functools
 
 from aiplat import inputs
 from aiplat.errors import InputError
+from aiplat.kube.defaults import without_nulls
+from aiplat.kube.objects import ref
 from aiplat.kube.pending import KUEUE_API, why_pending
 from aiplat.kube.pending_answer import Explanation, NextCycles
-from aiplat.kube.snapshot import KUEUE_CONFIGMAP, LISTS, ClusterObjects, Obj
+from aiplat.kube.shape import problems
+from aiplat.kube.snapshot import KUEUE, KUEUE_CONFIGMAP, LISTS, ClusterObjects, Obj
 from aiplat.kueue.cycle import Replay
 from aiplat.kueue.snapshot import Snapshot, parse
 from aiplat.kueue.unknown import decide
 from aiplat.ops import kueue_input
+from aiplat.ops.kueue_input import without_map_nulls
 
+SHOWN = 10  # errors listed before "and N more"
+_MISSING = "is required but missing"  # kube.shape's words
 KINDS = {r: LISTS[r][0] for r in ("resourceflavors", "cohorts", "clusterqueues", "localqueues",
                                   "workloads", "admissionchecks")}
 """The lists the replay reads (topology-aware requests are answered by the object walk)."""
@@ -168,9 +174,53 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
                       out.unknown, list(out.depends_on))
 
 
+def _as_stored(resource: str, o: Obj) -> Obj:
+    """The object as the API server stores it: kind and apiVersion of its list when the
+    list's items lack them; nulls in maps dropped (a CRD's schema refuses those in lists,
+    Kubernetes' own types read them as absent)."""
+    kind, versions = LISTS[resource]
+    o = {**o, "kind": o.get("kind") or kind, "apiVersion": o.get("apiVersion") or versions[0]}
+    if versions[0] not in KUEUE:
+        out: Obj = without_nulls(o)
+        return out
+    out = without_map_nulls(o)  # metadata is ObjectMeta, decoded as Kubernetes' own types are
+    return {**out, "metadata": without_nulls(out["metadata"])} if "metadata" in out else out
+
+
+def _problems(file: str, resource: str, o: Obj) -> list[str]:
+    """``FILE: Kind/ns/name at field: what is wrong`` for each field of ``o`` that is not
+    the shape its schema gives (a Kueue kind: Kueue's CRD, strict as the API server is)."""
+    kind = LISTS[resource][0]
+    if o.get("kind") != kind:
+        return [f"{file}: {ref(o)}: kind {o.get('kind')!r} in the list of {kind}s"]
+    if LISTS[resource][1][0] in KUEUE:
+        return kueue_input.schema_errors([(file, o)])
+    # status is the controllers' record: a snapshot's (or a test's) may leave out fields
+    # their schema requires, which the walk does not read; a wrong type there still counts
+    return [f"{file}: {ref(o)} at {p}: {m}" for p, m in problems(o)
+            if not (p.startswith("status") and m == _MISSING)]
+
+
+def checked(snap: ClusterObjects) -> ClusterObjects:
+    """The snapshot as the API server stores it, or an InputError naming each file, object
+    and field it would refuse: the walk and the replay read every list's fields and trust
+    their types (``metadata: -1`` or ``containers: 5`` would fail inside them)."""
+    lists = {r: [_as_stored(r, o) for o in snap.list(r)] for r in snap.items if r in LISTS}
+    errors = [e for r, objs in lists.items() for o in objs
+              for e in _problems(f"{r}.json", r, o)]
+    if errors:
+        more = f"\n  ... and {len(errors) - SHOWN} more" if len(errors) > SHOWN else ""
+        raise InputError("objects that the API server would refuse (their schemas: "
+                         "Kubernetes' own, Kueue v0.19's CRDs):\n  "
+                         + "\n  ".join(errors[:SHOWN]) + more + "\n(fix: correct each "
+                         "field as named; 'kubectl apply --dry-run=server' tells the same)")
+    return ClusterObjects(lists)
+
+
 def explain(snap: ClusterObjects, name: str, namespace: str | None = None) -> Explanation:
     """why-pending's answer for the Job, Workload or Pod ``name``, with Kueue's next
-    cycles; see the module docstring."""
+    cycles; see the module docstring. The objects are checked first (:func:`checked`)."""
+    snap = checked(snap)
     return why_pending(snap, name, namespace, functools.partial(next_cycles, snap))
 
 
