@@ -248,6 +248,22 @@ def test_a_tree_crd_that_loosens_a_packaged_kind_leaves_aiplat_s_checks_unrun(
     assert code == 0
 
 
+@pytest.mark.parametrize("head", ["apiVersion: example.com/v1\nkind: null",
+                                  "apiVersion: null\nkind: Gadget"])
+def test_an_object_whose_kind_or_api_version_is_null_is_an_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], head: str) -> None:
+    (tmp_path / "o.yaml").write_text(f"{head}\nmetadata: {{name: a}}\n")
+    code, out, _err = run(["kube", "validate", str(tmp_path)], capsys)
+    assert code == 1 and "not a Kubernetes object (apiVersion and kind are required)" in out
+
+
+def test_a_crd_whose_names_are_no_strings_is_no_shape_of_a_crd() -> None:
+    doc = crd({})
+    doc["spec"]["versions"][0]["name"] = True
+    with pytest.raises(InputError, match=r"spec.versions\[0\].name True is not a version name"):
+        index_crds([("crd.yaml", doc)])
+
+
 # -- every CRD in the tree, mutated ---------------------------------------------------------
 
 

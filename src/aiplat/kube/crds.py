@@ -217,7 +217,13 @@ def unusable_index(source: str, doc: dict[str, Any]) -> CrdIndex:
 def _index_one(index: CrdIndex, source: str, doc: dict[str, Any]) -> None:
     spec = doc.get("spec") or {}
     group, kind = spec.get("group", ""), (spec.get("names") or {}).get("kind", "")
-    for v in spec.get("versions") or []:
+    for where, value in (("spec.group", group), ("spec.names.kind", kind)):
+        if not isinstance(value, str):
+            raise ValueError(f"{where} {value!r} is not a string")
+    for i, v in enumerate(spec.get("versions") or []):
+        if not isinstance(v.get("name"), str) or not v["name"]:
+            raise ValueError(f"spec.versions[{i}].name {v.get('name')!r} is not a version "
+                             "name")
         if not v.get("served", True):
             continue
         schema = (v.get("schema") or {}).get("openAPIV3Schema")

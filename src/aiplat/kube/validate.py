@@ -498,7 +498,8 @@ def validate_objects(items: list[tuple[str, dict[str, Any]]], version: str,
         if isinstance(o, dict) and _config_file(o):
             issues.append(_config_issue(file, o))
             continue
-        if not isinstance(o, dict) or "apiVersion" not in o or "kind" not in o:
+        if not isinstance(o, dict) or o.get("apiVersion") is None or o.get("kind") is None:
+            # kind: null is no kind (the API server drops nulls): "Object 'Kind' is missing".
             issues.append(Issue("error", file, "?", "", "not a Kubernetes object "
                                 "(apiVersion and kind are required)"))
             continue
