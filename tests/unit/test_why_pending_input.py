@@ -89,7 +89,7 @@ def _paths(o: Any, p: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 JUNK = [None, 5, -1, "x", [], {}, [1], {"a": 1}, True, "1e999999999", 10**30, "-5", 1.5,
-        [None], [{"x": 1}]]
+        [None], [{"x": 1}], "\x1b[31mred", "1Ei"]
 
 
 def test_no_mutation_of_a_sample_makes_why_pending_or_replay_crash(
@@ -138,3 +138,19 @@ def test_a_clusterqueue_without_flavors_is_named_as_the_cause(
     out = json.loads(capsys.readouterr().out)
     assert out["code"] == "FlavorMismatch", out
     assert "no flavor of ClusterQueue research suits the pods: it has none" in out["reason"]
+
+
+def test_a_node_with_a_huge_allocatable_is_counted_not_crashed_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """10**30 GPUs on a node (a quantity the API server stores): the pods that fit there
+    are past any pod set's count; Decimal's floor division of it raised
+    DivisionImpossible."""
+    snap = _copy("tas-rack-too-small", tmp_path)
+    nodes = json.loads((snap / "nodes.json").read_text())
+    nodes["items"][0]["status"]["allocatable"]["nvidia.com/gpu"] = 10**30
+    (snap / "nodes.json").write_text(json.dumps(nodes))
+    assert main(_why(snap, "tas-rack-too-small")) in (0, 1)
+    out = json.loads(capsys.readouterr().out)
+    # rack 0 now holds the 3 pods (the node's CPU takes 6): the walk and the replay agree
+    assert out["code"] != "TopologyDomainTooSmall", out
+    assert any(e.startswith("replay of Kueue's cycle: admitted") for e in out["evidence"]), out

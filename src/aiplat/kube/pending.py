@@ -481,14 +481,19 @@ def _node_free(snap: ClusterObjects) -> dict[str, dict[str, Decimal]]:
     return free
 
 
+_MANY = 1_000_000  # pods: more than any pod set asks
+
+
 def _pods_fit(free: dict[str, Decimal], per_pod: dict[str, Decimal]) -> int:
     n: Decimal | None = None
     for k, v in per_pod.items():
         if v <= 0:
             continue
-        k_fit = (free.get(k, Decimal(0)) // v) if free.get(k, Decimal(0)) > 0 else Decimal(0)
+        have = free.get(k, Decimal(0))
+        # a quotient past Decimal's 28 digits (10**30 allocatable) cannot be floored: capped
+        k_fit = Decimal(0) if have <= 0 else Decimal(_MANY) if have / v >= _MANY else have // v
         n = k_fit if n is None else min(n, k_fit)
-    return int(n) if n is not None else 1_000_000
+    return int(n) if n is not None else _MANY
 
 
 def _topology(snap: ClusterObjects, wl: Obj, flavor: Obj) -> Explanation | None:
