@@ -125,3 +125,17 @@ def test_why_pendings_replay_decides_topology_as_kueue_did(name: str) -> None:
     else:
         (cond,) = [c for c in kueue["conditions"] if c["type"] == "QuotaReserved"]
         assert (k.decision, k.message) == ("pending", cond["message"])
+
+
+def test_why_pending_without_a_pod_list_says_so(tmp_path: Path) -> None:
+    from aiplat.kube import load_snapshot
+    from aiplat.ops.why_pending import explain
+
+    snap = _sample(tmp_path)
+    (snap / "pods.json").unlink()
+    a = explain(load_snapshot(snap), "pretrain-big", "research")
+    assert a.kueue is not None and a.kueue.unknown == "topology-aware scheduling", a
+    line = next(x for x in a.evidence if x.startswith("replay of Kueue's cycle"))
+    assert "no Pod list in the snapshot" in line and "not modelled" not in line, line
+    assert "is not replayed" not in line, line
+    assert "no Pod list" in a.as_dict()["replay"]["unknownWhy"]

@@ -48,6 +48,7 @@ class NextCycles:
     asked: dict[str, int] = field(default_factory=dict)  # each pod set's count
     unknown: str = ""  # the replay cannot decide it: what it does not model (kueue.unknown)
     depends_on: list[str] = field(default_factory=list)  # unknown workloads it depends on
+    unknown_why: str = ""  # why it is unknown, when not for a rule the replay lacks
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"decision": f"unknown ({self.unknown})" if self.unknown
@@ -56,6 +57,8 @@ class NextCycles:
             out["onQuotaAlone"] = self.decision
             if self.depends_on:
                 out["dependsOn"] = self.depends_on
+            if self.unknown_why:
+                out["unknownWhy"] = self.unknown_why
         if self.cycle is not None:
             out["cycle"] = self.cycle
         if self.flavors:
@@ -178,7 +181,8 @@ def _no_replay(error: str) -> str:
 def replay_line(k: NextCycles) -> str:
     if k.unknown:
         deps = f" of {', '.join(k.depends_on)}" if k.depends_on else ""
-        return (f"replay of Kueue's cycle: unknown ({k.unknown}{deps}: not modelled); on "
+        return (f"replay of Kueue's cycle: unknown ({k.unknown}{deps}: "
+                f"{k.unknown_why or 'not modelled'}); on "
                 f"quota alone: {_quota_line(k)}")
     return f"replay of Kueue's cycle: {_quota_line(k)}"
 

@@ -25,7 +25,7 @@ from aiplat.kube.pending_answer import Explanation, NextCycles
 from aiplat.kube.shape import problems
 from aiplat.kube.snapshot import KUEUE, KUEUE_CONFIGMAP, LISTS, ClusterObjects, Obj
 from aiplat.kueue.cycle import Replay
-from aiplat.kueue.snapshot import Snapshot, parse
+from aiplat.kueue.snapshot import NOT_REPLAYED_TAS, TAS, Snapshot, parse
 from aiplat.kueue.unknown import decide
 from aiplat.ops import kueue_input
 from aiplat.ops.kueue_input import without_map_nulls
@@ -150,8 +150,9 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     set_aside = _set_aside(first_run, key)
     first = {o.workload: o for o in first_run.run(1)}
     # the Pod list read (a folder's pods.json, the live read's), even empty: an idle cluster
-    cluster = kueue_input.tas_cluster(_tas_items(snap, objects), "snapshot",
-                                      pods_listed="pods" in snap.items)
+    tas_items, pods = _tas_items(snap, objects), "pods" in snap.items
+    cluster = kueue_input.tas_cluster(tas_items, "snapshot", pods_listed=pods)
+    missing = None if cluster else kueue_input.tas_missing(tas_items, pods_listed=pods)
     outcomes = decide(parsed, None, cluster)[1]
     out = next((o for o in outcomes if o.workload == key), None)
     wl = next((w for w in parsed.workloads if w.key == key), None)
@@ -163,15 +164,17 @@ def next_cycles(snap: ClusterObjects, key: str) -> NextCycles:
     nxt = first[key]
     next_cycle = ("pending" if set_aside else "admitted" if nxt.decision == "admitted" else
                   "preempting" if nxt.reason == "PendingPreemption" else "pending")
+    notes = sorted({(n.split(": ", 1)[1] if ": " in n else n)
+                    .replace(f"Workload {key} ", "the workload's ")
+                    for n in parsed.unsupported
+                    if _concerns(n, key, flavors, wl.cluster_queue, _asks_topology(snap, key))
+                    # TAS unknown for lack of an input: said once, as that (unknown_why)
+                    and not (missing and n.endswith(NOT_REPLAYED_TAS))})
     return NextCycles(out.decision, out.cycle, out.flavors, victims, out.pending, out.reason,
-                      out.message, wl.evaluated, next_cycle,
-                      sorted({(n.split(": ", 1)[1] if ": " in n else n)
-                              .replace(f"Workload {key} ", "the workload's ")
-                              for n in parsed.unsupported
-                              if _concerns(n, key, flavors, wl.cluster_queue,
-                                           _asks_topology(snap, key))}),
+                      out.message, wl.evaluated, next_cycle, notes,
                       dict(out.counts), {ps.name: ps.count for ps in wl.podsets},
-                      out.unknown, list(out.depends_on))
+                      out.unknown, list(out.depends_on),
+                      missing if missing and out.unknown == TAS else "")
 
 
 def _as_stored(resource: str, o: Obj) -> Obj:
