@@ -116,7 +116,7 @@ def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
       aiplat kube render -d kube
       aiplat kube validate kube
       aiplat kube validate kube --k8s-version 1.34 --k8s-version 1.35 -o json
-      kubectl kustomize overlays/prod | aiplat kube validate - -n prod
+      aiplat kube validate - -n research < kube/tenants/research/quota.yaml
     """
     from aiplat.kube.validate import check_version
 
