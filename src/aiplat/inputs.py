@@ -58,7 +58,18 @@ MAX_DEPTH = 64
 MAX_VALUES = 5_000_000
 """The most values a document may expand to (aliases repeat what they point at)."""
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class _LOADER(_BASE_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader without YAML 1.1's timestamps: kubectl (sigs.k8s.io/yaml) reads an
+    unquoted ``2024-01-02`` as the string it looks like, and so must every reader of
+    manifests, snapshots and specs here (a date object is no string to a schema)."""
+
+    yaml_implicit_resolvers = {  # noqa: RUF012 - PyYAML's class attribute, read by the resolver
+        first: [(tag, rx) for tag, rx in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in _BASE_LOADER.yaml_implicit_resolvers.items()}
 
 _KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (named pipe)"),

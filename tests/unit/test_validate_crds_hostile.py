@@ -409,3 +409,27 @@ def test_no_mutant_of_a_crd_in_the_tree_makes_validate_raise(seed: int) -> None:
             assert any("no usable schema" in i.message for i in result.issues
                        if i.file == "cr.yaml"), result.issues
     assert taken > 20  # the fuzzer reaches the validators, not only the structural check
+
+
+def test_an_unquoted_date_is_the_string_kubectl_sends(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """sigs.k8s.io/yaml reads ``2024-01-02`` as text: a date on a string field (and as a
+    string field's default) is no error, as the API server takes both."""
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets", "singular": "widget",
+                              "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                        "openAPIV3Schema": {"type": "object", "properties": {"spec": {
+                            "type": "object", "properties": {"d": {
+                                "type": "string", "default": "DEFAULT"}}}}}}}]}}
+    text = yaml.safe_dump(crd).replace("DEFAULT", "2024-01-01") + "---\n" + (
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: a}\n"
+        "spec:\n  d: 2024-01-02\n")
+    assert "default: 2024-01-01" in text  # unquoted, as a person writes it
+    f = tmp_path / "w.yaml"
+    f.write_text(text)
+    code, out, err = run(["kube", "validate", str(f), "-o", "json"], capsys)
+    assert code == 0, out + err
+    assert json.loads(out)[0]["issues"] == []
