@@ -29,6 +29,7 @@ from aiplat.kube.facts import (
     semver_of,
 )
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
+from aiplat.kube.render_dcgm import dcgm_exporter
 from aiplat.kube.render_kubelet import kubelet_policy
 from aiplat.kube.yamlout import dump_docs
 from aiplat.shell import sh
@@ -167,6 +168,7 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
     ``nvidia.com/gpu.deploy.device-plugin=false`` (the operator's per-node switch), so the
     DRA driver's kubelet plugin never runs beside it."""
     plugin = any(p.gpu is not None and p.gpu_mode == "device-plugin" for p in pools)
+    dcgm_values, dcgm_cms = dcgm_exporter(platform, pools)
     driver = next((p.driver_version for p in pools if p.driver_version), None)
     any_mig = any(p.spec.sharing.strategy is SharingStrategy.MIG for p in pools)
     sharing_cfg: dict[str, str] = {}
@@ -191,11 +193,11 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "devicePlugin": {"enabled": plugin},
         "mig": {"strategy": "mixed" if any_mig else "none"},
         "migManager": {"enabled": any_mig},
-        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True}},
+        "dcgmExporter": dcgm_values,
         "nfd": {"enabled": True},
         "gfd": {"enabled": True},
     }
-    cms: list[Obj] = []
+    cms: list[Obj] = list(dcgm_cms)
     if sharing_cfg:
         values["devicePlugin"]["config"] = {"name": "aiplat-device-plugin-config", "default": ""}
         cms.append(obj("v1", "ConfigMap", "aiplat-device-plugin-config", GPU_OPERATOR_NS,

@@ -223,6 +223,26 @@ class CohortSpec(SpecModel):
     parent: Name | None = Field(default=None, description="unset: the platform's root cohort")
 
 
+Owner = Literal["host", "operator"]
+
+
+class ComponentsSpec(SpecModel):
+    """Who installs and upgrades each node-level GPU component: ``host`` (``aiplat node
+    prepare`` installs the pinned package; the GPU Operator leaves it alone) or ``operator``
+    (the GPU Operator's ClusterPolicy deploys it and its upgrade controller rolls it; node
+    prepare leaves it out). One owner each: the operator values, node prepare, the runbook's
+    procedures and lint all read this. The device plugin and the DRA driver are not chosen
+    here: each pool's ``gpuResources`` decides (the operator's device plugin, or the DRA
+    driver's own chart); MIG Manager and the DCGM exporter are the operator's."""
+
+    driver: Owner = Field(
+        default="host", description="the NVIDIA kernel driver: host packages (DKMS, signed "
+        "for Secure Boot by node prepare) or the operator's driver container")
+    toolkit: Owner = Field(
+        default="host", description="the NVIDIA Container Toolkit and the runtime's CDI "
+        "configuration: host packages or the operator's toolkit container")
+
+
 class KubernetesSpec(SpecModel):
     version: Annotated[str, StringConstraints(pattern=r"^1\.[0-9]{2}$")] = Field(
         default="1.34", description="target Kubernetes minor version, e.g. '1.34'"
@@ -247,6 +267,9 @@ class KubernetesSpec(SpecModel):
     cohorts: list[CohortSpec] = Field(
         default_factory=list, description="nested Kueue cohorts; tenants join one by name"
     )
+    components: ComponentsSpec = Field(
+        default_factory=ComponentsSpec, description="who owns the driver and the container "
+        "toolkit on the GPU nodes: the host (node prepare) or the GPU Operator")
 
 
 class Cooling(StrEnum):
@@ -1350,6 +1373,24 @@ class Platform(SpecModel):
                 )
             seen[name] = i
         return items
+
+    @model_validator(mode="after")
+    def _one_driver_owner(self) -> Self:
+        """The operator's driver container builds the kernel modules on the node, unsigned: a
+        Secure Boot kernel refuses to load them (NVIDIA's signed drivers are precompiled
+        images for some Ubuntu kernels only, not an exact version such as 580.95.05)."""
+        if self.kubernetes.components.driver != "operator":
+            return self
+        for i, p in enumerate(self.pools):
+            if p.node.gpu is not None and p.node.checks.secure_boot == "required":
+                raise SpecValueError(
+                    f"pool '{p.name}' requires Secure Boot but kubernetes.components.driver "
+                    "is 'operator': the GPU Operator's driver container builds unsigned "
+                    "modules, which a Secure Boot kernel refuses to load",
+                    "set kubernetes.components.driver: host (node prepare signs the DKMS "
+                    "build with the machine owner key), or drop secureBoot: required",
+                    ("pools", i, "node", "checks", "secureBoot"))
+        return self
 
     def pool(self, name: str) -> PoolSpec | None:
         return next((p for p in self.pools if p.name == name), None)
