@@ -30,10 +30,12 @@ from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, Taint
 POOL_LABEL = "aiplat.io/pool"
 TENANT_LABEL = "aiplat.io/tenant"
 GPU_MODE_LABEL = "aiplat.io/gpu-resources"
+GPU_OPERATOR_NS = "gpu-operator"  # the GPU operator's namespace: its operands and ConfigMaps
 MANAGED_BY = {"app.kubernetes.io/managed-by": "aiplat"}
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_RESOURCE = "nvidia.com/gpu"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 # The NVIDIA network operator's RDMA shared device plugin (rdmaSharedDevicePlugin, its
 # example config: resourceName rdma_shared_device_a, rdmaHcaMax 63): every pod on the node
 # may open the HCAs through /dev/infiniband, counted so the kubelet hands out the devices.
@@ -108,8 +110,8 @@ class PoolFacts:
     @property
     def node_labels(self) -> dict[str, str]:
         """What the node patch and label script put on each node of the pool: the pool,
-        its zone, how its GPUs are handed out, and on DRA pools the GPU operator's switch
-        that keeps the device plugin off those nodes."""
+        its zone, how its GPUs are handed out, on DRA pools the GPU operator's switch that
+        keeps the device plugin off those nodes, and on MIG pools the MIG Manager config."""
         labels = {POOL_LABEL: self.name}
         if self.spec.zone:
             labels["topology.kubernetes.io/zone"] = self.spec.zone
@@ -117,6 +119,10 @@ class PoolFacts:
             labels[GPU_MODE_LABEL] = self.gpu_mode
             if self.gpu_mode == "dra":
                 labels["nvidia.com/gpu.deploy.device-plugin"] = "false"
+            if self.spec.sharing.strategy is SharingStrategy.MIG:
+                # MIG Manager applies the mig-parted config the node names: without the
+                # label it keeps the default, all-disabled, and the pool has no MIG devices.
+                labels[MIG_CONFIG_LABEL] = self.name
         labels.update(self.spec.labels)
         return labels
 

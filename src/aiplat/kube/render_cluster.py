@@ -31,6 +31,7 @@ from aiplat.kube.facts import (
 from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
 from aiplat.kube.render_dcgm import dcgm_exporter
 from aiplat.kube.render_kubelet import kubelet_policy
+from aiplat.kube.render_rdma import rdma_device_plugin
 from aiplat.kube.yamlout import dump_docs
 from aiplat.shell import sh
 from aiplat.spec.models import Platform, SharingStrategy
@@ -161,34 +162,87 @@ def priority_classes() -> list[Obj]:
             for name, value, desc in PRIORITY_CLASSES]
 
 
-def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, Any], list[Obj]]:
-    """Helm values for the NVIDIA GPU operator plus the ConfigMaps they reference.
+KUEUE_PODS = "kueue.x-k8s.io/podset"
+"""The label Kueue puts on every pod of a workload it admitted (its PodSet's name)."""
+SERVING_LABEL = "aiplat.io/serving"
 
-    The device plugin runs where some pool uses it; DRA pools' nodes carry
-    ``nvidia.com/gpu.deploy.device-plugin=false`` (the operator's per-node switch), so the
-    DRA driver's kubelet plugin never runs beside it."""
-    plugin = any(p.gpu is not None and p.gpu_mode == "device-plugin" for p in pools)
-    dcgm_values, dcgm_cms = dcgm_exporter(platform, pools)
-    driver = next((p.driver_version for p in pools if p.driver_version), None)
-    any_mig = any(p.spec.sharing.strategy is SharingStrategy.MIG for p in pools)
-    sharing_cfg: dict[str, str] = {}
-    mig_cfg: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+
+def upgrade_policy(platform: Platform, pools: list[PoolFacts]) -> dict[str, Any]:
+    """The GPU Operator upgrade controller's policy (``driver.upgradePolicy``), on by default
+    in the operator: without one it would take 25 % of the GPU nodes at once.
+
+    - One node at a time, never more than the smallest GPU pool's spare nodes (at least one):
+      the pool keeps its planned capacity while a node is out.
+    - Batch and training pods that Kueue admitted get their checkpoint interval to finish or
+      reach a checkpoint (``waitForCompletion``); serving pods are not waited for (they never
+      complete) and move under their PodDisruptionBudget.
+    - Every GPU pod of aiplat's tree has an emptyDir (/dev/shm): ``deleteEmptyDir: false``
+      would leave the controller stuck at pod-deletion-required on every node.
+    """
+    gpu_pools = [p for p in pools if p.gpu is not None]
+    spare = min((p.resolved.spares.spare_nodes for p in gpu_pools), default=1)
+    checkpoint = max((w.checkpoint.interval_minutes for w in platform.workloads
+                      if w.kind.trains), default=60.0)
+    return {
+        "autoUpgrade": True,
+        "maxParallelUpgrades": 1,
+        "maxUnavailable": max(1, spare),
+        "waitForCompletion": {"timeoutSeconds": round(checkpoint * 60),
+                              "podSelector": f"{KUEUE_PODS},!{SERVING_LABEL}"},
+        "gpuPodDeletion": {"force": False, "timeoutSeconds": 600, "deleteEmptyDir": True},
+        "drain": {"enable": False, "force": False, "timeoutSeconds": 600,
+                  "deleteEmptyDir": True},
+    }
+
+
+def mig_configs(pools: list[PoolFacts]) -> dict[str, Any]:
+    """MIG Manager's ``mig-configs``: ``all-disabled`` (its default for every node) and one
+    per MIG pool, named as the pool, which its nodes select with ``nvidia.com/mig.config``
+    (``PoolFacts.node_labels``)."""
+    cfg: dict[str, Any] = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    for p in pools:
+        if p.spec.sharing.strategy is SharingStrategy.MIG:
+            counts: dict[str, int] = {}
+            for prof in p.spec.sharing.mig_layout or []:
+                counts[prof] = counts.get(prof, 0) + 1
+            cfg[p.name] = [{"devices": "all", "mig-enabled": True, "mig-devices": counts}]
+    return cfg
+
+
+def _sharing_configs(pools: list[PoolFacts]) -> dict[str, str]:
+    out: dict[str, str] = {}
     for p in pools:
         s = p.spec.sharing
         if s.strategy in (SharingStrategy.TIME_SLICING, SharingStrategy.MPS) \
                 and p.gpu_mode == "device-plugin":
             key = "timeSlicing" if s.strategy is SharingStrategy.TIME_SLICING else "mps"
-            sharing_cfg[p.name] = dump_docs([{"version": "v1", "sharing": {key: {
+            out[p.name] = dump_docs([{"version": "v1", "sharing": {key: {
                 "renameByDefault": False, "failRequestsGreaterThanOne": True,
                 "resources": [{"name": GPU_RESOURCE, "replicas": s.replicas}]}}}])
-        if s.strategy is SharingStrategy.MIG:
-            counts: dict[str, int] = {}
-            for prof in s.mig_layout or []:
-                counts[prof] = counts.get(prof, 0) + 1
-            mig_cfg[p.name] = [{"devices": "all", "mig-enabled": True, "mig-devices": counts}]
+    return out
+
+
+def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, Any], list[Obj]]:
+    """Helm values for the NVIDIA GPU operator plus the ConfigMaps they reference.
+
+    The driver and the toolkit are the operator's only where ``kubernetes.components`` says
+    so (otherwise node prepare installed them on the host and the operator uses them as they
+    are); the upgrade policy comes with an operator-owned driver. The device plugin runs
+    where some pool uses it; DRA pools' nodes carry ``nvidia.com/gpu.deploy.device-plugin=
+    false`` (the operator's per-node switch), so the DRA driver's kubelet plugin never runs
+    beside it."""
+    owners = platform.kubernetes.components
+    plugin = any(p.gpu is not None and p.gpu_mode == "device-plugin" for p in pools)
+    dcgm_values, dcgm_cms = dcgm_exporter(platform, pools)
+    any_mig = any(p.spec.sharing.strategy is SharingStrategy.MIG for p in pools)
+    driver: dict[str, Any] = {"enabled": owners.driver == "operator"}
+    if owners.driver == "operator":
+        version = next((p.driver_version for p in pools if p.driver_version), None)
+        driver.update({**({"version": version} if version else {}),
+                       "upgradePolicy": upgrade_policy(platform, pools)})
     values: dict[str, Any] = {
-        "driver": {"enabled": True, **({"version": driver} if driver else {})},
-        "toolkit": {"enabled": True},
+        "driver": driver,
+        "toolkit": {"enabled": owners.toolkit == "operator"},
         "cdi": {"enabled": True},
         "devicePlugin": {"enabled": plugin},
         "mig": {"strategy": "mixed" if any_mig else "none"},
@@ -198,6 +252,7 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "gfd": {"enabled": True},
     }
     cms: list[Obj] = list(dcgm_cms)
+    sharing_cfg = _sharing_configs(pools)
     if sharing_cfg:
         values["devicePlugin"]["config"] = {"name": "aiplat-device-plugin-config", "default": ""}
         cms.append(obj("v1", "ConfigMap", "aiplat-device-plugin-config", GPU_OPERATOR_NS,
@@ -206,14 +261,15 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         values["migManager"]["config"] = {"name": "aiplat-mig-config", "default": "all-disabled"}
         cms.append(obj("v1", "ConfigMap", "aiplat-mig-config", GPU_OPERATOR_NS,
                        data={"config.yaml": dump_docs([{"version": "v1",
-                                                        "mig-configs": mig_cfg}])}))
+                                                        "mig-configs": mig_configs(pools)}])}))
     return values, cms
 
 
-def dra_driver(pools: list[PoolFacts]) -> dict[str, Any] | None:
+def dra_driver(platform: Platform, pools: list[PoolFacts]) -> dict[str, Any] | None:
     """Helm values for the NVIDIA DRA driver (chart nvidia-dra-driver-gpu) when a pool uses
-    DRA: its kubelet plugin only on the DRA pools' nodes, the driver root the GPU operator
-    installs into, and ``gpuResourcesEnabledOverride`` — the chart refuses to install while
+    DRA: its kubelet plugin only on the DRA pools' nodes, the driver's root (the host's /
+    where node prepare installed it, /run/nvidia/driver where the operator's driver container
+    did), and ``gpuResourcesEnabledOverride`` — the chart refuses to install while
     the device plugin may run, and it does run, on the other pools' nodes only."""
     dra = [p for p in pools if p.gpu is not None and p.gpu_mode == "dra"]
     if not dra:
@@ -225,7 +281,8 @@ def dra_driver(pools: list[PoolFacts]) -> dict[str, Any] | None:
             if tol not in tolerations:
                 tolerations.append(tol)
     return {
-        "nvidiaDriverRoot": "/run/nvidia/driver",
+        "nvidiaDriverRoot": ("/run/nvidia/driver"
+                             if platform.kubernetes.components.driver == "operator" else "/"),
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": False}},
         "kubeletPlugin": {"nodeSelector": {GPU_MODE_LABEL: "dra"}, "tolerations": tolerations},
@@ -354,6 +411,9 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
     nfr = node_feature_rules(pools)
     if nfr:
         manifests["cluster/nodefeaturerules.yaml"] = nfr
+    rdma = rdma_device_plugin(pools)
+    if rdma:
+        manifests["cluster/rdma-device-plugin.yaml"] = rdma
     if cms:
         # The operator's own namespace, so the tree applies before the operator's Helm
         # install; it runs privileged pods (driver, toolkit, device plugin), as NVIDIA
@@ -361,7 +421,7 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
         ns = obj("v1", "Namespace", GPU_OPERATOR_NS,
                  labels={"pod-security.kubernetes.io/enforce": "privileged"})
         manifests["cluster/gpu-operator-config.yaml"] = [ns, *cms]
-    dra_values = dra_driver(pools)
+    dra_values = dra_driver(platform, pools)
     files: dict[str, Any] = {
         "cluster/gpu-operator/values.yaml": dump_docs([values]),
         **({"cluster/dra-driver/values.yaml": (
