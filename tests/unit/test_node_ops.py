@@ -92,7 +92,7 @@ def test_prepare_script_is_ordered_pinned_and_valid_bash(tmp_path: Path) -> None
     assert "nvidia_peermem" in script and "mlx5_ib" in script
     assert "NVreg_DeviceFileMode=0660" in script and 'GROUP="video", MODE="0660"' in script
     assert "mokutil --import" in script and "intel_iommu=on iommu=pt" in script
-    assert "nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml" in script
+    assert "nvidia-ctk cdi generate | aiplat_write /etc/cdi/nvidia.yaml 0644" in script
     (tmp_path / "prep.sh").write_text(script)
     assert subprocess.run(["bash", "-n", str(tmp_path / "prep.sh")], check=False).returncode == 0
     l40s = render_script(plan_steps(platform, "l40s", "r570-l40s"), platform, "l40s",
