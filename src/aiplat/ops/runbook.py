@@ -246,44 +246,143 @@ def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Proc
         steps, rollback, notes)
 
 
+UPGRADE_STATE_LABEL = "nvidia.com/gpu-driver-upgrade-state"
+"""The node label the GPU Operator's upgrade controller (k8s-operator-libs, driver 'gpu')
+keeps each node's driver upgrade state in."""
+UPGRADE_SKIP_LABEL = "nvidia.com/gpu-driver-upgrade.skip"
+"""The node label (value 'true') the upgrade controller leaves a node alone for."""
+UPGRADE_STATES = ("upgrade-required", "cordon-required", "wait-for-jobs-required",
+                  "pod-deletion-required", "drain-required", "pod-restart-required",
+                  "validation-required", "uncordon-required", "upgrade-done")
+"""The controller's states in the order a node goes through them; ``upgrade-failed`` is
+where it stops instead (k8s-operator-libs pkg/upgrade consts)."""
+GPU_NODES = "nvidia.com/gpu.present=true"
+"""The label GPU Feature Discovery puts on every GPU node: the operator's nodes."""
+VALUES = "out/kube/cluster/gpu-operator/values.yaml"
+
+
 def driver_upgrade(platform: Platform, spec: str) -> Procedure:
+    """The driver upgrade through the driver's owner (``kubernetes.components.driver``):
+    the GPU Operator's upgrade controller, or ``node prepare`` on each host. Never by
+    deleting the operator's driver pods by hand: the controller cordons, waits for jobs,
+    evicts and restarts them itself, and a pod deleted under it restarts unvalidated."""
     entry = platform.versions.approved[-1] if platform.versions.approved else None
     target = entry.driver if entry and entry.driver else "$DRIVER"
+    prev = f"{spec}.previous"
+    check = Step("Add the new driver to a versions.approved entry and check it (CUDA minimum, "
+                 "branch end of life)",
+                 sh("aiplat matrix check {spec} && aiplat matrix diff {prev} {spec}", spec=spec,
+                    prev=prev),
+                 "no violated facts")
+    if platform.kubernetes.components.driver == "operator":
+        return _driver_upgrade_operator(spec, prev, target, check)
+    return _driver_upgrade_host(platform, spec, prev, target, check)
+
+
+def _driver_upgrade_operator(spec: str, prev: str, target: str, check: Step) -> Procedure:
+    states = " → ".join(UPGRADE_STATES)
+    watch = f"kubectl get nodes -l {GPU_NODES} -L {UPGRADE_STATE_LABEL}"
     steps = (
-        Step("Add the new driver to a versions.approved entry and check it (CUDA minimum, "
-             "branch end of life)",
-             sh("aiplat matrix check {spec} && aiplat matrix diff {prev} {spec}", spec=spec,
-                prev=f"{spec}.previous"),
-             "no violated facts"),
-        Step("Render the GPU operator values with the new driver version",
+        check,
+        Step("Render the GPU Operator values with the new driver version",
              sh("aiplat kube render {spec} -d out/kube", spec=spec),
-             f"out/kube/cluster/gpu-operator/values.yaml has driver.version {target}"),
-        Step("Apply the values; the driver DaemonSet changes node by node",
+             f"{VALUES} has driver.version {target} and driver.upgradePolicy "
+             "(autoUpgrade, maxParallelUpgrades, waitForCompletion for Kueue's pods)"),
+        Step("Canary: hold every GPU node but the canary ($NODE) out of the rollout",
+             f"kubectl label nodes -l {GPU_NODES} {UPGRADE_SKIP_LABEL}=true --overwrite && "
+             f"kubectl label node $NODE {UPGRADE_SKIP_LABEL}-",
+             f"every GPU node but $NODE shows {UPGRADE_SKIP_LABEL}=true"),
+        Step("Set the new version in the ClusterPolicy through the chart's values",
              "helm upgrade gpu-operator nvidia/gpu-operator -n gpu-operator --reuse-values "
-             "-f out/kube/cluster/gpu-operator/values.yaml",
-             "helm reports the new revision"),
-        Step("Canary: take one node through the node patch procedure; its update step is the "
-             "driver pod restarting with the new version",
-             "kubectl -n gpu-operator delete pod -l app=nvidia-driver-daemonset "
-             "--field-selector spec.nodeName=$NODE",
-             "driver pod on $NODE Running again"),
+             f"-f {VALUES}",
+             "helm reports the new revision; kubectl get clusterpolicies.nvidia.com -o "
+             f"jsonpath='{{.items[0].spec.driver.version}}' prints {target}"),
+        Step("Follow the canary through the operator's upgrade controller (it cordons, waits "
+             "for the selected jobs, evicts, restarts the driver pod, validates, uncordons)",
+             f"kubectl get node $NODE -L {UPGRADE_STATE_LABEL} -w",
+             f"{states}; upgrade-failed stops here: see the rollback"),
+        Step("Check the canary: driver version, GPUs, device binding",
+             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+                spec=spec),
+             f"exit 0; driver {target}"),
+        Step("Release the other nodes: the controller takes them maxParallelUpgrades at a "
+             "time, never more than maxUnavailable out",
+             f"kubectl label nodes -l {GPU_NODES} {UPGRADE_SKIP_LABEL}-",
+             "no node carries the skip label"),
+        Step("Follow the rollout to the end", watch + " -w",
+             "every GPU node upgrade-done, none upgrade-failed; GpuDriverUpgradeFailed, "
+             "GpuMissing and GpuCriticalXid stay silent"),
+    )
+    rollback = (
+        Step("Hold the nodes the controller has not reached yet",
+             f"kubectl label nodes -l '{GPU_NODES},{UPGRADE_STATE_LABEL} in "
+             f"(upgrade-required)' {UPGRADE_SKIP_LABEL}=true --overwrite",
+             "no further node starts the new version"),
+        Step("Set the previous version the same way: values rendered from the spec before "
+             "the change",
+             sh("aiplat kube render {prev} -d out/kube-previous && helm upgrade gpu-operator "
+                "nvidia/gpu-operator -n gpu-operator --reuse-values -f ", prev=prev)
+             + "out/kube-previous/cluster/gpu-operator/values.yaml",
+             "the ClusterPolicy shows the previous driver.version"),
+        Step("Follow the upgraded nodes back through the same states. A node in "
+             "upgrade-failed moves on by itself once its driver pod is up to date and Ready; "
+             "read that pod's log for the cause (kubectl -n gpu-operator logs POD), never "
+             "delete it",
+             "kubectl -n gpu-operator get pods -o wide --field-selector spec.nodeName=$NODE; "
+             + watch + " -w", "every GPU node upgrade-done on the previous version"),
+        Step("Release the held nodes", f"kubectl label nodes -l {GPU_NODES} "
+             f"{UPGRADE_SKIP_LABEL}-", "no node carries the skip label"),
+    )
+    notes = (
+        "Never delete the driver pods by hand: the operator's upgrade controller owns the "
+        "rollout (cordon, wait for jobs, pod eviction, driver restart, validation, uncordon) "
+        f"and records each node's progress in the {UPGRADE_STATE_LABEL} label.",
+    )
+    return Procedure("driver-upgrade", "Driver upgrade (the GPU Operator owns the driver)",
+                     "drivers", "A new approved driver: security fix, CUDA requirement, branch "
+                     "end of life.", steps, rollback, notes)
+
+
+def _driver_upgrade_host(platform: Platform, spec: str, prev: str, target: str,
+                         check: Step) -> Procedure:
+    approved = platform.versions.approved
+    entry_opt = sh(" --entry {entry}", entry=approved[-1].name) if approved else ""
+    steps = (
+        check,
+        Step("Canary first: set NODE to one node of the pool; the others follow in batches "
+             "no larger than the pool's spare nodes (see the canary plan)",
+             "kubectl get nodes -l aiplat.io/pool=$POOL", "the pool's nodes; pick $NODE"),
+        *_kueue_drain_steps(),
+        Step("Install the new driver with the approved entry: review the generated script, "
+             "run it, reboot (DKMS builds the modules, signed where Secure Boot is required)",
+             sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
+             + " -w prepare-$NODE.sh; less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && "
+             "sudo systemctl reboot",
+             "node back Ready (kubectl get node $NODE)"),
         Step("Check the node: driver version, GPUs, device binding",
              sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
                 spec=spec),
              f"exit 0; driver {target}"),
-        Step("Continue in batches per the canary plan", "", "GpuMissing and "
-             "GpuCriticalXid stay silent"),
+        Step("Return the node to service", "kubectl uncordon $NODE",
+             "node schedulable; its GPUs allocatable again"),
+        Step("Continue with the next batch the same way", "",
+             "GpuMissing and GpuCriticalXid stay silent"),
     )
     rollback = (
-        Step("Return to the previous values (previous driver version)",
-             "helm rollback gpu-operator -n gpu-operator"),
-        Step("Restart the driver pods on the updated nodes, one batch at a time",
-             "kubectl -n gpu-operator delete pod -l app=nvidia-driver-daemonset "
-             "--field-selector spec.nodeName=$NODE"),
+        Step("Keep the node cordoned; stop the rollout (no further batches)",
+             "kubectl cordon $NODE"),
+        Step("Reinstall the previous driver: prepare from the spec before the change (the "
+             "pin allows the downgrade), reboot",
+             sh("aiplat node prepare --spec {prev} --pool $POOL -w rollback-$NODE.sh; "
+                "sudo bash rollback-$NODE.sh && sudo systemctl reboot", prev=prev)),
+        Step("Check it and return it to service",
+             sh("aiplat node check --spec {prev} --pool $POOL --matrix && kubectl uncordon "
+                "$NODE", prev=prev), "exit 0; previous driver"),
     )
-    return Procedure("driver-upgrade", "Driver upgrade (GPU operator managed)", "drivers",
-                     "A new approved driver: security fix, CUDA requirement, branch end of life.",
-                     steps, rollback)
+    return Procedure("driver-upgrade", "Driver upgrade (node prepare owns the driver)",
+                     "drivers", "A new approved driver: security fix, CUDA requirement, branch "
+                     "end of life. kubernetes.components.driver is host: the GPU Operator "
+                     "leaves the driver alone.", steps, rollback)
 
 
 def operator_upgrade(platform: Platform, spec: str) -> Procedure:
