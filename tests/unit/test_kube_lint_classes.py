@@ -134,6 +134,20 @@ def rdma_without_memlock(o: list[Obj], inv: Inventory) -> None:
     _runtime_keeps_memlock(inv)  # the drop-in kube render ships was not installed
 
 
+def rdma_plugin_left_out(o: list[Obj], inv: Inventory) -> None:
+    """The tree without the RDMA shared device plugin (the Network Operator not installed
+    either): the gang's rdma/rdma_shared_device_a is published by nothing."""
+    o[:] = [x for x in o if (x.get("metadata") or {}).get("namespace")
+            != "nvidia-network-operator" and x["metadata"]["name"] != "nvidia-network-operator"]
+
+
+def mig_pool_without_its_label(o: list[Obj], inv: Inventory) -> None:
+    """An inventory whose h100 nodes publish MIG devices but name no MIG Manager config."""
+    inv.pools[:] = [dataclasses.replace(p, capacity={**p.capacity,
+                                                     "nvidia.com/mig-1g.10gb": 8 * p.nodes})
+                    if p.name == "h100" else p for p in inv.pools]
+
+
 # --- lint_fit ----------------------------------------------------------------------------
 
 def pod_asks_more_gpus_than_a_node(o: list[Obj], inv: Inventory) -> None:
@@ -318,6 +332,9 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "adds capabilities ['IPC_LOCK']"),
     (rdma_without_memlock, "rdma-memlock", "JobSet/research/domain-pretrain",
      "falls back to TCP sockets"),
+    (rdma_plugin_left_out, "rdma-publisher", "JobSet/research/domain-pretrain",
+     "nothing in this tree publishes"),
+    (mig_pool_without_its_label, "mig-config-label", "pool/h100", "all-disabled"),
     (pod_asks_more_gpus_than_a_node, "gpu-per-node", "Job/research/assistant-finetune",
      "asks for 16 nvidia.com/gpu but the largest node (pool h100) has 8"),
     (claim_asks_more_devices_than_a_node, "gpu-per-node", "Job/serving/docs-search",

@@ -164,6 +164,38 @@ def vgpu_cores_transformed(o: list[Obj], _inv: Inventory) -> None:
         "example.com/vgpu-cores"] = "30"
 
 
+def _rdma_config(o: list[Obj]) -> Obj:
+    return find(o, "ConfigMap", "rdma-shared-device-plugin", "nvidia-network-operator")
+
+
+def rdma_plugin_publishes_another_name(o: list[Obj], _inv: Inventory) -> None:
+    cm = _rdma_config(o)
+    cm["data"]["config.json"] = cm["data"]["config.json"].replace(
+        "rdma_shared_device_a", "hca_shared_devices_a")
+
+
+def rdma_plugin_config_not_json(o: list[Obj], _inv: Inventory) -> None:
+    cm = _rdma_config(o)
+    cm["data"]["config.json"] = cm["data"]["config.json"].rstrip()[:-1]  # the last brace
+
+
+def mig_label_names_a_missing_config(o: list[Obj], inv: Inventory) -> None:
+    """The h100 nodes publish MIG devices and name config 'h100-typo'; the tree's MIG
+    Manager ConfigMap defines all-disabled and h100 only."""
+    import dataclasses
+
+    o.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "aiplat-mig-config", "namespace": "gpu-operator"},
+        "data": {"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": {
+            "all-disabled": [{"devices": "all", "mig-enabled": False}],
+            "h100": [{"devices": "all", "mig-enabled": True,
+                      "mig-devices": {"1g.10gb": 7}}]}})}})
+    inv.pools[:] = [dataclasses.replace(
+        p, labels={**p.labels, "nvidia.com/mig.config": "h100-typo"},
+        capacity={**p.capacity, "nvidia.com/mig-1g.10gb": 8 * p.nodes})
+        if p.name == "h100" else p for p in inv.pools]
+
+
 def clusterqueue_resources_out_of_order(o: list[Obj], _inv: Inventory) -> None:
     """Kueue's webhook: a flavor's resources must follow coveredResources' order."""
     find(o, "ClusterQueue", "batch")["spec"]["resourceGroups"][0]["flavors"][0][
@@ -198,6 +230,9 @@ EXTRA: list[tuple[Seed, str]] = [
     (deviceclasses_left_to_the_driver, "claim-deviceclass"),
     (every_flavor_tainted, "flavor-node-taints"),
     (vgpu_cores_transformed, "resource-unserved"),
+    (rdma_plugin_publishes_another_name, "rdma-publisher"),
+    (rdma_plugin_config_not_json, "rdma-publisher"),
+    (mig_label_names_a_missing_config, "mig-config-label"),
     (clusterqueue_resources_out_of_order, "kueue-queue-webhook"),
     (job_min_parallelism_not_a_number, "kueue-job-webhook"),
     (no_inventory, "inventory"),
