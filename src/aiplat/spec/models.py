@@ -1311,6 +1311,13 @@ class EscalationStep(SpecModel):
     after_minutes: int = Field(ge=0, le=525_600)
 
 
+RunbookBaseUrl = Annotated[str, StringConstraints(
+    pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[A-Za-z0-9._~!$&()*+,;=:@%/-]*)?$",
+    max_length=2048)]
+"""An absolute http(s) URL without query, fragment or template braces: Alertmanager shows the
+link as is, and Prometheus would expand ``{{`` in an annotation."""
+
+
 class MonitoringSpec(SpecModel):
     """Alert thresholds for ``aiplat monitoring render`` that no node check already holds
     (GPU temperature, ECC, remapped rows, XID window and free disk come from each pool's
@@ -1327,6 +1334,17 @@ class MonitoringSpec(SpecModel):
     preemptions_per_hour: int = Field(default=10, ge=1, le=100000)
     model_pull_error_ratio: Fraction = Field(default=0.05, description="failed / all pulls")
     min_cache_hit_ratio: Fraction = Field(default=0.8, description="node model cache hits")
+    selector_labels: dict[LabelKey, LabelValue] = Field(
+        default={"release": "kube-prometheus-stack"},
+        description="labels on every rendered ServiceMonitor and PrometheusRule (the DCGM "
+                    "exporter's too): what the Prometheus's serviceMonitorSelector and "
+                    "ruleSelector match; kube-prometheus-stack's default is release: <its Helm "
+                    "release name>")
+    runbook_base_url: RunbookBaseUrl | None = Field(
+        default=None,
+        description="where the rendered runbook.html is published (http or https, no query "
+                    "or fragment): each alert's runbook_url is <this>/runbook.html#<procedure>; "
+                    "unset, the link is the relative runbook.html#<procedure>")
 
 
 class OperationsSpec(SpecModel):
