@@ -160,8 +160,8 @@ def test_kubernetes_discovery_config_is_valid_but_for_the_discovery_debian_lacks
 def test_a_wrong_threshold_fails_the_shipped_tests(promtool: str, tmp_path: Path) -> None:
     d = rendered(tmp_path, example())
     rules = (d / RULES_FILE).read_text()
-    wrong = rules.replace('DCGM_FI_DEV_GPU_TEMP{pool=~"h100|l40s"} > 85',
-                          'DCGM_FI_DEV_GPU_TEMP{pool=~"h100|l40s"} > 80')
+    wrong = rules.replace('aiplat:node_pool:info{pool=~"h100|l40s"}) > 85',
+                          'aiplat:node_pool:info{pool=~"h100|l40s"}) > 80')
     assert wrong != rules
     (d / RULES_FILE).write_text(wrong)
     r = run(promtool, "test", "rules", TESTS_FILE, cwd=d)
@@ -170,7 +170,9 @@ def test_a_wrong_threshold_fails_the_shipped_tests(promtool: str, tmp_path: Path
 
 
 def test_a_spec_threshold_moves_the_alert(promtool: str, tmp_path: Path) -> None:
-    """Hand-written expectations: h100 at maxGpuTempC 70 alerts at 75 °C, l40s (85) not."""
+    """Hand-written expectations: h100 at maxGpuTempC 70 alerts at 75 °C, l40s (85) not.
+    The series as aiplat's own scrape configuration labels them: node and pool on every
+    target (``up`` too), no kube-state-metrics."""
 
     def hot(data: dict[str, Any]) -> None:
         data["pools"][0]["node"]["checks"] = {"maxGpuTempC": 70}
@@ -186,6 +188,8 @@ def test_a_spec_threshold_moves_the_alert(promtool: str, tmp_path: Path) -> None
             "input_series": [
                 {"series": f"DCGM_FI_DEV_GPU_TEMP{{{h100}}}", "values": "75x10"},
                 {"series": f"DCGM_FI_DEV_GPU_TEMP{{{l40s}}}", "values": "75x10"},
+                {"series": f"up{{{h100}}}", "values": "1x10"},
+                {"series": f"up{{{l40s}}}", "values": "1x10"},
             ],
             "alert_rule_test": [{
                 "eval_time": "10m", "alertname": "GpuTemperatureHigh",
@@ -211,3 +215,53 @@ def test_a_spec_threshold_moves_the_alert(promtool: str, tmp_path: Path) -> None
     d2 = rendered(tmp_path / "default", example())
     (d2 / "hand.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
     assert run(promtool, "test", "rules", "hand.test.yaml", cwd=d2).returncode != 0
+
+
+def test_gpu_alerts_fire_on_series_as_the_gpu_operators_servicemonitor_labels_them(
+    promtool: str, tmp_path: Path
+) -> None:
+    """Issue 41: through the GPU operator's ServiceMonitor a DCGM series has ``node`` (its
+    relabeling) but no ``pool`` (no node metadata there); the pool comes from
+    kube-state-metrics' node labels. Rules that filtered on a ``pool`` label of the DCGM
+    series itself never fired; the join makes GpuTemperatureHigh fire with the pool, and an
+    absolute runbook link when the spec sets runbookBaseUrl."""
+
+    def linked(data: dict[str, Any]) -> None:
+        data["operations"]["monitoring"] = {"runbookBaseUrl": "https://wiki.example.com/ops/"}
+
+    d = rendered(tmp_path, example(linked))
+    gpu = ('gpu="0", Hostname="a", UUID="GPU-1", endpoint="gpu-metrics", '
+           'instance="10.0.0.11:9400", job="dcgm-exporter", node="a", '
+           'service="nvidia-dcgm-exporter"')
+    ksm = ('instance="10.0.0.7:8080", job="kube-state-metrics", '
+           'label_aiplat_io_pool="h100", node="a"')
+    test = {
+        "rule_files": [RULES_FILE], "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": f"DCGM_FI_DEV_GPU_TEMP{{{gpu}}}", "values": "90x10"},
+                {"series": f"kube_node_labels{{{ksm}}}", "values": "1x10"},
+            ],
+            "alert_rule_test": [{
+                "eval_time": "10m", "alertname": "GpuTemperatureHigh",
+                "exp_alerts": [{
+                    "exp_labels": {"severity": "warning", "component": "gpu", "gpu": "0",
+                                   "Hostname": "a", "UUID": "GPU-1", "endpoint": "gpu-metrics",
+                                   "instance": "10.0.0.11:9400", "job": "dcgm-exporter",
+                                   "node": "a", "pool": "h100",
+                                   "service": "nvidia-dcgm-exporter"},
+                    "exp_annotations": {
+                        "summary": "GPU 0 of a is too hot",
+                        "description": "The GPU is above the pool's node.checks.maxGpuTempC "
+                                       "for 5 minutes: check the node's fans and the rack's "
+                                       "cooling; sustained heat throttles and ages the GPU.",
+                        "runbook_url": "https://wiki.example.com/ops/runbook.html#node-patch",
+                    },
+                }],
+            }],
+        }],
+    }
+    (d / "operator.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    r = run(promtool, "test", "rules", "operator.test.yaml", cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr

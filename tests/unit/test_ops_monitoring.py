@@ -36,6 +36,8 @@ from aiplat.ops.monitoring import (
 )
 from aiplat.spec import EXAMPLE, Platform, example_text, parse_platform
 
+JOIN = " * on (node) group_left (pool) aiplat:node_pool:info"
+
 
 def example(edit: Callable[[dict[str, Any]], None] | None = None) -> Platform:
     data = yaml.safe_load(example_text())
@@ -88,24 +90,26 @@ def test_gpu_thresholds_follow_each_pools_checks() -> None:
 
     a = alerts(example(hot))
     temp = a["GpuTemperatureHigh"].expr
-    assert 'DCGM_FI_DEV_GPU_TEMP{pool=~"h100"} > 70' in temp
-    assert 'DCGM_FI_DEV_GPU_TEMP{pool=~"l40s"} > 85' in temp
-    assert 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{pool=~"h100"} > 2' in a["GpuEccUncorrectable"].expr
+    assert f'(DCGM_FI_DEV_GPU_TEMP{JOIN}{{pool=~"h100"}}) > 70' in temp
+    assert f'(DCGM_FI_DEV_GPU_TEMP{JOIN}{{pool=~"l40s"}}) > 85' in temp
+    assert (f'(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{JOIN}{{pool=~"h100"}}) > 2'
+            in a["GpuEccUncorrectable"].expr)
     assert "[6h]" in a["GpuCriticalXid"].expr and "[24h]" in a["GpuCriticalXid"].expr
     # The firing case sits just above the spec's threshold, the healthy case just below.
     assert a["GpuTemperatureHigh"].firing.series[0].values.startswith("73x")
     assert a["GpuTemperatureHigh"].healthy.series[0].values.startswith("69x")
     # Defaults: one expression for both pools.
     same = alerts(example())["GpuTemperatureHigh"].expr
-    assert same == 'DCGM_FI_DEV_GPU_TEMP{pool=~"h100|l40s"} > 85'
+    assert same == f'(DCGM_FI_DEV_GPU_TEMP{JOIN}{{pool=~"h100|l40s"}}) > 85'
 
 
 def test_gpu_count_per_pool_comes_from_the_spec() -> None:
     expr = alerts(example())["GpuMissing"].expr
-    assert 'DCGM_FI_DEV_GPU_TEMP{pool=~"h100"}) < 8' in expr
-    assert 'DCGM_FI_DEV_GPU_TEMP{pool=~"l40s"}) < 4' in expr
+    assert f'(DCGM_FI_DEV_GPU_TEMP{JOIN}{{pool=~"h100"}}) < 8' in expr
+    assert f'(DCGM_FI_DEV_GPU_TEMP{JOIN}{{pool=~"l40s"}}) < 4' in expr
     a = alerts(example())["GpuMissing"]
-    assert len(a.firing.series) == 7 and len(a.healthy.series) == 8
+    # Seven or eight GPUs of one node, and that node's labels from kube-state-metrics.
+    assert len(a.firing.series) == 8 and len(a.healthy.series) == 9
 
 
 def test_remapped_rows_alert_only_when_the_spec_sets_a_limit() -> None:
@@ -115,7 +119,7 @@ def test_remapped_rows_alert_only_when_the_spec_sets_a_limit() -> None:
         data["pools"][1]["node"]["checks"] = {"maxRemappedRowsUncorrectable": 3}
 
     a = alerts(example(limit))["GpuUncorrectableRemappedRows"]
-    assert a.expr == 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{pool=~"l40s"} > 3'
+    assert a.expr == f'(DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{JOIN}{{pool=~"l40s"}}) > 3'
 
 
 def test_critical_xids_exclude_79_which_has_its_own_alert() -> None:

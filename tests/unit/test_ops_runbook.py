@@ -185,7 +185,7 @@ def test_cli_runbook_and_monitoring_render_write_files(tmp_path: Path) -> None:
     r = runner.invoke(monitoring, ["render", "-d", str(tmp_path / "mon"),
                                    "--discovery", "file"])
     assert r.exit_code == 0, r.output
-    assert "aiplat-gpu: 9 alerts" in r.stdout
+    assert "aiplat-gpu: 12 alerts" in r.stdout
     assert (tmp_path / "mon" / "targets" / "dcgm-exporter.yaml").is_file()
 
 

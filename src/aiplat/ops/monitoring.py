@@ -14,8 +14,12 @@ Design:
   temperature, uncorrectable ECC, remapped rows, XID window, free disk) and
   ``operations.monitoring`` (idle GPUs, pending age, quota usage, preemptions, model pulls,
   cache hits). Per-pool thresholds are one expression per distinct value, joined with ``or``,
-  selected by the ``pool`` label that the scrape configuration copies from the node label
-  ``aiplat.io/pool`` (the same name as the pool in the spec, the flavor and the simulator).
+  selected by the ``pool`` label: the node label ``aiplat.io/pool`` (the same name as the
+  pool in the spec, the flavor and the simulator). GPU series get it by a join on ``node``
+  with :data:`POOL_INFO` (kube-state-metrics' node labels, or the targets that the plain
+  scrape configuration labels itself): the GPU operator's ServiceMonitor cannot attach node
+  labels (``kube/render_dcgm.py``). A DCGM field outside the exporter's counters CSV
+  (``DCGM_COUNTERS`` there) is a build error: it would never be exported.
 - Metric names are the exporters' own: dcgm-exporter (``DCGM_FI_*``), node-exporter
   (``node_*``), Kueue (``kueue_*``), the registry (distribution's ``registry_http_*``). The
   aiplat node agent and the model cache export the ``aiplat_*`` names in
@@ -28,15 +32,30 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import yaml
 
+from aiplat.kube.facts import GPU_OPERATOR_NS
+from aiplat.kube.render_dcgm import DCGM_FIELDS
+from aiplat.kube.render_dcgm import SCRAPE_JOB as DCGM_JOB
+from aiplat.ops.monitoring_model import (
+    RUNBOOK_PAGE,
+    AlertRule,
+    Case,
+    RecordingRule,
+    RuleGroup,
+    Series,
+    Severity,
+    expand,
+    runbook_url,
+)
+from aiplat.ops.monitoring_platform import platform_rules
 from aiplat.report.document import Document, Section, Table
 from aiplat.spec.models import Platform, PoolSpec
 
-Severity = Literal["critical", "warning", "info"]
+__all__ = ["RUNBOOK_PAGE", "AlertRule", "Case", "RecordingRule", "RuleGroup", "Series",
+           "Severity", "expand", "runbook_url"]
 
 POOL_LABEL = "aiplat.io/pool"
 RULES_FILE = "aiplat-rules.yaml"
@@ -46,7 +65,6 @@ CHECKLIST_FILE = "checklist.md"
 PROMETHEUS_RULE_FILE = "kubernetes/prometheusrule.yaml"
 SERVICE_MONITOR_FILE = "kubernetes/servicemonitor-kueue.yaml"
 MONITORING_NS = "monitoring"
-RUNBOOK_PAGE = "runbook.html"
 
 # Critical XIDs watched by the AzureHPC node health checks (see FACTS.md).
 CRITICAL_XIDS: tuple[int, ...] = (
@@ -70,8 +88,8 @@ AIPLAT_METRICS: tuple[tuple[str, str, str], ...] = (
 
 # Scrape jobs: (job name, what it is, Kubernetes namespace, pod label selector, port name).
 JOBS: tuple[tuple[str, str, str, str, str], ...] = (
-    ("dcgm-exporter", "GPU metrics (NVIDIA dcgm-exporter from the GPU operator)",
-     "gpu-operator", "app=nvidia-dcgm-exporter", "gpu-metrics"),
+    (DCGM_JOB, "GPU metrics (NVIDIA dcgm-exporter from the GPU operator)",
+     GPU_OPERATOR_NS, "app=nvidia-dcgm-exporter", "gpu-metrics"),
     ("node-exporter", "node metrics (prometheus-node-exporter)",
      "monitoring", "app.kubernetes.io/name=node-exporter", "metrics"),
     ("aiplat-node-agent", "aiplat node agent: check results",
@@ -92,95 +110,6 @@ KUEUE_TOKEN_FILE = "kueue-metrics.token"
 KUEUE_CA_FILE = "kueue-metrics-ca.crt"
 SERVICE_ACCOUNT_CA = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
 KUEUE_METRICS_SERVER_NAME = "kueue-controller-manager-metrics-service.kueue-system.svc"
-
-
-# ---------------------------------------------------------------------------- data
-
-
-@dataclass(frozen=True)
-class Series:
-    """One input series of a promtool test: ``metric{labels}`` and its values notation
-    (e.g. ``0+5x30``: start 0, add 5 each interval, 30 times)."""
-
-    metric: str
-    labels: Mapping[str, str]
-    values: str
-
-    @property
-    def selector(self) -> str:
-        inner = ", ".join(f'{k}="{v}"' for k, v in sorted(self.labels.items()))
-        return f"{self.metric}{{{inner}}}"
-
-
-@dataclass(frozen=True)
-class Case:
-    """Series and the time to evaluate at; ``fires`` lists the label sets (series labels
-    left by the expression, without the rule's own labels) the alert must have; empty means
-    the alert must stay silent."""
-
-    series: tuple[Series, ...]
-    eval_time: str
-    fires: tuple[Mapping[str, str], ...] = ()
-
-
-@dataclass(frozen=True)
-class RecordingRule:
-    record: str
-    expr: str
-
-
-@dataclass(frozen=True)
-class AlertRule:
-    name: str
-    expr: str
-    severity: Severity
-    component: str
-    summary: str
-    description: str
-    procedure: str = ""  # runbook section id (its anchor)
-    for_: str = "0m"
-    firing: Case = field(default_factory=lambda: Case((), "0m"))
-    healthy: Case = field(default_factory=lambda: Case((), "0m"))
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return {"severity": self.severity, "component": self.component}
-
-    def annotations(self, labels: Mapping[str, str]) -> dict[str, str]:
-        """The annotations as rendered into the rule (``labels`` empty) or as Prometheus
-        expands them for an alert with ``labels``."""
-        out = {"summary": self.summary, "description": self.description}
-        if self.procedure:
-            out["runbook_url"] = f"{RUNBOOK_PAGE}#{self.procedure}"
-        if labels:
-            out = {k: expand(v, labels) for k, v in out.items()}
-        return out
-
-
-@dataclass(frozen=True)
-class RuleGroup:
-    name: str
-    rules: tuple[RecordingRule | AlertRule, ...]
-    interval: str = "1m"
-
-    @property
-    def alerts(self) -> list[AlertRule]:
-        return [r for r in self.rules if isinstance(r, AlertRule)]
-
-
-_LABEL_REF = re.compile(r"\{\{ \$labels\.([A-Za-z_][A-Za-z0-9_]*) \}\}")
-
-
-def expand(template: str, labels: Mapping[str, str]) -> str:
-    """Expand ``{{ $labels.NAME }}`` as Prometheus would; a label the alert lacks is an
-    error here (Prometheus would print ``<no value>``)."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(1) not in labels:
-            raise KeyError(f"annotation uses label {m.group(1)!r}, which the alert lacks")
-        return labels[m.group(1)]
-
-    return _LABEL_REF.sub(sub, template)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -208,9 +137,11 @@ def _num(value: float) -> str:
 
 
 def _gpu_labels(pool: str, **extra: str) -> dict[str, str]:
+    """A GPU series as it arrives through the GPU operator's ServiceMonitor: ``node`` from
+    the exporter pod's node, no ``pool`` (the rules join it, :data:`POOL_INFO`)."""
     return {"gpu": "0", "UUID": "GPU-1b2c3d4e", "Hostname": f"{pool}-node-1",
-            "node": f"{pool}-node-1", "pool": pool, "job": "dcgm-exporter",
-            "instance": "10.0.0.11:9400", **extra}
+            "node": f"{pool}-node-1", "job": DCGM_JOB, "instance": "10.0.0.11:9400",
+            **extra}
 
 
 def _node_labels(pool: str, **extra: str) -> dict[str, str]:
@@ -222,6 +153,49 @@ def _case(eval_time: str, *series: Series, fires: Iterable[Mapping[str, str]] = 
     return Case(tuple(series), eval_time, tuple(fires))
 
 
+POOL_INFO = "aiplat:node_pool:info"
+KSM_POOL_LABEL = "label_" + re.sub(r"[^A-Za-z0-9_]", "_", POOL_LABEL)
+
+
+def _pool_info_rule() -> RecordingRule:
+    """1 per (node, pool): from kube-state-metrics' ``kube_node_labels`` (it must export the
+    node label, ``--metric-labels-allowlist=nodes=[aiplat.io/pool]``), or else from targets
+    that carry both labels themselves (aiplat's own scrape configuration, file discovery)."""
+    return RecordingRule(POOL_INFO, (
+        f'group by (node, pool) (label_replace(kube_node_labels{{{KSM_POOL_LABEL}!=""}}, '
+        f'"pool", "$1", "{KSM_POOL_LABEL}", "(.+)")) '
+        'or group by (node, pool) (up{node!="", pool!=""})'))
+
+
+def _pooled(selector: str) -> str:
+    """``selector`` with the node's ``pool`` joined on, as a :func:`_per_pool` template."""
+    return f"({selector} * on (node) group_left (pool) {POOL_INFO}{{{{{{pools}}}}}})"
+
+
+def _ksm_pool(node: str, pool: str) -> dict[str, str]:
+    return {"node": node, KSM_POOL_LABEL: pool, "job": "kube-state-metrics",
+            "instance": "10.0.0.7:8080"}
+
+
+def _gpu_case(eval_time: str, *series: Series,
+              fires: Iterable[Mapping[str, str]] = ()) -> Case:
+    """A case on GPU series plus kube-state-metrics' node labels of each node they name (the
+    pool a node is in; its name is ``<pool>-node-N``)."""
+    span = f"1x{int(eval_time.removesuffix('m')) + 5}"
+    nodes = sorted({s.labels["node"] for s in series if "node" in s.labels})
+    info = [Series("kube_node_labels", _ksm_pool(n, n.rsplit("-node-", 1)[0]), span)
+            for n in nodes]
+    return Case((*series, *info), eval_time, tuple(fires))
+
+
+_DCGM_NAME = re.compile(r"\bDCGM_FI_[A-Z0-9_]+")
+
+
+def dcgm_fields_read(groups: Iterable[RuleGroup]) -> set[str]:
+    """The DCGM fields the rules' expressions read."""
+    return {m for g in groups for r in g.rules for m in _DCGM_NAME.findall(r.expr)}
+
+
 # ---------------------------------------------------------------------------- GPU
 
 
@@ -229,24 +203,40 @@ def gpu_rules(platform: Platform) -> RuleGroup:
     pools = _gpu_pools(platform)
     if not pools:
         return RuleGroup("aiplat-gpu", ())
-    p0 = pools[0]
-    c0 = p0.node.checks
-    name0 = p0.name
+    rules: list[RecordingRule | AlertRule] = [
+        _pool_info_rule(),
+        RecordingRule("aiplat:gpu_xid:last",
+                      'count_values without () ("xid", DCGM_FI_DEV_XID_ERRORS > 0)'
+                      f" * on (node) group_left (pool) {POOL_INFO}"),
+        RecordingRule("aiplat:gpu_busy:ratio",
+                      "(DCGM_FI_PROF_GR_ENGINE_ACTIVE * 1) or (DCGM_FI_DEV_GPU_UTIL / 100)"),
+        *_xid_rules(pools),
+        _gpu_missing_rule(pools),
+        *_memory_rules(pools),
+        *_heat_and_power_rules(pools),
+        *_link_rules(pools[0].name),
+        _idle_rule(platform, pools[0].name),
+    ]
+    unknown = dcgm_fields_read([RuleGroup("aiplat-gpu", tuple(rules))]) - DCGM_FIELDS
+    if unknown:
+        raise ValueError(f"GPU rules read DCGM fields the exporter's counters CSV lacks: "
+                         f"{sorted(unknown)} (add them to kube/render_dcgm.py DCGM_COUNTERS)")
+    return RuleGroup("aiplat-gpu", tuple(rules))
+
+
+def _pool_fires(labels: Mapping[str, str], pool: str) -> dict[str, str]:
+    return {**labels, "pool": pool}
+
+
+def _xid_rules(pools: list[PoolSpec]) -> list[AlertRule]:
+    name0 = pools[0].name
+    gl = _gpu_labels(name0)
     xid_window = {p.name: p.node.checks.xid_window_hours for p in pools}
     # XID 79 has its own alert (GpuFallenOffBus); the rest are "critical XID".
     critical = "|".join(str(x) for x in CRITICAL_XIDS if x != XID_FALLEN_OFF_BUS)
-    gl = _gpu_labels(name0)
-    rules: list[RecordingRule | AlertRule] = [
-        RecordingRule("aiplat:gpu_xid:last",
-                      'count_values without () ("xid", DCGM_FI_DEV_XID_ERRORS > 0)'),
-        RecordingRule("aiplat:gpu_busy:ratio",
-                      "(DCGM_FI_PROF_GR_ENGINE_ACTIVE * 1) or (DCGM_FI_DEV_GPU_UTIL / 100)"),
-        RecordingRule("aiplat:gpu_clock_event_reasons",
-                      "DCGM_FI_DEV_CLOCKS_EVENT_REASONS or DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"),
-    ]
     xid_template = ("max_over_time(aiplat:gpu_xid:last{{{pools}, xid=~\"" + critical
                     + "\"}}[{t}h])")
-    rules.append(AlertRule(
+    return [AlertRule(
         "GpuCriticalXid",
         _per_pool(xid_template, xid_window),
         "critical", "gpu",
@@ -255,11 +245,10 @@ def gpu_rules(platform: Platform) -> RuleGroup:
         "{{ $labels.pool }}) within the pool's XID window. Drain the node and follow the "
         "replacement procedure if a GPU reset does not clear it.",
         "replace-node",
-        firing=_case("10m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0 0 48x10"),
-                     fires=[{**gl, "xid": "48"}]),
-        healthy=_case("10m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0 0 13x10")),
-    ))
-    rules.append(AlertRule(
+        firing=_gpu_case("10m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0 0 48x10"),
+                         fires=[{**_pool_fires(gl, name0), "xid": "48"}]),
+        healthy=_gpu_case("10m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0 0 13x10")),
+    ), AlertRule(
         "GpuFallenOffBus",
         f'max_over_time(aiplat:gpu_xid:last{{xid="{XID_FALLEN_OFF_BUS}"}}[1h])',
         "critical", "gpu",
@@ -267,10 +256,14 @@ def gpu_rules(platform: Platform) -> RuleGroup:
         "XID 79: the GPU no longer answers on PCIe. Workloads on it are lost; cordon and "
         "drain {{ $labels.node }}, then reset or replace the GPU.",
         "replace-node",
-        firing=_case("5m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0 79x5"),
-                     fires=[{**gl, "xid": "79"}]),
-        healthy=_case("5m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0x5")),
-    ))
+        firing=_gpu_case("5m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0 79x5"),
+                         fires=[{**_pool_fires(gl, name0), "xid": "79"}]),
+        healthy=_gpu_case("5m", Series("DCGM_FI_DEV_XID_ERRORS", gl, "0x5")),
+    )]
+
+
+def _gpu_missing_rule(pools: list[PoolSpec]) -> AlertRule:
+    name0 = pools[0].name
     counts = {p.name: float(p.node.gpu.count) for p in pools if p.node.gpu}
     n0 = int(counts[name0])
     missing_series = tuple(
@@ -279,41 +272,48 @@ def gpu_rules(platform: Platform) -> RuleGroup:
     full_series = (*missing_series, Series(
         "DCGM_FI_DEV_GPU_TEMP", _gpu_labels(name0, gpu=str(n0 - 1), UUID=f"GPU-{n0 - 1}"),
         "40x20"))
-    rules.append(AlertRule(
+    return AlertRule(
         "GpuMissing",
-        _per_pool("count by (node, pool) (DCGM_FI_DEV_GPU_TEMP{{{pools}}}) < {t}", counts),
+        _per_pool("count by (node, pool) " + _pooled("DCGM_FI_DEV_GPU_TEMP") + " < {t}",
+                  counts),
         "critical", "gpu",
         "{{ $labels.node }} reports fewer GPUs than pool {{ $labels.pool }} has",
         "dcgm-exporter on {{ $labels.node }} reports fewer GPUs than the spec gives pool "
         "{{ $labels.pool }}: a GPU fell off the bus or the driver lost it. Run aiplat node "
         "check on the node.",
         "replace-node", for_="5m",
-        firing=_case("10m", *missing_series, fires=[{"node": gl["node"], "pool": name0}]),
-        healthy=_case("10m", *full_series),
-    ))
+        firing=_gpu_case("10m", *missing_series,
+                         fires=[{"node": f"{name0}-node-1", "pool": name0}]),
+        healthy=_gpu_case("10m", *full_series),
+    )
+
+
+def _memory_rules(pools: list[PoolSpec]) -> list[AlertRule]:
+    name0 = pools[0].name
+    c0 = pools[0].node.checks
+    gl = _gpu_labels(name0)
     ecc = {p.name: float(p.node.checks.max_ecc_uncorrected) for p in pools}
-    rules.append(AlertRule(
+    rules = [AlertRule(
         "GpuEccUncorrectable",
-        _per_pool("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{{{pools}}} > {t}", ecc),
+        _per_pool(_pooled("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL") + " > {t}", ecc),
         "critical", "gpu",
         "Uncorrectable ECC errors on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         "Volatile double-bit ECC errors exceed the pool's node.checks.maxEccUncorrected. "
         "Drain {{ $labels.node }} and reset the GPU; replace it if errors return.",
         "replace-node",
-        firing=_case("3m", Series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", gl,
-                                  f"0 {c0.max_ecc_uncorrected + 1}x3"), fires=[gl]),
-        healthy=_case("3m", Series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", gl,
-                                   f"{c0.max_ecc_uncorrected}x3")),
-    ))
-    rules.append(AlertRule(
+        firing=_gpu_case("3m", Series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", gl,
+                                      f"0 {c0.max_ecc_uncorrected + 1}x3"),
+                         fires=[_pool_fires(gl, name0)]),
+        healthy=_gpu_case("3m", Series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", gl,
+                                       f"{c0.max_ecc_uncorrected}x3")),
+    ), AlertRule(
         "GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical", "gpu",
         "Row remapping failed on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         "The GPU has no spare rows left for memory errors: it must be replaced (RMA).",
         "replace-node",
         firing=_case("3m", Series("DCGM_FI_DEV_ROW_REMAP_FAILURE", gl, "0 1x3"), fires=[gl]),
         healthy=_case("3m", Series("DCGM_FI_DEV_ROW_REMAP_FAILURE", gl, "0x3")),
-    ))
-    rules.append(AlertRule(
+    ), AlertRule(
         "GpuRowRemapPending", "DCGM_FI_DEV_ROW_REMAP_PENDING > 0", "warning", "gpu",
         "Row remap pending on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         "A memory row remap is recorded but takes effect only after a GPU reset: drain "
@@ -321,7 +321,7 @@ def gpu_rules(platform: Platform) -> RuleGroup:
         "node-patch", for_="5m",
         firing=_case("10m", Series("DCGM_FI_DEV_ROW_REMAP_PENDING", gl, "1x10"), fires=[gl]),
         healthy=_case("10m", Series("DCGM_FI_DEV_ROW_REMAP_PENDING", gl, "0x10")),
-    ))
+    )]
     remap = {p.name: float(p.node.checks.max_remapped_rows_uncorrectable) for p in pools
              if p.node.checks.max_remapped_rows_uncorrectable is not None}
     if remap:
@@ -330,50 +330,115 @@ def gpu_rules(platform: Platform) -> RuleGroup:
         limit = int(remap[rp])
         rules.append(AlertRule(
             "GpuUncorrectableRemappedRows",
-            _per_pool("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS{{{pools}}} > {t}", remap),
+            _per_pool(_pooled("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS") + " > {t}", remap),
             "warning", "gpu",
             "GPU {{ $labels.gpu }} of {{ $labels.node }} has many rows remapped",
             "Rows remapped for uncorrectable errors exceed the pool's "
             "node.checks.maxRemappedRowsUncorrectable: plan the GPU's replacement.",
             "replace-node",
-            firing=_case("3m", Series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", rl,
-                                      f"{limit + 1}x3"), fires=[rl]),
-            healthy=_case("3m", Series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", rl,
-                                       f"{limit}x3")),
+            firing=_gpu_case("3m", Series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", rl,
+                                          f"{limit + 1}x3"), fires=[_pool_fires(rl, rp)]),
+            healthy=_gpu_case("3m", Series("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", rl,
+                                           f"{limit}x3")),
         ))
+    return rules
+
+
+def _heat_and_power_rules(pools: list[PoolSpec]) -> list[AlertRule]:
+    name0 = pools[0].name
+    c0 = pools[0].node.checks
+    gl = _gpu_labels(name0)
     temps = {p.name: p.node.checks.max_gpu_temp_c for p in pools}
-    rules.append(AlertRule(
+    return [AlertRule(
         "GpuTemperatureHigh",
-        _per_pool("DCGM_FI_DEV_GPU_TEMP{{{pools}}} > {t}", temps),
+        _per_pool(_pooled("DCGM_FI_DEV_GPU_TEMP") + " > {t}", temps),
         "warning", "gpu",
         "GPU {{ $labels.gpu }} of {{ $labels.node }} is too hot",
         "The GPU is above the pool's node.checks.maxGpuTempC for 5 minutes: check the "
         "node's fans and the rack's cooling; sustained heat throttles and ages the GPU.",
         "node-patch", for_="5m",
-        firing=_case("10m", Series("DCGM_FI_DEV_GPU_TEMP", gl, f"{_num(c0.max_gpu_temp_c + 3)}x10"),
-                     fires=[gl]),
-        healthy=_case("10m", Series("DCGM_FI_DEV_GPU_TEMP", gl,
-                                    f"{_num(c0.max_gpu_temp_c - 1)}x10")),
-    ))
-    rules.append(AlertRule(
+        firing=_gpu_case("10m", Series("DCGM_FI_DEV_GPU_TEMP", gl,
+                                       f"{_num(c0.max_gpu_temp_c + 3)}x10"),
+                         fires=[_pool_fires(gl, name0)]),
+        healthy=_gpu_case("10m", Series("DCGM_FI_DEV_GPU_TEMP", gl,
+                                        f"{_num(c0.max_gpu_temp_c - 1)}x10")),
+    ), AlertRule(
         "GpuThermalOrPowerSlowdown",
-        "(floor(aiplat:gpu_clock_event_reasons / 8) % 2 == 1)"
-        " or (floor(aiplat:gpu_clock_event_reasons / 32) % 8 > 0)",
+        "(floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 8) % 2 == 1)"
+        " or (floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 8 > 0)",
         "warning", "gpu",
         "GPU {{ $labels.gpu }} of {{ $labels.node }} is slowed down by heat or power",
         "Clock event reasons show HW slowdown, thermal slowdown or power brake for 15 "
         "minutes: jobs on {{ $labels.node }} run slower than the baseline.",
         "node-patch", for_="15m",
-        firing=_case("20m", Series("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", gl, "64x20"),
+        firing=_case("20m", Series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gl, "64x20"),
                      fires=[gl]),
         # 0x4 (software power cap) is normal under full load and must not alert.
-        healthy=_case("20m", Series("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", gl, "4x20")),
-    ))
+        healthy=_case("20m", Series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gl, "4x20")),
+    ), AlertRule(
+        "GpuPowerOverLimit",
+        "DCGM_FI_DEV_POWER_USAGE > DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+        "warning", "gpu",
+        "GPU {{ $labels.gpu }} of {{ $labels.node }} draws more than its power limit",
+        "The GPU's power draw has stayed above its enforced power limit for 10 minutes: "
+        "power capping is not holding (firmware, a failing sensor or the PSU). Check "
+        "nvidia-smi -q -d POWER on {{ $labels.node }} and the rack's power budget.",
+        "node-patch", for_="10m",
+        firing=_case("15m", Series("DCGM_FI_DEV_POWER_USAGE", gl, "730x15"),
+                     Series("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", gl, "700x15"), fires=[gl]),
+        healthy=_case("15m", Series("DCGM_FI_DEV_POWER_USAGE", gl, "690x15"),
+                      Series("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", gl, "700x15")),
+    )]
+
+
+# DCGM's health watch warns above 8 PCIe replays a minute (DCGM_LIMIT_MAX_PCIREPLAY_RATE);
+# NVLink CRC errors are retried by the link, so only a sustained rate is alerted.
+PCIE_REPLAYS_PER_MINUTE = 8
+NVLINK_CRC_ERRORS_PER_HOUR = 100
+
+
+def _link_rules(pool: str) -> list[AlertRule]:
+    gl = _gpu_labels(pool)
+    n = NVLINK_CRC_ERRORS_PER_HOUR
+    return [AlertRule(
+        "GpuNvlinkCrcErrors",
+        f"increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL[1h]) > {n}"
+        f" or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[1h]) > {n}",
+        "warning", "gpu",
+        "NVLink CRC errors on GPU {{ $labels.gpu }} of {{ $labels.node }}",
+        f"More than {n} NVLink flow-control or data CRC errors in an hour: a degrading "
+        "NVLink or NVSwitch connection slows collectives. Run the DCGM diagnostics "
+        "(dcgmi diag -r 2) on {{ $labels.node }}; replace the board if errors continue.",
+        "replace-node",
+        firing=_case("70m", Series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gl,
+                                   f"0+{_num(2 * n / 60)}x70"),
+                     Series("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", gl, "0x70"),
+                     fires=[gl]),
+        healthy=_case("70m", Series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gl,
+                                    f"0+{_num(n / 120)}x70"),
+                      Series("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", gl, "0x70")),
+    ), AlertRule(
+        "GpuPcieReplays",
+        f"rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[10m]) * 60 > {PCIE_REPLAYS_PER_MINUTE}",
+        "warning", "gpu",
+        "PCIe replays on GPU {{ $labels.gpu }} of {{ $labels.node }}",
+        f"More than {PCIE_REPLAYS_PER_MINUTE} PCIe replays a minute for 10 minutes (DCGM's "
+        "own health limit): a marginal PCIe link (riser, slot, retimer) that may drop the GPU "
+        "off the bus. Drain {{ $labels.node }} and reseat or replace the part.",
+        "replace-node", for_="10m",
+        firing=_case("30m", Series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gl, "0+20x30"),
+                     fires=[gl]),
+        healthy=_case("30m", Series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gl, "0+2x30")),
+    )]
+
+
+def _idle_rule(platform: Platform, pool: str) -> AlertRule:
     mon = platform.operations.monitoring
+    gl = _gpu_labels(pool)
     busy = {**gl, "namespace": "research", "pod": "train-0", "container": "main"}
-    free = _gpu_labels(name0, gpu="1", UUID="GPU-2")
+    free = _gpu_labels(pool, gpu="1", UUID="GPU-2")
     minutes = mon.idle_gpu_minutes
-    rules.append(AlertRule(
+    return AlertRule(
         "GpuAllocatedIdle",
         f'aiplat:gpu_busy:ratio{{pod!=""}} < {_num(mon.idle_gpu_utilization)}',
         "warning", "gpu",
@@ -388,8 +453,7 @@ def gpu_rules(platform: Platform) -> RuleGroup:
         healthy=_case(f"{minutes + 10}m",
                       Series("DCGM_FI_DEV_GPU_UTIL", busy, f"80x{minutes + 10}"),
                       Series("DCGM_FI_DEV_GPU_UTIL", free, f"0x{minutes + 10}")),
-    ))
-    return RuleGroup("aiplat-gpu", tuple(rules))
+    )
 
 
 # ---------------------------------------------------------------------------- nodes
@@ -694,15 +758,15 @@ def agent_rules(platform: Platform) -> RuleGroup:
 def monitoring_rules(platform: Platform) -> list[RuleGroup]:
     """Every rule group for ``platform``, in a stable order (empty groups left out)."""
     groups = [gpu_rules(platform), node_rules(platform), kueue_rules(platform),
-              model_store_rules(platform), agent_rules(platform)]
+              model_store_rules(platform), agent_rules(platform), platform_rules(platform)]
     return [g for g in groups if g.rules]
 
 
 # ---------------------------------------------------------------------------- rendering
 
 
-def rules_data(groups: Iterable[RuleGroup]) -> dict[str, Any]:
-    """The Prometheus rule file as data."""
+def rules_data(groups: Iterable[RuleGroup], runbook_base: str = "") -> dict[str, Any]:
+    """The Prometheus rule file as data (``runbook_base``: :func:`runbook_url`'s)."""
     out = []
     for g in groups:
         rules: list[dict[str, Any]] = []
@@ -714,20 +778,22 @@ def rules_data(groups: Iterable[RuleGroup]) -> dict[str, Any]:
             if r.for_ != "0m":
                 rule["for"] = r.for_
             rule["labels"] = r.labels
-            rule["annotations"] = r.annotations({})
+            rule["annotations"] = r.annotations({}, runbook_base)
             rules.append(rule)
         out.append({"name": g.name, "interval": g.interval, "rules": rules})
     return {"groups": out}
 
 
-def rule_tests_data(groups: Iterable[RuleGroup], rules_file: str = RULES_FILE) -> dict[str, Any]:
+def rule_tests_data(groups: Iterable[RuleGroup], rules_file: str = RULES_FILE,
+                    runbook_base: str = "") -> dict[str, Any]:
     """The ``promtool test rules`` file: per alert one firing and one silent test."""
     tests: list[dict[str, Any]] = []
     for g in groups:
         for a in g.alerts:
             for case in (a.firing, a.healthy):
                 exp = [{"exp_labels": {**labels, **a.labels},
-                        "exp_annotations": a.annotations({**labels, **a.labels})}
+                        "exp_annotations": a.annotations({**labels, **a.labels},
+                                                         runbook_base)}
                        for labels in case.fires]
                 tests.append({
                     "name": f"{a.name} {'fires' if case.fires else 'stays silent'}",
@@ -853,16 +919,20 @@ def checklist_document(platform: Platform, groups: list[RuleGroup],
         for a in g.alerts:
             by_component.setdefault(a.component, []).append(a.name)
     items = [
-        ("GPUs: XID errors, ECC and remapped rows, temperature, throttling, fallen off the bus,"
-         " allocated but idle", "dcgm-exporter", "enable DCGM_FI_DEV_XID_ERRORS, "
-         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL, DCGM_FI_DEV_ROW_REMAP_FAILURE, "
-         "DCGM_FI_DEV_ROW_REMAP_PENDING, DCGM_FI_DEV_CLOCK_THROTTLE_REASONS "
-         "(DCGM_FI_DEV_CLOCKS_EVENT_REASONS in newer DCGM) and "
-         "DCGM_FI_PROF_GR_ENGINE_ACTIVE in its counters CSV (ECC, pending remap and "
-         "throttle reasons are off in the default list); pod mapping on", "gpu"),
+        ("GPUs: XID errors, ECC and remapped rows, temperature, throttling, power, NVLink CRC,"
+         " PCIe replays, fallen off the bus, allocated but idle", "dcgm-exporter",
+         "the counters CSV aiplat kube render writes (ConfigMap aiplat-dcgm-metrics in "
+         f"{GPU_OPERATOR_NS}; DCGM's default list leaves ECC, NVLink CRC and others off) "
+         "and its ServiceMonitor's relabelings (node, job); pool joined from "
+         f"kube-state-metrics: --metric-labels-allowlist=nodes=[{POOL_LABEL}"
+         ",nvidia.com/gpu-driver-upgrade-state]", "gpu"),
         ("Nodes: disk, memory, network errors and drops", "prometheus-node-exporter",
          "filesystem, meminfo and netdev collectors (on by default)", "node"),
-        ("Network links", "prometheus-node-exporter", "netdev collector", "network"),
+        ("Network links, InfiniBand ports", "prometheus-node-exporter",
+         "netdev and infiniband collectors (on by default)", "network"),
+        ("GPU Operator driver upgrades; the DRA driver's kubelet plugin", "kube-state-metrics",
+         "node label nvidia.com/gpu-driver-upgrade-state in the allowlist above",
+         "gpu-operator|dra"),
         ("Queues: pending age, inadmissible workloads, usage against quota, preemptions",
          "Kueue controller manager", "metrics endpoint enabled; "
          "metrics.enableClusterQueueResources: true for usage and quota", "queues"),
@@ -876,7 +946,8 @@ def checklist_document(platform: Platform, groups: list[RuleGroup],
         ("Monitoring itself: every scrape target up", "Prometheus", "the up series",
          "monitoring"),
     ]
-    rows = [[what, source, setup, ", ".join(sorted(set(by_component.get(comp, [])))) or "—"]
+    rows = [[what, source, setup, ", ".join(sorted({a for c in comp.split("|")
+                                                     for a in by_component.get(c, [])})) or "—"]
             for what, source, setup, comp in items]
     thresholds = []
     for p in _gpu_pools(platform):
@@ -897,7 +968,8 @@ def checklist_document(platform: Platform, groups: list[RuleGroup],
             Section(id="coverage", title="What minimum monitoring covers",
                     paragraphs=["Each line must be true before handover: the exporter runs on "
                                 "every node of every pool, Prometheus scrapes it (the "
-                                "ScrapeTargetDown alert is silent) and the alerts are loaded."],
+                                "ScrapeTargetDown alert is silent) and the alerts are loaded.",
+                                _selection_note(m.selector_labels, m.runbook_base_url)],
                     tables=[Table(columns=["Signal", "Source", "Set-up", "Alerts"],
                                   rows=rows)]),
             Section(id="thresholds", title="Thresholds from the spec",
@@ -934,23 +1006,42 @@ def checklist_document(platform: Platform, groups: list[RuleGroup],
     )
 
 
-def prometheus_rule(groups: Iterable[RuleGroup]) -> dict[str, Any]:
-    """The same rules as a prometheus-operator PrometheusRule (its Prometheus must select
-    the label ``app.kubernetes.io/part-of: aiplat`` in ``ruleSelector``)."""
+def _monitor_labels(selector_labels: Mapping[str, str]) -> dict[str, str]:
+    """aiplat's own label and the ones the Prometheus selects on
+    (``operations.monitoring.selectorLabels``; kube-prometheus-stack's ruleSelector and
+    serviceMonitorSelector match ``release: <its release>`` unless told otherwise)."""
+    return {"app.kubernetes.io/part-of": "aiplat", **selector_labels}
+
+
+def _selection_note(selector_labels: Mapping[str, str], runbook_base: str | None) -> str:
+    labels = ", ".join(f"{k}={v}" for k, v in selector_labels.items()) or "none"
+    link = (f"Runbook links point to {runbook_base}." if runbook_base else
+            "Runbook links are relative (runbook.html#...): Alertmanager's receivers cannot "
+            "open them; set operations.monitoring.runbookBaseUrl to where runbook.html is "
+            "published.")
+    return (f"The ServiceMonitors and the PrometheusRule carry the labels {labels} "
+            "(operations.monitoring.selectorLabels): the Prometheus's serviceMonitorSelector "
+            f"and ruleSelector must match them. {link}")
+
+
+def prometheus_rule(groups: Iterable[RuleGroup], selector_labels: Mapping[str, str],
+                    runbook_base: str = "") -> dict[str, Any]:
+    """The same rules as a prometheus-operator PrometheusRule, labelled for the
+    Prometheus's ``ruleSelector``."""
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
             "metadata": {"name": "aiplat", "namespace": MONITORING_NS,
-                         "labels": {"app.kubernetes.io/part-of": "aiplat"}},
-            "spec": rules_data(groups)}
+                         "labels": _monitor_labels(selector_labels)},
+            "spec": rules_data(groups, runbook_base)}
 
 
-def kueue_service_monitor() -> dict[str, Any]:
+def kueue_service_monitor(selector_labels: Mapping[str, str]) -> dict[str, Any]:
     """Kueue's metrics endpoint for prometheus-operator, as Kueue's own
     config/components/prometheus (monitor.yaml with monitor_tls_patch.yaml) has it: the
     Prometheus ServiceAccount token goes only to a server whose certificate the metrics CA
     signed for the Service's name, never with insecureSkipVerify."""
     return {"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor",
             "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system",
-                         "labels": {"app.kubernetes.io/part-of": "aiplat"}},
+                         "labels": _monitor_labels(selector_labels)},
             "spec": {
                 "selector": {"matchLabels": {"control-plane": "controller-manager",
                                              "app.kubernetes.io/name": "kueue"}},
@@ -975,15 +1066,19 @@ def render_monitoring(platform: Platform,
     from aiplat.report.markdown import render_markdown
 
     groups = monitoring_rules(platform)
+    mon = platform.operations.monitoring
+    base = mon.runbook_base_url or ""
     extra = target_files(platform) if discovery == "file" else {}
     return {**extra, **dashboard_files(platform),
         RULES_FILE: "# Generated by aiplat monitoring render. Do not edit by hand: change the "
-                    "spec and render again.\n" + _dump(rules_data(groups)),
-        TESTS_FILE: "# promtool test rules " + TESTS_FILE + "\n" + _dump(rule_tests_data(groups)),
+                    "spec and render again.\n" + _dump(rules_data(groups, base)),
+        TESTS_FILE: "# promtool test rules " + TESTS_FILE + "\n"
+                    + _dump(rule_tests_data(groups, RULES_FILE, base)),
         SCRAPE_FILE: _dump(scrape_config(platform, discovery)),
         CHECKLIST_FILE: render_markdown(checklist_document(platform, groups, discovery)),
         PROMETHEUS_RULE_FILE: yaml.safe_dump_all(
             [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": MONITORING_NS}},
-             prometheus_rule(groups)], sort_keys=False, width=4096, allow_unicode=True),
-        SERVICE_MONITOR_FILE: _dump(kueue_service_monitor()),
+             prometheus_rule(groups, mon.selector_labels, base)], sort_keys=False, width=4096,
+            allow_unicode=True),
+        SERVICE_MONITOR_FILE: _dump(kueue_service_monitor(mon.selector_labels)),
     }
