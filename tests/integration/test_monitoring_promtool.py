@@ -265,3 +265,20 @@ def test_gpu_alerts_fire_on_series_as_the_gpu_operators_servicemonitor_labels_th
     (d / "operator.test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
     r = run(promtool, "test", "rules", "operator.test.yaml", cwd=d)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_operator_owned_drivers_upgrade_alert_passes_its_tests(promtool: str,
+                                                                   tmp_path: Path) -> None:
+    """GpuDriverUpgradeFailed exists only where the GPU Operator owns the driver (not in the
+    example): its shipped cases through the real promtool too."""
+
+    def operator_driver(data: dict[str, Any]) -> None:
+        data["kubernetes"].setdefault("components", {})["driver"] = "operator"
+
+    platform = example(operator_driver)
+    d = rendered(tmp_path, platform)
+    names = [t["alert_rule_test"][0]["alertname"]
+             for t in yaml.safe_load((d / TESTS_FILE).read_text())["tests"]]
+    assert names.count("GpuDriverUpgradeFailed") == 2
+    r = run(promtool, "test", "rules", TESTS_FILE, cwd=d)
+    assert r.returncode == 0, r.stdout + r.stderr
