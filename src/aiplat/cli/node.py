@@ -17,7 +17,7 @@ from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.main import Finite
 from aiplat.node.collect import collect_inventory, parse_from_options
 from aiplat.node.inventory import inventory_json_schema
-from aiplat.node.placement import evaluate_placement
+from aiplat.node.placement import evaluate_placement, pool_placement
 from aiplat.node.render import check_table, dump, inventory_table, placement_table
 from aiplat.spec import load_platform
 from aiplat.spec.models import Platform
@@ -74,22 +74,39 @@ def inventory(root: str, recorded: tuple[str, ...], fmt: str, schema: bool) -> N
 @node.command()
 @ROOT
 @FROM
+@SPEC
+@click.option("--pool", help="with --spec and without --root: the model of this pool's node "
+                             "type (what its rendered kubelet-config.yaml carries)")
 @OUTPUT
-def placement(root: str, recorded: tuple[str, ...], fmt: str) -> None:
+@click.pass_context
+def placement(  # noqa: PLR0917 (one parameter per option)
+    ctx: click.Context, root: str, recorded: tuple[str, ...], spec: str | None,
+    pool: str | None, fmt: str,
+) -> None:
     """GPU-NIC-NUMA placement, kubelet and NCCL recommendations, node labels.
 
     \b
     Examples:
       aiplat samples get node-hgx-h100 -d hgx
-      aiplat node placement --root hgx
       aiplat node placement --root hgx -o yaml
+      aiplat spec example > platform.yaml
+      aiplat node placement --spec platform.yaml --pool h100
     """
-    inv = collect_inventory(root, parse_from_options(list(recorded)))
-    p = evaluate_placement(inv)
+    if pool is not None or spec is not None:
+        explicit = ctx.get_parameter_source("root") is not click.core.ParameterSource.DEFAULT
+        if pool is None or spec is None or explicit or recorded:
+            raise click.UsageError("--spec and --pool go together, without --root or --from "
+                                   "(a recorded node is analysed as it is)")
+        p = pool_placement(load_platform(spec), pool)
+    else:
+        p = evaluate_placement(collect_inventory(root, parse_from_options(list(recorded))))
     if fmt == "table":
         placement_table(p)
         for k, v in p.labels.items():
             click.echo(f"label {k}={v}")
+        if pool is not None:
+            for reason in p.recommendation.reasons:
+                click.echo(f"why: {shown(reason)}")
     else:
         click.echo(dump(p.model_dump(mode="json"), fmt), nl=False)
     if any(f.severity == "error" for f in p.findings):

@@ -8,17 +8,28 @@ node), SYS (across the NUMA interconnect). From sysfs they are derived from the 
 have at most one bridge each below their lowest common bridge); a recorded or live
 ``nvidia-smi topo -m`` overrides the derived value where it names both devices.
 
+The kubelet settings are ``plan/kubelet.py``'s one decision on this node's layout
+(``node_layout``), the same the rendered ``kubelet-config.yaml`` of a pool reads.
+
 Only NICs with an RDMA device (``/sys/class/infiniband``) are candidates for GPU traffic:
 those are the ones NCCL and GPUDirect RDMA use; a management NIC is not a GPU's NIC.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pydantic import BaseModel, ConfigDict
 
+from aiplat.catalog import load_catalog
+from aiplat.errors import InputError
 from aiplat.findings import Finding
 from aiplat.node.inventory import Inventory, PciDevice
 from aiplat.node.pciaddr import format_cpulist, parse_cpulist
+from aiplat.plan.kubelet import KubeletAdvice, NodeLayout, NumaLayout, advise, pool_layout
+from aiplat.plan.resolve import resolve_pool
+from aiplat.spec.models import Platform
+from aiplat.text import shown
 
 PATH_ORDER = ["PIX", "PXB", "PHB", "NODE", "SYS"]
 LABEL_DOMAIN = "node.aiplat.io"
@@ -50,6 +61,7 @@ class Recommendation(PlacementModel):
     topology_manager_scope: str
     topology_manager_options: dict[str, str] = {}
     cpu_manager_policy: str
+    cpu_manager_policy_options: dict[str, str] = {}
     reserved_system_cpus: str | None
     nccl_ib_hca: str | None
     gpu_hca: dict[int, str] = {}
@@ -197,66 +209,76 @@ def link_findings(dev: PciDevice, name: str) -> list[Finding]:
     return out
 
 
-def _reserved(inv: Inventory) -> list[int]:
-    """First physical core (all its threads) of each NUMA node: kubelet system reservation."""
+def node_layout(inv: Inventory, gpus: list[GpuPlacement], findings: list[Finding]) -> NodeLayout:
+    """What the kubelet decision (``plan/kubelet.py``) reads of this node."""
     cores = inv.host.cpu.core_threads if inv.host.cpu else []
-    thread_to_core = {t: tuple(c) for c in cores for t in c}
-    out: list[int] = []
-    for node in inv.host.numa:
-        cpus = parse_cpulist(node.cpulist)
-        if not cpus:
-            continue
-        first = min(cpus)
-        out += list(thread_to_core.get(first, (first,)))
-    return sorted(set(out))
+    pci = inv.pci_by_address
+    nic_numa = [pci[a].numa_node for a in _rdma_nics(inv) if a in pci]
+    return NodeLayout(
+        numa=tuple(NumaLayout(id=n.id, cpus=tuple(parse_cpulist(n.cpulist)),
+                              gpus=sum(1 for g in gpus if g.numa_node == n.id),
+                              rdma_nics=nic_numa.count(n.id))
+                   for n in inv.host.numa),
+        cores=tuple(tuple(c) for c in cores if c), gpus=len(gpus),
+        gpu_numa_unknown=any(g.numa_node is None for g in gpus),
+        gpu_without_local_rdma=any(f.source == "numa-mismatch" for f in findings))
+
+
+def recommendation(advice: KubeletAdvice,
+                   gpus: Sequence[GpuPlacement] = ()) -> Recommendation:
+    """The kubelet decision as ``node placement`` shows it, with the NCCL advice of ``gpus``."""
+    gpu_hca = {g.index: g.nearest_nics[0].name for g in gpus if g.nearest_nics}
+    hcas = list(dict.fromkeys(gpu_hca.values()))
+    return Recommendation(
+        topology_manager_policy=advice.topology_manager_policy,
+        topology_manager_scope=advice.topology_manager_scope,
+        topology_manager_options=dict(advice.topology_manager_options),
+        cpu_manager_policy=advice.cpu_manager_policy,
+        cpu_manager_policy_options=dict(advice.cpu_manager_options),
+        reserved_system_cpus=advice.reserved_system_cpus,
+        nccl_ib_hca=",".join(f"{h}:1" for h in hcas) if hcas else None,
+        gpu_hca=gpu_hca, reasons=list(advice.reasons),
+    )
+
+
+def pool_placement(platform: Platform, pool: str) -> Placement:
+    """``node placement``'s model of a pool's node type when no node is recorded
+    (``plan.kubelet.pool_layout``; the rendered kubelet config reads the same): the kubelet
+    advice only, no GPU paths, findings or labels, which need a node."""
+    spec = next((p for p in platform.pools if p.name == pool), None)
+    if spec is None:
+        names = ", ".join(shown(p.name) for p in platform.pools) or "none"
+        raise InputError(f"the spec has no pool {shown(repr(pool))} (its pools: {names}; "
+                         "fix: --pool NAME)")
+    layout = pool_layout(resolve_pool(spec, platform, load_catalog()))
+    numa = layout.numa
+    rec = recommendation(advise(layout))
+    what = (f"model of pool {spec.name}'s node type {spec.node.node_type or '(none)'}, no node "
+            f"recorded: {len(numa)} NUMA node(s) of {len(numa[0].cpus)} CPUs "
+            f"({layout.threads_per_core} per core), GPUs per NUMA node "
+            f"{[n.gpus for n in numa]}, RDMA NICs {[n.rdma_nics for n in numa]}; "
+            "`node placement --root` on a node of the pool replaces it")
+    rec = rec.model_copy(update={"reasons": [what, *rec.reasons]})
+    return Placement(gpus=[], findings=[], recommendation=rec, labels={})
 
 
 def _recommend(inv: Inventory, gpus: list[GpuPlacement],
                findings: list[Finding]) -> tuple[Recommendation, dict[str, str]]:
-    numa = inv.host.numa
-    reasons = []
-    options: dict[str, str] = {}
-    if len(numa) <= 1:
-        policy, scope = "none", "container"
-        reasons.append("one NUMA node: nothing to align")
-    elif any(g.numa_node is None for g in gpus):
-        policy, scope = "none", "container"
-        reasons.append("GPU NUMA affinity unknown (sysfs numa_node -1): alignment impossible")
-    elif any(f.source == "numa-mismatch" for f in findings):
-        policy, scope = "best-effort", "pod"
-        reasons.append("some GPUs have no NIC on their NUMA node: 'restricted' would reject "
-                       "pods that ask for such a GPU and a NIC; 'best-effort' admits them")
-    else:
-        policy, scope = "restricted", "pod"
-        reasons.append("GPUs and NICs are NUMA-aligned: 'restricted' with scope 'pod' keeps "
-                       "every container of a pod on the minimal set of NUMA nodes while still "
-                       "admitting 8-GPU pods that span both sockets ('single-numa-node' would not)")
-    if len(numa) > 2:
-        options["prefer-closest-numa-nodes"] = "true"
-        reasons.append("more than two NUMA nodes: prefer the closest ones when spanning")
-    reserved = _reserved(inv) if numa else []
+    advice = advise(node_layout(inv, gpus, findings))
+    reserved = set(advice.reserved_cpus)
+    cores = inv.host.cpu.core_threads if inv.host.cpu else []
     cpusets: dict[str, str] = {}
-    for node in numa:
+    for node in inv.host.numa:
         node_gpus = [g for g in gpus if g.numa_node == node.id]
         if not node_gpus:
             continue
-        cores = inv.host.cpu.core_threads if inv.host.cpu else []
-        node_cpus = set(parse_cpulist(node.cpulist)) - set(reserved)
+        node_cpus = set(parse_cpulist(node.cpulist)) - reserved
         groups = [c for c in cores if c and c[0] in node_cpus] or [[c] for c in sorted(node_cpus)]
         share = len(groups) // len(node_gpus)
         for k, g in enumerate(node_gpus):
             chunk = groups[k * share:(k + 1) * share]
             cpusets[g.address] = format_cpulist([t for core in chunk for t in core])
-    gpu_hca = {g.index: g.nearest_nics[0].name for g in gpus if g.nearest_nics}
-    hcas = list(dict.fromkeys(gpu_hca.values()))
-    return Recommendation(
-        topology_manager_policy=policy, topology_manager_scope=scope,
-        topology_manager_options=options,
-        cpu_manager_policy="static" if gpus else "none",
-        reserved_system_cpus=format_cpulist(reserved) if reserved else None,
-        nccl_ib_hca=",".join(f"{h}:1" for h in hcas) if hcas else None,
-        gpu_hca=gpu_hca, reasons=reasons,
-    ), cpusets
+    return recommendation(advice, gpus), cpusets
 
 
 def _labels(inv: Inventory, gpus: list[GpuPlacement], findings: list[Finding]) -> dict[str, str]:
