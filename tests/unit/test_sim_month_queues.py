@@ -174,7 +174,8 @@ def _small_nodes(doc: dict[str, Any]) -> None:
                          ids=lambda e: e.__name__ if e else "example")
 def test_the_months_nodes_and_pods_are_the_trees(edit: Edit | None) -> None:
     """Nodes offer what the lint inventory says (allocatable), and a job's pod asks for no
-    more than the rendered pod of its workload, per GPU."""
+    more memory than the rendered pod of its workload, per GPU, and for the CPUs a rendered
+    pod of as many GPUs on its pool asks (whole cores: not linear in the GPUs)."""
     from aiplat.kube.render import render_plan
     from aiplat.plan.build import plan_resolved
     from aiplat.plan.resolve import resolve
@@ -190,12 +191,14 @@ def test_the_months_nodes_and_pods_are_the_trees(edit: Edit | None) -> None:
         assert (n.cpu_milli * pool.nodes, n.memory_mib * pool.nodes) == (
             pool.cpu * 1000, pool.memory_gib * 1024)
     rendered_per_gpu: dict[str, list[tuple[float, float]]] = {}  # pool -> cpu, GiB per GPU
+    rendered_cpu: dict[tuple[str, int], float] = {}  # (pool, GPUs) -> the pod's CPUs
     for spec in _pod_specs(rendered.objects()):
-        pool, gpus = _pool_and_gpus(spec)
+        on, gpus = _pool_and_gpus(spec)
         if gpus:
             req = spec["containers"][0]["resources"]["requests"]
-            rendered_per_gpu.setdefault(pool, []).append(
+            rendered_per_gpu.setdefault(on, []).append(
                 (float(req["cpu"]) / gpus, float(req["memory"].removesuffix("Gi")) / gpus))
+            rendered_cpu[on, gpus] = float(req["cpu"])
     jobs = platform_jobs(platform, plan, seed=0)
     assert jobs and set(rendered_per_gpu) == {p.name for p in platform.pools}
     for j in jobs:
@@ -203,7 +206,11 @@ def test_the_months_nodes_and_pods_are_the_trees(edit: Edit | None) -> None:
         cpu = min(c for c, _ in rendered_per_gpu[j.pool])
         mem = min(m for _, m in rendered_per_gpu[j.pool])
         for ps in j.podsets:
-            assert ps.request.cpu_milli / 1000 / ps.request.num_gpu <= cpu + 1e-9
+            same = rendered_cpu.get((j.pool, ps.request.num_gpu))
+            if same is not None:
+                assert ps.request.cpu_milli / 1000 == same
+            else:
+                assert ps.request.cpu_milli / 1000 / ps.request.num_gpu <= cpu + 1e-9
             assert ps.request.memory_mib / 1024 / ps.request.num_gpu <= mem + 1e-9
 
 

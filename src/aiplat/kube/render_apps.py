@@ -26,6 +26,7 @@ from aiplat.kube.render_gateway import (
 )
 from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
+from aiplat.plan.kubelet import pod_cpus
 from aiplat.plan.models import WorkloadPlan
 from aiplat.plan.resolve import POD_SHARE
 from aiplat.sizing.result import precision_bytes
@@ -191,9 +192,10 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         "resources": {},
         "securityContext": {**restricted_security_context(), "runAsUser": 1000},
     }
-    # POD_SHARE of allocatable, the rest left for DaemonSets (the simulator's jobs ask the same)
+    # POD_SHARE of allocatable, the rest left for DaemonSets; CPUs in whole cores where the
+    # kubelet pins whole cores (plan.kubelet.pod_cpus: the simulator's jobs ask the same)
     gpus_per_node = max(1, pool.gpus_per_node)
-    cpu = max(1, int(pool.cpu_allocatable * POD_SHARE) * per_pod // gpus_per_node)
+    cpu = pod_cpus(pool.spec, per_pod)
     mem = max(1, int(pool.memory_allocatable_gib * POD_SHARE) * per_pod // gpus_per_node)
     requests: dict[str, Any] = {"cpu": str(cpu), "memory": f"{mem}Gi"}
     # Limits equal to requests: Guaranteed QoS, which the kubelet's static CPU and memory

@@ -15,14 +15,25 @@ The kubelet's rules it keeps (``pkg/kubelet/cm``):
   every node's allocatable CPU) is a floor, in logical CPUs; at least one whole core on each
   NUMA node with CPUs, so the system's share never takes a pod's aligned CPUs off one socket
   alone; further cores round-robin over the NUMA nodes, lowest first.
+- A Guaranteed pod's integer CPU request under ``full-pcpus-only`` must be a multiple of the
+  threads per core, or the kubelet refuses the pod at admission (``SMTAlignmentError``,
+  ``policy_static.go``): ``pod_cpus`` is the one rule for what a GPU pod asks for, read by
+  the rendered pods (``kube/render_apps.py``) and the simulator's jobs
+  (``sched/platform.py``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aiplat.plan.resolve import ResolvedPool, reserved_cpus
-from aiplat.spec.models import NicType
+from aiplat.plan.resolve import (
+    POD_SHARE,
+    ResolvedPool,
+    cpu_allocatable,
+    gpus_per_node,
+    reserved_cpus,
+)
+from aiplat.spec.models import NicType, PoolSpec
 
 RDMA_NICS = (NicType.INFINIBAND, NicType.ROCE)
 """NIC types with an RDMA device: the ones NCCL and GPUDirect RDMA use (a management or
@@ -145,18 +156,23 @@ def _reserved(numa: list[NumaLayout], cores: tuple[tuple[int, ...], ...]) -> tup
 
 
 def pool_layout(pool: ResolvedPool) -> NodeLayout:
+    """``spec_layout`` of the pool's spec."""
+    return spec_layout(pool.spec)
+
+
+def spec_layout(pool: PoolSpec) -> NodeLayout:
     """The model of a pool's node type when no node is recorded: its cores on one or two
     sockets (``TWO_SOCKETS_FROM_CORES``), one NUMA node per socket, SMT on, Linux's x86
     numbering (every core's first thread, socket by socket, then the siblings), GPUs and
     RDMA NICs shared out over the sockets alike (rail-aligned when there are as many NICs
     as GPUs). A recorded node (``aiplat node placement --root``) replaces every assumption."""
-    cores = pool.spec.node.cpu_cores
+    cores = pool.node.cpu_cores
     sockets = 2 if cores >= TWO_SOCKETS_FROM_CORES and cores % 2 == 0 else 1
     per_socket = cores // sockets
     core_threads = tuple(tuple(c + k * cores for k in range(THREADS_PER_CORE))
                          for c in range(cores))
-    gpus = pool.gpus_per_node
-    rdma = sum(n.count for n in pool.spec.node.nics if n.type in RDMA_NICS)
+    gpus = gpus_per_node(pool)
+    rdma = sum(n.count for n in pool.node.nics if n.type in RDMA_NICS)
     numa = tuple(
         NumaLayout(id=s,
                    cpus=tuple(sorted(t for c in core_threads[s * per_socket:(s + 1) * per_socket]
@@ -166,6 +182,28 @@ def pool_layout(pool: ResolvedPool) -> NodeLayout:
     return NodeLayout(
         numa=numa, cores=core_threads, gpus=gpus,
         gpu_without_local_rdma=rdma > 0 and any(n.gpus and not n.rdma_nics for n in numa))
+
+
+def whole_core_cpus(pool: PoolSpec) -> int:
+    """The CPUs a Guaranteed container's integer CPU request must be a multiple of on
+    ``pool``'s nodes: the threads per core where the kubelet config pins whole cores (static
+    CPU Manager with ``full-pcpus-only``), else 1."""
+    layout = spec_layout(pool)
+    advice = advise(layout)
+    if advice.cpu_manager_options.get("full-pcpus-only") == "true":
+        return layout.threads_per_core
+    return 1
+
+
+def pod_cpus(pool: PoolSpec, gpus: int) -> int:
+    """The CPUs a GPU pod holding ``gpus`` of ``pool``'s GPUs asks for (requests equal to
+    limits: Guaranteed): its GPUs' part of ``POD_SHARE`` of a node's allocatable CPU (the rest
+    left for DaemonSets), rounded down to whole cores (``whole_core_cpus``) so the kubelet's
+    ``full-pcpus-only`` admits it; at least one core."""
+    per_node = max(1, gpus_per_node(pool))
+    cpus = max(1, int(cpu_allocatable(pool.node.cpu_cores) * POD_SHARE) * gpus // per_node)
+    core = whole_core_cpus(pool)
+    return max(core, cpus - cpus % core)
 
 
 def _share(count: int, parts: int, index: int) -> int:

@@ -12,10 +12,11 @@ Maps the spec onto the simulator with one name per concept:
   waitForPodsReady; :mod:`aiplat.ops.sim_month` renders and reads them, since ``sched``
   sees neither ``kube`` nor YAML): there is no second, spec-derived version of them;
 - every workload becomes jobs (:mod:`aiplat.sched.synthetic`) from the plan's sized GPUs and
-  run hours, each GPU asking for its share of ``POD_SHARE`` of allocatable CPU and memory
-  as the rendered pods do: training kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch
-  inference is split into one-node replicas arriving periodically, online inference and RAG
-  hold their GPUs all month at the highest priority.
+  run hours, each pod asking for its GPUs' share of ``POD_SHARE`` of allocatable CPU and
+  memory as the rendered pods do (CPUs by ``plan.kubelet.pod_cpus``, whole cores): training
+  kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch inference is split into
+  one-node replicas arriving periodically, online inference and RAG hold their GPUs all
+  month at the highest priority.
 
 One month is simulated with the ``bestfit`` placement policy; for the example platform it
 takes well under a second. Pure: no I/O.
@@ -27,6 +28,7 @@ import dataclasses
 from collections.abc import Callable
 
 from aiplat.errors import InputError
+from aiplat.plan.kubelet import pod_cpus
 from aiplat.plan.models import Plan, WorkloadPlan
 from aiplat.plan.resolve import POD_SHARE, cpu_allocatable, memory_allocatable_gib
 from aiplat.sched.cluster import Node
@@ -91,9 +93,11 @@ def platform_strategies(platform: Platform, strategy: str = "spec", *, warm_node
 
 
 def _profile(w: WorkloadPlan, gpus_per_node: int, spec: PoolSpec) -> Profile:
-    # Per GPU, the rendered pod's request: POD_SHARE of allocatable over the node's GPUs.
+    # The rendered pod's request: POD_SHARE of allocatable over the node's GPUs, CPUs by
+    # plan.kubelet.pod_cpus (whole cores where the kubelet pins them) for every pod size.
     gpn, node = max(1, gpus_per_node), spec.node
     per_gpu_cpu = max(1, int(cpu_allocatable(node.cpu_cores) * POD_SHARE) * 1000 // gpn)
+    pod_cpu = tuple((g, pod_cpus(spec, g) * 1000) for g in range(1, gpn + 1))
     per_gpu_mem = max(1, int(memory_allocatable_gib(node.memory_gib) * POD_SHARE) * 1024 // gpn)
     return Profile(
         name=w.name, tenant=w.tenant, pool=w.pool, gpus=max(1, w.gpus),
@@ -101,7 +105,7 @@ def _profile(w: WorkloadPlan, gpus_per_node: int, spec: PoolSpec) -> Profile:
         runs_per_month=max(w.gpu_hours_per_month / (w.gpus * w.run_hours), 1e-6)
         if w.run_hours else 1.0,
         shape=SHAPES.get(w.kind, "gang") if w.run_hours else "always-on",
-        cpu_per_gpu=per_gpu_cpu, memory_mib_per_gpu=per_gpu_mem,
+        cpu_per_gpu=per_gpu_cpu, pod_cpu_milli=pod_cpu, memory_mib_per_gpu=per_gpu_mem,
     )
 
 

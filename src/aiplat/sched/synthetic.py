@@ -48,6 +48,9 @@ class Profile:
     shape: Shape = "gang"
     cpu_per_gpu: int = 8000
     memory_mib_per_gpu: int = 65536
+    pod_cpu_milli: tuple[tuple[int, int], ...] = ()
+    """(GPUs, CPU milli) of a pod by its GPUs where a pod's CPUs are not ``cpu_per_gpu`` per
+    GPU (whole cores, ``plan.kubelet.pod_cpus``); a pod size not listed asks per GPU."""
 
     def __post_init__(self) -> None:
         if self.gpus < 1 or self.gpus_per_node < 1:
@@ -61,7 +64,8 @@ def _pods(p: Profile) -> list[PodSet]:
     sets = []
     for count, gpus in ((full, p.gpus_per_node), (1 if rest else 0, rest)):
         if count:
-            req = Request(p.cpu_per_gpu * gpus, p.memory_mib_per_gpu * gpus, gpus, MILLI)
+            cpu = dict(p.pod_cpu_milli).get(gpus, p.cpu_per_gpu * gpus)
+            req = Request(cpu, p.memory_mib_per_gpu * gpus, gpus, MILLI)
             sets.append(PodSet(count, req))
     return sets
 
