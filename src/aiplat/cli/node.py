@@ -367,9 +367,13 @@ def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | N
               help="kubeconfig (default: the pod's service account in a cluster, else "
                    "$KUBECONFIG, then ~/.kube/config)")
 @click.option("--context", help="kubeconfig context (default: its current-context)")
+@click.option("--live-gpu", is_flag=True,
+              help="read the GPUs through NVML and nvidia-smi in this container although "
+                   "--root is not / (the DaemonSet: host /sys and /proc under /host, the GPUs "
+                   "given by the NVIDIA runtime)")
 def agent(*, root: str, recorded: tuple[str, ...], spec: str | None, pool: str | None,
           interval: float, once: bool, dry_run: bool, node_name: str | None,
-          kubeconfig: str | None, context: str | None) -> None:
+          kubeconfig: str | None, context: str | None, live_gpu: bool) -> None:
     """Run the checks every --interval and patch this Node (labels, condition, taint).
 
     \b
@@ -390,7 +394,8 @@ def agent(*, root: str, recorded: tuple[str, ...], spec: str | None, pool: str |
     rec = parse_from_options(list(recorded))
 
     def one_round() -> tuple[object, dict[str, str]]:
-        outcome = check_node(root=root, recorded=rec, platform=platform, pool=pool)
+        outcome = check_node(root=root, recorded=rec, platform=platform, pool=pool,
+                             live_gpu=live_gpu or None)
         return outcome.report, evaluate_placement(outcome.inventory).labels
 
     def emit(patch, report) -> None:  # type: ignore[no-untyped-def]

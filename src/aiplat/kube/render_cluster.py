@@ -293,32 +293,81 @@ def dra_driver(platform: Platform, pools: list[PoolFacts]) -> dict[str, Any] | N
 AGENT_HOST_PATHS = ("sys", "proc", "dev")
 
 
-def node_agent(pools: list[PoolFacts]) -> list[Obj]:
-    """The aiplat node agent: reads the host's /sys, /proc and /dev read-only under /host,
-    patches its Node's labels, taint and condition."""
+NVIDIA_RUNTIME_CLASS = "nvidia"
+"""The RuntimeClass whose handler is the NVIDIA Container Runtime: ``nvidia-ctk runtime
+configure`` (node prepare) names the handler so, and the GPU Operator's toolkit creates the
+RuntimeClass of that name when it owns the toolkit."""
+
+
+def _agent_tolerations(pools: list[PoolFacts]) -> list[Obj]:
     # It must also run on the nodes its own checks tainted, or nothing lifts the taint.
     tolerations: list[Obj] = [toleration(AGENT_TAINT_KEY, "", "NoSchedule")]
-    seen = set()
     for p in pools:
         for t in p.taints:
-            key = (t.key, t.value, t.effect.value)
-            if key not in seen:
-                seen.add(key)
-                tolerations.append(toleration(t.key, t.value, t.effect.value))
-    labels = {"app.kubernetes.io/name": "aiplat-node-agent"}
-    container = {
+            tol = toleration(t.key, t.value, t.effect.value)
+            if tol not in tolerations:
+                tolerations.append(tol)
+    return tolerations
+
+
+def _agent_daemonset(name: str, pools: list[PoolFacts], *, gpu: bool) -> Obj:
+    """The agent on ``pools``' nodes (every pool node when none are named).
+
+    On NVIDIA pools it sees the GPUs as the DCGM exporter does: the NVIDIA runtime gives the
+    container every GPU's device nodes, NVML and nvidia-smi (``NVIDIA_VISIBLE_DEVICES=all``,
+    the ``utility`` capability only, no GPU requested so none is taken from the pods), and
+    ``--live-gpu`` reads them there while /sys and /proc are the host's under /host. It runs
+    as root with every capability dropped: the device nodes and kern.log are root's
+    (node prepare may make the GPUs root:<group> 0660, a group whose number only the node
+    knows), and it needs no capability to read them. XIDs come from the host's kern.log
+    (/dev/kmsg would need a device rule only a privileged container gets)."""
+    labels = {"app.kubernetes.io/name": name}  # its own selector: the two never overlap
+    paths = (*AGENT_HOST_PATHS, *(("var/log",) if gpu else ()))
+    security = {**restricted_security_context(), "readOnlyRootFilesystem": True,
+                "runAsUser": 0 if gpu else 65534}
+    if gpu:
+        security["runAsNonRoot"] = False
+    container: Obj = {
         "name": "agent",
         "image": AGENT_IMAGE,
-        "args": ["--node-name=$(NODE_NAME)", "--root=/host"],
-        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
+        "args": ["--node-name=$(NODE_NAME)", "--root=/host", *(["--live-gpu"] if gpu else [])],
+        "env": [{"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}},
+                *([{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                   {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"}] if gpu else [])],
         "resources": {"requests": {"cpu": "50m", "memory": "64Mi"},
                       "limits": {"memory": "128Mi"}},
-        "securityContext": {**restricted_security_context(), "readOnlyRootFilesystem": True,
-                            "runAsUser": 65534},
-        "volumeMounts": [{"name": f"host-{d}", "mountPath": f"/host/{d}", "readOnly": True}
-                         for d in AGENT_HOST_PATHS],
+        "securityContext": security,
+        "volumeMounts": [{"name": f"host-{d.replace('/', '-')}", "mountPath": f"/host/{d}",
+                          "readOnly": True} for d in paths],
     }
-    return [
+    match = ({"key": POOL_LABEL, "operator": "In", "values": [p.name for p in pools]}
+             if pools else {"key": POOL_LABEL, "operator": "Exists"})
+    pod: Obj = {
+        "serviceAccountName": "aiplat-node-agent",
+        "priorityClassName": "system-node-critical",
+        **({"runtimeClassName": NVIDIA_RUNTIME_CLASS} if gpu else {}),
+        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [{"matchExpressions": [match]}]}}},
+        "tolerations": _agent_tolerations(pools),
+        "containers": [container],
+        "volumes": [{"name": f"host-{d.replace('/', '-')}",
+                     "hostPath": {"path": f"/{d}", "type": "Directory"}} for d in paths],
+    }
+    return obj("apps/v1", "DaemonSet", name, SYSTEM_NS, labels=labels, spec={
+        "selector": {"matchLabels": labels},
+        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "10%"}},
+        "template": {"metadata": {"labels": labels}, "spec": pod},
+    })
+
+
+def node_agent(pools: list[PoolFacts], *, host_toolkit: bool = True) -> list[Obj]:
+    """The aiplat node agent: reads the host's /sys, /proc and /dev read-only under /host,
+    patches its Node's labels, taint and condition. One DaemonSet for the NVIDIA pools (with
+    the GPUs, see ``_agent_daemonset``), one for the other pools' nodes; the RuntimeClass it
+    names when the host owns the toolkit (the operator creates it otherwise)."""
+    nvidia = [p for p in pools if p.gpu is not None and p.gpu.vendor == "nvidia"]
+    others = [p for p in pools if p not in nvidia]
+    objs = [
         # The agent reads the host through read-only hostPath volumes, which only the
         # 'privileged' Pod Security level admits; nothing else runs in this namespace.
         obj("v1", "Namespace", SYSTEM_NS, labels={
@@ -340,24 +389,16 @@ def node_agent(pools: list[PoolFacts]) -> list[Obj]:
                      "name": "aiplat-node-agent"},
             subjects=[{"kind": "ServiceAccount", "name": "aiplat-node-agent",
                        "namespace": SYSTEM_NS}]),
-        obj("apps/v1", "DaemonSet", "aiplat-node-agent", SYSTEM_NS, labels=labels, spec={
-            "selector": {"matchLabels": labels},
-            "updateStrategy": {"type": "RollingUpdate",
-                               "rollingUpdate": {"maxUnavailable": "10%"}},
-            "template": {"metadata": {"labels": labels}, "spec": {
-                "serviceAccountName": "aiplat-node-agent",
-                "priorityClassName": "system-node-critical",
-                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-                    "nodeSelectorTerms": [{"matchExpressions": [
-                        {"key": POOL_LABEL, "operator": "Exists"}]}]}}},
-                "tolerations": tolerations,
-                "containers": [container],
-                "volumes": [{"name": f"host-{d}", "hostPath": {"path": f"/{d}",
-                                                               "type": "Directory"}}
-                            for d in AGENT_HOST_PATHS],
-            }},
-        }),
     ]
+    if nvidia:
+        if host_toolkit:
+            objs.append(obj("node.k8s.io/v1", "RuntimeClass", NVIDIA_RUNTIME_CLASS,
+                            handler=NVIDIA_RUNTIME_CLASS))
+        objs.append(_agent_daemonset("aiplat-node-agent", nvidia, gpu=True))
+    if others or not nvidia:
+        objs.append(_agent_daemonset("aiplat-node-agent-host" if nvidia else "aiplat-node-agent",
+                                     others, gpu=False))
+    return objs
 
 
 # PCI vendor ids by the catalog's GPU vendor, and the name the node agent labels them with
@@ -403,7 +444,8 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
     values, cms = gpu_operator(platform, pools)
     manifests: dict[str, list[Obj]] = {
         "cluster/priorityclasses.yaml": priority_classes(),
-        "cluster/node-agent.yaml": node_agent(pools),
+        "cluster/node-agent.yaml": node_agent(
+            pools, host_toolkit=platform.kubernetes.components.toolkit == "host"),
     }
     dcs = device_classes(pools)
     if dcs:

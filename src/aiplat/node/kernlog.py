@@ -6,8 +6,13 @@ host (records ``prio,seq,usec,flags;text``, read non-blocking so it never waits 
 messages, and at most ``TEXT_MAX_BYTES`` of them), else the newest ``TEXT_MAX_BYTES`` of
 ``/var/log/kern.log`` under ``root`` (through ``aiplat.node.tree``). The age of an event is
 ``/proc/uptime`` minus its timestamp; events without a timestamp have no age and count as
-recent (better a false alarm than a missed fallen-off-the-bus). When no source can be read
-the result is None and the XID check says "skip", never "pass".
+recent (better a false alarm than a missed fallen-off-the-bus). kern.log lines are dated
+by syslog: RFC 3339 (rsyslog's default since Ubuntu 23.10, ``2026-12-05T06:12:01.12+00:00``)
+is exact; the older ``Dec  5 06:12:01`` has no year and no zone, so it is read as UTC in the
+latest year that does not put it in the future (servers keep UTC; a host on local time is off
+by its offset, hours against a window of a day). A wall-clock date survives reboots, which the
+``[seconds]`` after ``kernel:`` does not, so it wins where a line has both. When no source
+can be read the result is None and the XID check says "skip", never "pass".
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aiplat.errors import InputError
@@ -26,6 +32,11 @@ from aiplat.node.tree import TEXT_MAX_BYTES, Tree
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F:.]+)\): ([0-9]{1,9})\b")
 _DMESG_TS = re.compile(r"^\[\s*([0-9]+\.[0-9]+)\]")
 _KMSG = re.compile(r"^[0-9]+,[0-9]+,([0-9]{1,20}),[^;]*;")
+_RFC3339 = re.compile(r"^([0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?"
+                      r"(?:Z|[+-][0-9]{2}:[0-9]{2}))\s")
+_BSD = re.compile(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) {1,2}([0-9]{1,2}) "
+                  r"([0-9]{2}):([0-9]{2}):([0-9]{2}) ")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,33 @@ class XidEvent:
     line: str
 
 
-def parse_xids(text: str, uptime_s: float | None) -> list[XidEvent]:
+def _syslog_date(line: str, now: datetime) -> datetime | None:
+    """The date syslog put before a kern.log line, or None."""
+    m = _RFC3339.match(line)
+    if m:
+        try:
+            return datetime.fromisoformat(m.group(1).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    b = _BSD.match(line)
+    if not b:
+        return None
+    month, day, hh, mm, ss = (_MONTHS.index(b.group(1)) + 1, *map(int, b.groups()[1:]))
+    for year in (now.year, now.year - 1):
+        try:
+            when = datetime(year, month, day, hh, mm, ss, tzinfo=UTC)
+        except ValueError:  # 29 February of a common year, 31 April, 25:00
+            continue
+        if when <= now + timedelta(minutes=5):  # a little clock skew is not next year
+            return when
+    return None
+
+
+def parse_xids(text: str, uptime_s: float | None, now: datetime | None = None
+               ) -> list[XidEvent]:
+    """XID events in ``text`` with their age in seconds where the line dates them: the
+    syslog date against ``now`` (when given), else the kernel's monotonic seconds (dmesg,
+    /dev/kmsg) against ``uptime_s``."""
     out = []
     for line in text.splitlines():
         m = _XID.search(line)
@@ -50,6 +87,9 @@ def parse_xids(text: str, uptime_s: float | None) -> list[XidEvent]:
         elif k:
             ts = int(k.group(1)) / 1e6
         age = uptime_s - ts if ts is not None and uptime_s is not None else None
+        when = _syslog_date(line, now) if now is not None and ts is None else None
+        if when is not None and now is not None:
+            age = max(0.0, (now - when).total_seconds())
         try:
             address = normalise(m.group(1))
         except ValueError:
@@ -87,12 +127,14 @@ def _uptime(tree: Tree) -> float | None:
     return float(m.group(1)) if m else None  # float() would take '٣.٥', 'inf', '1_0'
 
 
-def read_xids(root: str | Path | Tree = "/", log_file: str | Path | None = None
-              ) -> list[XidEvent] | None:
+def read_xids(root: str | Path | Tree = "/", log_file: str | Path | None = None,
+              now: datetime | None = None) -> list[XidEvent] | None:
     """XID events, or None when no kernel log could be read (not root and
-    ``kernel.dmesg_restrict=1``, no kern.log): "not read" must never look like "no XIDs"."""
+    ``kernel.dmesg_restrict=1``, no kern.log): "not read" must never look like "no XIDs".
+    ``now`` dates syslog lines (default: the clock)."""
     tree = Tree.of(root)
     uptime = _uptime(tree)
+    now = now or datetime.now(UTC)
     if log_file is not None:
         from aiplat import inputs
 
@@ -101,11 +143,11 @@ def read_xids(root: str | Path | Tree = "/", log_file: str | Path | None = None
                 "utf-8", errors="replace")
         except InputError as e:
             raise InputError(f"--kernel-log {e}") from None
-        return parse_xids(text, uptime)
+        return parse_xids(text, uptime, now)
     if tree.live:
         try:
             return parse_xids(_read_kmsg(Path("/dev/kmsg")), uptime)
         except OSError:
             pass
     logged = tree.text(tree.path("/var/log/kern.log"), TEXT_MAX_BYTES, tail=True)
-    return parse_xids(logged, uptime) if logged is not None else None
+    return parse_xids(logged, uptime, now) if logged is not None else None

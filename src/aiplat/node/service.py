@@ -86,9 +86,13 @@ def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = 
                observed: dict[str, str] | None = None, image_config: str | Path | None = None,
                only: list[str] | None = None, skip: list[str] | None = None,
                today: date | None = None, inventory: Inventory | None = None,
-               baseline: str | Path | None = None) -> CheckOutcome:
+               baseline: str | Path | None = None, live_gpu: bool | None = None
+               ) -> CheckOutcome:
     """Run the checks (and optionally the matrix and an image's CUDA). With ``baseline``, a
-    failure comes with rollback steps naming that last good state and what changed since."""
+    failure comes with rollback steps naming that last good state and what changed since.
+    ``live_gpu`` reads the GPUs through NVML/nvidia-smi in this process even when ``root`` is
+    not / (the node agent's pod: the host's /sys and /proc under /host, the GPUs and the
+    driver's tools given to the container by the NVIDIA runtime)."""
     if (platform is None) != (pool is None) and platform is not None:
         raise InputError("--spec needs --pool (fix: name the pool this node belongs to)")
     if pool is not None and platform is None:
@@ -97,7 +101,7 @@ def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = 
         raise InputError("--matrix needs --spec (the approved combinations are in "
                          "versions.approved)")
     tree = Tree.of(root)
-    inv = inventory or collect_inventory(tree, recorded)
+    inv = inventory or collect_inventory(tree, recorded, live_gpu)
     exp = Expectations.from_platform(platform, pool) if platform and pool else Expectations()
     xids = read_xids(tree, kernel_log)
     report = run_checks(CheckContext(inv=inv, exp=exp, xids=xids), only=only, skip=skip)
