@@ -37,6 +37,7 @@ TARGETS = (
     Target("kueue", "sigs.k8s.io/kueue", "cluster/tools/go.mod"),
     Target("jobset", "sigs.k8s.io/jobset", "cluster/tools/go.mod"),
     Target("kwok", "sigs.k8s.io/kwok", "cluster/tools/go.mod"),
+    Target("helm", "helm.sh/helm/v4", "cluster/tools/go.mod"),
     Target("gateway-api", "sigs.k8s.io/gateway-api", "cluster/tools/crds/go.mod"),
     Target("gateway-api-inference-extension", "sigs.k8s.io/gateway-api-inference-extension",
            "cluster/tools/crds/go.mod"),

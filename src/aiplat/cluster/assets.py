@@ -2,9 +2,9 @@
 
 The versions live in ``tools/go.mod`` next to this file (shipped with the package), a Go
 module whose ``tool`` lines name the main packages: etcd, kube-apiserver,
-kube-controller-manager, kube-scheduler, kubectl, Kueue, JobSet and kwok. One module for all
-of them, so the Kubernetes libraries they share are compiled once. ``build`` runs ``go build`` on it
-(``-mod=readonly``: nothing is written next to the package) into
+kube-controller-manager, kube-scheduler, kubectl, Kueue, JobSet, kwok and Helm. One module for
+all of them, so the Kubernetes libraries they share are compiled once. ``build`` runs
+``go build`` on it (``-mod=readonly``: nothing is written next to the package) into
 ``$XDG_CACHE_HOME/aiplat/cluster/<versions>/bin`` (default ``~/.cache``), and copies from the
 Go module cache what the programs need besides themselves: Kueue's and JobSet's CRDs and
 webhook configurations, and kwok's node and pod stages. Nothing of theirs is in this repo.
@@ -46,11 +46,13 @@ COMPONENTS = (
     Component("kueue", "sigs.k8s.io/kueue", "sigs.k8s.io/kueue/cmd/kueue"),
     Component("jobset", "sigs.k8s.io/jobset", "sigs.k8s.io/jobset"),
     Component("kwok", "sigs.k8s.io/kwok", "sigs.k8s.io/kwok/cmd/kwok"),
+    # renders the upstream charts (Kueue's, NFD's, the GPU Operator's) with aiplat's values
+    Component("helm", "helm.sh/helm/v4", "helm.sh/helm/v4/cmd/helm"),
 )
-CLIENTS = {"kubectl"}  # built, but the cluster runs without them
+CLIENTS = {"kubectl", "helm"}  # built, but the cluster runs without them
 SHORT = {"k8s.io/kubernetes": "k8s", "sigs.k8s.io/kueue": "kueue",
          "sigs.k8s.io/jobset": "jobset", "sigs.k8s.io/kwok": "kwok",
-         "go.etcd.io/etcd/server/v3": "etcd"}
+         "go.etcd.io/etcd/server/v3": "etcd", "helm.sh/helm/v4": "helm"}
 # What the programs read besides their flags, copied out of each module at build time:
 # (module, path inside it, destination under manifests/).
 MANIFESTS = (
@@ -197,6 +199,8 @@ def ldflags(pinned: dict[str, str]) -> str:
         stamps |= {f"{pkg}.gitVersion": k8s, f"{pkg}.gitMajor": major,
                    f"{pkg}.gitMinor": minor, f"{pkg}.gitTreeState": "clean"}
     stamps["sigs.k8s.io/kueue/pkg/version.GitVersion"] = pinned["sigs.k8s.io/kueue"]
+    if "helm.sh/helm/v4" in pinned:  # as helm's Makefile does; unstamped it says "v4.2"
+        stamps["helm.sh/helm/v4/internal/version.version"] = pinned["helm.sh/helm/v4"]
     return " ".join(["-s", "-w", *(f"-X={k}={v}" for k, v in stamps.items())])
 
 
