@@ -156,7 +156,7 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
     ipc["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
     ipc["spec"]["containers"][0].pop("volumeMounts", None)
     too_big = _workload(objs, "nightly-eval", "lint-too-big", queue="batch")
-    too_big["spec"]["parallelism"] = too_big["spec"]["completions"] = 13  # 715 CPU > 370
+    too_big["spec"]["parallelism"] = too_big["spec"]["completions"] = 13  # 702 CPU > 370
     pinned = _workload(objs, "nightly-eval", "lint-pinned", queue="batch", resources=small)
     pinned["spec"]["template"]["spec"]["nodeSelector"] = {"aiplat.io/pool": "h100"}
     return {

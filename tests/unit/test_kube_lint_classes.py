@@ -105,7 +105,7 @@ def kueue_manages_kube_system(o: list[Obj], inv: Inventory) -> None:
 # --- lint_quota --------------------------------------------------------------------------
 
 def job_bigger_than_its_queue(o: list[Obj], inv: Inventory) -> None:
-    # 13 pods x 55 CPU = 715 > batch's 123 nominal + 247 borrowing on flavor l40s
+    # 13 pods x 54 CPU = 702 > batch's 123 nominal + 247 borrowing on flavor l40s
     _job(o)["spec"]["parallelism"] = _job(o)["spec"]["completions"] = 13
 
 
@@ -200,7 +200,7 @@ def limitrange_max_below_request(o: list[Obj], inv: Inventory) -> None:
 
 def limitrange_min_above_request(o: list[Obj], inv: Inventory) -> None:
     find(o, "LimitRange", "aiplat-defaults", "batch")["spec"]["limits"][0]["min"] = {
-        "cpu": "64"}  # nightly-eval asks 55
+        "cpu": "64"}  # nightly-eval asks 54
 
 
 def limitrange_pod_max_below_pod(o: list[Obj], inv: Inventory) -> None:
@@ -323,7 +323,7 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "ConfigMap/kueue-system/kueue-manager-config",
      "integrations.frameworks must be a list, not the string 'batch/job'"),
     (job_bigger_than_its_queue, "workload-quota", "Job/batch/nightly-eval",
-     "ask for 715 cpu in all but ClusterQueue batch can give at most 370"),
+     "ask for 702 cpu in all but ClusterQueue batch can give at most 370"),
     (job_pinned_to_a_pool_its_queue_lacks, "flavor-affinity", "Job/batch/nightly-eval",
      "pinned to pool h100"),
     (gang_without_topology_level, "topology-spread", "JobSet/research/domain-pretrain",
