@@ -166,6 +166,7 @@ FILE_COMMANDS = [
     "kube render {f} -d {out}",
     "sim run {f} --months 0.05",
     "matrix check {f}",
+    "maintain plan {f} --pool h100 --change driver=580.95.05",
     "monitoring render {f} -d {out}",
     "runbook {f} -d {out}",
     "node baseline compare {f}",
