@@ -395,12 +395,6 @@ def test_example_operands_land_on_the_planned_nodes(example: Reconciled) -> None
     assert placed[PLUGIN] == {f"h100-{i}" for i in range(6)}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "aiplat leaves driver.upgradePolicy out of the values when the host owns the driver, so "
-    "the chart's default autoUpgrade: true reaches the ClusterPolicy and the controller "
-    "(applyDriverAutoUpgradeAnnotation, controllers/state_manager.go) marks every GPU node "
-    "nvidia.com/gpu-driver-upgrade-enabled=true and runs its upgrade controller for a "
-    "driver it does not own; fix: render upgradePolicy.autoUpgrade: false there"))
 def test_host_owned_driver_is_not_marked_for_operator_upgrades(example: Reconciled) -> None:
     """With the driver on the host, no GPU node carries the operator's driver-upgrade
     annotation after the example's reconcile."""

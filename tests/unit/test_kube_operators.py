@@ -42,7 +42,9 @@ def test_host_owned_driver_and_toolkit_are_off_in_the_operator() -> None:
     """node prepare installs both by default: the operator must not install them again."""
     files = _files()
     values = _values(files, "gpu-operator")
-    assert values["driver"] == {"enabled": False}
+    # No upgrade controller for a driver the operator does not own (the chart's default
+    # autoUpgrade: true would mark every GPU node for it).
+    assert values["driver"] == {"enabled": False, "upgradePolicy": {"autoUpgrade": False}}
     assert values["toolkit"] == {"enabled": False}
     # The DRA driver finds a host-installed driver under the host's root.
     assert _values(files, "dra-driver")["nvidiaDriverRoot"] == "/"

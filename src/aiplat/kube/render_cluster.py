@@ -235,7 +235,11 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
     plugin = any(p.gpu is not None and p.gpu_mode == "device-plugin" for p in pools)
     dcgm_values, dcgm_cms = dcgm_exporter(platform, pools)
     any_mig = any(p.spec.sharing.strategy is SharingStrategy.MIG for p in pools)
-    driver: dict[str, Any] = {"enabled": owners.driver == "operator"}
+    # The chart's default autoUpgrade: true would reach the ClusterPolicy even with the driver
+    # off, and the controller would mark every GPU node for upgrades of a driver it does not
+    # own (applyDriverAutoUpgradeAnnotation, controllers/state_manager.go).
+    driver: dict[str, Any] = {"enabled": owners.driver == "operator",
+                              "upgradePolicy": {"autoUpgrade": False}}
     if owners.driver == "operator":
         version = next((p.driver_version for p in pools if p.driver_version), None)
         driver.update({**({"version": version} if version else {}),
