@@ -9,9 +9,10 @@ DaemonSets, and the real DaemonSet controller and scheduler place their pods (kw
 
 Proven for the example (the host owns driver and toolkit, an H100 device-plugin pool, an L40S
 DRA pool) and a MIG variant (the example plus an H100 MIG pool, added to the same cluster and
-reconciled from the updated ClusterPolicy): which DaemonSets exist, on which nodes their pods
-land, which node labels the controller sets and which of aiplat's it keeps — each compared
-with the plan read from aiplat's own pool model.
+reconciled from the updated ClusterPolicy), then that variant with the operator owning driver
+and toolkit: which DaemonSets exist, on which nodes their pods land, which node labels the
+controller sets and which of aiplat's it keeps — each compared with the plan read from
+aiplat's own pool model — and each state's outcome in the controller's pass.
 
 Nothing stops the controller on fake nodes: each pass steps through every state whatever the
 last one's readiness (``ClusterPolicyReconciler.Reconcile``, controllers/clusterpolicy_
@@ -76,6 +77,9 @@ NAME = "gpuop"
 OPT_IN = "AIPLAT_GPU_OPERATOR"
 NS = "gpu-operator"
 NFD_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+NFD_OS_LABELS = {"feature.node.kubernetes.io/kernel-version.full": "6.8.0-60-generic",
+                 "feature.node.kubernetes.io/system-os_release.ID": "ubuntu",
+                 "feature.node.kubernetes.io/system-os_release.VERSION_ID": "24.04"}
 Obj = dict[str, Any]
 # Each operand DaemonSet the ClusterPolicy can create (its name in the module's assets/) and
 # the pools it belongs on according to aiplat's plan.
@@ -154,15 +158,17 @@ class Lab:
     cache: Path
     log: Path
 
-    def label_as_nfd(self, pools: list[PoolFacts]) -> None:
-        """What NFD's worker publishes on a node with an NVIDIA PCI device."""
+    def label_as_nfd(self, pools: list[PoolFacts], more: dict[str, str] | None = None
+                     ) -> None:
+        """What NFD's worker publishes on a node with an NVIDIA PCI device (and ``more``)."""
+        labels = {NFD_LABEL: "true", **(more or {})}
         for p in pools:
             if p.gpu is None:
                 continue
             for i in range(lab_node_count(p)):
                 r = self.api._request(  # a merge patch: the node's other labels stay
                     "PATCH", f"/api/v1/nodes/{p.node_name(i)}",
-                    content=json.dumps({"metadata": {"labels": {NFD_LABEL: "true"}}}),
+                    content=json.dumps({"metadata": {"labels": labels}}),
                     headers={"Content-Type": "application/merge-patch+json"})
                 assert r.status_code == 200, r.text
 
@@ -420,18 +426,15 @@ def test_host_owned_driver_is_not_marked_for_operator_upgrades(example: Reconcil
     assert not marked, marked
 
 
-def test_mig_variant_runs_mig_manager_on_the_mig_pool(lab: Lab, example: Reconciled) -> None:
-    """The example plus an H100 MIG pool, its nodes joining the same cluster: the updated
-    ClusterPolicy brings MIG Manager to the MIG pool's nodes, their
-    ``nvidia.com/mig.config=<pool>`` kept (the controller writes the default,
-    ``all-disabled``, only where the label is missing: on the whole-GPU H100 pool, whose
-    MIG-capable GPUs it also runs MIG Manager on), the device plugin to them too (their MIG
-    devices are device-plugin resources), still none on the L40S DRA pool."""
+@pytest.fixture(scope="module")
+def mig(lab: Lab, example: Reconciled) -> Reconciled:
+    """The MIG variant's nodes joined to the example's cluster, its ClusterPolicy installed
+    over the example's and reconciled."""
     v = _variant(_mig_doc())
-    mig = next(p for p in v.pools if p.name == "h100mig")
-    names = [mig.node_name(i) for i in range(lab_node_count(mig))]
-    for i in range(lab_node_count(mig)):
-        lab.api.create_or_get(node(mig, i))
+    pool = next(p for p in v.pools if p.name == "h100mig")
+    names = [pool.node_name(i) for i in range(lab_node_count(pool))]
+    for i in range(lab_node_count(pool)):
+        lab.api.create_or_get(node(pool, i))
     _eventually("the MIG pool's kwok nodes Ready", lambda: lab.api.nodes_ready(names))
     lab.label_as_nfd(v.pools)
     lab.api.apply_all(v.config)
@@ -441,8 +444,38 @@ def test_mig_variant_runs_mig_manager_on_the_mig_pool(lab: Lab, example: Reconci
     lab.install(policy)
     states = _reconciled(lab, offset, lambda s: s["state-mig-manager"] != "disabled")
     placed = _placed(lab, {PLUGIN, MIG_MANAGER, DCGM_EXPORTER, GFD, VALIDATOR})
-    nodes = _nodes(lab.api)
-    _check(v, states, placed, nodes)
-    assert set(names) <= placed[MIG_MANAGER]
-    assert not {"l40s-0", "l40s-1"} & (placed[PLUGIN] | placed[MIG_MANAGER])
-    assert all(nodes[n]["labels"]["nvidia.com/mig.config"] == "h100mig" for n in names)
+    return Reconciled(v, states, placed, _nodes(lab.api))
+
+
+def test_mig_variant_runs_mig_manager_on_the_mig_pool(mig: Reconciled) -> None:
+    """The example plus an H100 MIG pool, its nodes joining the same cluster: the updated
+    ClusterPolicy brings MIG Manager to the MIG pool's nodes, their
+    ``nvidia.com/mig.config=<pool>`` kept (the controller writes the default,
+    ``all-disabled``, only where the label is missing: on the whole-GPU H100 pool, whose
+    MIG-capable GPUs it also runs MIG Manager on), the device plugin to them too (their MIG
+    devices are device-plugin resources), still none on the L40S DRA pool."""
+    _check(mig.variant, mig.states, mig.placed, mig.nodes)
+    names = {"h100mig-0", "h100mig-1"}
+    assert names <= mig.placed[MIG_MANAGER]
+    assert not {"l40s-0", "l40s-1"} & (mig.placed[PLUGIN] | mig.placed[MIG_MANAGER])
+    assert all(mig.nodes[n]["labels"]["nvidia.com/mig.config"] == "h100mig" for n in names)
+
+
+def test_operator_owned_driver_runs_on_every_gpu_node(lab: Lab, mig: Reconciled) -> None:
+    """The MIG variant with ``kubernetes.components`` giving the driver and the toolkit to
+    the operator: their DaemonSets on every GPU node (the DRA pool's too: its driver is the
+    operator's), still nothing on the system nodes. The driver's state needs what NFD
+    publishes on every node (kernel-version.full, system-os_release.ID and VERSION_ID: the
+    image tag, ``resolveDriverTag``), here an Ubuntu 24.04 node's."""
+    doc = _mig_doc()
+    doc["kubernetes"]["components"] = {"driver": "operator", "toolkit": "operator"}
+    v = _variant(doc)
+    assert v.values["driver"]["enabled"] and v.values["toolkit"]["enabled"]
+    lab.label_as_nfd(v.pools, NFD_OS_LABELS)
+    lab.api.apply_all(v.config)
+    offset = lab.log.stat().st_size
+    lab.install(cluster_policy(lab.cache / "chart", v.values))
+    states = _reconciled(lab, offset, lambda s: s["state-driver"] != "disabled")
+    placed = _placed(lab, {DRIVER, TOOLKIT, PLUGIN, MIG_MANAGER})
+    _check(v, states, placed, _nodes(lab.api))
+    assert placed[DRIVER] == placed[TOOLKIT] == placed[DCGM_EXPORTER]
