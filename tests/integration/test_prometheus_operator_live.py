@@ -21,16 +21,17 @@ unlabelled one; its rule-file ConfigMaps hold every group of the rendered Promet
 rule for rule.
 
 Loading: that configuration is loaded into Debian's Prometheus (2.42, built without
-Kubernetes discovery) with only the discovery rewritten: each job's ``kubernetes_sd_configs``
-becomes a ``file_sd_configs`` target on 127.0.0.1 carrying the ``__meta_kubernetes_*`` labels
-that Kubernetes discovery gives the Service's endpoint and the exporter's pod (for the role
-the configuration names), and only in the namespaces the job's discovery watches; every
-``relabel_configs``/``metric_relabel_configs``, ``honor_labels`` and the rest stay as the
-operator wrote them. Paths inside the Prometheus pod (rule files, the TLS assets the operator
-copied into ``prometheus-<name>-tls-assets-0``, the service-account token) point into a
-temporary folder, and ``$(POD_NAME)`` and ``$(SHARD)`` are expanded as the config reloader
-does. A fake DCGM
-exporter on 127.0.0.1 serves DCGM series with dcgm-exporter's label set (``gpu``, ``UUID``,
+Kubernetes discovery) with only the discovery rewritten: each job's
+``kubernetes_sd_configs`` becomes a ``file_sd_configs`` target on 127.0.0.1 carrying the
+``__meta_kubernetes_*`` labels that Kubernetes discovery gives the Service's endpoint and
+the exporter's pod (for the role the configuration names), and only in the namespaces the
+job's discovery watches; every ``relabel_configs``/``metric_relabel_configs``,
+``honor_labels`` and the rest stay as the operator wrote them. Paths inside the Prometheus
+pod (rule files, the TLS assets the operator copied into ``prometheus-<name>-tls-assets-0``,
+the service-account token) point into a temporary folder, and ``$(POD_NAME)`` and
+``$(SHARD)`` are expanded as the config reloader does. The Kueue job is loaded with no
+target (its selection is checked, and that its TLS files load). A fake DCGM exporter on
+127.0.0.1 serves DCGM series with dcgm-exporter's label set (``gpu``, ``UUID``,
 ``pci_bus_id``, ``device``, ``modelName``, ``Hostname``, ``DCGM_FI_DRIVER_VERSION`` and, on
 a GPU held by a pod, the workload's ``pod``/``namespace``/``container``), only fields of
 aiplat's counters CSV (DCGM's default list leaves ECC, row remapping, clock event reasons,
@@ -38,10 +39,14 @@ NVLink CRC and the power limit off); a fake kube-state-metrics serves ``kube_nod
 with the pool label for the pool join (a job added to the configuration, ``honor_labels:
 true`` as kube-prometheus-stack scrapes it). The rule files are the operator's, with two
 time changes only: each group's ``interval`` becomes 2 s and each ``for`` 6 s (a test cannot
-wait an hour); expressions, labels and annotations are the operator's verbatim.
+wait an hour); expressions, labels and annotations are the operator's verbatim. A control
+job (the DCGM job less aiplat's ``labeldrop``, its series renamed ``control_*`` so no rule
+reads them) shows what ``honorLabels: false`` does without it: the workload's pod arrives as
+``exported_pod`` and ``pod`` is the exporter's own.
 
 Proven: every GPU alert of the rendered rules fires on its series with ``node`` from the
-exporter pod's node, ``pool`` joined from kube-state-metrics, ``job="dcgm-exporter"``, the
+exporter pod's node, ``pool`` joined from kube-state-metrics (where the rule joins it; the
+others carry no ``pool`` on this path), ``job="dcgm-exporter"``, the
 workload's ``pod``/``namespace`` (not ``exported_pod``: the exporter pod's own target labels
 are dropped) and its ``runbook_url``; when the exporter serves healthy values, every alert
 without a look-back window resolves; the four with one (critical XID and fallen off the bus
@@ -52,8 +57,9 @@ What the emulated discovery cannot show: that Kubernetes discovery finds the exp
 all (the endpoints of a real DaemonSet's pods, RBAC of the Prometheus ServiceAccount to list
 them, the pod IPs and the port the Service maps), the ``__meta_*`` values a real kubelet and
 EndpointSlice controller publish (they are written here from the Service and the operator's
-DaemonSet manifest), TLS to Kueue's metrics endpoint with the real certificate, the config
-reloader, and ``for`` and group intervals at their real lengths.
+DaemonSet manifest), the Prometheus StatefulSet the operator creates (its mounts, the config
+reloader), a scrape of Kueue's metrics endpoint over TLS with the real certificate,
+Alertmanager, and ``for`` and group intervals at their real lengths.
 
 Needs the lab cluster's components, the operator built (``python
 tests/integration/promop.py``), the GPU Operator's module in the Go module cache (``go mod
