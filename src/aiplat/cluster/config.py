@@ -104,6 +104,11 @@ def kwok_args(kubeconfig_path: Path, stages: Path, ports: Ports) -> list[str]:
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
             "--cidr=10.244.0.0/16", "--node-ip=10.240.0.1",
+            # Renew each node's Lease as a kubelet does: without one, the node lifecycle
+            # controller takes the nodes for unreachable about once a minute and marks every
+            # pod on them NotReady, which kwok never turns back (operators waiting for their
+            # DaemonSets' pods to be ready never see them so).
+            "--node-lease-duration-seconds=40",
             f"--server-address=127.0.0.1:{ports.kwok}"]
 
 
