@@ -5,12 +5,13 @@ makes from workload templates, and kubeconfig handling like kubectl's (``--kubec
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from aiplat.errors import InputError
-from aiplat.kube.apply import Api, apply_order, pod_templates, probe_pod
+from aiplat.kube.apply import Api, ApiError, apply_order, apply_tree, pod_templates, probe_pod
 
 
 def _o(kind: str, name: str, ns: str | None = None, api: str = "v1") -> dict[str, object]:
@@ -90,3 +91,77 @@ def test_a_quota_refusal_only_from_present_use_is_not_a_refused_pod() -> None:
            'limits.memory=0,requests.cpu=0, limited: limits.memory=32Gi,requests.cpu=16')
     assert not fits_quota_when_free(two)
     assert not fits_quota_when_free('pods "x" is forbidden: violates PodSecurity "restricted"')
+
+
+class _ServiceAccountServer:
+    """Just enough of an API server for a dry run's pod probe: namespaces, their
+    ServiceAccounts (each new namespace gets ``default``), and the ServiceAccount
+    admission plugin's answer to a Pod naming an account its namespace lacks."""
+
+    def __init__(self, accounts: dict[str, set[str]]) -> None:
+        self.accounts = {ns: {"default", *names} for ns, names in accounts.items()}
+
+    def discover(self) -> None:
+        pass
+
+    def exists(self, api_version: str, kind: str, name: str,
+               namespace: str | None = None) -> bool:
+        if kind == "Namespace":
+            return name in self.accounts
+        return kind == "ServiceAccount" and name in self.accounts.get(namespace or "", ())
+
+    def get(self, o: dict[str, object]) -> None:
+        return None
+
+    def objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[object]:
+        return []
+
+    def create(self, o: dict[str, Any], dry_run: bool = False,
+               namespace: str | None = None) -> dict[str, Any]:
+        meta = o["metadata"]
+        if o["kind"] == "Namespace":
+            self.accounts[meta["name"]] = {"default"}
+        elif o["kind"] == "ServiceAccount":
+            self.accounts[meta["namespace"]].add(meta["name"])
+        elif o["kind"] == "Pod":
+            ns, sa = meta["namespace"], o["spec"].get("serviceAccountName", "default")
+            if sa not in self.accounts.get(ns, ()):
+                raise ApiError(f'pods "{meta["name"]}" is forbidden: error looking up service '
+                               f'account {ns}/{sa}: serviceaccount "{sa}" not found')
+        return o
+
+    def apply(self, o: dict[str, Any], dry_run: bool = False,
+              force: bool = True) -> dict[str, Any]:
+        if not dry_run and o["kind"] == "ServiceAccount":
+            self.accounts[o["metadata"]["namespace"]].add(o["metadata"]["name"])
+        return o
+
+    def delete(self, o: dict[str, Any]) -> None:
+        self.accounts.pop(o["metadata"]["name"], None)
+
+
+def _deployment(name: str, account: str, ns: str | None = None) -> dict[str, Any]:
+    d = _o("Deployment", name, ns, "apps/v1")
+    d["spec"] = {"template": {"spec": {"serviceAccountName": account,
+                                       "containers": [{"name": "c", "image": "x"}]}}}
+    return d
+
+
+def test_a_dry_run_probes_pods_with_the_accounts_a_real_apply_gives_them() -> None:
+    """The batch's ServiceAccounts (also those without a namespace, as ``helm template``
+    renders them: they land in ``default`` with the workloads beside them) and the ones
+    the namespace has live are in the probe's scratch namespace; an account that exists
+    nowhere is still the API server's refusal."""
+    server = _ServiceAccountServer({"default": {"live"}, "team": set()})
+    items = [("chart.yaml", _o("ServiceAccount", "chart-sa")),
+             ("chart.yaml", _deployment("chart", "chart-sa")),
+             ("sa.yaml", _o("ServiceAccount", "team-sa", "team")),
+             ("team.yaml", _deployment("team", "team-sa", "team")),
+             ("live.yaml", _deployment("uses-live", "live", "default")),
+             ("none.yaml", _deployment("none", "nowhere", "team"))]
+    out = apply_tree(server, items, dry_run=True)  # type: ignore[arg-type]
+    refused = [(o.object, o.message) for o in out if "refused" in o.action]
+    assert refused == [("Deployment team/none", 'pod set main: pods "none-main-probe" is '
+                        "forbidden: error looking up service account team/nowhere: "
+                        'serviceaccount "nowhere" not found')]
+    assert set(server.accounts) == {"default", "team"}  # the scratch namespaces are gone

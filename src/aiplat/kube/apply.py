@@ -12,7 +12,9 @@ the real admission chain as the judge. The I/O edge of ``aiplat.kube`` next to `
   resource, Pod Security). So for each pod template aiplat also creates a Pod from it with
   ``dryRun=All``; the API server's refusal is reported against the workload. With
   ``--dry-run=server`` the tree is not live, so the probe runs in a scratch namespace that
-  carries the tree's namespace labels, LimitRanges and ResourceQuotas and is deleted after.
+  carries the tree's namespace labels, LimitRanges and ResourceQuotas, and the
+  ServiceAccounts the pods would find (the tree's, an object without a namespace being in
+  ``default``, and the live namespace's), and is deleted after.
 - ``--diff``: the dry-run result against the live object, as a unified YAML diff.
 """
 
@@ -506,7 +508,7 @@ def _dry_run_namespaces(api: Api, items: list[tuple[str, Obj]], probe_pods: bool
             if o.get("metadata", {}).get("namespace")}
     missing = {ns for ns in used
                if not api.exists("v1", "Namespace", ns)}
-    owners = {o["metadata"].get("namespace", "default") for _f, o in items
+    owners = {_placed_in(o) for _f, o in items
               if o.get("kind") in POD_OWNERS} if probe_pods else set()
     return missing | owners
 
@@ -584,7 +586,7 @@ def _probe(api: Api, items: list[tuple[str, Obj]], scratch: dict[str, str]) -> l
     for f, o in items:
         if o.get("kind") not in POD_OWNERS:
             continue
-        ns = o["metadata"].get("namespace", "default")
+        ns = _placed_in(o)
         for podset, tpl in pod_templates(o):
             pod = probe_pod(o, podset, tpl, scratch.get(ns, ns))
             pc = pod["spec"].get("priorityClassName")
@@ -612,8 +614,9 @@ def _probe(api: Api, items: list[tuple[str, Obj]], scratch: dict[str, str]) -> l
 def _scratch_namespaces(api: Api, items: list[tuple[str, Obj]], namespaces: set[str]
                         ) -> dict[str, str]:
     """For each namespace of the tree's workloads, a scratch namespace with its labels,
-    LimitRanges, ResourceQuotas and ServiceAccounts, so the dry-run pods meet the tree's
-    admission rules rather than whatever is live."""
+    LimitRanges, ResourceQuotas and ServiceAccounts (the batch's, and those its pods name
+    that the namespace has live), so the dry-run pods meet the tree's admission rules
+    rather than whatever is live, and find the accounts a real apply's pods would."""
     out: dict[str, str] = {}
     tree_ns = {o["metadata"]["name"]: o for _f, o in items if o.get("kind") == "Namespace"}
     for ns in sorted(namespaces):
@@ -626,11 +629,14 @@ def _scratch_namespaces(api: Api, items: list[tuple[str, Obj]], namespaces: set[
                     "metadata": {"name": s, "labels": labels}})
         out[ns] = s
         for _f, o in items:
-            if o.get("metadata", {}).get("namespace") == ns and o.get("kind") in (
+            if _placed_in(o) == ns and o.get("kind") in (
                     "LimitRange", "ResourceQuota", "ServiceAccount"):
                 copy_o = copy.deepcopy(o)
                 copy_o["metadata"]["namespace"] = s
                 api.apply(copy_o)
+        for name in _live_service_accounts(api, items, ns):
+            api.create({"apiVersion": "v1", "kind": "ServiceAccount",
+                        "metadata": {"name": name, "namespace": s}})
         deadline = time.monotonic() + 30
         while not (api.exists("v1", "ServiceAccount", "default", s) and _quotas_synced(api, s)):
             if time.monotonic() > deadline:
@@ -638,6 +644,28 @@ def _scratch_namespaces(api: Api, items: list[tuple[str, Obj]], namespaces: set[
                                  "(is kube-controller-manager running?)")
             time.sleep(0.2)
     return out
+
+
+def _live_service_accounts(api: Api, items: list[tuple[str, Obj]], ns: str) -> list[str]:
+    """The ServiceAccounts the pods of ``ns``'s workloads run as that the batch does not
+    bring but ``ns`` has live: the probe's scratch copy needs them too (a real apply's pods
+    find them), or every such pod would be refused for a missing account."""
+    brought = {str(o["metadata"]["name"]) for _f, o in items
+               if o.get("kind") == "ServiceAccount" and _placed_in(o) == ns}
+    named = {str(name) for _f, o in items
+             if o.get("kind") in POD_OWNERS and _placed_in(o) == ns
+             for _podset, tpl in pod_templates(o)
+             if (name := ((tpl.get("spec") or {}).get("serviceAccountName")
+                          or (tpl.get("spec") or {}).get("serviceAccount")))}
+    return sorted(n for n in named - brought - {"default"}
+                  if api.exists("v1", "ServiceAccount", n, ns))
+
+
+def _placed_in(o: Obj) -> str:
+    """The namespace a namespaced object lands in: its own, else ``default`` (where the
+    workloads' pods without one are probed too), as a rendered chart's objects often have
+    none (``helm template`` leaves it to ``helm install -n``)."""
+    return str((o.get("metadata") or {}).get("namespace") or "default")
 
 
 def _quotas_synced(api: Api, namespace: str) -> bool:
