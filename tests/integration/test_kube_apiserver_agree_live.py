@@ -2,6 +2,15 @@
 (issue #40: aiplat must agree with the API server on a real manifest), on a lab cluster of
 its own (``aiplat lab cluster up``):
 
+- nulls in a custom resource: a CRD written here (``tests/data/crd_nulls``), one object per
+  place a null can sit (object field with and without a default, ``nullable: true``, a list
+  item with and without the items' default, a string, an int-or-string, a map value, a
+  free-form field, an undeclared field, the whole spec, status, metadata), each sent as
+  ``aiplat kube apply`` and ``kubectl apply --server-side`` send it (server-side apply,
+  ``dryRun=All``): the server still answers what ``verdicts.yaml`` records (which
+  tests/unit/test_kube_validate_nulls.py holds validate to without a cluster), and
+  ``aiplat kube validate``'s verdict on each is the server's, an error at the field the
+  server names; a JobSet with a null spec, which the JobSet webhook fills, passes both.
 - the pod probe of ``kube apply --dry-run server``: a Deployment with the ServiceAccount it
   runs as in the same batch (as ``helm template`` renders them, without a namespace, and in
   a namespace the batch creates), or one the namespace has live, is not refused; a real
@@ -16,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,3 +113,94 @@ def test_dry_run_pods_find_the_service_accounts_of_their_batch(
         api.create(pod, dry_run=True)
     assert str(server.value) in refused[0]["message"]
     assert 'serviceaccount "exists-nowhere" not found' in refused[0]["message"]
+
+
+# --- nulls in a custom resource ----------------------------------------------------------
+
+NULLS = Path(__file__).resolve().parents[1] / "data" / "crd_nulls"
+# "... is invalid: spec.args[1]: Invalid value ..." or "[spec.choice: ..., spec.choice: ...]";
+# server-side apply's own "...: .spec.nosuch: field not declared in schema".
+_FIELD = re.compile(r"is invalid: \[?(?P<f>[^:\s]+): |: \.(?P<g>[^:\s]+): field not declared")
+
+
+def null_cases() -> tuple[Obj, dict[str, Obj]]:
+    """The CRD and each case's custom resource."""
+    crd = yaml.safe_load((NULLS / "nulltests.yaml").read_text())
+    cases = yaml.safe_load((NULLS / "cases.yaml").read_text())
+    out = {}
+    for name, fields in cases.items():
+        o: Obj = {"apiVersion": "nulls.aiplat.io/v1", "kind": "NullTest",
+                  "metadata": {"name": name, "namespace": "default"}}
+        for k, v in fields.items():
+            if k == "metadata":
+                o["metadata"].update(v)
+            else:
+                o[k] = v
+        out[name] = o
+    return crd, out
+
+
+def server_verdicts(api: Api) -> dict[str, Obj]:
+    """Each case sent as ``aiplat kube apply --dry-run server`` sends it: accepted, or
+    refused with the field the server names."""
+    crd, cases = null_cases()
+    api.apply(crd)
+    api.wait_established([crd["metadata"]["name"]])
+    out: dict[str, Obj] = {}
+    for name, o in cases.items():
+        try:
+            api.apply(o, dry_run=True)
+        except ApiError as e:
+            m = _FIELD.search(str(e))
+            out[name] = {"verdict": "refused", "field": m and (m["f"] or m["g"]),
+                         "message": str(e)}
+        else:
+            out[name] = {"verdict": "accepted"}
+    return out
+
+
+def _validate_verdicts(tmp: Path, kubeconfig: str) -> dict[str, Obj]:
+    """``aiplat kube validate`` on the CRD and every case, one file each: accepted, or
+    refused with the fields its errors name."""
+    crd, cases = null_cases()
+    folder = tmp / "nulls"
+    folder.mkdir()
+    (folder / "crd.yaml").write_text(yaml.safe_dump(crd))
+    for name, o in cases.items():
+        (folder / f"{name}.yaml").write_text(yaml.safe_dump(o))
+    cp = _aiplat(_env(kubeconfig), "kube", "validate", str(folder), "--k8s-version", "1.36",
+                 "-o", "json")
+    found = json.loads(cp.stdout)
+    out: dict[str, Obj] = {name: {"verdict": "accepted"} for name in cases}
+    (result,) = found
+    for issue in result["issues"]:
+        name = Path(issue["file"]).name.removesuffix(".yaml")
+        if issue["severity"] == "error" and name in cases:
+            v = out[name]
+            v["verdict"] = "refused"
+            v.setdefault("fields", []).append(issue["path"])
+    return out
+
+
+def test_validate_judges_nulls_as_the_api_server_does(lab: tuple[Api, str],
+                                                      tmp_path: Path) -> None:
+    api, kubeconfig = lab
+    server = server_verdicts(api)
+    recorded = yaml.safe_load((NULLS / "verdicts.yaml").read_text())
+    assert {k: {"verdict": v["verdict"], **({"field": v["field"]} if "field" in v else {})}
+            for k, v in server.items()} == recorded, "the server changed: verdicts.yaml"
+    ours = _validate_verdicts(tmp_path, kubeconfig)
+    differ = {name: {"server": server[name], "validate": ours[name]} for name in server
+              if ours[name]["verdict"] != server[name]["verdict"]
+              or server[name].get("field") not in ours[name].get("fields", [None])}
+    assert not differ, differ
+    # A mutating webhook decodes the object into Go types: the JobSet webhook fills a null
+    # spec (as the corpus's JobSet sample has it) instead of leaving it to be refused.
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "null-spec", "namespace": "default"}, "spec": None}
+    assert api.apply(jobset, dry_run=True)["spec"]["successPolicy"] == {"operator": "All"}
+    (tmp_path / "jobset").mkdir()
+    (tmp_path / "jobset" / "js.yaml").write_text(yaml.safe_dump(jobset))
+    cp = _aiplat(_env(kubeconfig), "kube", "validate", str(tmp_path / "jobset"),
+                 "--k8s-version", "1.36")
+    assert cp.returncode == 0, cp.stdout + cp.stderr

@@ -37,6 +37,24 @@ def stored(o: Obj, crds: CrdIndex) -> Obj:
     return server_defaults(o, schema)
 
 
+def as_applied(o: Obj, schema: Any) -> Obj:
+    """A custom resource as server-side apply (``aiplat kube apply``, ``kubectl apply
+    --server-side``) hands it to validation, by its CRD ``schema``: nothing pruned, so a
+    null stays where it is, but for metadata's (ObjectMeta drops them) and status's (the
+    status subresource, which most CRDs have, drops the whole status on the main
+    endpoint); then the structural defaults, which take the place of a null too where the
+    field has a default and is not ``nullable`` (apiextensions-apiserver's
+    ``structuraldefaulting.Default``). A create (POST: ``kubectl create``, a client-side
+    apply of a new object) first drops the nulls of mapping fields that have no default
+    and are not nullable (``PruneNonNullableNullsWithoutDefaults``); a null list item it
+    keeps, as apply does. What is left null is the validation's to judge."""
+    out = {k: v for k, v in o.items() if k not in ("metadata", "status")}
+    for k in ("metadata", "status"):
+        if o.get(k) is not None:
+            out[k] = without_nulls(o[k])
+    return server_defaults(out, schema)
+
+
 def without_nulls(node: Any) -> Any:
     """A copy without null map values or list items (what the API server stores)."""
     if isinstance(node, dict):
@@ -66,16 +84,28 @@ def _schema_defaults(value: Any, schema: Obj, depth: int) -> None:
         props = schema.get("properties")
         props = props if isinstance(props, dict) else {}
         for name, sub in props.items():
-            if isinstance(sub, dict) and name not in value and "default" in sub:
+            if isinstance(sub, dict) and "default" in sub and (
+                    name not in value or _defaulted_null(value[name], sub)):
                 value[name] = copy.deepcopy(sub["default"])
         extra = schema.get("additionalProperties")
-        for k, v in value.items():
+        for k in list(value):
             sub = props.get(k, extra)
             if isinstance(sub, dict) and k != "metadata":
-                _schema_defaults(v, sub, depth + 1)
+                if k not in props and _defaulted_null(value[k], sub):
+                    value[k] = copy.deepcopy(sub["default"])
+                _schema_defaults(value[k], sub, depth + 1)
     elif isinstance(value, list) and isinstance(schema.get("items"), dict):
-        for item in value:
-            _schema_defaults(item, schema["items"], depth + 1)
+        items = schema["items"]
+        for i in range(len(value)):
+            if _defaulted_null(value[i], items):
+                value[i] = copy.deepcopy(items["default"])
+            _schema_defaults(value[i], items, depth + 1)
+
+
+def _defaulted_null(value: Any, schema: Obj) -> bool:
+    """A null the field's default replaces: the field has one and is not nullable."""
+    return value is None and schema.get("default") is not None \
+        and schema.get("nullable") is not True
 
 
 def _mapping(parent: Any, key: str) -> Obj | None:
@@ -101,11 +131,16 @@ def _below(node: Any, *keys: str) -> Obj | None:
 
 
 def _jobset(js: Obj) -> None:
-    spec = js.get("spec")
-    if not isinstance(spec, dict):
+    # The webhook decodes the object into Go types, so a null spec is an empty one that it
+    # fills (its patch replaces the null); only server-side apply (``as_applied``) keeps
+    # nulls this far.
+    spec = _mapping(js, "spec") if "spec" in js else None
+    if spec is None:
         return
-    spec.setdefault("successPolicy", {"operator": "All"})
-    spec.setdefault("startupPolicy", {"startupPolicyOrder": "AnyOrder"})
+    for key, value in (("successPolicy", {"operator": "All"}),
+                       ("startupPolicy", {"startupPolicyOrder": "AnyOrder"})):
+        if spec.get(key) is None:
+            spec[key] = value
     for rj in _items(spec, "replicatedJobs"):
         # Only inside templates the file gives: a missing one stays missing for the checks.
         job = _below(rj, "template", "spec")

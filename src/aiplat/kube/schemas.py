@@ -69,10 +69,23 @@ def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any,
                 yield from validator.descend(v, subschema, path=k, schema_path=pattern)
 
 
+def _int_or_string(validator: Any, on: Any, instance: Any, schema: Any) -> Any:
+    """``x-kubernetes-int-or-string``: an integer or a string, as the API server checks it
+    ("must be of type integer,string"), a null too unless the field is nullable."""
+    if on is not True or isinstance(instance, str) or (
+            isinstance(instance, int) and not isinstance(instance, bool)):
+        return
+    if instance is None and schema.get("nullable") is True:
+        return
+    yield jsonschema.ValidationError(f"{instance!r} is not of type 'integer', 'string'")
+
+
 Validator = jsonschema.validators.extend(  # type: ignore[no-untyped-call]
     jsonschema.validators.Draft202012Validator,
-    {"pattern": _pattern, "patternProperties": _pattern_properties})
-"""Draft 2020-12 with Go's (RE2) patterns: what every schema here is checked with."""
+    {"pattern": _pattern, "patternProperties": _pattern_properties,
+     "x-kubernetes-int-or-string": _int_or_string})
+"""Draft 2020-12 with Go's (RE2) patterns and the int-or-string of CRD schemas: what every
+schema here is checked with."""
 
 
 @functools.cache

@@ -40,7 +40,7 @@ from aiplat.kube.crds import (
     packaged_crds,
     unusable_index,
 )
-from aiplat.kube.defaults import stored
+from aiplat.kube.defaults import as_applied, stored
 from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.schemas import (
@@ -534,8 +534,9 @@ def _tree_crds(items: list[tuple[str, Any]]) -> tuple[CrdIndex, list[Issue]]:
 def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
     """One object's issues, read as the API server reads it: nulls dropped, then the
     defaults of its CRD and of the webhooks set (``defaults.server_defaults``)."""
+    nulls = _null_issues(file, o, version, crds)
     o = stored(o, crds)
-    found = _schema_issues(file, o, version, crds)
+    found = _schema_issues(file, o, version, crds) + nulls
     # Fields of the wrong type the schema check cannot see (an unknown API version, a
     # custom resource's metadata), and no rule on an object that has any: rules read it.
     misshapen = problems(o, version, crds)
@@ -548,6 +549,68 @@ def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
         return [*found, Issue("warning", file, ref(o), foreign[0][0], foreign[1])]
     found += _template_issues(file, o, version, {i.path for i in found})
     return found + _rule_issues(file, o)
+
+
+_TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string",
+               "integer": "an integer", "number": "a number", "boolean": "true or false"}
+
+
+def _null_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
+    """The nulls of a custom resource that the API server refuses: server-side apply
+    validates them as they are (``defaults.as_applied``), so a null where the CRD's schema
+    gives a type (object, array, string, int-or-string, ...) and not ``nullable: true`` is
+    refused, unless the field has a default (which takes its place); a null field the schema
+    does not declare is refused as unknown. ``kubectl create`` drops the nulls of mapping
+    fields first, but not of list items. The schema check proper reads the object without
+    nulls (``defaults.stored``), so each null is said here, once."""
+    if builtin_validator(version, str(o.get("apiVersion", "")), str(o.get("kind", ""))):
+        return []
+    schema = crds.schema(str(o.get("apiVersion", "")), str(o.get("kind", "")))
+    if schema is None or not _has_null(o):
+        return []
+    validator = Validator(schema)
+    issues: dict[str, Issue] = {}
+    for e in validator.iter_errors(as_applied(o, schema)):
+        path = field_path(e.absolute_path)
+        if path in issues:
+            continue
+        if e.instance is None and e.validator in ("type", "x-kubernetes-int-or-string",
+                                                   "anyOf") \
+                and e.schema.get("nullable") is not True:
+            issues[path] = Issue("error", file, ref(o), path, _null_message(
+                e.schema, listed=bool(e.absolute_path) and isinstance(e.absolute_path[-1],
+                                                                      int)))
+        elif e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            declared = e.schema.get("properties") or {}
+            for k, v in e.instance.items():
+                at = f"{path}.{k}" if path else str(k)
+                if v is None and k not in declared and at not in issues:
+                    issues[at] = Issue("error", file, ref(o), at, (
+                        "null in a field the schema does not declare: server-side apply "
+                        "refuses it ('field not declared in schema'), a create drops it "
+                        "(fix: remove the key)"))
+    return list(issues.values())
+
+
+def _has_null(node: Any) -> bool:
+    if isinstance(node, dict):
+        return any(v is None or _has_null(v) for v in node.values())
+    if isinstance(node, list):
+        return any(v is None or _has_null(v) for v in node)
+    return False
+
+
+def _null_message(schema: dict[str, Any], *, listed: bool) -> str:
+    t = schema.get("type")
+    wanted = "an integer or a string" if schema.get("x-kubernetes-int-or-string") \
+        else _TYPE_NAMES.get(t, f"type {t}") if isinstance(t, str) else "a value"
+    how = ("the API server refuses it however it is sent (a list keeps its null items)"
+           if listed else
+           "server-side apply (aiplat kube apply, kubectl apply --server-side) refuses it; "
+           "only a create (kubectl create, a client-side kubectl apply of a new object) "
+           "drops a null mapping field first")
+    return (f"null where the schema wants {wanted} and the field is not nullable: {how} "
+            "(fix: remove the key or give a value)")
 
 
 def _foreign_shape(o: dict[str, Any], version: str,
