@@ -137,7 +137,7 @@ def test_operations_monitoring_settings_reach_the_rules() -> None:
     a = alerts(example(tune))
     assert "[15m]" in a["KueueWorkloadsPendingTooLong"].expr
     assert a["KueueWorkloadsPendingTooLong"].for_ == "15m"
-    assert a["GpuAllocatedIdle"].expr.endswith("< 0.1") and a["GpuAllocatedIdle"].for_ == "20m"
+    assert a["GpuAllocatedIdle"].expr.endswith("< 0.1)") and a["GpuAllocatedIdle"].for_ == "20m"
     assert a["KueuePreemptionsHigh"].expr.endswith("> 3")
 
 
@@ -229,3 +229,18 @@ def test_kueue_scrape_verifies_tls_before_sending_its_token(discovery: Discovery
     assert kueue["tls_config"] == {"ca_file": ca, "server_name": KUEUE_METRICS_SERVER_NAME}
     assert KUEUE_METRICS_SERVER_NAME.endswith(".kueue-system.svc")
     assert not any(j.get("tls_config", {}).get("insecure_skip_verify") for j in jobs.values())
+
+
+def test_every_gpu_alert_links_its_runbook_and_routes_by_pool() -> None:
+    """Each GPU alert has a runbook procedure, and its series carry the node's pool: joined in
+    its own expression or in a recording rule it reads (the Prometheus Operator proof found
+    seven without pool and GpuAllocatedIdle without a link)."""
+    platform = parse_platform(example_text(), EXAMPLE, load_catalog())
+    rules = [r for g in monitoring_rules(platform) for r in g.rules]
+    joined = {r.record for r in rules if not isinstance(r, AlertRule)
+              and "aiplat:node_pool:info" in r.expr}
+    gpu = [r for r in rules if isinstance(r, AlertRule) and r.name.startswith("Gpu")]
+    assert gpu and joined
+    for r in gpu:
+        assert r.procedure, r.name
+        assert "aiplat:node_pool:info" in r.expr or any(j in r.expr for j in joined), r.name

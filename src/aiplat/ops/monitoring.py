@@ -172,6 +172,15 @@ def _pooled(selector: str) -> str:
     return f"({selector} * on (node) group_left (pool) {POOL_INFO}{{{{{{pools}}}}}})"
 
 
+def _with_pool(expr: str) -> str:
+    """``expr``'s series with the node's ``pool`` where it is known, and as they are where it is
+    not: alerts that need no per-pool threshold still fire without kube-state-metrics' node
+    labels, and carry ``pool`` for routing when they are there (as under aiplat's own scrape
+    configuration, whose targets carry it)."""
+    return (f"(({expr}) * on (node) group_left (pool) {POOL_INFO}) "
+            f"or on (node, gpu) ({expr})")
+
+
 def _ksm_pool(node: str, pool: str) -> dict[str, str]:
     return {"node": node, KSM_POOL_LABEL: pool, "job": "kube-state-metrics",
             "instance": "10.0.0.7:8080"}
@@ -307,20 +316,24 @@ def _memory_rules(pools: list[PoolSpec]) -> list[AlertRule]:
         healthy=_gpu_case("3m", Series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", gl,
                                        f"{c0.max_ecc_uncorrected}x3")),
     ), AlertRule(
-        "GpuRowRemapFailure", "DCGM_FI_DEV_ROW_REMAP_FAILURE > 0", "critical", "gpu",
+        "GpuRowRemapFailure", _with_pool("DCGM_FI_DEV_ROW_REMAP_FAILURE > 0"), "critical",
+        "gpu",
         "Row remapping failed on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         "The GPU has no spare rows left for memory errors: it must be replaced (RMA).",
         "replace-node",
-        firing=_case("3m", Series("DCGM_FI_DEV_ROW_REMAP_FAILURE", gl, "0 1x3"), fires=[gl]),
-        healthy=_case("3m", Series("DCGM_FI_DEV_ROW_REMAP_FAILURE", gl, "0x3")),
+        firing=_gpu_case("3m", Series("DCGM_FI_DEV_ROW_REMAP_FAILURE", gl, "0 1x3"),
+                         fires=[_pool_fires(gl, name0)]),
+        healthy=_gpu_case("3m", Series("DCGM_FI_DEV_ROW_REMAP_FAILURE", gl, "0x3")),
     ), AlertRule(
-        "GpuRowRemapPending", "DCGM_FI_DEV_ROW_REMAP_PENDING > 0", "warning", "gpu",
+        "GpuRowRemapPending", _with_pool("DCGM_FI_DEV_ROW_REMAP_PENDING > 0"), "warning",
+        "gpu",
         "Row remap pending on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         "A memory row remap is recorded but takes effect only after a GPU reset: drain "
         "{{ $labels.node }} and reset the GPU in the next maintenance window.",
         "node-patch", for_="5m",
-        firing=_case("10m", Series("DCGM_FI_DEV_ROW_REMAP_PENDING", gl, "1x10"), fires=[gl]),
-        healthy=_case("10m", Series("DCGM_FI_DEV_ROW_REMAP_PENDING", gl, "0x10")),
+        firing=_gpu_case("10m", Series("DCGM_FI_DEV_ROW_REMAP_PENDING", gl, "1x10"),
+                         fires=[_pool_fires(gl, name0)]),
+        healthy=_gpu_case("10m", Series("DCGM_FI_DEV_ROW_REMAP_PENDING", gl, "0x10")),
     )]
     remap = {p.name: float(p.node.checks.max_remapped_rows_uncorrectable) for p in pools
              if p.node.checks.max_remapped_rows_uncorrectable is not None}
@@ -364,30 +377,31 @@ def _heat_and_power_rules(pools: list[PoolSpec]) -> list[AlertRule]:
                                         f"{_num(c0.max_gpu_temp_c - 1)}x10")),
     ), AlertRule(
         "GpuThermalOrPowerSlowdown",
-        "(floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 8) % 2 == 1)"
-        " or (floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 8 > 0)",
+        _with_pool("(floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 8) % 2 == 1)"
+                   " or (floor(DCGM_FI_DEV_CLOCKS_EVENT_REASONS / 32) % 8 > 0)"),
         "warning", "gpu",
         "GPU {{ $labels.gpu }} of {{ $labels.node }} is slowed down by heat or power",
         "Clock event reasons show HW slowdown, thermal slowdown or power brake for 15 "
         "minutes: jobs on {{ $labels.node }} run slower than the baseline.",
         "node-patch", for_="15m",
-        firing=_case("20m", Series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gl, "64x20"),
-                     fires=[gl]),
+        firing=_gpu_case("20m", Series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gl, "64x20"),
+                         fires=[_pool_fires(gl, name0)]),
         # 0x4 (software power cap) is normal under full load and must not alert.
-        healthy=_case("20m", Series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gl, "4x20")),
+        healthy=_gpu_case("20m", Series("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gl, "4x20")),
     ), AlertRule(
         "GpuPowerOverLimit",
-        "DCGM_FI_DEV_POWER_USAGE > DCGM_FI_DEV_ENFORCED_POWER_LIMIT",
+        _with_pool("DCGM_FI_DEV_POWER_USAGE > DCGM_FI_DEV_ENFORCED_POWER_LIMIT"),
         "warning", "gpu",
         "GPU {{ $labels.gpu }} of {{ $labels.node }} draws more than its power limit",
         "The GPU's power draw has stayed above its enforced power limit for 10 minutes: "
         "power capping is not holding (firmware, a failing sensor or the PSU). Check "
         "nvidia-smi -q -d POWER on {{ $labels.node }} and the rack's power budget.",
         "node-patch", for_="10m",
-        firing=_case("15m", Series("DCGM_FI_DEV_POWER_USAGE", gl, "730x15"),
-                     Series("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", gl, "700x15"), fires=[gl]),
-        healthy=_case("15m", Series("DCGM_FI_DEV_POWER_USAGE", gl, "690x15"),
-                      Series("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", gl, "700x15")),
+        firing=_gpu_case("15m", Series("DCGM_FI_DEV_POWER_USAGE", gl, "730x15"),
+                         Series("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", gl, "700x15"),
+                         fires=[_pool_fires(gl, name0)]),
+        healthy=_gpu_case("15m", Series("DCGM_FI_DEV_POWER_USAGE", gl, "690x15"),
+                          Series("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", gl, "700x15")),
     )]
 
 
@@ -402,33 +416,34 @@ def _link_rules(pool: str) -> list[AlertRule]:
     n = NVLINK_CRC_ERRORS_PER_HOUR
     return [AlertRule(
         "GpuNvlinkCrcErrors",
-        f"increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL[1h]) > {n}"
-        f" or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[1h]) > {n}",
+        _with_pool(f"increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL[1h]) > {n}"
+                   f" or increase(DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL[1h]) > {n}"),
         "warning", "gpu",
         "NVLink CRC errors on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         f"More than {n} NVLink flow-control or data CRC errors in an hour: a degrading "
         "NVLink or NVSwitch connection slows collectives. Run the DCGM diagnostics "
         "(dcgmi diag -r 2) on {{ $labels.node }}; replace the board if errors continue.",
         "replace-node",
-        firing=_case("70m", Series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gl,
-                                   f"0+{_num(2 * n / 60)}x70"),
-                     Series("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", gl, "0x70"),
-                     fires=[gl]),
-        healthy=_case("70m", Series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gl,
-                                    f"0+{_num(n / 120)}x70"),
-                      Series("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", gl, "0x70")),
+        firing=_gpu_case("70m", Series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gl,
+                                       f"0+{_num(2 * n / 60)}x70"),
+                         Series("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", gl, "0x70"),
+                         fires=[_pool_fires(gl, pool)]),
+        healthy=_gpu_case("70m", Series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gl,
+                                        f"0+{_num(n / 120)}x70"),
+                          Series("DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", gl, "0x70")),
     ), AlertRule(
         "GpuPcieReplays",
-        f"rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[10m]) * 60 > {PCIE_REPLAYS_PER_MINUTE}",
+        _with_pool(f"rate(DCGM_FI_DEV_PCIE_REPLAY_COUNTER[10m]) * 60 > "
+                   f"{PCIE_REPLAYS_PER_MINUTE}"),
         "warning", "gpu",
         "PCIe replays on GPU {{ $labels.gpu }} of {{ $labels.node }}",
         f"More than {PCIE_REPLAYS_PER_MINUTE} PCIe replays a minute for 10 minutes (DCGM's "
         "own health limit): a marginal PCIe link (riser, slot, retimer) that may drop the GPU "
         "off the bus. Drain {{ $labels.node }} and reseat or replace the part.",
         "replace-node", for_="10m",
-        firing=_case("30m", Series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gl, "0+20x30"),
-                     fires=[gl]),
-        healthy=_case("30m", Series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gl, "0+2x30")),
+        firing=_gpu_case("30m", Series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gl, "0+20x30"),
+                         fires=[_pool_fires(gl, pool)]),
+        healthy=_gpu_case("30m", Series("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gl, "0+2x30")),
     )]
 
 
@@ -440,19 +455,20 @@ def _idle_rule(platform: Platform, pool: str) -> AlertRule:
     minutes = mon.idle_gpu_minutes
     return AlertRule(
         "GpuAllocatedIdle",
-        f'aiplat:gpu_busy:ratio{{pod!=""}} < {_num(mon.idle_gpu_utilization)}',
+        _with_pool(f'aiplat:gpu_busy:ratio{{pod!=""}} < {_num(mon.idle_gpu_utilization)}'),
         "warning", "gpu",
         "GPU {{ $labels.gpu }} of {{ $labels.node }} is allocated to "
         "{{ $labels.namespace }}/{{ $labels.pod }} but idle",
         f"The GPU has been below {mon.idle_gpu_utilization:.0%} busy for {minutes} minutes "
-        "while allocated to a pod: the quota is held but unused.",
-        "", for_=f"{minutes}m",
-        firing=_case(f"{minutes + 10}m",
-                     Series("DCGM_FI_DEV_GPU_UTIL", busy, f"0x{minutes + 10}"),
-                     fires=[busy]),
-        healthy=_case(f"{minutes + 10}m",
-                      Series("DCGM_FI_DEV_GPU_UTIL", busy, f"80x{minutes + 10}"),
-                      Series("DCGM_FI_DEV_GPU_UTIL", free, f"0x{minutes + 10}")),
+        "while allocated to a pod: the quota is held but unused. Ask the tenant to release "
+        "it, or move quota to where it is used.",
+        "add-tenant", for_=f"{minutes}m",
+        firing=_gpu_case(f"{minutes + 10}m",
+                         Series("DCGM_FI_DEV_GPU_UTIL", busy, f"0x{minutes + 10}"),
+                         fires=[_pool_fires(busy, pool)]),
+        healthy=_gpu_case(f"{minutes + 10}m",
+                          Series("DCGM_FI_DEV_GPU_UTIL", busy, f"80x{minutes + 10}"),
+                          Series("DCGM_FI_DEV_GPU_UTIL", free, f"0x{minutes + 10}")),
     )
 
 
