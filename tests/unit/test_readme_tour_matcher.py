@@ -50,6 +50,15 @@ def test_host_numbers_mask_every_figure_only_when_asked() -> None:
     assert compare(shown, run.replace("one thread", "two threads"), numbers=True) != []
 
 
+def test_a_host_figure_may_be_a_range() -> None:
+    """``aiplat diagnose`` says "fell 10x" on one run and "fell 9-10x" on the next."""
+    shown = ("capped near 99 Mbit/s while pull throughput fell 10x on every node",)
+    assert compare(shown, "capped near 100 Mbit/s while pull throughput fell 9-10x on every "
+                   "node", numbers=True) == []
+    assert compare(shown, "capped near 100 Mbit/s while pull throughput fell 9-10x on every "
+                   "node") != []
+
+
 def test_elisions_and_order() -> None:
     run = "a\nb\nc\nd\n"
     assert compare(("a", "...", "d"), run) == []
