@@ -165,3 +165,44 @@ def test_a_dry_run_probes_pods_with_the_accounts_a_real_apply_gives_them() -> No
                         "forbidden: error looking up service account team/nowhere: "
                         'serviceaccount "nowhere" not found')]
     assert set(server.accounts) == {"default", "team"}  # the scratch namespaces are gone
+
+
+class _RuntimeClassServer(_ServiceAccountServer):
+    """Also the RuntimeClass admission plugin: a Pod naming a RuntimeClass that does not
+    exist is refused."""
+
+    runtime_classes: frozenset[str] = frozenset()
+
+    def exists(self, api_version: str, kind: str, name: str,
+               namespace: str | None = None) -> bool:
+        if kind == "RuntimeClass":
+            return name in self.runtime_classes
+        return super().exists(api_version, kind, name, namespace)
+
+    def create(self, o: dict[str, Any], dry_run: bool = False,
+               namespace: str | None = None) -> dict[str, Any]:
+        rc = (o.get("spec") or {}).get("runtimeClassName")
+        if o["kind"] == "Pod" and rc and rc not in self.runtime_classes:
+            raise ApiError(f'pods "{o["metadata"]["name"]}" is forbidden: pod rejected: '
+                           f'RuntimeClass "{rc}" not found')
+        return super().create(o, dry_run, namespace)
+
+
+def test_a_dry_run_does_not_refuse_pods_for_the_runtime_class_the_tree_brings() -> None:
+    """The node agent's DaemonSet names RuntimeClass nvidia, which the same tree creates: in a
+    dry run it is not live yet, so the probe checks the pod without it and says so; a
+    RuntimeClass that nothing brings is still the API server's refusal."""
+    server = _RuntimeClassServer({"default": set()})
+    ds = _deployment("agent", "default")
+    ds["spec"]["template"]["spec"]["runtimeClassName"] = "nvidia"
+    other = _deployment("other", "default")
+    other["spec"]["template"]["spec"]["runtimeClassName"] = "kata"
+    rc = _o("RuntimeClass", "nvidia", None, "node.k8s.io/v1")
+    rc["handler"] = "nvidia"
+    out = apply_tree(server, [("rc.yaml", rc), ("agent.yaml", ds), ("other.yaml", other)],  # type: ignore[arg-type]
+                     dry_run=True)
+    by = {o.object: (o.action, o.message) for o in out if o.action.startswith("pods")}
+    assert by["Deployment agent"][0] == "pods admitted"
+    assert "without RuntimeClass nvidia, which this tree creates" in by["Deployment agent"][1]
+    assert by["Deployment other"][0] == "pods refused"
+    assert 'RuntimeClass "kata" not found' in by["Deployment other"][1]

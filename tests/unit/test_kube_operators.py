@@ -109,7 +109,7 @@ def test_operator_driver_with_secure_boot_is_a_spec_error() -> None:
 
     try:
         platform_from(edit)
-    except Exception as e:  # noqa: BLE001 - the message is what is checked
+    except Exception as e:
         assert "secureBoot" in str(getattr(e, "at", "")) or "Secure Boot" in str(e)
         assert "components.driver: host" in (getattr(e, "hint", "") or str(e))
     else:

@@ -27,7 +27,7 @@ from aiplat.samples.hosts import hgx_h100
 from aiplat.spec import example_text, parse_platform
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixtures.nvsmi_outputs import GpuState, smi_xml  # noqa: E402
+from fixtures.nvsmi_outputs import GpuState, smi_xml
 
 BUS = [0x19, 0x2b, 0x3b, 0x5e, 0x9b, 0xac, 0xbb, 0xdc]  # the sample HGX's GPUs
 
