@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from aiplat.kube.facts import MANAGED_BY
+from aiplat.kube.facts import MANAGED_BY, PoolFacts
 
 Obj = dict[str, Any]
 
@@ -43,6 +44,17 @@ def toleration(key: str, value: str, effect: str) -> Obj:
     if value:
         return {"key": key, "operator": "Equal", "value": value, "effect": effect}
     return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def pool_tolerations(pools: Iterable[PoolFacts], first: Iterable[Obj] = ()) -> list[Obj]:
+    """``first``, then one toleration per distinct taint of ``pools``, in pool order."""
+    out = list(first)
+    for p in pools:
+        for t in p.taints:
+            tol = toleration(t.key, t.value, t.effect.value)
+            if tol not in out:
+                out.append(tol)
+    return out
 
 
 def restricted_security_context() -> Obj:

@@ -28,7 +28,13 @@ from aiplat.kube.facts import (
     mig_device_class,
     semver_of,
 )
-from aiplat.kube.objects import Obj, obj, restricted_security_context, toleration
+from aiplat.kube.objects import (
+    Obj,
+    obj,
+    pool_tolerations,
+    restricted_security_context,
+    toleration,
+)
 from aiplat.kube.render_dcgm import dcgm_exporter
 from aiplat.kube.render_kubelet import kubelet_policy
 from aiplat.kube.render_rdma import rdma_device_plugin
@@ -278,12 +284,7 @@ def dra_driver(platform: Platform, pools: list[PoolFacts]) -> dict[str, Any] | N
     dra = [p for p in pools if p.gpu is not None and p.gpu_mode == "dra"]
     if not dra:
         return None
-    tolerations: list[Obj] = []
-    for p in dra:
-        for t in p.taints:
-            tol = toleration(t.key, t.value, t.effect.value)
-            if tol not in tolerations:
-                tolerations.append(tol)
+    tolerations = pool_tolerations(dra)
     return {
         "nvidiaDriverRoot": ("/run/nvidia/driver"
                              if platform.kubernetes.components.driver == "operator" else "/"),
@@ -301,17 +302,6 @@ NVIDIA_RUNTIME_CLASS = "nvidia"
 """The RuntimeClass whose handler is the NVIDIA Container Runtime: ``nvidia-ctk runtime
 configure`` (node prepare) names the handler so, and the GPU Operator's toolkit creates the
 RuntimeClass of that name when it owns the toolkit."""
-
-
-def _agent_tolerations(pools: list[PoolFacts]) -> list[Obj]:
-    # It must also run on the nodes its own checks tainted, or nothing lifts the taint.
-    tolerations: list[Obj] = [toleration(AGENT_TAINT_KEY, "", "NoSchedule")]
-    for p in pools:
-        for t in p.taints:
-            tol = toleration(t.key, t.value, t.effect.value)
-            if tol not in tolerations:
-                tolerations.append(tol)
-    return tolerations
 
 
 def _agent_daemonset(name: str, pools: list[PoolFacts], *, gpu: bool) -> Obj:
@@ -352,7 +342,9 @@ def _agent_daemonset(name: str, pools: list[PoolFacts], *, gpu: bool) -> Obj:
         **({"runtimeClassName": NVIDIA_RUNTIME_CLASS} if gpu else {}),
         "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
             "nodeSelectorTerms": [{"matchExpressions": [match]}]}}},
-        "tolerations": _agent_tolerations(pools),
+        # It must also run on the nodes its own checks tainted, or nothing lifts the taint.
+        "tolerations": pool_tolerations(
+            pools, [toleration(AGENT_TAINT_KEY, "", "NoSchedule")]),
         "containers": [container],
         "volumes": [{"name": f"host-{d.replace('/', '-')}",
                      "hostPath": {"path": f"/{d}", "type": "Directory"}} for d in paths],

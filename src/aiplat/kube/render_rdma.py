@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 
 from aiplat.kube.facts import POOL_LABEL, RDMA_PODS_PER_NODE, RDMA_RESOURCE, PoolFacts
-from aiplat.kube.objects import Obj, obj, toleration
+from aiplat.kube.objects import Obj, obj, pool_tolerations
 
 RDMA_NS = "nvidia-network-operator"
 """The Network Operator's namespace: where its own rdmaSharedDevicePlugin would run."""
@@ -40,12 +40,7 @@ def rdma_device_plugin(pools: list[PoolFacts]) -> list[Obj]:
     rdma = [p for p in pools if p.rdma]
     if not rdma:
         return []
-    tolerations: list[Obj] = []
-    for p in rdma:
-        for t in p.taints:
-            tol = toleration(t.key, t.value, t.effect.value)
-            if tol not in tolerations:
-                tolerations.append(tol)
+    tolerations = pool_tolerations(rdma)
     labels = {"app.kubernetes.io/name": "rdma-shared-device-plugin"}
     host = {"device-plugin": "/var/lib/kubelet/device-plugins",
             "plugins-registry": "/var/lib/kubelet/plugins_registry", "devs": "/dev/"}
