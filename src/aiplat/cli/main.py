@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "net": ("aiplat.cli.lab", "net"),
     "diagnose": ("aiplat.cli.lab", "diagnose"),
     "maintain": ("aiplat.cli.maintain", "maintain"),
+    "slurm": ("aiplat.cli.slurm", "slurm"),
     "matrix": ("aiplat.cli.handover", "matrix_group"),
     "accept": ("aiplat.cli.handover", "accept_group"),
     "monitoring": ("aiplat.cli.ops", "monitoring"),
@@ -71,6 +72,8 @@ SUMMARIES: dict[str, str] = {
     "net": "Network checks.",
     "diagnose": "Rank causes of slow model pulls and network trouble from Prometheus metrics.",
     "maintain": "Rolling maintenance of a pool: canary, batches, each node's steps.",
+    "slurm": "Slurm for the bare-metal deployment: the same pools and tenants as a Slurm "
+             "cluster.",
     "matrix": "The approved version combinations, checked against compatibility facts.",
     "accept": "Acceptance: function, performance, isolation and repeatability in one record.",
     "monitoring": "Prometheus rules, their unit tests, scrape configuration and checklist.",
