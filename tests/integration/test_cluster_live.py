@@ -154,7 +154,9 @@ def applied(cluster: Cluster) -> list[Obj]:
 
 EXPECT_ADMITTED = {  # workload -> pool (the plan's flavor)
     "domain-pretrain": "h100", "assistant-finetune": "h100", "assistant": "h100",
-    "docs-search": "l40s"}
+    "docs-search": "l40s", "docs-search-embed": "l40s"}
+DOCS_SEARCH_PODS = 12  # 11 one-GPU replicas and the query encoder (the plan's replica groups)
+L40S_GPUS = 8  # the autoscaled pool's 2 nodes at its minimum
 
 
 def test_cluster_is_up_with_the_pools_nodes(cluster: Cluster) -> None:
@@ -175,10 +177,12 @@ def test_cluster_is_up_with_the_pools_nodes(cluster: Cluster) -> None:
     assert h["metadata"]["labels"]["topology.aiplat.io/block"] == "h100-block-0"
     assert h["status"]["allocatable"]["nvidia.com/gpu"] == "8"
     assert h["spec"]["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
-    # The local static provisioner's PVs for the example's local-nvme class, one per GPU node.
+    # The local static provisioner's PVs for the example's local-nvme class, one per NVMe disk
+    # (8 on an HGX H100 node, 2 on an L40S node).
     pvs = {p["metadata"]["name"]: p for p in cluster.api.objects("v1", "PersistentVolume")}
-    assert {f"fast-scratch-{n}" for n in nodes if not n.startswith("system-")} <= set(pvs)
-    assert pvs["fast-scratch-h100-0"]["spec"]["nodeAffinity"]["required"][
+    assert {f"fast-scratch-{n}-{d}" for n in nodes if not n.startswith("system-")
+            for d in range(8 if n.startswith("h100") else 2)} <= set(pvs)
+    assert pvs["fast-scratch-h100-0-0"]["spec"]["nodeAffinity"]["required"][
         "nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["h100-0"]
     lab = nodes["l40s-0"]["metadata"]["labels"]
     assert "nvidia.com/gpu" not in nodes["l40s-0"]["status"]["allocatable"]  # DRA pool
@@ -269,14 +273,14 @@ def test_example_tree_applies_cleanly_and_again_changes_nothing(
 def test_workloads_admitted_on_the_planned_flavor(cluster: Cluster, applied: list[Obj]
                                                   ) -> None:
     wls = _eventually("every workload has a Kueue Workload, the fitting ones admitted",
-                      lambda: (w := _workloads(cluster.api)) and len(w) == 5 and all(
+                      lambda: (w := _workloads(cluster.api)) and len(w) == 6 and all(
                           _admitted(w[n]) for n in EXPECT_ADMITTED) and w)
     for name, pool in EXPECT_ADMITTED.items():
         for ps in wls[name]["status"]["admission"]["podSetAssignments"]:
             assert set(ps["flavors"].values()) == {pool}, (name, ps)
-    # docs-search is charged for its DRA GPUs under the mapped DeviceClass name.
+    # docs-search's pods are charged for their DRA GPU under the mapped DeviceClass name.
     docs = wls["docs-search"]["status"]["admission"]["podSetAssignments"][0]
-    assert docs["resourceUsage"]["gpu-l40s-48gb"] == "12"
+    assert docs["resourceUsage"]["gpu-l40s-48gb"] == "1"
 
 
 def _parallelism(tree: Path, name: str) -> int:
@@ -293,7 +297,7 @@ def _parallelism(tree: Path, name: str) -> int:
 def test_pods_scheduled_onto_the_pools_nodes(cluster: Cluster, applied: list[Obj]) -> None:
     pretrain = _parallelism(cluster.tree, "domain-pretrain")
     want = pretrain + _parallelism(cluster.tree, "assistant-finetune") + _parallelism(
-        cluster.tree, "assistant") + 2  # docs-search: the l40s pool has room for 2 pods
+        cluster.tree, "assistant") + L40S_GPUS  # docs-search's one-GPU pods fill the l40s
 
     def running() -> list[Obj]:
         pods = [p for p in cluster.api.objects("v1", "Pod")
@@ -340,8 +344,8 @@ def test_dra_claims_allocated_to_devices_the_deviceclass_selects(
     def allocated() -> list[Obj]:
         claims = [c for c in cluster.api.objects("resource.k8s.io/v1", "ResourceClaim")
                   if (c.get("status") or {}).get("allocation")]
-        return claims if len(claims) >= 2 else []
-    claims = _eventually("two docs-search claims allocated", allocated)
+        return claims if len(claims) >= L40S_GPUS else []
+    claims = _eventually("a docs-search claim allocated per L40S", allocated)
     pods = {p["metadata"]["name"]: p for p in cluster.api.objects("v1", "Pod", "serving")}
     used = 0
     for c in claims:
@@ -349,12 +353,13 @@ def test_dra_claims_allocated_to_devices_the_deviceclass_selects(
         owner = c["metadata"]["ownerReferences"][0]["name"]
         node = pods[owner]["spec"]["nodeName"]
         assert {(r["driver"], r["pool"]) for r in results} == {("gpu.nvidia.com", node)}
-        assert len(results) == 4 and all(r["request"] == "gpus" for r in results)
+        assert len(results) == 1 and all(r["request"] == "gpu" for r in results)
         used += len(results)
-    # The third pod waits for a node the autoscaler would add: admitted, unschedulable.
+    # The pods beyond the 8 L40S wait for a node the autoscaler would add: admitted (each
+    # pod a Workload of its own), unschedulable.
     waiting = [p for p in pods.values() if p["metadata"]["name"].startswith("docs-search")
-               and not p["spec"].get("nodeName")]
-    assert len(waiting) == 1
+               and "-epp-" not in p["metadata"]["name"] and not p["spec"].get("nodeName")]
+    assert len(waiting) == DOCS_SEARCH_PODS - L40S_GPUS
     # DRA GPUs are capped by the tenant's ResourceQuota, not uncapped.
     quota = cluster.api.get({"apiVersion": "v1", "kind": "ResourceQuota",
                              "metadata": {"name": "aiplat-quota", "namespace": "serving"}})
@@ -363,8 +368,33 @@ def test_dra_claims_allocated_to_devices_the_deviceclass_selects(
     assert quota["status"]["hard"][key] == "24" and int(quota["status"]["used"][key]) >= used
 
 
+def requeue_after_admissions(api: Api, tree: Path, job: str, namespace: str,
+                              settled: Callable[[], bool]) -> None:
+    """Have Kueue judge ``job`` against the quota in use now. Kueue writes a pending
+    workload's message when it tries it and then parks it as inadmissible, not trying it again
+    when others are admitted (only when quota is released or a queue changes): with a
+    Deployment's pods admitted one per cycle after it, its message tells of fewer of them than
+    run. So, once ``settled``, the Job is deleted with its Workload and applied again."""
+    _eventually("the other workloads settled", settled)
+    doc = next(d for d in yaml.safe_load_all((tree / "workloads" / "examples.yaml").read_text())
+               if d and d["kind"] == "Job" and d["metadata"]["name"] == job)
+    api.delete(doc, propagation="Background")
+    _eventually(f"{job}'s Workload gone", lambda: not any(
+        o["name"] == job for w in api.objects(KUEUE, "Workload", namespace)
+        for o in w["metadata"].get("ownerReferences") or []))
+    api.apply(doc)
+
+
+def _docs_search_admitted(api: Api) -> bool:
+    wls = [w for w in api.objects(KUEUE, "Workload", "serving")
+           if w["metadata"]["name"].startswith("pod-docs-search-")]
+    return len(wls) == DOCS_SEARCH_PODS and all(_admitted(w) for w in wls)
+
+
 def test_pending_workload_and_why_pending_agree_with_kueue(cluster: Cluster,
                                                            applied: list[Obj]) -> None:
+    requeue_after_admissions(cluster.api, cluster.tree, "nightly-eval", "batch",
+                             lambda: _docs_search_admitted(cluster.api))
     wl = _eventually("nightly-eval pending on quota", lambda: (
         w := _workloads(cluster.api).get("nightly-eval")) and (c := _cond(w, "QuotaReserved"))
         and c["status"] == "False" and c)
@@ -380,12 +410,14 @@ def test_pending_workload_and_why_pending_agree_with_kueue(cluster: Cluster,
                        r"(\S+) more needed", wl["message"])
     assert ours and theirs and ours.group(1) == theirs.group(1), (why["reason"], wl["message"])
     assert any(wl["message"] in e for e in why["evidence"])
-    # The docs-search pod without a node: the scheduler could not allocate its claim.
+    # The Deployment's pods without a node: the scheduler could not allocate their claims.
     cp = cluster.aiplat("kube", "why-pending", "docs-search", "-n", "serving", "--kubeconfig",
                         cluster.kubeconfig, "-o", "json", check=True)
     # Its class's devices exist (the selector matches the kwok nodes' slices); what blocks it
     # is that they are held, or too few are free on any one node.
-    assert json.loads(cp.stdout)["code"] in ("DevicesAllocated", "DevicesSpread"), cp.stdout
+    why = json.loads(cp.stdout)
+    assert why["code"] in ("DevicesAllocated", "DevicesSpread"), cp.stdout
+    assert why["evidence"][0].startswith("Deployment/serving/docs-search: "), why
 
 
 def _edit_tree(src: Path, dst: Path, edit: Callable[[Path, list[Obj]], list[Obj]]) -> Path:
@@ -458,12 +490,12 @@ def test_kueue_refuses_claims_on_an_unmapped_deviceclass(cluster: Cluster,
                "spec": {"selectors": [{"cel": {
                    "expression": "device.driver == 'gpu.nvidia.com'"}}]}})
     api.apply({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
-               "metadata": {"name": "unmapped", "namespace": "serving"},
+               "metadata": {"name": "unmapped", "namespace": "batch"},
                "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
                    "deviceClassName": "unmapped-gpu", "count": 1}}]}}}})
     job = next(d for d in yaml.safe_load_all((cluster.tree / "workloads" / "examples.yaml")
                                              .read_text()) if d["metadata"]["name"]
-               == "docs-search")
+               == "nightly-eval")
     job = copy.deepcopy(job)
     job["metadata"]["name"] = "unmapped-claim"
     job["spec"]["parallelism"] = job["spec"]["completions"] = 1

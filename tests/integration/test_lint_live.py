@@ -72,9 +72,15 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 def _workload(objs: list[Obj], src: str, name: str, *, ns: str | None = None,
               queue: str | None = None, resources: Obj | None = None) -> Obj:
-    """A one-pod copy of a rendered Job (its Pod Security-clean template)."""
-    job = copy.deepcopy(next(o for o in objs if o["kind"] == "Job"
+    """A one-pod Job copied from a rendered Job or Deployment (its Pod Security-clean
+    template)."""
+    job = copy.deepcopy(next(o for o in objs if o["kind"] in ("Job", "Deployment")
                              and o["metadata"]["name"] == src))
+    if job["kind"] == "Deployment":
+        template = job["spec"]["template"]
+        template["spec"]["restartPolicy"] = "Never"
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": job["metadata"],
+               "spec": {"template": template}}
     meta = job["metadata"]
     meta["name"] = name
     meta["namespace"] = ns or meta["namespace"]
@@ -156,7 +162,7 @@ def seeds(objs: list[Obj]) -> dict[str, list[Obj]]:
     ipc["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
     ipc["spec"]["containers"][0].pop("volumeMounts", None)
     too_big = _workload(objs, "nightly-eval", "lint-too-big", queue="batch")
-    too_big["spec"]["parallelism"] = too_big["spec"]["completions"] = 13  # 702 CPU > 370
+    too_big["spec"]["parallelism"] = too_big["spec"]["completions"] = 31  # 372 CPU > 370
     pinned = _workload(objs, "nightly-eval", "lint-pinned", queue="batch", resources=small)
     pinned["spec"]["template"]["spec"]["nodeSelector"] = {"aiplat.io/pool": "h100"}
     return {

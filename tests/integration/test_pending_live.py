@@ -28,7 +28,13 @@ import pytest
 import yaml
 from examplelab import ExampleLab as Lab
 from examplelab import example_lab
-from test_cluster_live import _aiplat, _cond, _eventually
+from test_cluster_live import (
+    _aiplat,
+    _cond,
+    _docs_search_admitted,
+    _eventually,
+    requeue_after_admissions,
+)
 
 from aiplat.kube.apply import Api
 
@@ -42,6 +48,8 @@ Obj = dict[str, Any]
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     with example_lab(tmp_path_factory.mktemp("pending"), NAME) as lab:
         lab.apply()
+        requeue_after_admissions(lab.api, lab.plan / "kube", "nightly-eval", "batch",
+                                 lambda: _docs_search_admitted(lab.api))
         yield lab
 
 

@@ -216,11 +216,10 @@ def kueue_config_without_mappings(o: list[Obj], inv: Inventory) -> None:
 
 
 def claim_template_first_available(o: list[Obj], inv: Inventory) -> None:
-    t = find(o, "ResourceClaimTemplate", "l40s-gpu-4", "serving")
+    t = find(o, "ResourceClaimTemplate", "l40s-gpu-1", "serving")
     req = t["spec"]["spec"]["devices"]["requests"][0]
     t["spec"]["spec"]["devices"]["requests"][0] = {"name": req["name"], "firstAvailable": [
         {"name": "l40s", **req["exactly"]}]}
-    del t["spec"]["spec"]["devices"]["constraints"]
 
 
 def resourcequota_without_deviceclass(o: list[Obj], inv: Inventory) -> None:
@@ -235,13 +234,13 @@ def dra_pool_runs_device_plugin(o: list[Obj], inv: Inventory) -> None:
 
 def tas_on_autoscaled_pool(o: list[Obj], inv: Inventory) -> None:
     find(o, "ResourceFlavor", "l40s")["spec"]["topologyName"] = "h100"
-    for job in ("docs-search", "nightly-eval"):  # as the renderer would annotate them
-        find(o, "Job", job)["spec"]["template"]["metadata"]["annotations"] = {
-            "kueue.x-k8s.io/podset-preferred-topology": "topology.aiplat.io/block"}
+    # as the renderer would annotate it
+    find(o, "Job", "nightly-eval")["spec"]["template"]["metadata"]["annotations"] = {
+        "kueue.x-k8s.io/podset-preferred-topology": "topology.aiplat.io/block"}
 
 
 def job_without_restart_policy(o: list[Obj], inv: Inventory) -> None:
-    del find(o, "Job", "docs-search", "serving")["spec"]["template"]["spec"]["restartPolicy"]
+    del find(o, "Job", "nightly-eval", "batch")["spec"]["template"]["spec"]["restartPolicy"]
 
 
 def queued_job_rendered_suspended(o: list[Obj], inv: Inventory) -> None:
@@ -259,13 +258,13 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str]] = [
     (limitrange_default_below_request, "limitrange-admits",
      "LimitRange/research/aiplat-defaults"),
     (deviceclass_memory_marketed_size, "deviceclass-matches", "DeviceClass/gpu-l40s-48gb"),
-    (kueue_config_without_mappings, "kueue-dra-mapping", "Job/serving/docs-search"),
+    (kueue_config_without_mappings, "kueue-dra-mapping", "Deployment/serving/docs-search"),
     (kueue_config_without_mappings, "kueue-dra-mapping", "Job/batch/nightly-eval"),
-    (claim_template_first_available, "kueue-dra-mapping", "Job/serving/docs-search"),
+    (claim_template_first_available, "kueue-dra-mapping", "Deployment/serving/docs-search"),
     (resourcequota_without_deviceclass, "resourcequota-dra", "ResourceQuota/batch"),
     (dra_pool_runs_device_plugin, "dra-device-plugin", "Pool/l40s"),
     (tas_on_autoscaled_pool, "tas-autoscaled", "ResourceFlavor/l40s"),
-    (job_without_restart_policy, "workload-shape", "Job/serving/docs-search"),
+    (job_without_restart_policy, "workload-shape", "Job/batch/nightly-eval"),
     (queued_job_rendered_suspended, "workload-shape", "Job/batch/nightly-eval"),
     (single_pod_on_tas_flavor_without_topology, "workload-shape",
      "Deployment/serving/assistant"),
@@ -321,7 +320,9 @@ def test_seeded_misconfiguration_is_found(
 
 
 # The agent's namespace is a system namespace: too strict a level breaks its components.
-ALSO = {"agent_namespace_too_strict_for_hostpath": {"system-namespace-policy"}}
+ALSO = {"agent_namespace_too_strict_for_hostpath": {"system-namespace-policy"},
+        # the pods that name the template now ask for a class Kueue has no mapping for
+        "claim_template_names_missing_deviceclass": {"kueue-dra-mapping"}}
 
 
 def test_a_topology_only_queue_needs_no_topology_request() -> None:

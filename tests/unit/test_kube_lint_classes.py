@@ -105,8 +105,8 @@ def kueue_manages_kube_system(o: list[Obj], inv: Inventory) -> None:
 # --- lint_quota --------------------------------------------------------------------------
 
 def job_bigger_than_its_queue(o: list[Obj], inv: Inventory) -> None:
-    # 13 pods x 54 CPU = 702 > batch's 123 nominal + 247 borrowing on flavor l40s
-    _job(o)["spec"]["parallelism"] = _job(o)["spec"]["completions"] = 13
+    # 31 pods x 12 CPU = 372 > batch's 123 nominal + 247 borrowing on flavor l40s
+    _job(o)["spec"]["parallelism"] = _job(o)["spec"]["completions"] = 31
 
 
 def job_pinned_to_a_pool_its_queue_lacks(o: list[Obj], inv: Inventory) -> None:
@@ -158,7 +158,7 @@ def pod_asks_more_gpus_than_a_node(o: list[Obj], inv: Inventory) -> None:
 
 
 def claim_asks_more_devices_than_a_node(o: list[Obj], inv: Inventory) -> None:
-    t = find(o, "ResourceClaimTemplate", "l40s-gpu-4", "serving")
+    t = find(o, "ResourceClaimTemplate", "l40s-gpu-1", "serving")
     t["spec"]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 8  # 4 L40S a node
 
 
@@ -205,7 +205,7 @@ def limitrange_min_above_request(o: list[Obj], inv: Inventory) -> None:
 
 def limitrange_pod_max_below_pod(o: list[Obj], inv: Inventory) -> None:
     find(o, "LimitRange", "aiplat-defaults", "serving")["spec"]["limits"].append(
-        {"type": "Pod", "max": {"cpu": "32"}})  # docs-search and assistant ask more
+        {"type": "Pod", "max": {"cpu": "32"}})  # assistant asks 48
 
 
 # --- lint_selectors ----------------------------------------------------------------------
@@ -323,7 +323,7 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "ConfigMap/kueue-system/kueue-manager-config",
      "integrations.frameworks must be a list, not the string 'batch/job'"),
     (job_bigger_than_its_queue, "workload-quota", "Job/batch/nightly-eval",
-     "ask for 702 cpu in all but ClusterQueue batch can give at most 370"),
+     "ask for 372 cpu in all but ClusterQueue batch can give at most 370"),
     (job_pinned_to_a_pool_its_queue_lacks, "flavor-affinity", "Job/batch/nightly-eval",
      "pinned to pool h100"),
     (gang_without_topology_level, "topology-spread", "JobSet/research/domain-pretrain",
@@ -337,7 +337,7 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
     (mig_pool_without_its_label, "mig-config-label", "pool/h100", "all-disabled"),
     (pod_asks_more_gpus_than_a_node, "gpu-per-node", "Job/research/assistant-finetune",
      "asks for 16 nvidia.com/gpu but the largest node (pool h100) has 8"),
-    (claim_asks_more_devices_than_a_node, "gpu-per-node", "Job/serving/docs-search",
+    (claim_asks_more_devices_than_a_node, "gpu-per-node", "Deployment/serving/docs-search",
      "asks for 8 devices of gpu-l40s-48gb but one node has at most 4"),
     (mig_resource_without_mig, "resource-unserved", "Job/research/assistant-finetune",
      "MIG is off"),
@@ -353,7 +353,7 @@ SEEDED: list[tuple[Callable[[list[Obj], Inventory], None], str, str, str]] = [
      "above the LimitRange max 1Ti"),
     (limitrange_min_above_request, "limitrange-admits", "Job/batch/nightly-eval",
      "below the LimitRange min 64"),
-    (limitrange_pod_max_below_pod, "limitrange-admits", "Job/serving/docs-search",
+    (limitrange_pod_max_below_pod, "limitrange-admits", "Deployment/serving/assistant",
      "Pod max 32"),
     (tenant_without_default_deny, "netpol-default-deny", "Namespace/batch", "Ingress"),
     (tenant_with_open_egress, "netpol-default-deny", "Namespace/research", "egress is open"),

@@ -92,7 +92,9 @@ def test_a_workload_without_pool_runs_on_the_first_gpu_pool_everywhere() -> None
     assert {w.pool for w in plan.workloads} == {first}
     rendered = render_plan(resolved, plan)
     for o in rendered.manifests["workloads/examples.yaml"]:
-        spec = o["spec"]
+        spec = o.get("spec") or {}
+        if o["kind"] not in ("Job", "JobSet", "Deployment"):
+            continue  # a PodDisruptionBudget, a Service
         template = (spec.get("template") or
                     spec["replicatedJobs"][0]["template"]["spec"]["template"])
         terms = template["spec"]["affinity"]["nodeAffinity"][

@@ -8,6 +8,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -146,14 +147,36 @@ def status(name: str, settle: float, output: str) -> None:
             click.echo(f"kueue       webhook {'answering' if k['webhook'] else 'NOT answering'}, "
                        f"{k['clusterQueues']} ClusterQueues, {k['admitted']}/{k['workloads']} "
                        "workloads admitted")
-            for w in st["workloads"]:
-                placed = sorted({p["node"] for p in w["pods"] if p["node"]})
-                where = (f"admitted on {','.join(w['flavors'])}, pods on "
-                         f"{','.join(placed) or '-'}" if w["admitted"]
-                         else f"pending: {w['reason'][:100]}")
-                click.echo(f"  {w['namespace'] + '/' + w['owner']:<36} {where}")
+            for run, ws in _by_run(st["workloads"]):
+                click.echo(f"  {run:<36} {_verdict(ws)}")
     if "error" in st or not all(c["alive"] for c in st["components"]):
         sys.exit(1)
+
+
+def _by_run(workloads: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Kueue's Workloads by what the tree created: a Deployment's pods (a Workload each)
+    are one line."""
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for w in workloads:
+        runs.setdefault(f"{w['namespace']}/{w.get('run') or w['owner']}", []).append(w)
+    return sorted(runs.items())
+
+
+def _verdict(ws: list[dict[str, Any]]) -> str:
+    admitted = [w for w in ws if w["admitted"]]
+    nodes = sorted({p["node"] for w in admitted for p in w["pods"] if p["node"]})
+    flavors = ",".join(sorted({f for w in admitted for f in w["flavors"]}))
+    pending = [w for w in ws if not w["admitted"]]
+    if len(ws) == 1:
+        return (f"admitted on {flavors}, pods on {','.join(nodes) or '-'}" if admitted
+                else f"pending: {pending[0]['reason'][:100]}")
+    parts = []
+    if admitted:
+        parts.append(f"{len(admitted)}/{len(ws)} admitted on {flavors}, pods on "
+                     f"{len(nodes)} nodes")
+    if pending:
+        parts.append(f"{len(pending)}/{len(ws)} pending: {pending[0]['reason'][:80]}")
+    return "; ".join(parts)
 
 
 @cluster.command()

@@ -219,8 +219,8 @@ def lint_cmd(target: str, inventory: str | None, kueue_version: str | None,
 def why_pending_cmd(  # noqa: PLR0917 (one parameter per click option)
         name: str, namespace: str | None, snapshot: str | None,
                     kubeconfig: str | None, context: str | None, fmt: str) -> None:
-    """Explain why the Job, Workload or Pod NAME is not running: one line, then evidence,
-    with what Kueue's next cycles would do (a replay of Kueue v0.19's scheduler over the
+    """Explain why the Job, Workload, Pod or Deployment NAME is not running: one line, then
+    evidence, with what Kueue's next cycles would do (a replay of Kueue v0.19's scheduler over the
     same objects).
 
     \b

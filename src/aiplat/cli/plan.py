@@ -122,7 +122,9 @@ def _kube_line(kube: KubeCheck) -> str:
     errors = sum(f.severity == "error" for f in kube.findings)
     validation = ", ".join(f"{v.version}: {len(v.errors)} errors" for v in kube.validations)
     return (f"kubernetes: {len(kube.rendered.objects())} objects; validation {validation}; "
-            f"lint {errors} errors, {len(kube.findings) - errors} warnings")
+            f"lint {errors} errors, {len(kube.findings) - errors} warnings; "
+            + (f"{len(kube.differences)} differences from the plan: "
+               + "; ".join(kube.differences) if kube.differences else "pods as planned"))
 
 
 def _duration(hours: float | None) -> str:

@@ -124,18 +124,19 @@ def lab_nodes(pools: list[PoolFacts]) -> list[tuple[PoolFacts, int]]:
     return [(p, i) for p in pools for i in range(lab_node_count(p))]
 
 
-def local_volumes(pool: PoolFacts, index: int, storage_class: str) -> Obj:
+def local_volumes(pool: PoolFacts, index: int, storage_class: str) -> list[Obj]:
     """What the local static provisioner publishes for a node's NVMe: one PersistentVolume
-    on the class, pinned to the node, as large as its disks (static: the local-nvme class
-    has no dynamic provisioner; the serving pods' model caches bind to these)."""
+    per disk on the class, pinned to the node (static: the local-nvme class has no dynamic
+    provisioner; the serving pods' model caches bind to these, one pod per disk)."""
     name = pool.node_name(index)
     nvme = pool.spec.node.nvme
-    gi = int(nvme.count * nvme.size_tb * 1000**4 / 1024**3) if nvme else 500
-    return {"apiVersion": "v1", "kind": "PersistentVolume",
-            "metadata": {"name": f"{storage_class}-{name}"},
-            "spec": {"capacity": {"storage": f"{gi}Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "persistentVolumeReclaimPolicy": "Delete",
-                     "storageClassName": storage_class, "local": {"path": "/mnt/nvme"},
-                     "nodeAffinity": {"required": {"nodeSelectorTerms": [{
-                         "matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In",
-                                               "values": [name]}]}]}}}}
+    disks, gi = (nvme.count, int(nvme.size_tb * 1000**4 / 1024**3)) if nvme else (1, 500)
+    return [{"apiVersion": "v1", "kind": "PersistentVolume",
+             "metadata": {"name": f"{storage_class}-{name}-{d}"},
+             "spec": {"capacity": {"storage": f"{gi}Gi"}, "accessModes": ["ReadWriteOnce"],
+                      "persistentVolumeReclaimPolicy": "Delete",
+                      "storageClassName": storage_class, "local": {"path": f"/mnt/nvme{d}"},
+                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{
+                          "matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In",
+                                                "values": [name]}]}]}}}}
+            for d in range(disks)]

@@ -282,7 +282,7 @@ class _Run:
             rs = resource_slice(pool, i, created["metadata"].get("uid"))
             if rs is not None:
                 api.apply_all([rs])
-            api.apply_all([local_volumes(pool, i, c) for c in self.local_classes])
+            api.apply_all([v for c in self.local_classes for v in local_volumes(pool, i, c)])
         _save(self.state)
         self.wait("nodes Ready", lambda: api.nodes_ready(self.state.nodes), "kwok")
 

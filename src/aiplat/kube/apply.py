@@ -38,6 +38,7 @@ from lightkube.config.client_adapter import ConnectionParams
 
 from aiplat.errors import AiplatError, InputError
 from aiplat.kube.facts import TENANT_LABEL
+from aiplat.kube.objects import deployment_of
 from aiplat.kube.quantity import parse_quantity
 
 Obj = dict[str, Any]
@@ -271,8 +272,11 @@ class Api:
         existing = self.get(o)
         return existing if existing is not None else self.create(o)
 
-    def delete(self, o: Obj) -> None:
-        r = self._request("DELETE", self.path(o))
+    def delete(self, o: Obj, propagation: str | None = None) -> None:
+        """Delete ``o``; ``propagation`` Background or Foreground also deletes what it owns
+        (a Job's default, as the API serves it, orphans its pods and its Kueue Workload)."""
+        params = {"propagationPolicy": propagation} if propagation else None
+        r = self._request("DELETE", self.path(o), params=params)
         if r.status_code >= 400 and r.status_code != 404:
             raise ApiError(_message(r))
 
@@ -336,7 +340,9 @@ class Api:
     def workloads(self) -> list[dict[str, Any]]:
         """Kueue's verdict per Workload, with where its pods went and its claims' devices."""
         pods: dict[tuple[str, str], list[Obj]] = {}
-        for p in self.objects("v1", "Pod"):
+        every = self.objects("v1", "Pod")
+        by_name = {(p["metadata"]["namespace"], p["metadata"]["name"]): p for p in every}
+        for p in every:
             wl = (p["metadata"].get("annotations") or {}).get("kueue.x-k8s.io/workload")
             if wl:
                 pods.setdefault((p["metadata"]["namespace"], wl), []).append(p)
@@ -349,9 +355,12 @@ class Api:
             conds = {c["type"]: c for c in st.get("conditions") or []}
             admitted = conds.get("Admitted", {}).get("status") == "True"
             owner = (w["metadata"].get("ownerReferences") or [{}])[0]
+            run = f"{owner.get('kind')}/{owner.get('name')}"
+            if owner.get("kind") == "Pod":
+                run = _pod_run(by_name.get((ns, owner.get("name", "")))) or run
             out.append({
                 "namespace": ns, "name": name, "owner": f"{owner.get('kind')}/"
-                f"{owner.get('name')}", "admitted": admitted,
+                f"{owner.get('name')}", "run": run, "admitted": admitted,
                 "flavors": sorted({f for ps in (st.get("admission") or {}).get(
                     "podSetAssignments") or [] for f in (ps.get("flavors") or {}).values()}),
                 "reason": "" if admitted else conds.get("QuotaReserved", {}).get("message", ""),
@@ -365,6 +374,11 @@ class Api:
                          for p in pods.get((ns, name), [])],
             })
         return sorted(out, key=lambda w: (w["namespace"], w["owner"]))
+
+
+def _pod_run(pod: Obj | None) -> str | None:
+    d = deployment_of(pod) if pod is not None else None
+    return f"Deployment/{d}" if d else None
 
 
 def _message(r: httpx2.Response) -> str:

@@ -65,3 +65,16 @@ def restricted_security_context() -> Obj:
         "runAsNonRoot": True,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
+
+
+def deployment_of(pod: Obj) -> str | None:
+    """The Deployment a pod belongs to: its ReplicaSet's name less the pod-template-hash
+    (Kueue admits each such pod as a Workload of its own)."""
+    meta = pod.get("metadata") or {}
+    rs = next((o for o in meta.get("ownerReferences") or [] if o.get("kind") == "ReplicaSet"),
+              None)
+    h = (meta.get("labels") or {}).get("pod-template-hash")
+    name = str((rs or {}).get("name", ""))
+    if not h or not name.endswith(f"-{h}"):
+        return None
+    return name.removesuffix(f"-{h}")

@@ -38,6 +38,7 @@ from decimal import ROUND_CEILING, Decimal
 from aiplat.errors import InputError
 from aiplat.kube import cel
 from aiplat.kube.lint.objects import cohort_root, selector_matches
+from aiplat.kube.objects import deployment_of
 from aiplat.kube.pending_answer import (
     Asked,
     Decide,
@@ -695,6 +696,8 @@ def _pods_of(snap: ClusterObjects, wl: Obj) -> list[Obj]:
             continue
         labels = _meta(p).get("labels") or {}
         jobs = {("Job", labels.get(k)) for k in ("job-name", "batch.kubernetes.io/job-name")}
+        # Kueue's pod integration: the Workload of a plain pod (a Deployment's) owns by the pod
+        jobs.add(("Pod", _name(p)))
         if labels.get("kueue.x-k8s.io/workload") == _name(wl) or jobs & owners:
             out.append(p)
     return out
@@ -882,7 +885,8 @@ def _explain_quota(snap: ClusterObjects, wl: Obj, cq: Obj, said: list[str], *,
 
 def why_pending(snap: ClusterObjects, name: str, namespace: str | None = None,
                 decide: Decide | None = None) -> Explanation:
-    """Explain a Workload, a Job (via its Workload) or a Pod, by name; with ``decide``, the
+    """Explain a Workload, a Job (via its Workload), a Pod or a Deployment (its first pending
+    pod), by name; with ``decide``, the
     steps that need Kueue's decision for a Workload ask it (see
     :mod:`aiplat.kube.pending_answer`), else the walk answers alone."""
     def in_ns(o: Obj) -> bool:
@@ -911,7 +915,25 @@ def why_pending(snap: ClusterObjects, name: str, namespace: str | None = None,
                     return Explanation(ref, e.code, e.reason, e.evidence)
             return Explanation(ref, "Schedulable", "a node has room; the scheduler should "
                                "bind it on its next attempt", [])
+    group = [p for p in snap.list("pods") if in_ns(p) and deployment_of(p) == name]
+    if group:
+        return _explain_deployment(snap, name, group, decide)
     return _not_found(snap, name, namespace)
+
+
+def _explain_deployment(snap: ClusterObjects, name: str, pods: list[Obj],
+                        decide: Decide | None) -> Explanation:
+    """A Deployment's pods are Workloads of their own: its first pending pod speaks for the
+    others, with how many there are."""
+    waiting = sorted((p for p in pods if (p.get("status") or {}).get("phase") == "Pending"),
+                     key=_name)
+    ref = f"Deployment/{_ns(pods[0])}/{name}"
+    if not waiting:
+        return Explanation(ref, "NotPending", f"none of its {len(pods)} pods is pending", [])
+    first = why_pending(snap, _name(waiting[0]), _ns(waiting[0]), decide)
+    return Explanation(first.object, first.code, first.reason, [
+        f"{ref}: {len(waiting)} of its {len(pods)} pods pending; the first of them, "
+        f"{_name(waiting[0])}, explained", *first.evidence])
 
 
 SHOWN_NAMES = 10  # names listed when NAME is not found

@@ -1,4 +1,5 @@
-"""Render + validate + lint in one call: what ``aiplat plan`` and the benchmark use.
+"""Render, validate, lint and compare with the plan in one call: what ``aiplat plan`` and
+the benchmark use.
 
 ``check_platform`` validates the rendered objects in memory (no disk round trip) for each
 target version and lints them against the spec-derived inventory. CRDs come from a
@@ -13,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiplat.catalog.models import Catalog
+from aiplat.kube.agree import disagreements
 from aiplat.kube.crds import CrdIndex
 from aiplat.kube.lint import Finding, lint
 from aiplat.kube.render import Rendered, render_plan
@@ -30,10 +32,12 @@ class KubeCheck:
     rendered: Rendered
     validations: list[ValidationResult]
     findings: list[Finding]
+    differences: list[str]
+    """Figures where the tree runs other pods than the plan sized (``kube.agree``)."""
 
     @property
     def ok(self) -> bool:
-        return all(v.ok for v in self.validations) and not any(
+        return all(v.ok for v in self.validations) and not self.differences and not any(
             f.severity == "error" for f in self.findings)
 
 
@@ -55,7 +59,8 @@ def check_plan(resolved: Resolved, plan: Plan, crds: CrdIndex | None = None,
     items = rendered_items(rendered)
     index = crds if crds is not None else CrdIndex()
     validations = [validate_objects(items, v, index) for v in versions]
-    return KubeCheck(rendered, validations, lint(rendered.objects(), rendered.inventory))
+    return KubeCheck(rendered, validations, lint(rendered.objects(), rendered.inventory),
+                     disagreements(plan, resolved.spec, rendered.objects()))
 
 
 def check_summary(check: KubeCheck) -> dict[str, Any]:
@@ -67,6 +72,7 @@ def check_summary(check: KubeCheck) -> dict[str, Any]:
                         "warnings": len(v.issues) - len(v.errors),
                         "issues": [asdict(i) for i in v.issues]} for v in check.validations],
         "lint": [f.model_dump() for f in check.findings],
+        "plan_differences": check.differences,
     }
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiplat.catalog.models import Catalog
-from aiplat.kube.facts import pool_facts
+from aiplat.kube.facts import PoolFacts, pool_facts
 from aiplat.kube.inventory import Inventory, from_facts
 from aiplat.kube.objects import Obj
 from aiplat.kube.render_apps import render_serving, render_storage, render_workloads
@@ -25,8 +25,21 @@ from aiplat.kube.render_tenants import render_tenants
 from aiplat.kube.yamlout import dump_docs
 from aiplat.plan.build import plan_resolved
 from aiplat.plan.models import Plan
+from aiplat.plan.pods import pod_groups
 from aiplat.plan.resolve import Resolved, resolve
 from aiplat.spec.models import Platform
+
+
+def _pod_gpus(plan: Plan, pools: list[PoolFacts]) -> dict[tuple[str, str], set[int]]:
+    """(tenant, pool) -> the GPUs of each pod its workloads run there."""
+    by_name = {p.name: p for p in pools}
+    out: dict[tuple[str, str], set[int]] = {}
+    for w in plan.workloads:
+        p = by_name[w.pool]
+        for g in pod_groups(w, p.gpus_per_node, mig=bool(p.spec.sharing.mig_layout)):
+            out.setdefault((w.tenant, w.pool), set()).add(g.gpus)
+    return out
+
 
 LAYERS = ("cluster", "kueue", "tenants", "storage", "serving", "workloads")
 
@@ -90,7 +103,7 @@ def render_plan(resolved: Resolved, plan: Plan) -> Rendered:
     m2, f2 = render_kueue(platform, pools)
     manifests.update(m2)
     other.update(f2)
-    manifests.update(render_tenants(platform, pools))
+    manifests.update(render_tenants(platform, pools, _pod_gpus(plan, pools)))
     manifests.update(render_storage(platform, params))
     manifests.update(render_serving(platform))
     manifests.update(render_workloads(platform, pools, sized))

@@ -1,9 +1,11 @@
 """``storage/``, ``serving/`` and ``workloads/``: where data lives, how inference is reached,
 and one runnable example per spec workload.
 
-Workload shape: GPUs come from the plan (``WorkloadPlan.gpus``); a pod takes at most one
-node's GPUs (one MIG slice on MIG pools), so ``pods = ceil(gpus / per pod)``. Multi-pod
-training runs as a JobSet; everything else as a Job (batch) or Deployment (serving). Each
+Workload shape: the pods the plan sized (``plan.pods.pod_groups``: a pod per inference
+replica with its tensor/pipeline-parallel GPUs, a training gang in equal pods of at most a
+node). Multi-pod training runs as a JobSet, batch inference as a Job, online inference and RAG
+as a Deployment per group of replicas (a RAG service's query encoder is its own, with a
+Service), each behind the gateway's InferencePool. Each
 carries the LocalQueue label, the WorkloadPriorityClass, tolerations and node affinity for
 its pool, and a Kueue podset topology annotation: *required* rack when the pods fit in a
 rack, *required* block when they fit a block, *preferred* block otherwise.
@@ -26,11 +28,11 @@ from aiplat.kube.render_gateway import (
 )
 from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
-from aiplat.plan.kubelet import pod_cpus
+from aiplat.plan.kubelet import pod_cpus, pod_memory_gib
 from aiplat.plan.models import WorkloadPlan
-from aiplat.plan.resolve import POD_SHARE
+from aiplat.plan.pods import PodGroup, pod_groups
 from aiplat.sizing.result import precision_bytes
-from aiplat.spec.models import Platform, StorageClassSpec, WorkloadKind, WorkloadSpec
+from aiplat.spec.models import Platform, StorageClassSpec, WorkloadSpec
 
 SERVING_PORT = 8000
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
@@ -128,7 +130,7 @@ def _claim(name: str, ns: str, sc: StorageClassSpec, mode: str, gib: int) -> lis
 
 
 def render_serving(platform: Platform) -> dict[str, list[Obj]]:
-    online = [w for w in platform.workloads if w.kind is WorkloadKind.ONLINE_INFERENCE]
+    online = [w for w in platform.workloads if w.kind.serves]
     if not online:
         return {}
     gw = "gateway.networking.k8s.io/v1"
@@ -175,15 +177,29 @@ def topology_annotation(pool: PoolFacts, pods: int) -> dict[str, str]:
 
 
 def _priority(w: WorkloadSpec) -> str:
-    if w.kind in (WorkloadKind.ONLINE_INFERENCE, WorkloadKind.RAG):
+    if w.kind.serves:
         return "serving"
     return "training" if w.kind.trains else "batch"
 
 
-def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_pod: int,
-                  pods: int, weight_bytes: float) -> Obj:
+def _app_labels(w: WorkloadSpec, g: PodGroup) -> dict[str, str]:
+    """The pods' name (the InferencePool selects the workload's serving pods by it; a RAG
+    query encoder is an app of its own) and, where a workload has several kinds of pod,
+    their component."""
+    name = f"{w.name}-{g.role}" if g.role == "embed" else w.name
+    labels = {"app.kubernetes.io/name": name}
+    if g.role in ("prefill", "decode", "embed"):
+        labels["app.kubernetes.io/component"] = g.role
+    return labels
+
+
+def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, g: PodGroup, *,
+                  gang: int) -> Obj:
+    """One pod of group ``g``; ``gang`` is how many pods Kueue admits together (a
+    Deployment's pods are each a workload of their own)."""
     serving = _priority(w) == "serving"
-    labels = {"app.kubernetes.io/name": w.name}
+    per_pod = g.gpus
+    labels = _app_labels(w, g)
     if serving:
         labels["aiplat.io/serving"] = "true"
     container: Obj = {
@@ -193,10 +209,9 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         "securityContext": {**restricted_security_context(), "runAsUser": 1000},
     }
     # POD_SHARE of allocatable, the rest left for DaemonSets; CPUs in whole cores where the
-    # kubelet pins whole cores (plan.kubelet.pod_cpus: the simulator's jobs ask the same)
-    gpus_per_node = max(1, pool.gpus_per_node)
+    # kubelet pins whole cores (plan.kubelet: the simulator's jobs ask the same)
     cpu = pod_cpus(pool.spec, per_pod)
-    mem = max(1, int(pool.memory_allocatable_gib * POD_SHARE) * per_pod // gpus_per_node)
+    mem = pod_memory_gib(pool.spec, per_pod)
     requests: dict[str, Any] = {"cpu": str(cpu), "memory": f"{mem}Gi"}
     # Limits equal to requests: Guaranteed QoS, which the kubelet's static CPU and memory
     # managers need to pin the pod, and never a default limit below the request.
@@ -211,16 +226,14 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         else:
             if mig:
                 template = f"{pool.name}-mig-{mig[0]}"
-            elif per_pod == 1:
-                template = f"{pool.name}-gpu-1"
             elif per_pod == 2:
                 template = f"{pool.name}-gpu-pair"
-            else:
-                template = f"{pool.name}-gpu-{pool.gpus_per_node}"
+            else:  # render_tenants.claim_templates renders one for each pod size
+                template = f"{pool.name}-gpu-{per_pod}"
             spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": template}]
             container["resources"]["claims"] = [{"name": "gpus"}]
     container["resources"]["requests"] = requests
-    if w.kind.trains and pods > 1 and pool.rdma:
+    if w.kind.trains and gang > 1 and pool.rdma:
         _rdma(platform, w, pool, container)
     if serving:
         container["ports"] = [{"name": "http", "containerPort": SERVING_PORT}]
@@ -232,7 +245,7 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         "tolerations": [toleration(t.key, t.value, t.effect.value) for t in pool.taints],
         "containers": [container],
     })
-    if not (serving and w.kind is WorkloadKind.ONLINE_INFERENCE):
+    if not serving:
         spec["restartPolicy"] = "Never"  # a Job's pods (a Deployment's must be Always)
     # NCCL and PyTorch data loaders use /dev/shm; the container runtime's default is 64 MiB.
     shm = f"{max(1, min(64, mem // 4))}Gi"
@@ -244,14 +257,21 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, *, per_p
         probe = {"httpGet": {"path": "/health", "port": "http"}}
         container["startupProbe"] = {**probe, "periodSeconds": 10, "failureThreshold": 180}
         container["readinessProbe"] = {**probe, "periodSeconds": 5, "failureThreshold": 3}
-        attach_model(platform, w, spec, container, tensor_parallel=per_pod,
-                     weight_bytes=weight_bytes,
-                     model_cache_pvc=_model_cache_class(platform) is not None)
+        attach_model(platform, w, spec, container, g,
+                     model_cache_pvc=_model_cache_class(platform) is not None,
+                     local_disk=_disk_per_pod(pool, per_pod))
     meta: Obj = {"labels": labels}
-    ann = topology_annotation(pool, pods)
+    ann = topology_annotation(pool, gang)
     if ann:
         meta["annotations"] = ann
     return {"metadata": meta, "spec": spec}
+
+
+def _disk_per_pod(pool: PoolFacts, per_pod: int) -> bool:
+    """Whether every pod of ``per_pod`` GPUs that fits a node can have a local NVMe disk of
+    its own (the local static provisioner's one volume per disk)."""
+    disks = pool.spec.node.nvme.count if pool.spec.node.nvme else 1
+    return max(1, pool.gpus_per_node) // max(1, per_pod) <= disks
 
 
 def _rdma(platform: Platform, w: WorkloadSpec, pool: PoolFacts, container: Obj) -> None:
@@ -280,49 +300,52 @@ def _model_cache_class(platform: Platform) -> StorageClassSpec | None:
 
 def render_workloads(platform: Platform, pools: list[PoolFacts],
                      sized: dict[str, WorkloadPlan]) -> dict[str, list[Obj]]:
-    """A Job, JobSet or Deployment per workload, on the pool and with the GPUs it was sized
-    for."""
+    """Per workload, the pods the plan sized (``plan.pods``): a Deployment per group of
+    serving replicas, a JobSet for a training gang across nodes, a Job otherwise."""
     by_name = {p.name: p for p in pools}
     objs: list[Obj] = []
     for w in platform.workloads:
         size = sized[w.name]
         pool = by_name[size.pool]
-        total = max(1, size.gpus)
-        per_pod = 1 if pool.spec.sharing.mig_layout else min(total, max(1, pool.gpus_per_node))
-        pods = math.ceil(total / per_pod)
-        labels = {"kueue.x-k8s.io/queue-name": w.tenant,
-                  "kueue.x-k8s.io/priority-class": _priority(w)}
-        deployment = _priority(w) == "serving" and w.kind is WorkloadKind.ONLINE_INFERENCE
-        weights = size.params * precision_bytes(w.precision.value)
-        template = _pod_template(platform, w, pool, per_pod=per_pod,
-                                 pods=1 if deployment else pods, weight_bytes=weights)
-        if deployment:
-            sel = {"app.kubernetes.io/name": w.name}
-            objs.append(obj("apps/v1", "Deployment", w.name, w.tenant, labels=labels, spec={
-                "replicas": pods, "selector": {"matchLabels": sel}, "template": template}))
-            if pods >= 2:  # one replica may go at a time; a single replica must be drainable
-                objs.append(obj("policy/v1", "PodDisruptionBudget", w.name, w.tenant, spec={
-                    "maxUnavailable": 1, "selector": {"matchLabels": sel}}))
-            continue
-        # A preemption or a drained node (pod condition DisruptionTarget) is not the job's
-        # fault: it does not count against backoffLimit, so one eviction does not fail a run
-        # of days; a real failure of a pod still does.
-        job_spec = {"parallelism": pods, "completions": pods, "completionMode": "Indexed",
-                    "backoffLimit": 0, "podFailurePolicy": {"rules": [
-                        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
-                                                                 "status": "True"}]}]},
-                    "template": template}
-        if pods > 1 and w.kind.trains:
-            # A failed worker restarts the whole gang (from its last checkpoint), a few times.
-            objs.append(obj("jobset.x-k8s.io/v1alpha2", "JobSet", w.name, w.tenant,
-                            labels=labels, spec={
-                                "failurePolicy": {"maxRestarts": 3},
-                                "replicatedJobs": [{"name": "workers", "replicas": 1,
-                                                    "template": {"spec": job_spec}}]}))
-        else:
-            # No suspend: true here. Kueue's webhook suspends queued Jobs and JobSets on
-            # creation; a rendered suspend would, on the next apply, take the field back from
-            # Kueue and stop every running job.
-            objs.append(obj("batch/v1", "Job", w.name, w.tenant, labels=labels,
-                            spec=job_spec))
+        for g in pod_groups(size, pool.gpus_per_node, mig=bool(pool.spec.sharing.mig_layout)):
+            objs += _workload_objects(platform, w, pool, g)
     return {"workloads/examples.yaml": objs} if objs else {}
+
+
+def _workload_objects(platform: Platform, w: WorkloadSpec, pool: PoolFacts,
+                      g: PodGroup) -> list[Obj]:
+    labels = {"kueue.x-k8s.io/queue-name": w.tenant,
+              "kueue.x-k8s.io/priority-class": _priority(w)}
+    # prefill, decode and the encoder run beside the workload's own pods, under their own name
+    name = f"{w.name}-{g.role}" if g.role in ("prefill", "decode", "embed") else w.name
+    if _priority(w) == "serving":
+        sel = _app_labels(w, g)
+        out = [obj("apps/v1", "Deployment", name, w.tenant, labels=labels, spec={
+            "replicas": g.pods, "selector": {"matchLabels": sel},
+            "template": _pod_template(platform, w, pool, g, gang=1)})]
+        if g.pods >= 2:  # one replica may go at a time; a single replica must be drainable
+            out.append(obj("policy/v1", "PodDisruptionBudget", name, w.tenant, spec={
+                "maxUnavailable": 1, "selector": {"matchLabels": sel}}))
+        if g.role == "embed":  # the RAG service embeds its queries here
+            out.append(obj("v1", "Service", name, w.tenant, labels=sel, spec={
+                "selector": sel, "ports": [{"name": "http", "port": SERVING_PORT,
+                                            "targetPort": "http"}]}))
+        return out
+    # A preemption or a drained node (pod condition DisruptionTarget) is not the job's
+    # fault: it does not count against backoffLimit, so one eviction does not fail a run
+    # of days; a real failure of a pod still does.
+    job_spec = {"parallelism": g.pods, "completions": g.pods, "completionMode": "Indexed",
+                "backoffLimit": 0, "podFailurePolicy": {"rules": [
+                    {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                             "status": "True"}]}]},
+                "template": _pod_template(platform, w, pool, g, gang=g.pods)}
+    if g.pods > 1 and w.kind.trains:
+        # A failed worker restarts the whole gang (from its last checkpoint), a few times.
+        return [obj("jobset.x-k8s.io/v1alpha2", "JobSet", name, w.tenant, labels=labels, spec={
+            "failurePolicy": {"maxRestarts": 3},
+            "replicatedJobs": [{"name": "workers", "replicas": 1,
+                                "template": {"spec": job_spec}}]})]
+    # No suspend: true here. Kueue's webhook suspends queued Jobs and JobSets on creation; a
+    # rendered suspend would, on the next apply, take the field back from Kueue and stop
+    # every running job.
+    return [obj("batch/v1", "Job", name, w.tenant, labels=labels, spec=job_spec)]

@@ -2,21 +2,22 @@
 
 - A GatewayClass for the Gateway (its controller is the spec's ``kubernetes.gatewayController``,
   Envoy Gateway by default): without it the Gateway is never programmed.
-- Per online workload an InferencePool over its vLLM pods, the HTTPRoute, and the pool's
-  endpoint picker, which the pool's ``endpointPickerRef`` names: the lightweight EPP of
-  gateway-api-inference-extension v1.6 (``cmd/lwepp``; flags in pkg/lwepp/server/options.go:
-  ``--pool-name``, ``--pool-namespace``, ext-proc gRPC on 9002, gRPC health on 9003 with the
-  service ``inference-extension``, metrics on 9090). It watches its InferencePool and the
-  pods (pkg/lwepp/controller), so a Role for exactly those, a ServiceAccount, a Service on the
-  ports the pool and Prometheus use, and two NetworkPolicies in the tenant's default-deny
-  namespace: the gateway may reach it, and it may reach the API server (the management
-  segment's CIDR when the spec gives one: the API server is not a pod a selector can name).
+- Per serving workload (online inference, RAG) an InferencePool over its vLLM pods, the
+  HTTPRoute, and the pool's endpoint picker, which the pool's ``endpointPickerRef`` names: the
+  lightweight EPP of gateway-api-inference-extension v1.6 (``cmd/lwepp``; flags in
+  pkg/lwepp/server/options.go: ``--pool-name``, ``--pool-namespace``, ext-proc gRPC on 9002,
+  gRPC health on 9003 with the service ``inference-extension``, metrics on 9090). It watches its
+  InferencePool and the pods (pkg/lwepp/controller), so a Role for exactly those, a
+  ServiceAccount, a Service on the ports the pool and Prometheus use, and two NetworkPolicies in
+  the tenant's default-deny namespace: the gateway may reach it, and it may reach the API server
+  (the management segment's CIDR when the spec gives one: the API server is not a pod a selector
+  can name).
 """
 
 from __future__ import annotations
 
 from aiplat.kube.objects import Obj, obj, restricted_security_context
-from aiplat.spec.models import Platform, SegmentPurpose, WorkloadKind, WorkloadSpec
+from aiplat.spec.models import Platform, SegmentPurpose, WorkloadSpec
 
 EPP_IMAGE = "registry.k8s.io/gateway-api-inference-extension/lwepp:v1.6.0"
 EPP_GRPC, EPP_HEALTH, EPP_METRICS = 9002, 9003, 9090
@@ -90,5 +91,5 @@ def _api_egress(platform: Platform, name: str, ns: str) -> Obj:
 
 
 def endpoint_pickers(platform: Platform) -> list[Obj]:
-    return [o for w in platform.workloads if w.kind is WorkloadKind.ONLINE_INFERENCE
+    return [o for w in platform.workloads if w.kind.serves
             for o in endpoint_picker(platform, w)]

@@ -14,9 +14,10 @@ Three ways, chosen once per platform (``model_mount``):
   The kubelet does not check signatures: an admission policy (cosign's policy-controller,
   Kyverno verifyImages) has to; the init container does it itself.
 - ``init-container``: ``aiplat model pull REF --policy`` into the pod's own cache volume (a
-  generic ephemeral volume on the local-nvme class, which binds on the pod's node, else an
-  emptyDir), then ``--link`` a stable path at the snapshot. Not a hostPath shared by the
-  node's pods: Pod Security 'restricted' (the tenants' level) refuses hostPath volumes.
+  generic ephemeral volume on the spec's ``cacheClass``, or on the local-nvme class, which
+  binds on the pod's node, when the node has a disk for each such pod; else an emptyDir), then
+  ``--link`` a stable path at the snapshot. Not a hostPath shared by the node's pods: Pod
+  Security 'restricted' (the tenants' level) refuses hostPath volumes.
 - no model store in the spec: the tenant's ``model-cache`` PVC (pre-populated, read-only)
   when ``storage/`` renders one.
 
@@ -31,6 +32,7 @@ import re
 
 from aiplat import __version__
 from aiplat.kube.objects import Obj, obj, restricted_security_context
+from aiplat.plan.pods import PodGroup
 from aiplat.spec.models import ModelStoreSpec, Platform, WorkloadSpec
 
 MODELS_DIR = "/models"
@@ -64,8 +66,8 @@ def model_name(w: WorkloadSpec) -> str:
     return (w.model.name or w.name).lower()
 
 
-def model_reference(store: ModelStoreSpec, w: WorkloadSpec) -> str:
-    name = model_name(w)
+def model_reference(store: ModelStoreSpec, name: str) -> str:
+    """The artifact of repository ``name`` (``model_name``): pinned in the spec, else latest."""
     return store.references.get(name) or f"{store.registry}/{name}:latest"
 
 
@@ -102,30 +104,30 @@ def trust_configmaps(platform: Platform) -> list[Obj]:
     store = platform.storage.model_store
     if store is None or not store.signing_keys or model_mount(platform) != "init-container":
         return []
-    tenants = sorted({w.tenant for w in platform.workloads if serves(w)})
+    tenants = sorted({w.tenant for w in platform.workloads if w.kind.serves})
     return [obj("v1", "ConfigMap", TRUST_CONFIGMAP, t, data={"policy.yaml": trust_policy(store)})
             for t in tenants]
 
 
-def serves(w: WorkloadSpec) -> bool:
-    return w.kind.value in ("online-inference", "rag")
-
-
-def attach_model(platform: Platform, w: WorkloadSpec, spec: Obj, container: Obj, *,
-                 tensor_parallel: int, weight_bytes: float, model_cache_pvc: bool) -> None:
-    """Mount the workload's model into the pod ``spec`` and point vLLM's args at it."""
-    path = f"{MODELS_DIR}/{model_name(w)}"
+def attach_model(platform: Platform, w: WorkloadSpec, spec: Obj, container: Obj,
+                 g: PodGroup, *, model_cache_pvc: bool, local_disk: bool) -> None:
+    """Mount the model group ``g`` serves into the pod ``spec`` and point vLLM's args at it.
+    ``local_disk``: each pod of this size a node holds can have one of its NVMe disks (a
+    local static provisioner publishes one volume per disk), so the cache may be a local
+    volume; else each pod caches in an emptyDir."""
+    name = g.model.lower() if g.role == "embed" else model_name(w)
+    path = f"{MODELS_DIR}/{name}"
     how = model_mount(platform)
     store = platform.storage.model_store
     volumes, mounts = spec.setdefault("volumes", []), container.setdefault("volumeMounts", [])
     if how == "image-volume" and store is not None:
-        volumes.append({"name": "model", "image": {"reference": model_reference(store, w),
+        volumes.append({"name": "model", "image": {"reference": model_reference(store, name),
                                                    "pullPolicy": "IfNotPresent"}})
         mounts.append({"name": "model", "mountPath": path, "readOnly": True})
     elif how == "init-container" and store is not None:
-        volumes.append(_cache_volume(platform, store, weight_bytes))
+        volumes.append(_cache_volume(platform, store, g.weight_bytes, local=local_disk))
         mounts.append({"name": "model", "mountPath": MODELS_DIR, "readOnly": True})
-        spec["initContainers"] = [_puller(store, w, path)]
+        spec["initContainers"] = [_puller(store, name, path)]
         # The puller runs as uid 1000; a fresh volume is root's: fsGroup makes it writable.
         spec["securityContext"] = {"fsGroup": 1000, "fsGroupChangePolicy": "OnRootMismatch"}
         if store.signing_keys:
@@ -136,23 +138,33 @@ def attach_model(platform: Platform, w: WorkloadSpec, spec: Obj, container: Obj,
         volumes.append({"name": "model", "persistentVolumeClaim": {
             "claimName": "model-cache", "readOnly": True}})
         mounts.append({"name": "model", "mountPath": MODELS_DIR, "readOnly": True})
-    container["args"] = _vllm_args(w, path, tensor_parallel)
+    container["args"] = _vllm_args(w, g, path, name)
 
 
-def _vllm_args(w: WorkloadSpec, path: str, tensor_parallel: int) -> list[str]:
-    args = [path, "--served-model-name", model_name(w), "--port", "8000",
-            "--tensor-parallel-size", str(tensor_parallel)]
+def _vllm_args(w: WorkloadSpec, g: PodGroup, path: str, name: str) -> list[str]:
+    """``vllm serve`` with the replica's planned layout. The query encoder runs vLLM's
+    pooling runner (an embedding model: no generation, no KV cache to size)."""
+    args = [path, "--served-model-name", name, "--port", "8000"]
+    if g.role == "embed":
+        return [*args, "--runner", "pooling"]
+    args += ["--tensor-parallel-size", str(g.tensor_parallel)]
+    if g.pipeline_parallel > 1:
+        args += ["--pipeline-parallel-size", str(g.pipeline_parallel)]
     if w.slo.context_length:
         args += ["--max-model-len", str(w.slo.context_length)]
     return args
 
 
-def _cache_volume(platform: Platform, store: ModelStoreSpec, weight_bytes: float) -> Obj:
+def _cache_volume(platform: Platform, store: ModelStoreSpec, weight_bytes: float, *,
+                  local: bool) -> Obj:
     # The weights once (snapshot files are hard links to the cached blobs) + 10% + 1 GiB for
     # the config, tokenizer and the partial download of a resumed pull.
     gib = max(1, math.ceil(weight_bytes * 1.1 / 2**30) + 1)
-    cls = store.cache_class or next(
+    # The spec's cache class as given; the local-nvme class (a static provisioner's one
+    # volume per disk) only where each pod can have a disk.
+    cls = store.cache_class or (next(
         (c.name for c in platform.storage.classes if c.tier == "local-nvme"), None)
+        if local else None)
     if cls is None:
         return {"name": "model", "emptyDir": {"sizeLimit": f"{gib}Gi"}}
     return {"name": "model", "ephemeral": {"volumeClaimTemplate": {"spec": {
@@ -160,8 +172,8 @@ def _cache_volume(platform: Platform, store: ModelStoreSpec, weight_bytes: float
         "resources": {"requests": {"storage": f"{gib}Gi"}}}}}}
 
 
-def _puller(store: ModelStoreSpec, w: WorkloadSpec, path: str) -> Obj:
-    cmd = ["aiplat", "model", "pull", model_reference(store, w), "--cache",
+def _puller(store: ModelStoreSpec, name: str, path: str) -> Obj:
+    cmd = ["aiplat", "model", "pull", model_reference(store, name), "--cache",
            f"{MODELS_DIR}/cache", "--link", path, "--quiet"]
     if store.signing_keys:
         cmd += ["--policy", f"{TRUST_DIR}/policy.yaml"]

@@ -175,7 +175,10 @@ def _network_policies(platform: Platform, t: TenantSpec) -> list[Obj]:
     return out
 
 
-def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts]) -> list[Obj]:
+def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts],
+                    pod_gpus: dict[tuple[str, str], set[int]] | None = None) -> list[Obj]:
+    """Per DRA pool of the tenant: one GPU, a pair on one PCIe root, a whole node, and each
+    other pod size the tenant's workloads run there (``pod_gpus[tenant, pool]``)."""
     api = "resource.k8s.io/v1"
     out: list[Obj] = []
     for name in t.quota:
@@ -204,17 +207,22 @@ def claim_templates(t: TenantSpec, pools: dict[str, PoolFacts]) -> list[Obj]:
                     "requests": [{"name": "gpus", "exactly": exact(2)}],
                     "constraints": [{"requests": ["gpus"],
                                      "matchAttribute": "resource.kubernetes.io/pcieRoot"}]}}}))
-        if n > 2:
-            out.append(obj(api, "ResourceClaimTemplate", f"{name}-gpu-{n}", t.name, spec={
+        for k in sorted({n, *(pod_gpus or {}).get((t.name, name), ())} - {1, 2}):
+            if k > n:
+                continue
+            out.append(obj(api, "ResourceClaimTemplate", f"{name}-gpu-{k}", t.name, spec={
                 "spec": {"devices": {
-                    "requests": [{"name": "gpus", "exactly": exact(n)}],
+                    "requests": [{"name": "gpus", "exactly": exact(k)}],
                     "constraints": [{"requests": ["gpus"],
                                      "matchAttribute": "gpu.nvidia.com/productName"}]}}}))
     # No firstAvailable fallback template: Kueue refuses claims that use it.
     return out
 
 
-def render_tenants(platform: Platform, pools: list[PoolFacts]) -> dict[str, list[Obj]]:
+def render_tenants(platform: Platform, pools: list[PoolFacts],
+                   pod_gpus: dict[tuple[str, str], set[int]] | None = None
+                   ) -> dict[str, list[Obj]]:
+    """``pod_gpus``: (tenant, pool) -> the GPUs of the pods its workloads run there."""
     by_name = {p.name: p for p in pools}
     out: dict[str, list[Obj]] = {}
     version = f"v{platform.kubernetes.version}"
@@ -233,7 +241,7 @@ def render_tenants(platform: Platform, pools: list[PoolFacts]) -> dict[str, list
         out[f"{d}/quota.yaml"] = [resource_quota(platform, t, by_name),
                                   _limit_range(t, by_name)]
         out[f"{d}/networkpolicies.yaml"] = _network_policies(platform, t)
-        claims = claim_templates(t, by_name)
+        claims = claim_templates(t, by_name, pod_gpus)
         if claims:
             out[f"{d}/resourceclaimtemplates.yaml"] = claims
     return out

@@ -26,11 +26,11 @@ from typing import Literal
 from aiplat.catalog import Catalog
 from aiplat.errors import InputError
 from aiplat.plan.format import bytes_h, count_h
-from aiplat.plan.models import Finding, WorkloadPlan
+from aiplat.plan.models import Finding, ReplicaGroup, WorkloadPlan
 from aiplat.plan.resolve import Arch, ResolvedPool, gpu_of
 from aiplat.plan.training import dump_results
 from aiplat.sizing import chunked, disaggregated, inference, lengths, memory, queueing, rag
-from aiplat.sizing.result import Result
+from aiplat.sizing.result import Result, precision_bytes
 from aiplat.spec.models import Platform, Precision, WorkloadKind, WorkloadSpec
 
 DEFAULT_TTFT_S = 2.0
@@ -48,10 +48,19 @@ class _Serve:
     results: dict[str, Result] = field(default_factory=dict)
     key: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    groups: list[ReplicaGroup] = field(default_factory=list)
 
     @property
     def subject(self) -> str:
         return f"workload {self.w.name}"
+
+    def run(self, role: str, replicas: int, r: inference.Replica) -> None:
+        """Record ``replicas`` replicas of layout ``r``: what the tree will run."""
+        self.groups.append(ReplicaGroup(
+            role=role, model=self.arch.name, replicas=replicas,
+            weight_bytes=self.arch.params * precision_bytes(r.weight_precision),
+            gpus=r.tensor_parallel * r.pipeline_parallel,
+            tensor_parallel=r.tensor_parallel, pipeline_parallel=r.pipeline_parallel))
 
     def error(self, message: str, fix: str,
               severity: Literal["warning", "error"] = "error") -> None:
@@ -128,8 +137,7 @@ def plan_inference(
         run_hours = None
         generated = qps * lengths.output * 730.0 / w.runs_per_month * 3600
     if w.kind is WorkloadKind.RAG:
-        gpus += _plan_rag(w, hw, catalog, qps=slo.queries_per_second or 1.0,
-                          results=sv.results, key=sv.key, findings=sv.findings)
+        gpus += _plan_rag(w, hw, catalog, qps=slo.queries_per_second or 1.0, sv=sv)
     mem = {
         "weights": layout.weights_bytes_per_gpu,
         "kv cache": min(layout.kv_budget_bytes_per_gpu,
@@ -153,7 +161,7 @@ def plan_inference(
         cost_per_run=cost, cost_per_million_tokens=per_million,
         run_hours=run_hours, gpu_hours_per_month=gpus * hours * w.runs_per_month,
         memory_per_gpu_bytes=mem, gpu_memory_bytes=hw.gpu_memory_bytes, key_figures=key,
-        results=dump_results(sv.results), findings=sv.findings,
+        results=dump_results(sv.results), findings=sv.findings, replica_groups=sv.groups,
     )
 
 
@@ -245,6 +253,7 @@ def _serve_batch(sv: _Serve, replica: inference.Replica, n: _Lengths, layout_gpu
         replicas = max(1, math.ceil(run_on(layout_gpus).seconds / 3600
                                     / w.slo.completion_hours))
     run = run_on(layout_gpus * replicas)
+    sv.run("batch", replicas, replica)
     sv.results["batch"] = run
     run_hours = run.seconds / 3600
     sv.key["requests"] = count_h(requests)
@@ -278,7 +287,9 @@ def _serve_online(sv: _Serve, replica: inference.Replica, n: _Lengths, layout_gp
     sv.results["slo"] = sized
     if not sized.feasible:
         _slo_error(sv, sized.reasons)
+        sv.run("serve", 1, replica)
         return qps, layout_gpus, batch
+    sv.run("serve", sized.replicas, replica)
     sv.key["replicas"] = f"{sized.replicas} × {layout_gpus} GPU"
     sv.key["batch per replica"] = str(sized.batch_per_replica)
     sv.key["time to first token"] = f"{sized.ttft_seconds * 1000:,.0f} ms"
@@ -300,7 +311,10 @@ def _serve_disaggregated(sv: _Serve, replica: inference.Replica, traffic: infere
     sv.results["disaggregated"] = sized
     if not sized.feasible:
         _slo_error(sv, sized.reasons)
+        sv.run("serve", 1, replica)
         return layout_gpus, batch
+    sv.run("prefill", sized.prefill_replicas, prefill or replica)
+    sv.run("decode", sized.decode_replicas, replica)
     prefill_gpus = prefill.gpus if prefill is not None else layout_gpus
     sv.key["prefill replicas"] = f"{sized.prefill_replicas} × {prefill_gpus} GPU"
     sv.key["decode replicas"] = f"{sized.decode_replicas} × {layout_gpus} GPU"
@@ -323,7 +337,9 @@ def _serve_chunked(sv: _Serve, replica: inference.Replica, traffic: inference.Tr
     sv.results["chunked_prefill"] = sized
     if not sized.feasible:
         _slo_error(sv, sized.reasons)
+        sv.run("serve", 1, replica)
         return layout_gpus, batch
+    sv.run("serve", sized.replicas, replica)
     sv.key["replicas"] = f"{sized.replicas} × {layout_gpus} GPU"
     sv.key["batch per replica"] = str(sized.batch_per_replica)
     sv.key["prefill chunks"] = (f"{sized.chunks_per_prompt} × {chunk} tokens per prompt, "
@@ -394,12 +410,12 @@ def _cost(w: WorkloadSpec, hw: ResolvedPool, *, gpus: int, hours: float,
     return cost, (cost / (output_tokens_per_run / 1e6) if output_tokens_per_run > 0 else None)
 
 
-def _plan_rag(
-    w: WorkloadSpec, hw: ResolvedPool, catalog: Catalog, *, qps: float,
-    results: dict[str, Result], key: dict[str, str], findings: list[Finding],
-) -> int:
-    """Embedding, index and retrieval for a RAG workload; returns the extra GPUs it needs."""
+def _plan_rag(w: WorkloadSpec, hw: ResolvedPool, catalog: Catalog, *, qps: float,
+              sv: _Serve) -> int:
+    """Embedding, index and retrieval for a RAG workload; returns the extra GPUs it needs
+    (the query encoder's replicas, one GPU each: a small model)."""
     assert w.rag is not None
+    results, key, findings = sv.results, sv.key, sv.findings
     emb = catalog.model(w.rag.embedding_model)
     assert emb is not None and emb.embedding_dim is not None
     peak = hw.peak_tflops(w.precision)
@@ -415,6 +431,8 @@ def _plan_rag(
     index = rag.vector_index_memory(ingest.chunks, emb.embedding_dim, layout)
     cores = rag.retrieval_cpu_cores(qps, ingest.chunks, emb.embedding_dim, layout)
     results |= {"ingest": ingest, "query_embedding": query, "index": index, "retrieval": cores}
+    sv.groups.append(ReplicaGroup(role="embed", model=emb.name, replicas=query.gpus, gpus=1,
+                                  tensor_parallel=1, weight_bytes=emb.params * 2))  # bf16
     key["vectors"] = f"{count_h(ingest.chunks)} × {emb.embedding_dim} ({w.rag.index})"
     key["index memory"] = bytes_h(index.index_bytes)
     key["retrieval CPU cores"] = str(cores.cores)

@@ -31,6 +31,7 @@ from aiplat.plan.resolve import (
     ResolvedPool,
     cpu_allocatable,
     gpus_per_node,
+    memory_allocatable_gib,
     reserved_cpus,
 )
 from aiplat.spec.models import NicType, PoolSpec
@@ -204,6 +205,14 @@ def pod_cpus(pool: PoolSpec, gpus: int) -> int:
     cpus = max(1, int(cpu_allocatable(pool.node.cpu_cores) * POD_SHARE) * gpus // per_node)
     core = whole_core_cpus(pool)
     return max(core, cpus - cpus % core)
+
+
+def pod_memory_gib(pool: PoolSpec, gpus: int) -> int:
+    """The memory (GiB, requests equal to limits) of a GPU pod holding ``gpus`` of
+    ``pool``'s GPUs: its GPUs' part of ``POD_SHARE`` of a node's allocatable memory."""
+    per_node = max(1, gpus_per_node(pool))
+    return max(1, int(memory_allocatable_gib(pool.node.memory_gib) * POD_SHARE) * gpus
+               // per_node)
 
 
 def _share(count: int, parts: int, index: int) -> int:

@@ -20,7 +20,23 @@ from aiplat.sizing.deployment import DeploymentAssessment
 from aiplat.sizing.roles import RolePlan
 
 PLAN_SCHEMA = "aiplat.plan/v1alpha1"
-__all__ = ["PLAN_SCHEMA", "FacilityPlan", "Finding", "Plan", "PoolPlan", "WorkloadPlan"]
+__all__ = ["PLAN_SCHEMA", "FacilityPlan", "Finding", "Plan", "PoolPlan", "ReplicaGroup",
+           "WorkloadPlan"]
+
+
+class ReplicaGroup(PlanModel):
+    """Identical replicas of an inference workload, each one model instance: what the tree
+    runs as one pod per replica (a replica wider than a node spans several). Sizing decides
+    them; the renderers read them and work out nothing again."""
+
+    role: str = Field(description="serve, prefill, decode (disaggregated), embed (RAG query "
+                      "embedding) or batch")
+    model: str = Field(description="the model each replica serves (catalog name)")
+    weight_bytes: float = Field(description="that model's weights, all GPUs of a replica")
+    replicas: int
+    gpus: int = Field(description="GPUs of one replica: tensor x pipeline parallel")
+    tensor_parallel: int
+    pipeline_parallel: int = 1
 
 
 class WorkloadPlan(PlanModel):
@@ -48,6 +64,9 @@ class WorkloadPlan(PlanModel):
     key_figures: dict[str, str] = Field(description="human-readable headline figures")
     results: dict[str, dict[str, Any]] = Field(description="sizing results: figures + inputs")
     findings: list[Finding] = Field(default_factory=list)
+    replica_groups: list[ReplicaGroup] = Field(
+        default_factory=list, description="inference: the replicas sized, their GPUs adding "
+        "up to gpus; training: none (one gang of gpus)")
 
     @property
     def multi_node(self) -> bool:

@@ -12,10 +12,11 @@ Maps the spec onto the simulator with one name per concept:
   waitForPodsReady; :mod:`aiplat.ops.sim_month` renders and reads them, since ``sched``
   sees neither ``kube`` nor YAML): there is no second, spec-derived version of them;
 - every workload becomes jobs (:mod:`aiplat.sched.synthetic`) from the plan's sized GPUs and
-  run hours, each pod asking for its GPUs' share of ``POD_SHARE`` of allocatable CPU and
-  memory as the rendered pods do (CPUs by ``plan.kubelet.pod_cpus``, whole cores): training
+  run hours, in the pods the tree renders (``plan.pods``: a pod per inference replica, a
+  training gang in equal pods), each pod asking for the CPU and memory the rendered pods do
+  (``plan.kubelet.pod_cpus`` in whole cores, ``pod_memory_gib``): training
   kinds are gangs with Poisson arrivals at ``runsPerMonth``, batch inference is split into
-  one-node replicas arriving periodically, online inference and RAG hold their GPUs all
+  one-pod replicas arriving periodically, online inference and RAG hold their GPUs all
   month at the highest priority.
 
 One month is simulated with the ``bestfit`` placement policy; for the example platform it
@@ -28,8 +29,9 @@ import dataclasses
 from collections.abc import Callable
 
 from aiplat.errors import InputError
-from aiplat.plan.kubelet import pod_cpus
+from aiplat.plan.kubelet import pod_cpus, pod_memory_gib
 from aiplat.plan.models import Plan, WorkloadPlan
+from aiplat.plan.pods import pod_groups
 from aiplat.plan.resolve import POD_SHARE, cpu_allocatable, memory_allocatable_gib
 from aiplat.sched.cluster import Node
 from aiplat.sched.engine import PoolStrategy, simulate
@@ -98,6 +100,7 @@ def _profile(w: WorkloadPlan, gpus_per_node: int, spec: PoolSpec) -> Profile:
     gpn, node = max(1, gpus_per_node), spec.node
     per_gpu_cpu = max(1, int(cpu_allocatable(node.cpu_cores) * POD_SHARE) * 1000 // gpn)
     pod_cpu = tuple((g, pod_cpus(spec, g) * 1000) for g in range(1, gpn + 1))
+    pod_mem = tuple((g, pod_memory_gib(spec, g) * 1024) for g in range(1, gpn + 1))
     per_gpu_mem = max(1, int(memory_allocatable_gib(node.memory_gib) * POD_SHARE) * 1024 // gpn)
     return Profile(
         name=w.name, tenant=w.tenant, pool=w.pool, gpus=max(1, w.gpus),
@@ -106,6 +109,9 @@ def _profile(w: WorkloadPlan, gpus_per_node: int, spec: PoolSpec) -> Profile:
         if w.run_hours else 1.0,
         shape=SHAPES.get(w.kind, "gang") if w.run_hours else "always-on",
         cpu_per_gpu=per_gpu_cpu, pod_cpu_milli=pod_cpu, memory_mib_per_gpu=per_gpu_mem,
+        pod_memory_mib=pod_mem,
+        pods=tuple((g.pods, g.gpus) for g in pod_groups(
+            w, gpus_per_node, mig=bool(spec.sharing.mig_layout))),
     )
 
 

@@ -51,6 +51,11 @@ class Profile:
     pod_cpu_milli: tuple[tuple[int, int], ...] = ()
     """(GPUs, CPU milli) of a pod by its GPUs where a pod's CPUs are not ``cpu_per_gpu`` per
     GPU (whole cores, ``plan.kubelet.pod_cpus``); a pod size not listed asks per GPU."""
+    pod_memory_mib: tuple[tuple[int, int], ...] = ()
+    """(GPUs, MiB) of a pod by its GPUs, as ``pod_cpu_milli`` (``plan.kubelet.pod_memory_gib``)."""
+    pods: tuple[tuple[int, int], ...] = ()
+    """(pods, GPUs each) as the tree runs them (``plan.pods``); empty: whole nodes and a
+    remainder."""
 
     def __post_init__(self) -> None:
         if self.gpus < 1 or self.gpus_per_node < 1:
@@ -62,10 +67,11 @@ class Profile:
 def _pods(p: Profile) -> list[PodSet]:
     full, rest = divmod(p.gpus, p.gpus_per_node)
     sets = []
-    for count, gpus in ((full, p.gpus_per_node), (1 if rest else 0, rest)):
+    for count, gpus in p.pods or ((full, p.gpus_per_node), (1 if rest else 0, rest)):
         if count:
             cpu = dict(p.pod_cpu_milli).get(gpus, p.cpu_per_gpu * gpus)
-            req = Request(cpu, p.memory_mib_per_gpu * gpus, gpus, MILLI)
+            mem = dict(p.pod_memory_mib).get(gpus, p.memory_mib_per_gpu * gpus)
+            req = Request(cpu, mem, gpus, MILLI)
             sets.append(PodSet(count, req))
     return sets
 

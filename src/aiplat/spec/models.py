@@ -666,6 +666,11 @@ class WorkloadKind(StrEnum):
     def trains(self) -> bool:
         return self in (WorkloadKind.PRETRAIN, WorkloadKind.FINETUNE, WorkloadKind.LORA)
 
+    @property
+    def serves(self) -> bool:
+        """Answers requests online: always on, reached through the inference gateway."""
+        return self in (WorkloadKind.ONLINE_INFERENCE, WorkloadKind.RAG)
+
 
 class Precision(StrEnum):
     FP32 = "fp32"
@@ -1191,7 +1196,8 @@ class ModelStoreSpec(SpecModel):
         "not signed by one of them (cosign key-pair signatures)")
     cache_class: Name | None = Field(
         default=None, description="StorageClass of each pod's model cache volume (a generic "
-        "ephemeral volume); unset: the local-nvme class if there is one, else an emptyDir")
+        "ephemeral volume); unset: the local-nvme class where a node has an NVMe disk for "
+        "each pod of the size, else an emptyDir")
 
     @field_validator("signing_keys")
     @classmethod
