@@ -90,6 +90,7 @@ def plan_inference(
     lora = _lora(sv)
     layout = inference.gpus_per_replica(
         arch.shape, context_tokens=context, concurrency=1, weight_precision=w.precision.value,
+        pinned=_pinned(sv),
         kv_precision=kv, lora=lora, attention_data_parallel=serving.attention_data_parallel,
         budget=inference.MemoryBudget(
             gpu_memory_bytes=hw.gpu_memory_bytes, gpus_per_node=hw.gpus_per_node,
@@ -350,6 +351,30 @@ def _serve_chunked(sv: _Serve, replica: inference.Replica, traffic: inference.Tr
     _tail_latency(sv.w, traffic.qps / sized.replicas,
                   sized.chunks_per_prompt * sized.step_seconds_with_chunk, sv.key, sv.findings)
     return sized.gpus, sized.batch_per_replica
+
+
+def _pinned(sv: _Serve) -> tuple[int, int] | None:
+    """The spec's serving.tensorParallel/pipelineParallel, checked: TP inside a node,
+    splitting the heads."""
+    tp = sv.w.serving.tensor_parallel
+    if tp is None:
+        return None
+    where = f"workload {sv.w.name}: serving.tensorParallel ({tp})"
+    shape, gpn = sv.arch.shape, sv.hw.gpus_per_node
+    if tp > gpn:
+        raise InputError(f"{where} exceeds the {gpn} GPUs of a node (tensor parallelism "
+                         f"stays inside one; span nodes with pipelineParallel). To fix: at "
+                         f"most {gpn}")
+    if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
+        raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "
+                         f"heads / {shape.kv_heads} KV heads. To fix: a divisor of "
+                         f"{shape.heads}")
+    pp = sv.w.serving.pipeline_parallel or 1
+    if pp > shape.layers:
+        raise InputError(f"workload {sv.w.name}: serving.pipelineParallel ({pp}) is more "
+                         f"stages than {sv.arch.name}'s {shape.layers} layers. To fix: at most "
+                         f"{shape.layers}")
+    return tp, pp
 
 
 def _prefill_replica(sv: _Serve, decode: inference.Replica) -> inference.Replica | None:

@@ -555,8 +555,11 @@ def gpus_per_replica(
     kv_precision: str = "bf16",
     lora: LoraServing | None = None,
     attention_data_parallel: bool = False,
+    pinned: tuple[int, int] | None = None,
 ) -> ReplicaLayout:
-    """Smallest tensor-parallel layout whose GPUs hold weights, KV cache and overhead.
+    """Smallest tensor-parallel layout whose GPUs hold weights, KV cache and overhead, or
+    the ``pinned`` (TP, PP) one, with whether it fits (the caller checks that it splits the
+    heads and stays in a node).
 
     Rule: per GPU, (weights/TP + KV cache/TP) · (1 + overhead_fraction) + overhead_bytes_per_gpu
     must be ≤ gpu_memory_utilization · gpu_memory_bytes. TP is tried as 1, 2, 4, … up to
@@ -580,8 +583,13 @@ def gpus_per_replica(
                            if attention_data_parallel else 0.0),
                attention_dp=attention_data_parallel)
     notes: list[str] = []
-    tp, pp, fits = _choose_layout(fit, _tp_candidates(model, budget.gpus_per_node, notes),
-                                  notes)
+    if pinned is not None:
+        tp, pp = pinned
+        fits = fit.fits(tp, pp)
+        notes.append(f"layout pinned by the spec: TP {tp} x PP {pp}")
+    else:
+        tp, pp, fits = _choose_layout(
+            fit, _tp_candidates(model, budget.gpus_per_node, notes), notes)
     kv_heads_gpu, replicas = _kv_heads_per_gpu(tp, model.kv_heads)
     if attention_data_parallel and tp > 1:
         kv_heads_gpu, replicas = model.kv_heads, 1

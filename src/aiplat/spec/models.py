@@ -913,6 +913,14 @@ class ServingSpec(SpecModel):
         default=None, ge=16, le=1_048_576, description="chunked prefill (Sarathi-Serve; "
         "vLLM --enable-chunked-prefill --max-num-batched-tokens): prompt tokens added to "
         "each decode step; unset: each prompt runs whole between decode steps")
+    tensor_parallel: int | None = Field(
+        default=None, ge=1, le=64, description="a replica's tensor parallelism, pinned "
+        "(vLLM --tensor-parallel-size): more GPUs than the weights need leave more memory for "
+        "the KV cache, so more sequences at once; unset: the smallest that fits")
+    pipeline_parallel: int | None = Field(
+        default=None, ge=1, le=64, description="a replica's pipeline stages, pinned (vLLM "
+        "--pipeline-parallel-size, stages across nodes); needs tensorParallel; unset: 1 "
+        "where tensorParallel is pinned")
     prefill_tensor_parallel: int | None = Field(
         default=None, ge=1, le=64, description="disaggregated prefill: tensor parallelism of "
         "the prefill replicas (DistServe sizes each phase apart: prefill wider for TTFT, "
@@ -938,6 +946,14 @@ class ServingSpec(SpecModel):
             raise SpecValueError("chunkedPrefillTokens and disaggregatedPrefill are both set",
                                  "keep one: prefill on replicas of its own, or in chunks "
                                  "beside decode", ("chunkedPrefillTokens",))
+        return self
+
+    @model_validator(mode="after")
+    def _pinned_layout(self) -> Self:
+        if self.pipeline_parallel is not None and self.tensor_parallel is None:
+            raise SpecValueError("pipelineParallel is set but tensorParallel is not",
+                                 "pin both, e.g. tensorParallel: 8 with pipelineParallel: 2",
+                                 ("pipelineParallel",))
         return self
 
     @model_validator(mode="after")
