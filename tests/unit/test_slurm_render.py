@@ -185,12 +185,11 @@ def test_a_bare_metal_spec_is_recommended_bare_metal() -> None:
         d["tenants"][0]["quota"] = {"h100": {"gpus": 48}}
         d["workloads"] = [w for w in d["workloads"] if w["tenant"] == "research"]
         d["pools"] = d["pools"][:1]
+        d.setdefault("operations", {})["kubernetesExperience"] = False
 
     files, plan = render(edit)
-    if plan.deployment.recommendation == "bare_metal":
-        assert "recommends: bare_metal" in files["slurm.conf"]
-    else:  # the header says what the assessment said either way
-        assert f"recommends: {plan.deployment.recommendation}" in files["slurm.conf"]
+    assert plan.deployment.recommendation == "bare_metal"
+    assert "recommends: bare_metal" in files["slurm.conf"]
 
 
 @pytest.mark.parametrize("edit", [

@@ -84,8 +84,10 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
         _print_sim(out.sim)
     click.echo(_kube_line(out.kube), err=True)
     elapsed = time.perf_counter() - t0
-    click.echo(f"wrote plan.json, report.md, report.html, kube/, matrix/, runbook/, monitoring/ "
-               f"({len(out.files)} files) to {shown(out_dir)} in {elapsed:.2f} s", err=True)
+    slurm = ", slurm/" if any(f.startswith("slurm/") for f in out.files) else ""
+    click.echo(f"wrote plan.json, report.md, report.html, kube/, matrix/, runbook/, monitoring/"
+               f"{slurm} ({len(out.files)} files) to {shown(out_dir)} in {elapsed:.2f} s",
+               err=True)
     if not out.ok:
         sys.exit(1)
 

@@ -3,8 +3,9 @@
 ``plan_outputs`` is the pipeline the command runs: resolve and size the spec once
 (``plan/``), render and check the Kubernetes tree from that plan, simulate a month of its
 workloads on the Kueue objects that tree renders (read back: :mod:`aiplat.ops.sim_month`),
-build the handover (version matrix, runbook, monitoring rules) and the report,
-and return every file by relative path. The command only loads the spec and the last
+build the handover (version matrix, runbook, monitoring rules) and the report, where the plan
+recommends bare metal also the Slurm cluster (``slurm/``, :mod:`aiplat.slurm`), and return
+every file by relative path. The command only loads the spec and the last
 acceptance record (I/O) and writes the mapping atomically; a failure anywhere leaves the
 output directory untouched because nothing is written before everything is rendered.
 """
@@ -35,7 +36,10 @@ from aiplat.report.sim_doc import sim_sections
 from aiplat.sched.kueue import KueueConfig
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.platform import simulate_platform
+from aiplat.slurm.render import slurm_files
 from aiplat.spec.models import Platform
+
+BARE_METAL = "bare_metal"
 
 HANDOVER_LINKS = {
     "matrix": "matrix/matrix.html",
@@ -94,6 +98,11 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         **_documents({"matrix/matrix": matrix_document(matrix), "runbook/runbook": runbook}),
         **{f"monitoring/{k}": v for k, v in render_monitoring(platform).items()},
     }
+    if plan.deployment.recommendation == BARE_METAL:
+        # Bare metal runs its jobs under Slurm: the same pools and tenants as a Slurm cluster
+        # (the Kubernetes tree stays beside it, for comparison and for a later move).
+        files |= {f"slurm/{k}": v for k, v in slurm_files(
+            resolved, deployment=plan.deployment.recommendation).items()}
     return PlanOutputs(plan, kube, sim, queues, files)
 
 
