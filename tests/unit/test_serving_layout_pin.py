@@ -89,3 +89,11 @@ def test_the_pin_is_an_input_error_not_a_crash_in_the_library() -> None:
         assert "To fix: at most 8" in str(e)
     else:
         raise AssertionError("TP 16 on an 8-GPU node was accepted")
+
+
+def test_a_replica_wider_than_a_node_is_flagged_not_rendered_as_if_it_worked() -> None:
+    _, _, _, w = _assistant(_set("serving.tensorParallel", 4),
+                            _set("serving.pipelineParallel", 4))
+    assert w.replica_groups[0].gpus == 16  # two 8-GPU nodes
+    found = [f for f in w.findings if "spans 2 nodes" in f.message]
+    assert found and found[0].severity == "warning" and "LeaderWorkerSet" in found[0].fix

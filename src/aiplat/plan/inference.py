@@ -116,6 +116,16 @@ def plan_inference(
                  "model (its FP8 rows on H200 hold within 30 %)",
                  "size with about twice the GPUs, or set serving.computeEfficiency from a "
                  "measured run", severity="warning")
+    if layout.fits and layout.gpus > hw.gpus_per_node:
+        # One vLLM instance over several pods needs a leader and workers started together
+        # (LeaderWorkerSet with Ray); the tree renders whole-node pods of a Deployment.
+        sv.error(f"a replica spans {math.ceil(layout.gpus / hw.gpus_per_node)} nodes "
+                 f"(TP {layout.tensor_parallel} x PP {layout.pipeline_parallel}): the tree "
+                 "renders its whole-node pods as separate Deployment pods, which vLLM does "
+                 "not join into one replica",
+                 "run each replica as a LeaderWorkerSet (not rendered by aiplat yet), or "
+                 "fit it in a node: fp8 weights, a shorter contextLength, larger GPUs",
+                 severity="warning")
     if not layout.fits:
         sv.error(f"{arch.name} with a {context}-token context does not fit "
                  f"{hw.gpus_per_node} × {gpu_of(hw).name}",
