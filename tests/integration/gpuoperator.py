@@ -1,6 +1,5 @@
 """The NVIDIA GPU Operator's controller as an oracle for the live test: built from its pinned
-Go module (``gpu-operator/go.mod`` beside this file) with :func:`aiplat.gobuild.go_build` into
-``$XDG_CACHE_HOME/aiplat/gpu-operator/<version>`` (default ``~/.cache``), with what the
+Go module (``gpu-operator/go.mod`` beside this file) as a :class:`gooracle.GoOracle`, with what the
 controller reads besides its flags copied out of the same module: its state manifests (the
 image's ``/opt/gpu-operator``: ``assets/`` plus ``manifests/``), its CRDs (ClusterPolicy,
 NVIDIADriver) and its Helm chart (``deployments/gpu-operator``), whose
@@ -18,19 +17,18 @@ those paths hold what its image and Deployment put there, so nothing on the host
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from aiplat.errors import InputError
-from aiplat.gobuild import Component, go, go_build
+from aiplat.gobuild import Component
+
+sys.path.insert(0, str(Path(__file__).parent))
+from gooracle import GoOracle, writable
 
 TOOLS = Path(__file__).parent / "gpu-operator"
 MODULE = "github.com/NVIDIA/gpu-operator"
@@ -45,49 +43,7 @@ COPIES = (
 )
 
 
-def pinned() -> str:
-    m = re.search(rf"^\s*{re.escape(MODULE)} (v\S+)", (TOOLS / "go.mod").read_text(), re.M)
-    if not m:
-        raise InputError(f"{TOOLS / 'go.mod'}: no version pinned for {MODULE}")
-    return m.group(1)
-
-
-def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aiplat" / "gpu-operator" / pinned()
-
-
-def locate(cache: Path | None = None) -> Path:
-    """The cache folder holding ``bin/gpu-operator`` and the copied files; InputError with
-    the command that builds them."""
-    cache = cache or default_cache()
-    if not ((cache / "bin" / PROGRAM.name).is_file()
-            and (cache / "chart" / "templates").is_dir()):
-        raise InputError(f"the GPU Operator controller is not built in {cache} (fix: run "
-                         "'python tests/integration/gpuoperator.py' (needs Go >= 1.26 and "
-                         "the Go module proxy))")
-    return cache
-
-
-def build(cache: Path | None = None, force: bool = False) -> dict[str, object]:
-    version = pinned()
-    cache = cache or default_cache()
-    t0 = time.monotonic()
-    ldflags = f"-s -w -X={MODULE}/internal/info.version={version}"
-    built = go_build(TOOLS, [PROGRAM], cache, ldflags, force=force,
-                     stamp_extra={"versions": {MODULE: version}})
-    if built or not (cache / "chart" / "templates").is_dir():
-        _copy_files(cache)
-    return {"cache": str(cache), "version": version, "built": built,
-            "seconds": round(time.monotonic() - t0, 1)}
-
-
-def _copy_files(cache: Path) -> None:
-    cp = subprocess.run([go(), "mod", "download", "-json", f"{MODULE}@{pinned()}"], cwd=TOOLS,
-                        capture_output=True, text=True, check=False)
-    if cp.returncode != 0:
-        raise InputError(f"go mod download failed: {cp.stderr.strip()[-2000:]}")
-    src = Path(json.loads(cp.stdout)["Dir"])
+def _copy_files(src: Path, cache: Path) -> None:
     for _s, dst in COPIES:
         shutil.rmtree(cache / dst.split("/")[0], ignore_errors=True)
     for s, dst in COPIES:
@@ -97,9 +53,14 @@ def _copy_files(cache: Path) -> None:
             shutil.copytree(src / s, d)
         else:
             shutil.copyfile(src / s, d)
-    for p in [cache / d for d in ("opt", "crds", "chart")]:
-        for q in [p, *p.rglob("*")]:  # the module cache is read-only; the copy need not be
-            q.chmod(0o755 if q.is_dir() else 0o644)
+    writable([cache / d for d in ("opt", "crds", "chart")])
+
+
+ORACLE = GoOracle(TOOLS, MODULE, PROGRAM, "the GPU Operator controller", "gpuoperator.py",
+                  needs=("opt", "crds", "chart/templates"),
+                  ldflags=lambda v: f"-s -w -X={MODULE}/internal/info.version={v}",
+                  copy=_copy_files)
+build, locate = ORACLE.build, ORACLE.locate
 
 
 def command(cache: Path, kubeconfig: Path, *args: str) -> list[str]:
@@ -241,4 +202,4 @@ def cluster_policy(chart: Path, values: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(build(force="--force" in sys.argv[1:]), indent=2))
+    ORACLE.main()
