@@ -323,6 +323,6 @@ def summary(state: RunState) -> dict[str, object]:
             "wall_s": round(end - state.started, 3) if end else None,
             "serial_s": round(serial, 3),
             "nodes": [{"name": n.name, "batch": n.batch, "phase": n.phase,
-                       "reason": n.reason, "seconds": n.seconds,
+                       "reason": n.reason, "seconds": n.seconds, "evicted": n.evicted,
                        **({"command": n.command} if n.command else {})}
                       for n in state.nodes]}
