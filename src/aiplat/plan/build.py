@@ -92,6 +92,7 @@ def _plan_pool(
     if gpn:
         findings += _demand_findings(subject, gpus, gpn, always_on=always_on, average=average,
                                      peak=peak, quota=quota)
+        findings += _never_starts(mine, gpus, gpn, always_on)
         findings += _power_estimate_finding(pool)
     return PoolPlan(
         name=pool.name, zone=pool.spec.zone, gpu_model=gpu.name if gpu else None,
@@ -156,6 +157,25 @@ def _demand_findings(subject: str, gpus: int, gpn: int, *, always_on: int, avera
                     f"{gpus}: admitted jobs can stay pending",
             fix="lower the quotas to the pool's size, or grow the pool"))
     return out
+
+
+def _never_starts(mine: Sequence[WorkloadPlan], gpus: int, gpn: int,
+                  always_on: int) -> list[Finding]:
+    """A run the tree admits whole (one Kueue workload: a training gang, a batch Job) that
+    needs more GPUs than the always-on serving ever leaves free on its pool waits for ever,
+    however long it queues."""
+    free = gpus - always_on
+    if always_on == 0 or free < 0:
+        return []  # nothing always on, or the always-on error already says the pool is short
+    return [Finding(
+        severity="warning", subject=f"workload {w.name}",
+        message=f"needs {w.gpus} GPUs at once (one Kueue workload), but the always-on "
+                f"workloads hold {always_on} of pool {w.pool}'s {gpus}: at most {free} are ever "
+                "free, so it never starts while they run",
+        fix=f"grow the pool to ≥ {math.ceil((w.gpus + always_on) / gpn)} nodes, give it "
+            f"≤ {free} GPUs (a longer completion time), or let Kueue admit it partly "
+            "(batch: kueue.x-k8s.io/job-min-parallelism)")
+        for w in mine if w.run_hours is not None and w.gpus > free]
 
 
 def _roles(
