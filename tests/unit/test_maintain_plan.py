@@ -5,8 +5,10 @@ node going through its owner's apply (never the operator's pods by hand)."""
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Any
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -71,6 +73,16 @@ def test_host_owned_driver_goes_through_node_prepare_with_the_approved_entry() -
     assert steps == ["cordon", "drain", "apply", "gate", "uncordon"]
     apply = next(s for s in p.steps if s.step == "apply")
     assert "node prepare" in apply.command and "--entry r580-k8s134" in apply.command
+    # each step's aiplat command is one the CLI takes (it printed `node prepare SPEC`)
+    for step in p.steps:
+        if step.command.startswith("aiplat "):
+            argv = shlex.split(step.command.replace("SPEC", "platform.yaml"))[1:]
+            ctx = cli.make_context("aiplat", argv[:1])
+            group = cli.get_command(ctx, argv[0])
+            assert isinstance(group, click.Group), argv
+            sub = group.get_command(ctx, argv[1])
+            assert sub is not None, argv
+            sub.make_context(argv[1], argv[2:], parent=ctx)  # a usage error raises
 
 
 def test_operator_owned_driver_releases_nodes_to_the_upgrade_controller() -> None:

@@ -155,7 +155,7 @@ def _steps(platform: Platform, pool: str, change: Change,
         steps.append(NodeStep(
             "apply", f"node prepare with the approved entry {entry or 'ENTRY'}, then reboot"
             + ("" if entry else f" ({change.kind} {change.version} within its range)"),
-            sh("aiplat node prepare SPEC --pool {pool} --entry {entry}", pool=pool,
+            sh("aiplat node prepare --spec SPEC --pool {pool} --entry {entry}", pool=pool,
                entry=entry or "ENTRY")))
     steps += [NodeStep("gate", "node check against the pool's expectations and its "
                        "recorded baseline; a failure stops the rollout and rolls the node back",
