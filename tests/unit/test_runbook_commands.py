@@ -40,7 +40,7 @@ VARS = {"POOL": "h100", "NODE": "h100-node-1", "NS": "research", "WL": "job-trai
 
 # Need a cluster, containers, the spec's GPUs or hours: parsed only.
 PARSE_ONLY = ("kube why-pending", "cdi verify", "node burnin", "node check",
-              "node baseline", "node inventory")
+              "node baseline", "node inventory", "maintain")
 
 
 def _expand(text: str, env: dict[str, str]) -> str:

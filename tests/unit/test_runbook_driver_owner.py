@@ -64,20 +64,26 @@ def test_operator_owned_upgrade_follows_the_upgrade_controller() -> None:
     assert "kubectl drain" not in text and "kubectl cordon" not in text  # the controller's
 
 
-def test_host_owned_upgrade_is_node_prepare_per_node() -> None:
+def test_host_owned_upgrade_is_a_maintain_run_with_node_prepare_per_node() -> None:
+    """Issue #42 item 2: the procedure is calls of `aiplat maintain` (review, run, resume,
+    status, rollback); what the run cannot do itself (the update on the host) is the node
+    prepare step between them, and the steps by hand stay in the notes."""
     proc = _driver("host")
     cmds = [s.command for s in proc.steps]
 
     def at(needle: str) -> int:
         return next(i for i, c in enumerate(cmds) if needle in c)
 
-    assert (at("kubectl cordon $NODE") < at("kubectl drain $NODE") < at("aiplat node prepare")
-            < at("aiplat node check") < at("kubectl uncordon $NODE"))
+    run = "aiplat maintain run site.yaml --pool $POOL --change driver=580.95.05"
+    assert (at(f"{run} --dry-run") < cmds.index(run) < at("aiplat node prepare")
+            < at("aiplat maintain resume --applied $NODE") < at("aiplat maintain status"))
     prepare = cmds[at("aiplat node prepare")]
-    assert "--entry r580-k8s134" in prepare and "systemctl reboot" in prepare
-    assert "drain" in cmds[at("kubectl drain")] and "--ignore-daemonsets" in cmds[at("drain")]
-    # Kueue's workloads deactivated (evicted through Kueue), then re-activated
-    assert '{"active":false}' in " ".join(cmds) and '{"active":true}' in " ".join(cmds)
+    assert "--entry r580-k8s134 -w prepare-$NODE.sh" in prepare and "systemctl reboot" in prepare
+    # the run cordons, drains (Eviction API, PDBs, Kueue requeues) and uncordons: no kubectl
+    assert not any(c.startswith("kubectl ") for c in cmds)
     assert "helm" not in " ".join(_commands(proc))
-    assert "Canary" in proc.steps[at("kubectl get nodes -l aiplat.io/pool=$POOL")].action
     assert "580.95.05" in " ".join(s.expect for s in proc.steps)
+    back = [s.command for s in proc.rollback]
+    assert back[0] == "aiplat maintain rollback $NODE"
+    assert "aiplat node prepare --spec site.yaml.previous" in back[1]
+    assert any("By hand" in n and "canary first" in n for n in proc.notes)

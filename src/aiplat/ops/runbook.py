@@ -345,33 +345,45 @@ def _driver_upgrade_operator(spec: str, prev: str, target: str, check: Step) -> 
 
 def _driver_upgrade_host(platform: Platform, spec: str, prev: str, target: str,
                          check: Step) -> Procedure:
+    """``aiplat maintain`` rolls it: the canary, then batches within the pool's spares, each
+    node cordoned, drained through the Eviction API (PodDisruptionBudgets honoured, Kueue's
+    pods evicted so Kueue requeues them, never deleted), updated on the host, gated on the
+    node agent's verdict and uncordoned, its state in a ConfigMap so a lost session resumes.
+    The steps by hand stay in the notes, for a cluster the run cannot reach."""
     approved = platform.versions.approved
     entry_opt = sh(" --entry {entry}", entry=approved[-1].name) if approved else ""
+    change = sh("driver={v}", v=target) if not target.startswith("$") else f"driver={target}"
+    run = sh("aiplat maintain run {spec} --pool $POOL --change ", spec=spec) + change
     steps = (
         check,
-        Step("Canary first: set NODE to one node of the pool; the others follow in batches "
-             "no larger than the pool's spare nodes (see the canary plan)",
-             "kubectl get nodes -l aiplat.io/pool=$POOL", "the pool's nodes; pick $NODE"),
-        *_kueue_drain_steps(),
-        Step("Install the new driver with the approved entry: review the generated script, "
-             "run it, reboot (DKMS builds the modules, signed where Secure Boot is required)",
+        Step("Review the rollout: the canary, the batches (no larger than the pool's spare "
+             "nodes, block by block), each node's calls and the pods its drain evicts",
+             f"{run} --dry-run", "the batches; no change made"),
+        Step("Start it: the canary is cordoned and drained, then the run stops for its update "
+             "and prints the node's command",
+             run, "'waiting', naming $NODE and the command that updates it"),
+        Step("On the node it names: install the new driver with the approved entry (review "
+             "the generated script; DKMS builds the modules, signed where Secure Boot is "
+             "required), reboot, then tell the run",
              sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
              + " -w prepare-$NODE.sh; less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && "
              "sudo systemctl reboot",
              "node back Ready (kubectl get node $NODE)"),
-        Step("Check the node: driver version, GPUs, device binding",
-             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
-                spec=spec),
-             f"exit 0; driver {target}"),
-        Step("Return the node to service", "kubectl uncordon $NODE",
-             "node schedulable; its GPUs allocatable again"),
-        Step("Continue with the next batch the same way", "",
-             "GpuMissing and GpuCriticalXid stay silent"),
+        Step("Hand the node back to the run: it waits for the node agent's verdict "
+             "(AiplatNodeHealthy, newer than the drain), uncordons it and takes the next "
+             "batch, stopping at each for its nodes the same way",
+             "aiplat maintain resume --applied $NODE",
+             f"the next batch waiting, or done; driver {target} on every node"),
+        Step("Follow it (from any shell: the state is in ConfigMap "
+             "aiplat-system/aiplat-maintenance; a second run is refused while one holds it)",
+             "aiplat maintain status",
+             "done; or failed: the node is rolled back and left cordoned with the reason"),
     )
     rollback = (
-        Step("Keep the node cordoned; stop the rollout (no further batches)",
-             "kubectl cordon $NODE"),
-        Step("Reinstall the previous driver: prepare from the spec before the change (the "
+        Step("Roll the node back to the version it had before the change (the run recorded "
+             "it); it stays cordoned and the rollout stops",
+             "aiplat maintain rollback $NODE"),
+        Step("On the node: reinstall the previous driver from the spec before the change (the "
              "pin allows the downgrade), reboot",
              sh("aiplat node prepare --spec {prev} --pool $POOL -w rollback-$NODE.sh; "
                 "sudo bash rollback-$NODE.sh && sudo systemctl reboot", prev=prev)),
@@ -379,10 +391,18 @@ def _driver_upgrade_host(platform: Platform, spec: str, prev: str, target: str,
              sh("aiplat node check --spec {prev} --pool $POOL --matrix && kubectl uncordon "
                 "$NODE", prev=prev), "exit 0; previous driver"),
     )
+    notes = (
+        "With --apply-with CMD the run calls `CMD NODE` itself for each node of a batch "
+        "(AIPLAT_COMMAND holds the node's prepare command, AIPLAT_ACTION apply or rollback), "
+        "e.g. a script that runs it over ssh and reboots, instead of stopping for resume.",
+        "By hand, where the run cannot reach the cluster: per node, the node patch "
+        "procedure's cordon, Kueue-aware drain, prepare, check and uncordon, canary first, "
+        "then batches no larger than the pool's spare nodes.",
+    )
     return Procedure("driver-upgrade", "Driver upgrade (node prepare owns the driver)",
                      "drivers", "A new approved driver: security fix, CUDA requirement, branch "
                      "end of life. kubernetes.components.driver is host: the GPU Operator "
-                     "leaves the driver alone.", steps, rollback)
+                     "leaves the driver alone.", steps, rollback, notes)
 
 
 def operator_upgrade(platform: Platform, spec: str) -> Procedure:
