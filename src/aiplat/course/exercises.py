@@ -290,7 +290,7 @@ def check_sharing(files: Files) -> list[str]:
         if name == "sim-fair" and FAIR_SHARING_HONOURED:
             share_a = float(_get(a, "obtained_share") or 0)
             share_b = float(_get(b, "obtained_share") or 0)
-            if not share_b > 1.5 * share_a:
+            if not share_b > FAIR_RATIO * share_a:
                 problems.append(f"ex4/{name}.json: team-b (weight 2) got {share_b:.0%}, "
                                 f"team-a (weight 1) {share_a:.0%}: weights not honoured")
     return problems
@@ -315,7 +315,12 @@ def check_live_queues(files: Files) -> list[str]:
 FAIR_SHARING_HONOURED = True
 """Whether the simulator honours weights on a spec-driven run (see docs/lab-guide.md,
 exercise 4): it does — with fair sharing team-b's heads preempt team-a's borrowing jobs as
-Kueue's strategies allow, so the check demands team-b's share be over 1.5× team-a's."""
+Kueue's strategies allow, so the check demands team-b's share be over ``FAIR_RATIO`` times
+team-a's."""
+FAIR_RATIO = 1.3
+"""Each team keeps its nominal 8 GPUs; only the 16 they borrow split 2:1 by weight (Kueue's
+dominant resource share counts what is borrowed): 13.3 and 18.7 of 32 GPUs, a ratio of 1.4.
+The one-GPU replicas the plan sizes come within a few GPUs of it (measured 40% / 60%)."""
 
 
 # ---------------------------------------------------------------------------- exercise 5
@@ -658,9 +663,10 @@ EXERCISES: tuple[Exercise, ...] = (
               "Configuration) and counts the borrowed quota against the queue's weight.",
         pitfalls=("With `--classic` team-a and team-b get ~50% each; with fair sharing "
                   "team-b's jobs preempt team-a's borrowing ones until the strategies stop "
-                  "them: with 4-GPU replicas that is 12 and 20 of the 32 GPUs (~37% / 63%), "
-                  "the nearest split to the weighted 13.3 / 18.7. The check demands team-b "
-                  "get over 1.5× team-a's share.",
+                  "them: the nominal 8 GPUs each stay each team's and only the 16 borrowed "
+                  "split 2:1, so 13.3 and 18.7 of the 32 GPUs (~42% / 58%); the plan's "
+                  "one-GPU replicas come close (about 40% / 60%). The check demands team-b "
+                  "get over 1.3× team-a's share.",
                   "`sharing plan` refuses a profile the GPU model has no MIG profile for; "
                   "`sim` reports jobs that never fit any node.")),
     Exercise(
