@@ -363,22 +363,29 @@ def _serve_chunked(sv: _Serve, replica: inference.Replica, traffic: inference.Tr
     return sized.gpus, sized.batch_per_replica
 
 
+def _check_tp(sv: _Serve, field: str, tp: int, hint: str = "") -> str:
+    """A tensor-parallel degree from the spec, checked: inside a node (``hint`` says what
+    goes past one), splitting the heads. Returns how the messages name the field."""
+    where = f"workload {sv.w.name}: serving.{field} ({tp})"
+    shape, gpn = sv.arch.shape, sv.hw.gpus_per_node
+    if tp > gpn:
+        raise InputError(f"{where} exceeds the {gpn} GPUs of a node (tensor parallelism "
+                         f"stays inside one{hint}). To fix: at most {gpn}")
+    if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
+        raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "
+                         f"heads / {shape.kv_heads} KV heads. To fix: a divisor of "
+                         f"{shape.heads}")
+    return where
+
+
 def _pinned(sv: _Serve) -> tuple[int, int] | None:
     """The spec's serving.tensorParallel/pipelineParallel, checked: TP inside a node,
     splitting the heads."""
     tp = sv.w.serving.tensor_parallel
     if tp is None:
         return None
-    where = f"workload {sv.w.name}: serving.tensorParallel ({tp})"
-    shape, gpn = sv.arch.shape, sv.hw.gpus_per_node
-    if tp > gpn:
-        raise InputError(f"{where} exceeds the {gpn} GPUs of a node (tensor parallelism "
-                         f"stays inside one; span nodes with pipelineParallel). To fix: at "
-                         f"most {gpn}")
-    if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
-        raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "
-                         f"heads / {shape.kv_heads} KV heads. To fix: a divisor of "
-                         f"{shape.heads}")
+    _check_tp(sv, "tensorParallel", tp, "; span nodes with pipelineParallel")
+    shape = sv.arch.shape
     pp = sv.w.serving.pipeline_parallel or 1
     if pp > shape.layers:
         raise InputError(f"workload {sv.w.name}: serving.pipelineParallel ({pp}) is more "
@@ -393,15 +400,8 @@ def _prefill_replica(sv: _Serve, decode: inference.Replica) -> inference.Replica
     tp = sv.w.serving.prefill_tensor_parallel
     if tp is None:
         return None
-    where = f"workload {sv.w.name}: serving.prefillTensorParallel ({tp})"
-    shape, gpn = sv.arch.shape, sv.hw.gpus_per_node
-    if tp > gpn:
-        raise InputError(f"{where} exceeds the {gpn} GPUs of a node (tensor parallelism "
-                         f"stays inside one). To fix: at most {gpn}")
-    if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
-        raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "
-                         f"heads / {shape.kv_heads} KV heads. To fix: a divisor of "
-                         f"{shape.heads}")
+    where = _check_tp(sv, "prefillTensorParallel", tp)
+    shape = sv.arch.shape
     s = sv.w.serving
     weights = inference.weights_memory(shape.params, decode.weight_precision).weights_bytes / tp
     room = s.gpu_memory_utilization * sv.hw.gpu_memory_bytes - s.overhead_gib_per_gpu * 2**30
