@@ -36,17 +36,34 @@ def maintain() -> None:
     """Rolling maintenance of a pool: canary, batches, each node's steps."""
 
 
+_POOL = click.option("--pool", required=True, help="the pool to maintain")
+_CHANGE = click.option("--change", "change_text", required=True,
+                       help="KIND=VERSION: driver, toolkit, kernel, firmware or kubernetes")
+_MAX_UNAVAILABLE = click.option(
+    "--max-unavailable", type=click.IntRange(1, 100_000),
+    help="nodes out at once (default: the pool's planned spare nodes, at least 1)")
+_KUBECONFIG = click.option("--kubeconfig", type=click.Path(dir_okay=False),
+                           help="the cluster (default: $KUBECONFIG, else ~/.kube/config)")
+_OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]),
+                       default="table", show_default=True, help="Output format.")
+_APPLY_WITH = click.option(
+    "--apply-with", help="host-owned changes: a command run as `CMD NODE` for each node "
+    "(AIPLAT_ACTION apply|rollback, AIPLAT_VERSION, AIPLAT_COMMAND in its environment); "
+    "exit 0 = applied. Without it the run waits for `resume --applied NODE`")
+_DEADLINE = click.option("--deadline", type=click.FloatRange(1, 7 * 86400),
+                         help="seconds a node's drain (and its apply) may take  [default: 3600]")
+_GATE = click.option("--gate-timeout", type=click.FloatRange(1, 86400),
+                     help="seconds to wait for a node's health verdict  [default: 600]")
+
+
 @maintain.command("plan")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("--pool", required=True, help="the pool to maintain")
-@click.option("--change", "change_text", required=True,
-              help="KIND=VERSION: driver, toolkit, kernel, firmware or kubernetes")
+@_POOL
+@_CHANGE
 @click.option("--nodes", help="the pool's node names in rack order, comma-separated "
                               "(default: <pool>-0, <pool>-1, ... as the lab names them)")
-@click.option("--max-unavailable", type=click.IntRange(1, 100_000),
-              help="nodes out at once (default: the pool's planned spare nodes, at least 1)")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True, help="Output format.")
+@_MAX_UNAVAILABLE
+@_OUTPUT
 def plan_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
              max_unavailable: int | None, fmt: str) -> None:
     """Show the batches and each node's steps for a change to a pool, without running it.
@@ -213,20 +230,6 @@ def _show_summary(data: dict[str, Any]) -> None:
                        shown(n["reason"])[:120]] for n in data["nodes"]]))
 
 
-_KUBECONFIG = click.option("--kubeconfig", type=click.Path(dir_okay=False),
-                           help="the cluster (default: $KUBECONFIG, else ~/.kube/config)")
-_OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]),
-                       default="table", show_default=True, help="Output format.")
-_APPLY_WITH = click.option(
-    "--apply-with", help="host-owned changes: a command run as `CMD NODE` for each node "
-    "(AIPLAT_ACTION apply|rollback, AIPLAT_VERSION, AIPLAT_COMMAND in its environment); "
-    "exit 0 = applied. Without it the run waits for `resume --applied NODE`")
-_DEADLINE = click.option("--deadline", type=click.FloatRange(1, 7 * 86400),
-                         help="seconds a node's drain (and its apply) may take  [default: 3600]")
-_GATE = click.option("--gate-timeout", type=click.FloatRange(1, 86400),
-                     help="seconds to wait for a node's health verdict  [default: 600]")
-
-
 def _options(state: RunState, apply_with: str | None, deadline: float | None,
              gate_timeout: float | None) -> RunState:
     update: dict[str, Any] = {}
@@ -241,13 +244,11 @@ def _options(state: RunState, apply_with: str | None, deadline: float | None,
 
 @maintain.command("run")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
-@click.option("--pool", required=True, help="the pool to maintain")
-@click.option("--change", "change_text", required=True,
-              help="KIND=VERSION: driver, toolkit, kernel, firmware or kubernetes")
+@_POOL
+@_CHANGE
 @click.option("--nodes", help="the pool's node names in rack order, comma-separated "
                               "(default: the cluster's nodes labelled aiplat.io/pool=POOL)")
-@click.option("--max-unavailable", type=click.IntRange(1, 100_000),
-              help="nodes out at once (default: the pool's planned spare nodes, at least 1)")
+@_MAX_UNAVAILABLE
 @_KUBECONFIG
 @click.option("--dry-run", is_flag=True, help="show the plan and the calls, change nothing")
 @_APPLY_WITH

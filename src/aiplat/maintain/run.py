@@ -408,55 +408,61 @@ def _apply_operator(s: Session, names: list[str]) -> None:
     """Release the nodes to the GPU Operator's upgrade controller and follow its state
     label: done once it has left ``upgrade-done`` and come back (a node the controller
     has not taken yet still shows the last upgrade's ``upgrade-done``)."""
-    api, clock = s.edge.api, s.edge.clock
-    start = clock()
+    api = s.edge.api
     for n in names:
         merge_patch(api, _node_ref(n), {"metadata": {"labels": {SKIP_LABEL: None}}})
         s.note(f"{n}: released to the upgrade controller ({SKIP_LABEL} removed)")
     seen: set[str] = set()
-    left = list(names)
-    while left:
-        for n in list(left):
-            st = (get_node(api, n)["metadata"].get("labels") or {}).get(UPGRADE_STATE, "")
-            if st == "upgrade-failed":
-                left.remove(n)
-                fail(s, n, f"{UPGRADE_STATE}=upgrade-failed (fix: the driver pod's logs on "
-                     "the node, `kubectl -n gpu-operator logs`)")
-            elif st == "upgrade-done" and n in seen:
-                left.remove(n)
-                s.move(n, "applied", seconds=clock() - start)
-            elif st and st != "upgrade-done":
-                seen.add(n)
-        if left and clock() - start > s.state.options.deadline_s:
-            for n in left:
-                fail(s, n, f"the upgrade controller did not finish within --deadline "
-                     f"{s.state.options.deadline_s:g} s (fix: is driver.version "
-                     f"{s.state.version} set in the ClusterPolicy?)")
-            return
-        if left:
-            s.tick()
-            s.edge.sleep(s.edge.poll_s)
+
+    def settled(n: str, elapsed: float) -> bool:
+        st = (get_node(api, n)["metadata"].get("labels") or {}).get(UPGRADE_STATE, "")
+        if st == "upgrade-failed":
+            fail(s, n, f"{UPGRADE_STATE}=upgrade-failed (fix: the driver pod's logs on "
+                 "the node, `kubectl -n gpu-operator logs`)")
+            return True
+        if st == "upgrade-done" and n in seen:
+            s.move(n, "applied", seconds=elapsed)
+            return True
+        if st and st != "upgrade-done":
+            seen.add(n)
+        return False
+
+    deadline = s.state.options.deadline_s
+    _follow(s, names, deadline, settled, lambda n: (
+        f"the upgrade controller did not finish within --deadline {deadline:g} s (fix: is "
+        f"driver.version {s.state.version} set in the ClusterPolicy?)"))
 
 
 def _gate(s: Session, names: list[str]) -> None:
-    api, clock = s.edge.api, s.edge.clock
-    start = clock()
     timeout = s.state.options.gate_timeout_s
-    left = list(names)
     why: dict[str, str] = {}
+
+    def settled(n: str, elapsed: float) -> bool:
+        verdict, why[n] = s.edge.gate(get_node(s.edge.api, n), s.state.node(n).changed_at)
+        if verdict is True:
+            s.move(n, "gated", seconds=elapsed)
+        elif verdict is False:
+            fail(s, n, f"health gate failed: {why[n]}")
+        return verdict is not None
+
+    _follow(s, names, timeout, settled, lambda n: (
+        f"health gate: no healthy verdict within --gate-timeout {timeout:g} s "
+        f"({why.get(n, '')})"))
+
+
+def _follow(s: Session, names: list[str], timeout: float,
+            settled: Callable[[str, float], bool], late: Callable[[str], str]) -> None:
+    """Ask ``settled(node, seconds so far)`` about each node, every poll, until each has
+    settled (it moved or failed the node itself); past ``timeout`` fail the rest with
+    ``late(node)``'s reason."""
+    clock = s.edge.clock
+    start = clock()
+    left = list(names)
     while left:
-        for n in list(left):
-            verdict, why[n] = s.edge.gate(get_node(api, n), s.state.node(n).changed_at)
-            if verdict is True:
-                left.remove(n)
-                s.move(n, "gated", seconds=clock() - start)
-            elif verdict is False:
-                left.remove(n)
-                fail(s, n, f"health gate failed: {why[n]}")
+        left = [n for n in left if not settled(n, clock() - start)]
         if left and clock() - start > timeout:
             for n in left:
-                fail(s, n, f"health gate: no healthy verdict within --gate-timeout "
-                     f"{timeout:g} s ({why.get(n, '')})")
+                fail(s, n, late(n))
             return
         if left:
             s.tick()
