@@ -14,7 +14,7 @@ from collections import Counter
 from typing import Any, cast
 
 from aiplat.plan.models import Plan
-from aiplat.plan.pods import pod_groups
+from aiplat.plan.pods import COMPONENTS, pod_groups
 from aiplat.spec.models import Platform
 
 Obj = dict[str, Any]
@@ -24,7 +24,6 @@ Shape = tuple[str, int, int, int | None, int | None]
 None where the pods run no server the tree sets it for (training, batch, an encoder)."""
 
 SERVERS = ("serve", "prefill", "decode")
-COMPONENTS = ("prefill", "decode", "embed")
 
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/mig-")
 RUNS = ("Deployment", "Job", "JobSet")

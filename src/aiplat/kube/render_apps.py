@@ -30,7 +30,7 @@ from aiplat.kube.render_models import attach_model
 from aiplat.kube.render_tenants import GATEWAY_NS
 from aiplat.plan.kubelet import pod_cpus, pod_memory_gib
 from aiplat.plan.models import WorkloadPlan
-from aiplat.plan.pods import PodGroup, pod_groups
+from aiplat.plan.pods import COMPONENTS, PodGroup, pod_groups
 from aiplat.sizing.result import precision_bytes
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadSpec
 
@@ -188,7 +188,7 @@ def _app_labels(w: WorkloadSpec, g: PodGroup) -> dict[str, str]:
     their component."""
     name = f"{w.name}-{g.role}" if g.role == "embed" else w.name
     labels = {"app.kubernetes.io/name": name}
-    if g.role in ("prefill", "decode", "embed"):
+    if g.role in COMPONENTS:
         labels["app.kubernetes.io/component"] = g.role
     return labels
 
@@ -317,7 +317,7 @@ def _workload_objects(platform: Platform, w: WorkloadSpec, pool: PoolFacts,
     labels = {"kueue.x-k8s.io/queue-name": w.tenant,
               "kueue.x-k8s.io/priority-class": _priority(w)}
     # prefill, decode and the encoder run beside the workload's own pods, under their own name
-    name = f"{w.name}-{g.role}" if g.role in ("prefill", "decode", "embed") else w.name
+    name = f"{w.name}-{g.role}" if g.role in COMPONENTS else w.name
     if _priority(w) == "serving":
         sel = _app_labels(w, g)
         out = [obj("apps/v1", "Deployment", name, w.tenant, labels=labels, spec={

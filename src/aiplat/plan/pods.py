@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from aiplat.plan.models import WorkloadPlan
 
 TRAIN = "train"
+COMPONENTS = ("prefill", "decode", "embed")
+"""Roles whose pods run beside the workload's own, named and labelled apart."""
 
 
 @dataclass(frozen=True)
