@@ -20,13 +20,19 @@ def in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
 
 
+def need(reason: str | None) -> None:
+    """Go on when nothing is missing (``reason`` None); else skip here, fail in CI, where
+    integration tests must run: a skipped check would pass silently."""
+    if reason is None:
+        return
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
-    reason = missing()
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)", pytrace=False)
-        pytest.skip(reason)
+    need(missing())
     with Browser() as session:
         yield session
 
@@ -35,12 +41,7 @@ def browser() -> Iterator[Browser]:
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry_mod.Registry]:
     """A real Debian docker-registry (distribution 2.8) on 127.0.0.1, one per test module;
     skipped locally without it, a failure in CI."""
-    reason = registry_mod.missing()
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
+    need(registry_mod.missing())
     with registry_mod.Registry(tmp_path_factory.mktemp("registry")) as reg:
         yield reg
 

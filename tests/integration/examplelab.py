@@ -1,8 +1,9 @@
 """The example's lab cluster, as the live tests want it: ``aiplat plan`` written, a lab
 cluster of its own up, the tree read; torn down after, every process checked gone.
 
-One block for what ``test_pending_live``, ``test_lint_live`` and ``test_replay_dra_live``
-each did by hand; each applies the part of the tree it needs.
+One block for what ``test_pending_live``, ``test_lint_live``, ``test_replay_dra_live`` and
+``test_maintain_live`` (on a spec of its own) each did by hand; each applies the part of the
+tree it needs.
 """
 
 from __future__ import annotations
@@ -39,11 +40,13 @@ class ExampleLab:
 
 
 @contextmanager
-def example_lab(tmp: Path, name: str) -> Iterator[ExampleLab]:
+def example_lab(tmp: Path, name: str, spec: Path | None = None) -> Iterator[ExampleLab]:
+    """The lab cluster of ``spec`` (default: the built-in example), its plan written."""
     _need_components()
     env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
-    _aiplat(env, "plan", "-d", str(tmp / "plan"), check=True)
-    up = _aiplat(env, "lab", "cluster", "up", "--name", name, check=True)
+    given = [str(spec)] if spec is not None else []
+    _aiplat(env, "plan", "-d", str(tmp / "plan"), *given, check=True)
+    up = _aiplat(env, "lab", "cluster", "up", "--name", name, *given, check=True)
     kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
     api = Api.from_kubeconfig(kubeconfig)
     try:

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_cluster_live import _aiplat, _eventually, _need_components, _zombie
+from examplelab import example_lab
+from test_cluster_live import _aiplat, _eventually
 
 from aiplat.cluster.assets import locate
 from aiplat.kube.apply import Api
@@ -160,52 +161,38 @@ def _available(api: Api) -> int:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    _need_components()
     tmp = tmp_path_factory.mktemp("maintain")
-    name = f"maint{os.getpid()}"
-    env = {**os.environ, "AIPLAT_CLUSTER_DIR": str(tmp / "runs"), "NO_COLOR": "1"}
     (tmp / "spec.yaml").write_text(SPEC)
     (tmp / "bad").mkdir()
-    _aiplat(env, "plan", "-d", str(tmp / "plan"), str(tmp / "spec.yaml"), check=True)
-    up = _aiplat(env, "lab", "cluster", "up", "--name", name, str(tmp / "spec.yaml"),
-                 check=True)
-    kubeconfig = up.stdout.strip().removeprefix("export KUBECONFIG=")
-    env["KUBECONFIG"] = kubeconfig
-    script = tmp / "apply.sh"
-    script.write_text(APPLY.format(log=tmp / "applies.log", bad=tmp / "bad",
-                                   kubectl=locate().bin("kubectl")))
-    script.chmod(0o755)
-    api = Api.from_kubeconfig(kubeconfig)
-    stop = threading.Event()
-    lab = Lab(tmp, env, api, tmp / "applies.log")
-    try:
-        _aiplat(env, "kube", "apply", str(tmp / "plan" / "kube"), check=True)
-        for i in range(16):
-            merge_patch(api, {"apiVersion": "v1", "kind": "Node",
-                              "metadata": {"name": f"gpu-{i}"}},
-                        {"metadata": {"labels": {"nvidia.com/cuda.driver-version.full": OLD}}})
-        for o in [_job(i) for i in range(3)] + WEB:
-            api.apply(o)
-        _eventually("web available", lambda: _available(api) == 4, 60)
-        _eventually("jobs admitted and running", lambda: len(_running_jobs(api)) == 3, 60)
+    with example_lab(tmp, f"maint{os.getpid()}", tmp / "spec.yaml") as ex:
+        script = tmp / "apply.sh"
+        script.write_text(APPLY.format(log=tmp / "applies.log", bad=tmp / "bad",
+                                       kubectl=locate().bin("kubectl")))
+        script.chmod(0o755)
+        api, stop = ex.api, threading.Event()
+        lab = Lab(tmp, ex.env, api, tmp / "applies.log")
+        try:
+            _aiplat(ex.env, "kube", "apply", str(ex.plan / "kube"), check=True)
+            for i in range(16):
+                merge_patch(api, {"apiVersion": "v1", "kind": "Node",
+                                  "metadata": {"name": f"gpu-{i}"}},
+                            {"metadata": {"labels": {
+                                "nvidia.com/cuda.driver-version.full": OLD}}})
+            for o in [_job(i) for i in range(3)] + WEB:
+                api.apply(o)
+            _eventually("web available", lambda: _available(api) == 4, 60)
+            _eventually("jobs admitted and running", lambda: len(_running_jobs(api)) == 3, 60)
 
-        def watch() -> None:
-            with Api.from_kubeconfig(kubeconfig) as own:
-                while not stop.is_set():
-                    lab.samples.append(_available(own))
-                    time.sleep(0.1)
+            def watch() -> None:
+                with Api.from_kubeconfig(ex.kubeconfig) as own:
+                    while not stop.is_set():
+                        lab.samples.append(_available(own))
+                        time.sleep(0.1)
 
-        watcher = threading.Thread(target=watch, daemon=True)
-        watcher.start()
-        yield lab
-    finally:
-        stop.set()
-        api.close()
-        state = json.loads((tmp / "runs" / name / "state.json").read_text())
-        down = _aiplat(env, "lab", "cluster", "down", "--name", name)
-        assert down.returncode == 0, down.stderr
-        assert all(not Path(f"/proc/{p['pid']}").exists() or _zombie(p["pid"])
-                   for p in state["procs"])
+            threading.Thread(target=watch, daemon=True).start()
+            yield lab
+        finally:
+            stop.set()
 
 
 def _running_jobs(api: Api) -> set[str]:
