@@ -109,23 +109,28 @@ QUIET_SECTORS = 2048
 logging never stops entirely, and must not make every step wait for the timeout."""
 
 
-def settle(path: Path, quiet: float = 0.5, timeout: float = 15.0) -> None:
+def settle(path: Path, quiet: float = 0.5, timeout: float = 15.0, *,
+           sectors: Callable[[Path], int | None] = _disk_sectors,
+           clock: Callable[[], float] = time.monotonic,
+           nap: Callable[[float], None] = time.sleep) -> None:
     """Flush dirty pages and wait until the disk under ``path`` has (nearly) stopped writing
     for ``quiet`` seconds, so no step pays for the previous one's writeback or for the
     discards (TRIM) a file system mounted with ``discard`` issues after files are deleted —
-    on a virtual disk those took a third off the step that followed."""
+    on a virtual disk those took a third off the step that followed. ``sectors``, ``clock``
+    and ``nap`` are the disk counter and time it reads (a test gives its own, since a real
+    disk's activity depends on whoever else shares it)."""
     os.sync()
-    start = _disk_sectors(path)
+    start = sectors(path)
     if start is None:
         return
-    mark, mark_t, deadline = start, time.monotonic(), time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        time.sleep(0.1)
-        now = _disk_sectors(path)
+    mark, mark_t, deadline = start, clock(), clock() + timeout
+    while clock() < deadline:
+        nap(0.1)
+        now = sectors(path)
         assert now is not None
         if now - mark >= QUIET_SECTORS:
-            mark, mark_t = now, time.monotonic()
-        elif time.monotonic() - mark_t >= quiet:
+            mark, mark_t = now, clock()
+        elif clock() - mark_t >= quiet:
             return
 
 
