@@ -333,10 +333,10 @@ def pool_gpu(pool: PoolSpec, catalog: Catalog) -> GpuModel | None:
     if base is not None:
         return base.model_copy(update=figures)
     assert spec.bf16_tflops is not None
+    figures.setdefault("interconnect_gbps", PCIE5_X16_GBPS)  # given inline, or PCIe 5 x16
     return GpuModel(
         name=spec.model, vendor="unknown", architecture="unknown", form_factor="pcie",
-        fp32_tflops=spec.bf16_tflops / 16, interconnect="inline",
-        interconnect_gbps=spec.interconnect_gbps or PCIE5_X16_GBPS, pcie_gen=5,
+        fp32_tflops=spec.bf16_tflops / 16, interconnect="inline", pcie_gen=5,
         source="inline in the spec (pools[].node.gpu)", **figures)
 
 
