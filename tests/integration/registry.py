@@ -137,10 +137,6 @@ class Registry:
         return len(pattern.findall(self.log_text()))
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
 class FaultProxy:
     """A TCP proxy on 127.0.0.1 in front of the registry that injects real network faults.
 

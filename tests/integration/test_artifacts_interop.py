@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from registry import Registry, in_ci, missing, wait_serving
+from conftest import need
+from registry import Registry, missing, wait_serving
 from registry import model_cli as run
 from safetensors.numpy import load_file, save_file
 
@@ -34,18 +35,13 @@ pytestmark = pytest.mark.integration
 PASSWORD = "aiplat-interop"
 
 
-def _need(reason: str) -> None:
-    if in_ci():
-        pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)", pytrace=False)
-    pytest.skip(reason)
-
 
 @pytest.fixture(scope="module")
 def bins() -> dict[str, Path]:
     try:
         return oracles.locate()
     except InputError as e:
-        _need(str(e))
+        need(str(e))
         raise
 
 
@@ -99,7 +95,7 @@ def v3(bins: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Itera
 def v2(bins: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     reason = missing()
     if reason is not None:
-        _need(reason)
+        need(reason)
     with Registry(tmp_path_factory.mktemp("registry-v2")) as reg:
         yield reg
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 from cdi_specs import mutated_specs, nvidia_root, upstream_specs
+from conftest import need
 from hypothesis import HealthCheck, given, seed, settings
 
 from aiplat.devices import cdi, host, oracles
@@ -37,14 +38,6 @@ CTK_TESTS = ["cmd/nvidia-ctk/cdi/generate/generate_test.go", "pkg/nvcdi/spec/spe
              "pkg/nvcdi/lib-imex_test.go", "cmd/nvidia-ctk-installer/toolkit/toolkit_test.go"]
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
-def _need(what: str) -> None:
-    if _in_ci():
-        pytest.fail(f"{what} (CI=true: integration tests must run, not skip)", pytrace=False)
-    pytest.skip(what)
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +45,7 @@ def oracle() -> Path:
     try:
         return oracles.locate()
     except InputError as e:
-        _need(str(e))
+        need(str(e))
         raise
 
 
@@ -89,7 +82,7 @@ def test_reference_fixtures_and_nvidia_golden_specs(oracle: Path, tmp_path: Path
         cdi_dir = oracles.module_source(oracles.MODULE, oracles.pinned())
         ctk_dir = oracles.module_source(*oracles.NVIDIA_CTK)
     except InputError as e:
-        _need(str(e))
+        need(str(e))
     ours = upstream_specs(cdi_dir, sorted(str(p.relative_to(cdi_dir))
                                           for p in (cdi_dir / "pkg").rglob("*_test.go")))
     ctk = upstream_specs(ctk_dir, CTK_TESTS)
@@ -124,7 +117,7 @@ def test_aiplat_examples_agree(oracle: Path) -> None:
 
 def test_every_generated_spec_loads(oracle: Path, tmp_path: Path) -> None:
     if os.geteuid() != 0:
-        _need("mknod of the fake driver root needs root")
+        need("mknod of the fake driver root needs root")
     root, gpus = nvidia_root(tmp_path / "root")
     (root / "dev/acc0").write_text("")
     os.unlink(root / "dev/acc0")
@@ -194,11 +187,11 @@ def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
     installed); aiplat's spec has the env, the library mounts at their versioned files and
     the hooks of nvidia-ctk's golden spec."""
     if os.geteuid() != 0:
-        _need("mknod of the fake driver root needs root")
+        need("mknod of the fake driver root needs root")
     try:
         ctk_dir = oracles.module_source(*oracles.NVIDIA_CTK)
     except InputError as e:
-        _need(str(e))
+        need(str(e))
     root = tmp_path / "rootfs-1"
     lib = root / "lib/x86_64-linux-gnu"
     (lib / "vdpau").mkdir(parents=True)
@@ -238,7 +231,7 @@ def test_generated_gpu_spec_matches_nvidia_ctk_for_the_same_fake_root(
 
 def test_dri_nodes_and_registered_majors(tmp_path: Path) -> None:
     if os.geteuid() != 0:
-        _need("mknod of the fake driver root needs root")
+        need("mknod of the fake driver root needs root")
     root, gpus = nvidia_root(tmp_path / "root")
     dri = root / "dev/dri"
     (dri / "by-path").mkdir(parents=True)
@@ -308,11 +301,11 @@ def test_generated_gpu_spec_matches_nvidia_ctk_run_on_the_same_fake_root(
     on one fake driver root: the same devices, nodes, env, library mounts and hooks, except
     for the differences listed."""
     if os.geteuid() != 0 or shutil.which("gcc") is None or shutil.which("ldconfig") is None:
-        _need("the ELF driver root needs root (mknod), gcc and ldconfig")
+        need("the ELF driver root needs root (mknod), gcc and ldconfig")
     try:
         ctk = oracles.build_ctk()
     except InputError as e:
-        _need(str(e))
+        need(str(e))
     root = tmp_path / "root"
     _elf_driver_root(root, "550.54.15")
     inventory = tmp_path / "inventory.json"
@@ -350,11 +343,11 @@ def test_generated_gpu_spec_matches_nvidia_ctk_run_on_the_same_fake_root(
 
 def test_imex_channels_match_nvidia_ctk(oracle: Path, tmp_path: Path) -> None:
     if os.geteuid() != 0:
-        _need("mknod of the fake driver root needs root")
+        need("mknod of the fake driver root needs root")
     try:
         ctk_dir = oracles.module_source(*oracles.NVIDIA_CTK)
     except InputError as e:
-        _need(str(e))
+        need(str(e))
     root = tmp_path / "root"
     chan = root / "dev/nvidia-caps-imex-channels"
     chan.mkdir(parents=True)

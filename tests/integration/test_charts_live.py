@@ -44,9 +44,10 @@ from typing import Any
 import helmcharts
 import pytest
 import yaml
+from conftest import need
 from examplelab import ExampleLab, example_lab
 from helmcharts import GPU_OPERATOR, KUEUE, NFD, Charts
-from test_cluster_live import _aiplat, _in_ci
+from test_cluster_live import _aiplat
 
 from aiplat.cluster.assets import versions
 from aiplat.errors import InputError
@@ -64,18 +65,13 @@ LAB_ONLY = {"namespace", "webhook", "health", "metrics", "leaderElection",
             "internalCertManagement", "featureGates"}
 
 
-def _need(reason: str) -> None:
-    if _in_ci():
-        pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)", pytrace=False)
-    pytest.skip(reason)
-
 
 @pytest.fixture(scope="module")
 def charts() -> Charts:
     try:
         return helmcharts.find()
     except InputError as e:
-        _need(str(e))
+        need(str(e))
         raise
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shutil
 import socket
@@ -41,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import need
 
 from aiplat.catalog import load_catalog
 from aiplat.fsutil import write_tree
@@ -60,16 +60,6 @@ SPAN_S = 3 * 3600
 Labels = dict[str, str]
 
 
-def _in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
-def _need(reason: str | None) -> None:
-    if reason is not None:
-        if _in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
 
 
 def _free_port() -> int:
@@ -278,7 +268,7 @@ class Prom:
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prom]:
     tools = [t for t in ("prometheus", "promtool") if shutil.which(t) is None]
-    _need(f"{', '.join(tools)} not installed (fix: apt-get install prometheus)" if tools
+    need(f"{', '.join(tools)} not installed (fix: apt-get install prometheus)" if tools
           else registry_mod.missing())
     tmp = tmp_path_factory.mktemp("prom")
     platform = example()
@@ -385,14 +375,14 @@ def _kueue_source() -> Path:
                           capture_output=True, text=True, timeout=600, check=False,
                           cwd=Path(__file__).parent)
     info = json.loads(done.stdout or "{}")
-    _need(None if done.returncode == 0 and info.get("Dir") else
+    need(None if done.returncode == 0 and info.get("Dir") else
           f"go mod download sigs.k8s.io/kueue@{KUEUE_VERSION}: {done.stderr or done.stdout}")
     return Path(info["Dir"])
 
 
 def test_the_kueue_series_are_those_kueue_registers() -> None:
     """Names and label names of KUEUE_LABELS against Kueue's own metric definitions."""
-    _need(None if shutil.which("go") else "go is not on PATH (fix: install Go >= 1.26)")
+    need(None if shutil.which("go") else "go is not on PATH (fix: install Go >= 1.26)")
     text = (_kueue_source() / "pkg/metrics/metrics.go").read_text()
     defined: dict[str, tuple[str, ...]] = {}
     for m in re.finditer(r'Subsystem:\s*constants\.KueueName,\s*Name:\s*"(\w+)"', text):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import registry as registry_mod
+from conftest import need
 
 from aiplat.cluster import agent_image
 from aiplat.cluster.assets import locate
@@ -88,16 +89,6 @@ GROUPS = {
 }
 
 
-def in_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}
-
-
-def _need(reason: str | None) -> None:
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
 
 
 def _components() -> str | None:
@@ -160,7 +151,7 @@ def test_registry_examples(registry: registry_mod.Registry, tmp_path: Path) -> N
 
 
 def test_lab_examples(tmp_path: Path) -> None:
-    _need(lab_unavailable())
+    need(lab_unavailable())
     session = GROUPS["lab"]
     session.env = {"AIPLAT_LAB_DIR": str(tmp_path / "labs")}
     os.environ["AIPLAT_LAB_DIR"] = session.env["AIPLAT_LAB_DIR"]
@@ -173,7 +164,7 @@ def test_lab_examples(tmp_path: Path) -> None:
 
 
 def test_cluster_examples(tmp_path: Path) -> None:
-    _need(_components())
+    need(_components())
     session = GROUPS["cluster"]
     session.env = {"AIPLAT_CLUSTER_DIR": str(tmp_path / "runs"), "NO_COLOR": "1"}
     base = {**os.environ, **session.env}
@@ -195,13 +186,13 @@ def test_cluster_examples(tmp_path: Path) -> None:
 
 
 def test_podman_examples(tmp_path: Path) -> None:
-    _need(podman_missing(PodmanOptions()) or agent_image.missing()
+    need(podman_missing(PodmanOptions()) or agent_image.missing()
           or registry_mod.missing())
     run_session(GROUPS["podman"], tmp_path)
 
 
 def test_fgd_examples(tmp_path: Path) -> None:
-    _need(None if (DATA / "traces").is_dir() else f"trace data missing at {DATA}")
+    need(None if (DATA / "traces").is_dir() else f"trace data missing at {DATA}")
     work = tmp_path / "fgd"
     work.mkdir()
     (work / "data").symlink_to(DATA)

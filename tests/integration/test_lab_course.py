@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import in_ci
+from conftest import need
 
 from aiplat.cli.course import exercise
 from aiplat.course.actions import PROBE_IMAGE
@@ -44,11 +44,7 @@ def _images() -> set[str]:
 @pytest.fixture
 def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reason = lab_unavailable()
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
+    need(reason)
     if labio.leftovers(LAB_PREFIX):
         pytest.fail(f"a lab '{LAB_PREFIX}' is up on this host: take it down first "
                     "(aiplat lab down)", pytrace=False)

@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import in_ci
+from conftest import need
 from registry import Registry
 
 from aiplat.netdiag import lab as labio
@@ -78,17 +78,10 @@ def _plain(err: bytes) -> bool:
     return b"\r" not in err and b"\x1b" not in err
 
 
-def _require(reason: str | None) -> None:
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
-                        pytrace=False)
-        pytest.skip(reason)
-
 
 def test_lab_up_counts_its_steps_on_a_terminal(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    _require(lab_unavailable())
+    need(lab_unavailable())
     monkeypatch.setenv("AIPLAT_LAB_DIR", str(tmp_path / "labs"))
     args = ["lab", "up", "--nodes", "1", "--prefix", PREFIX, "-o", "json"]
     down = ["lab", "down", "--prefix", PREFIX]
@@ -143,7 +136,7 @@ def test_go_build_names_the_packages_it_compiles(tmp_path: Path) -> None:
     binary is built."""
     from aiplat.gobuild import Component, go_build
 
-    _require(None if shutil.which("go") else "go is not on PATH")
+    need(None if shutil.which("go") else "go is not on PATH")
     mod = tmp_path / "mod"
     (mod / "greet").mkdir(parents=True)
     (mod / "go.mod").write_text("module example.com/hello\n\ngo 1.26\n")

@@ -91,7 +91,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import in_ci
+from conftest import need
 from promop import locate as locate_operator
 from test_cluster_live import _aiplat, _eventually, _need_components
 
@@ -130,14 +130,6 @@ OPT_IN = "AIPLAT_PROMETHEUS_OPERATOR"  # the operator's build is not in scripts/
 # until the window has passed.
 WINDOWED = {"GpuCriticalXid", "GpuFallenOffBus", "GpuNvlinkCrcErrors", "GpuPcieReplays"}
 Obj = dict[str, Any]
-
-
-def _need(reason: str | None) -> None:
-    if reason is not None:
-        if in_ci():
-            pytest.fail(f"{reason} (CI=true: the Prometheus Operator proof must run)",
-                        pytrace=False)
-        pytest.skip(reason)
 
 
 def _free_port() -> int:
@@ -368,7 +360,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
         os.environ["PATH"] += ":/usr/local/go/bin"
     tools = [t for t in ("prometheus", "promtool") if shutil.which(t) is None]
-    _need(f"{', '.join(tools)} not installed (fix: apt-get install prometheus)" if tools
+    need(f"{', '.join(tools)} not installed (fix: apt-get install prometheus)" if tools
           else None)
     _need_components()
     try:
@@ -376,7 +368,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         dcgm_service = _gpu_operator_state("Service")
         dcgm_daemonset = _gpu_operator_state("DaemonSet")
     except InputError as e:
-        _need(str(e))
+        need(str(e))
         raise
     platform = _platform()
     catalog = load_catalog()
