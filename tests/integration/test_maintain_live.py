@@ -2,8 +2,10 @@
 16-node GPU pool of kwok nodes, aiplat's tree applied (queues, the node agent's DaemonSet),
 three Kueue Jobs and a Deployment whose PodDisruptionBudget wants 3 of its 4 pods.
 
-One rollout of a driver change, with ``--apply-with`` a small script (it records each call
-and sets the node agent's ``AiplatNodeHealthy`` condition the way the agent would):
+First a run outside the spec's maintenance windows waits, naming the next opening, and
+touches no node. Then one rollout of a driver change, with ``--apply-with`` a small script
+(it records each call and sets the node agent's ``AiplatNodeHealthy`` condition the way the
+agent would):
 
 - a node whose gate the script sets False stops the rollout after its batch (exit 1); the
   node is rolled back (the script runs again with AIPLAT_ACTION=rollback and the previous
@@ -209,6 +211,28 @@ def _running_jobs(api: Api) -> set[str]:
         if conds.get("Admitted") == "True" and len(mine) == 2:
             out.add(job)
     return out
+
+
+def test_outside_every_maintenance_window_the_run_waits_and_touches_nothing(lab: Lab) -> None:
+    # One window, an hour long, opening 12 hours from now (UTC): closed now.
+    opens = time.gmtime(time.time() + 12 * 3600)
+    spec = lab.tmp / "windowed.yaml"
+    spec.write_text(SPEC + "operations:\n  maintenanceWindows:\n    - {name: night, schedule: "
+                    f"\"{opens.tm_min} {opens.tm_hour} * * *\", durationHours: 1}}\n")
+    cp = subprocess.run(lab.maintain("run", str(spec), "--pool", "gpu", "--change",
+                                     f"driver={NEW}", "--apply-with", str(lab.tmp / "apply.sh"),
+                                     "-o", "json"),
+                        env=lab.env, capture_output=True, text=True, timeout=120, check=False)
+    assert cp.returncode == 0, cp.stderr
+    out = json.loads(cp.stdout)
+    assert out["status"] == "waiting" and out["phases"] == {"pending": 16}
+    assert f"the next, night, opens {time.strftime('%Y-%m-%d %H:%M', opens)} UTC for 1 h" \
+        in cp.stderr, cp.stderr
+    assert "--ignore-windows" in cp.stderr and "Traceback" not in cp.stderr
+    assert not lab.applies()
+    assert not any(lab.node(f"gpu-{i}")["spec"].get("unschedulable") for i in range(16))
+    back = lab.aiplat("maintain", "rollback")  # nothing started: the run is closed
+    assert back.returncode == 0, back.stderr
 
 
 def test_failed_gate_stops_the_rollout_and_rolls_the_node_back(lab: Lab) -> None:

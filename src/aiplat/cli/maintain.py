@@ -52,6 +52,10 @@ _APPLY_WITH = click.option(
     "exit 0 = applied. Without it the run waits for `resume --applied NODE`")
 _DEADLINE = click.option("--deadline", type=click.FloatRange(1, 7 * 86400),
                          help="seconds a node's drain (and its apply) may take  [default: 3600]")
+_IGNORE_WINDOWS = click.option(
+    "--ignore-windows", is_flag=True,
+    help="start batches outside the spec's operations.maintenanceWindows (an emergency); "
+         "without it a batch starts only inside one (cron in UTC)")
 _GATE = click.option("--gate-timeout", type=click.FloatRange(1, 86400),
                      help="seconds to wait for a node's health verdict  [default: 600]")
 
@@ -203,7 +207,9 @@ def _finish(state: RunState, fmt: str) -> None:
         click.echo(json.dumps(data, indent=2))
     else:
         _show_summary(data)
-    if state.status == "waiting":
+    if state.status == "waiting" and state.wait:
+        click.echo(f"waiting: {state.wait}", err=True)
+    elif state.status == "waiting":
         waiting = [n.name for n in state.nodes if n.phase == "drained"]
         click.echo(f"waiting: run each node's command, then `aiplat maintain resume "
                    f"--applied NODE` ({', '.join(waiting)})", err=True)
@@ -231,8 +237,8 @@ def _show_summary(data: dict[str, Any]) -> None:
 
 
 def _options(state: RunState, apply_with: str | None, deadline: float | None,
-             gate_timeout: float | None) -> RunState:
-    update: dict[str, Any] = {}
+             gate_timeout: float | None, ignore_windows: bool = False) -> RunState:
+    update: dict[str, Any] = {"windows": []} if ignore_windows else {}
     if apply_with is not None:
         update["apply_with"] = apply_with
     if deadline is not None:
@@ -254,11 +260,12 @@ def _options(state: RunState, apply_with: str | None, deadline: float | None,
 @_APPLY_WITH
 @_DEADLINE
 @_GATE
+@_IGNORE_WINDOWS
 @_OUTPUT
 def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
             max_unavailable: int | None, kubeconfig: str | None, dry_run: bool,
             apply_with: str | None, deadline: float | None, gate_timeout: float | None,
-            fmt: str) -> None:
+            ignore_windows: bool, fmt: str) -> None:
     """Roll a change across a pool: canary, then batches; each node cordoned, drained
     through the Eviction API, changed through its owner, gated, uncordoned.
 
@@ -293,8 +300,10 @@ def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
         platform, decided = _decide(spec, pool, change_text, names, max_unavailable)
         entries = {getattr(e, _field(decided.change.kind), None): e.name
                    for e in platform.versions.approved}
+        windows = [] if ignore_windows else _windows(platform)
         options = Options(spec=spec or "SPEC", apply_with=apply_with or "",
-                          deadline_s=deadline or 3600.0, gate_timeout_s=gate_timeout or 600.0)
+                          deadline_s=deadline or 3600.0, gate_timeout_s=gate_timeout or 600.0,
+                          windows=windows)
         state = new_run(decided.to_dict(), run_id=f"mnt-{uuid.uuid4().hex[:8]}",
                         now=time.time(), options=options,
                         previous={n: _previous(live[n], decided.change.kind)
@@ -316,6 +325,16 @@ def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
                              "its nodes back; `aiplat maintain status` shows where it is)")
         session = Session(_edge(api, bool(apply_with)), state, version)
         _finish(execute(session), fmt)
+
+
+def _windows(platform: Any) -> list[Any]:
+    """The spec's maintenance windows for the run's options, each schedule checked."""
+    from aiplat.maintain.state import WindowOption
+    from aiplat.maintain.windows import Window, check
+
+    ws = platform.operations.maintenance_windows
+    check([Window(w.name, w.schedule, w.duration_hours) for w in ws])
+    return [WindowOption(name=w.name, schedule=w.schedule, hours=w.duration_hours) for w in ws]
 
 
 def _field(kind: str) -> str:
@@ -409,10 +428,11 @@ def status_cmd(*, kubeconfig: str | None, fmt: str) -> None:
 @_APPLY_WITH
 @_DEADLINE
 @_GATE
+@_IGNORE_WINDOWS
 @_OUTPUT
 def resume_cmd(*, kubeconfig: str | None, applied: tuple[str, ...], skip: tuple[str, ...],
                apply_with: str | None, deadline: float | None, gate_timeout: float | None,
-               fmt: str) -> None:
+               ignore_windows: bool, fmt: str) -> None:
     """Go on with the maintenance run from the step where it stopped (a killed run, a
     node waiting for its command, a failed node the admin has looked at).
 
@@ -435,7 +455,7 @@ def resume_cmd(*, kubeconfig: str | None, applied: tuple[str, ...], skip: tuple[
         if state.status in ("done", "rolled-back"):
             raise InputError(f"maintenance run {state.run_id} is {state.status}: nothing to "
                              "resume (fix: `aiplat maintain run` starts a new one)")
-        state = _options(state, apply_with, deadline, gate_timeout)
+        state = _options(state, apply_with, deadline, gate_timeout, ignore_windows)
         for n in applied:
             state = mark_applied(state, n, time.time())
         state = acknowledge(state, skip)

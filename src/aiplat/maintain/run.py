@@ -24,6 +24,9 @@ Each batch goes step by step, all its nodes together (``state.resume_point``):
   ``AiplatNodeHealthy`` and wants a verdict newer than the apply;
 - uncordon, recording the version on the node (``maintain.aiplat.io/<kind>-version``).
 
+A batch not started yet waits for a maintenance window (the spec's, kept in the run's
+options): outside every window the run is left ``waiting`` with the next opening and the fix.
+
 A failed step rolls the node back (host: the previous version's command; operator: the
 skip label set again), leaves it cordoned with the reason as an annotation, and stops the
 rollout after its batch. Kubernetes calls ``Api`` lacks (merge patch, the Eviction
@@ -49,7 +52,9 @@ from aiplat.maintain.state import (
     RunState,
     Step,
     advance,
+    batch_started,
     current_batch,
+    hold,
     holder_id,
     log,
     release,
@@ -59,6 +64,7 @@ from aiplat.maintain.state import (
     stopped,
     take_lease,
 )
+from aiplat.maintain.windows import Window, closed_reason
 from aiplat.node.checks import CONDITION_TYPE
 from aiplat.shell import quote
 
@@ -552,6 +558,12 @@ def execute(s: Session) -> RunState:
                 s.state = set_status(s.state, "done", e.clock())
                 return s.state
             b, step, names = point
+            if step == "cordon" and not batch_started(s.state, b):
+                why = closed_reason([Window(w.name, w.schedule, w.hours)
+                                     for w in s.state.options.windows], e.clock())
+                if why is not None:  # a started batch is finished, a new one waits
+                    s.state = hold(s.state, why)
+                    return s.state
             if s.state.batch != b:
                 s.state = s.state.model_copy(update={"batch": b})
                 e.emit(f"{s.state.run_id} batch {b}: {', '.join(names)}")

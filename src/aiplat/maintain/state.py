@@ -11,7 +11,9 @@ step, so a run killed anywhere resumes at the step it had not finished::
 
 A failed node is rolled back and left cordoned; the run then stops (``failed``) until the
 admin acknowledges the node (``resume --skip NODE``) or rolls back the run. A host-owned
-apply without ``--apply-with`` leaves the run ``waiting`` until ``resume --applied NODE``.
+apply without ``--apply-with`` leaves the run ``waiting`` until ``resume --applied NODE``;
+a batch due outside every maintenance window (``windows.py``) leaves it ``waiting`` too,
+with the reason in ``RunState.wait``, until ``resume`` inside one.
 
 The lease (holder, renew time) lives in the state, so the one ConfigMap that holds the run
 is also its lock: a second run refuses while a live holder renews it.
@@ -87,10 +89,21 @@ class Lease(BaseModel):
     seconds: float = 60.0
 
 
+class WindowOption(BaseModel):
+    """One of the spec's maintenance windows, kept in the run so ``resume`` honours it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    schedule: str
+    hours: float
+
+
 class Options(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     spec: str = "SPEC"
+    windows: list[WindowOption] = Field(default_factory=list)  # none: any time
     apply_with: str = ""
     deadline_s: float = 3600.0
     gate_timeout_s: float = 600.0
@@ -109,6 +122,7 @@ class RunState(BaseModel):
     nodes: list[NodeState]
     batch: int = 0
     status: RunStatus = "running"
+    wait: str = ""  # why a waiting run waits, when not for `resume --applied`
     started: float
     finished: float = 0.0
     lease: Lease | None = None
@@ -236,11 +250,22 @@ def stopped(state: RunState) -> bool:
 
 def set_status(state: RunState, status: RunStatus, now: float | None = None) -> RunState:
     update: dict[str, object] = {"status": status}
+    if status != "waiting":
+        update["wait"] = ""
     if status in ("done", "rolled-back") and now is not None:
         update["finished"] = now
     b = current_batch(state)
     update["batch"] = b if b is not None else state.batch
     return log(state.model_copy(update=update), f"run {status}")
+
+
+def hold(state: RunState, why: str) -> RunState:
+    """The run waits before its next batch (outside every maintenance window): ``why``."""
+    return log(set_status(state, "waiting").model_copy(update={"wait": why}), why)
+
+
+def batch_started(state: RunState, batch: int) -> bool:
+    return any(n.phase != "pending" for n in state.nodes if n.batch == batch)
 
 
 def acknowledge(state: RunState, names: Iterable[str]) -> RunState:
@@ -319,6 +344,7 @@ def summary(state: RunState) -> dict[str, object]:
                  for n in state.nodes)
     return {"run": state.run_id, "pool": state.pool, "change": f"{state.kind}={state.version}",
             "owner": state.owner, "status": state.status, "batch": state.batch,
+            **({"waiting_for": state.wait} if state.wait else {}),
             "batches": len({n.batch for n in state.nodes}), "phases": counts,
             "wall_s": round(end - state.started, 3) if end else None,
             "serial_s": round(serial, 3),

@@ -359,8 +359,10 @@ def _driver_upgrade_host(platform: Platform, spec: str, prev: str, target: str,
         Step("Review the rollout: the canary, the batches (no larger than the pool's spare "
              "nodes, block by block), each node's calls and the pods its drain evicts",
              f"{run} --dry-run", "the batches; no change made"),
-        Step("Start it: the canary is cordoned and drained, then the run stops for its update "
-             "and prints the node's command",
+        Step("Start it inside a maintenance window (a batch starts only inside the spec's "
+             "operations.maintenanceWindows, cron read in UTC; outside them the run waits, "
+             "naming the next opening): the canary is cordoned and drained, then the run "
+             "stops for its update and prints the node's command",
              run, "'waiting', naming $NODE and the command that updates it"),
         Step("On the node it names: install the new driver with the approved entry (review "
              "the generated script; DKMS builds the modules, signed where Secure Boot is "
