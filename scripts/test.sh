@@ -39,4 +39,4 @@ fi
 .venv/bin/ruff check src tests bench
 .venv/bin/mypy
 .venv/bin/lint-imports
-.venv/bin/pytest "$@"
+.venv/bin/pytest --durations=40 "$@"
