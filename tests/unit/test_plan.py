@@ -82,7 +82,9 @@ def test_pool_demand_adds_up_its_workloads(example: Plan) -> None:
 def test_facility_adds_pools_and_non_compute_nodes(example: Plan) -> None:
     f = example.facility
     mgmt_kw = f.results["management_power_w"]["value"] / 1000
-    assert f.it_power_kw == pytest.approx(sum(p.pool_power_kw for p in example.pools) + mgmt_kw)
+    fabric_kw = example.fabric.power_w / 1000  # the switches and optics (issue #44)
+    assert f.it_power_kw == pytest.approx(
+        sum(p.pool_power_kw for p in example.pools) + mgmt_kw + fabric_kw)
     assert f.facility_power_kw == pytest.approx(f.it_power_kw * 1.35)
     assert f.cooling_btu_per_hour == pytest.approx(f.it_power_kw * 1000 * 3.412142)
     assert f.fits_budget

@@ -148,8 +148,11 @@ def test_the_ufm_needs_a_free_leaf_port() -> None:
 
 
 def test_simple_fabric_leaves_spines_and_uplinks() -> None:
-    f = simple_fabric(name="oob", ports=200, radix=48, oversubscription=11)
-    assert (f.leaf_down, f.leaf_up, f.leaves, f.spines) == (44, 4, 5, 2)
-    assert f.uplinks == 20
+    f = simple_fabric(name="oob", ports=200, radix=52, oversubscription=12)
+    # 48 device ports and 4 uplinks per leaf; 200 ports: 5 leaves, in pairs 6; 24 uplinks
+    assert (f.leaf_down, f.leaf_up, f.leaves, f.spines, f.uplinks) == (48, 4, 6, 2, 24)
+    pair = simple_fabric(name="in-band", ports=30, radix=64)
+    assert (pair.leaves, pair.spines, pair.switches) == (2, 0, 2)  # one MLAG pair
     one = simple_fabric(name="storage", ports=14, radix=64, redundant=False)
     assert (one.leaves, one.spines, one.switches) == (1, 0, 1)
+    assert simple_fabric(name="none", ports=0, radix=64).switches == 0

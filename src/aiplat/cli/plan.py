@@ -17,6 +17,7 @@ from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
 from aiplat.findings import line, ordered
 from aiplat.fsutil import write_tree
+from aiplat.inputs import STDIN, decode, read_stdin
 from aiplat.kube.crds import load_crds
 from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck
 from aiplat.ops.acceptance import Record, load_record
@@ -39,7 +40,8 @@ from aiplat.text import shown
               show_default=True, help="Kubernetes versions to validate the manifests for")
 def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
          k8s_versions: tuple[str, ...]) -> None:
-    """Size the platform in SPEC (default: the built-in example) and write the plan.
+    """Size the platform in SPEC (default: the built-in example; - reads it from stdin) and
+    write the plan.
 
     Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md, a
     self-contained DIR/report.html, the rendered Kubernetes tree DIR/kube/ with its validation
@@ -63,11 +65,16 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                              "(fix: rename it; the plan's documents quote it)")
     k8s_versions = tuple(check_version(v) for v in k8s_versions)
     catalog = load_catalog()
-    platform = (load_platform(spec, catalog) if spec
-                else parse_platform(example_text(), EXAMPLE, catalog))
-    # The spec loaded: it is readable, bounded UTF-8; its text gives the report its digest.
-    text = Path(spec).read_text(encoding="utf-8") if spec else example_text()
-    out = plan_outputs(platform, catalog, today=date.today(), spec_path=spec or "platform.yaml",
+    if spec == STDIN:  # read once: its text gives the report its digest too
+        text = decode(read_stdin("a platform spec"), STDIN, "a platform spec")
+        platform = parse_platform(text, STDIN, catalog)
+    else:
+        platform = (load_platform(spec, catalog) if spec
+                    else parse_platform(example_text(), EXAMPLE, catalog))
+        # The spec loaded: it is readable, bounded UTF-8; its text gives the report its digest.
+        text = Path(spec).read_text(encoding="utf-8") if spec else example_text()
+    out = plan_outputs(platform, catalog, today=date.today(),
+                       spec_path=spec if spec and spec != STDIN else "platform.yaml",
                        spec_text=text,
                        crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
                        acceptance=_last_acceptance(Path(out_dir)))
@@ -146,6 +153,16 @@ def _summary_data(p: Plan) -> dict[str, object]:
                    "racks": q.racks} for q in p.pools],
         "it_power_kw": round(p.facility.it_power_kw, 2),
         "facility_power_kw": round(p.facility.facility_power_kw, 2),
+        "racks": p.facility.racks,
+        "fabric": {"switches": p.fabric.switches, "racks": p.fabric.racks,
+                   "power_kw": round(p.fabric.power_w / 1000, 2),
+                   "compute": None if p.fabric.compute is None else {
+                       "technology": p.fabric.compute.technology,
+                       "tiers": p.fabric.compute.sized.tiers,
+                       "leaves": p.fabric.compute.sized.leaves,
+                       "spines": p.fabric.compute.sized.spines,
+                       "cores": p.fabric.compute.sized.cores,
+                       "ufm_appliances": p.fabric.compute.ufm_appliances}},
         "deployment": p.deployment.recommendation,
         "findings": [f.model_dump() for f in p.all_findings],
     }
@@ -176,6 +193,7 @@ def _print_table(p: Plan) -> None:
         f"{f.facility_power_kw:,.1f} kW · cooling {f.cooling_btu_per_hour:,.0f} BTU/h · "
         f"{f.racks} racks · deployment: {p.deployment.recommendation}"
     )
+    console.print(p.fabric.summary())
     # Findings are diagnostics, on stderr as kubectl's warnings are; -o json|yaml has them
     # as data.
     for x in ordered(p.all_findings):

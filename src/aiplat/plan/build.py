@@ -16,6 +16,7 @@ from typing import Any
 
 from aiplat import __version__
 from aiplat.catalog import Catalog
+from aiplat.plan.fabric import FabricPlan, plan_fabric
 from aiplat.plan.inference import plan_inference
 from aiplat.plan.models import FacilityPlan, Finding, Plan, PoolPlan, WorkloadPlan
 from aiplat.plan.network import plan_network
@@ -43,7 +44,10 @@ def plan_resolved(resolved: Resolved) -> Plan:
     findings: list[Finding] = []
     pools = [_plan_pool(p, platform, workloads, findings) for p in resolved.pools]
     role_plan = _roles(resolved, pools, workloads)
-    facility = _facility(platform, pools, role_plan, findings)
+    fabric = plan_fabric(resolved, non_compute_nodes=role_plan.non_compute_nodes,
+                         other_racks=sum(p.racks for p in pools) + _management_racks(
+                             platform, role_plan), findings=findings)
+    facility = _facility(platform, pools, role_plan, fabric, findings)
     return Plan(
         platform=platform.metadata.name,
         description=platform.metadata.description,
@@ -55,6 +59,7 @@ def plan_resolved(resolved: Resolved) -> Plan:
         roles=role_plan,
         deployment=_deployment(platform, pools, workloads),
         network=plan_network(platform, workloads),
+        fabric=fabric,
         storage=plan_storage(resolved),
         findings=findings,
     )
@@ -206,13 +211,18 @@ def _roles(
     )
 
 
+def _management_racks(platform: Platform, role_plan: roles.RolePlan) -> int:
+    """Racks of the non-compute nodes (2U each, the site's rack less its reserved units)."""
+    return math.ceil(role_plan.non_compute_nodes * 2 / max(platform.site.rack_units - 4, 1))
+
+
 def _facility(
     platform: Platform, pools: Sequence[PoolPlan], role_plan: roles.RolePlan,
-    findings: list[Finding],
+    fabric: FabricPlan, findings: list[Finding],
 ) -> FacilityPlan:
     site = platform.site
     mgmt_w = role_plan.non_compute_nodes * CPU_NODE_W
-    it_w = sum(p.pool_power_kw for p in pools) * 1000 + mgmt_w
+    it_w = sum(p.pool_power_kw for p in pools) * 1000 + mgmt_w + fabric.power_w
     fac = power.facility_power(it_power_w=it_w, pue=site.pue)
     cool = power.cooling_load(it_power_w=it_w)
     fit = power.site_power_fit(it_power_w=it_w, site_budget_w=site.power_budget_kw * 1000)
@@ -222,7 +232,7 @@ def _facility(
             message=f"IT load {it_w / 1000:,.1f} kW exceeds the {site.power_budget_kw:g} kW "
                     "power budget",
             fix="shrink pools, cap GPU power (nvidia-smi -pl), or raise powerBudgetKW"))
-    mgmt_racks = math.ceil(role_plan.non_compute_nodes * 2 / max(site.rack_units - 4, 1))
+    mgmt_racks = _management_racks(platform, role_plan)
     return FacilityPlan(
         it_power_kw=it_w / 1000,
         facility_power_kw=fac.facility_power_w / 1000,
@@ -230,7 +240,7 @@ def _facility(
         fits_budget=fit.fits,
         cooling_kw=cool.heat_w / 1000,
         cooling_btu_per_hour=cool.heat_btu_per_h,
-        racks=sum(p.racks for p in pools) + mgmt_racks,
+        racks=sum(p.racks for p in pools) + mgmt_racks + fabric.racks,
         energy_cost_per_month=fac.facility_power_w / 1000 * HOURS_PER_MONTH
         * site.electricity_price_per_kwh,
         currency=site.currency,
@@ -240,6 +250,8 @@ def _facility(
             "site_fit": fit.model_dump(mode="json"),
             "management_power_w": {"value": mgmt_w, "nodes": role_plan.non_compute_nodes,
                                     "watts_per_node": CPU_NODE_W},
+            "fabric": {"power_w": fabric.power_w, "racks": fabric.racks,
+                       "switches": fabric.switches, "rack_units": fabric.rack_units},
         },
     )
 

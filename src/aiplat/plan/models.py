@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
+from aiplat.plan.fabric import FabricPlan
 from aiplat.plan.findings import Finding, PlanModel
 from aiplat.plan.network import NetworkAdvice
 from aiplat.plan.storage import StorageGuidance
@@ -119,6 +120,8 @@ class Plan(PlanModel):
     roles: RolePlan
     deployment: DeploymentAssessment
     network: NetworkAdvice
+    fabric: FabricPlan = Field(description="the compute, storage, in-band and out-of-band "
+                               "fabrics sized: switches, ports, cables, racks and power")
     storage: StorageGuidance
     findings: list[Finding]
 

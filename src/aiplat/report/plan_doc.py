@@ -183,8 +183,37 @@ def _facility(plan: Plan) -> Section:
         ["energy cost at full load", f"{f.energy_cost_per_month:,.0f} {f.currency} / month"],
     ]
     return Section(id="facility", title="Power, cooling and racks",
-                   tables=[Table(columns=["figure", "value"], rows=rows)],
-                   notes=_notes([f.results]))
+                   tables=[Table(columns=["figure", "value"], rows=rows), _fabric_table(plan)],
+                   notes=_notes([f.results]) + plan.fabric.assumptions)
+
+
+def _fabric_table(plan: Plan) -> Table:
+    """The fabrics sized: switches per tier, ports, cables and transceivers, power."""
+    fab = plan.fabric
+    rows: list[list[str]] = []
+    c = fab.compute
+    if c is not None:
+        f = c.sized
+        tiers = f"{f.leaves} leaf, {f.spines} spine, {f.cores} core" if f.tiers > 1 else "1"
+        ufm = f" + {c.ufm_appliances} UFM" if c.ufm_appliances else ""
+        rows.append([f"compute ({c.technology}, {f.rails} rails, {f.tiers} tier"
+                     f"{'s' if f.tiers > 1 else ''})", tiers + ufm,
+                     f"{f.ports_used:,} / {f.ports_spare:,}",
+                     ", ".join(f"{g.between} {g.cables:,}" for g in f.cables),
+                     f"{f.transceivers:,}", kw_h(c.power_w)])
+    for e in (fab.storage, fab.in_band, fab.out_of_band):
+        x = e.sized
+        if not x.switches:
+            continue
+        rows.append([e.name, f"{x.leaves} leaf, {x.spines} spine",
+                     f"{x.ports_needed:,} / {x.ports_spare:,}", f"uplinks {x.uplinks:,}", "",
+                     kw_h(e.power_w)])
+    rows.append(["all fabrics", f"{fab.switches} switches, {fab.rack_units} U in "
+                 f"{fab.racks} network rack{'' if fab.racks == 1 else 's'}", "", "", "",
+                 kw_h(fab.power_w)])
+    return Table(title="Network fabrics", columns=["fabric", "switches", "ports used / spare",
+                                                  "cables", "transceivers", "power"],
+                 rows=rows, align=["left", "left", "right", "left", "right", "right"])
 
 
 def _reserve(plan: Plan) -> Section:

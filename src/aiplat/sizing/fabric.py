@@ -235,9 +235,10 @@ class SimpleFabric(Result):
 
 def simple_fabric(*, name: str, ports: int, radix: int, oversubscription: float = 1.0,
                   redundant: bool = True) -> SimpleFabric:
-    """Leaves = ceil(ports / leaf down ports) (at least two when ``redundant``: each node's
-    two ports on two switches); more than one leaf gets spines: ceil(uplinks / radix), at least
-    two when ``redundant``. One leaf and no redundancy: no spine, its uplinks go to the site."""
+    """Leaves = ceil(ports / leaf down ports), in pairs when ``redundant`` (each node's two
+    ports on two switches, an MLAG pair); past one leaf (one pair) spines join them:
+    ceil(uplinks / radix), at least two when ``redundant``. Otherwise the leaves' uplinks go
+    to the site."""
     if ports < 0:
         raise InputError(f"{name}: ports must be >= 0, got {ports}")
     if radix < 2:
@@ -251,14 +252,15 @@ def simple_fabric(*, name: str, ports: int, radix: int, oversubscription: float 
         return SimpleFabric(name=name, ports_needed=0, radix=radix, leaf_down=down, leaf_up=up,
                             leaves=0, spines=0, switches=0, uplinks=0, ports_spare=0,
                             formula="no ports: no switch", inputs=inputs)
-    leaves = max(math.ceil(ports / down), 2 if redundant else 1)
+    group = 2 if redundant else 1
+    leaves = math.ceil(ports / down / group) * group
     uplinks = leaves * up
-    spines = 0 if leaves == 1 else max(math.ceil(uplinks / radix), 2 if redundant else 1)
+    spines = 0 if leaves == group else max(math.ceil(uplinks / radix), group)
     switches = leaves + spines
     return SimpleFabric(
         name=name, ports_needed=ports, radix=radix, leaf_down=down, leaf_up=up, leaves=leaves,
         spines=spines, switches=switches, uplinks=uplinks,
         ports_spare=leaves * down - ports + (spines * radix - uplinks if spines else 0),
-        formula="leaves = max(ceil(ports / leaf down ports), 2 if redundant); spines = "
-                "max(ceil(leaves x up / radix), 2 if redundant) when more than one leaf",
+        formula="leaves = ceil(ports / leaf down ports), in MLAG pairs when redundant; spines "
+                "= max(ceil(leaves x up / radix), 2 if redundant) past one leaf (pair)",
         inputs=inputs)

@@ -1269,9 +1269,69 @@ class LabSpec(SpecModel):
     link_mbit: int = Field(default=1000, ge=10, le=10000, description="emulated NIC rate")
 
 
+FabricTechnology = Literal["infiniband-ndr", "infiniband-xdr", "roce"]
+
+
+class ComputeFabricSpec(SpecModel):
+    """The GPUs' fabric (the hpc NICs): what ``plan/fabric.py`` sizes as a rail-optimised fat
+    tree. Every field has a default that follows from the pools' hpc NICs."""
+
+    technology: FabricTechnology | None = Field(
+        default=None, description="infiniband-ndr (400G, 64-port Quantum-2), infiniband-xdr "
+        "(800G, 144-port Quantum-X800) or roce; unset: from the hpc NICs (InfiniBand above "
+        "400 Gb/s is XDR)")
+    switch_ports: int | None = Field(
+        default=None, ge=2, le=1024, description="ports per switch at the NICs' rate; unset: "
+        "64 (NDR, RoCE) or 144 (XDR)")
+    oversubscription: float = Field(
+        default=1.0, ge=1, le=16, description="a leaf's ports to nodes per port to spines "
+        "(1 = non-blocking)")
+    scalable_unit_nodes: int | None = Field(
+        default=None, ge=1, le=4096, description="nodes per scalable unit, the fabric being "
+        "built for whole units (DGX SuperPOD: 32 H100/B200, 64 B300); unset: the nodes one "
+        "leaf per rail serves, and one switch when every port fits it")
+    planes: Literal["shared", "rail"] = Field(
+        default="shared", description="spines shared by all rails, or one spine plane per rail")
+    ufm_appliances: int | None = Field(
+        default=None, ge=0, le=64, description="fabric manager appliances (InfiniBand UFM), "
+        "one leaf port each; unset: 2 (active and standby) on an InfiniBand fabric of more "
+        "than one switch, else 0 (the switch's own subnet manager)")
+    switch_power_w: float | None = Field(
+        default=None, gt=0, le=50_000, alias="switchPowerW",
+        description="one switch's maximum power without optics, W; unset: a stated assumption")
+    switch_rack_units: int = Field(default=1, ge=1, le=20)
+
+
+class EthernetFabricSpec(SpecModel):
+    """A storage or management network: leaves for the nodes' ports, spines past one leaf."""
+
+    switch_ports: int = Field(default=64, ge=2, le=1024)
+    oversubscription: float = Field(default=1.0, ge=1, le=64)
+    switch_power_w: float | None = Field(default=None, gt=0, le=50_000, alias="switchPowerW")
+    switch_rack_units: int = Field(default=1, ge=1, le=20)
+
+
+class OutOfBandFabricSpec(EthernetFabricSpec):
+    """BMCs, switch and PDU management ports: 1 GbE leaves with a few fast uplinks."""
+
+    switch_ports: int = Field(default=52, ge=2, le=1024, description="48 device ports and "
+                              "4 uplinks (e.g. SN2201: 48 x 1GbE, 4 x 100GbE)")
+    oversubscription: float = Field(default=12, ge=1, le=64)
+
+
+class FabricSpec(SpecModel):
+    """The physical fabrics ``aiplat plan`` sizes (``Plan.fabric``)."""
+
+    compute: ComputeFabricSpec = ComputeFabricSpec()
+    storage: EthernetFabricSpec = EthernetFabricSpec()
+    in_band: EthernetFabricSpec = EthernetFabricSpec()
+    out_of_band: OutOfBandFabricSpec = OutOfBandFabricSpec()
+
+
 class NetworkSpec(SpecModel):
     segments: list[SegmentSpec] = []
     lab: LabSpec = LabSpec()
+    fabric: FabricSpec = FabricSpec()
 
 
 class VersionEntry(SpecModel):
