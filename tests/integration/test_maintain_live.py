@@ -5,7 +5,7 @@ three Kueue Jobs and a Deployment whose PodDisruptionBudget wants 3 of its 4 pod
 First a run outside the spec's maintenance windows waits, naming the next opening, and
 touches no node. Then one rollout of a driver change, with ``--apply-with`` a small script
 (it records each call and sets the node agent's ``AiplatNodeHealthy`` condition the way the
-agent would):
+agent would) and ``--gate-with`` another (it records that it ran, on each healthy node):
 
 - a node whose gate the script sets False stops the rollout after its batch (exit 1); the
   node is rolled back (the script runs again with AIPLAT_ACTION=rollback and the previous
@@ -75,6 +75,11 @@ versions:
        containerToolkit: 1.17.8, containerRuntime: containerd 2.1, kubernetes: "1.34"}}
     - {{name: r580, kernel: ">=6.1,<6.13", driver: {NEW}, cuda: "13.0",
        containerToolkit: 1.18.0, containerRuntime: containerd 2.1, kubernetes: "1.34"}}
+"""
+# The admin's own gate (--gate-with): log the call; a real one compares the node's baseline.
+GATE = """\
+#!/bin/bash
+echo "$AIPLAT_ACTION $1 $AIPLAT_VERSION" >> {log}
 """
 # The lab's node prepare: log the call, take a moment, publish the agent's verdict.
 APPLY = """\
@@ -171,6 +176,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         script.write_text(APPLY.format(log=tmp / "applies.log", bad=tmp / "bad",
                                        kubectl=locate().bin("kubectl")))
         script.chmod(0o755)
+        gate = tmp / "gate.sh"
+        gate.write_text(GATE.format(log=tmp / "applies.log"))
+        gate.chmod(0o755)
         api, stop = ex.api, threading.Event()
         lab = Lab(tmp, ex.env, api, tmp / "applies.log")
         try:
@@ -240,7 +248,8 @@ def test_failed_gate_stops_the_rollout_and_rolls_the_node_back(lab: Lab) -> None
     t0 = time.monotonic()
     cp = subprocess.run(lab.maintain("run", str(lab.tmp / "spec.yaml"), "--pool", "gpu",
                                      "--change", f"driver={NEW}", "--apply-with",
-                                     str(lab.tmp / "apply.sh"), "--gate-timeout", "30",
+                                     str(lab.tmp / "apply.sh"), "--gate-with",
+                                     str(lab.tmp / "gate.sh"), "--gate-timeout", "30",
                                      "--deadline", "60", "-o", "json"),
                         env=lab.env, capture_output=True, text=True, timeout=300, check=False)
     print(f"\nrun to the failed gate: {time.monotonic() - t0:.1f} s", file=sys.stderr)
@@ -257,6 +266,8 @@ def test_failed_gate_stops_the_rollout_and_rolls_the_node_back(lab: Lab) -> None
     assert "health gate failed" in node["metadata"]["annotations"][REASON_ANNOTATION]
     assert node["metadata"]["annotations"][version_annotation("driver")] == OLD
     assert ("rollback", BAD, OLD) in lab.applies()
+    # --gate-with ran after the agent's verdict, on the healthy nodes only
+    assert {n for a, n, _v in lab.applies() if a == "gate"} == {f"gpu-{i}" for i in (0, 1, 2, 4)}
     assert lab.node("gpu-0")["metadata"]["annotations"][version_annotation("driver")] == NEW
     again = lab.aiplat("maintain", "run", str(lab.tmp / "spec.yaml"), "--pool", "gpu",
                        "--change", f"driver={NEW}")
@@ -302,6 +313,8 @@ def test_kill_9_mid_rollout_then_resume_finishes_it(lab: Lab) -> None:
     assert all(applied.count(n) == 1 for n in finished - done_first)
     assert all(applied.count(n) <= 2 for n in applied)  # at most the step in flight again
     assert sorted(set(applied)) == sorted(f"gpu-{i}" for i in range(5, 16))
+    gated = {n for a, n, _v in lab.applies() if a == "gate"}  # kept in the run's options
+    assert gated == {f"gpu-{i}" for i in range(16)} - {BAD}
     for i in range(16):
         n = lab.node(f"gpu-{i}")
         assert bool(n["spec"].get("unschedulable")) is (f"gpu-{i}" == BAD)

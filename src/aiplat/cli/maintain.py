@@ -50,6 +50,10 @@ _APPLY_WITH = click.option(
     "--apply-with", help="host-owned changes: a command run as `CMD NODE` for each node "
     "(AIPLAT_ACTION apply|rollback, AIPLAT_VERSION, AIPLAT_COMMAND in its environment); "
     "exit 0 = applied. Without it the run waits for `resume --applied NODE`")
+_GATE_WITH = click.option(
+    "--gate-with", help="after the node agent's healthy verdict, a check run as `CMD NODE` "
+    "(AIPLAT_ACTION=gate, AIPLAT_VERSION in its environment), e.g. a baseline compare on "
+    "the node; exit 0 = healthy, else the node is rolled back")
 _DEADLINE = click.option("--deadline", type=click.FloatRange(1, 7 * 86400),
                          help="seconds a node's drain (and its apply) may take  [default: 3600]")
 _IGNORE_WINDOWS = click.option(
@@ -185,11 +189,12 @@ def run_commands(commands: dict[str, tuple[str, dict[str, str]]], timeout: float
     return out
 
 
-def _edge(api: Api, runner: bool) -> Any:
+def _edge(api: Api) -> Any:
+    """The executor's world: this cluster, stderr, and the runner for the admin's
+    --apply-with and --gate-with commands (run only where the options name one)."""
     from aiplat.maintain.run import Edge
 
-    return Edge(api, emit=lambda line: click.echo(line, err=True),
-                runner=run_commands if runner else None)
+    return Edge(api, emit=lambda line: click.echo(line, err=True), runner=run_commands)
 
 
 def _api(kubeconfig: str | None) -> Api:
@@ -236,11 +241,14 @@ def _show_summary(data: dict[str, Any]) -> None:
                        shown(n["reason"])[:120]] for n in data["nodes"]]))
 
 
-def _options(state: RunState, apply_with: str | None, deadline: float | None,
-             gate_timeout: float | None, ignore_windows: bool = False) -> RunState:
+def _options(state: RunState, *, apply_with: str | None, deadline: float | None,
+             gate_timeout: float | None = None, ignore_windows: bool = False,
+             gate_with: str | None = None) -> RunState:
     update: dict[str, Any] = {"windows": []} if ignore_windows else {}
     if apply_with is not None:
         update["apply_with"] = apply_with
+    if gate_with is not None:
+        update["gate_with"] = gate_with
     if deadline is not None:
         update["deadline_s"] = deadline
     if gate_timeout is not None:
@@ -258,14 +266,15 @@ def _options(state: RunState, apply_with: str | None, deadline: float | None,
 @_KUBECONFIG
 @click.option("--dry-run", is_flag=True, help="show the plan and the calls, change nothing")
 @_APPLY_WITH
+@_GATE_WITH
 @_DEADLINE
 @_GATE
 @_IGNORE_WINDOWS
 @_OUTPUT
 def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
             max_unavailable: int | None, kubeconfig: str | None, dry_run: bool,
-            apply_with: str | None, deadline: float | None, gate_timeout: float | None,
-            ignore_windows: bool, fmt: str) -> None:
+            apply_with: str | None, gate_with: str | None, deadline: float | None,
+            gate_timeout: float | None, ignore_windows: bool, fmt: str) -> None:
     """Roll a change across a pool: canary, then batches; each node cordoned, drained
     through the Eviction API, changed through its owner, gated, uncordoned.
 
@@ -302,6 +311,7 @@ def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
                    for e in platform.versions.approved}
         windows = [] if ignore_windows else _windows(platform)
         options = Options(spec=spec or "SPEC", apply_with=apply_with or "",
+                          gate_with=gate_with or "",
                           deadline_s=deadline or 3600.0, gate_timeout_s=gate_timeout or 600.0,
                           windows=windows)
         state = new_run(decided.to_dict(), run_id=f"mnt-{uuid.uuid4().hex[:8]}",
@@ -323,7 +333,7 @@ def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
                              f"{old.version}) is {old.status}, not finished (fix: `aiplat "
                              "maintain resume` finishes it, `aiplat maintain rollback` puts "
                              "its nodes back; `aiplat maintain status` shows where it is)")
-        session = Session(_edge(api, bool(apply_with)), state, version)
+        session = Session(_edge(api), state, version)
         _finish(execute(session), fmt)
 
 
@@ -373,6 +383,8 @@ def _show_calls(api: Api, state: RunState) -> None:
                        f"{n.command}")
         click.echo(f"    wait for condition {CONDITION_TYPE}=True newer than the apply "
                    f"(--gate-timeout {o.gate_timeout_s:g} s)")
+        if o.gate_with:
+            click.echo(f"    run: {apply_with_command(o.gate_with, n.name)}  (exit 0 = healthy)")
         click.echo(f"    PATCH /api/v1/nodes/{n.name} spec.unschedulable=false")
 
 
@@ -426,13 +438,14 @@ def status_cmd(*, kubeconfig: str | None, fmt: str) -> None:
 @click.option("--skip", "skip", multiple=True, metavar="NODE",
               help="go on past this failed node; it stays cordoned (repeatable)")
 @_APPLY_WITH
+@_GATE_WITH
 @_DEADLINE
 @_GATE
 @_IGNORE_WINDOWS
 @_OUTPUT
 def resume_cmd(*, kubeconfig: str | None, applied: tuple[str, ...], skip: tuple[str, ...],
-               apply_with: str | None, deadline: float | None, gate_timeout: float | None,
-               ignore_windows: bool, fmt: str) -> None:
+               apply_with: str | None, gate_with: str | None, deadline: float | None,
+               gate_timeout: float | None, ignore_windows: bool, fmt: str) -> None:
     """Go on with the maintenance run from the step where it stopped (a killed run, a
     node waiting for its command, a failed node the admin has looked at).
 
@@ -455,11 +468,13 @@ def resume_cmd(*, kubeconfig: str | None, applied: tuple[str, ...], skip: tuple[
         if state.status in ("done", "rolled-back"):
             raise InputError(f"maintenance run {state.run_id} is {state.status}: nothing to "
                              "resume (fix: `aiplat maintain run` starts a new one)")
-        state = _options(state, apply_with, deadline, gate_timeout, ignore_windows)
+        state = _options(state, apply_with=apply_with, deadline=deadline,
+                         gate_timeout=gate_timeout, ignore_windows=ignore_windows,
+                         gate_with=gate_with)
         for n in applied:
             state = mark_applied(state, n, time.time())
         state = acknowledge(state, skip)
-        session = Session(_edge(api, bool(state.options.apply_with)), state, version)
+        session = Session(_edge(api), state, version)
         _finish(execute(session), fmt)
 
 
@@ -491,6 +506,6 @@ def rollback_cmd(*, node: str | None, kubeconfig: str | None, apply_with: str | 
         state, version = _loaded(api)
         if node is not None:
             state.node(node)  # refused with the run's nodes when it is not one
-        state = _options(state, apply_with, deadline, None)
-        session = Session(_edge(api, bool(state.options.apply_with)), state, version)
+        state = _options(state, apply_with=apply_with, deadline=deadline)
+        session = Session(_edge(api), state, version)
         _finish(rollback(session, [node] if node else None), fmt)

@@ -157,8 +157,10 @@ def _steps(platform: Platform, pool: str, change: Change,
             + ("" if entry else f" ({change.kind} {change.version} within its range)"),
             sh("aiplat node prepare --spec SPEC --pool {pool} --entry {entry}", pool=pool,
                entry=entry or "ENTRY")))
-    steps += [NodeStep("gate", "node check against the pool's expectations and its "
-                       "recorded baseline; a failure stops the rollout and rolls the node back",
+    steps += [NodeStep("gate", "the node agent's verdict (node check against the pool's "
+                       "expectations), then --gate-with where given (e.g. a baseline "
+                       "compare on the node); a failure stops the rollout and rolls the node "
+                       "back",
                        sh("aiplat node check --spec SPEC --pool {pool} --matrix", pool=pool)),
               NodeStep("uncordon", "the node takes work again", 'kubectl uncordon "$NODE"')]
     return steps

@@ -21,7 +21,9 @@ Each batch goes step by step, all its nodes together (``state.resume_point``):
   Operator-owned, the ``nvidia.com/gpu-driver-upgrade.skip`` label is removed and
   ``nvidia.com/gpu-driver-upgrade-state`` followed to ``upgrade-done``;
 - gate: a pluggable check (``Gate``); the default reads the node agent's condition
-  ``AiplatNodeHealthy`` and wants a verdict newer than the apply;
+  ``AiplatNodeHealthy`` and wants a verdict newer than the apply; then, where given,
+  ``--gate-with CMD`` runs ``CMD NODE`` (the admin's own check, e.g. ``aiplat node baseline
+  compare`` of the pool's recorded baseline on the node) and exit 0 passes;
 - uncordon, recording the version on the node (``maintain.aiplat.io/<kind>-version``).
 
 A batch not started yet waits for a maintenance window (the spec's, kept in the run's
@@ -442,10 +444,13 @@ def _apply_operator(s: Session, names: list[str]) -> None:
 def _gate(s: Session, names: list[str]) -> None:
     timeout = s.state.options.gate_timeout_s
     why: dict[str, str] = {}
+    healthy: dict[str, float] = {}  # node -> seconds to the agent's verdict
 
     def settled(n: str, elapsed: float) -> bool:
         verdict, why[n] = s.edge.gate(get_node(s.edge.api, n), s.state.node(n).changed_at)
-        if verdict is True:
+        if verdict is True and s.state.options.gate_with:
+            healthy[n] = elapsed
+        elif verdict is True:
             s.move(n, "gated", seconds=elapsed)
         elif verdict is False:
             fail(s, n, f"health gate failed: {why[n]}")
@@ -454,6 +459,24 @@ def _gate(s: Session, names: list[str]) -> None:
     _follow(s, names, timeout, settled, lambda n: (
         f"health gate: no healthy verdict within --gate-timeout {timeout:g} s "
         f"({why.get(n, '')})"))
+    if healthy:
+        _gate_with(s, healthy)
+
+
+def _gate_with(s: Session, healthy: dict[str, float]) -> None:
+    """The admin's ``--gate-with`` on the nodes the agent found healthy, all at once."""
+    assert s.edge.runner is not None
+    commands = {n: (apply_with_command(s.state.options.gate_with, n), _env(s, n, "gate"))
+                for n in healthy}
+    for n, (cmd, _vars) in commands.items():
+        s.note(f"{n}: gate: {cmd}")
+    results = s.edge.runner(commands, s.state.options.gate_timeout_s)
+    for n, seconds in healthy.items():
+        r = results.get(n, Result(-1, 0.0, "not run"))
+        if r.code == 0:
+            s.move(n, "gated", seconds=seconds + r.seconds)
+        else:
+            fail(s, n, f"health gate: --gate-with exited {r.code}: {r.tail.strip()[-300:]}")
 
 
 def _follow(s: Session, names: list[str], timeout: float,

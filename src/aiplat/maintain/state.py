@@ -105,6 +105,7 @@ class Options(BaseModel):
     spec: str = "SPEC"
     windows: list[WindowOption] = Field(default_factory=list)  # none: any time
     apply_with: str = ""
+    gate_with: str = ""  # the admin's own check after the agent's verdict: CMD NODE
     deadline_s: float = 3600.0
     gate_timeout_s: float = 600.0
     operator_labelled: bool = False  # the skip label is on every node of the pool
