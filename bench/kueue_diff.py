@@ -7,6 +7,7 @@ every workload agrees, and workloads that agree (admitted or not, and on which f
 pod set and resource), with each difference listed.
 
     .venv/bin/python bench/kueue_diff.py --seeds 100 [--first 1] [--fair] [--repeat 2]
+                                         [--partial | --selectors | --tas]
                                          [--json out.json] [--dump DIR]
     .venv/bin/python bench/kueue_diff.py --from DIR   # replay a --dump again, no cluster
 
@@ -37,8 +38,6 @@ from aiplat.cluster.assets import locate
 from aiplat.cluster.run import down, kubeconfig_path, up
 from aiplat.kube.apply import Api
 from aiplat.kueue.scenarios import generate
-from aiplat.kueue.snapshot import parse
-from aiplat.kueue.unknown import decide
 
 
 def main() -> int:
@@ -50,6 +49,10 @@ def main() -> int:
                     help="pod sets with minCount (partial admission)")
     ap.add_argument("--selectors", action="store_true",
                     help="ClusterQueues with namespaceSelectors (null, {}, matching or not)")
+    ap.add_argument("--tas", action="store_true",
+                    help="topology-aware scheduling: a Topology, TAS flavors, kwok nodes in "
+                         "blocks and racks, pod sets asking required/preferred/unconstrained "
+                         "topologies (their domains compared too)")
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario on Kueue")
     ap.add_argument("--dump", type=Path,
                     help="write each run's snapshot (kubectl's objects) and Kueue's final "
@@ -101,7 +104,8 @@ def main() -> int:
         down(name)
     mode = ("fair sharing" if args.fair else "classic") + (
         ", partial admission" if args.partial else "") + (
-        ", namespaceSelectors" if args.selectors else "")
+        ", namespaceSelectors" if args.selectors else "") + (
+        ", topology-aware scheduling" if args.tas else "")
     print(f"\nKueue v0.19.2 {mode}, {args.seeds} scenarios x {args.repeat} runs, "
           f"{time.monotonic() - t0:.0f} s")
     _summary("all scenarios", rows)
@@ -119,7 +123,8 @@ def _seed(api: Api, seed: int, args: argparse.Namespace, dump: Path | None
           ) -> dict[str, Any]:
     """One scenario, ``args.repeat`` runs; a run agrees when every workload does."""
     fair = args.fair
-    sc = generate(seed, fair_sharing=fair, partial=args.partial, selectors=args.selectors)
+    sc = generate(seed, fair_sharing=fair, partial=args.partial, selectors=args.selectors,
+                  tas=args.tas)
     runs: list[dict[str, Any]] = []
     for _ in range(args.repeat):
         try:
@@ -144,7 +149,9 @@ def _seed(api: Api, seed: int, args: argparse.Namespace, dump: Path | None
             (dump / f"seed{seed}-run{len(runs) + 1}-kueue.json").write_text(json.dumps(
                 res.final, indent=1))
         runs.append({"workloads": len(res.kueue), "differences": res.differences(),
-                     "kueue": sorted((k, repr(v)) for k, v in res.kueue.items())})
+                     "unknown": len(res.unknown),
+                     "kueue": sorted((k, repr(v), repr(res.topology_kueue.get(k)))
+                                     for k, v in res.kueue.items())})
     outcomes = {repr(r["kueue"]) for r in runs}
     row = {"seed": seed, "runs": runs, "kueue_varies": len(outcomes) > 1}
     verdicts = ["agrees" if not r["differences"] else f"{len(r['differences'])} differ"
@@ -165,15 +172,21 @@ def _offline(source: Path) -> int:
                        key=lambda p: [int(x) for x in p.stem[4:].split("-run")]):
         objs = json.loads(snap.read_text())["items"]
         final = json.loads(snap.with_name(snap.stem + "-kueue.json").read_text())
-        sim = {o.workload.split("/", 1)[1]: kueue_live.decided(o)
-               for o in decide(parse(objs, str(snap)))[1]}
-        kueue = {n: kueue_live.outcome(w) for n, w in final.items()}
-        diffs = [f"{snap.stem} {n}: kueue {kueue[n]} sim {sim.get(n)}" for n in sorted(kueue)
-                 if kueue[n] != sim.get(n)]
+        r, outcomes = kueue_live.replay(objs, str(snap),
+                                        tas=any(o.get("kind") == "Node" for o in objs))
+        res = kueue_live.Result(
+            0, {n: kueue_live.outcome(w) for n, w in final.items()},
+            {o.workload.split("/", 1)[1]: kueue_live.decided(o) for o in outcomes},
+            unknown={o.workload.split("/", 1)[1]: o.unknown for o in outcomes if o.unknown},
+            topology_kueue={n: kueue_live.topology(w) for n, w in final.items()
+                            if kueue_live.outcome(w)[0] and kueue_live.topology(w)},
+            topology_sim=kueue_live.sim_topology(r), placed=kueue_live.placed(outcomes))
+        diffs = [f"{snap.stem} {d.split(' ', 2)[2]}" for d in res.differences()]
         print(f"{snap.stem}: {'agrees' if not diffs else f'{len(diffs)} differ'}")
         for d in diffs:
             print(f"  {d}")
-        rows.append({"runs": [{"workloads": len(kueue), "differences": diffs}]})
+        rows.append({"runs": [{"workloads": len(res.kueue), "differences": diffs,
+                               "unknown": len(res.unknown)}]})
     _summary(f"replayed from {source}", rows)
     return 0
 
@@ -188,8 +201,10 @@ def _summary(title: str, rows: list[dict[str, Any]]) -> None:
     n_ok = sum(not r["differences"] for r in runs)
     wl = sum(r["workloads"] for r in runs)
     wl_ok = wl - sum(len(r["differences"]) for r in runs)
+    unknown = sum(r.get("unknown", 0) for r in runs)
     print(f"{title}: runs agreeing {n_ok}/{len(runs)} ({100 * n_ok / max(1, len(runs)):.1f}%), "
-          f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%)"
+          f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%), "
+          f"unknown (feature) in the replay {unknown} (counted as disagreeing)"
           + (f"; Kueue never settled on {len(unsettled)} more run(s), seeds {unsettled}, "
              f"in the preemption loop the replay reports on {len(looped)} of them"
              if unsettled else ""))

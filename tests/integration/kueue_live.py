@@ -29,12 +29,17 @@ from aiplat.kube.apply import Api, ApiError
 from aiplat.kueue.cycle import Outcome, Replay
 from aiplat.kueue.scenarios import API, Scenario
 from aiplat.kueue.snapshot import parse
+from aiplat.kueue.tas_admitted import admitted_domains
+from aiplat.kueue.tas_input import TasCluster
+from aiplat.kueue.tas_world import TasReplay
 from aiplat.kueue.unknown import decide
+from aiplat.ops.kueue_input import tas_cluster
 
 Obj = dict[str, Any]
 Decided = tuple[bool, dict[str, dict[str, str]], dict[str, int]]  # admitted, flavors, counts
-KINDS = ("ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass",
-         "Workload")
+Domains = dict[str, list[tuple[tuple[str, ...], int]]]  # pod set -> sorted (values, pods)
+KINDS = ("Topology", "ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
+         "WorkloadPriorityClass", "Workload")
 
 
 @dataclass
@@ -46,12 +51,26 @@ class Result:
     preempted_sim: dict[str, str] = field(default_factory=dict)
     snapshot: list[Obj] = field(default_factory=list)
     final: dict[str, Obj] = field(default_factory=dict)  # Kueue's workloads at the end
+    unknown: dict[str, str] = field(default_factory=dict)  # the replay's "unknown (feature)"
+    topology_kueue: dict[str, Domains] = field(default_factory=dict)
+    topology_sim: dict[str, Domains] = field(default_factory=dict)
+    placed: set[str] = field(default_factory=set)  # admitted by the replay (not before)
 
     def differences(self) -> list[str]:
+        """A workload differs when its admission, flavors or counts do, when both admitted
+        it on the same flavors but in other topology domains, and when the replay left it
+        unknown (counted as a disagreement, whatever Kueue did)."""
         out = []
         for k in sorted(self.kueue):
-            if self.kueue[k] != self.sim.get(k):
+            if k in self.unknown:
+                out.append(f"seed {self.seed} {k}: kueue {self.kueue[k]} sim unknown "
+                           f"({self.unknown[k]})")
+            elif self.kueue[k] != self.sim.get(k):
                 out.append(f"seed {self.seed} {k}: kueue {self.kueue[k]} sim {self.sim.get(k)}")
+            elif k in self.placed and (self.topology_kueue.get(k) or {}) != (
+                    self.topology_sim.get(k) or {}):
+                out.append(f"seed {self.seed} {k}: topology kueue {self.topology_kueue.get(k)} "
+                           f"sim {self.topology_sim.get(k)}")
         return out
 
 
@@ -72,6 +91,14 @@ def list_objects(api: Api, prefix: str) -> list[Obj]:
         for o in _mine(api.objects(API, kind), prefix):
             out.append({"apiVersion": API, "kind": kind, **o})
     return out
+
+
+def cluster_objects(api: Api, sc: Scenario) -> list[Obj]:
+    """A TAS scenario's snapshot adds every Node and Pod as the live read lists them."""
+    if not sc.nodes:
+        return []
+    return [{"apiVersion": "v1", "kind": kind, **o} for kind in ("Node", "Pod")
+            for o in api.objects("v1", kind)]
 
 
 def workloads(api: Api, prefix: str) -> list[Obj]:
@@ -139,8 +166,17 @@ class NotSettledError(AssertionError):
 LOOP_EVICTIONS = 3  # a victim evicted this often by one preemptor: Kueue is in a loop
 
 
-def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = None) -> None:
-    """Wait until no workload of the scenario changes for ``quiet`` seconds."""
+def _decisions(wls: list[Obj]) -> tuple[Any, ...]:
+    return tuple(sorted((w["metadata"]["name"], repr(outcome(w)), repr(topology(w)))
+                        for w in wls))
+
+
+def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = None, *,
+           decisions: bool = False) -> None:
+    """Wait until no workload of the scenario changes for ``quiet`` seconds; with
+    ``decisions``, until no admission, flavor, count or topology assignment does (Kueue
+    v0.19.2 retries a pending TAS workload that fits its quota but not the topology every
+    cycle, rewriting its condition's message each time: it never goes quiet)."""
     timeout = SETTLE_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + timeout
     last: tuple[Any, ...] | None = None
@@ -152,7 +188,7 @@ def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = No
             last, since = None, time.monotonic()
             time.sleep(0.2)
             continue
-        st = _state(wls)
+        st = _decisions(wls) if decisions else _state(wls)
         if st != last:
             last, since = st, time.monotonic()
         elif time.monotonic() - since >= quiet:
@@ -208,6 +244,19 @@ def outcome(wl: Obj) -> Decided:
     return False, {}, {}
 
 
+def topology(wl: Obj) -> Domains:
+    """Kueue's topology assignment of an admitted workload: pod set -> its domains (the
+    level values, lowest level's node name alone when that is the hostname) and pods."""
+    adm = (wl.get("status") or {}).get("admission") or {}
+    out: Domains = {}
+    for psa in adm.get("podSetAssignments") or []:
+        ta = psa.get("topologyAssignment")
+        if ta:
+            out[psa["name"]] = sorted((d.values, d.count) for d in admitted_domains(
+                ["x"], ta, {}))
+    return out
+
+
 def decided(o: Outcome) -> Decided:
     """The replay's decision in :func:`outcome`'s terms (unknown is not admitted)."""
     return o.shown == "admitted", o.flavors, o.counts
@@ -218,9 +267,24 @@ def run(api: Api, sc: Scenario) -> Result:
     phase behind the flavor gate (Kueue with fair sharing does not survive a cohort cycle
     made on a live tree: its cohort status update fails on the cycle and admission stops)."""
     try:
+        _add_nodes(api, sc)
         return _run_flavor_gate(api, sc) if sc.fair_sharing else _run(api, sc)
     finally:
         cleanup(api, sc.prefix)
+        for n in sc.nodes:
+            api.delete(n)
+
+
+def _add_nodes(api: Api, sc: Scenario) -> None:
+    """A TAS scenario's kwok Nodes, Ready before Kueue sees anything of the scenario."""
+    for n in sc.nodes:
+        api.create_or_get(n)
+    names = [n["metadata"]["name"] for n in sc.nodes]
+    deadline = time.monotonic() + 60
+    while not api.nodes_ready(names):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{sc.prefix}: kwok did not make the nodes Ready")
+        time.sleep(0.3)
 
 
 def _run_flavor_gate(api: Api, sc: Scenario) -> Result:
@@ -238,7 +302,7 @@ def _run_flavor_gate(api: Api, sc: Scenario) -> Result:
     # Opened before that, the requeue lands mid-replay at a time no snapshot carries (seed
     # 11: a workload came back to its queue while a preemptor waited for its victim).
     time.sleep(3.0)
-    snapshot = [*list_objects(api, sc.prefix), flavors[-1]]
+    snapshot = [*list_objects(api, sc.prefix), *cluster_objects(api, sc), flavors[-1]]
     _apply(api, flavors[-1:])
     _settle_after(api, sc, snapshot)
     return _compare(api, sc, snapshot)
@@ -246,7 +310,7 @@ def _run_flavor_gate(api: Api, sc: Scenario) -> Result:
 
 def _settle_after(api: Api, sc: Scenario, snapshot: list[Obj]) -> None:
     try:
-        settle(api, sc.prefix)
+        settle(api, sc.prefix, decisions=bool(sc.nodes))
     except NotSettledError as e:
         e.snapshot = snapshot
         raise
@@ -262,13 +326,13 @@ def _run(api: Api, sc: Scenario) -> Result:
     _apply(api, sc.setup)
     _apply(api, sc.phase_a)
     _apply(api, [sc.cohort(sc.gate, None)])
-    settle(api, sc.prefix)
+    settle(api, sc.prefix, decisions=bool(sc.nodes))
     _apply(api, [sc.cohort(sc.gate, sc.root)])
     time.sleep(0.5)  # the cohort controller closes the gate
     _apply(api, sc.phase_b)
     _wait_seen(api, sc)  # then for the cache
     time.sleep(1.0)
-    snapshot = list_objects(api, sc.prefix)
+    snapshot = list_objects(api, sc.prefix) + cluster_objects(api, sc)
     for o in snapshot:
         if o["kind"] == "Cohort" and o["metadata"]["name"] == sc.gate:
             o["spec"].pop("parentName", None)  # replay what happens next: the gate opens
@@ -287,7 +351,10 @@ def loops(sc: Scenario, e: NotSettledError) -> dict[str, Any]:
     """A run Kueue never settled: the preemption loops Kueue was in (a victim evicted at
     least ``LOOP_EVICTIONS`` times by one preemptor) against those the replay of the same
     snapshot reports (``Replay.loops``)."""
-    r = Replay(parse(_objects(sc, e.snapshot), f"seed {sc.seed}"))
+    objs = _objects(sc, e.snapshot)
+    cluster = _cluster(sc, objs)
+    r = Replay(parse(objs, f"seed {sc.seed}")) if cluster is None else TasReplay(
+        parse(objs, f"seed {sc.seed}"), cluster)
     r.run()
     sim = sorted((v.split("/", 1)[1], p.split("/", 1)[1]) for v, p in r.loops())
     kueue = sorted(pair for pair, n in e.evictions.items() if n >= LOOP_EVICTIONS)
@@ -295,12 +362,52 @@ def loops(sc: Scenario, e: NotSettledError) -> dict[str, Any]:
             "evictions": sorted((*pair, n) for pair, n in e.evictions.items())}
 
 
+def _cluster(sc: Scenario, objs: list[Obj]) -> TasCluster | None:
+    """TAS's inputs as ``aiplat sim replay`` reads them from a live cluster (its Pods
+    listed); None for a scenario without TAS."""
+    if not sc.nodes:
+        return None
+    cluster = tas_cluster([(f"seed {sc.seed}", o) for o in objs], f"seed {sc.seed}",
+                          pods_listed=True)
+    if cluster is None:
+        raise AssertionError(f"seed {sc.seed}: the snapshot does not decide TAS")
+    return cluster
+
+
+def replay(objs: list[Obj], source: str, tas: bool) -> tuple[Replay, list[Outcome]]:
+    """``aiplat sim replay``'s decision on a snapshot (with TAS where ``tas``)."""
+    cluster = tas_cluster([(source, o) for o in objs], source, pods_listed=True) \
+        if tas else None
+    return decide(parse(objs, source), cluster=cluster)
+
+
+def sim_topology(r: Replay) -> dict[str, Domains]:
+    """The replay's topology assignments of the workloads it admitted."""
+    if not isinstance(r, TasReplay):
+        return {}
+    return {k.split("/", 1)[1]: {ps: sorted((d.values, d.count) for d in a.domains)
+                                 for ps, a in got.items()}
+            for k, got in r.assignments.items()}
+
+
+def placed(outcomes: list[Outcome]) -> set[str]:
+    """The workloads the replay admitted in one of its cycles: their topology assignments
+    are compared (one admitted in the snapshot keeps the assignment it has)."""
+    return {o.workload.split("/", 1)[1] for o in outcomes
+            if o.decision == "admitted" and o.cycle is not None}
+
+
 def _compare(api: Api, sc: Scenario, snapshot: list[Obj]) -> Result:
     final = {w["metadata"]["name"]: w for w in workloads(api, sc.prefix)}
-    outcomes = decide(parse(_objects(sc, snapshot), f"seed {sc.seed}"))[1]
+    r, outcomes = replay(_objects(sc, snapshot), f"seed {sc.seed}", bool(sc.nodes))
     res = Result(sc.seed, {n: outcome(w) for n, w in final.items()},
                  {o.workload.split("/", 1)[1]: decided(o) for o in outcomes},
-                 snapshot=snapshot, final=final)
+                 snapshot=snapshot, final=final,
+                 unknown={o.workload.split("/", 1)[1]: o.unknown for o in outcomes
+                          if o.unknown},
+                 topology_kueue={n: topology(w) for n, w in final.items()
+                                 if outcome(w)[0] and topology(w)},
+                 topology_sim=sim_topology(r), placed=placed(outcomes))
     for n, w in final.items():
         p = _conds(w).get("Preempted", {})
         if p.get("status") == "True":
@@ -328,6 +435,6 @@ def cleanup(api: Api, prefix: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if not any(_mine(api.objects(API, k), prefix) for k in ("ClusterQueue",
-                                                                "ResourceFlavor")):
+                                                                "ResourceFlavor", "Topology")):
             break
         time.sleep(0.3)

@@ -12,17 +12,23 @@ starts them at once, so the real Kueue's first cycle sees every head, as the rep
 Priorities are distinct within a scenario: Kueue breaks equal-priority ties by creation
 time at one-second resolution, then by UID (random), which no replay can follow.
 
-Two variants draw from a second random stream, so a seed's base scenario stays the same:
+Three variants draw from a second random stream, so a seed's base scenario stays the same:
 ``partial`` gives pod sets more pods and a ``minCount`` (partial admission), ``selectors``
 gives each ClusterQueue one of the namespaceSelectors that decide against the ``default``
-namespace (null: none admitted; ``{}``; its name label matched or not).
+namespace (null: none admitted; ``{}``; its name label matched or not), ``tas`` adds
+topology-aware scheduling (its own stream, ``{seed}-tas``): a Topology of block, rack and
+(mostly) hostname levels, most cpu/memory flavors made TAS flavors of it, lab Nodes
+(``Scenario.nodes``, kwok) labelled into blocks and racks under each such flavor's
+``nodeLabels``, with a few CPUs each, and pod sets asking a required, preferred or
+unconstrained topology (the Workload's ``topologyRequest``, as Kueue's job integrations
+write it from the ``podset-*-topology`` annotations), or nothing.
 Pure: no I/O; the same seed gives the same objects.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 Obj = dict[str, Any]
@@ -38,6 +44,7 @@ class Scenario:
     phase_a: list[Obj]  # workloads admitted before the snapshot
     phase_b: list[Obj]  # workloads pending in the snapshot
     fair_sharing: bool
+    nodes: list[Obj] = field(default_factory=list)  # lab Nodes (kwok), created first
 
     @property
     def gate(self) -> str:
@@ -66,8 +73,10 @@ SELECTORS: tuple[Obj | None, ...] = (
 
 
 def generate(seed: int, fair_sharing: bool = False, *, partial: bool = False,
-             selectors: bool = False) -> Scenario:
+             selectors: bool = False, tas: bool = False) -> Scenario:
     sc = _generate(seed, fair_sharing)
+    if tas:
+        _tas(random.Random(f"{seed}-tas"), sc)
     extra = random.Random(f"{seed}-variants")
     if partial:
         for w in sc.phase_a + sc.phase_b:
@@ -86,6 +95,55 @@ def _partial(rng: random.Random, wl: Obj) -> None:
         ps = rng.choice(wl["spec"]["podSets"])
         ps["count"] = rng.choice([3, 4, 6, 8])
         ps["minCount"] = rng.randint(1, ps["count"] - 1)
+
+
+BLOCK = "aiplat.io/block"
+RACK = "aiplat.io/rack"
+HOST = "kubernetes.io/hostname"
+
+
+def _tas(rng: random.Random, sc: Scenario) -> None:
+    """Topology-aware scheduling on top of the base scenario (see the module's doc)."""
+    levels = rng.choice([[BLOCK, RACK, HOST], [BLOCK, RACK, HOST], [BLOCK, HOST],
+                         [BLOCK, RACK]])
+    topo = f"{sc.prefix}-topo"
+    flavors = [o for o in sc.setup if o["kind"] == "ResourceFlavor"
+               and o["metadata"]["name"].startswith(f"{sc.prefix}-f")]
+    tas = [f for f in flavors if rng.random() < 0.75] or flavors[:1]
+    for f in tas:
+        name = f["metadata"]["name"]
+        f["spec"]["topologyName"] = topo
+        for b in range(rng.choice([1, 2, 2])):
+            for r in range(rng.choice([1, 2, 2])):
+                for h in range(rng.choice([1, 2])):
+                    node = f"{name}-b{b}r{r}h{h}"
+                    cpu = rng.choice([1, 2, 2, 3, 4])
+                    alloc = {"cpu": str(cpu), "memory": f"{rng.choice([4, 8])}Gi",
+                             "pods": "110"}
+                    if rng.random() < 0.5:
+                        alloc[EXT] = str(rng.choice([1, 2]))
+                    sc.nodes.append({
+                        "apiVersion": "v1", "kind": "Node",
+                        "metadata": {"name": node, "labels": {
+                            "pool": name, BLOCK: f"{name}-b{b}", RACK: f"{name}-b{b}r{r}",
+                            HOST: node, "type": "kwok"},
+                            "annotations": {"kwok.x-k8s.io/node": "fake",
+                                            "node.alpha.kubernetes.io/ttl": "0"}},
+                        "spec": {},
+                        "status": {"capacity": dict(alloc), "allocatable": alloc}})
+    sc.setup.insert(0, {"apiVersion": API, "kind": "Topology", "metadata": _meta(topo),
+                        "spec": {"levels": [{"nodeLabel": lv} for lv in levels]}})
+    asks: list[Obj | None] = [*({"required": lv} for lv in levels), *(
+        {"preferred": lv} for lv in levels[:-1]), {"unconstrained": True}, None]
+    for w in sc.phase_a + sc.phase_b:
+        for ps in w["spec"]["podSets"]:
+            ask = rng.choice(asks)
+            if ask is None:
+                continue
+            ps["topologyRequest"] = dict(ask)
+            req = ps["template"]["spec"]["containers"][0]["resources"]["requests"]
+            if EXT in req and rng.random() < 0.7:
+                del req[EXT]  # the extended flavors are not TAS flavors: mostly NoFit
 
 
 def _select(rng: random.Random, cq: Obj) -> None:

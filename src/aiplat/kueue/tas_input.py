@@ -38,7 +38,8 @@ field. Pure: no I/O.
 Use: ``cluster = read(objects)`` once; for a workload whose quota fits, ``asks =
 requests_for(cluster, key, assigned, counts)``: ``asks.not_modelled`` makes the answer
 unknown, ``asks.errors`` are Kueue's messages, else ``tas.find_for_workload(asks.by_flavor)``
-decides; ``with_admitted`` charges what the cycle admits to the workloads after it.
+decides; ``with_admitted`` charges what the cycle admits to the workloads after it, ``without``
+gives back what an evicted one held.
 """
 
 from __future__ import annotations
@@ -378,9 +379,9 @@ def _admitted(obj: Obj, where: str, wl: TasWorkload) -> tuple[AdmittedDomain, ..
                              "the Workload from the cluster as it is)")
         flavors = _labels(psa.get("flavors"), f"{at}.flavors").values()
         try:
-            out += admitted_domains(flavors, _mapping(psa["topologyAssignment"],
-                                                      f"{at}.topologyAssignment"),
-                                    requests[name], f"{at}.topologyAssignment")
+            out += [dataclasses.replace(d, workload=wl.key) for d in admitted_domains(
+                flavors, _mapping(psa["topologyAssignment"], f"{at}.topologyAssignment"),
+                requests[name], f"{at}.topologyAssignment")]
         except ValueError as e:
             raise InputError(str(e)) from None
     return tuple(out)
@@ -427,10 +428,18 @@ def with_admitted(cluster: TasCluster, workload: str,
     gave it (pod set -> (flavor, PodSetResult)): the cycle's next workloads see it taken."""
     requests = {ps.request.name: ps.request.requests
                 for ps in cluster.workloads[workload].podsets}
-    more = tuple(AdmittedDomain(flavor, r.assignment.levels, d.values, d.count, requests[name])
+    more = tuple(AdmittedDomain(flavor, r.assignment.levels, d.values, d.count, requests[name],
+                                workload)
                  for name, (flavor, r) in results.items() if r.assignment is not None
                  for d in r.assignment.domains)
     return dataclasses.replace(cluster, admitted=cluster.admitted + more)
+
+
+def without(cluster: TasCluster, workload: str) -> TasCluster:
+    """The cluster once ``workload`` no longer holds its topology domains (its eviction
+    completed: Kueue's cache drops the usage with the quota)."""
+    return dataclasses.replace(cluster, admitted=tuple(d for d in cluster.admitted
+                                                       if d.workload != workload))
 
 
 # ---------------------------------------------------------------------------- fields

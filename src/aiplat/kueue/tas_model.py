@@ -86,6 +86,7 @@ class AdmittedDomain:
     values: tuple[str, ...]
     count: int
     requests: Mapping[str, int]
+    workload: str = ""  # namespace/name of the workload holding it ("" not known)
 
 
 @dataclass(frozen=True)

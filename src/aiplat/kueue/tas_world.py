@@ -6,22 +6,35 @@ cluster's Topologies, Nodes and Pods (:mod:`aiplat.kueue.tas_input`).
 Through the cycle's placement extension point (``World.unplaceable``): a workload whose
 quota fits and whose pod sets TAS places is admitted, its pods' domains then taken for the
 workloads after it (``with_admitted``); one TAS cannot place even on an empty topology
-(``simulate_empty``) is NoFit with TAS's message, as in Kueue. What TAS leaves to a
-preemption Kueue would search by topology (fits empty, not now; or a quota preemption
-whose victims' domains would be freed), what ``tas_input`` does not model, and placements
-after the eviction of a workload holding topology domains are not decided: the workload is
-named in ``unknown`` ("unknown (feature)", :mod:`aiplat.kueue.unknown`). Pure.
+(``simulate_empty``) is NoFit with TAS's message, as in Kueue. A quota preemption whose
+preemptor's pods fit the topology already goes ahead (Kueue's victim search, which asks
+TAS at each step, picks the same victims); an eviction gives the victim's domains back.
+What TAS leaves to a preemption Kueue would search by topology (fits empty, not now; or a
+quota preemption whose preemptor fits only once victims' domains are freed) and what
+``tas_input`` does not model are not decided: the workload is named in ``unknown``
+("unknown (feature)", :mod:`aiplat.kueue.unknown`). Pure.
 """
 
 from __future__ import annotations
 
-from aiplat.kueue import tas
-from aiplat.kueue.cycle import Flavors, Replay
-from aiplat.kueue.quota import Admitted
-from aiplat.kueue.snapshot import TAS, Snapshot, Workload
-from aiplat.kueue.tas_input import TasCluster, requests_for, with_admitted
+import dataclasses
+from collections.abc import Callable
+
+from aiplat.kueue import preempt, tas, tas_tree
+from aiplat.kueue.assign import FIT, PREEMPT, Assignment
+from aiplat.kueue.cycle import Entry, Flavors, Pending, Replay
+from aiplat.kueue.quota import Admitted, Node, Tree
+from aiplat.kueue.snapshot import FR, TAS, ClusterQueue, Snapshot, Workload
+from aiplat.kueue.tas_input import (
+    TasCluster,
+    WorkloadRequests,
+    requests_for,
+    with_admitted,
+    without,
+)
 
 PREEMPTION = "topology-aware preemption"
+HOLD = "hold:"  # the domains a preemptor without candidates keeps for the rest of a cycle
 
 
 class TasReplay(Replay):
@@ -31,8 +44,112 @@ class TasReplay(Replay):
         self.cluster = cluster
         self.unknown: dict[str, str] = {}  # workload -> what TAS leaves undecided
         self._placed: dict[str, dict[str, tuple[str, tas.PodSetResult]]] = {}
-        self._stale = False  # an evicted workload's domains are still counted
+        # workload -> pod set -> where TAS placed it, for those admitted (and not evicted)
+        self.assignments: dict[str, dict[str, tas.TopologyAssignment]] = {}
+        # workload -> where TAS placed it when nominated this cycle (Fit mode)
+        self._nominated: dict[str, dict[str, tuple[str, tas.PodSetResult]]] = {}
         super().__init__(snap)
+
+    # ------------------------------------------------------------ nomination (Kueue's
+    # flavorassigner asks TAS once the quota fits; the preemptor asks it for every victim set)
+
+    def _asks(self, wl: Workload, a: Assignment) -> WorkloadRequests | None:
+        """The workload's TAS requests under ``a``; None when TAS does not decide it here
+        (no pod set placed by TAS, a Kueue error message, or something not modelled)."""
+        if wl.key not in self.cluster.workloads:
+            return None
+        asks = requests_for(self.cluster, wl.key, _flavors(a), a.counts or None)
+        if not asks.by_flavor or asks.errors or asks.not_modelled:
+            return None
+        return asks
+
+    def _nominate(self, p: Pending) -> Entry:
+        """``assignFlavors``: quota that fits but a topology that does not (now; it would
+        empty) makes the TAS pod sets' resources Preempt, and the victims are searched by
+        quota and topology together (classic preemption; fair sharing's is left unknown)."""
+        e = super()._nominate(p)
+        self._nominated.pop(p.wl.key, None)
+        if e.a.mode != FIT or self.snap.fair_sharing:
+            return e
+        asks = self._asks(p.wl, e.a)
+        if asks is None or _failure(tas.find_for_workload(asks.by_flavor,
+                                                          simulate_empty=True)):
+            return e  # NoFit: unplaceable says so when the head is processed
+        got = tas.find_for_workload(asks.by_flavor)
+        now = _failure(got)
+        if not now:
+            self._nominated[p.wl.key] = got
+            return e
+        a = _preempt_mode(e.a, asks, now)
+        return Entry(p, e.cq, a, self._targets(e.cq, p.wl, a))
+
+    def _targets(self, spec: ClusterQueue, wl: Workload, a: Assignment
+                 ) -> list[preempt.Target]:
+        """``GetTargets`` with ``workloadFits``' topology check: a victim set is enough
+        when the quota fits and TAS places the pods without the victims' domains."""
+        asks = self._asks(wl, a) if a.mode == PREEMPT else None
+        if asks is None or self.snap.fair_sharing or spec.preemption.never:
+            return super()._targets(spec, wl, a)
+        pre = spec.preemption
+        if pre.within_cluster_queue == "Never" and pre.reclaim_within_cohort == "Never":
+            return []
+        return _TasSearch(self.tree, spec, wl, a.needs_preemption(), a.usage,
+                          tas_fits=lambda: self._fits_without_released(wl, a)).classical()
+
+    def _fits_without_released(self, wl: Workload, a: Assignment) -> bool:
+        """TAS places ``wl`` once the workloads the search has released from the quota tree
+        give their domains back (``SimulateWorkloadUsageRemoval``)."""
+        live = {k for node in self.tree.cqs.values() for k in node.workloads}
+        cluster = dataclasses.replace(self.cluster, admitted=tuple(
+            d for d in self.cluster.admitted if not d.workload or d.workload in live
+            or d.workload.startswith(HOLD)))
+        asks = requests_for(cluster, wl.key, _flavors(a), a.counts or None)
+        return not _failure(tas.find_for_workload(asks.by_flavor))
+
+    def _process(self, e: Entry, taken: dict[str, Admitted],
+                 undo: list[tuple[Node, dict[FR, int]]] | None,
+                 victims: list[tuple[preempt.Target, Entry]]) -> None:
+        """``reserveCapacityForUnreclaimablePreempt``: a preemptor without candidates keeps
+        its quota (the cycle does that) and the domains TAS would give it on an empty
+        topology (``updateAssignmentForTAS``), for the heads after it in the cycle.
+
+        Before that, ``updateAssignmentIfNeeded``: a placement found at nomination that no
+        longer fits (an earlier head of the cycle took its domains: ``FitsCheckNoTAS``)
+        makes Kueue assign the workload again, from its first flavor, on what the cycle
+        has taken (``TASRecomputeAssignmentWithinSchedulingCycle``)."""
+        got = self._nominated.get(e.p.wl.key)
+        if got is not None and not _still_fits(self.cluster, got, self._requests(e.p.wl)):
+            e.p.last = None
+            again = self._nominate(e.p)
+            e.a, e.targets = again.a, again.targets
+        super()._process(e, taken, undo, victims)
+        if undo is None or e.status != "inadmissible" or e.p.reason != \
+                "PreemptionNoCandidates" or e.cq.preemption.reclaim_within_cohort == "Any":
+            return
+        asks = self._asks(e.p.wl, e.a)
+        if asks is None:
+            return
+        got = tas.find_for_workload(asks.by_flavor, simulate_empty=True)
+        if _failure(got):
+            return
+        n = len(self.cluster.admitted)
+        held = with_admitted(self.cluster, e.p.wl.key, got)
+        self.cluster = dataclasses.replace(held, admitted=held.admitted[:n] + tuple(
+            dataclasses.replace(d, workload=HOLD + e.p.wl.key) for d in held.admitted[n:]))
+
+    def _requests(self, wl: Workload) -> dict[str, dict[str, int]]:
+        return {ps.request.name: dict(ps.request.requests)
+                for ps in self.cluster.workloads[wl.key].podsets}
+
+    def _cycle(self, heads: list[Pending] | None) -> bool:
+        try:
+            return super()._cycle(heads)
+        finally:  # the holds last one cycle
+            if any(d.workload.startswith(HOLD) for d in self.cluster.admitted):
+                self.cluster = dataclasses.replace(self.cluster, admitted=tuple(
+                    d for d in self.cluster.admitted if not d.workload.startswith(HOLD)))
+
+    # ------------------------------------------------------------ placement
 
     def unplaceable(self, wl: Workload, flavors: Flavors, victims: list[Admitted]) -> str:
         if wl.key not in self.cluster.workloads:
@@ -49,13 +166,18 @@ class TasReplay(Replay):
         empty = _failure(tas.find_for_workload(asks.by_flavor, simulate_empty=True))
         if empty:
             return empty  # not even on an empty topology: NoFit
-        if victims or self._stale:
-            self.unknown[wl.key] = PREEMPTION if victims else TAS
-            return ""
-        got = tas.find_for_workload(asks.by_flavor)
+        nominated = self._nominated.pop(wl.key, None)
+        got = nominated if nominated is not None and not victims else \
+            tas.find_for_workload(asks.by_flavor)
         now = _failure(got)
-        if now:  # Kueue would look for victims by topology
-            self.unknown[wl.key] = PREEMPTION
+        if victims:
+            # the victims were searched with TAS's check (_targets): the pods are placed
+            # once they are gone; fair sharing's search is not (unknown where it matters)
+            if now and self.snap.fair_sharing:
+                self.unknown[wl.key] = PREEMPTION
+            return ""
+        if now:  # an earlier head of this cycle took the domains: Kueue recomputes the
+            self.unknown[wl.key] = PREEMPTION  # assignment, which may preempt
             return now
         self._placed[wl.key] = got
         return ""
@@ -65,13 +187,64 @@ class TasReplay(Replay):
         got = self._placed.pop(wl.key, None)
         if got is not None:
             self.cluster = with_admitted(self.cluster, wl.key, got)
+            self.assignments[wl.key] = {ps: r.assignment for ps, (_, r) in got.items()
+                                        if r.assignment is not None}
 
     def evict(self, victim: Admitted, again: bool) -> None:
-        tw = self.cluster.workloads.get(victim.wl.key)
-        if tw is not None and (any(ps.explicit for ps in tw.podsets)
-                               or self.cluster.tas_only.get(tw.cluster_queue, False)):
-            self._stale = True  # its domains are not released here: later placements unknown
+        """The eviction completed: Kueue's cache drops the victim's topology usage with
+        its quota."""
+        self.cluster = without(self.cluster, victim.wl.key)
+        self.assignments.pop(victim.wl.key, None)
         super().evict(victim, again)
+
+
+class _TasSearch(preempt._Search):
+    """Classic preemption's search whose ``workloadFits`` also asks TAS."""
+
+    def __init__(self, tree: Tree, spec: ClusterQueue, wl: Workload, frs: set[FR],
+                 requests: dict[FR, int], *, tas_fits: Callable[[], bool]) -> None:
+        super().__init__(tree, spec, wl, frs, requests)
+        self.tas_fits = tas_fits
+
+    def fits(self, borrow: bool) -> bool:
+        return super().fits(borrow) and self.tas_fits()
+
+
+def _still_fits(cluster: TasCluster, got: dict[str, tuple[str, tas.PodSetResult]],
+                requests: dict[str, dict[str, int]]) -> bool:
+    """``TASFlavorSnapshot.Fits``: each domain of the placement still has room for its
+    pods (each pod set's domains checked on their own, as Kueue does)."""
+    trees: dict[str, tas_tree.Tree] = {}
+    for name, (flavor, r) in got.items():
+        if r.assignment is None:
+            continue
+        tree = trees.get(flavor) or trees.setdefault(flavor, tas_tree.build(
+            cluster.input(flavor)))
+        one = {**requests[name], "pods": 1}
+        for d in r.assignment.domains:
+            leaf = tree.leaves.get(d.values[-1] if tree.lowest_is_node else ",".join(d.values))
+            if leaf is None or tas_tree.count_in(
+                    one, tas_tree.remaining(leaf, {}, simulate_empty=False))[0] < d.count:
+                return False
+    return True
+
+
+def _flavors(a: Assignment) -> Flavors:
+    return {ps.name: {r: f for r, (f, _, _) in ps.flavors.items()} for ps in a.podsets}
+
+
+def _preempt_mode(a: Assignment, asks: WorkloadRequests, reason: str) -> Assignment:
+    """``updateMode(failed pod set, Preempt)`` then ``updateModeForTASRequests``: every
+    resource of the pod sets TAS places is in Preempt mode; the failed one says why."""
+    placed = {ps.name for _, podsets in asks.by_flavor.values() for ps in podsets}
+    failed = reason.split(": ", 1)[0].removeprefix("couldn't assign flavors to pod set ")
+    podsets = []
+    for ps in a.podsets:
+        podsets.append(ps if ps.name not in placed else dataclasses.replace(
+            ps, flavors={r: (f, PREEMPT, b) for r, (f, _, b) in ps.flavors.items()},
+            reasons=[*ps.reasons, reason.split(": ", 1)[1]] if ps.name == failed
+            else list(ps.reasons)))
+    return dataclasses.replace(a, podsets=podsets, _mode=None)
 
 
 def _failure(got: dict[str, tuple[str, tas.PodSetResult]]) -> str:

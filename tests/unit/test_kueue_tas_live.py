@@ -1,0 +1,52 @@
+"""Topology-aware scheduling as the real Kueue v0.19.2 decided it on generated scenarios
+(``bench/kueue_diff.py --tas``: a lab control plane, kwok nodes in blocks and racks): each
+recorded snapshot, replayed, gives every workload Kueue's admission, flavors and, for the
+workloads the replay admits, Kueue's topology domains; none is left "unknown (feature)".
+
+The cases are those that showed what the replay lacked: a pending TAS workload whose pods
+fit only once lower-priority ones go (Kueue's preemption asks TAS for each victim set), an
+evicted workload's domains given back, and a placement found at nomination that an earlier
+head of the cycle took (Kueue assigns the workload again).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aiplat.kueue.snapshot import parse
+from aiplat.kueue.tas_world import TasReplay
+from aiplat.kueue.unknown import decide
+from aiplat.ops.kueue_input import tas_cluster
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "kueue_tas_live"
+CASES = sorted(p.stem for p in DATA.glob("*.json"))
+
+
+def _replay(case: str) -> tuple[dict[str, Any], TasReplay, dict[str, Any]]:
+    data = json.loads((DATA / f"{case}.json").read_text())
+    objs = data["snapshot"]
+    cluster = tas_cluster([(case, o) for o in objs], case, pods_listed=True)
+    assert cluster is not None
+    r, outcomes = decide(parse(objs, case), cluster=cluster)
+    assert isinstance(r, TasReplay)
+    return data["kueue"], r, {o.workload.split("/", 1)[1]: o for o in outcomes}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_replay_decides_as_kueue(case: str) -> None:
+    kueue, r, sim = _replay(case)
+    for name, want in kueue.items():
+        o = sim[name]
+        assert not o.unknown, (name, o.unknown)
+        assert (o.decision == "admitted") == want["admitted"], (name, o.decision, o.message)
+        if want["admitted"]:
+            assert o.flavors == want["flavors"], name
+        if o.decision == "admitted" and o.cycle is not None:  # placed by the replay
+            got = {ps: sorted([list(d.values), d.count] for d in a.domains)
+                   for ps, a in r.assignments.get(f"default/{name}", {}).items()}
+            assert got == {ps: sorted(d) for ps, d in want["topology"].items()}, name
+
