@@ -93,6 +93,30 @@ def test_never_overwrites_and_names_what_exists(tmp_path: Path) -> None:
         get("node-l40s-4", tmp_path / "tree")
 
 
+@pytest.mark.parametrize("name", ["node-hgx-h100", "platform.yaml", "snapshot-quota-exhausted"])
+def test_get_twice_leaves_the_same_sample_as_it_is_and_any_change_is_refused(
+        name: str, tmp_path: Path) -> None:
+    dest = tmp_path / "s"
+    first = CliRunner().invoke(samples, ["get", name, "-d", str(dest)])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(samples, ["get", name, "-d", str(dest)])
+    assert again.exit_code == 0 and "unchanged" in again.stderr, again.output
+    assert again.stdout.strip() == str(dest)
+    edited = next(p for p in sorted(dest.rglob("*")) if p.is_file() and not p.is_symlink()) \
+        if dest.is_dir() else dest
+    edited.write_bytes(edited.read_bytes() + b"#")
+    with pytest.raises(InputError, match="does not hold sample"):
+        get(name, dest)
+    assert edited.read_bytes().endswith(b"#")  # left as the admin made it
+    assert [p.name for p in tmp_path.iterdir()] == ["s"]  # no temporary folder left
+
+
+def test_an_empty_directory_takes_the_sample(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert get("node-l40s-4", tmp_path / "empty") == tmp_path / "empty"
+    assert (tmp_path / "empty" / "sys").is_dir()
+
+
 def test_unknown_and_download_only_samples_say_what_to_do(tmp_path: Path) -> None:
     r = CliRunner().invoke(samples, ["get", "nope"])
     assert r.exit_code != 0

@@ -47,13 +47,18 @@ def list_cmd(fmt: str) -> None:
 @click.option("-d", "--out-dir", "dest", type=click.Path(path_type=Path),
               help="where to write it (default: ./NAME)")
 def get_cmd(name: str, dest: Path | None) -> None:
-    """Write sample NAME (a file or a folder) and print where.
+    """Write sample NAME (a file or a folder) and print where; a DIR that already holds
+    exactly this sample is left as it is (exit 0), anything else there is never overwritten.
 
     \b
     Examples:
       aiplat samples get node-hgx-h100-degraded
       aiplat samples get platform.yaml -d my-platform.yaml
     """
-    from aiplat.samples import get
+    from aiplat.samples import write
+    from aiplat.text import shown
 
-    click.echo(str(get(name, dest)))
+    path, written = write(name, dest)
+    if not written:
+        click.echo(f"{shown(str(path))} already holds {name}, unchanged", err=True)
+    click.echo(str(path))

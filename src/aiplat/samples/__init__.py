@@ -16,11 +16,16 @@
 - ``fgd-trace``: the public Alibaba GPU trace ``aiplat sim fgd --data`` reads is 13 MB and not
   shipped: ``get`` says where to download it and which files the folder needs.
 
-Builders write into an empty or new directory and never over existing files.
+A sample is built in a temporary folder beside its destination and renamed into place, so a
+failure leaves nothing half-written. The destination may be new or an empty directory; one
+that already holds exactly the sample (the same files, bytes and links) is left as it is,
+so ``get`` run twice succeeds; anything else there is never overwritten.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -133,6 +138,12 @@ def catalogue() -> list[Sample]:
 
 def get(name: str, dest: Path | None = None) -> Path:
     """Write sample ``name`` to ``dest`` (default: ./NAME) and return the path."""
+    return write(name, dest)[0]
+
+
+def write(name: str, dest: Path | None = None) -> tuple[Path, bool]:
+    """Sample ``name`` at ``dest`` (default: ./NAME): the path, and whether it was written
+    (False: ``dest`` already held exactly this sample)."""
     by_name = {s.name: s for s in _catalogue()}
     sample = by_name.get(name)
     if sample is None:
@@ -143,4 +154,37 @@ def get(name: str, dest: Path | None = None) -> Path:
             f"{name} is not shipped (13 MB): download {', '.join(FGD_TRACE_FILES)} from "
             f"{FGD_TRACE_URL} into DIR/traces/alibaba-gpu-v2023/ and run `aiplat sim fgd "
             "--data DIR`")
-    return sample.write(dest if dest is not None else Path(name))
+    target = dest if dest is not None else Path(name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".aiplat-sample-") as tmp:
+        built = sample.write(Path(tmp) / "sample")
+        if (_empty_dir(target) and built.is_dir()) or not os.path.lexists(target):
+            os.replace(built, target)
+            return target, True
+        if _same(built, target):
+            return target, False
+    kind = "is not an empty directory" if target.is_dir() else "exists"
+    raise InputError(f"{target} {kind} and does not hold sample {name}; samples never "
+                     "overwrite (fix: remove it or pass another -d DIR)")
+
+
+def _empty_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink() and not any(path.iterdir())
+
+
+def _entries(root: Path) -> dict[str, tuple[str, bytes | str]]:
+    """Every entry under ``root`` (itself included): kind and content, links not followed."""
+    out: dict[str, tuple[str, bytes | str]] = {}
+    for p in [root, *root.rglob("*")] if root.is_dir() and not root.is_symlink() else [root]:
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink():
+            out[rel] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[rel] = ("dir", "")
+        else:
+            out[rel] = ("file", p.read_bytes())
+    return out
+
+
+def _same(built: Path, existing: Path) -> bool:
+    return _entries(built) == _entries(existing)
