@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable
 
 from aiplat.kueue import preempt, tas, tas_tree
-from aiplat.kueue.assign import FIT, PREEMPT, Assignment
+from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assignment
 from aiplat.kueue.cycle import Entry, Flavors, Pending, Replay
 from aiplat.kueue.quota import Admitted, Node, Tree
 from aiplat.kueue.snapshot import FR, TAS, ClusterQueue, Snapshot, Workload
@@ -46,8 +46,10 @@ class TasReplay(Replay):
         self._placed: dict[str, dict[str, tuple[str, tas.PodSetResult]]] = {}
         # workload -> pod set -> where TAS placed it, for those admitted (and not evicted)
         self.assignments: dict[str, dict[str, tas.TopologyAssignment]] = {}
-        # workload -> where TAS placed it when nominated this cycle (Fit mode)
-        self._nominated: dict[str, dict[str, tuple[str, tas.PodSetResult]]] = {}
+        # workload -> where TAS placed it when nominated this cycle, and the victims whose
+        # domains that placement counts as given back
+        self._nominated: dict[str, tuple[dict[str, tuple[str, tas.PodSetResult]],
+                                         frozenset[str]]] = {}
         super().__init__(snap)
 
     # ------------------------------------------------------------ nomination (Kueue's
@@ -66,22 +68,38 @@ class TasReplay(Replay):
     def _nominate(self, p: Pending) -> Entry:
         """``assignFlavors``: quota that fits but a topology that does not (now; it would
         empty) makes the TAS pod sets' resources Preempt, and the victims are searched by
-        quota and topology together (classic preemption; fair sharing's is left unknown)."""
+        quota and topology together (classic preemption; fair sharing's is left unknown).
+        The placement is kept as ``updateAssignmentForTAS`` computes it: on the cycle's
+        snapshot, without the victims when there are some."""
         e = super()._nominate(p)
-        self._nominated.pop(p.wl.key, None)
-        if e.a.mode != FIT or self.snap.fair_sharing:
+        key = p.wl.key
+        self._nominated.pop(key, None)
+        if e.a.mode == NOFIT or self.snap.fair_sharing:
             return e
         asks = self._asks(p.wl, e.a)
         if asks is None or _failure(tas.find_for_workload(asks.by_flavor,
                                                           simulate_empty=True)):
             return e  # NoFit: unplaceable says so when the head is processed
-        got = tas.find_for_workload(asks.by_flavor)
-        now = _failure(got)
-        if not now:
-            self._nominated[p.wl.key] = got
-            return e
-        a = _preempt_mode(e.a, asks, now)
-        return Entry(p, e.cq, a, self._targets(e.cq, p.wl, a))
+        if e.a.mode == FIT:
+            got = tas.find_for_workload(asks.by_flavor)
+            now = _failure(got)
+            if not now:
+                self._nominated[key] = (got, frozenset())
+                return e
+            a = _preempt_mode(e.a, asks, now)
+            e = Entry(p, e.cq, a, self._targets(e.cq, p.wl, a))
+        if e.targets:
+            gone = frozenset(t.victim.wl.key for t in e.targets)
+            got = tas.find_for_workload(requests_for(
+                self._without(gone), key, _flavors(e.a), e.a.counts or None).by_flavor)
+            if not _failure(got):
+                self._nominated[key] = (got, gone)
+        return e
+
+    def _without(self, keys: frozenset[str] | set[str]) -> TasCluster:
+        """The cluster as if the workloads ``keys`` had given their domains back."""
+        return dataclasses.replace(self.cluster, admitted=tuple(
+            d for d in self.cluster.admitted if d.workload not in keys))
 
     def _targets(self, spec: ClusterQueue, wl: Workload, a: Assignment
                  ) -> list[preempt.Target]:
@@ -117,25 +135,37 @@ class TasReplay(Replay):
         longer fits (an earlier head of the cycle took its domains: ``FitsCheckNoTAS``)
         makes Kueue assign the workload again, from its first flavor, on what the cycle
         has taken (``TASRecomputeAssignmentWithinSchedulingCycle``)."""
-        got = self._nominated.get(e.p.wl.key)
-        if got is not None and not _still_fits(self.cluster, got, self._requests(e.p.wl)):
+        key = e.p.wl.key
+        nominated = self._nominated.get(key)
+        if nominated is not None and not _still_fits(
+                self._without(set(taken) | nominated[1]), nominated[0], self._requests(e.p.wl)):
             e.p.last = None
             again = self._nominate(e.p)
             e.a, e.targets = again.a, again.targets
         super()._process(e, taken, undo, victims)
-        if undo is None or e.status != "inadmissible" or e.p.reason != \
-                "PreemptionNoCandidates" or e.cq.preemption.reclaim_within_cohort == "Any":
+        if undo is None:
+            return  # no head after this one: nothing would see a hold
+        if e.status == "preempting":  # cq.AddUsage(usage): its TAS usage too
+            nominated = self._nominated.get(key)
+            if nominated is not None:
+                self._hold_domains(e.p.wl, nominated[0])
+            return
+        if e.status != "inadmissible" or e.p.reason != "PreemptionNoCandidates" \
+                or e.cq.preemption.reclaim_within_cohort == "Any":
             return
         asks = self._asks(e.p.wl, e.a)
         if asks is None:
             return
         got = tas.find_for_workload(asks.by_flavor, simulate_empty=True)
-        if _failure(got):
-            return
+        if not _failure(got):
+            self._hold_domains(e.p.wl, got)
+
+    def _hold_domains(self, wl: Workload, got: dict[str, tuple[str, tas.PodSetResult]]) -> None:
+        """``got``'s domains stay taken for the rest of the cycle."""
         n = len(self.cluster.admitted)
-        held = with_admitted(self.cluster, e.p.wl.key, got)
+        held = with_admitted(self.cluster, wl.key, got)
         self.cluster = dataclasses.replace(held, admitted=held.admitted[:n] + tuple(
-            dataclasses.replace(d, workload=HOLD + e.p.wl.key) for d in held.admitted[n:]))
+            dataclasses.replace(d, workload=HOLD + wl.key) for d in held.admitted[n:]))
 
     def _requests(self, wl: Workload) -> dict[str, dict[str, int]]:
         return {ps.request.name: dict(ps.request.requests)
@@ -166,8 +196,8 @@ class TasReplay(Replay):
         empty = _failure(tas.find_for_workload(asks.by_flavor, simulate_empty=True))
         if empty:
             return empty  # not even on an empty topology: NoFit
-        nominated = self._nominated.pop(wl.key, None)
-        got = nominated if nominated is not None and not victims else \
+        nominated = self._nominated.get(wl.key)
+        got = nominated[0] if nominated is not None and not victims else \
             tas.find_for_workload(asks.by_flavor)
         now = _failure(got)
         if victims:
