@@ -12,6 +12,11 @@ been and a fix, instead of failing deep inside a parser:
   ``MAX_VALUES`` values; duplicate keys in JSON and YAML mappings; ``NaN``/``Infinity`` in JSON;
 - a document of the wrong shape (``mapping`` / ``sequence`` check the root).
 
+A path of exactly ``-`` (``STDIN``) is the process's standard input, as kubectl reads
+``-f -`` (issue #45): every file input of the CLI takes it (a spec, manifests, an
+inventory), bounded the same way; it is read once, so a second ``-`` in one command reads
+nothing.
+
 Files inside a host's tree (``--root``: a recorded sysfs/procfs, a driver root) are read by
 ``read_in_tree``, which also refuses a path whose links lead out of the tree, checks the file
 type with ``stat`` before opening (a FIFO would block, a device may act on open), reads at
@@ -35,6 +40,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -76,14 +82,32 @@ _KINDS = [(stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISSOCK, "a socket")]
 
 
+STDIN = "-"
+"""The path that names standard input."""
+
+
+def read_stdin(what: str = "an input file", *, max_bytes: int = MAX_BYTES,
+               stream: Any = None) -> bytes:
+    """At most ``max_bytes`` of standard input (``stream``, default the process's binary
+    stdin); more is an error."""
+    data: bytes = (stream or sys.stdin.buffer).read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise _too_big("(stdin)", what, max_bytes, f"give {what} as a file; no aiplat input "
+                       "is that large")
+    return data
+
+
 def _fail(name: str | Path, what: str, problem: str, fix: str) -> InputError:
     return InputError(f"{name}: {problem} (fix: {fix or f'give {what}'})")
 
 
 def read_bytes(path: str | Path, what: str = "an input file", *,
                max_bytes: int = MAX_BYTES) -> bytes:
-    """The bytes of the regular file ``path``; ``what`` names it in errors ("a CDI spec")."""
+    """The bytes of the regular file ``path`` (``-``: standard input); ``what`` names it in
+    errors ("a CDI spec")."""
     name = str(path)
+    if name == STDIN:
+        return read_stdin(what, max_bytes=max_bytes)
     try:
         _regular(os.stat(name), name, what, f"give the path of {what}")
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
