@@ -40,14 +40,13 @@ from aiplat.text import shown
               show_default=True, help="Kubernetes versions to validate the manifests for")
 def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
          k8s_versions: tuple[str, ...]) -> None:
-    """Size the platform in SPEC (default: the built-in example; - reads it from stdin) and
-    write the plan.
+    """Size the platform in SPEC (default: the built-in example) and write the plan.
 
     Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md, a
     self-contained DIR/report.html, the rendered Kubernetes tree DIR/kube/ with its validation
     and lint result DIR/kube-check.json, a simulated month DIR/simulation.json, and the
     handover: DIR/matrix/, DIR/runbook/, DIR/monitoring/. Exit 1 when the plan has error
-    findings or the manifests fail validation or lint.
+    findings or the manifests fail validation or lint. SPEC - reads the spec from stdin.
 
     \b
     Examples:
