@@ -3,7 +3,8 @@ team's fifth round, N1): a ``patches:`` entry made RoleBinding team-a-edit clust
 kube-system (kp1), and ``commonLabels:`` / ``labels:`` gave a powerful ClusterRole the
 aggregate-to-view label while view was bound cluster-wide (kc1, kc2); each ended in "0 errors",
 exit 0. Labels are now applied as kustomize's label transformer applies them to metadata, and
-every field still not modelled is an error finding (the verdict is unknown)."""
+(issue #45) a tree with any field not read here is built by the real kustomize, or refused
+when there is none."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_kube_lint_trees import RBAC, kustomization, lint, write
+from test_kube_lint_trees import RBAC, kustomization, lint, need_kustomize, write
 
+from aiplat.cluster.assets import default_cache
+from aiplat.errors import InputError
+from aiplat.kube.kustomize import find as find_kustomize
 from aiplat.kube.tree import read_tree
 
 AGG_VIEW = "rbac.authorization.k8s.io/aggregate-to-view"
@@ -30,7 +34,6 @@ EDIT_BINDING = {"apiVersion": f"{RBAC}/v1", "kind": "RoleBinding",
                 "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": "team-a-users"}]}
 TENANT = {"apiVersion": "v1", "kind": "Namespace",
           "metadata": {"name": "team-a", "labels": {"aiplat.io/tenant": "team-a"}}}
-NOT_MODELLED = "error: [kustomize-not-modelled] "
 
 
 def labelled_tree(tmp_path: Path, **fields: Any) -> Path:
@@ -67,9 +70,10 @@ def test_labels_reach_metadata_of_every_object(tmp_path: Path) -> None:
     assert got["team-a"] == {"aiplat.io/tenant": "team-a"}  # outside cr/: untouched
 
 
-def test_patches_are_an_error_finding(tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
-    """kp1: a JSON6902 patch makes team-a-edit cluster-admin in kube-system."""
+def test_patches_are_applied(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kp1: a JSON6902 patch makes team-a-edit cluster-admin in kube-system: kustomize builds
+    it, and lint judges the binding where the patch puts it."""
+    need_kustomize()
     patch = ("- op: replace\n  path: /roleRef/name\n  value: cluster-admin\n"
              "- op: replace\n  path: /metadata/namespace\n  value: kube-system\n")
     tree = write(tmp_path / "t", {
@@ -78,12 +82,13 @@ def test_patches_are_an_error_finding(tmp_path: Path,
         "base.yaml": [TENANT, EDIT_BINDING]})
     code, out, _err = lint(tree, capsys)
     assert code == 1
-    assert f"{NOT_MODELLED}{tree.resolve()}/kustomization.yaml: 'patches' not modelled" in out
-    assert f"kubectl kustomize {tree.resolve()}" in out
+    assert f"info: [kustomize] {tree}/kustomization.yaml: built by kustomize, since " \
+        "'patches'" in out
+    assert "RoleBinding/kube-system/team-a-edit" in out and "cluster-admin" in out
     assert "0 errors" not in out
 
 
-@pytest.mark.parametrize("fields", [
+FIELDS = [
     {"patchesStrategicMerge": ["p.yaml"]},
     {"patchesJson6902": [{"target": {"kind": "Role", "name": "x"}, "path": "p.yaml"}]},
     {"components": ["c"]},
@@ -94,28 +99,51 @@ def test_patches_are_an_error_finding(tmp_path: Path,
     {"helmCharts": [{"name": "x"}]},
     {"commonAnnotations": {"a": "b"}},
     {"labels": [{"pairs": {"a": "b"}, "fields": [{"path": "spec/x"}]}]},
-])
-def test_each_field_not_modelled_is_an_error(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], fields: dict[str, Any]) -> None:
+]
+
+
+@pytest.mark.parametrize("fields", FIELDS)
+def test_each_field_not_read_here_needs_kustomize(tmp_path: Path, fields: dict[str, Any]
+                                                  ) -> None:
+    """Without a kustomize program, never the base: an InputError naming the field."""
     tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
         resources=["cr/rbac.yaml"], **fields), "cr/rbac.yaml": [POD_RUNNER]})
-    code, out, _err = lint(tree, capsys)
-    assert code == 1
-    assert f"'{next(iter(fields))}' not modelled" in out and NOT_MODELLED in out
+    with pytest.raises(InputError, match=f"only kustomize builds this kustomization "
+                       f"\\('{next(iter(fields))}' "):
+        read_tree(tree)
 
 
-def test_common_labels_on_a_workload_are_not_modelled(
+@pytest.mark.parametrize("fields", FIELDS)
+def test_each_field_not_read_here_is_built_or_refused_by_kustomize(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], fields: dict[str, Any]) -> None:
+    """With kustomize: built and judged (an info finding says so), or kustomize's own error
+    (exit 2: a missing patch file or component, Helm not enabled), never the base."""
+    need_kustomize()
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
+        resources=["cr/rbac.yaml"], **fields), "cr/rbac.yaml": [POD_RUNNER]})
+    code, out, err = lint(tree, capsys)
+    if code == 2:
+        assert out == "" and "kustomize could not build it: " in err and "fix:" in err
+    else:
+        assert f"info: [kustomize] {tree}/kustomization.yaml: built by kustomize, since " \
+            f"'{next(iter(fields))}'" in out
+
+
+def test_common_labels_on_a_workload_are_built_by_kustomize(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """commonLabels also labels selectors and pod templates, which aiplat does not model: a
-    NetworkPolicy or Deployment under it makes the verdict unknown."""
-    policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+    """commonLabels also labels selectors and pod templates, which aiplat does not read
+    itself: a Service under it is built by kustomize, its selector labelled."""
+    need_kustomize()
+    policy = {"apiVersion": "v1", "kind": "Service",
               "metadata": {"name": "p", "namespace": "team-a"},
-              "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}}
+              "spec": {"selector": {"app": "p"}, "ports": [{"port": 80}]}}
     tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
         resources=["p.yaml"], commonLabels={"a": "b"}), "p.yaml": [policy]})
     code, out, _err = lint(tree, capsys)
-    assert code == 1 and "'commonLabels' not modelled" in out
-    assert "NetworkPolicy" in out
+    assert code == 0 and "info: [kustomize]" in out and "1 objects, 0 errors" in out
+    items, _inv = read_tree(tree, build=find_kustomize([default_cache() / "bin" / "kubectl"]))
+    assert items[0][1]["spec"]["selector"] == {"app": "p", "a": "b"}
+    assert items[0][0] == "p.yaml (kustomize build)"
 
 
 @pytest.mark.parametrize("labels", [{"a": 1}, ["a"], [{"pairs": {"a": True}}], [3]])

@@ -6,6 +6,7 @@ Data goes to stdout (``-o table|json|yaml``), progress and errors to stderr. Exi
 
 from __future__ import annotations
 
+import io
 import json
 import re
 import sys
@@ -18,18 +19,18 @@ from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
 from aiplat.findings import Finding, counts, line
 from aiplat.fsutil import write_tree
+from aiplat.inputs import STDIN, read_stdin
 from aiplat.kube import (
     CrdIndex,
     check_platform,
     lint,
     load_crds,
     load_snapshot,
-    read_tree,
     render,
     validate_objects,
 )
 from aiplat.kube.inventory import Inventory
-from aiplat.kube.tree import read_manifests
+from aiplat.kube.tree import Build, read_manifests
 from aiplat.kube.yamlout import dump_value
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.spec.models import Platform
@@ -39,6 +40,7 @@ NAMESPACE = click.option(
     "-n", "--namespace",
     help="namespace of the objects that name none (default: default); as with kubectl, an "
          "object naming another is refused")
+_INPUT = "Kubernetes manifests or an aiplat spec"
 OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
                       default="table", show_default=True, help="format of stdout")
 
@@ -47,6 +49,19 @@ def _platform(spec: str | None) -> Platform:
     catalog = load_catalog()
     return load_platform(spec, catalog) if spec else parse_platform(example_text(), EXAMPLE,
                                                                     catalog)
+
+
+def _kustomize() -> Build | None:
+    """The kustomize program that builds what kube/tree.py does not read itself: the lab's
+    kubectl (`aiplat lab cluster build`), else kubectl or kustomize on PATH."""
+    from aiplat.cluster.assets import default_cache
+    from aiplat.kube.kustomize import find
+
+    try:
+        lab = [default_cache() / "bin" / "kubectl"]
+    except InputError:  # no pinned versions readable: PATH only
+        lab = []
+    return find(lab)
 
 
 def _emit(fmt: str, data: Any, table: list[str]) -> None:
@@ -67,34 +82,67 @@ def kube() -> None:
 @kube.command("render")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.option("-d", "--out-dir", "out_dir", default="out/kube", show_default=True,
-              type=click.Path(file_okay=False), help="directory for the kustomize tree")
+              type=click.Path(file_okay=False),
+              help="directory for the kustomize tree; - for none (the objects on stdout)")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
-              default="table", show_default=True, help="format of the summary on stdout")
-def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
+              default="table", show_default=True,
+              help="table: write the tree and print a summary; yaml: the tree's objects on "
+                   "stdout as one multi-document YAML, in apply order (for `kubectl apply -f "
+                   "-`); json: the same as one v1 List. With yaml or json, files are written "
+                   "only where -d is given")
+@click.pass_context
+def render_cmd(ctx: click.Context, spec: str | None, out_dir: str, fmt: str) -> None:
     """Render cluster/, kueue/, tenants/, storage/, serving/ and workloads/ from SPEC
-    (default: the built-in example) into a kustomize-ready tree.
+    (default: the built-in example; - reads it from stdin) into a kustomize-ready tree, or
+    stream its objects to stdout.
 
     \b
     Examples:
       aiplat kube render -d kube
       aiplat spec example > platform.yaml
-      aiplat kube render platform.yaml -d kube -o json
+      aiplat kube render platform.yaml -o yaml > all.yaml
+      aiplat kube render - -d - < platform.yaml | aiplat kube validate -
     """
     t0 = time.perf_counter()
+    stream = fmt if fmt != "table" else "yaml" if out_dir == "-" else None
+    explicit = ctx.get_parameter_source("out_dir") is not click.core.ParameterSource.DEFAULT
+    write = out_dir != "-" and (stream is None or explicit)
     platform = _platform(spec)
     rendered = render(platform, load_catalog())
     files = rendered.files()
-    write_tree(out_dir, files)
+    text = _stream(rendered.manifests, stream) if stream else ""  # whole, before a byte goes
+    if write:
+        write_tree(out_dir, files)
+    if stream:
+        click.echo(text, nl=False)
+        click.echo(f"rendered {len(rendered.objects())} objects"
+                   + (f"; wrote {len(files)} files under {shown(str(out_dir))}" if write else "")
+                   + f" in {time.perf_counter() - t0:.2f} s", err=True)
+        return
     per_layer: dict[str, int] = {}
     for path, objs in rendered.manifests.items():
         layer = path.split("/")[0]
         per_layer[layer] = per_layer.get(layer, 0) + len(objs)
-    data = {"out": out_dir, "files": len(files), "objects": per_layer}
-    _emit(fmt, data, [f"{'layer':<10} objects"]
+    _emit("table", None, [f"{'layer':<10} objects"]
           + [f"{k:<10} {v:>7}" for k, v in per_layer.items()]
           + [f"{'total':<10} {sum(per_layer.values()):>7}"])
     click.echo(f"wrote {len(files)} files under {shown(str(out_dir))} in "
                f"{time.perf_counter() - t0:.2f} s", err=True)
+
+
+def _stream(manifests: dict[str, list[Any]], fmt: str) -> str:
+    """The tree's objects in the order they can be applied (``kube.apply.apply_order``:
+    namespaces before what lives in them): YAML documents, each headed by the file it is in,
+    or one v1 List."""
+    from aiplat.kube.apply import apply_order
+    from aiplat.kube.yamlout import dump_docs
+
+    source = {id(o): path for path, objs in manifests.items() for o in objs}
+    ordered = apply_order([o for objs in manifests.values() for o in objs])
+    if fmt == "json":
+        return json.dumps({"apiVersion": "v1", "kind": "List", "items": ordered},
+                          indent=2) + "\n"
+    return "".join(f"---\n# Source: {source[id(o)]}\n{dump_docs([o])}" for o in ordered)
 
 
 @kube.command("validate")
@@ -107,9 +155,10 @@ def render_cmd(spec: str | None, out_dir: str, fmt: str) -> None:
 @OUTPUT
 def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
                  namespace: str | None, fmt: str) -> None:
-    """Validate the manifests of FILE, DIR (as `kubectl apply -R -f` or kustomize reads it)
-    or - (stdin): built-in kinds with the official schemas (strict), custom resources with
-    their CRDs, then names, quantities, DRA rules and CEL selectors.
+    """Validate the manifests of FILE, DIR (as `kubectl apply -R -f` reads it, or its
+    kustomization as kustomize builds it) or - (stdin): built-in kinds with the official
+    schemas (strict), custom resources with their CRDs, then names, quantities, DRA rules and
+    CEL selectors.
 
     \b
     Examples:
@@ -122,7 +171,7 @@ def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
 
     versions = tuple(check_version(v) for v in versions)
     items, _inv = read_manifests(target, namespace=namespace or "default",
-                                 only=namespace is not None)
+                                 only=namespace is not None, build=_kustomize())
     crds = load_crds(crd_dir) if crd_dir else CrdIndex()
     results = []
     for v in versions:
@@ -155,15 +204,15 @@ def validate_cmd(target: str, versions: tuple[str, ...], crd_dir: str | None,
 @OUTPUT
 def lint_cmd(target: str, inventory: str | None, kueue_version: str | None,
              namespace: str | None, fmt: str) -> None:
-    """Cross-check the layers of rendered manifests (FILE, DIR or - for stdin), or of a SPEC
-    (an aiplat Platform file, rendered in memory).
+    """Cross-check the layers of rendered manifests (FILE, DIR as kustomize builds it, or -
+    for stdin), or of a SPEC (an aiplat Platform file or stdin, rendered in memory).
 
     \b
     Examples:
       aiplat kube render -d kube
       aiplat kube lint kube
       aiplat spec example > platform.yaml
-      aiplat kube lint platform.yaml -o json
+      aiplat kube lint - -o json < platform.yaml
     """
     if kueue_version is not None and not re.fullmatch(r"v?\d{1,3}\.\d{1,3}\.\d{1,4}",
                                                       kueue_version):
@@ -172,14 +221,18 @@ def lint_cmd(target: str, inventory: str | None, kueue_version: str | None,
                          "kueue-controller-manager -o yaml` shows in its image tag)")
     inv: Inventory | None
     files: list[str] | None = None
-    unknown: list[Finding] = []  # kustomize fields the reader does not model: errors
+    notes: list[Finding] = []  # a tree kustomize built says so
     placed: list[Any] = []  # put in "default" only as kubectl's context likely would
-    items, inv = read_manifests(target, unknown, namespace=namespace or "default",
+    # stdin is read once: kept, in case it holds a spec
+    stdin = io.BytesIO(read_stdin(_INPUT)) if target == STDIN else None
+    items, inv = read_manifests(target, notes, namespace=namespace or "default",
                                 only=namespace is not None,
-                                placed=placed if namespace is None else None)
+                                placed=placed if namespace is None else None,
+                                build=_kustomize(), stdin=stdin)
     unset: set[int] = set()
-    if target != "-" and len(items) == 1 and _is_spec(items[0][1]):
-        platform = _platform(target)
+    if len(items) == 1 and _is_spec(items[0][1]):
+        platform = _platform(target) if stdin is None else parse_platform(
+            stdin.getvalue().decode("utf-8"), STDIN, load_catalog())
         rendered = render(platform, load_catalog())
         objects = rendered.objects()
         inv = rendered.inventory
@@ -194,7 +247,7 @@ def lint_cmd(target: str, inventory: str | None, kueue_version: str | None,
         inv = Inventory.from_dict(inputs.load_yaml(inventory, "a node inventory (YAML)") or {},
                                   inventory)
     # Without an inventory the node-dependent rules judge nothing (lint says so).
-    findings = unknown + lint(objects, inv, files=files, kueue_version=kueue_version,
+    findings = notes + lint(objects, inv, files=files, kueue_version=kueue_version,
                               unset_namespace=unset)
     n = counts(findings)
     errors = n["error"]
@@ -248,6 +301,17 @@ def why_pending_cmd(  # noqa: PLR0917 (one parameter per click option)
         sys.exit(2)
 
 
+def client_dry_run(items: list[tuple[str, Any]]) -> list[Any]:
+    """kubectl's --dry-run=client: each object, checked as apply checks it before any request,
+    in the order apply would send it; nothing sent."""
+    from aiplat.kube.apply import Outcome, apply_order, check_objects, label
+
+    check_objects(items)
+    files = {id(o): f for f, o in items}
+    return [Outcome(label(o), files.get(id(o)), "would apply")
+            for o in apply_order(o for _f, o in items)]
+
+
 def _is_spec(o: Any) -> bool:
     """An aiplat Platform spec, not a Kubernetes manifest."""
     return isinstance(o, dict) and o.get("kind") == "Platform" \
@@ -274,9 +338,11 @@ def _kubeconfig(given: str | None) -> str:
 
 
 @kube.command("apply")
-@click.argument("directory", type=click.Path(file_okay=False, exists=True))
-@click.option("--dry-run", "dry_run", type=click.Choice(["none", "server"]), default="none",
-              show_default=True, help="server: the real admission chain, nothing persisted")
+@click.argument("target", metavar="FILE|DIR|-")
+@click.option("--dry-run", "dry_run", type=click.Choice(["none", "client", "server"]),
+              default="none", show_default=True,
+              help="server: the real admission chain, nothing persisted; client: the objects "
+                   "in the order they would be applied, no cluster asked (as kubectl's)")
 @click.option("--diff", is_flag=True, help="show what would change against the live objects")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
@@ -287,34 +353,47 @@ def _kubeconfig(given: str | None) -> str:
               help="skip the dry-run Pod made from each workload's template")
 @OUTPUT
 def apply_cmd(  # noqa: PLR0917 (one parameter per click option)
-        directory: str, dry_run: str, diff: bool, kubeconfig: str | None,
+        target: str, dry_run: str, diff: bool, kubeconfig: str | None,
               context: str | None, force_conflicts: bool, no_pod_check: bool,
               fmt: str) -> None:
-    """Server-side apply DIR (field manager aiplat) in dependency order: CRDs, namespaces,
+    """Server-side apply FILE, DIR (a kustomization as kustomize builds it) or - (stdin)
+    (field manager aiplat) in dependency order: CRDs, namespaces,
     cluster objects, Kueue queues, namespaced configuration, workloads. Each workload's pods
     are also created as a dry run, so a LimitRange, quota or Pod Security level that would
     refuse them is reported now, with the API server's message. Exit 1 when anything is
     refused.
 
     \b
+    Examples:
+      aiplat kube render -d kube
+      aiplat kube apply kube --dry-run=client
+
+    \b
     Examples (a running lab cluster):
       aiplat kube render -d kube
       aiplat kube apply kube --dry-run server
       aiplat kube apply kube
+      aiplat kube render -o yaml | aiplat kube apply -
     """
     from aiplat.kube.apply import Api, apply_tree
 
-    items, _inv = read_tree(directory)
-    api = Api.from_kubeconfig(kubeconfig, context)
-    outcomes = apply_tree(api, items, dry_run=dry_run == "server", diff=diff,
-                          probe_pods=not no_pod_check, force=force_conflicts)
+    items, _inv = read_manifests(target, build=_kustomize())
+    if dry_run == "client":
+        if diff:
+            raise InputError("--diff compares with the live objects: give --dry-run server "
+                             "or none with it, not client")
+        outcomes = client_dry_run(items)
+    else:
+        api = Api.from_kubeconfig(kubeconfig, context)
+        outcomes = apply_tree(api, items, dry_run=dry_run == "server", diff=diff,
+                              probe_pods=not no_pod_check, force=force_conflicts)
     refused = [o for o in outcomes if o.action in ("refused", "pods refused")]
     lines = []
     for o in outcomes:
         lines.append(f"{o.object}: {o.action}" + (f": {o.message}" if o.message else ""))
         if o.diff:
             lines.append(o.diff.rstrip("\n"))
-    mode = " (server dry run)" if dry_run == "server" else ""
+    mode = f" ({dry_run} dry run)" if dry_run != "none" else ""
     lines.append(f"{len(items)} objects{mode}: {len(refused)} refused")
     _emit(fmt, [o.as_dict() for o in outcomes], lines)
     if refused:

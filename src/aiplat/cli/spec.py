@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import click
 
+from aiplat.errors import SpecError
 from aiplat.spec import Platform, example_text, load_platform
 from aiplat.text import shown
 
@@ -17,16 +19,35 @@ def spec() -> None:
 
 @spec.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-def validate(file: str) -> None:
-    """Check FILE: syntax, types, ranges, references and catalog names (exit 2 on error).
+@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+              show_default=True,
+              help="json: {file, valid, errors: [{file, line, column, path, message, fix}]} on "
+                   "stdout, also when invalid (exit 2), for CI")
+def validate(file: str, fmt: str) -> None:
+    """Check FILE (- reads stdin): syntax, types, ranges, references and catalog names (exit 2
+    on error).
 
     \b
     Examples:
       aiplat spec example > platform.yaml
       aiplat spec validate platform.yaml
+      aiplat spec example | aiplat spec validate - -o json
     """
-    p = load_platform(file)
+    try:
+        p = load_platform(file)
+    except SpecError as e:
+        if fmt != "json":
+            raise
+        click.echo(json.dumps({"file": file, "valid": False, "errors": [
+            {"file": i.file, "line": i.line, "column": i.column, "path": i.path,
+             "message": i.message, "fix": i.hint} for i in e.issues]}, indent=2))
+        sys.exit(2)
     gpus = sum(pool.gpus for pool in p.pools)
+    if fmt == "json":
+        click.echo(json.dumps({"file": file, "valid": True, "pools": len(p.pools),
+                               "gpus": gpus, "tenants": len(p.tenants),
+                               "workloads": len(p.workloads), "errors": []}, indent=2))
+        return
     click.echo(
         f"{shown(file)}: valid ({len(p.pools)} pools, {gpus} GPUs, {len(p.tenants)} tenants, "
         f"{len(p.workloads)} workloads)"

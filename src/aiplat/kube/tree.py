@@ -3,25 +3,36 @@ lint.
 
 A directory with a kustomization (``kustomization.yaml``, ``kustomization.yml`` or
 ``Kustomization``, the names kustomize accepts; two of them are an error, as for kustomize)
-is read the way kustomize builds it, as far as modelled: its ``resources`` (and the older
-``bases``) in order, recursing into listed directories, then its ``namespace`` applied as
-kustomize's namespace transformer applies it (``api/filters/namespace``): set on every object
-that is not cluster-scoped (a Namespace is renamed to it, as kustomize does), on the
-``subjects`` of (Cluster)RoleBindings named ``default``, and on an APIService's and a CRD
-conversion webhook's service; an outer kustomization's namespace overrides an inner one's.
-Cluster-scoped are Kubernetes' own such kinds (``CLUSTER_SCOPED``) and the
-custom resources whose CRD (aiplat's packaged ones, or one in the tree) says so; the API
-server drops a namespace set on those. ``commonLabels`` and ``labels`` are applied to every
-object's ``metadata.labels``, as kustomize's label transformer does (an aggregation label given
-there aggregates as one written in the file); what else they label (selectors and pod
-templates of workloads, Services, NetworkPolicies, PodDisruptionBudgets; ``fields``) is not
-modelled. Every field not modelled (patches, name prefixes, generators, components,
-replacements, Helm charts, ...) makes the objects judged differ from what kustomize builds
-(a patch can make a RoleBinding cluster-admin in kube-system): ``read_tree`` returns each as an
-error finding (``kustomize-not-modelled``), which lint reports, so the verdict is visibly
-unknown; the fix is to lint what ``kubectl kustomize`` builds. A resource outside the tree
-(absolute, ``..`` past the root, a link out of it) is an input error, a remote one (a URL) a
-warning, not followed.
+is read as kustomize builds it, in one of two ways.
+
+**Plain kustomizations are read here.** One whose kustomizations (it and those its
+``resources`` name, recursively) hold only ``resources`` (and the older ``bases``),
+``namespace``, ``commonLabels``/``labels`` that label metadata only, and fields that change no
+object, is read in process: its ``resources`` in order, recursing into listed directories,
+then its ``namespace`` applied as kustomize's namespace transformer applies it
+(``api/filters/namespace``): set on every object that is not cluster-scoped (a Namespace is
+renamed to it, as kustomize does), on the ``subjects`` of (Cluster)RoleBindings named
+``default``, and on an APIService's and a CRD conversion webhook's service; an outer
+kustomization's namespace overrides an inner one's. Cluster-scoped are Kubernetes' own such
+kinds (``CLUSTER_SCOPED``) and the custom resources whose CRD (aiplat's packaged ones, or one
+in the tree) says so. ``commonLabels`` and ``labels`` are applied to every object's
+``metadata.labels``, as kustomize's label transformer does. Why not always run kustomize:
+this is what ``aiplat kube render`` writes and what most trees are; read here, every object
+keeps its file (kustomize's output has none), nothing outside Python runs, and a tree is read
+on a machine without kubectl.
+
+**Everything else is built by the real kustomize**, through the ``build`` the caller passes
+(``kube/kustomize.py``: ``kubectl kustomize DIR``): patches of any kind, name prefixes and
+suffixes, generators, components, replacements, Helm charts, labels on selectors and
+templates, a ``resources`` folder outside the folder given (an overlay's ``../../base``).
+What it builds is what is judged and applied; each object keeps the file that defines it
+where the plain reading found one of the same kind and name, else it is shown at the
+kustomization, and both say ``(kustomize build)``; ``read_tree`` adds an info finding naming
+the kustomization and why it was built. Without a ``build`` (no kubectl or kustomize), such a
+tree is an ``InputError`` (exit 2) with the fix, never read as its base. A remote resource (a
+URL) is an ``InputError`` either way: aiplat fetches nothing (vendor it into the tree). A
+file resource outside the tree (absolute, ``..`` past the root, a link out of it) is an
+input error, as kustomize's root-only load restriction refuses it too.
 
 A directory without one is read as every ``*.yaml``/``*.yml``/``*.json`` below it, as
 ``kubectl apply -R -f`` does (links out of the tree refused), a ``kustomization.yaml`` below
@@ -35,7 +46,7 @@ from __future__ import annotations
 
 import logging
 import re
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -55,7 +66,11 @@ _log = logging.getLogger(__name__)
 # What a kustomization holds that aiplat models, or that changes no object.
 _MODELLED = {"apiVersion", "kind", "metadata", "resources", "bases", "namespace",
              "commonLabels", "labels", "generatorOptions", "sortOptions", "buildMetadata"}
-NOT_MODELLED = "kustomize-not-modelled"  # the findings' source
+BUILT = "kustomize"  # the source of the finding that says a tree was built by kustomize
+# Builds a kustomization directory into multi-document YAML (kube/kustomize.py's Kustomize).
+Build = Callable[[Path], str]
+INSTALL = ("put kubectl (or kustomize) on PATH, or build the lab's kubectl with `aiplat lab "
+           "cluster build`")
 # Kinds whose selectors or pod templates kustomize's commonLabels also labels
 # (api/konfig/builtinpluginconsts/commonlabels.go), and those whose templates `labels:` with
 # includeTemplates labels (templatelabels.go): aiplat labels metadata only.
@@ -214,13 +229,9 @@ def _apply_namespace(objects: list[Any], ns: str) -> None:
                  ns, create=False)
 
 
-def _not_modelled(k: Path, field: str, why: str) -> Finding:
-    return Finding(
-        severity="error", source=NOT_MODELLED, subject=shown(str(k)),
-        message=shown(f"{field!r} not modelled: {why}, so the objects judged may differ from "
-                      "what kustomize builds: the verdict is unknown"),
-        fix=shown(f"lint the output of `kubectl kustomize {k.parent}` instead: `kubectl "
-                  f"kustomize {k.parent} > out/all.yaml`, then `aiplat kube lint out`"))
+def _not_modelled(k: Path, field: str, why: str) -> str:
+    """Why kustomization ``k`` must be built by kustomize."""
+    return f"{k}: {field!r} ({why})"
 
 
 def _pairs(k: Path, field: str, value: Any) -> dict[str, str]:
@@ -231,13 +242,13 @@ def _pairs(k: Path, field: str, value: Any) -> dict[str, str]:
     return value
 
 
-def _labels(k: Path, spec: dict[str, Any]) -> tuple[dict[str, str], set[str], list[Finding]]:
+def _labels(k: Path, spec: dict[str, Any]) -> tuple[dict[str, str], set[str], list[str]]:
     """The labels ``spec`` gives every object's metadata (commonLabels, then each ``labels``
     entry, as kustomize applies them: a later one wins), the kinds whose other fields they
     would also label (not modelled), and the findings for what is not modelled at all."""
     out = dict(_pairs(k, "'commonLabels'", spec.get("commonLabels") or {}))
     kinds: set[str] = set(_SELECTED) if out else set()
-    notes: list[Finding] = []
+    notes: list[str] = []
     entries = spec.get("labels") or []
     if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
         raise InputError(f"{k}: 'labels' must be a list of entries with 'pairs' (fix: "
@@ -258,7 +269,7 @@ def _labels(k: Path, spec: dict[str, Any]) -> tuple[dict[str, str], set[str], li
 
 
 def _apply_labels(k: Path, objects: list[Any], labels: dict[str, str],
-                  kinds: set[str]) -> list[Finding]:
+                  kinds: set[str]) -> list[str]:
     """kustomize's label transformer on ``objects``' metadata, in place (created where
     missing); a finding naming the objects whose selectors or templates it also labels."""
     touched = []
@@ -282,23 +293,27 @@ def _apply_labels(k: Path, objects: list[Any], labels: dict[str, str],
                           "which aiplat does not")]
 
 
-def _resource(k: Path, entry: str, root: Path) -> Path | None:
-    """The path ``entry`` of kustomization ``k`` names, inside the tree ``root`` (resolved);
-    None for a remote resource (not followed: the caller makes it a not-modelled finding,
-    since kustomize does fetch it and whatever it holds would be applied unjudged)."""
+def _resource(k: Path, entry: str, root: Path) -> Path | str:
+    """The path ``entry`` of kustomization ``k`` names, inside the tree ``root`` (resolved),
+    or why only kustomize can read it (a folder outside the tree, as an overlay's base)."""
     target = k.parent / entry
     where = f"{k}: resources entry {entry!r}"
     if not target.exists() and _REMOTE.match(entry):
-        return None
+        raise InputError(f"{where} is remote: kustomize would fetch it, aiplat fetches nothing "
+                         "(fix: vendor it into the tree and name that copy, or build it "
+                         f"yourself and give the file: `kubectl kustomize {k.parent} > "
+                         "all.yaml`)")
+    real = target.resolve()
+    if not real.is_relative_to(root) and real.is_dir():
+        return _not_modelled(k, f"resources: {entry}", f"a folder outside {root}")
     if Path(entry).is_absolute():
         raise InputError(f"{where} is an absolute path; a tree's resources are inside it "
                          "(fix: copy it into the tree and give a path relative to the "
                          "kustomization)")
-    real = target.resolve()
     if not real.is_relative_to(root):
-        raise InputError(f"{where} is outside the tree {root} (resolves to {real}) (fix: copy "
-                         "it into the tree, or lint a folder that holds both; "
-                         f"{_fix_build(k.parent)})")
+        raise InputError(f"{where} is outside the tree {root} (resolves to {real}); "
+                         "kustomize refuses a file outside its root too (fix: copy it into "
+                         "the tree, or name the folder that holds it)")
     if not target.exists():
         raise InputError(f"{where} does not exist (fix: re-render, or remove it from "
                          "resources)")
@@ -308,16 +323,16 @@ def _resource(k: Path, entry: str, root: Path) -> Path | None:
 
 
 def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...],
-                notes: list[Finding]) -> list[tuple[str, Any]]:
-    """The objects kustomization of ``directory`` builds (as far as modelled); what is not
-    modelled appended to ``notes``."""
+                notes: list[str]) -> list[tuple[str, Any]]:
+    """The objects kustomization of ``directory`` builds as far as read here; why only
+    kustomize can build it appended to ``notes`` (then the objects are not what it builds)."""
     k = kustomization_file(directory)
     if k is None:
         raise InputError(f"{directory}: a directory named in resources needs a kustomization "
                          f"({', '.join(KUSTOMIZATIONS)}) (fix: add one, or list its files)")
     docs = _read_docs(k)
     spec = docs[0] if docs else {}
-    notes += [_not_modelled(k, str(field), "aiplat reads resources, namespace and labels only")
+    notes += [_not_modelled(k, str(field), "read by kustomize only")
               for field in sorted(set(spec) - _MODELLED, key=str)]
     labels, label_kinds, label_notes = _labels(k, spec)
     notes += label_notes
@@ -334,10 +349,8 @@ def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...],
     out: list[tuple[str, Any]] = []
     for entry in resources:
         target = _resource(k, entry, root)
-        if target is None:
-            notes.append(_not_modelled(k, f"resources: {entry}", "it is remote (kustomize "
-                                       "fetches it; aiplat does not, so its objects are not "
-                                       "judged)"))
+        if isinstance(target, str):
+            notes.append(target)
             continue
         if target.is_dir():
             if target in seen:
@@ -353,23 +366,56 @@ def _kustomized(directory: Path, root: Path, seen: tuple[Path, ...],
     return out
 
 
-def read_tree(directory: str | Path, not_modelled: list[Finding] | None = None
+def _key(o: Any) -> tuple[str, str, str]:
+    meta = o.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return (str(o.get("apiVersion", "")).rpartition("/")[0], str(o.get("kind", "")),
+            str(name))
+
+
+def _built(root: Path, k: Path, reasons: list[str], read: list[tuple[str, Any]], *,
+           build: Build | None, notes: list[Finding] | None) -> list[tuple[str, Any]]:
+    """The objects kustomize builds from ``root`` (its kustomization ``k``), each at the file
+    the plain reading ``read`` found an object of its kind and name in, else at ``k``."""
+    said = [r.removeprefix(f"{k.resolve()}: ") for r in reasons]
+    why = "; ".join(said[:3]) + (f"; and {len(said) - 3} more" if len(said) > 3 else "")
+    if build is None:
+        raise InputError(f"{k}: only kustomize builds this kustomization ({why}), and no "
+                         f"kustomize program was found (fix: {INSTALL}; or build it yourself, "
+                         f"`kubectl kustomize {root} > all.yaml`, and give all.yaml)")
+    name = f"kustomize build of {k}"
+    objects = _objects(inputs.parse_yaml_all(build(root.resolve()), name, _WHAT), name)
+    files: dict[tuple[str, str, str], str | None] = {}
+    for f, o in read:
+        files[_key(o)] = f if _key(o) not in files else None  # only where one defines it
+    at = str(k.relative_to(root)) if k.is_relative_to(root) else str(k)
+    out = [(f"{files.get(_key(o)) or at} (kustomize build)", o) for o in objects]
+    if notes is not None:
+        notes.append(Finding(
+            severity="info", source=BUILT, subject=shown(str(k)),
+            message=shown(f"built by kustomize, since {why}: {len(out)} objects judged as "
+                          "kustomize builds them, each at the file that defines it, else at "
+                          "the kustomization (kustomize's output has no file or line)")))
+    _log.info("%s: built by kustomize (%s)", k, why)
+    return out
+
+
+def read_tree(directory: str | Path, notes: list[Finding] | None = None, *,
+              build: Build | None = None
               ) -> tuple[list[tuple[str, Any]], Inventory | None]:
-    """The objects of the tree ``directory`` (each with its file) and its inventory. What a
-    kustomization holds that is not modelled is appended to ``not_modelled`` as error findings
-    (lint reports them); without that list, each is logged as a warning."""
+    """The objects of the tree ``directory`` (each with its file) and its inventory. A
+    kustomization that only kustomize builds is built with ``build`` (an ``InputError`` without
+    one), and ``notes`` receives an info finding saying so."""
     root = Path(directory)
-    notes: list[Finding] = []
     if not root.is_dir():
         raise InputError(f"{root}: not a directory")
     real_root = root.resolve()
     items: list[tuple[str, Any]] = []  # (file relative to the root, object)
-    if kustomization_file(root) is not None:
-        items = _kustomized(real_root, real_root, (real_root,), notes)
-        if not_modelled is not None:
-            not_modelled += notes
-        for n in notes if not_modelled is None else []:
-            _log.warning("%s: %s (fix: %s)", n.subject, n.message, n.fix)
+    if (k := kustomization_file(root)) is not None:
+        reasons: list[str] = []
+        items = _kustomized(real_root, real_root, (real_root,), reasons)
+        if reasons:
+            items = _built(root, k, reasons, items, build=build, notes=notes)
     else:
         # Every file `kubectl apply -R -f` reads, one named kustomization.yaml included: kubectl
         # applies what it holds (skipping it hid a ClusterRoleBinding there).
@@ -397,33 +443,32 @@ _WHAT = "Kubernetes manifests"
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
-def read_manifests(target: str, not_modelled: list[Finding] | None = None, *,
+def read_manifests(target: str, notes: list[Finding] | None = None, *,
                    namespace: str | None = None, only: bool = False,
-                   stdin: BinaryIO | None = None, placed: list[Any] | None = None
+                   stdin: BinaryIO | None = None, placed: list[Any] | None = None,
+                   build: Build | None = None
                    ) -> tuple[list[tuple[str, Any]], Inventory | None]:
     """The objects of ``target`` as ``kubectl apply -f TARGET`` reads it: a directory
-    (``read_tree``), one manifest file, or ``-`` for ``stdin`` (default: the process's); the
-    inventory only from a directory. With ``namespace``, each namespaced object without one is
-    placed in it, as kubectl places it (``--namespace``, else its context's, ``default``): the
-    checks then see the namespace the object lands in. With ``only`` (an explicit
-    ``--namespace``), an object naming another namespace is an ``InputError``, as kubectl
-    refuses it ("the namespace from the provided object ... does not match"). ``placed``
-    receives the objects it put in ``namespace``: without an explicit ``--namespace`` that is
-    only kubectl's likely context, and a check that must assume the worst can tell them."""
+    (``read_tree``, with ``build`` and ``notes``), one manifest file, or ``-`` for ``stdin``
+    (default: the process's); the inventory only from a directory. With ``namespace``, each
+    namespaced object without one is placed in it, as kubectl places it (``--namespace``, else
+    its context's, ``default``): the checks then see the namespace the object lands in. With
+    ``only`` (an explicit ``--namespace``), an object naming another namespace is an
+    ``InputError``, as kubectl refuses it ("the namespace from the provided object ... does
+    not match"). ``placed`` receives the objects it put in ``namespace``: without an explicit
+    ``--namespace`` that is only kubectl's likely context, and a check that must assume the
+    worst can tell them."""
     if namespace is not None and not _DNS_LABEL.fullmatch(namespace):
         raise InputError(f"--namespace {namespace!r}: not a namespace name (a DNS-1123 label: "
                          "lowercase letters, digits, '-'; at most 63) (fix: correct it)")
     inventory = None
     if target == STDIN:
-        data = (stdin or sys.stdin.buffer).read(inputs.MAX_BYTES + 1)
-        if len(data) > inputs.MAX_BYTES:
-            raise InputError(f"(stdin): more than {inputs.MAX_BYTES} bytes of manifests (fix: "
-                             "give a directory of files instead)")
+        data = inputs.read_stdin(_WHAT, stream=stdin)
         docs = inputs.parse_yaml_all(inputs.decode(data, "(stdin)", _WHAT), "(stdin)", _WHAT)
         items = [(STDIN, o) for o in _applied(Path(STDIN), _objects(docs, "(stdin)"),
                                                "on stdin")]
     elif Path(target).is_dir():
-        items, inventory = read_tree(target, not_modelled)
+        items, inventory = read_tree(target, notes, build=build)
     elif Path(target).is_file():
         path = Path(target)
         items = [(target, o) for o in _applied(path, _read_docs(path), "in the file")]
