@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aiplat.catalog import Catalog, load_catalog
-from aiplat.catalog.suggest import gpu_named_in, suggest_node_type
+from aiplat.catalog.suggest import closest, gpu_named_in, hint, suggest_node_type
 
 CAT = load_catalog()
 GPU_NODE_TYPES = [n for n in CAT.node_types if n.gpu]
@@ -47,6 +47,25 @@ def test_known_cases(name: str, gpu: str | None, expect: str) -> None:
     assert expect in hint
     if expect.startswith("no built-in") or "is no GPU" in expect:
         assert _suggested(hint) is None and "aiplat catalog node-types" in hint
+
+
+@pytest.mark.parametrize(("typed", "kind", "expect"), [
+    ("h100-sxm-80g", "gpus", "H100-SXM-80GB"),  # a spelling: one character off
+    ("llama-3-8", "models", "llama-3-8b"),  # a truncation keeps the numbers typed
+    ("llama3-70b", "models", "llama-3-70b"),
+    ("qwen-2.5-72b", "models", "qwen2.5-72b"),
+    # the cases: another number, or another word, is another real product
+    ("H20", "gpus", None),  # not an H200
+    ("gemma-3-27b", "models", None),  # not llama-3-70b
+    ("llama-3-7b", "models", None),  # not llama-3-70b nor llama-2-7b
+    ("deepseek-v3.1", "models", None),  # a later model than deepseek-v3
+])
+def test_a_suggestion_is_a_spelling_never_another_product(typed: str, kind: str,
+                                                          expect: str | None) -> None:
+    entries = CAT.gpus if kind == "gpus" else CAT.models
+    names = [e.name for e in entries] + [a for e in entries for a in getattr(e, "aliases", [])]
+    assert closest(typed, names) == expect
+    assert ("did you mean" in hint(typed, names)) is (expect is not None)
 
 
 def test_the_longest_gpu_name_in_the_word_wins() -> None:

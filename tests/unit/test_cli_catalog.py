@@ -77,7 +77,11 @@ def test_unknown_names_exit_2_with_a_hint_that_keeps_the_gpu(
     err = capsys.readouterr().err
     assert "no node type 'pcie-l4-4' in the catalog" in err
     assert "no built-in node type carries L4-24GB" in err and "pcie-l40s-4" not in err
-    assert main(["catalog", "gpus", "h10"]) == 2
-    assert "did you mean 'h100'?" in capsys.readouterr().err
+    assert main(["catalog", "gpus", "h100-smx"]) == 2
+    assert "did you mean 'h100-sxm'?" in capsys.readouterr().err
+    # another number is another product: no hint that turns an H20 into an H200
+    assert main(["catalog", "gpus", "h20"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean" not in err and "use one of: A100-SXM4-40GB" in err
     assert main(["catalog", "switches"]) == 2
     assert "'switches' is not one of" in capsys.readouterr().err

@@ -8,7 +8,14 @@ whose name or alias appears in the typed name (``l4`` in ``pcie-l4-4``); suggest
 drawn only from node types carrying that GPU. When none does, the hint says so and how to
 describe the node without a node type. A word shaped like an accelerator's designation that
 is no catalog GPU (``h20`` in ``hgx-h20-8``: an H20 is not an H200) gets no node-type
-suggestion either, only the GPU names near it.
+suggestion either.
+
+Any other name (a GPU, a model, a pool, a tenant) gets a suggestion only when it is a small
+edit away (difflib's ratio at least ``CLOSE``) and keeps the numbers typed, in order (the
+choice may add one a truncated name left out: ``cpu-mgmt`` -> ``cpu-mgmt-2s``): in hardware
+and model names the numbers are the product (an H20 is not an H200, Llama 2 7B not Llama 3
+8B, Gemma 3 27B nothing like Llama 3 70B), so a hint that changes one proposes another real
+product, never a spelling. Such a name gets the list to choose from instead.
 """
 
 from __future__ import annotations
@@ -19,13 +26,36 @@ from collections.abc import Iterable, Sequence
 
 from aiplat.catalog.models import Catalog, GpuModel
 
+CLOSE = 0.75
+"""The least difflib ratio of a suggestion: one or two characters off in a short name
+('bacth' -> 'batch' 0.8, 'h100-sxm-80g' -> 'h100-sxm-80gb' 0.96), not another word
+('gemma-3-27b' -> 'llama-3-70b' 0.64)."""
+_NUMBER = re.compile(r"[0-9]+")
 
-def closest(value: str, choices: Iterable[str], cutoff: float = 0.5) -> str | None:
-    """The choice nearest to ``value`` ignoring case (difflib's ratio), or None."""
-    choices = list(choices)
+
+def closest(value: str, choices: Iterable[str], cutoff: float = CLOSE, *,
+            same_numbers: bool = True) -> str | None:
+    """The choice nearest to ``value`` ignoring case (difflib's ratio), or None; with
+    ``same_numbers`` only among choices that keep ``value``'s numbers in order (another
+    number is another product)."""
+    numbers = _NUMBER.findall(value)
+    choices = [c for c in choices if not same_numbers or _keeps(numbers, _NUMBER.findall(c))]
     close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1,
                                       cutoff=cutoff)
     return next(c for c in choices if c.lower() == close[0]) if close else None
+
+
+def _keeps(typed: list[str], numbers: list[str]) -> bool:
+    """``typed`` is a subsequence of ``numbers``: each typed number there, in order."""
+    rest = iter(numbers)
+    return all(n in rest for n in typed)
+
+
+def hint(value: str, choices: Sequence[str], listed: Sequence[str] | None = None) -> str:
+    """'did you mean ...?' for a near spelling with the same numbers among ``choices``
+    (names and aliases), else the list (``listed``: the names alone, default ``choices``)."""
+    match = closest(value, choices)
+    return f"did you mean '{match}'?" if match else one_of(listed or choices)
 
 
 def one_of(choices: Sequence[str], most: int = 12) -> str:
@@ -65,11 +95,10 @@ def suggest_node_type(name: str, catalog: Catalog, gpu_model: str | None = None)
                 + (f" (the nearest is '{near}', another GPU)" if near else "")
                 + f"; {_DESCRIBE}")
     if gpu is None:
-        names = [n.name for n in catalog.node_types]
-        match = closest(name, names)
-        return f"did you mean '{match}'?" if match else one_of(names)
+        return hint(name, [n.name for n in catalog.node_types])
     same = [n.name for n in catalog.node_types if n.gpu and catalog.gpu(n.gpu) == gpu]
     if not same:
         return f"no built-in node type carries {gpu.name}; {_DESCRIBE}"
-    match = closest(name, same, cutoff=0.0) if len(same) > 1 else same[0]
+    # the GPU is settled: the nearest of its node types, whatever their GPU count
+    match = closest(name, same, cutoff=0.0, same_numbers=False) if len(same) > 1 else same[0]
     return f"did you mean '{match}' (the built-in node type with {gpu.name})?"

@@ -6,11 +6,10 @@ them with file positions in one run. Pure: the catalog is passed in.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from aiplat.catalog import Catalog, GpuModel, MigProfile
-from aiplat.catalog.suggest import suggest_node_type
+from aiplat.catalog.suggest import hint, suggest_node_type
 from aiplat.spec.models import (
     Platform,
     PoolSpec,
@@ -55,7 +54,8 @@ def _pool_problems(i: int, pool: PoolSpec, catalog: Catalog) -> list[Problem]:
     if gpu is None:
         if not pool.node.gpu.inline:  # a GPU outside the catalog gives its own figures
             out.append(((*at, "gpu", "model"), f"unknown GPU model '{pool.node.gpu.model}'",
-                        _suggest(pool.node.gpu.model, _names(catalog.gpus))
+                        _suggest(pool.node.gpu.model, _names(catalog.gpus),
+                                 [g.name for g in catalog.gpus])
                         + "; or give it inline: memoryGB, memoryBandwidthTBps, bf16Tflops, "
                         "tdpW"))
         return out
@@ -79,7 +79,8 @@ def _workload_problems(i: int, w: WorkloadSpec, platform: Platform,
     out += _workload_pool_problems(wat, w, platform)
     if w.model.name is not None and catalog.model(w.model.name) is None:
         out.append(((*wat, "model"), f"unknown model '{w.model.name}'",
-                    _suggest(w.model.name, _names(catalog.models))
+                    _suggest(w.model.name, _names(catalog.models),
+                             [m.name for m in catalog.models])
                     + "; or give the architecture: params, layers, hidden, heads, vocab"))
     elif w.model.name is not None:
         out += _catalog_layout_problems(wat, w, catalog)
@@ -135,13 +136,10 @@ def _names(entries: Iterable[GpuModel] | Iterable[object]) -> list[str]:
     return names
 
 
-def _suggest(value: str, choices: Iterable[str]) -> str:
-    choices = list(choices)
-    close = difflib.get_close_matches(value.lower(), [c.lower() for c in choices], n=1, cutoff=0.5)
-    if close:
-        match = next(c for c in choices if c.lower() == close[0])
-        return f"did you mean '{match}'?"
-    return "use one of: " + ", ".join(choices[:12]) + (" ..." if len(choices) > 12 else "")
+def _suggest(value: str, choices: Iterable[str], listed: list[str] | None = None) -> str:
+    """The hint for an unknown name: a near spelling among ``choices`` (names and aliases),
+    else the ``listed`` names (the aliases buried them: 'a100, a100-80gb, ...')."""
+    return hint(value, list(choices), listed)
 
 
 def _check_mig(loc: tuple[str | int, ...], gpu: GpuModel, layout: list[str]) -> list[Problem]:
