@@ -88,6 +88,7 @@ def test_spec_validate_lint_and_plan_read_a_spec_on_stdin(tmp_path: Path) -> Non
     (("kube", "render", "-", "-d", "kube"), b"\xff\xfe", b"not UTF-8"),
     (("plan", "-", "-d", "plan"), b"", b"-:1:1: the spec is empty"),
     (("spec", "validate", "-"), b"pools: 3\n", b"-:1:1"),
+    (("plan", "-d", "-"), b"", b"-d -: the plan is many files"),
     (("kube", "validate", "-"), b"- a\n- b\n", b"a manifest must be a mapping"),
     (("kube", "lint", "-"), b"kind: Kustomization\napiVersion: kustomize.config.k8s.io/v1\n",
      b"cannot apply it"),

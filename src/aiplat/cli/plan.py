@@ -56,6 +56,10 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     from aiplat.kube.validate import check_version
 
     t0 = time.perf_counter()
+    if out_dir == STDIN:  # never a folder named -
+        raise InputError("-d -: the plan is many files, not one stream (fix: give a folder, "
+                         "-d DIR; -o json|yaml prints the summary, and `aiplat kube render "
+                         "SPEC -o yaml` streams the tree)")
     for what, path in (("SPEC", spec), ("-d", out_dir)):
         # Both are written into the report and the runbook's commands: text, not terminal
         # control (a path with an escape sequence would replay it wherever they are read).
