@@ -68,8 +68,11 @@ def _try_next(mode: Mode, fung: Fungibility) -> bool:
     return mode[1] != 0 and fung.when_can_borrow == "TryNextFlavor"
 
 
+_PUBLIC = (NOFIT, PREEMPT, PREEMPT, PREEMPT, FIT)  # by granular mode
+
+
 def _public(granular: int) -> int:
-    return FIT if granular == _FIT else NOFIT if granular == _NOFIT else PREEMPT
+    return _PUBLIC[granular]
 
 
 @dataclass(slots=True)
@@ -191,6 +194,11 @@ def check_flavor(flavor: Flavor | None, name: str, ps: PodSet,
 # What a pod set asks of one resource group, and which of the group's flavors it may use:
 # (pod set, group, its requests of the group's resources, [(flavor, why not or None)]).
 Plan = tuple[PodSet, ResourceGroup, dict[str, int], list[tuple[str, str | None]]]
+# One step of a pod set's assignment: per resource group it asks of, in the order of the first
+# resource it requests there, (that resource, the group's plan); or why it fails there (a str:
+# a requested resource no group covers). The resources after the first of a group are
+# assigned with it.
+Step = tuple[str, Plan] | str
 
 
 class Assigner:
@@ -215,6 +223,8 @@ class Assigner:
         self._pods_group = spec.group_of("pods")  # does the queue count pods?
         self._never = spec.preemption.never  # no preemption candidate, ever
         self._tas_only = spec.tas_only(flavors)
+        # by pod set (id): the pod set, its requests at its full count, its steps
+        self._walks: dict[int, tuple[PodSet, dict[str, int], list[Step]]] = {}
 
     def _plan(self, ps: PodSet, group: ResourceGroup, requests: dict[str, int],
               pods: bool, scaled: bool = False) -> Plan:
@@ -232,6 +242,35 @@ class Assigner:
                     plan[3])
         return plan
 
+    def _walk(self, ps: PodSet, n: int | None = None) -> tuple[dict[str, int], list[Step]]:
+        """What ``ps`` requests at ``n`` pods (None: its full count) and its steps (see
+        ``Step``); at the full count both are kept, by pod set: they do not change between
+        its assignments."""
+        if n is None:
+            kept = self._walks.get(id(ps))
+            if kept is not None and kept[0] is ps:
+                return kept[1], kept[2]
+        requests = ps.totals if n is None else ps.scaled(n)
+        pods = self._pods_group is not None
+        if pods:
+            requests = {**requests, "pods": ps.count if n is None else n}
+        steps: list[Step] = []
+        groups: set[int] = set()
+        for res, qty in requests.items():
+            group = self.spec.group_of(res)
+            if group is None:
+                if qty == 0:
+                    continue
+                steps.append(f"resource {res} unavailable in ClusterQueue")
+                break
+            if id(group) in groups:  # assigned with the group's first resource
+                continue
+            groups.add(id(group))
+            steps.append((res, self._plan(ps, group, requests, pods, n is not None)))
+        if n is None:
+            self._walks[id(ps)] = (ps, requests, steps)
+        return requests, steps
+
     def assign(self, wl: Workload, last: dict[tuple[int, str], int] | None,
                counts: list[int] | None = None) -> Assignment:
         """``wl``'s assignment, its flavor scans going on from ``last``; ``counts``: the
@@ -240,39 +279,25 @@ class Assigner:
         a = Assignment([], {})
         if counts is not None:
             a.counts = {ps.name: n for ps, n in zip(wl.podsets, counts, strict=True)}
-        spec = self.spec
-        pods_group = self._pods_group
         usage = a.usage
         for i, ps in enumerate(wl.podsets):
-            n = ps.count if counts is None else counts[i]
-            requests = ps.totals if counts is None else ps.scaled(n)
-            if pods_group is not None:
-                requests = {**requests, "pods": n}
+            requests, steps = self._walk(ps, None if counts is None else counts[i])
             psa = PodSetAssignment(ps.name)
+            a.podsets.append(psa)
             flavors = psa.flavors
             tried: dict[tuple[int, str], int] = {}
-            for res, qty in requests.items():
-                group = spec.group_of(res)
-                if group is None:
-                    if qty == 0:
-                        continue
-                    psa.reasons.append(f"resource {res} unavailable in ClusterQueue")
+            for step in steps:
+                if isinstance(step, str):  # a requested resource no group covers
+                    psa.reasons.append(step)
                     psa.failed = True
-                    break
-                if res in flavors:
-                    continue
-                plan = self._plan(ps, group, requests, pods_group is not None,
-                                  counts is not None)
-                got, reasons = self._find(i, plan, res=res, usage=usage, tried_out=tried)
+                    return a
+                got, reasons = self._find(i, step[0], step[1], usage, tried)
                 if reasons:
                     psa.reasons += reasons
-                if not got:
+                if not got:  # a failed pod set keeps no flavors, so no scan progress either
                     psa.failed = True
-                    break
+                    return a
                 flavors.update(got)
-            a.podsets.append(psa)
-            if psa.failed:  # a failed pod set keeps no flavors, so no scan progress either
-                return a
             a.tried.update(tried)
             for res, (f, _, b) in flavors.items():
                 a.borrowing = max(a.borrowing, b)
@@ -280,15 +305,18 @@ class Assigner:
                 usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
         return a
 
-    def _find(self, i: int, plan: Plan, *, res: str, usage: dict[FR, int],
+    def _find(self, i: int, res: str, plan: Plan, usage: dict[FR, int],
               tried_out: dict[tuple[int, str], int]
               ) -> tuple[dict[str, tuple[str, int, int]], list[str]]:
+        """The flavor of ``plan``'s group for pod set ``i`` (whose first resource there is
+        ``res``), scanning on from where the last assignment stopped."""
         reqs, checks = plan[2], plan[3]
         fung = self.spec.fungibility
         best: dict[str, tuple[str, int, int]] = {}
         best_mode = WORST
         reasons: list[str] = []
-        start = self.last.get((i, res), -1) + 1
+        last = self.last
+        start = last.get((i, res), -1) + 1 if last else 0
         tried = -1
         for idx in range(start, len(checks)):
             tried = idx
@@ -304,7 +332,8 @@ class Assigner:
                 if why:
                     reasons.append(why)
                 m = (granular, borrow)
-                if preferred(rep, m, fung):
+                # the first resource's mode is the flavor's so far (nothing beats BEST)
+                if not got or preferred(rep, m, fung):
                     rep = m
                 if rep[0] == _NOFIT:
                     break
@@ -315,7 +344,8 @@ class Assigner:
             if preferred(rep, best_mode, fung):
                 best, best_mode = got, rep
         mark = -1 if tried == len(checks) - 1 else tried
-        tried_out.update({(i, r): mark for r in best})
+        for r in best:
+            tried_out[(i, r)] = mark
         if best_mode[0] == _FIT:
             reasons = []
         return (best if best_mode[0] != _NOFIT else {}), reasons
@@ -326,8 +356,8 @@ class Assigner:
         available = max(tree.available(cq, fr), 0)
         most = tree.potential(cq, fr)
         val = assumed + request
-        f, r = fr
         if val > most:
+            f, r = fr
             return _NOFIT, 0, (
                 f"insufficient quota for {r} in flavor {f}, previously considered podsets "
                 f"requests ({show(r, assumed)}) + current podset request ({show(r, request)}) "
@@ -335,6 +365,7 @@ class Assigner:
         borrow, may_reclaim = lowest_fit(cq, fr, val)
         if val <= available:
             return _FIT, borrow, ""
+        f, r = fr
         why = (f"insufficient unused quota for {r} in flavor {f}, "
                f"{show(r, val - available)} more needed")
         pre = self.spec.preemption

@@ -424,8 +424,9 @@ class Replay:
                 and self.tree.generation > p.last_gen:
             p.last = None  # lastAssignmentOutdated
         a = assigner.assign(p.wl, p.last)
-        targets = self._targets(spec, p.wl, a)
-        if a.mode != FIT and not targets and p.wl.partial:
+        mode = a.mode
+        targets = self._targets(spec, p.wl, a) if mode == PREEMPT else []
+        if mode != FIT and not targets and p.wl.partial:
             got = self._partial(assigner, p)
             if got is not None:
                 a, targets = got
@@ -454,10 +455,8 @@ class Replay:
         return reduced_counts(p.wl.podsets, fits)
 
     def _order(self, entries: list[Entry]) -> list[Entry]:
-        def tie(e: Entry) -> tuple[object, ...]:
-            return (-e.p.wl.priority, e.p.wl.created, e.p.wl.uid)
         if not self.snap.fair_sharing:
-            return sorted(entries, key=lambda e: (e.a.borrowing, *tie(e)))
+            return sorted(entries, key=_classic)
         return entries  # fair sharing: ordered as processed (tournament per pop)
 
     def _fits(self, node: Node, usage: dict[FR, int], taken: list[Admitted]) -> bool:
@@ -583,17 +582,21 @@ class Replay:
             self._process(e, taken, undo if k < last else None, victims)
         for node, usage in undo:
             self.tree.remove_usage(node, usage)
+        admitted = False
+        requeue, requeued = self.queues.requeue, self.world.requeued
         for e in entries:
-            if e.status != "admitted":
-                self.queues.requeue(e)
-                self.world.requeued(e)
+            if e.status == "admitted":
+                admitted = True
+            else:
+                requeue(e)
+                requeued(e)
         issued = False
         for t, e in victims:
             if t.victim.wl.key not in self.evicting:
                 issued = True
                 self.evicting[t.victim.wl.key] = (t, e)
                 self.world.preempting(t.victim, t.reason, e.p.wl)
-        return issued or any(e.status == "admitted" for e in entries)
+        return issued or admitted
 
     def _ordered(self, entries: list[Entry]) -> Iterator[Entry]:
         if not self.snap.fair_sharing:
@@ -734,6 +737,12 @@ class Replay:
     def evict(self, victim: Admitted, again: bool) -> None:
         self.release(victim)
         self.add(Pending(victim.wl, inadmissible=again), hold=again)
+
+
+def _classic(e: Entry) -> tuple[int, int, float, str]:
+    """The classic order of a cycle's heads: no borrowing first, then priority, older."""
+    wl = e.p.wl
+    return (e.a.borrowing, -wl.priority, wl.created, wl.uid)
 
 
 _HUMAN = {preempt.IN_CQ: "prioritization in the ClusterQueue",

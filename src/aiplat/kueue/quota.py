@@ -45,12 +45,18 @@ class Node:
     usage: dict[FR, int] = field(default_factory=dict)
     workloads: dict[str, Admitted] = field(default_factory=dict)  # ClusterQueues only
     _height: int = field(default=-1, repr=False, compare=False)
+    _local: dict[FR, int] = field(default_factory=dict, repr=False, compare=False)
 
     def local(self, fr: FR) -> int:
-        q = self.quotas.get(fr)
-        if q is not None and q.lending_limit is not None:
-            return max(0, self.subtree.get(fr, 0) - q.lending_limit)
-        return 0
+        """Kept once asked: the quotas are fixed, and the tree asks a node only after its
+        subtree is summed."""
+        got = self._local.get(fr)
+        if got is None:
+            q = self.quotas.get(fr)
+            got = max(0, self.subtree.get(fr, 0) - q.lending_limit) \
+                if q is not None and q.lending_limit is not None else 0
+            self._local[fr] = got
+        return got
 
     def local_available(self, fr: FR) -> int:
         return max(0, self.local(fr) - self.usage.get(fr, 0))
@@ -181,11 +187,10 @@ class Tree:
         else:
             avail = self.available(parent, fr)
             q = node.quotas.get(fr)
-            sub = node.subtree.get(fr, 0)
-            local = max(0, sub - q.lending_limit) if q is not None and \
-                q.lending_limit is not None else 0
+            local = node.local(fr)
             if q is not None and q.borrowing_limit is not None:
-                avail = min(_borrow_cap(sub, local, use, q.borrowing_limit), avail)
+                avail = min(_borrow_cap(node.subtree.get(fr, 0), local, use, q.borrowing_limit),
+                            avail)
             avail += max(0, local - use)
         mine[fr] = avail
         return avail

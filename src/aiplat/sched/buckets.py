@@ -47,6 +47,8 @@ class _Bucket:
 
 def _merge(into: list[tuple[Any, ...]], other: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     """One heap of both (the smaller pushed into the larger)."""
+    if not other:  # the common case: a bucket set aside again, or nothing aside
+        return into
     if len(into) < len(other):
         into, other = other, into
     for item in other:
@@ -194,6 +196,8 @@ class Buckets:
         moved = False
         for n in sorted(notified):
             buckets, asides = self.buckets[n], self._asides[n]
+            if not asides and not self.firsts[n]:  # nothing waits in it
+                continue
             back = self._coming_back(n) if self._never[n] else list(asides)
             for nid in back:
                 for sid in asides.pop(nid):
@@ -310,7 +314,12 @@ class Buckets:
         if not active and not self.firsts[cq]:  # nothing left for heads() to look at
             self.live.discard(cq)
         if b.aside:
-            self._asides[cq].setdefault(id(b.need), set()).add(sid)
+            asides = self._asides[cq]
+            same = asides.get(id(b.need))
+            if same is None:
+                asides[id(b.need)] = {sid}
+            else:
+                same.add(sid)
 
     def _aside_bigger(self, cq: str, sid: int) -> None:
         """In a queue that cannot preempt, fit is a matter of unused quota only: a bucket
