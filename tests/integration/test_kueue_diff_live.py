@@ -7,7 +7,8 @@ admission and flavors must agree. Kueue runs once with classic ordering and pree
 workloads) and once with fair sharing (one phase). On the classic one, scenarios with
 partial admission (pod sets with ``minCount``: the counts Kueue admits must agree too) and
 with namespaceSelectors (null, ``{}``, the ``default`` namespace's name label matched or not)
-run as well. A snapshot read as
+run as well, and so do scenarios with topology-aware scheduling (a Topology, TAS flavors,
+kwok nodes in blocks and racks: the topology domains must agree too). A snapshot read as
 ``kubectl get -o yaml`` returns it goes through the CLI too.
 
 The larger set with the agreement figure: ``bench/kueue_diff.py``. Needs the components
@@ -39,6 +40,7 @@ CLASSIC_SEEDS = (2, 4, 6, 7, 9, 10, 34)
 FAIR_SEEDS = (2, 4, 5, 11)
 PARTIAL_SEEDS = (1, 2, 3, 4, 6)  # seed 5 varies with timing on a loaded runner (it agreed alone)
 SELECTOR_SEEDS = (1, 2, 4, 6)  # among them null, {}, matching and not matching selectors
+TAS_SEEDS = (1, 2, 3, 22)  # TAS-driven preemption, placements taken within a cycle, NoFit
 
 
 def _config(fair: bool) -> dict[str, Any]:
@@ -105,6 +107,16 @@ def test_partial_admission_agrees_with_kueue(classic: tuple[Api, str], seed: int
 def test_namespace_selectors_agree_with_kueue(classic: tuple[Api, str], seed: int) -> None:
     res = kueue_live.run(classic[0], generate(seed, selectors=True))
     assert not res.differences(), "\n".join(res.differences())
+
+
+@pytest.mark.parametrize("seed", TAS_SEEDS)
+def test_topology_aware_scheduling_agrees_with_kueue(classic: tuple[Api, str],
+                                                     seed: int) -> None:
+    """Kwok nodes in blocks and racks under TAS flavors: admission, flavors and the
+    domains of the workloads the replay places agree; none is "unknown (feature)"."""
+    res = kueue_live.run(classic[0], generate(seed, tas=True))
+    assert not res.differences(), "\n".join(res.differences())
+    assert set(res.topology_kueue) & res.placed, "the replay placed no workload by TAS"
 
 
 @pytest.mark.parametrize("seed", FAIR_SEEDS)
