@@ -159,7 +159,7 @@ class ClusterState:
         if req.shared:
             cand = np.where(row >= req.gpu_milli, row, MILLI + 1)
             return (int(np.argmin(cand)),)
-        full = np.flatnonzero(row == MILLI)
+        full = (row == MILLI).nonzero()[0]
         return tuple(int(g) for g in full[: req.num_gpu])
 
     # ------------------------------------------------------------------ changes

@@ -156,10 +156,11 @@ def _run_published(nodes: list[Node], requests: Sequence[Request], policy: str, 
     pods = pod_sequence(requests, capacity, drawn, arrival_limit)
     ties = Ties(options.ties, node_ranks(len(nodes), drawn), rng)
     pol = make_published(policy, ties, typical, options.fgd_score)
-    arrived = np.zeros(len(pods), dtype=np.int64)
-    allocated = np.zeros(len(pods), dtype=np.int64)
+    # the running sums after each pod, as Python ints (numpy's scalar stores cost more)
+    arrived: list[int] = []
+    allocated: list[int] = []
     arr = alloc = unplaced = 0
-    for i, req in enumerate(pods):
+    for req in pods:
         arr += req.gpu_total_milli  # counted before the attempt (simulator.go SchedulePods)
         where = pol.place(state, req)
         if where is None:
@@ -168,11 +169,13 @@ def _run_published(nodes: list[Node], requests: Sequence[Request], policy: str, 
             state.allocate(req, where)
             pol.placed(state, req, where)
             alloc += req.gpu_total_milli
-        arrived[i], allocated[i] = arr, alloc
+        arrived.append(arr)
+        allocated.append(alloc)
         if tick is not None:
             tick()
     assert alloc == state.allocated_gpu_milli()
-    log = AllocLog(arrived, allocated, capacity // MILLI)
+    log = AllocLog(np.array(arrived, dtype=np.int64), np.array(allocated, dtype=np.int64),
+                   capacity // MILLI)
     pct = round(arrival_limit * 100)
     frag = FragMeter(typical, state).cluster(state)
     return FgdRun(policy=policy, seed=seed, pods=len(pods), unplaced=unplaced,

@@ -165,7 +165,7 @@ class DotProd:
     def place(
         self, state: ClusterState, req: Request, rng: np.random.Generator
     ) -> Placement | None:
-        idx = np.flatnonzero(state.feasible(req))
+        idx = state.feasible(req).nonzero()[0]
         if not len(idx):
             return None
         cap = state.cpu_cap[idx].astype(np.float64)
@@ -299,7 +299,7 @@ class FGD:
         self, state: ClusterState, req: Request, rng: np.random.Generator
     ) -> Placement | None:
         meter = self._bind(state)
-        idx = np.flatnonzero(state.feasible(req))
+        idx = state.feasible(req).nonzero()[0]
         if not len(idx):
             return None
         n = len(state)
