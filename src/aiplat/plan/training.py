@@ -535,15 +535,19 @@ def _check_host_memory(w: WorkloadSpec, hw: ResolvedPool, host_per_gpu: float) -
 
 def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_steps: int,
                  ) -> FullMemory:
-    """States: the dense part over tp × pp and ZeRO over dp; routed experts over tp × pp × ep
-    and ZeRO over the dp/ep ranks holding the same experts (Megatron-Core's expert-data-
-    parallel group). Activations of seq/cp tokens per GPU, FlashAttention (no score matrices)."""
+    """States: the dense part over tp × pp and ZeRO over dp × cp; routed experts over
+    tp × pp × ep and ZeRO over the dp·cp/ep ranks holding the same experts (Megatron-Core's
+    expert-data-parallel group). Context-parallel ranks hold the same weights and gradients,
+    so Megatron's distributed optimizer shards over the data-parallel group *with* context
+    parallelism (``get_data_parallel_group(with_context_parallel=True)``), as do ZeRO-2/3 and
+    Megatron FSDP. Activations of seq/cp tokens per GPU, FlashAttention (no score matrices)."""
     par = w.parallelism
     shape = arch.shape
-    dense = _states(w, shape.always_read_params if arch.moe else arch.params, dp, par.tensor,
-                    par.pipeline)
+    shards = dp * par.context
+    dense = _states(w, shape.always_read_params if arch.moe else arch.params, shards,
+                    par.tensor, par.pipeline)
     experts = None if arch.moe is None else _states(
-        w, shape.routed_expert_params * arch.moe.experts, dp // par.expert,
+        w, shape.routed_expert_params * arch.moe.experts, shards // par.expert,
         par.tensor * par.expert, par.pipeline)
     parts = [p for p in (dense, experts) if p is not None]
     acts = _activations(w, arch, micro_steps, par.pipeline)
