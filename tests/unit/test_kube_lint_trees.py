@@ -194,6 +194,38 @@ def test_a_remote_resource_is_an_input_error(
         assert f"resources entry {remote!r} is remote" in err and "vendor it" in err
 
 
+def test_a_remote_resource_in_an_overlays_base_is_refused_before_kustomize_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base lies outside the folder linted, so the plain reading never walks it; kustomize
+    would fetch its URL. Every kustomization kustomize reads is checked first."""
+    need_kustomize()
+    write(tmp_path / "base", {"kustomization.yaml": kustomization(resources=[
+        "rbac.yaml", "https://example.com/admin-binding.yaml"]), "rbac.yaml": [ROLE]})
+    write(tmp_path / "base" / "more", {"kustomization.yaml": kustomization(
+        components=["git@github.com:example/repo.git"])})
+    overlay = write(tmp_path / "overlay", {"kustomization.yaml": kustomization(
+        resources=["../base"], namePrefix="p-")})
+    code, out, err = lint(overlay, capsys)
+    assert code == 2 and out == ""
+    assert "resources entry 'https://example.com/admin-binding.yaml' is remote" in err
+    (tmp_path / "base" / "kustomization.yaml").write_text(kustomization(
+        resources=["rbac.yaml", "more"]))
+    code, out, err = lint(overlay, capsys)
+    assert code == 2 and "components entry 'git@github.com:example/repo.git' is remote" in err
+
+
+def test_kustomize_runs_offline(tmp_path: Path) -> None:
+    """A URL that reached kustomize anyway meets a closed proxy, never the network (the
+    address is one no route answers: without the proxy the build would wait for it)."""
+    need_kustomize()
+    build = find_kustomize([default_cache() / "bin" / "kubectl"])
+    assert build is not None
+    tree = write(tmp_path / "t", {"kustomization.yaml": kustomization(
+        resources=["http://10.255.255.1/x.yaml"])})
+    with pytest.raises(InputError, match=r"proxyconnect tcp: dial tcp 127\.0\.0\.1:9"):
+        build(tree)
+
+
 @pytest.mark.parametrize(("entry", "says"), [
     ("/etc/passwd", "'/etc/passwd' is an absolute path"),
     ("../outside.yaml", "'../outside.yaml' is outside the tree"),

@@ -8,9 +8,12 @@ what aiplat judges or applies is what ``kubectl apply -k`` would apply. The prog
 first of: the kubectl the lab builds (``aiplat lab cluster build``; the CLI passes its path,
 since ``kube`` does not import ``cluster``), ``kubectl`` on PATH, ``kustomize`` on PATH.
 kustomize runs with its defaults: files outside the kustomization's root refused
-(``LoadRestrictionsRootOnly``), no exec plugins, no Helm; a remote resource is fetched as
-kustomize fetches it. Its output is bounded (``inputs.MAX_BYTES``) and so is its time
-(``TIMEOUT_S``); a failure is an ``InputError`` with kustomize's own words.
+(``LoadRestrictionsRootOnly``), no exec plugins, no Helm. It fetches nothing: ``kube/tree.py``
+refuses a remote entry in any kustomization kustomize would read before it runs, and here it
+runs with every HTTP(S) proxy set to a closed loopback port and git allowed the ``file``
+protocol only, so a URL that slipped past is a build error, not a download. Its output is
+bounded (``inputs.MAX_BYTES``) and so is its time (``TIMEOUT_S``); a failure is an
+``InputError`` with kustomize's own words.
 """
 
 from __future__ import annotations
@@ -27,6 +30,11 @@ from aiplat import inputs
 from aiplat.errors import InputError
 
 TIMEOUT_S = 120
+_CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, a connection is refused
+OFFLINE = {"HTTP_PROXY": _CLOSED, "HTTPS_PROXY": _CLOSED, "http_proxy": _CLOSED,
+           "https_proxy": _CLOSED, "ALL_PROXY": _CLOSED, "NO_PROXY": "", "no_proxy": "",
+           "GIT_ALLOW_PROTOCOL": "file", "GIT_TERMINAL_PROMPT": "0"}
+"""kustomize's environment on top of the caller's: no download reaches the network."""
 
 
 @dataclass(frozen=True)
@@ -42,7 +50,7 @@ class Kustomize:
         """The multi-document YAML kustomize builds from ``directory``."""
         with tempfile.TemporaryFile() as err, subprocess.Popen(
                 [*self.argv, str(directory)], stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=err) as proc:
+                stdout=subprocess.PIPE, stderr=err, env={**os.environ, **OFFLINE}) as proc:
             assert proc.stdout is not None
             try:
                 data = _read(proc, TIMEOUT_S)

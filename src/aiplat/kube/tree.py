@@ -383,6 +383,7 @@ def _built(root: Path, k: Path, reasons: list[str], read: list[tuple[str, Any]],
         raise InputError(f"{k}: only kustomize builds this kustomization ({why}), and no "
                          f"kustomize program was found (fix: {INSTALL}; or build it yourself, "
                          f"`kubectl kustomize {root} > all.yaml`, and give all.yaml)")
+    _nothing_remote(root.resolve(), set())
     name = f"kustomize build of {k}"
     objects = _objects(inputs.parse_yaml_all(build(root.resolve()), name, _WHAT), name)
     files: dict[tuple[str, str, str], str | None] = {}
@@ -398,6 +399,36 @@ def _built(root: Path, k: Path, reasons: list[str], read: list[tuple[str, Any]],
                           "the kustomization (kustomize's output has no file or line)")))
     _log.info("%s: built by kustomize (%s)", k, why)
     return out
+
+
+# What names more kustomizations or files to load: kustomize fetches a URL in any of them.
+_LOADED = ("resources", "bases", "components", "crds")
+
+
+def _nothing_remote(directory: Path, seen: set[Path]) -> None:
+    """Before kustomize runs: no kustomization it will read (this one, and every local folder
+    its resources, bases and components name, outside the tree too, as an overlay's base)
+    names a remote resource; kustomize would fetch and build it, aiplat fetches nothing."""
+    if directory in seen or len(seen) > 1000:  # a cycle or a runaway: kustomize refuses both
+        return
+    seen.add(directory)
+    k = kustomization_file(directory)
+    if k is None:
+        return
+    docs = _read_docs(k)
+    spec = docs[0] if docs and isinstance(docs[0], dict) else {}
+    for field in _LOADED:
+        entries = spec.get(field)
+        for entry in entries if isinstance(entries, list) else []:
+            if not isinstance(entry, str):
+                continue
+            if _REMOTE.match(entry) and not (directory / entry).exists():
+                raise InputError(f"{k}: {field} entry {entry!r} is remote: kustomize would "
+                                 "fetch it, aiplat fetches nothing (fix: vendor it into the "
+                                 "tree and name that copy)")
+            target = (directory / entry).resolve()
+            if target.is_dir():
+                _nothing_remote(target, seen)
 
 
 def read_tree(directory: str | Path, notes: list[Finding] | None = None, *,
