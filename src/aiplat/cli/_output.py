@@ -12,8 +12,25 @@ from typing import Any, TypeVar
 
 import click
 
+from aiplat.errors import InputError
+
 FORMATS = ("table", "json", "yaml")
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+class OutDir(click.Path):
+    """``-d DIR``: a folder the command writes files into. Never ``-``, which would make a
+    folder of that name: only commands that stream (``kube render``) take it, on their own."""
+
+    def __init__(self) -> None:
+        super().__init__(file_okay=False)
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        if value == "-":
+            raise InputError("-d -: this command writes files into a folder, and '-' would "
+                             "make one named '-' (fix: give a folder, -d DIR)")
+        return super().convert(value, param, ctx)
 
 
 def output_option(default: str = "table") -> Callable[[F], F]:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 import yaml
 
+from aiplat.cli._output import OutDir
 from aiplat.cli.main import Finite
 from aiplat.devices import accounting as acct
 from aiplat.devices import cdi, host, mig, runtime, sharing
@@ -156,7 +157,7 @@ def cdi_group() -> None:
 @click.option("--kind", help="only the spec of this vendor/class")
 @click.option("-o", "--output", type=click.Choice(["json", "yaml"]), default="json",
               show_default=True)
-@click.option("-d", "--out-dir", "--write", "write_dir", type=click.Path(file_okay=False),
+@click.option("-d", "--out-dir", "--write", "write_dir", type=OutDir(),
               help="write the specs atomically (0644) into DIR, e.g. /etc/cdi or /var/run/cdi")
 @click.option("--dry-run", is_flag=True, help="with --write: show the diff, write nothing")
 @click.option("--target-runtime", "targets", multiple=True, metavar="RUNTIME:VERSION",

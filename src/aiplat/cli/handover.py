@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from aiplat.cli._output import OutDir
 from aiplat.errors import InputError
 from aiplat.spec.models import Platform
 from aiplat.text import shown
@@ -66,7 +67,7 @@ def _write_docs(out_dir: str | None, doc: Any) -> None:
 @SPEC
 @OUTPUT
 @TODAY
-@click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=click.Path(file_okay=False),
+@click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=OutDir(),
               help="also write matrix.md and matrix.html to this directory")
 def matrix_show(spec: str | None, output: str, today: Any, out_dir: str | None) -> None:
     """Show the approved entries of SPEC (default: the built-in example) side by side.
@@ -253,7 +254,7 @@ def _kv_floats(values: tuple[str, ...], option: str = "--min") -> dict[str, floa
               help="matrix values the node cannot observe, e.g. kueue=0.19.2")
 @click.option("--min", "floors", multiple=True, metavar="METRIC=VALUE",
               help="performance floor for a metric's median, e.g. model.pull=200")
-@click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=click.Path(file_okay=False),
+@click.option("-d", "--out-dir", "-w", "--write", "out_dir", type=OutDir(),
               help="write acceptance.json, acceptance.md and acceptance.html here")
 @OUTPUT
 def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, max_cv: float,
@@ -363,7 +364,7 @@ def accept_compare(a: str, b: str, output: str) -> None:
 @accept_group.command("report")
 @click.argument("record", type=click.Path(dir_okay=False))
 @click.option("-d", "--out-dir", "-w", "--write", "out_dir", required=True,
-              type=click.Path(file_okay=False))
+              type=OutDir())
 def accept_report(record: str, out_dir: str) -> None:
     """Re-render acceptance.md and acceptance.html from a recorded acceptance.json.
 

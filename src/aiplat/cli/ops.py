@@ -13,6 +13,7 @@ import sys
 import click
 
 from aiplat.catalog import load_catalog
+from aiplat.cli._output import OutDir
 from aiplat.fsutil import write_tree
 from aiplat.ops.monitoring import (
     Discovery,
@@ -43,7 +44,7 @@ def monitoring() -> None:
 @monitoring.command("render")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.option("-d", "--out-dir", "out_dir", default="out/monitoring", show_default=True,
-              type=click.Path(file_okay=False), help="directory for the files")
+              type=OutDir(), help="directory for the files")
 @click.option("--discovery", type=click.Choice(["kubernetes", "file"]), default="kubernetes",
               show_default=True, help="scrape targets from Kubernetes pods or from files")
 def monitoring_render(spec: str | None, out_dir: str, discovery: str) -> None:
@@ -77,7 +78,7 @@ def monitoring_render(spec: str | None, out_dir: str, discovery: str) -> None:
 @click.command()
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.option("-d", "--out-dir", "out_dir", default="out/runbook", show_default=True,
-              type=click.Path(file_okay=False), help="directory for runbook.md and .html")
+              type=OutDir(), help="directory for runbook.md and .html")
 @click.option("--strict", is_flag=True, help="exit 1 when the spec leaves handover items open")
 def runbook(spec: str | None, out_dir: str, strict: bool) -> None:
     """Write the runbook for SPEC (default: the built-in example) as Markdown and HTML.

@@ -7,6 +7,7 @@ import time
 import click
 
 from aiplat.catalog import load_catalog
+from aiplat.cli._output import OutDir
 from aiplat.fsutil import write_tree
 from aiplat.slurm import slurm_outputs
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
@@ -21,7 +22,7 @@ def slurm() -> None:
 @slurm.command("render")
 @click.argument("spec", required=False, type=click.Path(dir_okay=False))
 @click.option("-d", "--out-dir", "out_dir", default="out/slurm", show_default=True,
-              type=click.Path(file_okay=False), help="directory for the Slurm files")
+              type=OutDir(), help="directory for the Slurm files")
 @click.option("--controller", default="slurmctld", show_default=True,
               help="host name of slurmctld (and slurmdbd), as `hostname -s` prints it")
 @click.option("--controller-addr", help="its address, where the name does not resolve")
