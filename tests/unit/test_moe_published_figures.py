@@ -110,8 +110,9 @@ def test_mixtral_pretraining_at_megatron_cores_published_throughput() -> None:
     achieved remarkable performance of 468 TFLOPS for Mixtral 8X7B bf16 training" (H100,
     Megatron's model-FLOPs count). Given as achievedTflopsPerGpu (selective recompute: 6 FLOPs
     per parameter and token), the plan derives MFU 468 / 989 = 47.3 % (±0.5 point) and a run
-    time 989·0.40 / 468 = 0.845 of the one at aiplat's default MFU 0.40: the default is
-    conservative by 15 % against this published figure."""
+    time 989·0.40 / 468 = 0.845 of the compute at aiplat's default MFU 0.40; the default's
+    step also carries the EP 8 all-to-all (2.5 % more), so it plans 21 % longer (−18 %
+    throughput) than this published figure (a measured rate already holds its communication)."""
     base: dict[str, Any] = {"kind": "pretrain", "pool": "h100", "model": "mixtral-8x7b",
                             "parallelism": {"tensor": 1, "pipeline": 4, "expert": 8,
                                             "data": 16, "globalBatch": 256,
@@ -123,7 +124,10 @@ def test_mixtral_pretraining_at_megatron_cores_published_throughput() -> None:
     mfu = float(measured.key_figures["MFU / HFU"].split(" / ")[0].strip("%"))
     assert mfu == pytest.approx(100 * 468 / 989, abs=0.5)
     ratio = measured.results["time"]["seconds"] / default.results["time"]["seconds"]
-    assert ratio == pytest.approx(0.4 * 989 / 468, rel=1e-6)
+    # the default adds the EP 8 all-to-all over NVLink to its step; the measured rate has it
+    slowdown = default.results["step_communication"]["slowdown"]
+    assert measured.results["step_communication"]["slowdown"] == 1
+    assert ratio * slowdown == pytest.approx(0.4 * 989 / 468, rel=1e-6)
 
 
 # --- DeepSeek-V3: long-context (continued) training -----------------------------------------
@@ -141,7 +145,9 @@ def test_deepseek_v3_context_extension_gpu_hours_match_the_report() -> None:
         w = plan_one({"kind": "finetune", "pool": "h800", "model": "deepseek-v3", "mfu": 0.4,
                       "parallelism": {"tensor": 1, "pipeline": 16, "expert": ep, "data": dp,
                                       "context": cp, "zeroStage": 1, "recompute": "full",
-                                      "globalBatch": batch, "sequenceLength": seq},
+                                      "globalBatch": batch, "sequenceLength": seq,
+                                      # DualPipe hides the all-to-all (report 3.2.1)
+                                      "expertOverlap": 1},
                       "data": {"tokens": 1000 * batch * seq}})
         assert w.gpus == 2048 and not _errors(w)
         total += w.gpus * w.results["time"]["seconds"] / 3600
@@ -175,8 +181,9 @@ def test_deepseek_v3_fp8_pretraining_on_b200_against_megatron_bridge() -> None:
     - Given that throughput (achievedTflopsPerGpu 557), the plan's FLOP count (6·N_active +
       12·l·s·d: 2.744e11 per token; Megatron's implies 2.604e11) gives 2,030: −5.1 %, held
       within 10 %.
-    - At the dense default MFU 0.40 it gives 3.07x the published figure: recorded here, and
-      the plan says so in a finding (the default is not a prediction for an MoE)."""
+    - At the dense default MFU 0.40 it gives 2.46x the published figure (3.07x before the
+      EP 8 all-to-all was added to the step): recorded here, and the plan says so in a
+      finding (the default is not a prediction for an MoE)."""
     measured = _deepseek_on_b200({"achievedTflopsPerGpu": 557})
     tps = 1e10 / measured.results["time"]["seconds"] / measured.gpus
     assert measured.gpus == 256
@@ -184,7 +191,7 @@ def test_deepseek_v3_fp8_pretraining_on_b200_against_megatron_bridge() -> None:
     assert not any("dense default MFU" in f.message for f in measured.findings)
     default = _deepseek_on_b200({})
     ratio = measured.results["time"]["seconds"] / default.results["time"]["seconds"]
-    assert ratio * tps / 2139 == pytest.approx(3.07, abs=0.05)
+    assert ratio * tps / 2139 == pytest.approx(2.46, abs=0.05)
     assert any("dense default MFU" in f.message and f.severity == "info"
                for f in default.findings)
 

@@ -49,7 +49,10 @@ def test_pretrain_meets_its_target_with_whole_nodes(example: Plan) -> None:
     t = w.results["time"]
     per_token = 6 * 8030261248 + 12 * 32 * 8192 * 4096
     expected_s = 2e11 * per_token / (w.gpus * 0.4 * 989e12)
-    assert t["seconds"] == pytest.approx(expected_s, rel=1e-9)
+    # ... slowed by the TP 2 all-reduces over NVLink the step exposes (issue 44)
+    slowdown = w.results["step_communication"]["slowdown"]
+    assert 1 < slowdown < 1.1
+    assert t["seconds"] == pytest.approx(expected_s * slowdown, rel=1e-9)
 
 
 def test_step_time_and_run_time_count_the_same_flops(example: Plan) -> None:

@@ -135,8 +135,12 @@ def test_tensor_and_expert_parallelism_against_a_catalog_model_at_their_line(
 
 
 def test_tensor_parallelism_across_nodes_is_flagged(tmp_path: Path) -> None:
+    # an InfiniBand rail per GPU: over the base pool's one 25 GbE port the TP traffic, now in
+    # the step, would make the run too long for the pool (exit 1)
+    ib = [{"type": "infiniband", "rateGbps": 400, "count": 8, "segment": "hpc"}]
     spec = _spec(tmp_path, {**PRETRAIN, "model": "llama-3-70b",
-                            "parallelism": {"tensor": 16, "pipeline": 2, "data": 1}})
+                            "parallelism": {"tensor": 16, "pipeline": 2, "data": 1}},
+                 edit=lambda d: d["pools"][0]["node"].update(nics=ib))
     assert any("spans nodes" in m for m in _messages(_plan(tmp_path, spec)))
 
 

@@ -28,6 +28,7 @@ a parameter all-gather, 1.5x the traffic (ZeRO paper, section 7).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from aiplat.errors import InputError
 from aiplat.sizing.layout import SINGLE_GPU, Parallelism, Speed, TrainingBatch
@@ -559,11 +560,24 @@ class ModelParallelTraffic(Result):
     pp_bytes_per_step: float
     tp_seconds: float
     pp_seconds: float
+    ep_bytes_per_step: float = 0.0
+    ep_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class MoeTraffic:
+    """A mixture of experts' all-to-all: MoE layers per pipeline stage, experts each token
+    goes to, and the expert-parallel link's bandwidth per GPU (one direction)."""
+
+    moe_layers_per_stage: int
+    experts_per_token: int
+    link_bytes_per_second: float
 
 
 def model_parallel_traffic(
     batch: TrainingBatch, parallelism: Parallelism, *, hidden: int, layers_per_stage: int,
     links_bytes_per_second: tuple[float, float], activation_bytes: float = 2.0,
+    moe: MoeTraffic | None = None,
 ) -> ModelParallelTraffic:
     """Tensor- and pipeline-parallel bytes a GPU sends per step, and their time if not
     overlapped.
@@ -589,16 +603,130 @@ def model_parallel_traffic(
     tp_bytes = (layers_per_stage * reductions * 2 * (tp - 1) / tp * buffer * micro_steps
                 if tp > 1 else 0.0)
     pp_bytes = 2 * buffer * micro_steps if pp > 1 else 0.0
+    ep = parallelism.ep
+    ep_bytes = ep_seconds = 0.0
+    ep_inputs: dict[str, float] = {}
+    if moe is not None and ep > 1:
+        require_positive(experts_per_token=moe.experts_per_token,
+                         ep_bytes_per_second=moe.link_bytes_per_second)
+        # Dispatch and combine: each GPU sends its (sequence-parallel) 1/t of the tokens, k
+        # copies each, and keeps the 1/ep routed to its own experts; twice forward, twice
+        # backward, twice more when full recomputation re-runs the forward.
+        a2a = micro_batch * seq_len / tp * moe.experts_per_token * hidden * activation_bytes
+        ep_bytes = (moe.moe_layers_per_stage * reductions * (ep - 1) / ep * a2a * micro_steps)
+        ep_seconds = ep_bytes / moe.link_bytes_per_second
+        ep_inputs = {"ep": ep, "moe_layers_per_stage": moe.moe_layers_per_stage,
+                     "experts_per_token": moe.experts_per_token,
+                     "ep_bytes_per_second": moe.link_bytes_per_second}
     return ModelParallelTraffic(
         formula=("TP: layers/stage · (4, 6 recomputed) all-reduces · 2(t−1)/t · b·s·h·2 B per "
-                 "micro-batch; PP: 2 · b·s·h·2 B per micro-batch (Narayanan 2021, 3.3)"),
+                 "micro-batch; PP: 2 · b·s·h·2 B per micro-batch (Narayanan 2021, 3.3); EP: "
+                 "MoE layers/stage · (4, 6) all-to-alls · (e−1)/e · b·(s/t)·k·h·2 B"),
         inputs={"micro_batch": micro_batch, "seq_len": seq_len, "hidden": hidden,
                 "layers_per_stage": layers_per_stage, "micro_steps": micro_steps, "tp": tp,
                 "pp": pp, "tp_bytes_per_second": tp_bytes_per_second,
-                "pp_bytes_per_second": pp_bytes_per_second, "full_recompute": full_recompute},
-        notes=["upper bound: frameworks overlap part of it with compute"],
+                "pp_bytes_per_second": pp_bytes_per_second, "full_recompute": full_recompute,
+                **ep_inputs},
+        notes=["each figure is the time the bytes take on their link; what the step exposes "
+               "is in step_communication"],
         tp_bytes_per_step=tp_bytes,
         pp_bytes_per_step=pp_bytes,
         tp_seconds=tp_bytes / tp_bytes_per_second,
         pp_seconds=pp_bytes / pp_bytes_per_second,
+        ep_bytes_per_step=ep_bytes,
+        ep_seconds=ep_seconds,
+    )
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """How much of each kind of traffic hides under compute: assumptions, stated in every
+    result that uses them.
+
+    * ``tp`` 0: Megatron's tensor-parallel all-reduces (reduce-scatter/all-gather with
+      sequence parallelism) sit on the critical path between a layer's GEMMs (Narayanan et
+      al. 2021, section 3.3); TE's tp-comm-overlap can hide part of them on NVLink, which is
+      not assumed.
+    * ``pp`` 0: a stage waits for its neighbour's activations (the point-to-point sends are
+      small next to the bubble, which is counted apart).
+    * ``ep`` 0: the dispatch and combine all-to-alls sit between the router and the expert
+      GEMMs.
+    * ``dp_backward_share`` 2/3: the gradient reduce-scatter overlaps the backward pass
+      (Megatron's overlap-grad-reduce, PyTorch DDP buckets), which is 2 of the 3 compute
+      parts (forward 2, backward 4 FLOPs per parameter and token); only traffic longer than
+      the backward shows.
+    """
+
+    tp: float = 0.0
+    pp: float = 0.0
+    ep: float = 0.0
+    dp_backward_share: float = 2 / 3
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "ep", "dp_backward_share"):
+            v = getattr(self, name)
+            if not 0 <= v <= 1:
+                raise InputError(f"overlap {name} is a fraction in [0, 1], got {v!r}")
+
+
+DEFAULT_OVERLAP = Overlap()
+
+
+class StepCommunication(Result):
+    compute_seconds: float
+    tp_exposed_seconds: float
+    pp_exposed_seconds: float
+    ep_exposed_seconds: float
+    dp_exposed_seconds: float
+    exposed_seconds: float
+    seconds: float
+    slowdown: float
+
+
+def step_with_communication(
+    *, compute_seconds: float, traffic: ModelParallelTraffic | None = None,
+    dp_seconds: float = 0.0, overlap: Overlap = DEFAULT_OVERLAP,
+) -> StepCommunication:
+    """A step's time with its communication: compute (at the assumed MFU) plus what the
+    tensor-, pipeline- and expert-parallel traffic and the gradient reduction expose.
+
+    t = t_compute + (1−o_tp)·t_tp + (1−o_pp)·t_pp + (1−o_ep)·t_ep
+        + max(0, t_dp − o_dp·t_compute)
+
+    Each t_x is the time its bytes take on the link they cross (NVLink or PCIe inside a
+    node, the fabric between nodes); the overlaps are ``Overlap``'s assumptions. Context
+    parallelism's key/value exchange is taken as hidden under the attention it feeds (TE's
+    ring attention overlaps the two), and is not added.
+    """
+    require_positive(compute_seconds=compute_seconds)
+    if dp_seconds < 0:
+        raise InputError(f"dp_seconds must be >= 0, got {dp_seconds!r}")
+    o = overlap
+    tp = (1 - o.tp) * (traffic.tp_seconds if traffic else 0.0)
+    pp = (1 - o.pp) * (traffic.pp_seconds if traffic else 0.0)
+    ep = (1 - o.ep) * (traffic.ep_seconds if traffic else 0.0)
+    dp = max(0.0, dp_seconds - o.dp_backward_share * compute_seconds)
+    exposed = tp + pp + ep + dp
+    total = compute_seconds + exposed
+    return StepCommunication(
+        formula="t = t_compute + (1−o_tp)·t_tp + (1−o_pp)·t_pp + (1−o_ep)·t_ep + "
+                "max(0, t_dp − o_dp·t_compute)",
+        inputs={"compute_seconds": compute_seconds,
+                "tp_seconds": traffic.tp_seconds if traffic else 0.0,
+                "pp_seconds": traffic.pp_seconds if traffic else 0.0,
+                "ep_seconds": traffic.ep_seconds if traffic else 0.0,
+                "dp_seconds": dp_seconds, "overlap_tp": o.tp, "overlap_pp": o.pp,
+                "overlap_ep": o.ep, "overlap_dp_backward_share": o.dp_backward_share},
+        notes=["overlaps are assumptions (sizing.training.Overlap): TP, PP and EP traffic on "
+               "the critical path, the gradient reduction hidden under the backward pass",
+               "context parallelism's key/value exchange is taken as hidden under attention",
+               "the assumed MFU is the compute rate; the communication is added to it"],
+        compute_seconds=compute_seconds,
+        tp_exposed_seconds=tp,
+        pp_exposed_seconds=pp,
+        ep_exposed_seconds=ep,
+        dp_exposed_seconds=dp,
+        exposed_seconds=exposed,
+        seconds=total,
+        slowdown=total / compute_seconds,
     )

@@ -799,6 +799,13 @@ class ParallelismSpec(SpecModel):
     offload: Literal["none", "optimizer", "optimizer-and-params"] = Field(
         default="none", description="ZeRO-Offload / ZeRO-Infinity: optimizer states (and with "
         "ZeRO-3 the fp32 master weights) held in host memory instead of on the GPU")
+    tensor_overlap: float = Field(
+        default=0.0, ge=0, le=1, description="share of the tensor-parallel traffic hidden "
+        "under compute (0: on the critical path between the GEMMs, Narayanan et al. 2021; "
+        "Transformer Engine's tp-comm-overlap hides part of it on NVLink: measure it)")
+    expert_overlap: float = Field(
+        default=0.0, ge=0, le=1, description="share of the expert-parallel all-to-all hidden "
+        "under compute (0: on the critical path; DeepSeek-V3's DualPipe hides it: 1)")
 
 
 class DataSpec(SpecModel):
