@@ -7,12 +7,17 @@ same data goes to JSON and YAML as is, and to a table as the rows the command pi
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+import sys
+from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from aiplat.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 FORMATS = ("table", "json", "yaml")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,6 +36,29 @@ class OutDir(click.Path):
             raise InputError("-d -: this command writes files into a folder, and '-' would "
                              "make one named '-' (fix: give a folder, -d DIR)")
         return super().convert(value, param, ctx)
+
+
+def console() -> Console:
+    """rich's console for the CLI's box tables: the terminal's width on a terminal, 160
+    columns piped (rich wraps to 80 off a terminal); no markup, since cells quote outside
+    names ('[/x]' would be a tag)."""
+    from rich.console import Console
+
+    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+
+
+def box_table(title: str, columns: Sequence[str], *, right: Collection[str] = (),
+              whole: Collection[str] = ()) -> Table:
+    """A titled table whose cells fold where the terminal is narrow: rich's default cut
+    names to 'pretrain-…' at 80 columns, and a cut name is no name. ``right``: columns of
+    figures; ``whole``: names kept on one line (copied into kubectl commands)."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for col in columns:
+        t.add_column(col, justify="right" if col in right else "left",
+                     no_wrap=col in whole, overflow="ellipsis" if col in whole else "fold")
+    return t
 
 
 def output_option(default: str = "table") -> Callable[[F], F]:

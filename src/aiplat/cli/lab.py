@@ -11,8 +11,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
+from aiplat.cli._output import box_table
+from aiplat.cli._output import console as out_console
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.cluster import cluster
 from aiplat.cli.main import Finite
@@ -33,8 +34,7 @@ PREFIX = click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, env
 
 
 def _console() -> Console:
-    # No markup: tables quote Prometheus label values and lab names ("[/x]" would be a tag).
-    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+    return out_console()
 
 
 def _err(msg: str) -> None:
@@ -146,10 +146,10 @@ def status(prefix: str, output: str) -> None:
 
 def _print_status(st: dict[str, Any]) -> None:
     c = _console()
-    t = Table(title=f"Lab {st['prefix']} — {st['phase']}", title_justify="left")
     nodes = st["nodes"]
-    for col in ("segment", "purpose", "cidr", "MTU", "VLAN", "bridge", *(n["name"] for n in nodes)):
-        t.add_column(col)
+    t = box_table(f"Lab {st['prefix']} — {st['phase']}",
+                  ("segment", "purpose", "cidr", "MTU", "VLAN", "bridge",
+                   *(n["name"] for n in nodes)))
     for s in st["segments"]:
         t.add_row(s["name"], s["purpose"], s["cidr"], str(s["mtu"]), str(s["vlan"] or "-"),
                   s["bridge"] + ("" if s["present"] else " (missing)"),
@@ -298,10 +298,8 @@ def net_check(segments: tuple[str, ...], no_throughput: bool, prefix: str, outpu
         _json({"findings": [f.model_dump() for f in findings], "measurements": raw})
     else:
         c = _console()
-        t = Table(title=f"net check — {len(findings)} finding(s) in {raw['seconds']} s",
-                  title_justify="left")
-        for col in ("kind", "node", "segment", "finding", "evidence"):
-            t.add_column(col)
+        t = box_table(f"net check — {len(findings)} finding(s) in {raw['seconds']} s",
+                      ("kind", "node", "segment", "finding", "evidence"))
         for f in findings:
             t.add_row(f.kind, f.node or "-", f.segment, f.message, "\n".join(f.evidence[:3]))
         c.print(t if findings else f"net check: no findings in {raw['seconds']} s")
@@ -362,10 +360,8 @@ def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None
         if d.pulls:
             c.print(shown("model pulls: " + ", ".join(
                 f"{w.node} {w.mbit:.0f} Mbit/s (baseline {w.baseline_mbit:.0f})" for w in d.pulls)))
-        t = Table(title=f"diagnose — {len(d.causes)} candidate cause(s), {d.prometheus}",
-                  title_justify="left")
-        for col in ("#", "cause", "node", "segment", "score", "summary"):
-            t.add_column(col)
+        t = box_table(f"diagnose — {len(d.causes)} candidate cause(s), {d.prometheus}",
+                      ("#", "cause", "node", "segment", "score", "summary"))
         for i, cause in enumerate(d.causes, 1):
             t.add_row(*(shown(x) for x in (str(i), cause.kind, cause.node or "-",
                                            cause.segment or "-", f"{cause.score:.2f}",

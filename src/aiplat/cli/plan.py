@@ -10,10 +10,10 @@ from datetime import date
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from aiplat.catalog import load_catalog
+from aiplat.cli._output import box_table
+from aiplat.cli._output import console as out_console
 from aiplat.errors import InputError
 from aiplat.findings import line, ordered
 from aiplat.fsutil import write_tree
@@ -172,19 +172,17 @@ def _summary_data(p: Plan) -> dict[str, object]:
 
 
 def _print_table(p: Plan) -> None:
-    # Piped output keeps full names: rich would wrap to 80 columns off a terminal.
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-    wt = Table(title=f"Workloads — {p.platform}", title_justify="left")
-    for col in ("workload", "kind", "pool", "model", "GPUs", "run", "GPU-h/month"):
-        wt.add_column(col, justify="right" if col in ("GPUs", "GPU-h/month") else "left")
+    console = out_console()
+    wt = box_table(f"Workloads — {p.platform}",
+                   ("workload", "kind", "pool", "model", "GPUs", "run", "GPU-h/month"),
+                   right=("GPUs", "GPU-h/month"))
     for w in p.workloads:
         run = _duration(w.run_hours)
         wt.add_row(w.name, w.kind, w.pool, w.model, str(w.gpus), run,
                    f"{w.gpu_hours_per_month:,.0f}")
     console.print(wt)
-    pt = Table(title="Pools", title_justify="left")
-    for col in ("pool", "GPU", "nodes", "GPUs", "peak", "avg", "spares", "kW", "racks"):
-        pt.add_column(col, justify="left" if col in ("pool", "GPU") else "right")
+    cols = ("pool", "GPU", "nodes", "GPUs", "peak", "avg", "spares", "kW", "racks")
+    pt = box_table("Pools", cols, right=cols[2:])
     for q in p.pools:
         pt.add_row(q.name, q.gpu_model or "CPU", str(q.nodes), str(q.gpus),
                    str(q.peak_demand_gpus), f"{q.average_demand_gpus:.1f}",

@@ -8,7 +8,6 @@ JSON.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,8 +15,9 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.table import Table
 
+from aiplat.cli._output import box_table
+from aiplat.cli._output import console as out_console
 from aiplat.cli._progress import QUIET, Bar, info, progress_bar
 from aiplat.cli.main import SEED, Finite
 from aiplat.errors import InputError
@@ -31,9 +31,8 @@ DEFAULT_TRACES = ("default", "gpushare40", "gpuspec33", "multigpu50")
 
 
 def _out() -> Console:
-    # Piped output keeps full rows: rich would wrap to 80 columns off a terminal. No markup:
-    # cells quote a snapshot's names ("[/x]" would be a tag); _row shows them terminal-safe.
-    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 160)
+    # _row shows a snapshot's names terminal-safe; the console takes them as plain text.
+    return out_console()
 
 
 def _warn(text: str) -> None:
@@ -185,11 +184,8 @@ def _print_fgd(table: dict[str, Any]) -> None:
     means: dict[str, dict[str, float]] = table["mean"]
     traces = list(means)
     policies = list(next(iter(means.values())))
-    t = Table(title=f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals",
-              title_justify="left")
-    t.add_column("policy")
-    for tr in traces:
-        t.add_column(tr, justify="right")
+    t = box_table(f"GPU allocation ratio (%) at {table['arrival_pct']:g}% arrivals",
+                  ("policy", *traces), right=traces)
     for p in policies:
         t.add_row(p, *(f"{means[tr][p]:.2f}" for tr in traces))
     console = _out()
@@ -205,10 +201,9 @@ def _print_fgd(table: dict[str, Any]) -> None:
 
 
 def _print_result(title: str, r: SimResult) -> None:
-    t = Table(title=title, title_justify="left")
-    for col in ("tenant", "jobs", "started", "waiting", "wait p50 h", "wait p95 h",
-                "wait p99 h", "GPU-h", "share", "fair share"):
-        t.add_column(col, justify="left" if col == "tenant" else "right")
+    cols = ("tenant", "jobs", "started", "waiting", "wait p50 h", "wait p95 h", "wait p99 h",
+            "GPU-h", "share", "fair share")
+    t = box_table(title, cols, right=cols[1:])
     for x in r.tenants:
         t.add_row(shown(x.name), str(x.jobs), str(x.started), str(x.waiting),
                   f"{x.wait_p50_h:.2f}", f"{x.wait_p95_h:.2f}", f"{x.wait_p99_h:.2f}",
@@ -347,11 +342,10 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
                                                        "variant": ENGINE_VARIANT}
                                for k, r in rows], indent=2))
         return
-    t = Table(title=f"{platform.metadata.name}: {len(rows)} configuration(s), seed {seed} · "
-              f"placement variant {ENGINE_VARIANT}", title_justify="left")
-    for col in ("policy", "pools", "queueing", "worst p95 wait h", "Jain", "utilisation",
-                "provisioned GPU-h", "preemptions", "lost GPU-h", "waiting"):
-        t.add_column(col, justify="left" if col in ("policy", "pools", "queueing") else "right")
+    cols = ("policy", "pools", "queueing", "worst p95 wait h", "Jain", "utilisation",
+            "provisioned GPU-h", "preemptions", "lost GPU-h", "waiting")
+    t = box_table(f"{platform.metadata.name}: {len(rows)} configuration(s), seed {seed} · "
+                  f"placement variant {ENGINE_VARIANT}", cols, right=cols[3:])
     for k, r in rows:
         worst = max((x.wait_p95_h for x in r.tenants), default=0.0)
         t.add_row(k["policy"], k["strategy"], k["queueing"], f"{worst:.2f}",
@@ -421,12 +415,9 @@ def _snapshot_live(kubeconfig: str | None, context: str | None = None) -> list[A
 
 
 def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
-    t = Table(title=f"replay: {len(rows)} workloads, {cycles} scheduling cycle(s)",
-              title_justify="left")
-    for col in ("workload", "ClusterQueue"):  # names whole: copied into kubectl commands
-        t.add_column(col, no_wrap=True)
-    for col in ("decision", "flavors", "reason"):
-        t.add_column(col)
+    t = box_table(f"replay: {len(rows)} workloads, {cycles} scheduling cycle(s)",
+                  ("workload", "ClusterQueue", "decision", "flavors", "reason"),
+                  whole=("workload", "ClusterQueue"))  # copied into kubectl commands
     for r in rows:
         counts = r.get("counts") or {}
         flavors = "; ".join(f"{ps}: " + ", ".join(f"{res}={f}" for res, f in fl.items())
