@@ -53,3 +53,23 @@ def test_a_kubernetes_plan_writes_no_slurm_files(tmp_path: Path) -> None:
     assert "deployment: kubernetes" in r.stdout, r.stdout
     assert not (out / "slurm").exists()
     assert "slurm/" not in r.stderr
+
+
+def test_a_virtual_machine_plan_says_plainly_that_no_vm_is_rendered(tmp_path: Path) -> None:
+    """Issue #43 item 5: aiplat renders no VM definitions; when it recommends VMs (tenants
+    that must not share a kernel, no multi-node RDMA training) the plan says so, with what
+    to do, on the CLI and in plan.json, instead of leaving an empty folder to be found."""
+    data = copy.deepcopy(EXAMPLE)
+    data.setdefault("operations", {})["strictTenantIsolation"] = True
+    data["workloads"] = [w for w in data["workloads"] if w["name"] != "domain-pretrain"]
+    r, out = _plan(tmp_path, data)
+    assert "deployment: virtual_machines" in r.stdout, r.stdout
+    assert "warning: deployment: virtual machines are recommended, and aiplat renders none" \
+        in r.stderr, r.stderr
+    assert "passing through every GPU and HCA" in r.stderr
+    found = yaml.safe_load((out / "plan.json").read_text())["findings"]
+    assert any(f["subject"] == "deployment" and f["severity"] == "warning" for f in found)
+    assert not (out / "slurm").exists()
+    (tmp_path / "k").mkdir()  # the example recommends Kubernetes: no such warning
+    r, _out = _plan(tmp_path / "k", copy.deepcopy(EXAMPLE))
+    assert "virtual machines are recommended" not in r.stderr

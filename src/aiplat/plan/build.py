@@ -48,6 +48,8 @@ def plan_resolved(resolved: Resolved) -> Plan:
                          other_racks=sum(p.racks for p in pools) + _management_racks(
                              platform, role_plan), findings=findings)
     facility = _facility(platform, pools, role_plan, fabric, findings)
+    assessed = _deployment(platform, pools, workloads)
+    findings += _deployment_findings(assessed)
     return Plan(
         platform=platform.metadata.name,
         description=platform.metadata.description,
@@ -57,7 +59,7 @@ def plan_resolved(resolved: Resolved) -> Plan:
         pools=pools,
         facility=facility,
         roles=role_plan,
-        deployment=_deployment(platform, pools, workloads),
+        deployment=assessed,
         network=plan_network(platform, workloads),
         fabric=fabric,
         storage=plan_storage(resolved),
@@ -254,6 +256,22 @@ def _facility(
                        "switches": fabric.switches, "rack_units": fabric.rack_units},
         },
     )
+
+
+def _deployment_findings(d: deployment.DeploymentAssessment) -> list[Finding]:
+    """What the recommendation leaves to the admin. Virtual machines are a plan aiplat does
+    not render (no hypervisor, image or domain definition): said plainly, not left to be
+    found in an empty folder."""
+    if d.recommendation != "virtual_machines":
+        return []
+    return [Finding(
+        severity="warning", subject="deployment",
+        message="virtual machines are recommended, and aiplat renders none: no hypervisor "
+                "set-up, VM image or libvirt domain (vfio-pci passthrough of each node's GPUs "
+                "and HCAs) is written; kube/ describes Kubernetes on the hosts, not the VMs",
+        fix="define one VM per node type with your hypervisor's tooling, passing through "
+            "every GPU and HCA of the node (IOMMU on, the PCIe ACS/ATS settings GPUDirect "
+            "needs); the pools' sizes, racks and power in this plan hold for those hosts")]
 
 
 def _deployment(
