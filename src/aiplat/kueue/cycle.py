@@ -39,7 +39,7 @@ tree. Pure: no I/O.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -203,6 +203,42 @@ class World(Protocol):
         preemptor evicted it before, so it sits out a cycle: see :meth:`Replay.evicted`)."""
 
 
+class Steps(Protocol):
+    """Extension points inside the cycle's own decisions, for a step that decides with it
+    (topology-aware scheduling: ``aiplat.kueue.tas_world``, where Kueue's flavor assigner and
+    preemptor ask TAS). Each is called at one place of the cycle, in this order; the
+    default (the replay itself) adds nothing. The step may call back :meth:`Replay.nominate`
+    and :meth:`Replay.preemption_targets`, which include these hooks.
+
+    - :meth:`nominated`: at nomination, after the quota's flavor assignment and victims;
+    - :meth:`preemption_fits`: when victims are searched, a check beside the quota's;
+    - :meth:`processing` and :meth:`processed`: around processing one head;
+    - :meth:`cycle_done`: after a cycle (also one with no head), before held workloads
+      return."""
+
+    def nominated(self, e: Entry) -> Entry:
+        """``e`` was nominated on quota alone (:meth:`Replay.nominate`): the entry the cycle
+        processes (``e`` itself, or another for the same head: a different assignment and
+        victims)."""
+
+    def preemption_fits(self, spec: ClusterQueue, wl: Workload, a: Assignment
+                        ) -> Callable[[], bool] | None:
+        """``workloadFits`` beyond quota while preemption's search (:mod:`~aiplat.kueue.preempt`)
+        looks for victims of ``wl`` under ``a``: called with the candidates taken so far
+        released from the tree, True when ``wl`` fits. None: quota alone decides."""
+
+    def processing(self, e: Entry, taken: Mapping[str, Admitted]) -> None:
+        """``e`` is about to be processed, after the heads before it in the cycle took
+        ``taken`` (victims, by workload key); it may change ``e.a`` and ``e.targets``."""
+
+    def processed(self, e: Entry, last: bool) -> None:
+        """``e`` was processed (``e.status`` says how); ``last``: no head comes after it in
+        this cycle."""
+
+    def cycle_done(self) -> None:
+        """The cycle ended: what the step kept for its heads only is given back."""
+
+
 def _usage(wl: Workload, flavors: Flavors, counts: dict[str, int] | None = None
            ) -> dict[FR, int]:
     """What an admission holds; ``counts``: a partial admission's pods per pod set."""
@@ -329,19 +365,25 @@ class KueueQueues:
 class Replay:
     """The snapshot's state and Kueue's queues; :meth:`run` cycles until quiet.
 
-    The cycle decides; what it leaves to its surroundings are two declared extension points:
-    ``queues`` (:class:`Queues`, default Kueue's own :class:`KueueQueues`) and ``world``
+    The cycle decides; what it leaves to its surroundings are three declared extension
+    points: ``queues`` (:class:`Queues`, default Kueue's own :class:`KueueQueues`), ``world``
     (:class:`World`: time, placement, evictions; default the replay itself, which records
-    :class:`Outcome` rows). A runner (``sim run``) passes its own and drives the cycle through
-    the public methods: :meth:`add`, :meth:`until_quiet`, :meth:`release`, :meth:`evicted`,
-    ``notify``."""
+    :class:`Outcome` rows) and ``steps`` (:class:`Steps`: what a step deciding with the cycle
+    adds at nomination, preemption's search, processing and a cycle's end; default the
+    replay itself, which adds nothing). A runner (``sim run``) passes its own and drives the
+    cycle through the public methods: :meth:`add`, :meth:`until_quiet`, :meth:`release`,
+    :meth:`evicted`, ``notify``. A subclass may implement :class:`World` and
+    :class:`Steps` for itself (``tas_world.TasReplay``); it overrides nothing else
+    (``tests/unit/test_kueue_extension_points.py``)."""
 
     def __init__(self, snap: Snapshot, *, tree: Tree | None = None,
-                 queues: Queues | None = None, world: World | None = None) -> None:
+                 queues: Queues | None = None, world: World | None = None,
+                 steps: Steps | None = None) -> None:
         self.snap = snap
         self.tree = tree if tree is not None else Tree(snap)
         self.queues: Queues = queues if queues is not None else KueueQueues(snap.cluster_queues)
         self.world: World = world if world is not None else self
+        self.steps: Steps = steps if steps is not None else self
         self.cycle = 0
         self.placing: dict[str, int] = {}
         self.outcomes: dict[str, Outcome] = {}
@@ -417,6 +459,11 @@ class Replay:
 
     # ------------------------------------------------------------------ decisions
 
+    def nominate(self, p: Pending) -> Entry:
+        """A head's flavor assignment and victims against the current state (the queue's
+        scan state ``p.last`` moves on), with :meth:`Steps.nominated`'s say."""
+        return self.steps.nominated(self._nominate(p))
+
     def _nominate(self, p: Pending) -> Entry:
         assigner = self._assigners[p.wl.cluster_queue]
         spec = assigner.spec
@@ -425,7 +472,7 @@ class Replay:
             p.last = None  # lastAssignmentOutdated
         a = assigner.assign(p.wl, p.last)
         mode = a.mode
-        targets = self._targets(spec, p.wl, a) if mode == PREEMPT else []
+        targets = self.preemption_targets(spec, p.wl, a) if mode == PREEMPT else []
         if mode != FIT and not targets and p.wl.partial:
             got = self._partial(assigner, p)
             if got is not None:
@@ -434,12 +481,16 @@ class Replay:
         p.last, p.last_cycle, p.last_gen = a.tried, self.cycle, self.tree.generation
         return Entry(p, spec, a, targets)
 
-    def _targets(self, spec: ClusterQueue, wl: Workload, a: Assignment
-                 ) -> list[preempt.Target]:
+    def preemption_targets(self, spec: ClusterQueue, wl: Workload, a: Assignment
+                           ) -> list[preempt.Target]:
+        """The victims that let ``wl`` under ``a`` fit (quota, and
+        :meth:`Steps.preemption_fits`), or [] when ``a`` needs no preemption or none
+        does."""
         if a.mode != PREEMPT or spec.preemption.never:  # (never: no candidate)
             return []
         return preempt.targets(self.tree, spec, wl, a.needs_preemption(), a.usage,
-                               fair=self.snap.fair_sharing, strategies=self.snap.strategies)
+                               fair=self.snap.fair_sharing, strategies=self.snap.strategies,
+                               fits=self.steps.preemption_fits(spec, wl, a))
 
     def _partial(self, assigner: Assigner, p: Pending
                  ) -> tuple[Assignment, list[preempt.Target]] | None:
@@ -450,7 +501,7 @@ class Replay:
             a = assigner.assign(p.wl, p.last, counts)
             if a.mode == FIT:
                 return a, []
-            targets = self._targets(assigner.spec, p.wl, a)
+            targets = self.preemption_targets(assigner.spec, p.wl, a)
             return (a, targets) if targets else None
         return reduced_counts(p.wl.podsets, fits)
 
@@ -496,6 +547,13 @@ class Replay:
             tuple[Node, dict[FR, int]]] | None, victims: list[tuple[preempt.Target, Entry]]
                  ) -> None:
         """``undo``: where a head's hold on quota is recorded; None for the last head."""
+        self.steps.processing(e, taken)
+        self._decide(e, taken, undo, victims)
+        self.steps.processed(e, undo is None)
+
+    def _decide(self, e: Entry, taken: dict[str, Admitted], undo: list[
+            tuple[Node, dict[FR, int]]] | None, victims: list[tuple[preempt.Target, Entry]]
+                ) -> None:
         node = self.tree.cqs[e.cq.name]
         mode = e.a.mode
         if mode == NOFIT:
@@ -563,6 +621,7 @@ class Replay:
         try:
             return self._cycle(heads)
         finally:
+            self.steps.cycle_done()
             for p in held:  # back after the cycle they sat out
                 p.inadmissible = False
                 self.queues.push(p)
@@ -573,7 +632,7 @@ class Replay:
         if not heads:
             return False
         self.cycle += 1
-        entries = [self._nominate(p) for p in heads]
+        entries = [self.nominate(p) for p in heads]
         taken: dict[str, Admitted] = {}
         undo: list[tuple[Node, dict[FR, int]]] = []
         victims: list[tuple[preempt.Target, Entry]] = []
@@ -697,6 +756,25 @@ class Replay:
                 break
             seen.add(sig)
 
+    # ------------------------------------------------------------------ the replay's steps
+
+    def nominated(self, e: Entry) -> Entry:
+        """Quota decides alone: the nomination as it is."""
+        return e
+
+    def preemption_fits(self, spec: ClusterQueue, wl: Workload, a: Assignment
+                        ) -> Callable[[], bool] | None:
+        return None
+
+    def processing(self, e: Entry, taken: Mapping[str, Admitted]) -> None:
+        pass
+
+    def processed(self, e: Entry, last: bool) -> None:
+        pass
+
+    def cycle_done(self) -> None:
+        pass
+
     # ------------------------------------------------------------------ the replay's world
 
     def now(self) -> float:
@@ -756,4 +834,4 @@ def replay(snap: Snapshot, cycles: int | None = None) -> list[Outcome]:
 
 
 __all__ = ["FIT", "Entry", "Flavors", "KueueQueues", "Outcome", "Pending", "Queues", "Replay",
-           "World", "inactive_queues", "replay"]
+           "Steps", "World", "inactive_queues", "replay"]

@@ -73,7 +73,8 @@ class _Cand:
 
 class _Search:
     def __init__(self, tree: Tree, spec: ClusterQueue, wl: Workload, frs: set[FR],
-                 requests: dict[FR, int]) -> None:
+                 requests: dict[FR, int], *, also: Callable[[], bool] | None = None) -> None:
+        self.also = also  # workloadFits beyond quota (see targets' fits)
         self.tree = tree
         self.spec = spec
         self.cq = tree.cqs[spec.name]
@@ -167,7 +168,7 @@ class _Search:
                 return False
             if v > max(0, self.tree.available(self.cq, fr)):
                 return False
-        return True
+        return self.also is None or self.also()
 
     def under_nominal(self) -> bool:
         return all(self.cq.nominal(fr) > self.cq.usage.get(fr, 0) for fr in self.frs)
@@ -406,10 +407,14 @@ def _second_strategy(tree: Tree, cq: Node, retry: list[Admitted], *, targets: li
 def targets(tree: Tree, spec: ClusterQueue, wl: Workload, frs: set[FR],
             requests: dict[FR, int], *, fair: bool = False,
             strategies: tuple[str, ...] = ("LessThanOrEqualToFinalShare",
-                                           "LessThanInitialShare")) -> list[Target]:
-    """Victims that let ``wl`` (asking ``requests``) fit, or [] when none do."""
+                                           "LessThanInitialShare"),
+            fits: Callable[[], bool] | None = None) -> list[Target]:
+    """Victims that let ``wl`` (asking ``requests``) fit, or [] when none do. ``fits``:
+    Kueue's ``workloadFits`` beyond quota (topology-aware scheduling's check), asked once
+    the quota fits with the candidates taken so far released from ``tree``; the search
+    takes a victim set only when it is True too."""
     pre = spec.preemption
     if pre.within_cluster_queue == "Never" and pre.reclaim_within_cohort == "Never":
         return []  # no candidate anywhere (borrowWithinCohort needs reclaimWithinCohort)
-    search = _Search(tree, spec, wl, frs, requests)
+    search = _Search(tree, spec, wl, frs, requests, also=fits)
     return _fair(search, strategies) if fair else search.classical()

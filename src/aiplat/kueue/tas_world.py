@@ -3,8 +3,16 @@ workload whose quota fits would go (``pkg/scheduler/flavorassigner``: ``assignFl
 calls ``FindTopologyAssignmentsForWorkload``), on :mod:`aiplat.kueue.tas` over the
 cluster's Topologies, Nodes and Pods (:mod:`aiplat.kueue.tas_input`).
 
-Through the cycle's placement extension point (``World.unplaceable``): a workload whose
-quota fits and whose pod sets TAS places is admitted, its pods' domains then taken for the
+The replay's own world and steps, through the cycle's declared extension points only
+(:class:`~aiplat.kueue.cycle.World`, :class:`~aiplat.kueue.cycle.Steps`; no private step of
+the cycle is overridden). At nomination (``Steps.nominated``) and in preemption's search
+(``Steps.preemption_fits``), Kueue's flavor assigner and preemptor ask TAS; around
+processing a head (``Steps.processing``, ``processed``) a placement another head took is
+assigned again and a preemptor's domains are held, until the cycle ends
+(``Steps.cycle_done``).
+
+Through the placement extension point (``World.unplaceable``): a workload whose quota
+fits and whose pod sets TAS places is admitted, its pods' domains then taken for the
 workloads after it (``with_admitted``); one TAS cannot place even on an empty topology
 (``simulate_empty``) is NoFit with TAS's message, as in Kueue. A quota preemption whose
 preemptor's pods fit the topology already goes ahead (Kueue's victim search, which asks
@@ -18,13 +26,13 @@ quota preemption whose preemptor fits only once victims' domains are freed) and 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
-from aiplat.kueue import preempt, tas, tas_tree
+from aiplat.kueue import tas, tas_tree
 from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assignment
-from aiplat.kueue.cycle import Entry, Flavors, Pending, Replay
-from aiplat.kueue.quota import Admitted, Node, Tree
-from aiplat.kueue.snapshot import FR, TAS, ClusterQueue, Snapshot, Workload
+from aiplat.kueue.cycle import Entry, Flavors, Replay
+from aiplat.kueue.quota import Admitted
+from aiplat.kueue.snapshot import TAS, ClusterQueue, Snapshot, Workload
 from aiplat.kueue.tas_input import (
     TasCluster,
     WorkloadRequests,
@@ -38,7 +46,9 @@ HOLD = "hold:"  # the domains a preemptor without candidates keeps for the rest 
 
 
 class TasReplay(Replay):
-    """:class:`~aiplat.kueue.cycle.Replay` whose placement is Kueue's TAS."""
+    """:class:`~aiplat.kueue.cycle.Replay` whose placement is Kueue's TAS: it implements the
+    cycle's :class:`~aiplat.kueue.cycle.Steps` and :class:`~aiplat.kueue.cycle.World` for
+    itself, nothing else."""
 
     def __init__(self, snap: Snapshot, cluster: TasCluster) -> None:
         self.cluster = cluster
@@ -65,13 +75,13 @@ class TasReplay(Replay):
             return None
         return asks
 
-    def _nominate(self, p: Pending) -> Entry:
+    def nominated(self, e: Entry) -> Entry:
         """``assignFlavors``: quota that fits but a topology that does not (now; it would
         empty) makes the TAS pod sets' resources Preempt, and the victims are searched by
         quota and topology together (classic preemption; fair sharing's is left unknown).
         The placement is kept as ``updateAssignmentForTAS`` computes it: on the cycle's
         snapshot, without the victims when there are some."""
-        e = super()._nominate(p)
+        p = e.p
         key = p.wl.key
         self._nominated.pop(key, None)
         if e.a.mode == NOFIT or self.snap.fair_sharing:
@@ -87,7 +97,7 @@ class TasReplay(Replay):
                 self._nominated[key] = (got, frozenset())
                 return e
             a = _preempt_mode(e.a, asks, now)
-            e = Entry(p, e.cq, a, self._targets(e.cq, p.wl, a))
+            e = Entry(p, e.cq, a, self.preemption_targets(e.cq, p.wl, a))
         if e.targets:
             gone = frozenset(t.victim.wl.key for t in e.targets)
             got = tas.find_for_workload(requests_for(
@@ -101,18 +111,14 @@ class TasReplay(Replay):
         return dataclasses.replace(self.cluster, admitted=tuple(
             d for d in self.cluster.admitted if d.workload not in keys))
 
-    def _targets(self, spec: ClusterQueue, wl: Workload, a: Assignment
-                 ) -> list[preempt.Target]:
+    def preemption_fits(self, spec: ClusterQueue, wl: Workload, a: Assignment
+                        ) -> Callable[[], bool] | None:
         """``GetTargets`` with ``workloadFits``' topology check: a victim set is enough
-        when the quota fits and TAS places the pods without the victims' domains."""
-        asks = self._asks(wl, a) if a.mode == PREEMPT else None
-        if asks is None or self.snap.fair_sharing or spec.preemption.never:
-            return super()._targets(spec, wl, a)
-        pre = spec.preemption
-        if pre.within_cluster_queue == "Never" and pre.reclaim_within_cohort == "Never":
-            return []
-        return _TasSearch(self.tree, spec, wl, a.needs_preemption(), a.usage,
-                          tas_fits=lambda: self._fits_without_released(wl, a)).classical()
+        when the quota fits and TAS places the pods without the victims' domains (classic
+        preemption; fair sharing's search is quota alone)."""
+        if self.snap.fair_sharing or self._asks(wl, a) is None:
+            return None
+        return lambda: self._fits_without_released(wl, a)
 
     def _fits_without_released(self, wl: Workload, a: Assignment) -> bool:
         """TAS places ``wl`` once the workloads the search has released from the quota tree
@@ -124,27 +130,26 @@ class TasReplay(Replay):
         asks = requests_for(cluster, wl.key, _flavors(a), a.counts or None)
         return not _failure(tas.find_for_workload(asks.by_flavor))
 
-    def _process(self, e: Entry, taken: dict[str, Admitted],
-                 undo: list[tuple[Node, dict[FR, int]]] | None,
-                 victims: list[tuple[preempt.Target, Entry]]) -> None:
-        """``reserveCapacityForUnreclaimablePreempt``: a preemptor without candidates keeps
-        its quota (the cycle does that) and the domains TAS would give it on an empty
-        topology (``updateAssignmentForTAS``), for the heads after it in the cycle.
-
-        Before that, ``updateAssignmentIfNeeded``: a placement found at nomination that no
-        longer fits (an earlier head of the cycle took its domains: ``FitsCheckNoTAS``)
-        makes Kueue assign the workload again, from its first flavor, on what the cycle
-        has taken (``TASRecomputeAssignmentWithinSchedulingCycle``)."""
-        key = e.p.wl.key
-        nominated = self._nominated.get(key)
+    def processing(self, e: Entry, taken: Mapping[str, Admitted]) -> None:
+        """``updateAssignmentIfNeeded``: a placement found at nomination that no longer
+        fits (an earlier head of the cycle took its domains: ``FitsCheckNoTAS``) makes
+        Kueue assign the workload again, from its first flavor, on what the cycle has taken
+        (``TASRecomputeAssignmentWithinSchedulingCycle``)."""
+        nominated = self._nominated.get(e.p.wl.key)
         if nominated is not None and not _still_fits(
                 self._without(set(taken) | nominated[1]), nominated[0], self._requests(e.p.wl)):
             e.p.last = None
-            again = self._nominate(e.p)
+            again = self.nominate(e.p)
             e.a, e.targets = again.a, again.targets
-        super()._process(e, taken, undo, victims)
-        if undo is None:
+
+    def processed(self, e: Entry, last: bool) -> None:
+        """``reserveCapacityForUnreclaimablePreempt``: a preemptor without candidates keeps
+        its quota (the cycle does that) and the domains TAS would give it on an empty
+        topology (``updateAssignmentForTAS``), for the heads after it in the cycle; a
+        preemptor keeps its placement's domains likewise."""
+        if last:
             return  # no head after this one: nothing would see a hold
+        key = e.p.wl.key
         if e.status == "preempting":  # cq.AddUsage(usage): its TAS usage too
             nominated = self._nominated.get(key)
             if nominated is not None:
@@ -171,13 +176,11 @@ class TasReplay(Replay):
         return {ps.request.name: dict(ps.request.requests)
                 for ps in self.cluster.workloads[wl.key].podsets}
 
-    def _cycle(self, heads: list[Pending] | None) -> bool:
-        try:
-            return super()._cycle(heads)
-        finally:  # the holds last one cycle
-            if any(d.workload.startswith(HOLD) for d in self.cluster.admitted):
-                self.cluster = dataclasses.replace(self.cluster, admitted=tuple(
-                    d for d in self.cluster.admitted if not d.workload.startswith(HOLD)))
+    def cycle_done(self) -> None:
+        """The holds last one cycle."""
+        if any(d.workload.startswith(HOLD) for d in self.cluster.admitted):
+            self.cluster = dataclasses.replace(self.cluster, admitted=tuple(
+                d for d in self.cluster.admitted if not d.workload.startswith(HOLD)))
 
     # ------------------------------------------------------------ placement
 
@@ -201,7 +204,7 @@ class TasReplay(Replay):
             tas.find_for_workload(asks.by_flavor)
         now = _failure(got)
         if victims:
-            # the victims were searched with TAS's check (_targets): the pods are placed
+            # the victims were searched with TAS's check (preemption_fits): the pods are placed
             # once they are gone; fair sharing's search is not (unknown where it matters)
             if now and self.snap.fair_sharing:
                 self.unknown[wl.key] = PREEMPTION
@@ -226,18 +229,6 @@ class TasReplay(Replay):
         self.cluster = without(self.cluster, victim.wl.key)
         self.assignments.pop(victim.wl.key, None)
         super().evict(victim, again)
-
-
-class _TasSearch(preempt._Search):
-    """Classic preemption's search whose ``workloadFits`` also asks TAS."""
-
-    def __init__(self, tree: Tree, spec: ClusterQueue, wl: Workload, frs: set[FR],
-                 requests: dict[FR, int], *, tas_fits: Callable[[], bool]) -> None:
-        super().__init__(tree, spec, wl, frs, requests)
-        self.tas_fits = tas_fits
-
-    def fits(self, borrow: bool) -> bool:
-        return super().fits(borrow) and self.tas_fits()
 
 
 def _still_fits(cluster: TasCluster, got: dict[str, tuple[str, tas.PodSetResult]],
