@@ -32,7 +32,7 @@ from test_cluster_live import _need_components
 
 from aiplat.cluster.assets import locate
 from aiplat.kube.apply import Api
-from aiplat.kueue.scenarios import generate
+from aiplat.kueue.scenarios import Scenario, generate
 
 pytestmark = pytest.mark.integration
 # Seeds that agreed on every run here (bench/kueue_diff.py has the rest and the figure).
@@ -89,24 +89,36 @@ def fair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Api, str]]:
     yield from _lab(tmp_path_factory.mktemp("kueuefair"), "kueuefair", fair=True)
 
 
+def _agreeing(api: Api, sc: Scenario) -> kueue_live.Result:
+    """The scenario on the real Kueue, replayed. Kueue's own outcome can differ from run to
+    run (its eviction and requeue race its scheduling cycles; bench/kueue_diff.py --repeat
+    counts such scenarios apart, and clean-clone CI saw one seed differ once in two runs):
+    a scenario that differs runs once more, and the replay must agree with that run's
+    snapshot; a disagreement both times fails, with both runs' differences."""
+    res = kueue_live.run(api, sc)
+    if not res.differences():
+        return res
+    again = kueue_live.run(api, sc)
+    assert not again.differences(), "\n".join(
+        ["first run:", *res.differences(), "second run:", *again.differences()])
+    return again
+
+
 @pytest.mark.parametrize("seed", CLASSIC_SEEDS)
 def test_replay_agrees_with_kueue(classic: tuple[Api, str], seed: int) -> None:
-    res = kueue_live.run(classic[0], generate(seed))
-    assert not res.differences(), "\n".join(res.differences())
+    res = _agreeing(classic[0], generate(seed))
     assert res.kueue, "the scenario had no workloads"
 
 
 @pytest.mark.parametrize("seed", PARTIAL_SEEDS)
 def test_partial_admission_agrees_with_kueue(classic: tuple[Api, str], seed: int) -> None:
-    res = kueue_live.run(classic[0], generate(seed, partial=True))
-    assert not res.differences(), "\n".join(res.differences())
+    res = _agreeing(classic[0], generate(seed, partial=True))
     assert any(counts for _, _, counts in res.kueue.values()), "no partial admission ran"
 
 
 @pytest.mark.parametrize("seed", SELECTOR_SEEDS)
 def test_namespace_selectors_agree_with_kueue(classic: tuple[Api, str], seed: int) -> None:
-    res = kueue_live.run(classic[0], generate(seed, selectors=True))
-    assert not res.differences(), "\n".join(res.differences())
+    _agreeing(classic[0], generate(seed, selectors=True))
 
 
 @pytest.mark.parametrize("seed", TAS_SEEDS)
@@ -114,15 +126,13 @@ def test_topology_aware_scheduling_agrees_with_kueue(classic: tuple[Api, str],
                                                      seed: int) -> None:
     """Kwok nodes in blocks and racks under TAS flavors: admission, flavors and the
     domains of the workloads the replay places agree; none is "unknown (feature)"."""
-    res = kueue_live.run(classic[0], generate(seed, tas=True))
-    assert not res.differences(), "\n".join(res.differences())
+    res = _agreeing(classic[0], generate(seed, tas=True))
     assert set(res.topology_kueue) & res.placed, "the replay placed no workload by TAS"
 
 
 @pytest.mark.parametrize("seed", FAIR_SEEDS)
 def test_replay_agrees_with_kueue_fair_sharing(fair: tuple[Api, str], seed: int) -> None:
-    res = kueue_live.run(fair[0], generate(seed, fair_sharing=True))
-    assert not res.differences(), "\n".join(res.differences())
+    _agreeing(fair[0], generate(seed, fair_sharing=True))
 
 
 def test_cli_replays_a_kubectl_snapshot(classic: tuple[Api, str], tmp_path: Path) -> None:
