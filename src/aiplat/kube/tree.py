@@ -293,16 +293,22 @@ def _apply_labels(k: Path, objects: list[Any], labels: dict[str, str],
                           "which aiplat does not")]
 
 
+def _refuse_remote(k: Path, field: str, entry: str) -> None:
+    """A URL (not a local path that looks like one) in kustomization ``k``'s ``field``:
+    kustomize would fetch it, aiplat fetches nothing."""
+    if _REMOTE.match(entry) and not (k.parent / entry).exists():
+        raise InputError(f"{k}: {field} entry {entry!r} is remote: kustomize would fetch it, "
+                         "aiplat fetches nothing (fix: vendor it into the tree and name that "
+                         "copy, or build it yourself and give the file: `kubectl kustomize "
+                         f"{k.parent} > all.yaml`)")
+
+
 def _resource(k: Path, entry: str, root: Path) -> Path | str:
     """The path ``entry`` of kustomization ``k`` names, inside the tree ``root`` (resolved),
     or why only kustomize can read it (a folder outside the tree, as an overlay's base)."""
     target = k.parent / entry
     where = f"{k}: resources entry {entry!r}"
-    if not target.exists() and _REMOTE.match(entry):
-        raise InputError(f"{where} is remote: kustomize would fetch it, aiplat fetches nothing "
-                         "(fix: vendor it into the tree and name that copy, or build it "
-                         f"yourself and give the file: `kubectl kustomize {k.parent} > "
-                         "all.yaml`)")
+    _refuse_remote(k, "resources", entry)
     real = target.resolve()
     if not real.is_relative_to(root) and real.is_dir():
         return _not_modelled(k, f"resources: {entry}", f"a folder outside {root}")
@@ -422,10 +428,7 @@ def _nothing_remote(directory: Path, seen: set[Path]) -> None:
         for entry in entries if isinstance(entries, list) else []:
             if not isinstance(entry, str):
                 continue
-            if _REMOTE.match(entry) and not (directory / entry).exists():
-                raise InputError(f"{k}: {field} entry {entry!r} is remote: kustomize would "
-                                 "fetch it, aiplat fetches nothing (fix: vendor it into the "
-                                 "tree and name that copy)")
+            _refuse_remote(k, field, entry)
             target = (directory / entry).resolve()
             if target.is_dir():
                 _nothing_remote(target, seen)
