@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 debs=(chromium chromium-driver podman runc busybox-static prometheus docker-registry
       iproute2 iptables iperf3 iputils-ping prometheus-node-exporter gcc libc6-dev debootstrap
-      slurmctld slurmd slurmdbd slurm-client munge mariadb-server)
+      slurmctld slurmd slurmdbd slurm-client munge mariadb-server netplan.io)
 if [ "$(id -u)" = 0 ]; then
   missing=()
   for p in "${debs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done

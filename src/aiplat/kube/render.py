@@ -21,6 +21,7 @@ from aiplat.kube.render_apps import render_serving, render_storage, render_workl
 from aiplat.kube.render_cluster import render_cluster
 from aiplat.kube.render_kueue import render_kueue
 from aiplat.kube.render_models import trust_configmaps
+from aiplat.kube.render_netplan import netplan_files
 from aiplat.kube.render_tenants import render_tenants
 from aiplat.kube.yamlout import dump_docs
 from aiplat.plan.build import plan_resolved
@@ -109,6 +110,7 @@ def render_plan(resolved: Resolved, plan: Plan) -> Rendered:
     manifests.update(render_workloads(platform, pools, sized))
     for cm in trust_configmaps(platform):
         manifests[f"tenants/{cm['metadata']['namespace']}/model-trust.yaml"] = [cm]
+    other.update(netplan_files(platform))
     inventory = from_facts(platform, pools)
     other["cluster/nodes/inventory.yaml"] = (
         "# The pools as lint sees them; replace with what the nodes report if they differ.\n"
