@@ -243,14 +243,18 @@ def test_published_gpu_figures(catalog: Catalog) -> None:
 
 def test_gpu_figures_are_coherent(catalog: Catalog) -> None:
     for g in catalog.gpus:
-        if g.fp8_tflops is not None:
+        if g.architecture == "gaudi3":
+            # Gaudi 3's matrix engines run FP8 at the BF16 rate (1,835 both, Intel's white paper)
+            assert g.fp8_tflops == g.bf16_tflops, g.name
+        elif g.fp8_tflops is not None:
             # Dense FP8 is twice dense BF16 on every generation listed (Ada, Hopper, Blackwell,
-            # CDNA 3; the L40S datasheet rounds to 362.05 vs 733); a sparse figure would break this.
+            # CDNA 3/4; the L40S datasheet rounds to 362.05 vs 733); a sparse figure would break
+            # this.
             assert g.fp8_tflops == pytest.approx(2 * g.bf16_tflops, rel=0.015), g.name
         if g.architecture == "ampere":
             assert g.fp8_tflops is None, g.name
         assert g.bf16_tflops > g.fp32_tflops, g.name
-    assert {g.vendor for g in catalog.gpus} == {"nvidia", "amd"}
+    assert {g.vendor for g in catalog.gpus} == {"nvidia", "amd", "intel"}
 
 
 # --- models -------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ figure.
 
 from __future__ import annotations
 
-from typing import ClassVar, TypeVar
+from typing import ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -58,7 +58,7 @@ class GpuModel(CatalogEntry):
 
     ARCHITECTURE_NAMES: ClassVar[dict[str, str]] = {
         "ada": "Ada Lovelace", "ampere": "Ampere", "hopper": "Hopper",
-        "blackwell": "Blackwell", "cdna3": "CDNA3"}
+        "blackwell": "Blackwell", "cdna3": "CDNA3", "cdna4": "CDNA4", "gaudi3": "Gaudi 3"}
 
     @property
     def architecture_name(self) -> str:
@@ -132,17 +132,77 @@ class ModelArchitecture(CatalogEntry):
         return data
 
 
+Cooling = Literal["air", "liquid", "hybrid"]
+"""How the vendor cools the system: ``hybrid`` is direct liquid on the CPUs, GPUs and
+switches with fans for the rest (NVIDIA's DGX GB200 racks)."""
+
+
+class RackScale(CatalogEntry):
+    """An NVLink domain larger than one node, bought as whole racks (GB200/GB300 NVL72: 18
+    compute trays of 4 GPUs and 9 NVLink switch trays in one rack; an NVL36x2 is the same
+    72-GPU domain over 2 racks). The nodes (compute trays, each its own OS) are the pool's
+    nodes; the domain is the unit racks and power are counted in and the span tensor and
+    expert parallelism keep on NVLink."""
+
+    gpus: int = Field(ge=2, description="GPUs in one NVLink domain")
+    nodes: int = Field(ge=2, description="compute trays (nodes) in one domain")
+    racks: int = Field(default=1, ge=1, description="racks one domain fills")
+    switch_trays: int = Field(ge=0, description="NVLink switch trays per domain")
+    power_kw: float = Field(gt=0, description="maximum power of one domain, switch trays, "
+                            "fans and power-shelf loss included")
+    typical_power_kw: float | None = Field(default=None, gt=0)
+    cooling: Cooling = "liquid"
+
+    @model_validator(mode="after")
+    def _whole_trays(self) -> RackScale:
+        if self.gpus % self.nodes:
+            raise ValueError(f"{self.gpus} GPUs do not split into {self.nodes} equal trays")
+        return self
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes
+
+    @property
+    def nodes_per_rack(self) -> int:
+        return -(-self.nodes // self.racks)
+
+
 class NodeType(CatalogEntry):
-    """A server model as bought: GPUs, host resources and typical system power under load."""
+    """A server model as bought: GPUs, host resources, power and height; for a rack-scale
+    system (``rack_scale``) one compute tray, with the domain it is sold in."""
 
     name: str
     gpu: str | None
     gpus: int = Field(ge=0)
     cpu_cores: int = Field(gt=0)
     memory_gib: int = Field(gt=0)
-    system_power_kw: float = Field(gt=0, description="typical max system power under AI load")
-    rack_units: int = Field(gt=0)
+    system_power_kw: float = Field(gt=0, description="maximum system power under AI load; a "
+                                   "tray of a rack-scale system: its share of the domain's")
+    typical_power_kw: float | None = Field(default=None, gt=0,
+                                           description="typical draw, where published")
+    rack_units: int = Field(gt=0, description="height of one node (a tray), U")
+    psus: int | None = Field(default=None, gt=0, alias="psus")
+    psu_kw: float | None = Field(default=None, gt=0, alias="psuKW")
+    psu_redundancy: str | None = Field(default=None, pattern=r"^\d+\+\d+$",
+                                       description="e.g. 5+1: PSUs carrying the load + spare")
+    cooling: Cooling = "air"
+    rack_scale: RackScale | None = None
     source: str
+
+    @model_validator(mode="after")
+    def _tray_of_domain(self) -> NodeType:
+        rs = self.rack_scale
+        if rs is not None and rs.gpus_per_node != self.gpus:
+            raise ValueError(f"{self.name}: a tray of a {rs.gpus}-GPU domain over {rs.nodes} "
+                             f"trays holds {rs.gpus_per_node} GPUs, not {self.gpus}")
+        share_off = rs is not None and abs(self.system_power_kw * rs.nodes - rs.power_kw) \
+            > 0.01 * rs.power_kw
+        if rs is not None and share_off:
+            raise ValueError(f"{self.name}: systemPowerKw is a tray's share of the domain's "
+                             f"{rs.power_kw:g} kW, {rs.power_kw / rs.nodes:.3f}, not "
+                             f"{self.system_power_kw:g}")
+        return self
 
 
 class Catalog(BaseModel):

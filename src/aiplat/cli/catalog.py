@@ -44,8 +44,10 @@ def _model_row(m: ModelArchitecture) -> Sequence[object]:
 
 
 def _node_row(n: NodeType) -> Sequence[object]:
+    rs = n.rack_scale
+    domain = f"{rs.gpus} GPUs/{rs.racks} rack{'s' if rs.racks > 1 else ''}" if rs else "-"
     return (n.name, n.gpu or "-", n.gpus, n.cpu_cores, n.memory_gib,
-            _num(n.system_power_kw), n.rack_units)
+            _num(n.system_power_kw), n.rack_units, domain)
 
 
 KINDS: dict[str, tuple[Callable[[Catalog], Sequence[Entry]], Sequence[str],
@@ -58,7 +60,8 @@ KINDS: dict[str, tuple[Callable[[Catalog], Sequence[Entry]], Sequence[str],
                ("name", "family", "params", "active", "layers", "hidden", "heads",
                 "kv-heads", "context", "experts"), _model_row),
     "node-types": (lambda c: c.node_types,
-                   ("name", "gpu", "gpus", "cpu-cores", "memory-gib", "power-kw", "rack-u"),
+                   ("name", "gpu", "gpus", "cpu-cores", "memory-gib", "power-kw", "rack-u",
+                    "rack-scale"),
                    _node_row),
 }
 
