@@ -9,6 +9,38 @@ Service), each behind the gateway's InferencePool. Each
 carries the LocalQueue label, the WorkloadPriorityClass, tolerations and node affinity for
 its pool, and a Kueue podset topology annotation: *required* rack when the pods fit in a
 rack, *required* block when they fit a block, *preferred* block otherwise.
+
+Serving scales on its SLO (``plan/serving_scale.py`` has the figures): each serving group's
+Deployment starts at the planned replicas (the floor, what ``kube.agree`` checks) and a
+HorizontalPodAutoscaler (autoscaling/v2) scales it up to the pool's ceiling on three
+per-pod metrics vLLM exports, served through prometheus-adapter's custom metrics API
+(``serving/autoscaling.yaml`` holds its rules): ``vllm:num_requests_waiting`` against the
+queue the TTFT target allows, the p90 of ``vllm:time_to_first_token_seconds`` against the
+target itself, and ``vllm:kv_cache_usage_perc`` against 90 % (a full KV cache makes vLLM
+preempt sequences). Names as vLLM v0.11 registers them
+(https://github.com/vllm-project/vllm/blob/v0.11.0/vllm/v1/metrics/loggers.py;
+``vllm:gpu_cache_usage_perc`` is the deprecated name of the last).
+
+Why an HPA and not KEDA: the floor is at least one replica, so KEDA's one capability the HPA
+lacks (scaling to and from zero) buys nothing; a KEDA ScaledObject would add an operator and
+a CRD the cluster must run, and KEDA itself creates an HPA underneath. prometheus-adapter is
+one Deployment beside the Prometheus the platform already runs, and the HPA is core API that
+every ``kube validate`` and every cluster knows. Scale-up has no stabilisation window (a
+replica takes minutes to start: ``sim compare`` itemises the chain), scale-down waits 10
+minutes so a dip does not throw away a loaded model.
+
+The Deployment carries ``replicas`` = the floor so a first apply starts at the plan's size;
+re-applying the tree sets a scaled-up Deployment back to the floor and the HPA scales it
+again within a sync period (drop ``replicas`` from the applied fields if that matters).
+
+A pool that autoscales also gets a Kueue ``ProvisioningRequestConfig`` and ``AdmissionCheck``
+(``best-effort-atomic-scale-up.autoscaling.x-k8s.io``: the cluster-autoscaler provisions
+a workload's nodes all at once or not at all). They are not wired into the ClusterQueues:
+a check no controller answers (no cluster-autoscaler with ProvisioningRequest support, as
+in aiplat's lab) holds every workload of the flavor pending; add
+``admissionChecksStrategy: {admissionChecks: [{name: <pool>-provisioning, onFlavors:
+[<pool>]}]}`` to a ClusterQueue where one runs. A replica spanning nodes is still one pod
+per node of a Deployment here (LeaderWorkerSet not rendered).
 """
 
 from __future__ import annotations
@@ -27,16 +59,28 @@ from aiplat.kube.render_gateway import (
     gateway_class,
 )
 from aiplat.kube.render_models import attach_model
-from aiplat.kube.render_tenants import GATEWAY_NS
+from aiplat.kube.render_tenants import GATEWAY_NS, MONITORING_NS
+from aiplat.kube.yamlout import dump_docs
 from aiplat.plan.kubelet import pod_cpus, pod_memory_gib
 from aiplat.plan.models import WorkloadPlan
 from aiplat.plan.pods import COMPONENTS, PodGroup, pod_groups
+from aiplat.plan.serving_scale import ServingScale, serving_scales
 from aiplat.sizing.result import precision_bytes
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadSpec
 
 SERVING_PORT = 8000
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
 SERVE_IMAGE = "vllm/vllm-openai:v0.11.0"
+# vLLM v0.11's metric names (vllm/v1/metrics/loggers.py) and what prometheus-adapter serves
+# them as: the custom metrics API's names are path segments, so no colon.
+VLLM_METRICS = {
+    "vllm:num_requests_waiting": "vllm_num_requests_waiting",
+    "vllm:time_to_first_token_seconds": "vllm_time_to_first_token_p90_seconds",
+    "vllm:kv_cache_usage_perc": "vllm_kv_cache_usage_perc",
+}
+KV_CACHE_TARGET = "900m"  # 90 %: headroom before vLLM preempts sequences for KV blocks
+SCALE_DOWN_WINDOW_S = 600
+PROVISIONING_CLASS = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
 
 
 def _provisioner(sc: StorageClassSpec) -> str:
@@ -129,6 +173,70 @@ def _claim(name: str, ns: str, sc: StorageClassSpec, mode: str, gib: int) -> lis
     return [pv, pvc]
 
 
+def adapter_rules() -> list[Obj]:
+    """prometheus-adapter's rules that serve vLLM's metrics per pod to the HPA (its chart's
+    ``rules.custom``; mount this ConfigMap as its config). The series need the ``namespace``
+    and ``pod`` labels a pod scrape gives."""
+    rules = []
+    for metric, name in VLLM_METRICS.items():
+        series = metric
+        if metric.endswith("_seconds"):  # a histogram: its p90 over the last two minutes
+            query = ("histogram_quantile(0.9, sum(rate(<<.Series>>{<<.LabelMatchers>>}[2m])) "
+                     "by (le, <<.GroupBy>>))")
+            series = f"{metric}_bucket"
+        else:
+            query = "sum(<<.Series>>{<<.LabelMatchers>>}) by (<<.GroupBy>>)"
+        res = {"overrides": {"namespace": {"resource": "namespace"}, "pod": {"resource": "pod"}}}
+        rules.append({"seriesQuery": f'{series}{{namespace!="",pod!=""}}', "resources": res,
+                      "name": {"matches": f"^{series}$", "as": name}, "metricsQuery": query})
+    return [obj("v1", "Namespace", MONITORING_NS),
+            obj("v1", "ConfigMap", "prometheus-adapter-vllm", MONITORING_NS,
+                data={"config.yaml": dump_docs([{"rules": rules}])})]
+
+
+def provisioning(platform: Platform) -> list[Obj]:
+    """Per autoscaled pool, Kueue's ProvisioningRequest admission check (not wired into a
+    ClusterQueue: the module docstring says why)."""
+    out: list[Obj] = []
+    for p in platform.pools:
+        if p.autoscaling is None:
+            continue
+        name = f"{p.name}-provisioning"
+        api = f"kueue.x-k8s.io/{platform.kubernetes.kueue_api}"
+        out.append(obj(api, "ProvisioningRequestConfig", name,
+                       spec={"provisioningClassName": PROVISIONING_CLASS}))
+        out.append(obj(api, "AdmissionCheck", name, spec={
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "ProvisioningRequestConfig",
+                           "name": name}}))
+    return out
+
+
+def autoscaler(scale: ServingScale, target: str) -> Obj:
+    """The HPA of one serving group's Deployment ``target``: floor to ceiling, on vLLM's
+    metrics against the plan's targets."""
+    def pods_metric(series: str, average: str) -> Obj:
+        return {"type": "Pods", "pods": {"metric": {"name": VLLM_METRICS[series]},
+                                         "target": {"type": "AverageValue",
+                                                    "averageValue": average}}}
+    metrics = []
+    if scale.queue_allowance is not None:
+        metrics.append(pods_metric("vllm:num_requests_waiting", str(scale.queue_allowance)))
+    if scale.ttft_target_s is not None:
+        metrics.append(pods_metric("vllm:time_to_first_token_seconds",
+                                   f"{round(scale.ttft_target_s * 1000)}m"))
+    metrics.append(pods_metric("vllm:kv_cache_usage_perc", KV_CACHE_TARGET))
+    return obj("autoscaling/v2", "HorizontalPodAutoscaler", target, scale.tenant, spec={
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "minReplicas": scale.floor, "maxReplicas": scale.ceiling, "metrics": metrics,
+        "behavior": {
+            "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
+                {"type": "Percent", "value": 100, "periodSeconds": 60},
+                {"type": "Pods", "value": 1, "periodSeconds": 60}]},
+            "scaleDown": {"stabilizationWindowSeconds": SCALE_DOWN_WINDOW_S, "policies": [
+                {"type": "Pods", "value": 1, "periodSeconds": 120}]}}})
+
+
 def render_serving(platform: Platform) -> dict[str, list[Obj]]:
     online = [w for w in platform.workloads if w.kind.serves]
     if not online:
@@ -157,7 +265,8 @@ def render_serving(platform: Platform) -> dict[str, list[Obj]]:
                        "backendRefs": [{"group": "inference.networking.k8s.io",
                                         "kind": "InferencePool", "name": w.name}]}]}))
     return {"serving/gateway.yaml": [gateway_class(platform), *objs],
-            "serving/endpoint-pickers.yaml": endpoint_pickers(platform)}
+            "serving/endpoint-pickers.yaml": endpoint_pickers(platform),
+            "serving/autoscaling.yaml": [*adapter_rules(), *provisioning(platform)]}
 
 
 def topology_annotation(pool: PoolFacts, pods: int) -> dict[str, str]:
@@ -303,12 +412,17 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
     """Per workload, the pods the plan sized (``plan.pods``): a Deployment per group of
     serving replicas, a JobSet for a training gang across nodes, a Job otherwise."""
     by_name = {p.name: p for p in pools}
+    scales = {s.workload: s for s in serving_scales(
+        platform, list(sized.values()), {p.name: (p.nodes, p.gpus_per_node) for p in pools})}
     objs: list[Obj] = []
     for w in platform.workloads:
         size = sized[w.name]
         pool = by_name[size.pool]
         for g in pod_groups(size, pool.gpus_per_node, mig=bool(pool.spec.sharing.mig_layout)):
             objs += _workload_objects(platform, w, pool, g)
+            scale = scales.get(w.name)
+            if scale is not None and g.role == scale.role and not pool.spec.sharing.mig_layout:
+                objs.append(autoscaler(scale, w.name))
     return {"workloads/examples.yaml": objs} if objs else {}
 
 
