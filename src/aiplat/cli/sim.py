@@ -306,24 +306,40 @@ def _offset(bar: Bar, done: int) -> Callable[[float], None]:
               type=Finite(min=0.01))
 @click.option("--months", default=1.0, show_default=True, type=Finite(0.01, 120))
 @click.option("--seed", default=0, show_default=True, type=SEED)
+@click.option("--serving", "serving_only", is_flag=True,
+              help="only the serving pools' day (fixed, autoscale, warm), not the month")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True)
 @QUIET
 def compare(  # noqa: PLR0917 (one parameter per click option)
     spec: str | None, policies: tuple[str, ...], strategies: tuple[str, ...],
             queueings: tuple[str, ...], warm_nodes: int, mtbf_h: float | None, mttr_h: float,
-            months: float, seed: int, fmt: str) -> None:
+            months: float, seed: int, serving_only: bool, fmt: str) -> None:
     """Compare placement policies, pool strategies and queueing side by side on SPEC.
 
     Every combination of the given --policy, --strategy and --queueing values is one row:
-    waits (worst tenant p95), fairness, utilisation and provisioned GPU-hours.
+    waits (worst tenant p95), fairness, utilisation and provisioned GPU-hours. Then the
+    serving pools over a day of varying load (slo.hourlyLoad, or a default day): fixed at
+    the peak's size, autoscaled from the planned replicas, and autoscaled with --warm-nodes
+    kept up, by TTFT misses and GPU-hours, with each replica's start-up chain (node boot,
+    driver, image pull, model load). --serving prints only that (JSON: its rows).
 
     \b
     Examples:
       aiplat sim compare --policy bestfit --policy fgd
       aiplat sim compare --strategy fixed --strategy autoscale --queueing fair --queueing classic
+      aiplat sim compare --serving -o json
     """
+    from aiplat.sched.sim_serving import serving_days
+
     platform, plan = _platform(spec)
+    days = serving_days(platform, plan, warm_nodes=warm_nodes)
+    if serving_only:
+        if fmt == "json":
+            click.echo(json.dumps([d.to_dict() for d in days], indent=2))
+        else:
+            _print_serving(days, warm_nodes)
+        return
     tree = _tree_queues(platform)
     combos = [(p, s, q) for p in (policies or ("bestfit",)) for s in (strategies or ("spec",))
               for q in (queueings or ("fair",))]
@@ -353,6 +369,32 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
                   f"{r.provisioned_gpu_hours:,.0f}", str(r.preemptions),
                   f"{r.preempted_gpu_hours:,.0f}", str(sum(x.waiting for x in r.tenants)))
     _out().print(t)
+    _print_serving(days, warm_nodes)
+
+
+def _print_serving(days: list[Any], warm_nodes: int) -> None:
+    """The serving pools' day: a row per workload and strategy, then each start-up chain."""
+    if not days:
+        return
+    cols = ("workload", "pool", "pools", "replicas", "TTFT misses", "missed", "GPU-h/day")
+    t = box_table(f"serving over a day: fixed at the peak's size, autoscaled from the planned "
+                  f"replicas, warm = autoscaled with {warm_nodes} node(s) kept up", cols,
+                  right=cols[3:])
+    for d in days:
+        t.add_row(shown(d.workload), shown(d.pool), d.strategy,
+                  f"{d.floor}-{d.ceiling} (peak {d.peak_replicas})"
+                  if d.strategy != "fixed" else str(d.peak_replicas),
+                  f"{d.ttft_misses:,.0f}", f"{d.miss_share:.2%}", f"{d.gpu_hours:,.0f}")
+    console = _out()
+    console.print(t)
+    seen = set()
+    for d in days:
+        if d.workload in seen:
+            continue
+        seen.add(d.workload)
+        items = " + ".join(f"{name} {s:,.0f} s" for name, s in d.chain.items())
+        console.print(f"{shown(d.workload)} start-up chain: {items} = {d.chain.total_s:,.0f} s "
+                      f"(on a node already up: {d.chain.model_load_s:,.0f} s)")
 
 
 # ---------------------------------------------------------------------------- replay

@@ -843,6 +843,11 @@ class SloSpec(SpecModel):
     )
     completion_hours: float | None = Field(default=None, ge=0.01, le=8760,
                                           description="batch inference")
+    hourly_load: list[Annotated[float, Field(ge=0, le=100)]] | None = Field(
+        default=None, min_length=24, max_length=24, description="serving: the load in each "
+        "hour of the day (0 = midnight) as a multiple of queriesPerSecond, which the plan "
+        "sizes the replicas for; sim compare serves it (unset: sched.sim_serving's default "
+        "day, mean 1, peak 1.5)")
 
     @model_validator(mode="after")
     def _percentiles_ordered(self) -> Self:
