@@ -377,8 +377,7 @@ def _print_serving(days: list[Any], warm_nodes: int) -> None:
     if not days:
         return
     cols = ("workload", "pool", "pools", "replicas", "TTFT misses", "missed", "GPU-h/day")
-    t = box_table(f"serving over a day: fixed at the peak's size, autoscaled from the planned "
-                  f"replicas, warm = autoscaled with {warm_nodes} node(s) kept up", cols,
+    t = box_table(f"serving over a day (warm: {warm_nodes} node(s) kept up)", cols,
                   right=cols[3:])
     for d in days:
         t.add_row(shown(d.workload), shown(d.pool), d.strategy,
