@@ -15,8 +15,8 @@ One file per pool (a pool is one node type), from the pool's NICs and the spec's
   (802.3ad, layer3+4 hashing, fast LACP rate, MII monitoring every 100 ms) across two
   switches (MLAG), as ``plan/network.py`` advises. RDMA ports are never bonded: the hpc
   rails (one interface per GPU's NIC, NCCL drives each) and RDMA storage (multipath) keep one
-  interface per port. Ports whose NIC type cannot do the segment's RDMA (the plan's finding
-  ``nics``) are configured as what they can do: TCP, bonded.
+  interface per port. Ports whose NIC type cannot do the segment's RDMA (a finding of
+  ``plan/netpath.py``) are configured as what they can do: TCP, bonded.
 - **MTU** per segment on the ports, the bond and the VLAN alike (a bond carries the VLAN's
   frames, so it is never smaller; the 802.1Q tag is not part of the MTU on Linux). An
   InfiniBand segment's MTU is the IB link MTU (at most 4096, set by the subnet manager):
@@ -38,15 +38,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from aiplat.kube.yamlout import dump_docs
+from aiplat.plan.netpath import interface_mtu, ipoib_datagram, rdma_capable, segment_for
 from aiplat.spec.models import NicType, Platform, PoolSpec, SegmentPurpose, SegmentSpec
 
 NETPLAN_FILE = "60-aiplat.yaml"
 # The short names ports and bonds get (an interface name has at most 15 characters).
 SHORT = {SegmentPurpose.MANAGEMENT: "mgmt", SegmentPurpose.STORAGE: "stor",
          SegmentPurpose.SERVICE: "svc", SegmentPurpose.HPC: "rail"}
-IB_LINK_MTU_MAX = 4096  # InfiniBand's largest link MTU
-IPOIB_HEADER = 4  # IPoIB datagram mode: the interface MTU is the IB MTU less this
-RDMA_TYPES = {"roce": {NicType.ROCE, NicType.INFINIBAND}, "infiniband": {NicType.INFINIBAND}}
 _PLACEHOLDER = re.compile(r"(?m)(: |- )(\$\{[A-Z0-9_]+\})$")
 BOND_PARAMETERS = {"mode": "802.3ad", "transmit-hash-policy": "layer3+4", "lacp-rate": "fast",
                    "mii-monitor-interval": 100}
@@ -72,16 +70,6 @@ class _Doc:
     def var(self, name: str, meaning: str) -> str:
         self.placeholders[name] = meaning
         return "${" + name + "}"
-
-
-def segment_for(platform: Platform, purpose: SegmentPurpose) -> SegmentSpec | None:
-    return next((s for s in platform.network.segments if s.purpose is purpose), None)
-
-
-def rdma_capable(segment: SegmentSpec, ports: list[Port]) -> bool:
-    """The segment asks for RDMA and every port's NIC type can do it."""
-    ok = RDMA_TYPES.get(segment.rdma)
-    return ok is not None and all(p.type in ok for p in ports)
 
 
 def pool_ports(pool: PoolSpec) -> dict[SegmentPurpose, list[Port]]:
@@ -121,8 +109,8 @@ def netplan_config(platform: Platform, pool: PoolSpec) -> tuple[dict[str, Any], 
 def _segment(doc: _Doc, seg: SegmentSpec, group: list[Port], purpose: SegmentPurpose, *,
              default_route: bool) -> None:
     short = SHORT[purpose].upper()
-    rdma = rdma_capable(seg, group)
-    ib = rdma and seg.rdma == "infiniband"
+    # RDMA only where every port can (the plan's finding names the others): TCP otherwise.
+    rdma = all(rdma_capable(seg, p.type) for p in group)
     mtu = seg.mtu
     for p in group:
         eth: dict[str, Any] = {
@@ -130,10 +118,9 @@ def _segment(doc: _Doc, seg: SegmentSpec, group: list[Port], purpose: SegmentPur
                                             f"MAC address of the {seg.name} port {p.name} "
                                             f"({p.type.value})")},
             "set-name": p.name}
-        if ib:
-            datagram = seg.mtu <= IB_LINK_MTU_MAX
-            eth["infiniband-mode"] = "datagram" if datagram else "connected"
-            mtu = seg.mtu - IPOIB_HEADER if datagram else seg.mtu
+        if rdma and seg.rdma == "infiniband":
+            eth["infiniband-mode"] = "datagram" if ipoib_datagram(seg) else "connected"
+        mtu = interface_mtu(seg, p.type)
         eth["mtu"] = mtu
         doc.ethernets[p.name] = eth
     where = f" in {seg.cidr}" if seg.cidr else ""

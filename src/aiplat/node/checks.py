@@ -25,6 +25,7 @@ from aiplat.node.inventory import DeviceKind, Inventory
 from aiplat.node.kernlog import XidEvent
 from aiplat.node.pciaddr import ACS_REDIRECT, acs_flags
 from aiplat.node.placement import LABEL_DOMAIN, link_findings
+from aiplat.plan.netpath import interface_mtu
 from aiplat.spec.models import NicType, NodeChecksSpec, Platform
 
 Status = Literal["pass", "warn", "fail", "skip"]
@@ -72,7 +73,8 @@ class Expectations:
         if mtu is None and fast:
             seg = next((s for s in platform.network.segments if s.purpose == fast[0].segment),
                        None)
-            mtu = seg.mtu if seg else None
+            # What the interface shows: an IPoIB one carries 4 bytes less than the IB MTU.
+            mtu = interface_mtu(seg, fast[0].type) if seg else None
         return cls(
             thresholds=node.checks, pool=pool.name,
             gpu_count=node.gpu.count if node.gpu else 0,

@@ -19,6 +19,7 @@ from aiplat.catalog import Catalog
 from aiplat.plan.fabric import FabricPlan, plan_fabric
 from aiplat.plan.inference import plan_inference
 from aiplat.plan.models import FacilityPlan, Finding, Plan, PoolPlan, WorkloadPlan
+from aiplat.plan.netpath import network_findings
 from aiplat.plan.network import plan_network
 from aiplat.plan.resolve import CPU_NODE_W, HOURS_PER_MONTH, Resolved, ResolvedPool, resolve
 from aiplat.plan.storage import plan_storage
@@ -50,6 +51,7 @@ def plan_resolved(resolved: Resolved) -> Plan:
     facility = _facility(platform, pools, role_plan, fabric, findings)
     assessed = _deployment(platform, pools, workloads)
     findings += _deployment_findings(assessed)
+    findings += network_findings(platform)
     return Plan(
         platform=platform.metadata.name,
         description=platform.metadata.description,

@@ -38,7 +38,7 @@ from aiplat.spec.models import Platform, PoolSpec, SegmentPurpose, SegmentSpec, 
 if TYPE_CHECKING:
     from aiplat.plan.models import WorkloadPlan
 
-Topic = Literal["segments", "mtu", "rdma", "bonding", "vlan", "qos", "rate", "nics"]
+Topic = Literal["segments", "mtu", "rdma", "bonding", "vlan", "qos", "rate"]
 
 
 class Recommendation(PlanModel):
@@ -95,7 +95,7 @@ def plan_network(platform: Platform, workloads: Sequence[WorkloadPlan]) -> Netwo
         _segment_rules(s, prof, add)
     _vlans_and_subnets(segs, add)
     for pool in platform.pools:
-        _nic_rules(pool, segs, prof, add)
+        _nic_rules(pool, prof, add)
     return NetworkAdvice(profile=prof, segments=list(segs), recommendations=recs,
                          qos=[_qos(s) for s in segs])
 
@@ -137,9 +137,9 @@ def _vlans_and_subnets(segs: Sequence[SegmentSpec], add: _Add) -> None:
                     "ambiguous")
 
 
-def _nic_rules(pool: PoolSpec, segs: Sequence[SegmentSpec], prof: LoadProfile,
-               add: _Add) -> None:
-    """A pool's NICs against the rails the training needs and the segments' RDMA."""
+def _nic_rules(pool: PoolSpec, prof: LoadProfile, add: _Add) -> None:
+    """A pool's NICs against the rails the training needs (their RDMA against the
+    segments' is a finding: ``network_findings``)."""
     gpu = pool.node.gpu
     hpc_nics = sum(n.count for n in pool.node.nics if n.segment is SegmentPurpose.HPC)
     if (gpu and prof.multi_node_training and pool.nodes > 1
@@ -148,13 +148,6 @@ def _nic_rules(pool: PoolSpec, segs: Sequence[SegmentSpec], prof: LoadProfile,
             f"give each GPU its own hpc NIC ({gpu.count} per node, not {hpc_nics})",
             "rail-aligned all-reduce sends each GPU's share over its own NIC; with "
             "fewer NICs GPUs share one and PCIe paths cross the CPU")
-    for s in segs:
-        types = {n.type.value for n in pool.node.nics if n.segment is s.purpose}
-        if s.rdma != "none" and types and s.rdma not in types:
-            add("nics", f"{pool.name}/{s.name}", "warning",
-                f"fit {s.rdma} NICs on {s.name} (the pool has {', '.join(sorted(types))})",
-                f"segment {s.name} is planned for {s.rdma}; the pool's NICs on it cannot "
-                "do that RDMA transport")
 
 
 def _segment_rules(s: SegmentSpec, prof: LoadProfile, add: _Add) -> None:
