@@ -321,24 +321,34 @@ def _check_url(url: str) -> None:
                          "--prometheus http://prometheus:9090)")
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--since", default="10m", show_default=True,
               help="window for interface counters without a lab (e.g. 90s, 10m, 1h)")
 @click.option("--prometheus", "prom_url", help="Prometheus URL [lab: its own]")
 @PREFIX
 @OUTPUT
-def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None:
+@click.pass_context
+def diagnose(ctx: click.Context, since: str, prom_url: str | None, prefix: str,
+             output: str) -> None:
     """Rank causes of slow model pulls and network trouble from Prometheus metrics.
 
     With the lab up: pulls the model store's blob from every node (the symptom) and
     correlates the pulls with each node's per-segment traffic, retransmissions, carrier and
     MTU. Without a lab, --prometheus URL: interface facts over --since. Exit 1 with causes.
+    'aiplat diagnose rdma DIR' ranks RDMA causes from recorded tool outputs instead.
 
     \b
     Examples (root, a lab):
       aiplat diagnose
       aiplat diagnose -o json
+
+    \b
+    Examples:
+      aiplat samples get rdma-fabric -d rdma
+      aiplat diagnose rdma rdma
     """
+    if ctx.invoked_subcommand is not None:
+        return
     from aiplat.netdiag.diagnose import diagnose_lab, diagnose_prometheus
 
     seconds = parse_duration(since)
@@ -370,6 +380,69 @@ def diagnose(since: str, prom_url: str | None, prefix: str, output: str) -> None
         for cause in d.causes[:1]:
             for e in cause.evidence:
                 c.print(f"  evidence: {shown(e)}")
+        for n in d.notes:
+            _err(f"note: {shown(n)}")
+    if d.causes:
+        sys.exit(1)
+
+
+RDMA_HELP_LAYOUT = """\b
+Layout of DIR (each file is the command's output as printed):
+  DIR/<node>/ibstat.txt                 ibstat
+  DIR/<node>/ib-counters.txt            grep -H . /sys/class/infiniband/*/ports/*/*counters/*
+  DIR/<node>/perfquery-<dev>-<port>.txt perfquery -x  (instead of ib-counters.txt)
+  DIR/<node>/ethtool-S-<if>.txt         ethtool -S <if>
+  DIR/<node>/ib_write_bw-<dev>.txt      ib_write_bw/ib_read_bw/ib_*_lat client output
+  DIR/<node>/nccl-<name>.txt, DIR/nccl-<name>.txt   nccl-tests output (all_reduce_perf...)
+"""
+
+
+@diagnose.command("rdma", epilog=RDMA_HELP_LAYOUT)
+@click.argument("folder", type=click.Path(file_okay=False, path_type=str))
+@click.option("--before", type=click.Path(file_okay=False, path_type=str),
+              help="the same layout recorded earlier: counters become what changed since")
+@click.option("--rails", type=click.IntRange(1, 64),
+              help="compute rails per node for the nccl-tests bound [ibstat: the fastest "
+                   "active ports]")
+@click.option("--link-gbps", type=Finite(min=1, max=10_000),
+              help="the rails' link rate in Gb/s [ibstat]")
+@OUTPUT
+def diagnose_rdma_cmd(folder: str, before: str | None, rails: int | None,
+                      link_gbps: float | None, output: str) -> None:
+    """Rank RDMA causes (slow rail, link flaps, bad cables, PFC storms, congestion, a
+    collective below the fabric) from recorded ibstat, port counters, ethtool -S, perftest
+    and nccl-tests outputs across nodes.
+
+    Exit 0 with no cause, 1 with causes, 2 when a file does not read as its tool's output.
+
+    \b
+    Examples:
+      aiplat samples get rdma-fabric -d rdma
+      aiplat diagnose rdma rdma
+      aiplat diagnose rdma rdma --before rdma -o json
+    """
+    from aiplat.netdiag.rdma_diagnose import diagnose_rdma
+    from aiplat.netdiag.rdma_folder import read_folder
+
+    nodes, runs, notes = read_folder(folder)
+    earlier = read_folder(before)[0] if before is not None else None
+    d = diagnose_rdma(nodes, earlier, runs, rails=rails, link_gbps=link_gbps)
+    d.notes[:0] = notes
+    if output == "json":
+        _json(d.model_dump())
+    else:
+        c = _console()
+        t = box_table(f"diagnose rdma — {len(d.causes)} candidate cause(s), "
+                      f"{len(d.nodes)} node(s)",
+                      ("#", "cause", "node", "port", "score", "summary"))
+        for i, cause in enumerate(d.causes, 1):
+            t.add_row(*(shown(x) for x in (str(i), cause.kind, cause.node or "-",
+                                           cause.port or "-", f"{cause.score:.2f}",
+                                           cause.summary)))
+        c.print(t if d.causes else "no finding in the recorded outputs")
+        for i, cause in enumerate(d.causes, 1):
+            c.print(f"{i}. evidence: {shown('; '.join(cause.evidence))}")
+            c.print(f"   fix: {shown(cause.fix)}")
         for n in d.notes:
             _err(f"note: {shown(n)}")
     if d.causes:

@@ -10,6 +10,8 @@
 - ``snapshot-*``: a cluster as ``kubectl get -o json`` lists, for ``aiplat kube why-pending
   --snapshot`` (``snapshots.py`` builds them with the status fields Kueue writes);
 - ``platform.yaml``: the built-in example spec;
+- ``rdma-fabric``: recorded RDMA tool outputs of four nodes, in the layout ``aiplat diagnose
+  rdma`` reads (``rdma.py`` writes them, with five planted faults);
 - ``model-mini``: a small model folder (a config, a tokenizer and two safetensors shards of
   seeded random weights, 32 MiB) for ``aiplat model push``: the same bytes, hence the same
   digests, on every machine;
@@ -32,7 +34,7 @@ from importlib import resources
 from pathlib import Path
 
 from aiplat.errors import InputError
-from aiplat.samples import hosts, models, snapshots
+from aiplat.samples import hosts, models, rdma, snapshots
 
 FGD_TRACE_URL = "https://github.com/alibaba/clusterdata/tree/master/cluster-trace-gpu-v2023"
 FGD_TRACE_FILES = ("openb_node_list_all_node.csv", "openb_node_list_gpu_node.csv",
@@ -121,6 +123,9 @@ def _catalogue() -> list[Sample]:
                "aiplat plan FILE, aiplat spec validate FILE", _example),
         Sample("model-mini", "a 32 MiB model: config, tokenizer, 2 safetensors shards "
                "(seeded weights)", "aiplat model push DIR REF", _model_mini),
+        Sample("rdma-fabric", "ibstat, IB counters, ethtool -S, ib_write_bw and nccl-tests "
+               "outputs of 4 nodes x 8 NDR rails, 5 faults planted (constructed)",
+               "aiplat diagnose rdma DIR", _host(rdma.rdma_fabric)),
     ]
     for scenario, (_state, expected) in snapshots.scenarios().items():
         out.append(Sample(f"snapshot-{scenario}", f"why-pending: {expected['code']} "
