@@ -90,6 +90,12 @@ echo "$AIPLAT_ACTION $node $AIPLAT_VERSION" >> {log}
 sleep 0.4
 status=True
 [ "$AIPLAT_ACTION" = apply ] && [ -e "{bad}/$node" ] && status=False
+if [ -e "{bad}/nogpu-$node" ]; then  # the change loses the node's GPUs; the rollback restores them
+  gpus=8; [ "$AIPLAT_ACTION" = apply ] && gpus=0
+  g='{{"nvidia.com/gpu":"'$gpus'"}}'
+  {kubectl} patch node "$node" --subresource=status --type=merge -p \
+    '{{"status":{{"capacity":'"$g"',"allocatable":'"$g"'}}}}' >/dev/null
+fi
 now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 {kubectl} patch node "$node" --subresource=status --type=strategic -p \\
   '{{"status":{{"conditions":[{{"type":"AiplatNodeHealthy","status":"'$status'",
@@ -249,7 +255,8 @@ def test_failed_gate_stops_the_rollout_and_rolls_the_node_back(lab: Lab) -> None
     cp = subprocess.run(lab.maintain("run", str(lab.tmp / "spec.yaml"), "--pool", "gpu",
                                      "--change", f"driver={NEW}", "--apply-with",
                                      str(lab.tmp / "apply.sh"), "--gate-with",
-                                     str(lab.tmp / "gate.sh"), "--gate-timeout", "30",
+                                     str(lab.tmp / "gate.sh"), "--validate-queue",
+                                     "research/research", "--gate-timeout", "30",
                                      "--deadline", "60", "-o", "json"),
                         env=lab.env, capture_output=True, text=True, timeout=300, check=False)
     print(f"\nrun to the failed gate: {time.monotonic() - t0:.1f} s", file=sys.stderr)
@@ -269,6 +276,12 @@ def test_failed_gate_stops_the_rollout_and_rolls_the_node_back(lab: Lab) -> None
     # --gate-with ran after the agent's verdict, on the healthy nodes only
     assert {n for a, n, _v in lab.applies() if a == "gate"} == {f"gpu-{i}" for i in (0, 1, 2, 4)}
     assert lab.node("gpu-0")["metadata"]["annotations"][version_annotation("driver")] == NEW
+    # each gated node ran a validation Job through Kueue asking for its 8 GPUs, then gone
+    state, _v = load(lab.api)
+    assert state is not None
+    validated = {e.split(":")[0] for e in state.events
+                 if "validation Job research/" in e and "nvidia.com/gpu=8" in e}
+    assert validated == {f"gpu-{i}" for i in (0, 1, 2, 4)}, state.events[-20:]
     again = lab.aiplat("maintain", "run", str(lab.tmp / "spec.yaml"), "--pool", "gpu",
                        "--change", f"driver={NEW}")
     assert again.returncode == 2 and "is failed, not finished" in again.stderr
@@ -334,3 +347,32 @@ def test_no_workload_lost_and_no_budget_violated(lab: Lab) -> None:
     evicted = [p for n in data["nodes"] for p in n["evicted"]]
     assert sum(p.startswith("web/") for p in evicted) >= 4  # the budget was exercised
     assert sum(p.startswith("research/") for p in evicted) >= 3  # so was Kueue's requeue
+
+
+def test_a_node_back_without_its_gpus_fails_the_validation_job_and_is_rolled_back(lab: Lab
+                                                                                    ) -> None:
+    """The agent finds the node healthy, but the change left it publishing no GPU: the
+    validation Job asks for the 8 it had at cordon, Kueue or the scheduler cannot place it,
+    and the gate fails in their words; the rollback gives the GPUs back."""
+    node = "gpu-7"
+    (lab.tmp / "bad" / f"nogpu-{node}").touch()
+    cp = subprocess.run(lab.maintain("run", str(lab.tmp / "spec.yaml"), "--pool", "gpu",
+                                     "--change", f"driver={OLD}", "--nodes", node,
+                                     "--apply-with", str(lab.tmp / "apply.sh"),
+                                     "--validate-queue", "research/research",
+                                     "--gate-timeout", "15", "--deadline", "60", "-o", "json"),
+                        env=lab.env, capture_output=True, text=True, timeout=300, check=False)
+    assert cp.returncode == 1, cp.stderr[-3000:]
+    assert "Traceback" not in cp.stderr
+    out = json.loads(cp.stdout)
+    assert {n["name"]: n["phase"] for n in out["nodes"]} == {node: "rolled-back"}
+    n = lab.node(node)
+    reason = n["metadata"]["annotations"][REASON_ANNOTATION]
+    assert "the validation Job did not complete within --gate-timeout 15 s" in reason, reason
+    assert "not admitted by Kueue" in reason or "not scheduled" in reason, reason
+    assert n["spec"].get("unschedulable") is True
+    assert n["status"]["allocatable"]["nvidia.com/gpu"] == "8"  # the rollback's doing
+    left = [j for j in lab.api.objects("batch/v1", "Job", namespace="research")
+            if j["metadata"]["name"].startswith("aiplat-validate-")
+            and not j["metadata"].get("deletionTimestamp")]
+    assert not left, [j["metadata"]["name"] for j in left]

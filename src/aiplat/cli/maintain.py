@@ -54,6 +54,27 @@ _GATE_WITH = click.option(
     "--gate-with", help="after the node agent's healthy verdict, a check run as `CMD NODE` "
     "(AIPLAT_ACTION=gate, AIPLAT_VERSION in its environment), e.g. a baseline compare on "
     "the node; exit 0 = healthy, else the node is rolled back")
+
+
+def _queue(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    ns, sep, name = value.partition("/")
+    label = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+    if not (sep and label.fullmatch(ns) and label.fullmatch(name)):
+        raise click.BadParameter(f"{value!r} is not NAMESPACE/LOCALQUEUE (fix: e.g. "
+                                 "--validate-queue ops/validation, a LocalQueue the pool's "
+                                 "ClusterQueue serves)")
+    return value
+
+
+_VALIDATE = click.option(
+    "--validate-queue", callback=_queue, metavar="NAMESPACE/LOCALQUEUE",
+    help="then a validation Job through this Kueue LocalQueue on the node, asking for every "
+         "GPU the node published before the change; it must be admitted, placed and exit 0")
+_VALIDATE_IMAGE = click.option(
+    "--validate-image", help="the validation Job's image (default: NVIDIA's CUDA vectorAdd "
+    "sample, the GPU Operator's own verification workload)")
 _DEADLINE = click.option("--deadline", type=click.FloatRange(1, 7 * 86400),
                          help="seconds a node's drain (and its apply) may take  [default: 3600]")
 _IGNORE_WINDOWS = click.option(
@@ -243,8 +264,13 @@ def _show_summary(data: dict[str, Any]) -> None:
 
 def _options(state: RunState, *, apply_with: str | None, deadline: float | None,
              gate_timeout: float | None = None, ignore_windows: bool = False,
-             gate_with: str | None = None) -> RunState:
+             gate_with: str | None = None, validate_queue: str | None = None,
+             validate_image: str | None = None) -> RunState:
     update: dict[str, Any] = {"windows": []} if ignore_windows else {}
+    if validate_queue is not None:
+        update["validate_queue"] = validate_queue
+    if validate_image is not None:
+        update["validate_image"] = validate_image
     if apply_with is not None:
         update["apply_with"] = apply_with
     if gate_with is not None:
@@ -267,13 +293,16 @@ def _options(state: RunState, *, apply_with: str | None, deadline: float | None,
 @click.option("--dry-run", is_flag=True, help="show the plan and the calls, change nothing")
 @_APPLY_WITH
 @_GATE_WITH
+@_VALIDATE
+@_VALIDATE_IMAGE
 @_DEADLINE
 @_GATE
 @_IGNORE_WINDOWS
 @_OUTPUT
 def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
             max_unavailable: int | None, kubeconfig: str | None, dry_run: bool,
-            apply_with: str | None, gate_with: str | None, deadline: float | None,
+            apply_with: str | None, gate_with: str | None, validate_queue: str | None,
+            validate_image: str | None, deadline: float | None,
             gate_timeout: float | None, ignore_windows: bool, fmt: str) -> None:
     """Roll a change across a pool: canary, then batches; each node cordoned, drained
     through the Eviction API, changed through its owner, gated, uncordoned.
@@ -312,6 +341,8 @@ def run_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None,
         windows = [] if ignore_windows else _windows(platform)
         options = Options(spec=spec or "SPEC", apply_with=apply_with or "",
                           gate_with=gate_with or "",
+                          validate_queue=validate_queue or "",
+                          validate_image=validate_image or "",
                           deadline_s=deadline or 3600.0, gate_timeout_s=gate_timeout or 600.0,
                           windows=windows)
         state = new_run(decided.to_dict(), run_id=f"mnt-{uuid.uuid4().hex[:8]}",
@@ -385,6 +416,10 @@ def _show_calls(api: Api, state: RunState) -> None:
                    f"(--gate-timeout {o.gate_timeout_s:g} s)")
         if o.gate_with:
             click.echo(f"    run: {apply_with_command(o.gate_with, n.name)}  (exit 0 = healthy)")
+        if o.validate_queue:
+            click.echo(f"    POST a validation Job to queue {o.validate_queue} pinned to "
+                       f"{n.name}, asking for every GPU it publishes at cordon; wait for it "
+                       "to complete")
         click.echo(f"    PATCH /api/v1/nodes/{n.name} spec.unschedulable=false")
 
 
@@ -439,12 +474,15 @@ def status_cmd(*, kubeconfig: str | None, fmt: str) -> None:
               help="go on past this failed node; it stays cordoned (repeatable)")
 @_APPLY_WITH
 @_GATE_WITH
+@_VALIDATE
+@_VALIDATE_IMAGE
 @_DEADLINE
 @_GATE
 @_IGNORE_WINDOWS
 @_OUTPUT
 def resume_cmd(*, kubeconfig: str | None, applied: tuple[str, ...], skip: tuple[str, ...],
-               apply_with: str | None, gate_with: str | None, deadline: float | None,
+               apply_with: str | None, gate_with: str | None, validate_queue: str | None,
+               validate_image: str | None, deadline: float | None,
                gate_timeout: float | None, ignore_windows: bool, fmt: str) -> None:
     """Go on with the maintenance run from the step where it stopped (a killed run, a
     node waiting for its command, a failed node the admin has looked at).
@@ -470,7 +508,8 @@ def resume_cmd(*, kubeconfig: str | None, applied: tuple[str, ...], skip: tuple[
                              "resume (fix: `aiplat maintain run` starts a new one)")
         state = _options(state, apply_with=apply_with, deadline=deadline,
                          gate_timeout=gate_timeout, ignore_windows=ignore_windows,
-                         gate_with=gate_with)
+                         gate_with=gate_with, validate_queue=validate_queue,
+                         validate_image=validate_image)
         for n in applied:
             state = mark_applied(state, n, time.time())
         state = acknowledge(state, skip)

@@ -66,6 +66,10 @@ MANIFESTS = (
      "kwok/node-heartbeat-with-lease.yaml"),
     ("sigs.k8s.io/kwok", "kustomize/stage/pod/fast/pod-ready.yaml", "kwok/pod-ready.yaml"),
     ("sigs.k8s.io/kwok", "kustomize/stage/pod/fast/pod-delete.yaml", "kwok/pod-delete.yaml"),
+    # not loaded as is (it would complete every Job's pods): cluster.config.kwok_stages
+    # narrows it to maintain's validation Jobs
+    ("sigs.k8s.io/kwok", "kustomize/stage/pod/general/pod-complete.yaml",
+     "kwok-general/pod-complete.yaml"),
     # CRD-only modules pinned in tools/crds/go.mod: what the rendered tree uses besides Kueue.
     ("sigs.k8s.io/gateway-api", "config/crd/standard", "crds/gateway-api"),
     ("sigs.k8s.io/gateway-api-inference-extension", "config/crd/bases", "crds/inference"),

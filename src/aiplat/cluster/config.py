@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from aiplat.cluster.pki import SERVICE_CIDR, Pki
 
 Obj = dict[str, Any]
@@ -97,6 +99,28 @@ def kcm_args(kubeconfig_path: Path, pki: Pki) -> list[str]:
 
 def scheduler_args(kubeconfig_path: Path) -> list[str]:
     return [f"--kubeconfig={kubeconfig_path}", "--leader-elect=false", "--secure-port=0"]
+
+
+# The label ``aiplat maintain``'s validation Jobs carry (maintain/validate.py; a test holds
+# the two equal: cluster does not import maintain).
+VALIDATION_LABEL = "maintain.aiplat.io/validation"
+
+
+def kwok_stages(manifests: Path) -> str:
+    """kwok's stages for the lab: upstream's fast node and pod stages as they are, and its
+    general pod-complete stage narrowed to pods labelled ``VALIDATION_LABEL`` (a Job's pods
+    on kwok would otherwise run forever; every other Job in the lab must keep running)."""
+    docs = [p.read_text() for p in sorted((manifests / "kwok").glob("*.yaml"))]
+    complete = manifests / "kwok-general" / "pod-complete.yaml"
+    if complete.is_file():
+        stage = yaml.safe_load(complete.read_text())
+        stage["metadata"]["name"] = "aiplat-validation-complete"
+        stage["spec"]["selector"]["matchExpressions"].append(
+            {"key": f'.metadata.labels["{VALIDATION_LABEL}"]', "operator": "In",
+             "values": ["true"]})
+        stage["spec"]["delay"] = {"durationMilliseconds": 1000}
+        docs.append(yaml.safe_dump(stage, sort_keys=False))
+    return "\n---\n".join(docs)
 
 
 def kwok_args(kubeconfig_path: Path, stages: Path, ports: Ports) -> list[str]:

@@ -253,8 +253,7 @@ class _Run:
                 kueue_config, self.pki, self.ports)),
             "jobset-config.yaml": yaml.safe_dump(cfg.jobset_configuration(self.pki,
                                                                           self.ports)),
-            "kwok-stages.yaml": "\n---\n".join(
-                p.read_text() for p in sorted((self.assets.manifests / "kwok").glob("*.yaml"))),
+            "kwok-stages.yaml": cfg.kwok_stages(self.assets.manifests),
         }
         for f, text in files.items():
             atomic_write(self.dir / f, text)

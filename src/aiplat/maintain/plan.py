@@ -159,8 +159,9 @@ def _steps(platform: Platform, pool: str, change: Change,
                entry=entry or "ENTRY")))
     steps += [NodeStep("gate", "the node agent's verdict (node check against the pool's "
                        "expectations), then --gate-with where given (e.g. a baseline "
-                       "compare on the node); a failure stops the rollout and rolls the node "
-                       "back",
+                       "compare on the node), then --validate-queue's Job through Kueue on "
+                       "the node's GPUs where given; a failure stops the rollout and rolls "
+                       "the node back",
                        sh("aiplat node check --spec SPEC --pool {pool} --matrix", pool=pool)),
               NodeStep("uncordon", "the node takes work again", 'kubectl uncordon "$NODE"')]
     return steps

@@ -23,7 +23,9 @@ Each batch goes step by step, all its nodes together (``state.resume_point``):
 - gate: a pluggable check (``Gate``); the default reads the node agent's condition
   ``AiplatNodeHealthy`` and wants a verdict newer than the apply; then, where given,
   ``--gate-with CMD`` runs ``CMD NODE`` (the admin's own check, e.g. ``aiplat node baseline
-  compare`` of the pool's recorded baseline on the node) and exit 0 passes;
+  compare`` of the pool's recorded baseline on the node) and exit 0 passes; then, where
+  given, ``--validate-queue`` runs a validation Job through Kueue on the node, asking for
+  every GPU it published at cordon (``validate.py``), and its completion passes;
 - uncordon, recording the version on the node (``maintain.aiplat.io/<kind>-version``).
 
 A batch not started yet waits for a maintenance window (the spec's, kept in the run's
@@ -48,6 +50,7 @@ from typing import Any, Protocol
 
 from aiplat.errors import InputError
 from aiplat.kube.apply import Api, ApiError
+from aiplat.maintain import validate
 from aiplat.maintain.plan import SKIP_LABEL
 from aiplat.maintain.state import (
     AFTER,
@@ -318,10 +321,10 @@ class Session:
 
 def _cordon(s: Session, names: list[str]) -> None:
     for n in names:
-        merge_patch(s.edge.api, _node_ref(n), {
+        node = merge_patch(s.edge.api, _node_ref(n), {
             "metadata": {"annotations": {RUN_ANNOTATION: s.state.run_id}},
             "spec": {"unschedulable": True}})
-        s.move(n, "cordoned")
+        s.move(n, "cordoned", devices=validate.gpu_devices(node))
 
 
 def drain_nodes(s: Session, names: list[str], on_drained: Callable[[str, float, list[str]],
@@ -448,10 +451,8 @@ def _gate(s: Session, names: list[str]) -> None:
 
     def settled(n: str, elapsed: float) -> bool:
         verdict, why[n] = s.edge.gate(get_node(s.edge.api, n), s.state.node(n).changed_at)
-        if verdict is True and s.state.options.gate_with:
+        if verdict is True:
             healthy[n] = elapsed
-        elif verdict is True:
-            s.move(n, "gated", seconds=elapsed)
         elif verdict is False:
             fail(s, n, f"health gate failed: {why[n]}")
         return verdict is not None
@@ -459,24 +460,94 @@ def _gate(s: Session, names: list[str]) -> None:
     _follow(s, names, timeout, settled, lambda n: (
         f"health gate: no healthy verdict within --gate-timeout {timeout:g} s "
         f"({why.get(n, '')})"))
-    if healthy:
-        _gate_with(s, healthy)
+    if healthy and s.state.options.gate_with:
+        healthy = _gate_with(s, healthy)
+    if healthy and s.state.options.validate_queue:
+        healthy = _validate(s, healthy)
+    for n, seconds in healthy.items():
+        s.move(n, "gated", seconds=seconds)
 
 
-def _gate_with(s: Session, healthy: dict[str, float]) -> None:
-    """The admin's ``--gate-with`` on the nodes the agent found healthy, all at once."""
+def _gate_with(s: Session, healthy: dict[str, float]) -> dict[str, float]:
+    """The admin's ``--gate-with`` on the nodes the agent found healthy, all at once; the
+    nodes it passed, with the gate's seconds so far."""
     assert s.edge.runner is not None
     commands = {n: (apply_with_command(s.state.options.gate_with, n), _env(s, n, "gate"))
                 for n in healthy}
     for n, (cmd, _vars) in commands.items():
         s.note(f"{n}: gate: {cmd}")
     results = s.edge.runner(commands, s.state.options.gate_timeout_s)
+    passed = {}
     for n, seconds in healthy.items():
         r = results.get(n, Result(-1, 0.0, "not run"))
         if r.code == 0:
-            s.move(n, "gated", seconds=seconds + r.seconds)
+            passed[n] = seconds + r.seconds
         else:
             fail(s, n, f"health gate: --gate-with exited {r.code}: {r.tail.strip()[-300:]}")
+    return passed
+
+
+def _validate(s: Session, healthy: dict[str, float]) -> dict[str, float]:
+    """The validation Job through Kueue on each node (``validate.py``), all at once; the
+    nodes whose Job completed. Each Job is deleted once judged."""
+    o, api = s.state.options, s.edge.api
+    namespace, _, queue = o.validate_queue.partition("/")
+    jobs: dict[str, Obj] = {}
+    passed: dict[str, float] = {}
+    for n in healthy:  # the cordon traded for the validation's taint (validate.py says why)
+        merge_patch(api, _node_ref(n), {"spec": {
+            "unschedulable": None, "taints": validate.taints(get_node(api, n), True)}})
+        devices = s.state.node(n).devices
+        j = validate.job(n, s.state.run_id, queue, namespace, devices,
+                         image=o.validate_image or validate.DEFAULT_IMAGE,
+                         deadline_s=o.gate_timeout_s)
+        if api.get(j) is None:  # a resumed run finds the one it made
+            api.create(j)
+        jobs[n] = j
+        asks = ", ".join(f"{k}={v}" for k, v in devices.items())
+        s.note(f"{n}: gate: validation Job {namespace}/{j['metadata']['name']} in queue "
+               f"{queue}, asking {asks or 'no GPU (none published at cordon)'}")
+    why: dict[str, str] = {}
+
+    def settled(n: str, elapsed: float) -> bool:
+        ok, why[n] = validate.verdict(*_validation_state(api, jobs[n]))
+        if ok is not None:
+            api.delete(jobs[n], propagation="Background")
+        if ok is True:
+            passed[n] = healthy[n] + elapsed
+        elif ok is False:
+            _recordon(api, n)
+            fail(s, n, f"health gate: {why[n]}")
+        return ok is not None
+
+    def late(n: str) -> str:
+        api.delete(jobs[n], propagation="Background")
+        _recordon(api, n)
+        return (f"health gate: the validation Job did not complete within --gate-timeout "
+                f"{o.gate_timeout_s:g} s ({why.get(n, '')})")
+
+    _follow(s, list(healthy), o.gate_timeout_s, settled, late)
+    return passed
+
+
+def _recordon(api: Api, name: str) -> None:
+    merge_patch(api, _node_ref(name), {"spec": {
+        "unschedulable": True, "taints": validate.taints(get_node(api, name), False)}})
+
+
+def _validation_state(api: Api, j: Obj) -> tuple[Obj | None, Obj | None, list[Obj]]:
+    """The Job, its Kueue Workload (owned by the Job) and its pods, as they stand."""
+    live = api.get(j)
+    if live is None:
+        return None, None, []
+    ns, uid = j["metadata"]["namespace"], live["metadata"].get("uid")
+    workload = next((w for w in api.objects("kueue.x-k8s.io/v1beta2", "Workload", ns)
+                     if any(r.get("uid") == uid
+                            for r in w["metadata"].get("ownerReferences") or [])), None)
+    r = api._request("GET", f"/api/v1/namespaces/{ns}/pods",
+                     params={"labelSelector": f"job-name={j['metadata']['name']}"})
+    pods = list(r.json().get("items", [])) if r.status_code < 400 else []
+    return live, workload, pods
 
 
 def _follow(s: Session, names: list[str], timeout: float,
@@ -503,7 +574,8 @@ def _uncordon(s: Session, names: list[str]) -> None:
         merge_patch(s.edge.api, _node_ref(n), {
             "metadata": {"annotations": {RUN_ANNOTATION: None, REASON_ANNOTATION: None,
                                          version_annotation(s.state.kind): s.state.version}},
-            "spec": {"unschedulable": None}})
+            "spec": {"unschedulable": None,
+                     "taints": validate.taints(get_node(s.edge.api, n), False)}})
         s.move(n, "done")
 
 

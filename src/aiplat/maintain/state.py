@@ -79,6 +79,7 @@ class NodeState(BaseModel):
     seconds: dict[str, float] = Field(default_factory=dict)  # step -> time it took
     evicted: list[str] = Field(default_factory=list)  # namespace/pod
     acknowledged: bool = False  # a failed node the admin let the run go past
+    devices: dict[str, str] = Field(default_factory=dict)  # its GPUs at cordon: the validation
 
 
 class Lease(BaseModel):
@@ -108,6 +109,8 @@ class Options(BaseModel):
     gate_with: str = ""  # the admin's own check after the agent's verdict: CMD NODE
     deadline_s: float = 3600.0
     gate_timeout_s: float = 600.0
+    validate_queue: str = ""  # NAMESPACE/LOCALQUEUE: the gate's validation Job through Kueue
+    validate_image: str = ""  # its container image ("": validate.DEFAULT_IMAGE)
     operator_labelled: bool = False  # the skip label is on every node of the pool
 
 
