@@ -113,3 +113,22 @@ def test_provisioning_check_only_for_autoscaled_pools() -> None:
     assert not _kind(objs, "AdmissionCheck")
     # a fixed pool: the ceiling is its planned nodes' GPUs
     assert _kind(objs, "HorizontalPodAutoscaler")["docs-search"]["spec"]["maxReplicas"] >= 11
+
+
+def test_each_scaled_group_is_scraped_for_the_adapter() -> None:
+    platform = _platform()
+    objs = _objs(platform)
+    deps, svcs = _kind(objs, "Deployment"), _kind(objs, "Service")
+    monitors = _kind(objs, "ServiceMonitor")
+    for name in _kind(objs, "HorizontalPodAutoscaler"):
+        svc, mon = svcs[f"{name}-metrics"], monitors[f"{name}-metrics"]
+        pod_labels = deps[name]["spec"]["template"]["metadata"]["labels"]
+        assert svc["spec"]["selector"].items() <= pod_labels.items()
+        assert svc["spec"]["clusterIP"] == "None"
+        assert mon["spec"]["selector"]["matchLabels"].items() <= svc["metadata"]["labels"].items()
+        assert mon["metadata"]["namespace"] == svc["metadata"]["namespace"]
+        assert mon["spec"]["endpoints"][0]["port"] == svc["spec"]["ports"][0]["name"]
+        # the Prometheus's serviceMonitorSelector (spec operations.monitoring.selectorLabels)
+        sel = platform.operations.monitoring.selector_labels
+        assert sel and sel.items() <= mon["metadata"]["labels"].items()
+    assert "docs-search-embed-metrics" not in svcs  # the encoder is not autoscaled

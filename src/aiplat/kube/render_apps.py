@@ -14,7 +14,8 @@ Serving scales on its SLO (``plan/serving_scale.py`` has the figures): each serv
 Deployment starts at the planned replicas (the floor, what ``kube.agree`` checks) and a
 HorizontalPodAutoscaler (autoscaling/v2) scales it up to the pool's ceiling on three
 per-pod metrics vLLM exports, served through prometheus-adapter's custom metrics API
-(``serving/autoscaling.yaml`` holds its rules): ``vllm:num_requests_waiting`` against the
+(``serving/autoscaling.yaml`` holds its rules; a headless Service and a ServiceMonitor per
+group put the series in Prometheus): ``vllm:num_requests_waiting`` against the
 queue the TTFT target allows, the p90 of ``vllm:time_to_first_token_seconds`` against the
 target itself, and ``vllm:kv_cache_usage_perc`` against 90 % (a full KV cache makes vLLM
 preempt sequences). Names as vLLM v0.11 registers them
@@ -237,6 +238,24 @@ def autoscaler(scale: ServingScale, target: str) -> Obj:
                 {"type": "Pods", "value": 1, "periodSeconds": 120}]}}})
 
 
+def scrape(platform: Platform, w: WorkloadSpec, g: PodGroup) -> list[Obj]:
+    """What puts a serving group's vLLM metrics in Prometheus with the ``namespace`` and
+    ``pod`` labels the adapter's rules need: a headless Service over its pods and a
+    prometheus-operator ServiceMonitor on it, labelled for the Prometheus's selector."""
+    name = f"{w.name}-metrics"
+    sel = _app_labels(w, g)
+    labels = {"app.kubernetes.io/name": name, "aiplat.io/metrics": "vllm"}
+    return [
+        obj("v1", "Service", name, w.tenant, labels=labels, spec={
+            "clusterIP": "None", "selector": sel,
+            "ports": [{"name": "http", "port": SERVING_PORT, "targetPort": "http"}]}),
+        obj("monitoring.coreos.com/v1", "ServiceMonitor", name, w.tenant,
+            labels={**platform.operations.monitoring.selector_labels, **labels}, spec={
+                "selector": {"matchLabels": labels},
+                "endpoints": [{"port": "http", "path": "/metrics", "interval": "15s"}]}),
+    ]
+
+
 def render_serving(platform: Platform) -> dict[str, list[Obj]]:
     online = [w for w in platform.workloads if w.kind.serves]
     if not online:
@@ -422,7 +441,7 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
             objs += _workload_objects(platform, w, pool, g)
             scale = scales.get(w.name)
             if scale is not None and g.role == scale.role and not pool.spec.sharing.mig_layout:
-                objs.append(autoscaler(scale, w.name))
+                objs += [autoscaler(scale, w.name), *scrape(platform, w, g)]
     return {"workloads/examples.yaml": objs} if objs else {}
 
 
