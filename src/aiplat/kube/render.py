@@ -21,7 +21,7 @@ from aiplat.kube.render_apps import render_serving, render_storage, render_workl
 from aiplat.kube.render_cluster import render_cluster
 from aiplat.kube.render_kueue import render_kueue
 from aiplat.kube.render_models import trust_configmaps
-from aiplat.kube.render_netplan import netplan_files
+from aiplat.kube.render_network import render_network
 from aiplat.kube.render_tenants import render_tenants
 from aiplat.kube.yamlout import dump_docs
 from aiplat.plan.build import plan_resolved
@@ -110,7 +110,9 @@ def render_plan(resolved: Resolved, plan: Plan) -> Rendered:
     manifests.update(render_workloads(platform, pools, sized))
     for cm in trust_configmaps(platform):
         manifests[f"tenants/{cm['metadata']['namespace']}/model-trust.yaml"] = [cm]
-    other.update(netplan_files(platform))
+    m_net, f_net = render_network(platform)
+    manifests.update(m_net)
+    other.update(f_net)
     inventory = from_facts(platform, pools)
     other["cluster/nodes/inventory.yaml"] = (
         "# The pools as lint sees them; replace with what the nodes report if they differ.\n"

@@ -17,16 +17,39 @@ netplan (``kube/render_netplan.py``) and ``aiplat node check``'s expected MTU al
 - **MTU along a path.** ``node.checks.mtu`` (what ``aiplat node check`` expects on the RDMA
   NICs' interfaces) that differs from what the segment gives them: one of the two is wrong,
   and the check fails on every correctly configured node or passes a wrong one.
+- **The pod network** (``network.cni``) rides one segment, the one the nodes' InternalIPs
+  are on (``pod_network``): the pods' MTU is that segment's less the overlay's header
+  (IPv4: VXLAN and Geneve without options 50 bytes, outer IP 20 + UDP 8 + VXLAN/Geneve 8 +
+  inner Ethernet 14, as Cilium's ``pkg/mtu`` counts it; IP-in-IP 20, Calico's MTU guide;
+  native routing none). Native routing needs the underlay to deliver pod addresses: every
+  node on one subnet (Cilium's autoDirectNodeRoutes, Calico's BGP mesh) or BGP peering with
+  the leaves, which the spec does not describe; so it is chosen only where the segment's
+  subnet holds every node (and every pool has a NIC on it), else VXLAN. Findings, only for a
+  spec that has a ``cni`` section: an explicit pod MTU above what the underlay carries, a
+  pool without a NIC on the pod segment, native routing the subnet cannot give, a pod CIDR
+  that overlaps a segment.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aiplat.findings import Finding
-from aiplat.spec.models import NicType, Platform, PoolSpec, SegmentPurpose, SegmentSpec
+from aiplat.spec.models import (
+    NicType,
+    Platform,
+    PodRouting,
+    PoolSpec,
+    SegmentPurpose,
+    SegmentSpec,
+)
 
 IB_LINK_MTU_MAX = 4096  # InfiniBand's largest link MTU
 IPOIB_HEADER = 4  # IPoIB datagram mode: the interface MTU is the IB MTU less this
 IPOIB_CONNECTED_MAX = 65520
+# Bytes an overlay adds to each pod packet on an IPv4 underlay (see the module docstring).
+OVERLAY_HEADER: dict[PodRouting, int] = {"native": 0, "vxlan": 50, "geneve": 50, "ipip": 20}
+RESERVED_ADDRESSES = 3  # network, broadcast and the gateway: not a node's
 
 
 def segment_for(platform: Platform, purpose: SegmentPurpose) -> SegmentSpec | None:
@@ -58,6 +81,8 @@ def network_findings(platform: Platform) -> list[Finding]:
     for pool in platform.pools:
         out += _rdma_nics(platform, pool)
         out += _checks_mtu(platform, pool)
+    if "cni" in platform.network.model_fields_set:
+        out += _pod_network_findings(platform, pod_network(platform))
     return out
 
 
@@ -106,3 +131,99 @@ def _checks_mtu(platform: Platform, pool: PoolSpec) -> list[Finding]:
                 "`aiplat node check` would fail every node configured as planned",
         fix="remove node.checks.mtu (it follows the segments), or set the segment's mtu to "
             "what the fabric carries")]
+
+
+@dataclass(frozen=True)
+class PodNetwork:
+    """What the pods' traffic rides and how."""
+
+    purpose: SegmentPurpose
+    segment: SegmentSpec | None  # None: the spec has no segment of that purpose
+    routing: PodRouting
+    mtu: int | None  # the pods' MTU: the spec's, or the segment's less the header
+    without: list[str]  # pools with no NIC on the segment
+    native_possible: bool
+    reason: str  # why this routing
+
+    @property
+    def header(self) -> int:
+        return OVERLAY_HEADER[self.routing]
+
+    @property
+    def allowed_mtu(self) -> int | None:
+        """The largest pod MTU the underlay carries under this routing."""
+        return self.segment.mtu - self.header if self.segment else None
+
+
+def pod_network(platform: Platform) -> PodNetwork:
+    cni = platform.network.cni
+    on = {p.name: {n.segment for n in p.node.nics} for p in platform.pools}
+    purpose = cni.segment or (
+        SegmentPurpose.SERVICE if on and all(SegmentPurpose.SERVICE in s for s in on.values())
+        else SegmentPurpose.MANAGEMENT)
+    seg = segment_for(platform, purpose)
+    without = [name for name, segs in on.items() if purpose not in segs]
+    nodes = sum(p.nodes for p in platform.pools)
+    fits = seg is not None and seg.cidr is not None \
+        and nodes <= seg.cidr.num_addresses - RESERVED_ADDRESSES
+    native = fits and not without
+    if seg is None:
+        why = f"the spec has no {purpose.value} segment"
+    elif seg.cidr is None:
+        why = f"segment {seg.name} has no cidr: one subnet for every node is not known"
+    elif not fits:
+        why = f"{seg.cidr} cannot hold the {nodes} nodes"
+    elif without:
+        why = f"pool(s) {', '.join(without)} have no NIC on {seg.name}"
+    else:
+        why = f"every node ({nodes}) is on {seg.cidr}: pod routes go node to node"
+    routing: PodRouting = cni.routing or ("native" if native else "vxlan")
+    allowed = seg.mtu - OVERLAY_HEADER[routing] if seg else None
+    return PodNetwork(purpose=purpose, segment=seg, routing=routing,
+                      mtu=cni.mtu if cni.mtu is not None else allowed, without=without,
+                      native_possible=native, reason=why)
+
+
+def _pod_network_findings(platform: Platform, pn: PodNetwork) -> list[Finding]:
+    cni = platform.network.cni
+    subject = "network.cni"
+    seg = pn.segment
+    if seg is None:
+        return [Finding(severity="error", subject=subject,
+                        message=f"the pod network rides the {pn.purpose.value} segment, but "
+                                "the spec has none",
+                        fix=f"add a {pn.purpose.value} segment, or set network.cni.segment to "
+                            "a purpose the spec has")]
+    out: list[Finding] = []
+    if pn.without:
+        out.append(Finding(
+            severity="error", subject=subject,
+            message=f"pool(s) {', '.join(pn.without)} have no NIC on segment {seg.name}, "
+                    "the pod network's underlay: their pods cannot reach the others",
+            fix=f"give them a {pn.purpose.value} NIC, or set network.cni.segment to a "
+                "purpose every pool has"))
+    allowed = pn.allowed_mtu
+    if cni.mtu is not None and allowed is not None and cni.mtu > allowed:
+        over = f" + {pn.routing}'s {pn.header}-byte header" if pn.header else ""
+        out.append(Finding(
+            severity="error", subject=subject,
+            message=f"pod MTU {cni.mtu}{over} exceeds segment {seg.name}'s MTU {seg.mtu}: "
+                    "full-size pod packets are dropped or fragmented on the way",
+            fix=f"set network.cni.mtu to at most {allowed} (or leave it unset), or raise "
+                f"{seg.name}'s MTU on every host and switch"))
+    if cni.routing == "native" and not pn.native_possible:
+        out.append(Finding(
+            severity="warning", subject=subject,
+            message=f"native routing asked, but {pn.reason}: the underlay must route the "
+                    f"pod CIDR {cni.pod_cidr} (BGP to the leaves) or pods cannot reach "
+                    "each other across nodes",
+            fix="peer the nodes with the leaf switches over BGP, or use an overlay "
+                "(routing: vxlan)"))
+    for s in platform.network.segments:
+        if s.cidr is not None and s.cidr.overlaps(cni.pod_cidr):
+            out.append(Finding(
+                severity="error", subject=subject,
+                message=f"pod CIDR {cni.pod_cidr} overlaps segment {s.name} ({s.cidr}): "
+                        "nodes would route those hosts' addresses into the pod network",
+                fix="choose network.cni.podCidr apart from every segment"))
+    return out

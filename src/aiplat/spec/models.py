@@ -1340,10 +1340,52 @@ class FabricSpec(SpecModel):
     out_of_band: OutOfBandFabricSpec = OutOfBandFabricSpec()
 
 
+PodRouting = Literal["native", "vxlan", "geneve", "ipip"]
+
+
+class CniSpec(SpecModel):
+    """The pod network: ``kube render`` writes the plugin's Helm values
+    (``cluster/cni/values.yaml``) and the plan checks the pod MTU against the underlay."""
+
+    plugin: Literal["cilium", "calico"] | None = Field(
+        default=None, description="the CNI plugin installed; unset: no values are rendered, "
+        "the plan still checks an explicit mtu")
+    segment: SegmentPurpose | None = Field(
+        default=None, description="the purpose of the segment the nodes' InternalIPs (and pod "
+        "traffic) are on; unset: service when every pool has service NICs, else management")
+    routing: PodRouting | None = Field(
+        default=None, description="native (pod addresses routed by the underlay: nodes on one "
+        "subnet, or BGP to the leaves), or an overlay: vxlan, geneve (Cilium), ipip (Calico); "
+        "unset: native where the segment's subnet holds every node, else vxlan")
+    mtu: int | None = Field(
+        default=None, ge=1200, le=9216, description="the pods' MTU; unset: the segment's less "
+        "the overlay's header")
+    pod_cidr: IPv4Network = Field(
+        default=IPv4Network("10.244.0.0/16"), description="the pods' addresses (an "
+        "assumption when unset: kubeadm's usual 10.244.0.0/16)")
+
+    @field_validator("pod_cidr", mode="before")
+    @classmethod
+    def _cidr_is_text(cls, value: object) -> object:
+        if not isinstance(value, str | IPv4Network):
+            raise SpecValueError(f"{value!r} is not a network", "write it like 10.244.0.0/16")
+        return value
+
+    @model_validator(mode="after")
+    def _plugin_can_route(self) -> Self:
+        cannot = {"cilium": "ipip", "calico": "geneve"}
+        if self.plugin is not None and self.routing == cannot[self.plugin]:
+            other = "vxlan or geneve" if self.plugin == "cilium" else "vxlan or ipip"
+            raise SpecValueError(f"{self.plugin} has no {self.routing} overlay",
+                                 f"use native, {other}", ("routing",))
+        return self
+
+
 class NetworkSpec(SpecModel):
     segments: list[SegmentSpec] = []
     lab: LabSpec = LabSpec()
     fabric: FabricSpec = FabricSpec()
+    cni: CniSpec = CniSpec()
 
 
 class VersionEntry(SpecModel):
