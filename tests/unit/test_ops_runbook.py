@@ -106,7 +106,7 @@ def test_node_patch_order_respects_kueue_and_checks_before_uncordon() -> None:
 def test_every_required_procedure_is_there_with_commands() -> None:
     procs = by_id(example())
     assert set(procs) == {"node-patch", "driver-upgrade", "operator-upgrade", "kueue-upgrade",
-                          "cluster-upgrade", "add-tenant", "replace-node"}
+                          "cluster-upgrade", "add-tenant", "replace-node", "fabric-link"}
     for p in procs.values():
         assert any(s.command.startswith(("aiplat ", "kubectl ", "helm ")) for s in p.steps)
     assert "580.95.05" in " ".join(s.expect for s in procs["driver-upgrade"].steps)
@@ -117,6 +117,9 @@ def test_every_required_procedure_is_there_with_commands() -> None:
         assert cmd in tenant
     replace = " ".join(s.command for s in procs["replace-node"].steps)
     assert "label-and-taint.sh $POOL $NODE" in replace and "aiplat node burnin" in replace
+    fabric = " ".join(s.command for s in procs["fabric-link"].steps)
+    assert "aiplat diagnose rdma rdma --before rdma-before" in fabric
+    assert "kubectl drain $NODE" in fabric and "ib_write_bw -d $DEV" in fabric
     assert "etcdctl snapshot save" in " ".join(s.command for s in procs["cluster-upgrade"].steps)
 
 

@@ -38,9 +38,9 @@ KUEUE_CRDS = SHARED / "schemas" / "kueue-v0.19.2"
 VARS = {"POOL": "h100", "NODE": "h100-node-1", "NS": "research", "WL": "job-train-1",
         "TENANT": "research", "VERSION": "0.19.2", "TARGET": "1.35"}
 
-# Need a cluster, containers, the spec's GPUs or hours: parsed only.
+# Need a cluster, containers, the spec's GPUs, hours or recordings from the nodes: parsed only.
 PARSE_ONLY = ("kube why-pending", "cdi verify", "node burnin", "node check",
-              "node baseline", "node inventory", "maintain")
+              "node baseline", "node inventory", "maintain", "diagnose rdma")
 
 
 def _expand(text: str, env: dict[str, str]) -> str:

@@ -37,7 +37,7 @@ AREAS: tuple[str, ...] = ("nodes", "drivers", "operators", "cluster", "queues", 
 
 # Alert component -> RACI area that owns the response.
 COMPONENT_AREA: dict[str, str] = {
-    "gpu": "nodes", "node": "nodes", "node-agent": "nodes", "network": "nodes",
+    "gpu": "nodes", "node": "nodes", "node-agent": "nodes", "network": "nodes", "roce": "nodes",
     "queues": "queues",
     "model-store": "model store", "monitoring": "cluster",
 }
@@ -572,6 +572,47 @@ def replace_node(platform: Platform, spec: str) -> Procedure:
                      "persist after a reset, or the node does not boot.", steps)
 
 
+RECORD_FABRIC = (
+    "for n in $NODE $PEER; do mkdir -p rdma/$n; ssh $n ibstat > rdma/$n/ibstat.txt; "
+    "ssh $n 'grep -H . /sys/class/infiniband/*/ports/*/*counters/*' > "
+    "rdma/$n/ib-counters.txt; done")
+
+
+def fabric_link() -> Procedure:
+    """An InfiniBand or RoCE port the alerts name: record, rank the cause, drain, repair,
+    prove the rail, record again and compare."""
+    steps = (
+        Step("Record the ports of the node and of a healthy peer on the same rails ($PEER); "
+             "on RoCE also each interface's counters (ssh $n ethtool -S $IF > "
+             "rdma/$n/ethtool-S-$IF.txt)", RECORD_FABRIC,
+             "one folder per node: rdma/$NODE, rdma/$PEER"),
+        Step("Rank the causes from the recordings",
+             "aiplat diagnose rdma rdma",
+             "the port, the cause (rail down, degraded rate, bad cable, link flap, PFC storm, "
+             "congestion) and its fix; exit 0: the recordings show none"),
+        *_kueue_drain_steps(),
+        Step("Repair what the cause names: clean and reseat, then replace the cable or "
+             "transceiver (or have the switch port checked)", "ssh $NODE ibstat",
+             "the port Active, LinkUp, at the rail's rate"),
+        Step("Prove the rail against the peer ($DEV: the repaired port's device)",
+             "ssh $PEER ib_write_bw -d $DEV --report_gbits -D 10 & sleep 2; ssh $NODE "
+             "ib_write_bw -d $DEV --report_gbits -D 10 $PEER > rdma/$NODE/ib_write_bw-$DEV.txt",
+             "an average near the link rate (97 % of 400 Gb/s on NDR)"),
+        Step("Record again and compare with the first recording",
+             "mv rdma rdma-before && " + RECORD_FABRIC + " && aiplat diagnose rdma rdma "
+             "--before rdma-before",
+             "no cause for $NODE: the error counters no longer move"),
+        Step("Return it to service", "kubectl uncordon $NODE",
+             "InfinibandPortDown, InfinibandSymbolErrors and RocePfcPauseStorm silent for "
+             "$NODE"),
+    )
+    return Procedure("fabric-link", "Diagnosing and repairing a fabric link (InfiniBand, "
+                     "RoCE)", "nodes",
+                     "An InfiniBand or RoCE alert names a port (errors, flaps, discards, a "
+                     "degraded rate, PFC pause), or a collective runs below the fabric.",
+                     steps)
+
+
 def spec_argument(spec: str) -> str:
     """The spec path as the commands name it: one starting with '-' would be read as an
     option, so it is given as ./-name (quoting does not help there)."""
@@ -585,7 +626,7 @@ def procedures(platform: Platform, spec: str = "platform.yaml",
     return [node_patch(platform, spec, s), driver_upgrade(platform, spec),
             operator_upgrade(platform, spec), kueue_upgrade(platform, spec),
             cluster_upgrade(platform, spec), add_tenant(platform, spec),
-            replace_node(platform, spec)]
+            replace_node(platform, spec), fabric_link()]
 
 
 # ---------------------------------------------------------------------------- document
