@@ -122,7 +122,8 @@ LOW_UTILISATION = 0.25
 def _power_estimate_finding(pool: ResolvedPool) -> list[Finding]:
     """A node power with neither node type nor measurement is the GPUs' TDP times a factor:
     say so, since racks, cooling and the energy bill rest on it."""
-    if pool.node_type is not None or pool.spec.node.power_kw or pool.gpu is None:
+    if (pool.node_type is not None or pool.spec.node.power_kw or pool.gpu is None
+            or pool.rack_scale is not None):
         return []
     return [Finding(
         severity="info", subject=f"pool {pool.name}",

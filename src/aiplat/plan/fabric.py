@@ -5,7 +5,8 @@ out-of-band management; their switches, rack units, racks and power, which the f
 
 Rules, each stated where an assumption stands in for a datasheet:
 
-- Cabled nodes are every pool's nodes plus its spares (they are racked and cabled). The
+- Cabled nodes are every pool's nodes plus its spares (they are racked and cabled), save a
+  rack-scale pool's spare trays, which wait on the shelf (``ResolvedPool.racked_nodes``). The
   compute fabric joins every pool with hpc NICs; its rails are the most hpc NICs a node has.
 - Technology: the spec's, else the hpc NICs' type (InfiniBand above 400 Gb/s is XDR). Switch
   ports by technology: Quantum-2 QM97xx 64 x NDR 400G in 1U (NVIDIA's QM97xx manual), and the
@@ -113,7 +114,7 @@ def plan_fabric(resolved: Resolved, *, non_compute_nodes: int, other_racks: int,
     spec = resolved.spec.network.fabric
     site = resolved.spec.site
     assumptions: list[str] = []
-    cabled = {p.name: p.nodes + p.spares.spare_nodes for p in resolved.pools}
+    cabled = {p.name: p.racked_nodes for p in resolved.pools}
     compute = _compute(resolved.pools, cabled, spec.compute, assumptions, findings)
 
     def ports(purpose: SegmentPurpose) -> int:

@@ -94,6 +94,7 @@ def plan_inference(
         kv_precision=kv, lora=lora, attention_data_parallel=serving.attention_data_parallel,
         budget=inference.MemoryBudget(
             gpu_memory_bytes=hw.gpu_memory_bytes, gpus_per_node=hw.gpus_per_node,
+            nvlink_gpus=hw.nvlink_gpus,
             gpu_memory_utilization=serving.gpu_memory_utilization,
             overhead_bytes_per_gpu=serving.overhead_gib_per_gpu * 2**30))
     sv.results["layout"] = layout
@@ -364,12 +365,14 @@ def _serve_chunked(sv: _Serve, replica: inference.Replica, traffic: inference.Tr
 
 
 def _check_tp(sv: _Serve, field: str, tp: int, hint: str = "") -> str:
-    """A tensor-parallel degree from the spec, checked: inside a node (``hint`` says what
-    goes past one), splitting the heads. Returns how the messages name the field."""
+    """A tensor-parallel degree from the spec, checked: inside an NVLink domain (a node, or
+    a rack-scale system's domain; ``hint`` says what goes past one), splitting the heads.
+    Returns how the messages name the field."""
     where = f"workload {sv.w.name}: serving.{field} ({tp})"
-    shape, gpn = sv.arch.shape, sv.hw.gpus_per_node
+    shape, gpn = sv.arch.shape, sv.hw.nvlink_gpus
     if tp > gpn:
-        raise InputError(f"{where} exceeds the {gpn} GPUs of a node (tensor parallelism "
+        domain = "its NVLink domain" if sv.hw.rack_scale else "a node"
+        raise InputError(f"{where} exceeds the {gpn} GPUs of {domain} (tensor parallelism "
                          f"stays inside one{hint}). To fix: at most {gpn}")
     if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
         raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "

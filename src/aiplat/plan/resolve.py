@@ -9,7 +9,11 @@ sizing, the Kubernetes renderer, the simulator, device planning and the reports 
 - each pool's hardware (GPU model, node type, GPUs per node), node power (measured beats
   the vendor's figure beats an estimate), spares, and rack layout: nodes per rack is what
   power and space allow, or ``topology.nodesPerRack`` when it fits — the one figure the plan,
-  the node rack labels, the Topology levels and the simulator all use.
+  the node rack labels, the Topology levels and the simulator all use;
+- a rack-scale pool's NVLink domain (the spec's ``node.rackScale``, else the node type's):
+  its racks are whole domains, a node's power is its share of the domain's, its spare trays
+  wait on the shelf (a domain has no free slot to rack them in), and ``nvlink_gpus`` — the
+  span tensor and expert parallelism keep on NVLink — is the domain, not the node.
 
 Nothing downstream re-derives these from the raw spec; a rule changes here or nowhere.
 """
@@ -20,6 +24,7 @@ import math
 from dataclasses import dataclass
 
 from aiplat.catalog import Catalog, GpuModel, ModelArchitecture, NodeType
+from aiplat.catalog.models import RackScale
 from aiplat.sizing import power, reserve
 from aiplat.sizing.shape import MlaShape, ModelShape, MoeShape
 from aiplat.spec.models import (
@@ -30,6 +35,7 @@ from aiplat.spec.models import (
     Precision,
     WorkloadSpec,
 )
+from aiplat.spec.refs import pool_rack_scale
 
 GB = 1e9
 HOURS_PER_MONTH = 730.0
@@ -178,6 +184,8 @@ class ResolvedPool:
     """What power and space allow per rack, for the pool's nodes plus spares."""
     nodes_per_rack: int
     """``topology.nodesPerRack`` when it fits a rack, else what the rack holds."""
+    rack_scale: RackScale | None = None
+    """The NVLink domain the nodes are trays of (GB200 NVL72), None for standalone nodes."""
 
     @property
     def name(self) -> str:
@@ -205,9 +213,21 @@ class ResolvedPool:
         return memory_allocatable_gib(self.spec.node.memory_gib)
 
     @property
+    def racked_nodes(self) -> int:
+        """Nodes racked and cabled: the pool's and its spares, except a rack-scale pool's
+        spare trays, which wait on the shelf (every slot of a domain is a working tray)."""
+        return self.nodes + (0 if self.rack_scale else self.spares.spare_nodes)
+
+    @property
     def rack_count(self) -> int:
-        return math.ceil((self.nodes + self.spares.spare_nodes) / self.nodes_per_rack) \
-            if self.nodes else 0
+        if self.rack_scale is not None:
+            return self.racks.racks
+        return math.ceil(self.racked_nodes / self.nodes_per_rack) if self.nodes else 0
+
+    @property
+    def nvlink_gpus(self) -> int:
+        """GPUs one NVLink domain joins: the rack-scale domain, else one node's."""
+        return self.rack_scale.gpus if self.rack_scale else self.gpus_per_node
 
     @property
     def nodes_per_rack_too_high(self) -> bool:
@@ -301,10 +321,14 @@ def resolve(platform: Platform, catalog: Catalog) -> Resolved:
     return Resolved(platform, catalog, pools_only.pools, tuple(workloads))
 
 
-def node_watts(pool: PoolSpec, gpu: GpuModel | None, node_type: NodeType | None) -> float:
-    """A node's power: measured (spec) beats the vendor's figure (catalog) beats an estimate."""
+def node_watts(pool: PoolSpec, gpu: GpuModel | None, node_type: NodeType | None,
+               rack_scale: RackScale | None = None) -> float:
+    """A node's power: measured (spec) beats the vendor's figure (catalog) beats an estimate;
+    a tray of a rack-scale domain draws its share of the domain's (switch trays included)."""
     if pool.node.power_kw:
         return pool.node.power_kw * 1000
+    if rack_scale is not None:
+        return rack_scale.power_kw * 1000 / rack_scale.nodes
     if node_type is not None:
         return node_type.system_power_kw * 1000
     if gpu is None:
@@ -344,24 +368,41 @@ def gpus_per_node(pool: PoolSpec) -> int:
     return pool.node.gpu.count if pool.node.gpu else 0
 
 
+def node_height_u(pool: PoolSpec, node_type: NodeType | None) -> int:
+    """One node's height: the spec's, the node type's, else by GPUs per node."""
+    if pool.node.rack_units:
+        return pool.node.rack_units
+    if node_type is not None:
+        return node_type.rack_units
+    return NODE_HEIGHT_U.get(gpus_per_node(pool), 4)
+
+
 def resolve_pool(pool: PoolSpec, platform: Platform, catalog: Catalog) -> ResolvedPool:
     gpn = gpus_per_node(pool)
     gpu = pool_gpu(pool, catalog)
     node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
-    node_w = node_watts(pool, gpu, node_type)
+    rack_scale = pool_rack_scale(pool, node_type)
+    node_w = node_watts(pool, gpu, node_type, rack_scale)
     spares = reserve.spare_nodes(
         nodes=pool.nodes, failures_per_node_year=platform.reserve.node_failures_per_year,
         lead_time_days=platform.reserve.replacement_lead_time_days,
         target_availability=platform.reserve.target_availability, gpus_per_node=gpn,
     )
-    racks = power.rack_layout(
-        nodes=pool.nodes + spares.spare_nodes, node_power_w=node_w,
-        node_height_u=node_type.rack_units if node_type else NODE_HEIGHT_U.get(gpn, 4),
-        rack_power_limit_w=platform.site.rack_power_limit_kw * 1000,
-        rack_units=platform.site.rack_units,
-        cooling="air" if platform.site.cooling is Cooling.AIR else "liquid",
-    )
+    cooling: power.CoolingKind = "air" if platform.site.cooling is Cooling.AIR else "liquid"
+    if rack_scale is not None:
+        racks = power.rack_scale_layout(
+            nodes=pool.nodes, nodes_per_domain=rack_scale.nodes,
+            racks_per_domain=rack_scale.racks,
+            domain_power_w=node_w * rack_scale.nodes,
+            rack_power_limit_w=platform.site.rack_power_limit_kw * 1000, cooling=cooling)
+    else:
+        racks = power.rack_layout(
+            nodes=pool.nodes + spares.spare_nodes, node_power_w=node_w,
+            node_height_u=node_height_u(pool, node_type),
+            rack_power_limit_w=platform.site.rack_power_limit_kw * 1000,
+            rack_units=platform.site.rack_units, cooling=cooling,
+        )
     wanted = pool.topology.nodes_per_rack
     per_rack = wanted if wanted is not None and wanted <= racks.nodes_per_rack \
         else racks.nodes_per_rack
-    return ResolvedPool(pool, gpu, node_type, node_w, spares, racks, per_rack)
+    return ResolvedPool(pool, gpu, node_type, node_w, spares, racks, per_rack, rack_scale)

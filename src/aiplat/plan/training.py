@@ -300,14 +300,18 @@ def _found(*findings: Finding | None) -> list[Finding]:
 
 
 def _tensor_spans_nodes(w: WorkloadSpec, hw: ResolvedPool) -> Finding | None:
-    tp = w.parallelism.tensor
-    if tp <= hw.gpus_per_node:
+    """TP beyond the NVLink domain runs (Megatron allows it), its all-reduces on the fabric:
+    a warning with the step's cost in the plan, not a refusal."""
+    tp, domain = w.parallelism.tensor, hw.nvlink_gpus
+    if tp <= domain:
         return None
+    where = (f"its {domain}-GPU NVLink domain" if hw.rack_scale
+             else f"nodes ({domain} GPUs per node)")
     return Finding(
         severity="warning", subject=f"workload {w.name}",
-        message=f"tensor parallelism {tp} spans nodes ({hw.gpus_per_node} GPUs per node): "
+        message=f"tensor parallelism {tp} spans {where}: "
                 "its two all-reduces per layer cross the node network",
-        fix=f"keep parallelism.tensor ≤ {hw.gpus_per_node} and add pipeline stages")
+        fix=f"keep parallelism.tensor ≤ {domain} and add pipeline stages")
 
 
 def _over_target(w: WorkloadSpec, gp: goodput.Goodput) -> Finding | None:
@@ -727,10 +731,11 @@ class Links:
 
 def _links(w: WorkloadSpec, hw: ResolvedPool, gpus: int) -> Links:
     """Megatron's rank order (tensor fastest, then context, expert/data, pipeline): a group
-    stays inside a node while the ranks it spans fit in one."""
+    stays on NVLink while the ranks it spans fit one NVLink domain (a node, or a rack-scale
+    system's whole domain: 72 GPUs on a GB200 NVL72)."""
     par = w.parallelism
     gpu = gpu_of(hw)
-    n = hw.gpus_per_node
+    n = hw.nvlink_gpus
     inside = (gpu.interconnect_gbps / 2 * 1e9, gpu.interconnect)  # one direction
     fabric_bps = hw.hpc_bytes_per_second_per_gpu()
     across = (fabric_bps, "the hpc fabric") if fabric_bps else inside

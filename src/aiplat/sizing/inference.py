@@ -463,6 +463,14 @@ class MemoryBudget:
     gpu_memory_utilization: float = DEFAULT_GPU_MEMORY_UTILIZATION
     overhead_bytes_per_gpu: float = DEFAULT_OVERHEAD_BYTES_PER_GPU
     overhead_fraction: float = 0.0
+    nvlink_gpus: int | None = None
+    """GPUs one NVLink domain joins when larger than a node (a GB200 NVL72: 72): tensor
+    parallelism may grow to it; unset: the node."""
+
+    @property
+    def tp_limit(self) -> int:
+        """The largest span tensor parallelism keeps on NVLink."""
+        return max(self.nvlink_gpus or 0, self.gpus_per_node)
 
     def __post_init__(self) -> None:
         require_positive(gpu_memory_bytes=self.gpu_memory_bytes,
@@ -535,8 +543,8 @@ def _choose_layout(fit: _Fit, candidates: list[int], notes: list[str]) -> tuple[
     for pp in range(2, layers + 1):
         if fit.fits(tp, pp):
             notes.append(
-                f"no tensor-parallel degree up to {fit.budget.gpus_per_node} GPUs per node "
-                f"fits; pipeline parallel over {pp} stages (across nodes), each holding "
+                f"no tensor-parallel degree up to {fit.budget.tp_limit} GPUs (one NVLink "
+                f"domain) fits; pipeline parallel over {pp} stages (across nodes), each holding "
                 f"≤ {math.ceil(layers / pp)} layers")
             return tp, pp, True
     notes.append(
@@ -563,7 +571,8 @@ def gpus_per_replica(
 
     Rule: per GPU, (weights/TP + KV cache/TP) · (1 + overhead_fraction) + overhead_bytes_per_gpu
     must be ≤ gpu_memory_utilization · gpu_memory_bytes. TP is tried as 1, 2, 4, … up to
-    ``gpus_per_node`` (tensor parallelism stays on NVLink inside a node), skipping degrees that
+    the NVLink domain (``gpus_per_node``, or ``nvlink_gpus`` on a rack-scale system: tensor
+    parallelism stays on NVLink), skipping degrees that
     do not divide the attention heads or cannot split/replicate the KV heads evenly. The
     smallest fitting TP wins (fewer GPUs per replica means more replicas for the same GPUs). If
     none fits, the largest valid TP is kept and layers are split into the fewest pipeline
@@ -589,7 +598,7 @@ def gpus_per_replica(
         notes.append(f"layout pinned by the spec: TP {tp} x PP {pp}")
     else:
         tp, pp, fits = _choose_layout(
-            fit, _tp_candidates(model, budget.gpus_per_node, notes), notes)
+            fit, _tp_candidates(model, budget.tp_limit, notes), notes)
     kv_heads_gpu, replicas = _kv_heads_per_gpu(tp, model.kv_heads)
     if attention_data_parallel and tp > 1:
         kv_heads_gpu, replicas = model.kv_heads, 1

@@ -24,6 +24,9 @@ Why these numbers:
   so it is a parameter.
 - Rack units. A 42U rack keeps some units for the top-of-rack switches, a management switch,
   patch panels and cable management; 4U is our stated default reserve.
+- Rack-scale systems (GB200/GB300 NVL72) are bought as whole racks: the NVLink domain's trays,
+  switch trays, power shelves and manifolds come as one unit, so its racks are whole domains
+  and its load is the domain's power, whatever the site's rack height (``rack_scale_layout``).
 """
 
 from __future__ import annotations
@@ -177,7 +180,7 @@ class RackLayout(Result):
     nodes_per_rack_by_power: int
     nodes_per_rack_by_space: int
     nodes_per_rack: int
-    limited_by: Literal["power", "space"]
+    limited_by: Literal["power", "space", "rack-scale"]
     racks: int
     usable_rack_units: int
     rack_load_w: float
@@ -441,5 +444,64 @@ def site_power_fit(*, it_power_w: float, site_budget_w: float, pue: float | None
         headroom_fraction=headroom / site_budget_w,
         formula=formula,
         inputs={"it_power_w": it_power_w, "site_budget_w": site_budget_w, "pue": pue},
+        notes=notes,
+    )
+
+
+def rack_scale_layout(
+    *,
+    nodes: int,
+    nodes_per_domain: int,
+    racks_per_domain: int,
+    domain_power_w: float,
+    rack_power_limit_w: float,
+    cooling: CoolingKind = "air",
+    air_cooling_limit_w: float = AIR_COOLING_LIMIT_W,
+) -> RackLayout:
+    """Racks of a rack-scale system: whole NVLink domains, each ``racks_per_domain`` racks
+    drawing ``domain_power_w`` together. ``nodes`` (compute trays) must fill whole domains;
+    a rack whose share of the domain's power exceeds the site's rack limit cannot be split."""
+    if nodes < 0:
+        raise InputError(f"nodes must be >= 0, got {nodes}")
+    require_positive(domain_power_w=domain_power_w)
+    require_positive(rack_power_limit_w=rack_power_limit_w)
+    if nodes_per_domain < 1 or racks_per_domain < 1:
+        raise InputError("a rack-scale domain needs at least one node and one rack")
+    if nodes % nodes_per_domain:
+        raise InputError(
+            f"{nodes} nodes are not whole rack-scale domains of {nodes_per_domain} trays; "
+            f"To fix: use a multiple of {nodes_per_domain} "
+            f"({math.ceil(nodes / nodes_per_domain) * nodes_per_domain} nodes)")
+    per_rack = math.ceil(nodes_per_domain / racks_per_domain)
+    rack_w = domain_power_w / racks_per_domain
+    if rack_w > rack_power_limit_w:
+        raise InputError(
+            f"one rack of this rack-scale system draws {rack_w / W_PER_KW:.1f} kW, more than "
+            f"the site's {rack_power_limit_w / W_PER_KW:g} kW rack limit, and its trays cannot "
+            "be spread over more racks; To fix: raise site.rackPowerLimitKW to the system's "
+            "rack power (the site must feed and cool it), or choose a system of smaller racks")
+    domains = nodes // nodes_per_domain
+    air_exceeded = cooling == "air" and rack_w > air_cooling_limit_w
+    notes = [f"{domains} NVLink domain(s) of {nodes_per_domain} trays in {racks_per_domain} "
+             "rack(s) each: racks are whole domains"]
+    if air_exceeded:
+        notes.append(
+            f"WARNING: the rack-scale system's {rack_w / W_PER_KW:.1f} kW racks are liquid "
+            "cooled by design; an air-cooled site cannot host them")
+    return RackLayout(
+        nodes_per_rack_by_power=per_rack,
+        nodes_per_rack_by_space=per_rack,
+        nodes_per_rack=per_rack,
+        limited_by="rack-scale",
+        racks=domains * racks_per_domain,
+        usable_rack_units=0,
+        rack_load_w=rack_w,
+        air_cooling_exceeded=air_exceeded,
+        formula="racks = nodes / trays per domain x racks per domain; rack load = domain "
+                "power / racks per domain",
+        inputs={"nodes": nodes, "nodes_per_domain": nodes_per_domain,
+                "racks_per_domain": racks_per_domain, "domain_power_w": domain_power_w,
+                "rack_power_limit_w": rack_power_limit_w, "cooling": cooling,
+                "air_cooling_limit_w": air_cooling_limit_w},
         notes=notes,
     )

@@ -418,10 +418,31 @@ class CharDeviceSpec(SpecModel):
     )
 
 
+class RackScaleSpec(SpecModel):
+    """An NVLink domain larger than a node, bought as whole racks (a GB200 NVL72: 72 GPUs over
+    18 compute trays and 9 NVLink switch trays in one rack; an NVL36x2: the same over 2 racks).
+    The pool's nodes are the compute trays; racks and power are counted per domain and tensor
+    and expert parallelism may span it on NVLink."""
+
+    gpus: int = Field(ge=2, le=100_000, description="GPUs in one NVLink domain")
+    nodes: int = Field(ge=2, le=10_000, description="compute trays (nodes) in one domain")
+    racks: int = Field(default=1, ge=1, le=64, description="racks one domain fills")
+    switch_trays: int = Field(default=0, ge=0, le=1000, description="NVLink switch trays")
+    power_kw: float = Field(gt=0, le=10_000, alias="powerKW",
+                            description="maximum power of one domain, switch trays included")
+    cooling: Literal["air", "liquid", "hybrid"] = "liquid"
+
+
 class NodeSpec(SpecModel):
     node_type: str | None = Field(
         default=None, description="catalog node type; supplies system power when set"
     )
+    rack_units: int | None = Field(
+        default=None, ge=1, le=60, alias="rackUnits", description="height of one node, U "
+        "(unset: the node type's, else 2U up to 2 GPUs, 4U for 4, 8U for 8)")
+    rack_scale: RackScaleSpec | None = Field(
+        default=None, description="the node is a compute tray of a rack-scale NVLink domain "
+        "(unset: the node type's, if it is one)")
     gpu: GpuSpec | None = None
     cpu_cores: int = Field(ge=1, le=1024)
     memory_gib: int = Field(ge=1, le=65536, alias="memoryGiB")

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from aiplat.catalog import Catalog, GpuModel, MigProfile
+from aiplat.catalog import Catalog, GpuModel, MigProfile, NodeType
+from aiplat.catalog.models import RackScale
 from aiplat.catalog.suggest import hint, suggest_node_type
 from aiplat.spec.models import (
     Platform,
@@ -25,6 +26,7 @@ def check_references(platform: Platform, catalog: Catalog) -> list[Problem]:
     out: list[Problem] = []
     for i, pool in enumerate(platform.pools):
         out += _pool_problems(i, pool, catalog)
+        out += _rack_scale_problems(i, pool, catalog, platform)
     pool_names = [p.name for p in platform.pools]
     for i, tenant in enumerate(platform.tenants):
         for pool_name in tenant.quota:
@@ -66,6 +68,64 @@ def _pool_problems(i: int, pool: PoolSpec, catalog: Catalog) -> list[Problem]:
     if pool.sharing.strategy is SharingStrategy.MIG and pool.sharing.mig_layout:
         out.extend(_check_mig(("pools", i, "sharing", "migLayout"), gpu,
                               pool.sharing.mig_layout))
+    return out
+
+
+def pool_rack_scale(pool: PoolSpec, node_type: NodeType | None) -> RackScale | None:
+    """The pool's NVLink domain: the spec's ``node.rackScale``, else its node type's (the one
+    place this rule lives; ``plan.resolve`` and the checks below use it)."""
+    spec = pool.node.rack_scale
+    if spec is not None:
+        if spec.gpus % spec.nodes:
+            return None  # reported by _rack_scale_problems
+        return RackScale(gpus=spec.gpus, nodes=spec.nodes, racks=spec.racks,
+                         switch_trays=spec.switch_trays, power_kw=spec.power_kw,
+                         cooling=spec.cooling)
+    return node_type.rack_scale if node_type is not None else None
+
+
+def _rack_scale_problems(i: int, pool: PoolSpec, catalog: Catalog,
+                         platform: Platform) -> list[Problem]:
+    """A rack-scale system comes in whole domains of equal trays: a pool of a count that is
+    not a multiple of the trays, trays of another GPU count, or a rack the site cannot feed
+    has no plan (exit 2 with the fix, not a rounded-up guess)."""
+    at = ("pools", i)
+    spec = pool.node.rack_scale
+    if spec is not None and spec.gpus % spec.nodes:
+        return [((*at, "node", "rackScale", "nodes"),
+                 f"{spec.gpus} GPUs do not split into {spec.nodes} equal trays",
+                 "give the domain's GPUs and its compute trays, e.g. gpus: 72, nodes: 18")]
+    node_type = catalog.node_type(pool.node.node_type) if pool.node.node_type else None
+    rs = pool_rack_scale(pool, node_type)
+    if rs is None:
+        return []
+    out: list[Problem] = []
+    name = f"node type '{node_type.name}'" if spec is None and node_type else "node.rackScale"
+    gpn = pool.node.gpu.count if pool.node.gpu else 0
+    if gpn != rs.gpus_per_node:
+        out.append(((*at, "node", "gpu", "count"),
+                    f"{name} is a {rs.gpus}-GPU NVLink domain of {rs.nodes} trays: each node "
+                    f"(tray) holds {rs.gpus_per_node} GPUs, not {gpn}",
+                    f"set gpu.count: {rs.gpus_per_node} and count the trays as nodes"))
+    sizes = [("count", pool.count)] if pool.count is not None else (
+        [("autoscaling", pool.autoscaling.min), ("autoscaling", pool.autoscaling.max)]
+        if pool.autoscaling else [])
+    for key, n in sizes:
+        if n % rs.nodes:
+            whole = max(1, -(-n // rs.nodes)) * rs.nodes
+            out.append(((*at, key), f"{n} nodes are not whole NVLink domains: {name} comes "
+                        f"as {rs.racks} rack(s) of {rs.nodes} trays ({rs.gpus} GPUs)",
+                        f"use a multiple of {rs.nodes} nodes, e.g. {whole} "
+                        f"({whole // rs.nodes} domain(s), {whole * rs.gpus_per_node} GPUs)"))
+            break
+    rack_kw = rs.power_kw / rs.racks
+    if pool.node.power_kw is None and rack_kw > platform.site.rack_power_limit_kw:
+        out.append((("site", "rackPowerLimitKW"),
+                    f"pool '{pool.name}': one rack of {name} draws {rack_kw:g} kW, over the "
+                    f"site's {platform.site.rack_power_limit_kw:g} kW per rack, and its trays "
+                    "cannot be spread over more racks",
+                    f"raise rackPowerLimitKW to ≥ {rack_kw:g} (the site must feed and cool "
+                    "such racks, liquid cooled) or choose a system with smaller racks"))
     return out
 
 
