@@ -200,3 +200,21 @@ def test_plan_json_names_the_domains(tmp_path: Path) -> None:
 def test_an_inline_node_states_its_height(height: str, per_rack: int, bound: str) -> None:
     pool = _plan(site(144, LOOSE_TRAYS + height)).pools[0]
     assert (pool.nodes_per_rack, pool.results["racks"]["limited_by"]) == (per_rack, bound)
+
+
+@pytest.mark.parametrize(("node", "ep_link"), [
+    (CATALOG_NODE, 900e9),  # EP 8 over two trays: the all-to-alls stay on NVLink 5
+    (LOOSE_TRAYS, 50e9),  # the same trays without their domain: over the fabric
+])
+def test_expert_parallelism_spans_the_nvlink_domain(node: str, ep_link: float) -> None:
+    text = site(144, node, tensor=1).replace("model: llama-3.1-405b", "model: mixtral-8x7b")
+    text = text.replace("pipeline: 8,", "pipeline: 1, expert: 8,")
+    w = _plan(text).workloads[0]
+    assert w.results["model_parallel_traffic"]["inputs"]["ep_bytes_per_second"] == ep_link
+
+
+def test_an_nvl36x2_fills_two_racks_per_domain() -> None:
+    nvl36x2 = INLINE_NODE.replace("switchTrays: 9", "racks: 2, switchTrays: 18")
+    pool = _plan(site(144, nvl36x2)).pools[0]
+    assert (pool.racks, pool.nodes_per_rack, pool.results["racks"]["rack_load_w"]) == \
+        (16, 9, 66_000)
