@@ -112,8 +112,9 @@ def test_a_gb200_superpod_plans_nvidias_racks_and_power(sus: int) -> None:
 
 def test_the_catalog_system_and_the_same_one_given_inline_plan_alike() -> None:
     catalog, inline = _plan(site(144)), _plan(site(144, INLINE_NODE))
-    assert (inline.pools[0].racks, inline.pools[0].pool_power_kw) == \
-        (catalog.pools[0].racks, pytest.approx(catalog.pools[0].pool_power_kw, rel=1e-3))
+    assert inline.pools[0].racks == catalog.pools[0].racks == 8
+    assert inline.pools[0].pool_power_kw == pytest.approx(catalog.pools[0].pool_power_kw,
+                                                          rel=1e-3)
     # an inline domain states its power: no "estimated from the GPUs" finding
     assert not any("is an estimate from the GPUs" in f.message for f in inline.findings)
 
