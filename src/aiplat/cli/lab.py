@@ -441,8 +441,9 @@ def diagnose_rdma_cmd(folder: str, before: str | None, rails: int | None,
                                            cause.summary)))
         c.print(t if d.causes else "no finding in the recorded outputs")
         for i, cause in enumerate(d.causes, 1):
-            c.print(f"{i}. evidence: {shown('; '.join(cause.evidence))}")
-            c.print(f"   fix: {shown(cause.fix)}")
+            # plain lines: the fix is copied, not read in a box, and a terminal wraps it
+            click.echo(f"{i}. evidence: {shown('; '.join(cause.evidence))}")
+            click.echo(f"   fix: {shown(cause.fix)}")
         for n in d.notes:
             _err(f"note: {shown(n)}")
     if d.causes:

@@ -188,15 +188,17 @@ def _perftest_rules(nodes: list[NodeRecord]) -> list[RdmaCause]:
         port = r.device or name
         evidence = [f"{name}: {r.test}, best average {got:.1f} Gb/s"]
         if peers is not None and got < SLOW_RAIL * peers:
+            against = f"the other rails' {peers:.1f} Gb/s"
             evidence.append(f"the other rails' median {peers:.1f} Gb/s (slow below "
                             f"{SLOW_RAIL:.0%})")
         elif rate is not None and got < LINE_RATE_SHARE * rate:
+            against = f"its {rate:g} Gb/s link"
             evidence.append(f"the port's rate {rate:g} Gb/s (slow below {LINE_RATE_SHARE:.0%})")
         else:
             continue
         causes.append(_cause(
             "slow-rail", n.name, port, 0.85,
-            f"{port} on {n.name}: {got:.1f} Gb/s, well below its peers or its link rate",
+            f"{port} on {n.name}: {got:.1f} Gb/s against {against}",
             evidence,
             "compare its PCIe link (lspci -vv: LnkSta against LnkCap), its NUMA node and "
             "GPU affinity (nvidia-smi topo -m), the port's rate (ibstat) and its error "
