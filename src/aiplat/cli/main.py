@@ -114,6 +114,7 @@ class LazyGroup(click.Group):
         module, attr = COMMANDS[cmd_name]
         command = getattr(importlib.import_module(module), attr)
         assert isinstance(command, click.Command)
+        _verbose_anywhere(command)
         return command
 
     def _listed(self, ctx: click.Context, name: str) -> click.Command | None:
@@ -145,6 +146,33 @@ class LazyGroup(click.Group):
         return items + click.Command.shell_complete(self, ctx, incomplete)
 
 
+class _Verbosity:
+    """The -v count of this invocation, wherever on the line they were given."""
+
+    count = 0
+
+
+def _more_verbose(_ctx: click.Context, _param: click.Parameter, value: int) -> None:
+    if value:
+        _Verbosity.count += value
+        _log_level(_Verbosity.count)
+
+
+def _verbose_anywhere(command: click.Command) -> None:
+    """``-v`` after the command name too (``aiplat kube lint tree/ -v``), as before it: each
+    command and subcommand gets the option, hidden from its help (the group's help shows
+    it once). Added once, when the lazy group loads the command; no command has a -v of
+    its own (a test walks the tree)."""
+    if any("--verbose" in p.opts for p in command.params):
+        return
+    command.params.append(click.Option(
+        ["-v", "--verbose"], count=True, expose_value=False, hidden=True,
+        callback=_more_verbose, help="More detail on stderr (as `aiplat -v`)."))
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _verbose_anywhere(sub)
+
+
 EPILOG = """\b
 Exit codes:
   0    done; every check passed
@@ -169,9 +197,10 @@ Examples:
                    "upstream versions).")
 @click.option("-v", "--verbose", count=True,
               help="More detail on stderr: -v logs aiplat's steps and shows the cause chain "
-                   "of an error, -vv debug logs.")
+                   "of an error, -vv debug logs; also after the command name.")
 def cli(verbose: int) -> None:
     """aiplat: size, build, check and hand over an AI platform from one spec."""
+    _Verbosity.count = verbose
     _log_level(verbose)
 
 
@@ -227,10 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     traceback and cause chain go to stderr before its message.
     """
     args = sys.argv[1:] if argv is None else argv
+    _Verbosity.count = 0
     try:
         cli.main(args=args, prog_name="aiplat", standalone_mode=False)
     except (AiplatError, OSError, click.ClickException) as e:
-        if verbosity(args) and not isinstance(e, click.UsageError | BrokenPipeError):
+        shown = max(verbosity(args), _Verbosity.count)
+        if shown and not isinstance(e, click.UsageError | BrokenPipeError):
             _traceback(e)
         return _handled(e)
     except (click.exceptions.Abort, KeyboardInterrupt):
