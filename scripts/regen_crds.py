@@ -34,7 +34,9 @@ NAMES = {"sigs.k8s.io/kueue": "kueue", "sigs.k8s.io/jobset": "jobset",
          "sigs.k8s.io/gateway-api-inference-extension": "gateway-api-inference-extension",
          "github.com/kubernetes-csi/external-snapshotter/client/v8": "external-snapshotter",
          "github.com/prometheus-operator/prometheus-operator": "prometheus-operator",
-         "sigs.k8s.io/node-feature-discovery": "node-feature-discovery"}
+         "sigs.k8s.io/node-feature-discovery": "node-feature-discovery",
+         "github.com/k8snetworkplumbingwg/network-attachment-definition-client":
+             "network-attachment-definition"}
 
 
 def go() -> str:

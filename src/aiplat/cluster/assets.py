@@ -82,11 +82,15 @@ MANIFESTS = (
     *(("github.com/prometheus-operator/prometheus-operator",
        f"example/prometheus-operator-crd/monitoring.coreos.com_{kind}.yaml",
        f"crds/prometheus/{kind}.yaml") for kind in ("servicemonitors", "prometheusrules")),
+    # NetworkAttachmentDefinition (Multus): the secondary RDMA network per rail.
+    ("github.com/k8snetworkplumbingwg/network-attachment-definition-client",
+     "artifacts/networks-crd.yaml", "crds/multus/networks-crd.yaml"),
 )
 CRD_MODULES = ("sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api-inference-extension",
                "github.com/kubernetes-csi/external-snapshotter/client/v8",
                "github.com/prometheus-operator/prometheus-operator",
-               "sigs.k8s.io/node-feature-discovery")
+               "sigs.k8s.io/node-feature-discovery",
+               "github.com/k8snetworkplumbingwg/network-attachment-definition-client")
 
 
 

@@ -110,7 +110,7 @@ def render_plan(resolved: Resolved, plan: Plan) -> Rendered:
     manifests.update(render_workloads(platform, pools, sized))
     for cm in trust_configmaps(platform):
         manifests[f"tenants/{cm['metadata']['namespace']}/model-trust.yaml"] = [cm]
-    m_net, f_net = render_network(platform)
+    m_net, f_net = render_network(platform, plan)
     manifests.update(m_net)
     other.update(f_net)
     inventory = from_facts(platform, pools)

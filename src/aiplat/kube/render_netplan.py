@@ -24,7 +24,9 @@ One file per pool (a pool is one node type), from the pool's NICs and the spec's
 - **VLANs**: a segment with ``vlan`` gets a VLAN on its bond or on each RDMA port, and the
   address moves onto the VLAN.
 - **Addresses and routes** are per node: placeholders (``${STOR_ADDR}`` with its prefix, in
-  the segment's CIDR when the spec gives one), and one default route through
+  the segment's CIDR when the spec gives one; an hpc rail's in the lower half of that rail's
+  own subnet, ``plan/netpath.rail_subnets``, whose upper half the pods' secondary RDMA
+  network takes), and one default route through
   ``${SVC_GATEWAY}`` (the service segment when the pool has one, else management).
 
 The placeholders are shell-style, so ``envsubst`` fills them from a node's values; the file's
@@ -35,10 +37,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from ipaddress import IPv4Network
 from typing import Any
 
 from aiplat.kube.yamlout import dump_docs
-from aiplat.plan.netpath import interface_mtu, ipoib_datagram, rdma_capable, segment_for
+from aiplat.plan.netpath import (
+    hpc_rails,
+    interface_mtu,
+    ipoib_datagram,
+    rail_subnets,
+    rdma_capable,
+    segment_for,
+)
 from aiplat.spec.models import NicType, Platform, PoolSpec, SegmentPurpose, SegmentSpec
 
 NETPLAN_FILE = "60-aiplat.yaml"
@@ -97,7 +107,8 @@ def netplan_config(platform: Platform, pool: PoolSpec) -> tuple[dict[str, Any], 
             notes.append(f"{purpose.value} NICs ({', '.join(p.name for p in group)}): the "
                          f"spec has no {purpose.value} segment, so they are not configured")
             continue
-        _segment(doc, seg, group, purpose, default_route=purpose is gateway)
+        rails = rail_subnets(seg, hpc_rails(platform)) if purpose is SegmentPurpose.HPC else []
+        _segment(doc, seg, group, purpose, default_route=purpose is gateway, rails=rails)
     net: dict[str, Any] = {"version": 2, "renderer": "networkd", "ethernets": doc.ethernets}
     if doc.bonds:
         net["bonds"] = doc.bonds
@@ -107,7 +118,7 @@ def netplan_config(platform: Platform, pool: PoolSpec) -> tuple[dict[str, Any], 
 
 
 def _segment(doc: _Doc, seg: SegmentSpec, group: list[Port], purpose: SegmentPurpose, *,
-             default_route: bool) -> None:
+             default_route: bool, rails: list[tuple[IPv4Network, IPv4Network]]) -> None:
     short = SHORT[purpose].upper()
     # RDMA only where every port can (the plan's finding names the others): TCP otherwise.
     rdma = all(rdma_capable(seg, p.type) for p in group)
@@ -126,9 +137,15 @@ def _segment(doc: _Doc, seg: SegmentSpec, group: list[Port], purpose: SegmentPur
     where = f" in {seg.cidr}" if seg.cidr else ""
     if purpose is SegmentPurpose.HPC or (rdma and purpose is SegmentPurpose.STORAGE):
         # One interface per port: NCCL (rails) or RDMA multipath spread traffic themselves.
-        for p in group:
+        for i, p in enumerate(group):
+            at = where
+            if i < len(rails):  # the rail's own subnet: hosts below, pods above
+                hosts, pods = rails[i]
+                at = (f" in {hosts} with prefix /{hosts.prefixlen - 1} (pods on {p.name} "
+                      f"take {pods})")
             _address(doc, p.name, seg, mtu, (f"{p.name.upper()}_ADDR",
-                     f"this node's {p.name} address{where}, with its prefix"), route=None)
+                     f"this node's {p.name} address{at}" + ("" if i < len(rails) else
+                                                            ", with its prefix")), route=None)
         return
     top = group[0].name
     if len(group) > 1:

@@ -9,14 +9,38 @@ nodes and tolerating their taints. Its config selects the Mellanox HCAs (PCI ven
 whose net device has the fabric's link type: ``infiniband`` for InfiniBand pools, ``ether``
 for RoCE, so a pool's Ethernet storage NICs on a separate fabric are not handed to NCCL when
 they are of another link type. ``rdmaHcaMax`` is how many pods of a node may share the HCAs.
+
+**The secondary RDMA network** (``rdma_networks``): for each tenant that trains across nodes
+on an RDMA pool, a Multus ``NetworkAttachmentDefinition`` per rail in its namespace, named
+``<pool>-rail<i>``: IPoIB (the ``ipoib`` CNI) over the host's ``rail<i>`` on InfiniBand,
+macvlan (bridge mode, the rail's MTU) on RoCE, so a pod gets an address on each rail's
+subnet (RoCE v2 addresses its GIDs by IP; rdma_cm and IPoIB-based tools need one). IPAM is
+whereabouts over the upper half of the rail's subnet (``plan/netpath.rail_subnets``; the
+hosts' rail addresses take the lower half), so the hpc segment needs a ``cidr``: without one
+no NAD is rendered and NCCL still reaches the HCAs through the device plugin above (it needs
+no IP on them for InfiniBand). Each NAD names the device plugin's resource
+(``k8s.v1.cni.cncf.io/resourceName``), so Multus adds that request to the pod. A pod
+attaches with ``k8s.v1.cni.cncf.io/networks: <pool>-rail0,<pool>-rail1,...``. Multus,
+whereabouts and the ipoib/macvlan plugins are the NVIDIA Network Operator's
+``secondaryNetwork`` (or installed on their own); aiplat renders none of them.
 """
 
 from __future__ import annotations
 
 import json
+from ipaddress import IPv4Network
 
 from aiplat.kube.facts import POOL_LABEL, RDMA_PODS_PER_NODE, RDMA_RESOURCE, PoolFacts
 from aiplat.kube.objects import Obj, obj, pool_tolerations
+from aiplat.plan.models import Plan
+from aiplat.plan.netpath import (
+    hpc_rails,
+    interface_mtu,
+    rail_subnets,
+    rdma_capable,
+    segment_for,
+)
+from aiplat.spec.models import Platform, SegmentPurpose
 
 RDMA_NS = "nvidia-network-operator"
 """The Network Operator's namespace: where its own rdmaSharedDevicePlugin would run."""
@@ -78,3 +102,49 @@ def rdma_device_plugin(pools: list[PoolFacts]) -> list[Obj]:
             }},
         }),
     ]
+
+
+# The secondary RDMA network: one NetworkAttachmentDefinition per rail.
+NAD_API = "k8s.cni.cncf.io/v1"
+NAD_RESOURCE = "k8s.v1.cni.cncf.io/resourceName"  # Multus adds this resource to the pod
+
+
+def rail_network(pool: str, rail: int, namespace: str, *, transport: str, mtu: int,
+                 pods: IPv4Network) -> Obj:
+    """Rail ``rail`` of ``pool`` for a pod: IPoIB (InfiniBand) or macvlan (RoCE) over the
+    host's ``rail<i>`` (the name the rendered netplan gives it), whereabouts IPAM over the
+    rail's pod half."""
+    name = f"{pool}-rail{rail}"
+    ipam = {"type": "whereabouts", "range": str(pods)}
+    plugin: dict[str, object] = (
+        {"type": "ipoib", "master": f"rail{rail}"} if transport == "infiniband"
+        else {"type": "macvlan", "master": f"rail{rail}", "mode": "bridge", "mtu": mtu})
+    config = {"cniVersion": "0.3.1", "name": name, **plugin, "ipam": ipam}
+    return obj(NAD_API, "NetworkAttachmentDefinition", name, namespace,
+               annotations={NAD_RESOURCE: RDMA_RESOURCE},
+               spec={"config": json.dumps(config, separators=(",", ":"))})
+
+
+def rdma_networks(platform: Platform, plan: Plan) -> dict[str, list[Obj]]:
+    """``tenants/<tenant>/rdma-networks.yaml``: a NAD per rail of each pool a tenant trains
+    across nodes on, where the pool's hpc NICs carry the segment's RDMA and the segment has a
+    CIDR to cut into rails (``plan/netpath.rail_subnets``); nothing otherwise."""
+    seg = segment_for(platform, SegmentPurpose.HPC)
+    if seg is None or seg.rdma == "none":
+        return {}
+    halves = rail_subnets(seg, hpc_rails(platform))
+    spans = sorted({(w.tenant, w.pool) for w in plan.workloads if w.multi_node})
+    out: dict[str, list[Obj]] = {}
+    for tenant, pool_name in spans:
+        pool = platform.pool(pool_name)
+        nics = [n for n in pool.node.nics if n.segment is SegmentPurpose.HPC] if pool else []
+        if not nics or not all(rdma_capable(seg, n.type) for n in nics):
+            continue
+        rails = min(sum(n.count for n in nics), len(halves))
+        if not rails:  # no CIDR to cut into rails: no IPAM to give
+            continue
+        mtu = interface_mtu(seg, nics[0].type)
+        out.setdefault(f"tenants/{tenant}/rdma-networks.yaml", []).extend(
+            rail_network(pool_name, i, tenant, transport=seg.rdma, mtu=mtu, pods=halves[i][1])
+            for i in range(rails))
+    return out

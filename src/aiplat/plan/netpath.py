@@ -33,6 +33,7 @@ netplan (``kube/render_netplan.py``) and ``aiplat node check``'s expected MTU al
 from __future__ import annotations
 
 from dataclasses import dataclass
+from ipaddress import IPv4Network
 
 from aiplat.findings import Finding
 from aiplat.spec.models import (
@@ -75,12 +76,30 @@ def interface_mtu(segment: SegmentSpec, nic: NicType) -> int:
     return segment.mtu
 
 
+def rail_subnets(segment: SegmentSpec, rails: int) -> list[tuple[IPv4Network, IPv4Network]]:
+    """Each rail's (hosts, pods) halves of its own subnet, cut from the segment's CIDR: rail
+    *i* is one L2 domain (its leaf), so its hosts and the pods' secondary interfaces on it
+    share a subnet; hosts take the lower half, the pods' IPAM the upper. Empty without a
+    CIDR, or when the CIDR is too small to give each rail at least a /30 for each half."""
+    if segment.cidr is None or rails < 1:
+        return []
+    bits = max(rails - 1, 0).bit_length()
+    if segment.cidr.prefixlen + bits + 1 > 30:
+        return []
+    out = []
+    for sub in list(segment.cidr.subnets(prefixlen_diff=bits))[:rails]:
+        hosts, pods = sub.subnets(prefixlen_diff=1)
+        out.append((hosts, pods))
+    return out
+
+
 def network_findings(platform: Platform) -> list[Finding]:
     """The spec's contradictions along its network paths, each with the fix."""
     out: list[Finding] = []
     for pool in platform.pools:
         out += _rdma_nics(platform, pool)
         out += _checks_mtu(platform, pool)
+    out += _rail_capacity(platform)
     if "cni" in platform.network.model_fields_set:
         out += _pod_network_findings(platform, pod_network(platform))
     return out
@@ -109,6 +128,36 @@ def _rdma_nics(platform: Platform, pool: PoolSpec) -> list[Finding]:
             fix=f"fit {transport} NICs ({where}: {seg.rdma}), or set rdma: none on "
                 f"segment {seg.name}"))
     return out
+
+
+def hpc_rails(platform: Platform) -> int:
+    """Rails of the hpc segment: the most hpc ports a node of any pool has."""
+    return max((sum(n.count for n in p.node.nics if n.segment is SegmentPurpose.HPC)
+                for p in platform.pools), default=0)
+
+
+def _rail_capacity(platform: Platform) -> list[Finding]:
+    """Each rail's halves of the hpc CIDR against the nodes and GPUs on it."""
+    seg = segment_for(platform, SegmentPurpose.HPC)
+    rails = hpc_rails(platform)
+    if seg is None or seg.cidr is None or not rails:
+        return []
+    on = [p for p in platform.pools if any(n.segment is SegmentPurpose.HPC
+                                           for n in p.node.nics)]
+    nodes = sum(p.nodes for p in on)
+    gpus = sum(p.nodes * (p.node.gpu.count if p.node.gpu else 1) for p in on)
+    halves = rail_subnets(seg, rails)
+    hosts = halves[0][0].num_addresses - 2 if halves else 0
+    pods = halves[0][1].num_addresses - 2 if halves else 0
+    if hosts >= nodes and pods >= gpus:
+        return []
+    return [Finding(
+        severity="warning", subject=f"segment {seg.name}",
+        message=f"{seg.cidr} cut into {rails} rail subnets leaves {max(hosts, 0)} host and "
+                f"{max(pods, 0)} pod addresses per rail, for {nodes} nodes and up to {gpus} "
+                "pods (one per GPU) on each rail",
+        fix=f"give segment {seg.name} a larger cidr (each rail takes 1/{rails} of it, half "
+            "for hosts, half for pods)")]
 
 
 def _checks_mtu(platform: Platform, pool: PoolSpec) -> list[Finding]:
