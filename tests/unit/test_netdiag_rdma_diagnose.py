@@ -8,12 +8,16 @@ thresholds are relative to peers for that reason, and each test states the margi
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from aiplat.cli.lab import diagnose
 from aiplat.cli.main import main
@@ -235,3 +239,35 @@ def test_cli_unread_files_are_notes_and_an_empty_folder_is_exit_2(tmp_path: Path
 def test_cli_the_plain_diagnose_still_needs_a_lab_or_prometheus() -> None:
     r = CliRunner().invoke(diagnose, [])
     assert isinstance(r.exception, InputError) and r.exception.exit_code == 2
+
+
+# ---------------------------------------------------------------------------- fuzz
+
+SLOTS = ("ibstat.txt", "ib-counters.txt", "perfquery-mlx5_0-1.txt", "ethtool-S-eth0.txt",
+         "ib_write_bw-mlx5_0.txt", "ib_read_lat.txt", "nccl-run.txt")
+_REAL = [p.read_bytes() for p in sorted(DATA.glob("*.txt"))]
+
+
+def _mangled(draw_bytes: bytes, cut: int, which: int) -> bytes:
+    """A real output cut at ``cut``, with random bytes spliced in there."""
+    real = _REAL[which % len(_REAL)]
+    at = cut % (len(real) + 1)
+    return real[:at] + draw_bytes + real[at:at + 200]
+
+
+@given(slot=st.sampled_from(SLOTS), junk=st.binary(max_size=64),
+       cut=st.integers(0, 10_000), which=st.integers(0, 100))
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_mangled_recording_is_read_or_refused_never_a_traceback(
+        tmp_path_factory: pytest.TempPathFactory, slot: str, junk: bytes, cut: int,
+        which: int) -> None:
+    root = tmp_path_factory.mktemp("fuzz")
+    (root / "n1").mkdir()
+    (root / "n1" / slot).write_bytes(_mangled(junk, cut, which))
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = main(["diagnose", "rdma", str(root)])
+    assert code in (0, 1, 2) and "Traceback" not in err.getvalue()
+    if code == 2:
+        assert str(root / "n1" / slot) in err.getvalue() or "UTF-8" in err.getvalue()
