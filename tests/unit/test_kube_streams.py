@@ -40,7 +40,7 @@ def test_render_streams_the_tree_in_apply_order_and_writes_nothing(
     cwd, out = stream
     assert list(cwd.iterdir()) == []  # no out/kube without an explicit -d
     docs = list(yaml.safe_load_all(out))
-    assert len(docs) == 112 and out.startswith(b"---\n# Source: cluster/")
+    assert len(docs) == 122 and out.startswith(b"---\n# Source: cluster/")
     kinds = [d["kind"] for d in docs]
     last_namespace = max(i for i, k in enumerate(kinds) if k == "Namespace")
     first_namespaced = min(i for i, d in enumerate(docs) if d["metadata"].get("namespace"))
@@ -52,9 +52,9 @@ def test_the_stream_piped_into_validate_and_lint_has_no_errors(
     cwd, out = stream
     cp = run(cwd, "kube", "validate", "-", stdin=out)
     assert cp.returncode == 0, cp.stdout.decode()
-    assert cp.stdout.decode().strip() == "Kubernetes 1.34: 112 objects, 0 errors, 0 warnings"
+    assert cp.stdout.decode().strip() == "Kubernetes 1.34: 122 objects, 0 errors, 0 warnings"
     cp = run(cwd, "kube", "lint", "-", stdin=out)
-    assert cp.returncode == 0 and "112 objects, 0 errors" in cp.stdout.decode()
+    assert cp.returncode == 0 and "122 objects, 0 errors" in cp.stdout.decode()
 
 
 def test_spec_from_stdin_and_dash_d_make_no_folder_named_dash(
@@ -66,7 +66,7 @@ def test_spec_from_stdin_and_dash_d_make_no_folder_named_dash(
     assert list(tmp_path.iterdir()) == []
     cp = run(tmp_path, "kube", "render", "-o", "json", "-d", "kube")
     listed = json.loads(cp.stdout)
-    assert listed["kind"] == "List" and len(listed["items"]) == 112
+    assert listed["kind"] == "List" and len(listed["items"]) == 122
     assert (tmp_path / "kube" / "kustomization.yaml").is_file()  # -d given: written too
 
 
@@ -76,7 +76,7 @@ def test_spec_validate_lint_and_plan_read_a_spec_on_stdin(tmp_path: Path) -> Non
     assert cp.returncode == 0
     assert cp.stdout.decode() == "-: valid (2 pools, 72 GPUs, 3 tenants, 5 workloads)\n"
     cp = run(tmp_path, "kube", "lint", "-", stdin=spec)
-    assert cp.returncode == 0 and "112 objects, 0 errors" in cp.stdout.decode()
+    assert cp.returncode == 0 and "122 objects, 0 errors" in cp.stdout.decode()
     cp = run(tmp_path, "plan", "-", "-d", "plan", "-o", "json", stdin=spec)
     assert cp.returncode == 0, cp.stderr.decode()
     assert json.loads(cp.stdout)["platform"] and (tmp_path / "plan" / "plan.json").is_file()
@@ -123,7 +123,7 @@ def test_apply_dry_run_client_reads_the_stream_and_asks_no_cluster(
                    stdin=stream[1])
     assert env_less.returncode == 0, env_less.stderr.decode()
     outcomes = json.loads(env_less.stdout)
-    assert len(outcomes) == 112 and {o["action"] for o in outcomes} == {"would apply"}
+    assert len(outcomes) == 122 and {o["action"] for o in outcomes} == {"would apply"}
     assert outcomes[0]["object"].startswith("Namespace ")
     cp = run(tmp_path, "kube", "apply", "-", "--dry-run=client", "--diff", stdin=stream[1])
     assert cp.returncode == 2 and b"--diff compares with the live objects" in cp.stderr
