@@ -23,7 +23,7 @@ from aiplat.cli.lab import diagnose
 from aiplat.cli.main import main
 from aiplat.errors import InputError
 from aiplat.netdiag.collective import parse_nccl_tests
-from aiplat.netdiag.rdma import IbPort, parse_perftest
+from aiplat.netdiag.rdma import BwRow, IbPort, PerftestResult, parse_perftest
 from aiplat.netdiag.rdma_diagnose import NodeRecord, diagnose_rdma
 from aiplat.netdiag.rdma_folder import read_folder
 from aiplat.samples import get
@@ -110,11 +110,14 @@ def test_a_port_disabled_everywhere_is_not_blamed() -> None:
 
 
 def test_slow_rail_against_its_link_rate_when_it_has_no_peers() -> None:
-    r = parse_perftest((DATA / "perftest-issue65-send-bw-mbsec.txt").read_text())
-    # 46.5 Gb/s: slow on a 100 Gb/s port (below 60 %), healthy on a 56 Gb/s one.
+    r = PerftestResult("RDMA_Write BW Test", "mlx5_0", "IB", "Gb/sec",
+                       bw=(BwRow(65536, 5000, 47.1, 46.5, 0.088),))
+    # 46.5 Gb/s at 64 KiB: slow on a 100 Gb/s port (below 60 %), healthy on a 56 Gb/s one.
     slow = NodeRecord("a", ports=[IbPort("mlx5_0", 1, "Active", "LinkUp", 100, "Ethernet")],
-                      perftest=[("a/x.txt", r.__class__(**{**r.__dict__, "device": "mlx5_0"}))])
-    assert kinds(diagnose_rdma([slow])) == {("slow-rail", "a", "mlx5_0")}
+                      perftest=[("a/x.txt", r)])
+    (cause,) = diagnose_rdma([slow]).causes
+    assert (cause.kind, cause.port) == ("slow-rail", "mlx5_0")
+    assert cause.summary == "mlx5_0 on a: 46.5 Gb/s against its 100 Gb/s link"
     fine = NodeRecord("a", ports=[IbPort("mlx5_0", 1, "Active", "LinkUp", 56, "Ethernet")],
                       perftest=slow.perftest)
     assert diagnose_rdma([fine]).causes == []
@@ -271,3 +274,11 @@ def test_any_mangled_recording_is_read_or_refused_never_a_traceback(
     assert code in (0, 1, 2) and "Traceback" not in err.getvalue()
     if code == 2:
         assert str(root / "n1" / slot) in err.getvalue() or "UTF-8" in err.getvalue()
+
+
+def test_a_small_message_run_is_not_held_to_the_link_rate() -> None:
+    # perftest issue 273: 8-byte writes at 0.48 Gb/s are message-rate bound, not a slow rail.
+    r = parse_perftest((DATA / "perftest-issue273-write-bw-roce-gbits.txt").read_text())
+    n = NodeRecord("a", ports=[IbPort("ib0", 1, "Active", "LinkUp", 100, "Ethernet")],
+                   perftest=[("a/ib_write_bw.txt", r)])
+    assert r.device == "ib0" and diagnose_rdma([n]).causes == []

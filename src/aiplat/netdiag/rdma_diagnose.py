@@ -13,10 +13,12 @@ The rules, and why these thresholds:
   or width: a cable, a transceiver or a port). Peers are the same device and port on the
   other nodes, so a fleet where every node leaves ``mlx5_10`` disabled is not blamed.
 - **slow rail** (perftest bandwidth): a device's best average below ``SLOW_RAIL`` of the
-  median of the same test on the other rails (every node, every device), or below
-  ``LINE_RATE_SHARE`` of its own port's rate where ibstat gives it. Published healthy runs
-  reach 97-98 % of the line rate at 64 KiB (400 Gb/s NDR, 100 Gb/s RoCE); a rail at half its
-  peers is a PCIe link trained at half width, a wrong NUMA node or a lost GPUDirect path.
+  median of the same test at the same largest message size on the other rails (every node,
+  every device), or below ``LINE_RATE_SHARE`` of its own port's rate where ibstat gives it
+  and the run reached ``LINE_RATE_MIN_BYTES`` (smaller messages are bound by message rate).
+  Published healthy runs reach 97-98 % of the line rate at 64 KiB (400 Gb/s NDR, 100 Gb/s
+  RoCE); a rail at half its peers is a PCIe link trained at half width, a wrong NUMA node or
+  a lost GPUDirect path.
 - **link flap** (``link_downed``, mlx5 ``link_down_events_phy``): any increase.
 - **bad cable** (``symbol_error``, ``link_error_recovery``, ``port_rcv_errors``,
   ``port_rcv_remote_physical_errors``, ``local_link_integrity_errors``; mlx5
@@ -56,6 +58,7 @@ from aiplat.netdiag.rdma import IbPort, PerftestResult, prio_sum
 
 SLOW_RAIL = 0.75
 LINE_RATE_SHARE = 0.6
+LINE_RATE_MIN_BYTES = 65536
 OUTLIER = 10.0
 OUTLIER_FLOOR = 1000
 BUSBW_SHARE = 0.7
@@ -181,10 +184,14 @@ def _perftest_rules(nodes: list[NodeRecord]) -> list[RdmaCause]:
         for name, r in n.perftest:
             if r.best_avg_gbps is not None:
                 results[(n.name, name)] = (n, name, r, r.best_avg_gbps)
+    def kind(r: PerftestResult) -> tuple[str, int]:
+        return r.test, max(row.size for row in r.bw)
+
     for key, (n, name, r, got) in results.items():
-        same = {k: v[3] for k, v in results.items() if v[2].test == r.test}
+        same = {k: v[3] for k, v in results.items() if kind(v[2]) == kind(r)}
         peers = _median_others(same, key)
-        rate = _rate_of(n, r.device)
+        # a small-message run is bound by message rate, not the link
+        rate = _rate_of(n, r.device) if kind(r)[1] >= LINE_RATE_MIN_BYTES else None
         port = r.device or name
         evidence = [f"{name}: {r.test}, best average {got:.1f} Gb/s"]
         if peers is not None and got < SLOW_RAIL * peers:
