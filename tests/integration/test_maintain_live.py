@@ -349,6 +349,34 @@ def test_no_workload_lost_and_no_budget_violated(lab: Lab) -> None:
     assert sum(p.startswith("research/") for p in evicted) >= 3  # so was Kueue's requeue
 
 
+def test_without_apply_with_the_run_waits_for_the_admin_and_resume_applied_goes_on(lab: Lab
+                                                                                    ) -> None:
+    """The host-owned path by hand: the run drains the node and waits, naming the command;
+    the admin runs it on the node (here the lab's script, which publishes the agent's
+    verdict as node prepare and the agent would) and says so with ``resume --applied``."""
+    node = "gpu-9"
+    cp = subprocess.run(lab.maintain("run", str(lab.tmp / "spec.yaml"), "--pool", "gpu",
+                                     "--change", f"driver={OLD}", "--nodes", node,
+                                     "--gate-timeout", "30", "-o", "json"),
+                        env=lab.env, capture_output=True, text=True, timeout=120, check=False)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    out = json.loads(cp.stdout)
+    assert out["status"] == "waiting", out
+    assert f"then `aiplat maintain resume --applied {node}`" in cp.stderr, cp.stderr[-2000:]
+    assert lab.node(node)["spec"].get("unschedulable") is True
+    assert not [a for a in lab.applies() if a[1] == node and a[2] == OLD]  # nothing ran yet
+    subprocess.run([str(lab.tmp / "apply.sh"), node], check=True, timeout=60,
+                   env={**lab.env, "AIPLAT_ACTION": "apply", "AIPLAT_VERSION": OLD})
+    cp = subprocess.run(lab.maintain("resume", "--applied", node, "-o", "json"), env=lab.env,
+                        capture_output=True, text=True, timeout=120, check=False)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    out = json.loads(cp.stdout)
+    assert out["status"] == "done" and [n["phase"] for n in out["nodes"]] == ["done"]
+    n = lab.node(node)
+    assert not n["spec"].get("unschedulable")
+    assert n["metadata"]["annotations"][version_annotation("driver")] == OLD
+
+
 def test_a_node_back_without_its_gpus_fails_the_validation_job_and_is_rolled_back(lab: Lab
                                                                                     ) -> None:
     """The agent finds the node healthy, but the change left it publishing no GPU: the
