@@ -38,6 +38,31 @@ class OutDir(click.Path):
         return super().convert(value, param, ctx)
 
 
+class Existing(click.Path):
+    """An input path that must exist, refused in aiplat's one error form (``error: PATH:
+    problem (fix: ...)``, exit 2) rather than click's "Invalid value for ..." that names no
+    fix; ``what`` says what the path should be, for the fix."""
+
+    def __init__(self, what: str, *, file_okay: bool = True, dir_okay: bool = True,
+                 path_type: type[Any] | None = None) -> None:
+        super().__init__(file_okay=file_okay, dir_okay=dir_okay, path_type=path_type)
+        self.what = what
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        import os
+
+        path = os.fspath(value)
+        fix = f"(fix: give the path of {self.what})"
+        if not os.path.exists(path):
+            raise InputError(f"{path}: does not exist {fix}")
+        if not self.dir_okay and os.path.isdir(path):
+            raise InputError(f"{path}: is a directory {fix}")
+        if not self.file_okay and not os.path.isdir(path):
+            raise InputError(f"{path}: not a directory {fix}")
+        return super().convert(value, param, ctx)
+
+
 def console() -> Console:
     """rich's console for the CLI's box tables: the terminal's width on a terminal, 160
     columns piped (rich wraps to 80 off a terminal); no markup, since cells quote outside

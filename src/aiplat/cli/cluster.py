@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from aiplat.cli._output import Existing
 from aiplat.cli._progress import QUIET, progress_bar
 from aiplat.errors import InputError
 
@@ -214,9 +215,10 @@ def kubeconfig(name: str) -> None:
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path),
               help="also save the image as a docker-archive tar (podman save)")
 @click.option("--tag", help="image name (default: the one the rendered DaemonSet uses)")
-@click.option("--wheel", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.option("--wheel", type=Existing("an aiplat wheel", dir_okay=False, path_type=Path),
               help="an aiplat wheel to install (default: pip wheel of the source checkout)")
-@click.option("--source", type=click.Path(file_okay=False, exists=True, path_type=Path),
+@click.option("--source", type=Existing("an aiplat source checkout", file_okay=False,
+                                              path_type=Path),
               help="aiplat source checkout to build the wheel from (default: this one)")
 @click.option("--mirror", help="Debian mirror for debootstrap (default: deb.debian.org)")
 @click.option("--cache", type=click.Path(file_okay=False, path_type=Path),

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from aiplat.cli._output import Existing
 from aiplat.course.exercises import LAB_PREFIX
 from aiplat.errors import InputError
 
@@ -27,7 +28,7 @@ from aiplat.errors import InputError
 @click.option("--course", "course_dir", type=click.Path(file_okay=False),
               default=lambda: os.environ.get("COURSE", "course"), show_default="$COURSE or course",
               help="folder of the participant's results")
-@click.option("--root", type=click.Path(file_okay=False, exists=True), default=".",
+@click.option("--root", type=Existing("an aiplat checkout", file_okay=False), default=".",
               show_default=True, help="the aiplat checkout the commands run from")
 @click.option("--lab", "lab", default=lambda: os.environ.get("LAB", LAB_PREFIX),
               show_default=f"$LAB or {LAB_PREFIX}",

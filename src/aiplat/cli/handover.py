@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from aiplat.cli._output import OutDir
+from aiplat.cli._output import Existing, OutDir
 from aiplat.errors import InputError
 from aiplat.spec.models import Platform
 from aiplat.text import shown
@@ -224,7 +224,7 @@ def _kv_floats(values: tuple[str, ...], option: str = "--min") -> dict[str, floa
 
 
 @accept_group.command("run")
-@click.argument("spec", type=click.Path(dir_okay=False, exists=True))
+@click.argument("spec", type=Existing("the platform spec (YAML)", dir_okay=False))
 @click.option("--pool", required=True, help="the spec's pool this node belongs to")
 @click.option("--suite", "suites", default="function,performance,isolation,repeatability",
               show_default=True, help="comma-separated suites")
@@ -236,17 +236,18 @@ def _kv_floats(values: tuple[str, ...], option: str = "--min") -> dict[str, floa
               help="a metric's own CV threshold, e.g. node.disk.read=0.3")
 @click.option("--tolerance", default=0.10, show_default=True, type=float,
               help="repeatability: drop against --baseline that counts as a regression")
-@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False, exists=True),
+@click.option("--baseline", "baseline_file",
+              type=Existing("an acceptance record (JSON)", dir_okay=False),
               help="an earlier acceptance record (JSON) to compare with")
-@click.option("--node-baseline", type=click.Path(dir_okay=False, exists=True),
+@click.option("--node-baseline", type=Existing("a node baseline (JSON)", dir_okay=False),
               help="a node baseline (aiplat node baseline record) to compare with")
 @click.option("--registry", help="HOST:PORT of a registry for the pull test (default: start "
                                  "docker-registry on 127.0.0.1)")
 @click.option("--plain-http/--https", "plain_http", default=None,
               help="protocol to --registry (default: plain HTTP only for loopback)")
-@click.option("--cdi-spec", "cdi_specs", multiple=True, type=click.Path(exists=True),
+@click.option("--cdi-spec", "cdi_specs", multiple=True, type=Existing("a CDI spec"),
               help="CDI spec(s) to verify (default: from the host, or made-up device nodes)")
-@click.option("--crd-dir", type=click.Path(file_okay=False, exists=True),
+@click.option("--crd-dir", type=Existing("a folder of CRDs", file_okay=False),
               help="CRDs to validate custom resources against")
 @click.option("--image", help="probe image for CDI verification (default: "
                               "localhost/aiplat-cdi-probe:1, made offline from busybox-static)")

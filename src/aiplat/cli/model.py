@@ -28,6 +28,7 @@ from aiplat.artifacts.errors import ArtifactInputError, storage_error
 from aiplat.artifacts.modelpack import Manifest, ModelInfo
 from aiplat.artifacts.reference import parse_reference, parse_registry
 from aiplat.artifacts.units import human_bytes, parse_size
+from aiplat.cli._output import Existing
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.text import shown
 
@@ -103,7 +104,7 @@ def model() -> None:
 
 
 @model.command()
-@click.argument("directory", type=click.Path(exists=True, file_okay=False))
+@click.argument("directory", type=Existing("the model's folder", file_okay=False))
 @click.argument("ref")
 @click.option("--name", help="model name in the config (default: the repository's last part)")
 @click.option("--version", "version", default="", help="model version (default: the tag)")
@@ -112,7 +113,7 @@ def model() -> None:
 @click.option("--chunk-size", default="64MiB", show_default=True,
               help="blobs larger than this upload in PATCH chunks of this size")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 64))
-@click.option("--sign-key", type=click.Path(exists=True, dir_okay=False),
+@click.option("--sign-key", type=Existing("a private key (PEM or cosign.key)", dir_okay=False),
               help="private key (PEM, or cosign.key with COSIGN_PASSWORD): sign the pushed"
                    " manifest in cosign's format")
 @_PLAIN
@@ -182,7 +183,7 @@ def _load_key(path: str) -> Any:
 @model.command()
 @click.argument("ref")
 @_CACHE
-@click.option("--policy", type=click.Path(exists=True, dir_okay=False),
+@click.option("--policy", type=Existing("a TrustPolicy file", dir_okay=False),
               help="TrustPolicy file: refuse models it does not accept")
 @click.option("--concurrency", default=4, show_default=True, type=click.IntRange(1, 64),
               help="blobs downloaded in parallel")
@@ -395,7 +396,7 @@ def gc(cache_dir: str, max_size: str | None, output: str) -> None:
 
 @model.command()
 @click.argument("ref", required=False)
-@click.option("--key", type=click.Path(exists=True, dir_okay=False),
+@click.option("--key", type=Existing("a private key (PEM or cosign.key)", dir_okay=False),
               help="private key to sign REF with: PEM (ECDSA, Ed25519, RSA), or a cosign.key"
                    " (password in COSIGN_PASSWORD)")
 @click.option("--generate-key", type=click.Path(dir_okay=False),

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from aiplat.cli._output import Existing
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.main import Finite
 from aiplat.node.collect import collect_inventory, parse_from_options
@@ -26,7 +27,8 @@ from aiplat.text import shown
 OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
                       default="table", show_default=True, help="format on stdout")
 ROOT = click.option("--root", default="/", show_default=True,
-                    type=click.Path(file_okay=False, exists=True),
+                    type=Existing("a file system root (a mounted image or recorded tree)",
+                                  file_okay=False),
                     help="file system root to read (a mounted image or recorded tree)")
 FROM = click.option("--from", "recorded", multiple=True, metavar="KIND=FILE",
                     help="recorded output: topo (nvidia-smi topo -m), smi-xml (nvidia-smi -q -x),"

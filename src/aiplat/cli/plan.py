@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from aiplat.catalog import load_catalog
-from aiplat.cli._output import box_table
+from aiplat.cli._output import Existing, box_table
 from aiplat.cli._output import console as out_console
 from aiplat.errors import InputError
 from aiplat.findings import line, ordered
@@ -34,7 +34,7 @@ from aiplat.text import shown
               type=click.Path(file_okay=False), help="directory for plan.json and reports")
 @click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
               default="table", show_default=True, help="format of the summary on stdout")
-@click.option("--crd-dir", type=click.Path(exists=True, file_okay=False),
+@click.option("--crd-dir", type=Existing("a folder of CRDs", file_okay=False),
               help="CRDs of your cluster (Kueue, JobSet, Gateway API...) to validate against")
 @click.option("--k8s-version", "k8s_versions", multiple=True, default=DEFAULT_VERSIONS,
               show_default=True, help="Kubernetes versions to validate the manifests for")

@@ -532,7 +532,8 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
     if snapshot is None and kubeconfig is None:
         kubeconfig = _default_kubeconfig()
     if snapshot is not None and not snapshot.exists():
-        raise InputError(f"{snapshot}: no such file or folder")
+        raise InputError(f"{snapshot}: no such file or folder (fix: give a snapshot: a folder "
+                         "or file of the cluster's objects, e.g. kubectl get ... -o yaml)")
     source = str(snapshot) if snapshot is not None else "cluster"
     items, pods = (_snapshot_files(snapshot) if snapshot is not None  # live: pods listed
                    else ([(source, o) for o in _snapshot_live(kubeconfig, context)], True))

@@ -417,7 +417,8 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
                          for m in mounts)
     for m in extra_mounts:
         if not os.path.exists(m.host_path):
-            raise DeviceError(f"--mount {shown(m.host_path)}: no such file or directory")
+            raise DeviceError(f"--mount {shown(m.host_path)}: no such file or directory (fix: "
+                              "give a path that exists on the host, --mount HOST[:CONTAINER])")
 
     def add(kind: str, devices: list[DeviceEntry], common: Edits) -> None:
         try:
@@ -723,7 +724,8 @@ def spec_files(paths: Iterable[str]) -> list[str]:
         elif os.path.isfile(p):
             out.append(p)
         else:
-            raise DeviceError(f"{shown(p)}: no such file or directory")
+            raise DeviceError(f"{shown(p)}: no such file or directory (fix: give a CDI spec "
+                              "file or a folder of them, e.g. /etc/cdi /var/run/cdi)")
     return out
 
 
