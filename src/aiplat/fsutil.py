@@ -156,3 +156,38 @@ def _signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+OWNED = ".aiplat-tree"  # the marker of a folder aiplat rewrites whole
+
+
+def owned_marker(what: str) -> str:
+    """The ``OWNED`` marker's text: who wrote the folder (``aiplat plan`` writes one into
+    its ``kube/`` too, so ``kube render -d`` may rewrite that tree)."""
+    return (f"# Written by {what}; the folder is rewritten whole each time: edit the spec, "
+            "not these files.\n")
+
+
+def write_owned_tree(root: str | Path, files: Mapping[str, str | bytes], what: str) -> list[Path]:
+    """Write ``files`` as the whole content of ``root``: the folder aiplat owns (``OWNED``
+    marker inside) ends holding exactly them, so a file the spec no longer renders does not
+    linger to be applied by GitOps. A folder that holds anything without the marker is not
+    aiplat's: refused (``InputError``, exit 2), nothing written or removed. ``what`` (the
+    command) goes in the marker. Stale files go after the new ones are in place."""
+    from aiplat.errors import InputError
+
+    base = Path(root)
+    if base.is_dir() and any(base.iterdir()) and not (base / OWNED).is_file():
+        raise InputError(f"{base}: the folder holds files aiplat did not write (no {OWNED} "
+                         "marker), and the tree rewrites its folder whole (fix: give a new or "
+                         f"empty folder with -d, or move those files away)")
+    new = {**files, OWNED: owned_marker(what)}
+    written = write_tree(base, new)
+    keep = {base / rel for rel in new}
+    for p in sorted(base.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if p.is_symlink() or p.is_file():
+            if p not in keep:
+                p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
+    return written

@@ -30,7 +30,7 @@ class ExampleLab:
     api: Api
     kubeconfig: str
     plan: Path  # the ``aiplat plan`` folder; its tree is plan / "kube"
-    items: list[tuple[str, Obj]]  # the tree: (file, object)
+    items: list[tuple[str, Obj]]  # the tree and its opt-in examples: (file, object)
 
     def apply(self, keep: Callable[[str], bool] | None = None) -> None:
         """Apply the tree's objects (those ``keep(file)`` keeps); none may be refused."""
@@ -51,6 +51,7 @@ def example_lab(tmp: Path, name: str, spec: Path | None = None) -> Iterator[Exam
     api = Api.from_kubeconfig(kubeconfig)
     try:
         items, _ = read_tree(tmp / "plan" / "kube")
+        items += read_tree(tmp / "plan" / "kube" / "workloads")[0]  # examples are opt-in
         yield ExampleLab({**env, "KUBECONFIG": kubeconfig}, api, kubeconfig, tmp / "plan",
                          items)
     finally:

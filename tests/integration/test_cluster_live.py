@@ -142,7 +142,8 @@ def _admitted(w: Obj) -> bool:
 
 @pytest.fixture(scope="module")
 def applied(cluster: Cluster) -> list[Obj]:
-    cp = cluster.aiplat("kube", "apply", str(cluster.tree), "-o", "json")
+    cp = cluster.aiplat("kube", "apply", str(cluster.tree), str(cluster.tree / "workloads"),
+                        "-o", "json")  # the examples are opt-in
     outcomes = json.loads(cp.stdout)
     assert cp.returncode == 0, [o for o in outcomes if o["action"].endswith("refused")]
     return list(outcomes)
@@ -258,7 +259,8 @@ def test_example_tree_applies_cleanly_and_again_changes_nothing(
             "Gateway", "InferencePool", "VolumeSnapshotClass"} <= kinds
     assert not [o for o in applied if o["action"] not in (
         "created", "configured", "unchanged", "pods admitted")]
-    again = cluster.aiplat("kube", "apply", str(cluster.tree), "--diff", "-o", "json")
+    again = cluster.aiplat("kube", "apply", str(cluster.tree), str(cluster.tree / "workloads"),
+                           "--diff", "-o", "json")
     assert again.returncode == 0
     # ("pods admitted": a probe's note, e.g. a pod that fits the quota others now use)
     changed = [o for o in json.loads(again.stdout)
@@ -417,7 +419,12 @@ def test_pending_workload_and_why_pending_agree_with_kueue(cluster: Cluster,
 
 
 def _edit_tree(src: Path, dst: Path, edit: Callable[[Path, list[Obj]], list[Obj]]) -> Path:
+    """A copy of the tree with ``edit`` applied to each manifest file, its root kustomization
+    listing the opt-in examples (``workloads/``) as ``kube render --with-examples`` does."""
     shutil.copytree(src, dst)
+    root = yaml.safe_load((dst / "kustomization.yaml").read_text())
+    root["resources"].append("workloads")
+    (dst / "kustomization.yaml").write_text(yaml.safe_dump(root))
     for f in dst.rglob("*.yaml"):
         if f.name == "kustomization.yaml" or "nodes" in f.parts:
             continue

@@ -54,7 +54,8 @@ def test_an_overlay_is_applied_as_patched_and_a_rendered_stream_applies(
 
         # kube render -o yaml | kube apply -: the whole tree, as one stream.
         render = subprocess.run(
-            [sys.executable, "-m", "aiplat.cli.main", "kube", "render", "-o", "yaml"],
+            [sys.executable, "-m", "aiplat.cli.main", "kube", "render", "-o", "yaml",
+             "--with-examples"],
             env=lab.env, capture_output=True, timeout=300, check=True)
         applied = subprocess.run(
             [sys.executable, "-m", "aiplat.cli.main", "kube", "apply", "-", "-o", "json"],

@@ -408,8 +408,7 @@ EXPECTED = {  # rule -> the objects lint must name
 
 def test_lint_names_every_seeded_mistake(lab: Lab, tmp_path: Path) -> None:
     """On the user's path: the seeds added to a copy of the tree, `aiplat kube lint DIR`."""
-    tree = tmp_path / "seeded"
-    shutil.copytree(lab.tree, tree)
+    tree = _with_examples(lab.tree, tmp_path / "seeded")
     f = tree / "workloads" / "examples.yaml"
     docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
     docs += [o for objs in seeds(lab.objects).values() for o in objs]
@@ -419,8 +418,20 @@ def test_lint_names_every_seeded_mistake(lab: Lab, tmp_path: Path) -> None:
     found = {(x["source"], x["subject"]) for x in json.loads(cp.stdout)}
     missing = {(r, o) for r, objs in EXPECTED.items() for o in objs} - found
     assert not missing, sorted(found)
-    clean = _aiplat(lab.env, "kube", "lint", str(lab.tree), "-o", "json")
+    clean = _aiplat(lab.env, "kube", "lint", str(_with_examples(lab.tree, tmp_path / "clean")),
+                    "-o", "json")
     assert clean.returncode == 0 and json.loads(clean.stdout) == [], clean.stdout
+
+
+def _with_examples(src: Path, dst: Path) -> Path:
+    """A copy of the tree whose root kustomization lists the opt-in examples too, as
+    ``kube render --with-examples`` writes it."""
+    shutil.copytree(src, dst)
+    k = dst / "kustomization.yaml"
+    doc = yaml.safe_load(k.read_text())
+    doc["resources"].append("workloads")
+    k.write_text(yaml.safe_dump(doc))
+    return dst
 
 
 def _seed(lab: Lab, rule: str) -> list[Obj]:

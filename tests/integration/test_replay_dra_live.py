@@ -79,7 +79,8 @@ def _named(message: str) -> list[str]:
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[dict[str, str], Api, Path]]:
     with example_lab(tmp_path_factory.mktemp("dra-replay"), NAME) as ex:
         # through the CLI, as an admin applies it
-        cp = _aiplat(ex.env, "kube", "apply", str(ex.plan / "kube"), "-o", "json")
+        cp = _aiplat(ex.env, "kube", "apply", str(ex.plan / "kube"),
+                     str(ex.plan / "kube" / "workloads"), "-o", "json")  # examples: opt-in
         assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
         # Kueue's message of the nightly eval, written before docs-search's pods were all
         # admitted, is not rewritten after: have Kueue judge it again (see the helper).

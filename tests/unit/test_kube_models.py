@@ -148,12 +148,12 @@ def test_each_inference_pool_names_an_endpoint_picker_the_tree_runs() -> None:
     """The pool's endpointPickerRef is a Service in its namespace on the EPP's ext-proc port,
     selecting the picker's pods; the picker may read exactly its pool and the pods."""
     m = render(platform_from(), load_catalog()).manifests
-    gw = m["serving/gateway.yaml"]
+    gw = m["serving/gateway.yaml"] + m["workloads/routes.yaml"]  # routes go with the examples
     cls = next(o for o in gw if o["kind"] == "GatewayClass")
     gateway = next(o for o in gw if o["kind"] == "Gateway")
     assert gateway["spec"]["gatewayClassName"] == cls["metadata"]["name"]
     assert cls["spec"]["controllerName"] == "gateway.envoyproxy.io/gatewayclass-controller"
-    epp = m["serving/endpoint-pickers.yaml"]
+    epp = m["workloads/endpoint-pickers.yaml"]
     for pool in (o for o in gw if o["kind"] == "InferencePool"):
         ns, ref = pool["metadata"]["namespace"], pool["spec"]["endpointPickerRef"]
         svc = next(o for o in epp if o["kind"] == "Service" and o["metadata"]["name"] ==

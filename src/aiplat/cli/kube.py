@@ -18,7 +18,7 @@ import click
 from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
 from aiplat.findings import Finding, counts, line
-from aiplat.fsutil import write_tree
+from aiplat.fsutil import write_owned_tree
 from aiplat.inputs import STDIN, read_stdin
 from aiplat.kube import (
     CrdIndex,
@@ -30,6 +30,8 @@ from aiplat.kube import (
     validate_objects,
 )
 from aiplat.kube.inventory import Inventory
+from aiplat.kube.render import EXAMPLES, PARTS, part_of
+from aiplat.kube.render_releases import MODES
 from aiplat.kube.tree import Build, read_manifests
 from aiplat.kube.yamlout import dump_value
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
@@ -90,11 +92,25 @@ def kube() -> None:
                    "stdout as one multi-document YAML, in apply order (for `kubectl apply -f "
                    "-`); json: the same as one v1 List. With yaml or json, files are written "
                    "only where -d is given")
+@click.option("--with-examples", is_flag=True,
+              help="list the example workloads (workloads/: a JobSet, vLLM Deployments) in "
+                   "the root kustomization and the stream; default: written to workloads/ "
+                   "only, applied when asked (aiplat kube apply DIR/workloads)")
+@click.option("--gitops", type=click.Choice(MODES), default=None,
+              help="how operators/ installs the operators (GPU Operator, DRA driver, Kueue), "
+                   "pinned to the spec's approved versions: helmfile.yaml, Argo CD "
+                   "Applications (listed in the root kustomization) or Flux HelmReleases "
+                   "(applied by flux/ before cluster/) [default: helmfile, or a README "
+                   "saying why not where the spec approves no version]")
 @click.pass_context
-def render_cmd(ctx: click.Context, spec: str | None, out_dir: str, fmt: str) -> None:
-    """Render cluster/, kueue/, tenants/, storage/, serving/ and workloads/ from SPEC
-    (default: the built-in example; - reads it from stdin) into a kustomize-ready tree, or
-    stream its objects to stdout.
+def render_cmd(ctx: click.Context, spec: str | None, out_dir: str, fmt: str,  # noqa: PLR0917
+               with_examples: bool, gitops: str | None) -> None:
+    """Render cluster/, kueue/, tenants/, storage/, serving/ and the opt-in workloads/ from
+    SPEC (default: the built-in example; - reads it from stdin) into a kustomize-ready tree,
+    or stream its objects to stdout. Every object carries its part's Argo CD sync wave
+    (CRDs -3, operators -2, cluster/ -1, the platform 0, examples 1) and flux/ holds a Flux
+    Kustomization per folder with dependsOn in that order. -d DIR is rewritten whole: files
+    the spec no longer renders are removed; a folder aiplat did not write is refused.
 
     \b
     Examples:
@@ -109,23 +125,28 @@ def render_cmd(ctx: click.Context, spec: str | None, out_dir: str, fmt: str) -> 
     write = out_dir != "-" and (stream is None or explicit)
     platform = _platform(spec)
     rendered = render(platform, load_catalog())
-    files = rendered.files()
-    text = _stream(rendered.manifests, stream) if stream else ""  # whole, before a byte goes
+    files = rendered.files(examples=with_examples, gitops=gitops)
+    manifests = rendered.manifests if with_examples else {
+        p: o for p, o in rendered.manifests.items() if part_of(p, {}) != "examples"}
+    text = _stream(manifests, stream) if stream else ""  # whole, before a byte goes
     if write:
-        write_tree(out_dir, files)
+        write_owned_tree(out_dir, files, "aiplat kube render")
     if stream:
         click.echo(text, nl=False)
-        click.echo(f"rendered {len(rendered.objects())} objects"
+        click.echo(f"rendered {sum(len(o) for o in manifests.values())} objects"
                    + (f"; wrote {len(files)} files under {shown(str(out_dir))}" if write else "")
                    + f" in {time.perf_counter() - t0:.2f} s", err=True)
         return
-    per_layer: dict[str, int] = {}
+    per_layer: dict[str, list[int]] = {}
     for path, objs in rendered.manifests.items():
         layer = path.split("/")[0]
-        per_layer[layer] = per_layer.get(layer, 0) + len(objs)
-    _emit("table", None, [f"{'layer':<10} objects"]
-          + [f"{k:<10} {v:>7}" for k, v in per_layer.items()]
-          + [f"{'total':<10} {sum(per_layer.values()):>7}"])
+        row = per_layer.setdefault(layer, [PARTS[part_of(path, {})], 0])
+        row[1] += len(objs)
+    opt_in = "" if with_examples else " (opt-in)"
+    _emit("table", None, [f"{'layer':<10} {'wave':>4} objects"]
+          + [f"{k:<10} {w:>4} {n:>7}" + (opt_in if k == EXAMPLES else "")
+             for k, (w, n) in per_layer.items()]
+          + [f"{'total':<10} {'':>4} {sum(n for _w, n in per_layer.values()):>7}"])
     click.echo(f"wrote {len(files)} files under {shown(str(out_dir))} in "
                f"{time.perf_counter() - t0:.2f} s", err=True)
 
@@ -338,12 +359,18 @@ def _kubeconfig(given: str | None) -> str:
 
 
 @kube.command("apply")
-@click.argument("target", metavar="FILE|DIR|-")
+@click.argument("targets", metavar="FILE|DIR|-...", nargs=-1, required=True)
 @click.option("--dry-run", "dry_run", type=click.Choice(["none", "client", "server"]),
               default="none", show_default=True,
               help="server: the real admission chain, nothing persisted; client: the objects "
                    "in the order they would be applied, no cluster asked (as kubectl's)")
 @click.option("--diff", is_flag=True, help="show what would change against the live objects")
+@click.option("--prune", is_flag=True,
+              help="apply the objects as one owned set (kubectl's ApplySet labels) and "
+                   "delete what the set held that they no longer include")
+@click.option("--applyset", "applyset", default="aiplat", show_default=True, metavar="NAME",
+              help="with --prune: the set's parent, Secret kube-system/NAME (one per tree: "
+                   "apply the opt-in examples with another name)")
 @click.option("--kubeconfig", type=click.Path(dir_okay=False),
               help="kubeconfig (default: $KUBECONFIG, then ~/.kube/config)")
 @click.option("--context", help="kubeconfig context (default: its current-context)")
@@ -353,15 +380,17 @@ def _kubeconfig(given: str | None) -> str:
               help="skip the dry-run Pod made from each workload's template")
 @OUTPUT
 def apply_cmd(  # noqa: PLR0917 (one parameter per click option)
-        target: str, dry_run: str, diff: bool, kubeconfig: str | None,
-              context: str | None, force_conflicts: bool, no_pod_check: bool,
-              fmt: str) -> None:
-    """Server-side apply FILE, DIR (a kustomization as kustomize builds it) or - (stdin)
-    (field manager aiplat) in dependency order: CRDs, namespaces,
-    cluster objects, Kueue queues, namespaced configuration, workloads. Each workload's pods
-    are also created as a dry run, so a LimitRange, quota or Pod Security level that would
-    refuse them is reported now, with the API server's message. Exit 1 when anything is
-    refused.
+        targets: tuple[str, ...], dry_run: str, diff: bool, prune: bool, applyset: str,
+        kubeconfig: str | None, context: str | None, force_conflicts: bool,
+        no_pod_check: bool, fmt: str) -> None:
+    """Server-side apply FILE, DIR (a kustomization as kustomize builds it) or - (stdin),
+    one or more, as one tree (field manager aiplat) in dependency order: by Argo CD sync
+    wave, then CRDs, namespaces, cluster objects, Kueue queues, namespaced configuration,
+    workloads. Each workload's pods are also created as a dry run, so a LimitRange, quota or
+    Pod Security level that would refuse them is reported now, with the API server's
+    message. With --prune, what an earlier apply of the same --applyset created and the
+    tree no longer renders is deleted (after everything applied; not when anything was
+    refused). Exit 1 when anything is refused.
 
     \b
     Examples:
@@ -371,22 +400,27 @@ def apply_cmd(  # noqa: PLR0917 (one parameter per click option)
     \b
     Examples (a running lab cluster):
       aiplat kube render -d kube
-      aiplat kube apply kube --dry-run server
-      aiplat kube apply kube
+      aiplat kube apply kube --prune
+      aiplat kube apply kube/workloads --prune --applyset aiplat-examples
       aiplat kube render -o yaml | aiplat kube apply -
     """
     from aiplat.kube.apply import Api, apply_tree
+    from aiplat.kube.applyset import ApplySet
 
-    items, _inv = read_manifests(target, build=_kustomize())
+    if targets.count(STDIN) > 1:
+        raise InputError("- (stdin) can be given once")
+    aset = ApplySet(applyset) if prune else None
+    items = [i for t in targets for i in read_manifests(t, build=_kustomize())[0]]
     if dry_run == "client":
-        if diff:
-            raise InputError("--diff compares with the live objects: give --dry-run server "
-                             "or none with it, not client")
+        if diff or prune:
+            raise InputError(f"--{'diff' if diff else 'prune'} compares with the live "
+                             "objects: give --dry-run server or none with it, not client")
         outcomes = client_dry_run(items)
     else:
         api = Api.from_kubeconfig(kubeconfig, context)
         outcomes = apply_tree(api, items, dry_run=dry_run == "server", diff=diff,
-                              probe_pods=not no_pod_check, force=force_conflicts)
+                              probe_pods=not no_pod_check, force=force_conflicts,
+                              prune=aset)
     refused = [o for o in outcomes if o.action in ("refused", "pods refused")]
     lines = []
     for o in outcomes:
@@ -394,7 +428,9 @@ def apply_cmd(  # noqa: PLR0917 (one parameter per click option)
         if o.diff:
             lines.append(o.diff.rstrip("\n"))
     mode = f" ({dry_run} dry run)" if dry_run != "none" else ""
-    lines.append(f"{len(items)} objects{mode}: {len(refused)} refused")
+    pruned = sum(o.action in ("pruned", "would prune") for o in outcomes)
+    lines.append(f"{len(items)} objects{mode}: {len(refused)} refused"
+                 + (f", {pruned} pruned" if prune else ""))
     _emit(fmt, [o.as_dict() for o in outcomes], lines)
     if refused:
         sys.exit(1)

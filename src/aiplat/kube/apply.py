@@ -3,8 +3,13 @@ the real admission chain as the judge. The I/O edge of ``aiplat.kube`` next to `
 
 - Connection: lightkube's kubeconfig handling (``--kubeconfig``, else ``$KUBECONFIG``, else
   ``~/.kube/config``; ``--context``), its httpx client for plain REST calls.
-- Order (``apply_order``, pure): CRDs (then wait until Established), Namespaces,
-  cluster-scoped objects, Kueue's queue objects, namespaced configuration, workloads last.
+- Order (``apply_order``, pure): by Argo CD sync wave (``argocd.argoproj.io/sync-wave``, 0
+  without one: the parts ``kube render`` writes), then within a wave CRDs (then wait until
+  Established), Namespaces, cluster-scoped objects, Kueue's queue objects, namespaced
+  configuration, workloads last.
+- ``--prune``: the tree is one owned set (``kube/applyset.py``: kubectl's ApplySet labels on
+  a parent Secret); what the set held and the tree no longer renders is deleted after the
+  apply, in reverse order, and only when nothing was refused.
 - Apply: ``PATCH`` with ``application/apply-patch+yaml``, field manager ``aiplat``,
   ``force=true`` (aiplat owns what it renders), ``dryRun=All`` for ``--dry-run=server``.
 - Pod admission probe: a Job, JobSet or Deployment is accepted even when every pod it will
@@ -37,11 +42,14 @@ from lightkube.config.client_adapter import Client as HttpClient
 from lightkube.config.client_adapter import ConnectionParams
 
 from aiplat.errors import AiplatError, InputError
+from aiplat.kube import applyset as aset_mod
+from aiplat.kube.applyset import ApplySet
 from aiplat.kube.facts import TENANT_LABEL
 from aiplat.kube.objects import deployment_of
 from aiplat.kube.quantity import parse_quantity
 
 Obj = dict[str, Any]
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
 FIELD_MANAGER = "aiplat"
 APPLY = "application/apply-patch+yaml"
 
@@ -75,13 +83,23 @@ class UnreachableError(ApiError):
     exit_code = 2
 
 
+def sync_wave(o: Obj) -> int:
+    """The object's Argo CD sync wave (0 without one, or with one Argo CD would refuse)."""
+    wave = ((o.get("metadata") or {}).get("annotations") or {}).get(SYNC_WAVE, "0")
+    try:
+        return int(str(wave))
+    except ValueError:
+        return 0
+
+
 def apply_order(objs: Iterable[Obj]) -> list[Obj]:
-    """Objects in the order they can be applied; stable within a rank."""
-    def rank(o: Obj) -> int:
+    """Objects in the order they can be applied: by sync wave, then by kind; stable
+    within a rank."""
+    def rank(o: Obj) -> tuple[int, int]:
         kind = o.get("kind", "")
         if kind in _KIND_RANK:
-            return _KIND_RANK[kind]
-        return 2 if not o.get("metadata", {}).get("namespace") else 8
+            return sync_wave(o), _KIND_RANK[kind]
+        return sync_wave(o), 2 if not o.get("metadata", {}).get("namespace") else 8
     return sorted(objs, key=rank)
 
 
@@ -238,13 +256,26 @@ class Api:
         except ApiError:
             return False
 
-    def objects(self, api_version: str, kind: str, namespace: str | None = None) -> list[Obj]:
+    def objects(self, api_version: str, kind: str, namespace: str | None = None,
+                selector: str | None = None) -> list[Obj]:
         o = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x"}}
         r = self.resource(api_version, kind)
         path = self.path(o, named=False, namespace=namespace)
         if r.namespaced and namespace is None:
             path = path.replace("/namespaces/default/", "/")
-        return list(self._json("GET", path).get("items", []))
+        params = {"labelSelector": selector} if selector else None
+        items = self._json("GET", path, params=params).get("items", [])
+        return [{"apiVersion": api_version, "kind": kind, **i} for i in items]
+
+    def version_of(self, group_kind: str) -> str | None:
+        """An API version the server serves ``Kind.group`` (``Kind``: core) in, or None."""
+        if not self._kinds:
+            self.discover()
+        kind, _, group = group_kind.partition(".")
+        for gv, k in self._kinds:
+            if k == kind and (gv.rpartition("/")[0] if "/" in gv else "") == group:
+                return gv
+        return None
 
     def apply(self, o: Obj, dry_run: bool = False, force: bool = True) -> Obj:
         params = {"fieldManager": FIELD_MANAGER, "force": "true" if force else "false"}
@@ -449,8 +480,8 @@ def check_objects(items: list[tuple[str, Obj]]) -> None:
 
 
 def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
-               diff: bool = False, probe_pods: bool = True, force: bool = False
-               ) -> list[Outcome]:
+               diff: bool = False, probe_pods: bool = True, force: bool = False,
+               prune: ApplySet | None = None) -> list[Outcome]:
     """Apply (or dry-run) every object of a tree; never stops at the first refusal. Without
     ``force`` a field another manager owns (Kueue's ``suspend``, an operator's defaults) is
     a conflict the server reports, as ``kubectl apply --server-side`` does.
@@ -458,8 +489,13 @@ def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
     A dry run of a tree whose namespaces do not exist yet checks their objects in scratch
     namespaces (the server cannot dry-run into a namespace it does not have); what depends
     on a cluster-scoped object the tree would create (a PriorityClass the pods name) is
-    reported as not checked rather than refused."""
+    reported as not checked rather than refused.
+
+    With ``prune`` every object is applied as a member of that set, and what the set held
+    before and the tree no longer has is deleted (``would prune`` in a dry run)."""
     check_objects(items)
+    if prune is not None:
+        items = [(f, prune.member(o)) for f, o in items]
     by_id = {id(o): f for f, o in items}
     ordered = apply_order(o for _f, o in items)
     scratch: dict[str, str] = {}
@@ -470,17 +506,69 @@ def apply_tree(api: Api, items: list[tuple[str, Obj]], *, dry_run: bool = False,
              for o in ordered if (n := _namespace_of(o)) in foreign]
     ordered = [o for o in ordered if _namespace_of(o) not in foreign]
     items = [(f, o) for f, o in items if _namespace_of(o) not in foreign]
+    before = _open_set(api, prune, ordered, dry_run) if prune is not None else None
     try:
         if dry_run:
             scratch = _scratch_namespaces(api, items, _dry_run_namespaces(api, items,
                                                                           probe_pods))
         out = taken + _apply_all(api, ordered, by_id, scratch, dry_run=dry_run, diff=diff,
                                  force=force)
+        if prune is not None and before is not None:
+            out += _prune(api, prune, before, ordered, dry_run=dry_run,
+                          refused=any(o.action == "refused" for o in out))
         if probe_pods:
             out += _probe(api, items, scratch)
     finally:
         for s in scratch.values():
             api.delete({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": s}})
+    return out
+
+
+def _members(objs: list[Obj]) -> tuple[set[str], set[str]]:
+    return ({aset_mod.group_kind(o) for o in objs},
+            {str(o["metadata"]["namespace"]) for o in objs
+             if (o.get("metadata") or {}).get("namespace")})
+
+
+def _open_set(api: Api, aset: ApplySet, ordered: list[Obj], dry_run: bool
+              ) -> tuple[set[str], set[str]]:
+    """The kinds and namespaces the live set listed; the parent widened to list the new
+    ones too before any member is applied (not in a dry run)."""
+    api.discover()
+    live = api.get(aset.parent(set(), set()))
+    tool = aset_mod.foreign_tooling(live)
+    if tool is not None:
+        raise InputError(f"--applyset {aset.name}: Secret {aset.namespace}/{aset.name} is "
+                         f"the parent of a set {tool} manages, not aiplat (fix: give another "
+                         "--applyset name)")
+    kinds, namespaces = aset_mod.listed(live)
+    new_kinds, new_ns = _members(ordered)
+    if not dry_run:
+        api.apply(aset.parent(kinds | new_kinds, namespaces | new_ns))
+    return kinds | new_kinds, namespaces | new_ns
+
+
+def _prune(api: Api, aset: ApplySet, before: tuple[set[str], set[str]], ordered: list[Obj],
+           *, dry_run: bool, refused: bool) -> list[Outcome]:
+    """Delete the set's live members the tree no longer has, workloads first and
+    Namespaces last; nothing when anything was refused (the set is then not the tree)."""
+    if refused:
+        return [Outcome(f"ApplySet {aset.name}", None, "not pruned",
+                        "objects were refused; nothing deleted")]
+    live: list[Obj] = []
+    for gk in sorted(before[0]):
+        version = api.version_of(gk)
+        if version is not None:  # a kind no longer served has no members left
+            live += api.objects(version, gk.partition(".")[0],
+                                selector=f"{aset_mod.PART_OF}={aset.id}")
+    gone = list(reversed(apply_order(aset_mod.stale(live, ordered))))
+    out = []
+    for o in gone:
+        if not dry_run:
+            api.delete(o, propagation="Background")
+        out.append(Outcome(label(o), None, "would prune" if dry_run else "pruned"))
+    if not dry_run:
+        api.apply(aset.parent(*_members(ordered)))
     return out
 
 
