@@ -63,7 +63,7 @@ def _need_go() -> None:
 def test_each_bundle_is_a_pinned_module_version() -> None:
     pinned = versions() | crd_versions()
     crd_modules = {m for m, _src, dst in MANIFESTS if "crds" in dst.split("/")[:2]}
-    got = {b["module"]: b["version"] for b in bundles()}
+    got = {b["module"]: b["version"] for b in bundles() if "module" in b}  # gitops: tags
     assert set(got) == crd_modules
     assert got == {m: pinned[m] for m in crd_modules}
     for b in bundles():

@@ -301,7 +301,11 @@ def reduce_crd(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def bundles() -> list[dict[str, Any]]:
-    """The packaged bundles, each ``{"name", "module", "version", "path", "crds"}``."""
+    """The packaged bundles, each ``{"name", "module", "version", "path", "crds"}`` (a Go
+    module's, ``scripts/regen_crds.py``), or ``{"name", "version", "sources", "crds"}`` (the
+    GitOps tools' CRDs that ``kube render --gitops`` needs, Argo CD's Application and Flux's
+    Kustomization, HelmRepository and HelmRelease, from their release tags:
+    ``scripts/gitops_crds.py``)."""
     root = resources.files("aiplat.kube") / BUNDLE_DIR
     return [json.loads(p.read_text(encoding="utf-8"))
             for p in sorted(root.iterdir(), key=lambda p: p.name) if p.name.endswith(".json")]
