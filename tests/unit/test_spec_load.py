@@ -46,8 +46,8 @@ CASES: dict[str, list[Expect]] = {
             14,
             "memoryGiB: lots",
             "pools[0].node.memoryGiB",
-            "valid integer",
-            "give a whole number, not 'lots'",
+            "'lots' is not an amount of bytes",
+            "write GiB as a number, or with a unit, e.g. 2048, 2Ti",
         ),
     ],
     "unknown_pool_in_workload": [

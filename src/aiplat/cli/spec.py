@@ -62,7 +62,10 @@ def schema() -> None:
     Examples:
       aiplat spec schema > platform.schema.json
     """
+    from aiplat.spec.amounts import schema_with_units
+
     doc = Platform.model_json_schema(by_alias=True)
+    schema_with_units(doc)
     doc["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     doc["title"] = "aiplat Platform (aiplat/v1alpha1)"
     click.echo(json.dumps(doc, indent=2, sort_keys=False))

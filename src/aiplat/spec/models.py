@@ -33,6 +33,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from aiplat.errors import InputError
+from aiplat.spec import amounts
 from aiplat.text import shown
 
 API_VERSION = "aiplat/v1alpha1"
@@ -183,6 +184,23 @@ class SpecModel(BaseModel):
                                      "remove it: spec text is printable (newlines and tabs "
                                      "only in descriptions)", at)
         return v
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _amount(cls, v: object, info: ValidationInfo) -> object:
+        """``memoryGiB: 2Ti``: a string in a field whose name carries a unit is an amount
+        with its own unit, converted to the field's (``spec/amounts.py``)."""
+        field = cls.model_fields.get(info.field_name or "")
+        if not isinstance(v, str) or field is None:
+            return v
+        name = field.alias or info.field_name or ""
+        if amounts.field_unit(name) is None:
+            return v
+        args = typing.get_args(field.annotation) or (field.annotation,)
+        try:
+            return amounts.convert(v, name, integer=int in args and float not in args)
+        except amounts.AmountError as e:
+            raise SpecValueError(str(e), e.fix) from None
 
     @field_validator("*", mode="before")
     @classmethod
