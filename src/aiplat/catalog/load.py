@@ -1,4 +1,5 @@
-"""Load the packaged catalog once; callers may pass their own for tests."""
+"""Load the packaged catalog once, with the site's overlays (``--catalog FILE``) on top;
+callers may pass their own for tests."""
 
 from __future__ import annotations
 
@@ -7,11 +8,34 @@ from importlib import resources
 
 import yaml
 
-from aiplat.catalog.models import Catalog
+from aiplat.catalog.models import Catalog, CatalogOverlay
+
+_OVERLAYS: list[CatalogOverlay] = []
+
+
+def use_overlays(overlays: list[CatalogOverlay]) -> list[str]:
+    """From now on ``load_catalog`` is the packaged catalog with ``overlays`` on top (each
+    later one on the earlier); returns the packaged entries they replace, for a notice."""
+    _OVERLAYS[:] = overlays
+    load_catalog.cache_clear()
+    replaced: list[str] = []
+    catalog = _packaged()
+    for o in overlays:
+        catalog, more = catalog.overlaid(o)
+        replaced += more
+    return replaced
 
 
 @cache
 def load_catalog() -> Catalog:
+    catalog = _packaged()
+    for o in _OVERLAYS:
+        catalog, _replaced = catalog.overlaid(o)
+    return catalog
+
+
+@cache
+def _packaged() -> Catalog:
     data = resources.files("aiplat.catalog") / "data"
 
     def read(name: str) -> object:

@@ -8,7 +8,7 @@ figure.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
@@ -205,12 +205,37 @@ class NodeType(CatalogEntry):
         return self
 
 
+class CatalogOverlay(CatalogEntry):
+    """A site's own entries (``--catalog FILE``): accelerators, models and node types in the
+    packaged catalog's form. One whose name or alias names a packaged entry replaces it."""
+
+    gpus: list[GpuModel] = []
+    models: list[ModelArchitecture] = []
+    node_types: list[NodeType] = []
+
+
 class Catalog(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     gpus: list[GpuModel]
     models: list[ModelArchitecture]
     node_types: list[NodeType]
+
+    def overlaid(self, overlay: CatalogOverlay) -> tuple[Catalog, list[str]]:
+        """This catalog with ``overlay``'s entries; and which packaged ones they replaced."""
+        replaced: list[str] = []
+        kinds: dict[str, list[Any]] = {}
+        for kind, label in (("gpus", "GPU"), ("models", "model"), ("node_types", "node type")):
+            own = list(getattr(overlay, kind))
+            kept = []
+            for e in getattr(self, kind):
+                names = [e.name, *getattr(e, "aliases", [])]
+                if any(_find(own, n) is not None for n in names):
+                    replaced.append(f"{label} {e.name}")
+                else:
+                    kept.append(e)
+            kinds[kind] = kept + own
+        return Catalog(**kinds), replaced
 
     def gpu(self, name: str) -> GpuModel | None:
         return _find(self.gpus, name)

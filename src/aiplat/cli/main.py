@@ -198,10 +198,31 @@ Examples:
 @click.option("-v", "--verbose", count=True,
               help="More detail on stderr: -v logs aiplat's steps and shows the cause chain "
                    "of an error, -vv debug logs; also after the command name.")
-def cli(verbose: int) -> None:
+@click.option("--catalog", "catalogs", multiple=True, metavar="FILE",
+              envvar="AIPLAT_CATALOG", type=click.Path(dir_okay=False),
+              help="Your own GPUs, models and node types on top of the built-in catalog "
+                   "(repeatable; $AIPLAT_CATALOG, paths separated by ':'), in its form: "
+                   "gpus:, models:, nodeTypes:. An entry named like a built-in one "
+                   "replaces it.")
+def cli(verbose: int, catalogs: tuple[str, ...]) -> None:
     """aiplat: size, build, check and hand over an AI platform from one spec."""
     _Verbosity.count = verbose
     _log_level(verbose)
+    _use_catalogs(catalogs)
+
+
+def _use_catalogs(paths: tuple[str, ...]) -> None:
+    """The site's catalog files, checked as a spec is, on top of the packaged catalog for
+    this invocation (none given: the packaged one, even after an earlier in-process call)."""
+    from aiplat.catalog.load import use_overlays
+
+    if not paths:
+        use_overlays([])
+        return
+    from aiplat.spec.load import load_catalog_overlay
+
+    for entry in use_overlays([load_catalog_overlay(p) for p in paths]):
+        _error(f"note: --catalog replaces the built-in {entry}")
 
 
 def _print_version(ctx: click.Context) -> None:

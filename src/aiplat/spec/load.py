@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from aiplat.catalog import Catalog, load_catalog
+from aiplat.catalog.models import CatalogOverlay
 from aiplat.errors import InputError, SpecError, SpecIssue
 from aiplat.inputs import read_bytes
 from aiplat.spec.models import PATTERN_HINTS, Platform, SpecValueError
@@ -65,6 +66,27 @@ def load_platform(path: str | Path, catalog: Catalog | None = None) -> Platform:
                                    "a spec is UTF-8 YAML: convert it (iconv -t UTF-8) or "
                                    "remove the byte")]) from None
     return parse_platform(text, str(p), catalog)
+
+
+def load_catalog_overlay(path: str | Path) -> CatalogOverlay:
+    """A ``--catalog FILE``: read and checked as a spec is (every problem with its line,
+    field and fix, exit 2), in the packaged catalog's form (``gpus``, ``models``,
+    ``nodeTypes``)."""
+    p = Path(path)
+    try:
+        text = read_bytes(p, "a catalog file", max_bytes=MAX_SPEC_BYTES).decode("utf-8")
+    except InputError as e:
+        problem = str(e).removeprefix(f"{p}: ").split(" (fix: ")[0]
+        raise SpecError([SpecIssue(str(p), None, None, "", f"cannot read the catalog: {problem}",
+                                   "give the path of a readable UTF-8 YAML file")]) from None
+    except UnicodeDecodeError:
+        raise SpecError([SpecIssue(str(p), None, None, "", "cannot read the catalog: not "
+                                   "UTF-8 text", "convert it to UTF-8")]) from None
+    data, positions = _compose(text, str(p))
+    try:
+        return CatalogOverlay.model_validate(data)
+    except ValidationError as e:
+        raise SpecError(_issues(e.errors(), str(p), positions, CatalogOverlay)) from None
 
 
 def parse_platform(text: str, filename: str, catalog: Catalog | None = None) -> Platform:
@@ -300,8 +322,9 @@ def _clean_loc(loc: Sequence[str | int], positions: Positions) -> Loc:
     return tuple(out)
 
 
-def _issues(errors: list[ErrorDetails], filename: str, positions: Positions) -> list[SpecIssue]:
-    issues = [_issue(err, filename, positions) for err in errors]
+def _issues(errors: list[ErrorDetails], filename: str, positions: Positions,
+            root: type[BaseModel] | None = None) -> list[SpecIssue]:
+    issues = [_issue(err, filename, positions, root or Platform) for err in errors]
     # A misspelt required key is reported as unknown (with "did you mean") and as missing;
     # the second says nothing new, so drop it.
     meant = set()
@@ -312,7 +335,8 @@ def _issues(errors: list[ErrorDetails], filename: str, positions: Positions) -> 
     return [i for i in issues if not (i.message == "required field is missing" and i.path in meant)]
 
 
-def _issue(err: ErrorDetails, filename: str, positions: Positions) -> SpecIssue:
+def _issue(err: ErrorDetails, filename: str, positions: Positions,
+           root: type[BaseModel]) -> SpecIssue:
     loc = _clean_loc(err["loc"], positions)
     kind = err["type"]
     msg = err["msg"].removeprefix("Value error, ")
@@ -322,7 +346,7 @@ def _issue(err: ErrorDetails, filename: str, positions: Positions) -> SpecIssue:
         exc = ctx["error"]
         loc, hint = (*loc, *exc.at), exc.hint
     elif kind == "extra_forbidden" and loc:
-        allowed = _fields_at(loc[:-1])
+        allowed = _fields_at(loc[:-1], root)
         msg = f"unknown field '{loc[-1]}'"
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1, cutoff=0.6)
         if close:
@@ -381,9 +405,9 @@ def _pattern_hint(err: ErrorDetails) -> str:
     return f"must match {pattern}"
 
 
-def _fields_at(loc: Loc) -> list[str]:
-    """The keys the model at ``loc`` accepts (by alias), walking Platform's field types."""
-    ann: Any = Platform
+def _fields_at(loc: Loc, root: type[BaseModel]) -> list[str]:
+    """The keys the model at ``loc`` accepts (by alias), walking ``root``'s field types."""
+    ann: Any = root
     for part in loc:
         ann = _step(ann, part)
         if ann is None:
