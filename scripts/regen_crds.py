@@ -36,7 +36,8 @@ NAMES = {"sigs.k8s.io/kueue": "kueue", "sigs.k8s.io/jobset": "jobset",
          "github.com/prometheus-operator/prometheus-operator": "prometheus-operator",
          "sigs.k8s.io/node-feature-discovery": "node-feature-discovery",
          "github.com/k8snetworkplumbingwg/network-attachment-definition-client":
-             "network-attachment-definition"}
+             "network-attachment-definition",
+         "sigs.k8s.io/lws": "lws"}
 
 
 def go() -> str:

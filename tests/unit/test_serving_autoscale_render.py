@@ -132,3 +132,45 @@ def test_each_scaled_group_is_scraped_for_the_adapter() -> None:
         sel = platform.operations.monitoring.selector_labels
         assert sel and sel.items() <= mon["metadata"]["labels"].items()
     assert "docs-search-embed-metrics" not in svcs  # the encoder is not autoscaled
+
+
+def test_a_replica_across_nodes_is_a_leader_worker_set() -> None:
+    """TP 8 x PP 2 on 8-GPU H100 nodes: each replica spans two nodes, so it is one LWS group
+    of a leader (Ray head, vLLM serving) and a worker (joins the leader's Ray cluster); the
+    HPA scales the LWS, kube.agree reads it as the plan's pods, and the packaged LWS CRD
+    (kubernetes-sigs/lws v0.9.0) validates it."""
+    import sys
+    from pathlib import Path
+
+    from aiplat.kube.agree import disagreements
+    from aiplat.kube.crds import packaged_crds
+    from aiplat.kube.pipeline import rendered_items
+    from aiplat.kube.validate import validate_objects
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_plan_tree_agree import _both, _build, _set
+
+    platform, plan, rendered = _build(_both(_set("serving.tensorParallel", 8),
+                                            _set("serving.pipelineParallel", 2)))
+    w = next(x for x in plan.workloads if x.name == "assistant")
+    g = w.replica_groups[0]
+    assert g.gpus == 16
+    objs = rendered.objects()
+    lws = _kind(objs, "LeaderWorkerSet")["assistant"]
+    assert "assistant" not in _kind(objs, "Deployment")
+    assert lws["spec"]["replicas"] == g.replicas
+    lwt = lws["spec"]["leaderWorkerTemplate"]
+    assert lwt["size"] == 2
+    assert lws["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == w.tenant
+    leader = lwt["leaderTemplate"]["spec"]["containers"][0]
+    worker = lwt["workerTemplate"]["spec"]["containers"][0]
+    assert "ray start --head" in leader["command"][2] and '"$@"' in leader["command"][2]
+    assert leader["args"][leader["args"].index("--pipeline-parallel-size") + 1] == "2"
+    assert "$LWS_LEADER_ADDRESS" in worker["command"][2] and "args" not in worker
+    assert "readinessProbe" in leader and "readinessProbe" not in worker
+    hpa = _kind(objs, "HorizontalPodAutoscaler")["assistant"]
+    assert hpa["spec"]["scaleTargetRef"]["kind"] == "LeaderWorkerSet"
+    assert hpa["spec"]["maxReplicas"] == 48 // 16
+    assert disagreements(plan, platform, objs) == []
+    # no error and no unchecked object: the LWS is checked against its packaged CRD
+    assert validate_objects(rendered_items(rendered), "1.34", packaged_crds()).issues == []

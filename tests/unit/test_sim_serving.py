@@ -23,7 +23,8 @@ LOW_THEN_HIGH = (0.5,) * 12 + (1.0,) * 6 + (0.5,) * 6
 
 def _scale(per_node: int = 1) -> ServingScale:
     return ServingScale(workload="w", tenant="t", pool="p", role="serve", floor=5, ceiling=20,
-                        gpus_per_replica=1, replicas_per_node=per_node, qps=10.0,
+                        gpus_per_replica=1, pods_per_replica=1, replicas_per_node=per_node,
+                        qps=10.0,
                         qps_per_replica=1.0, ttft_target_s=1.0, queue_allowance=9,
                         weight_bytes=1e9)
 

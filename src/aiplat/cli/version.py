@@ -50,6 +50,7 @@ TARGETS = (
     Target("network-attachment-definition",
            "github.com/k8snetworkplumbingwg/network-attachment-definition-client",
            "cluster/tools/crds/go.mod"),
+    Target("lws", "sigs.k8s.io/lws", "cluster/tools/crds/go.mod"),
     Target("cosign", "github.com/sigstore/cosign/v3", "artifacts/tools/go.mod"),
     Target("oras", "oras.land/oras", "artifacts/tools/go.mod"),
     Target("modctl", "github.com/modelpack/modctl", "artifacts/tools/go.mod"),

@@ -85,12 +85,16 @@ MANIFESTS = (
     # NetworkAttachmentDefinition (Multus): the secondary RDMA network per rail.
     ("github.com/k8snetworkplumbingwg/network-attachment-definition-client",
      "artifacts/networks-crd.yaml", "crds/multus/networks-crd.yaml"),
+    # LeaderWorkerSet: a serving replica that spans nodes (its CRD only; no controller).
+    ("sigs.k8s.io/lws", "config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml",
+     "crds/lws/leaderworkersets.yaml"),
 )
 CRD_MODULES = ("sigs.k8s.io/gateway-api", "sigs.k8s.io/gateway-api-inference-extension",
                "github.com/kubernetes-csi/external-snapshotter/client/v8",
                "github.com/prometheus-operator/prometheus-operator",
                "sigs.k8s.io/node-feature-discovery",
-               "github.com/k8snetworkplumbingwg/network-attachment-definition-client")
+               "github.com/k8snetworkplumbingwg/network-attachment-definition-client",
+               "sigs.k8s.io/lws")
 
 
 

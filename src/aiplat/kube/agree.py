@@ -1,7 +1,8 @@
 """Plan and tree, figure by figure: what the rendered workloads run against what was sized.
 
 The tree is read as the cluster would read it, not from the renderer's inputs: a
-Deployment's replicas, a Job's parallelism (times a JobSet's replicas), a pod's GPUs from its
+Deployment's replicas, a Job's parallelism (times a JobSet's replicas), a LeaderWorkerSet's
+replicas times its group size (its leader's pod read for the rest), a pod's GPUs from its
 ``nvidia.com/gpu``/MIG limit or the count of the ResourceClaimTemplate it names, and a vLLM
 container's ``--tensor-parallel-size``/``--pipeline-parallel-size``. The plan's side is
 ``plan.pods.pod_groups``. Each difference is stated both ways; ``aiplat plan`` reports any as
@@ -26,7 +27,7 @@ None where the pods run no server the tree sets it for (training, batch, an enco
 SERVERS = ("serve", "prefill", "decode")
 
 GPU_RESOURCES = ("nvidia.com/gpu", "nvidia.com/mig-")
-RUNS = ("Deployment", "Job", "JobSet")
+RUNS = ("Deployment", "Job", "JobSet", "LeaderWorkerSet")
 
 
 def disagreements(plan: Plan, platform: Platform, objs: list[Obj]) -> list[str]:
@@ -81,6 +82,10 @@ def _pods(o: Obj) -> tuple[int, Obj]:
         return int(spec.get("replicas", 1)), spec.get("template") or {}
     if o["kind"] == "Job":
         return int(spec.get("parallelism", 1)), spec.get("template") or {}
+    if o["kind"] == "LeaderWorkerSet":  # replicas groups of size pods; the leader's shape
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        template = lwt.get("leaderTemplate") or lwt.get("workerTemplate") or {}
+        return int(spec.get("replicas", 1)) * int(lwt.get("size", 1)), template
     total, template = 0, cast(Obj, {})
     for rj in spec.get("replicatedJobs") or []:
         job = (rj.get("template") or {}).get("spec") or {}

@@ -11,7 +11,8 @@ an ``InputError`` naming it, ``kube validate`` reports it at the CRD (``unusable
 
 ``packaged_crds()`` is the index of the CRDs aiplat's rendered trees use, shipped in
 ``crd_data/`` for the versions aiplat targets (Kueue, JobSet, Gateway API and its inference
-extension, the CSI snapshotter, prometheus-operator's ServiceMonitor and PrometheusRule),
+extension, the CSI snapshotter, prometheus-operator's ServiceMonitor and PrometheusRule,
+LeaderWorkerSet),
 so validation checks every custom resource from a plain ``pip install``. Each bundle is the
 upstream CRDs of one module at the version pinned in ``cluster/tools/go.mod`` or
 ``cluster/tools/crds/go.mod``, cut by ``reduce_crd`` to what validation reads (names, served

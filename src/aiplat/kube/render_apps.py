@@ -40,8 +40,13 @@ a workload's nodes all at once or not at all). They are not wired into the Clust
 a check no controller answers (no cluster-autoscaler with ProvisioningRequest support, as
 in aiplat's lab) holds every workload of the flavor pending; add
 ``admissionChecksStrategy: {admissionChecks: [{name: <pool>-provisioning, onFlavors:
-[<pool>]}]}`` to a ClusterQueue where one runs. A replica spanning nodes is still one pod
-per node of a Deployment here (LeaderWorkerSet not rendered).
+[<pool>]}]}`` to a ClusterQueue where one runs.
+
+A replica that spans nodes (tensor x pipeline parallel GPUs beyond a node) is a
+LeaderWorkerSet (``leaderworkerset.x-k8s.io/v1``, kubernetes-sigs/lws v0.9.0, its CRD
+packaged and installed by the lab): per replica a leader that heads a Ray cluster and serves,
+and workers that join it, admitted by Kueue as one group and restarted as one; the HPA
+scales its replicas (LWS has a scale subresource) and the metrics come from the leaders.
 """
 
 from __future__ import annotations
@@ -227,8 +232,10 @@ def autoscaler(scale: ServingScale, target: str) -> Obj:
         metrics.append(pods_metric("vllm:time_to_first_token_seconds",
                                    f"{round(scale.ttft_target_s * 1000)}m"))
     metrics.append(pods_metric("vllm:kv_cache_usage_perc", KV_CACHE_TARGET))
+    ref = ({"apiVersion": "leaderworkerset.x-k8s.io/v1", "kind": "LeaderWorkerSet"}
+           if scale.pods_per_replica > 1 else {"apiVersion": "apps/v1", "kind": "Deployment"})
     return obj("autoscaling/v2", "HorizontalPodAutoscaler", target, scale.tenant, spec={
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "scaleTargetRef": {**ref, "name": target},
         "minReplicas": scale.floor, "maxReplicas": scale.ceiling, "metrics": metrics,
         "behavior": {
             "scaleUp": {"stabilizationWindowSeconds": 0, "selectPolicy": "Max", "policies": [
@@ -445,6 +452,43 @@ def render_workloads(platform: Platform, pools: list[PoolFacts],
     return {"workloads/examples.yaml": objs} if objs else {}
 
 
+# vLLM across nodes runs on a Ray cluster the leader heads (vLLM's multi-node serving and
+# LWS's vLLM example); the leader then serves with the ray executor. The vLLM arguments stay
+# positional parameters of the script ("$@"), never part of its text.
+RAY_PORT = 6379
+LEADER_SCRIPT = (f"ray start --head --port={RAY_PORT} && "
+                 'exec vllm serve "$@" --distributed-executor-backend ray')
+WORKER_SCRIPT = f'exec ray start --block --address="$LWS_LEADER_ADDRESS:{RAY_PORT}"'
+
+
+def _leader_worker_set(platform: Platform, w: WorkloadSpec, pool: PoolFacts, g: PodGroup, *,
+                       name: str, labels: dict[str, str]) -> Obj:
+    """A serving group whose replica spans ``pods_per_replica`` nodes: a LeaderWorkerSet of
+    ``replicas`` groups (Kueue admits each group whole). The leader serves; the workers hold
+    the other GPUs of the replica in its Ray cluster and load their share of the weights."""
+    leader = _pod_template(platform, w, pool, g, gang=g.pods_per_replica)
+    worker = _pod_template(platform, w, pool, g, gang=g.pods_per_replica)
+    main = leader["spec"]["containers"][0]
+    main["command"] = ["/bin/sh", "-c", LEADER_SCRIPT, "vllm"]
+    wmain = worker["spec"]["containers"][0]
+    wmain["command"] = ["/bin/sh", "-c", WORKER_SCRIPT]
+    wmain.pop("args", None)
+    for key in ("ports", "startupProbe", "readinessProbe"):
+        wmain.pop(key, None)
+    # not an endpoint: the InferencePool and the metrics Service select the leaders only
+    worker["metadata"]["labels"].pop("aiplat.io/serving", None)
+    worker["metadata"]["labels"]["app.kubernetes.io/name"] = f"{name}-worker"
+    worker["metadata"]["labels"]["app.kubernetes.io/component"] = "worker"
+    return obj("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", name, w.tenant,
+               labels=labels, spec={
+                   "replicas": g.replicas,
+                   "leaderWorkerTemplate": {
+                       "size": g.pods_per_replica,
+                       # a lost worker breaks the replica's Ray cluster: restart it whole
+                       "restartPolicy": "RecreateGroupOnPodRestart",
+                       "leaderTemplate": leader, "workerTemplate": worker}})
+
+
 def _workload_objects(platform: Platform, w: WorkloadSpec, pool: PoolFacts,
                       g: PodGroup) -> list[Obj]:
     labels = {"kueue.x-k8s.io/queue-name": w.tenant,
@@ -453,6 +497,8 @@ def _workload_objects(platform: Platform, w: WorkloadSpec, pool: PoolFacts,
     name = f"{w.name}-{g.role}" if g.role in COMPONENTS else w.name
     if _priority(w) == "serving":
         sel = _app_labels(w, g)
+        if g.pods_per_replica > 1:  # a replica spans nodes: one leader and its workers
+            return [_leader_worker_set(platform, w, pool, g, name=name, labels=labels)]
         out = [obj("apps/v1", "Deployment", name, w.tenant, labels=labels, spec={
             "replicas": g.pods, "selector": {"matchLabels": sel},
             "template": _pod_template(platform, w, pool, g, gang=1)})]

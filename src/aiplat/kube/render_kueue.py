@@ -26,7 +26,10 @@ from aiplat.spec.models import Platform, PoolQuota, TenantSpec
 WORKLOAD_PRIORITIES = (("serving", 1000), ("training", 500), ("batch", 100))
 KUEUE_NS = "kueue-system"
 # The workload kinds aiplat renders; Deployment needs Kueue's pod integration as well.
-FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment")
+# LeaderWorkerSet: a serving replica across nodes (kube/render_apps.py); Kueue's own shipped
+# Configuration enables it too, and waits for the CRD where it is not installed.
+FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset", "pod", "deployment",
+              "leaderworkerset.x-k8s.io/leaderworkerset")
 
 
 def root_cohort(platform: Platform) -> str:

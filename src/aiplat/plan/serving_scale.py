@@ -88,6 +88,7 @@ class ServingScale:
     floor: int
     ceiling: int
     gpus_per_replica: int
+    pods_per_replica: int
     replicas_per_node: int
     qps: float
     qps_per_replica: float
@@ -157,7 +158,7 @@ def serving_scales(platform: Platform, workloads: list[WorkloadPlan],
                      if target and prefill else None)
         out.append(ServingScale(
             workload=w.name, tenant=w.tenant, pool=w.pool, role=g.role, floor=g.replicas,
-            ceiling=ceiling, gpus_per_replica=per_replica,
+            ceiling=ceiling, gpus_per_replica=per_replica, pods_per_replica=g.pods_per_replica,
             replicas_per_node=max(1, gpn // max(1, g.gpus)) if g.pods_per_replica == 1 else 1,
             qps=qps, qps_per_replica=qps / max(1, g.replicas), ttft_target_s=target,
             queue_allowance=allowance, weight_bytes=g.weight_bytes))

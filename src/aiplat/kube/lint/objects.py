@@ -245,7 +245,9 @@ _POD_KINDS = {"Pod": ("spec",), "Job": ("spec", "template", "spec"),
 
 def pod_specs(o: Obj) -> list[Obj]:
     """The pod specs of a Pod or a workload's templates (a JobSet's, one per replicated
-    Job)."""
+    Job; a LeaderWorkerSet's leader and worker)."""
+    if o.get("kind") == "LeaderWorkerSet":  # a leader's pod and its workers'
+        return [t.get("spec") or {} for t in pod_templates(o)]
     path = _POD_KINDS.get(str(o.get("kind")))
     if path is None:
         return []
@@ -266,6 +268,9 @@ def pod_templates(o: Obj) -> list[Obj]:
                 for r in spec.get("replicatedJobs") or []]
     if o.get("kind") in ("Job", "Deployment", "StatefulSet", "DaemonSet"):
         return [spec.get("template") or {}]
+    if o.get("kind") == "LeaderWorkerSet":  # no leaderTemplate: the leader is a worker
+        lwt = spec.get("leaderWorkerTemplate") or {}
+        return [t for t in (lwt.get("leaderTemplate"), lwt.get("workerTemplate")) if t]
     return []
 
 
