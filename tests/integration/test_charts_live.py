@@ -3,7 +3,9 @@
 Helm (helm.sh/helm/v4, built with the lab cluster) renders the charts that come with each
 project's Go module (:mod:`helmcharts`): the GPU Operator's with NFD's as its subchart, NFD's
 own, and Kueue's, with the values aiplat renders for the built-in example and for a variant
-where the GPU Operator owns the driver and the toolkit and the h100 pool is MIG-partitioned.
+where the GPU Operator owns the driver and the toolkit and the h100 pool is MIG-partitioned,
+as the operator releases ``kube render`` writes carry them (``operators/helmfile.yaml``:
+the GPU Operator's names the tree's values file, Kueue's holds the Configuration; issue #45).
 
 What each test proves:
 - every key of aiplat's values means something to the chart (the chart's values.yaml has it,
@@ -110,10 +112,19 @@ def _values(tree: Path, component: str) -> Obj:
     return data
 
 
+def _release(tree: Path, name: str) -> Obj:
+    """The release ``kube render`` writes for an operator (its default, helmfile)."""
+    hf = yaml.safe_load((tree / "operators" / "helmfile.yaml").read_text())
+    return dict(next(r for r in hf["releases"] if r["name"] == name))
+
+
 def _operator(charts: Charts, tree: Path, env: dict[str, str]) -> list[Obj]:
+    # the values file the GPU Operator's release names (relative to helmfile.yaml)
+    [values] = _release(tree, "gpu-operator")["values"]
+    assert (tree / "operators" / values).resolve() == \
+        (tree / "cluster/gpu-operator/values.yaml").resolve()
     return helmcharts.template(charts, charts.chart(GPU_OPERATOR), "gpu-operator",
-                               "gpu-operator",
-                               values=[tree / "cluster/gpu-operator/values.yaml"],
+                               "gpu-operator", values=[tree / "operators" / values],
                                env=env, kube_version=KUBE_VERSION)
 
 
@@ -269,13 +280,16 @@ def test_nfd_chart_is_the_subchart_the_operator_deploys(
 
 
 def _kueue_values(tree: Path, folder: Path) -> tuple[Obj, Path]:
-    """aiplat's Configuration (from the tree's ConfigMap) as the chart's values."""
+    """The values of the Kueue release ``kube render`` writes (operators/helmfile.yaml),
+    which carry aiplat's Configuration (the tree's ConfigMap's), in a file for helm."""
     cm = _one(list(yaml.safe_load_all((tree / "kueue/kueue-manager-config.yaml").read_text())),
               "ConfigMap", "kueue-manager-config")
     text = cm["data"]["controller_manager_config.yaml"]
+    [values] = _release(tree, "kueue")["values"]
+    assert values == {"managerConfig": {"controllerManagerConfigYaml": text}}
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "kueue-values.yaml"
-    path.write_text(yaml.safe_dump({"managerConfig": {"controllerManagerConfigYaml": text}}))
+    path.write_text(yaml.safe_dump(values))
     return yaml.safe_load(text), path
 
 

@@ -587,12 +587,13 @@ EXERCISES: tuple[Exercise, ...] = (
                  "the spec's pools and the DRA driver's ResourceSlices",
                  cmd=f"aiplat lab cluster status --name {CLUSTER} >/dev/null 2>&1 || aiplat "
                      f"lab cluster up \"$COURSE/ex1/platform.yaml\" --name {CLUSTER}"),
-            Step("Apply the tree: a server dry run first, then for real",
+            Step("Apply the tree and its opt-in example workloads: a server dry run first, "
+                 "then for real",
                  cmd=f"kc=\"$(aiplat lab cluster kubeconfig --name {CLUSTER})\" && aiplat kube "
                      "apply --kubeconfig \"$kc\" --dry-run=server \"$COURSE/ex3/kube\" "
-                     ">/dev/null && "
-                     "aiplat kube apply --kubeconfig \"$kc\" \"$COURSE/ex3/kube\" -o json > "
-                     "\"$COURSE/ex3/apply.json\""),
+                     "\"$COURSE/ex3/kube/workloads\" >/dev/null && "
+                     "aiplat kube apply --kubeconfig \"$kc\" \"$COURSE/ex3/kube\" "
+                     "\"$COURSE/ex3/kube/workloads\" -o json > \"$COURSE/ex3/apply.json\""),
             Step("See where Kueue admitted each workload, where the scheduler put its pods and "
                  "which GPUs their claims got",
                  cmd=f"aiplat lab cluster status --name {CLUSTER} --settle 60 -o json > "
