@@ -51,7 +51,8 @@ def example_lab(tmp: Path, name: str, spec: Path | None = None) -> Iterator[Exam
     api = Api.from_kubeconfig(kubeconfig)
     try:
         items, _ = read_tree(tmp / "plan" / "kube")
-        items += read_tree(tmp / "plan" / "kube" / "workloads")[0]  # examples are opt-in
+        examples = tmp / "plan" / "kube" / "workloads"  # opt-in; none for a spec without any
+        items += read_tree(examples)[0] if examples.is_dir() else []
         yield ExampleLab({**env, "KUBECONFIG": kubeconfig}, api, kubeconfig, tmp / "plan",
                          items)
     finally:
