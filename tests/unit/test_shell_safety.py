@@ -69,7 +69,7 @@ command_not_found_handle() {{ _stub "NOTFOUND:$1" "${{@:2}}"; return 127; }}
 COMMANDS = ("apt-get apt-mark aiplat cat cmp cut dpkg getent groupadd install mktemp modprobe "
             "mokutil nvidia-ctk openssl rm systemctl udevadm uname update-grub sed grep kubectl "
             "helm curl less sudo bash sort tee etcdctl kubeadm mkdir touch sh env "
-            "swapoff sysctl dkms modinfo "
+            "swapoff sysctl dkms modinfo ssh mv sleep ib_write_bw "
             f"{CANARY} {DONE}").split()
 
 
