@@ -128,3 +128,40 @@ def test_kube_validate_and_lint_accept_the_tree(tmp_path: Path,
     assert " 0 errors, 0 warnings" in out, out
     assert main(["kube", "lint", str(tree)]) == 0
     assert "NetworkAttachmentDefinition" not in capsys.readouterr().out
+
+
+def _pod_networks(manifests: dict[str, list[dict[str, Any]]]) -> dict[tuple[str, str], str]:
+    """(namespace, workload) -> the Multus networks its pods ask for, over every rendered
+    JobSet, Job and Deployment."""
+    out = {}
+    for objs in manifests.values():
+        for o in objs:
+            for job in ([r["template"] for r in o["spec"]["replicatedJobs"]]
+                        if o.get("kind") == "JobSet" else
+                        [o] if o.get("kind") in ("Job", "Deployment") else []):
+                ann = job["spec"]["template"]["metadata"].get("annotations") or {}
+                if "k8s.v1.cni.cncf.io/networks" in ann:
+                    out[(o["metadata"]["namespace"], o["metadata"]["name"])] = \
+                        ann["k8s.v1.cni.cncf.io/networks"]
+    return out
+
+
+@pytest.mark.parametrize("edits", [(), (roce_rails, hpc(rdma="roce", mtu=9000))],
+                         ids=["infiniband", "roce"])
+def test_a_gang_across_nodes_attaches_to_its_pools_rails_and_only_to_nads_that_exist(
+        edits: tuple[Any, ...]) -> None:
+    manifests = render(platform_from(hpc(cidr="10.40.0.0/16"), *edits),
+                       load_catalog()).manifests
+    asked = _pod_networks(manifests)
+    assert asked, "the example's multi-node training should attach to the rails"
+    have = {(o["metadata"]["namespace"], o["metadata"]["name"])
+            for objs in manifests.values() for o in objs
+            if o.get("kind") == "NetworkAttachmentDefinition"}
+    for (ns, _w), names in asked.items():
+        listed = names.split(",")
+        assert listed == [f"h100-rail{i}" for i in range(8)], names
+        assert {(ns, n) for n in listed} <= have, (ns, listed)
+
+
+def test_without_a_cidr_no_pod_asks_for_a_secondary_network() -> None:
+    assert _pod_networks(render(platform_from(), load_catalog()).manifests) == {}

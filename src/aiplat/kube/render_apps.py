@@ -65,6 +65,7 @@ from aiplat.kube.render_gateway import (
     gateway_class,
 )
 from aiplat.kube.render_models import attach_model
+from aiplat.kube.render_rdma import rail_names
 from aiplat.kube.render_tenants import GATEWAY_NS, MONITORING_NS
 from aiplat.kube.yamlout import dump_docs
 from aiplat.plan.kubelet import pod_cpus, pod_memory_gib
@@ -73,6 +74,9 @@ from aiplat.plan.pods import COMPONENTS, PodGroup, pod_groups
 from aiplat.plan.serving_scale import ServingScale, serving_scales
 from aiplat.sizing.result import precision_bytes
 from aiplat.spec.models import Platform, StorageClassSpec, WorkloadSpec
+
+MULTUS_NETWORKS = "k8s.v1.cni.cncf.io/networks"
+"""The pod annotation Multus attaches secondary networks by (NAD names, comma-separated)."""
 
 SERVING_PORT = 8000
 TRAIN_IMAGE = "nvcr.io/nvidia/pytorch:25.08-py3"
@@ -368,8 +372,9 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, g: PodGr
             spec["resourceClaims"] = [{"name": "gpus", "resourceClaimTemplateName": template}]
             container["resources"]["claims"] = [{"name": "gpus"}]
     container["resources"]["requests"] = requests
+    networks: Obj = {}
     if w.kind.trains and gang > 1 and pool.rdma:
-        _rdma(platform, w, pool, container)
+        networks = _rdma(platform, w, pool, container)
     if serving:
         container["ports"] = [{"name": "http", "containerPort": SERVING_PORT}]
     spec.update({
@@ -396,7 +401,7 @@ def _pod_template(platform: Platform, w: WorkloadSpec, pool: PoolFacts, g: PodGr
                      model_cache_pvc=_model_cache_class(platform) is not None,
                      local_disk=_disk_per_pod(pool, per_pod))
     meta: Obj = {"labels": labels}
-    ann = topology_annotation(pool, gang)
+    ann = {**topology_annotation(pool, gang), **networks}
     if ann:
         meta["annotations"] = ann
     return {"metadata": meta, "spec": spec}
@@ -409,11 +414,13 @@ def _disk_per_pod(pool: PoolFacts, per_pod: int) -> bool:
     return max(1, pool.gpus_per_node) // max(1, per_pod) <= disks
 
 
-def _rdma(platform: Platform, w: WorkloadSpec, pool: PoolFacts, container: Obj) -> None:
+def _rdma(platform: Platform, w: WorkloadSpec, pool: PoolFacts, container: Obj) -> Obj:
     """A gang across nodes on an RDMA fabric: the HCAs (RDMA shared device plugin) and
     NCCL told to use them. IPC_LOCK (NCCL pins its buffers) only where the tenant's Pod
     Security level admits it: 'restricted' and 'baseline' refuse the capability, so there
-    the container runtime's memlock limit must be unlimited (lint says so)."""
+    the container runtime's memlock limit must be unlimited (lint says so). Returns the
+    pod's annotations: Multus attaches its rails' networks where the tree has them
+    (``render_rdma.rail_names``; the NADs are the tenant's, rendered for the same pools)."""
     res = container["resources"]
     res["requests"][RDMA_RESOURCE] = "1"
     res["limits"][RDMA_RESOURCE] = "1"
@@ -426,6 +433,8 @@ def _rdma(platform: Platform, w: WorkloadSpec, pool: PoolFacts, container: Obj) 
     tenant = next((t for t in platform.tenants if t.name == w.tenant), None)
     if tenant is not None and tenant.pod_security == "privileged":
         container["securityContext"]["capabilities"] = {"drop": ["ALL"], "add": ["IPC_LOCK"]}
+    rails = rail_names(platform, pool.name)
+    return {MULTUS_NETWORKS: ",".join(rails)} if rails else {}
 
 
 def _model_cache_class(platform: Platform) -> StorageClassSpec | None:

@@ -137,14 +137,27 @@ def rdma_networks(platform: Platform, plan: Plan) -> dict[str, list[Obj]]:
     out: dict[str, list[Obj]] = {}
     for tenant, pool_name in spans:
         pool = platform.pool(pool_name)
-        nics = [n for n in pool.node.nics if n.segment is SegmentPurpose.HPC] if pool else []
-        if not nics or not all(rdma_capable(seg, n.type) for n in nics):
+        rails = len(rail_names(platform, pool_name))
+        if pool is None or not rails:
             continue
-        rails = min(sum(n.count for n in nics), len(halves))
-        if not rails:  # no CIDR to cut into rails: no IPAM to give
-            continue
+        nics = [n for n in pool.node.nics if n.segment is SegmentPurpose.HPC]
         mtu = interface_mtu(seg, nics[0].type)
         out.setdefault(f"tenants/{tenant}/rdma-networks.yaml", []).extend(
             rail_network(pool_name, i, tenant, transport=seg.rdma, mtu=mtu, pods=halves[i][1])
             for i in range(rails))
     return out
+
+
+def rail_names(platform: Platform, pool_name: str) -> list[str]:
+    """The NADs of ``pool_name``'s rails (``<pool>-rail<i>``) a pod training across nodes
+    there attaches to: one per hpc port that carries the segment's RDMA, as many as the
+    segment's CIDR has rails for; none without RDMA or a CIDR (no IPAM to give)."""
+    seg = segment_for(platform, SegmentPurpose.HPC)
+    pool = platform.pool(pool_name)
+    if seg is None or seg.rdma == "none" or pool is None:
+        return []
+    nics = [n for n in pool.node.nics if n.segment is SegmentPurpose.HPC]
+    if not nics or not all(rdma_capable(seg, n.type) for n in nics):
+        return []
+    rails = min(sum(n.count for n in nics), len(rail_subnets(seg, hpc_rails(platform))))
+    return [f"{pool_name}-rail{i}" for i in range(rails)]
