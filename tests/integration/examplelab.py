@@ -51,8 +51,11 @@ def example_lab(tmp: Path, name: str, spec: Path | None = None) -> Iterator[Exam
     api = Api.from_kubeconfig(kubeconfig)
     try:
         items, _ = read_tree(tmp / "plan" / "kube")
-        examples = tmp / "plan" / "kube" / "workloads"  # opt-in; none for a spec without any
-        items += read_tree(examples)[0] if examples.is_dir() else []
+        # The opt-in examples (none for a spec without workloads), named by their path in the
+        # tree as the tests' filters expect ("workloads/examples.yaml").
+        examples = tmp / "plan" / "kube" / "workloads"
+        items += [(f"workloads/{f}", o) for f, o in read_tree(examples)[0]] \
+            if examples.is_dir() else []
         yield ExampleLab({**env, "KUBECONFIG": kubeconfig}, api, kubeconfig, tmp / "plan",
                          items)
     finally:

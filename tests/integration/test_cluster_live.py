@@ -433,6 +433,11 @@ def _edit_tree(src: Path, dst: Path, edit: Callable[[Path, list[Obj]], list[Obj]
     return dst
 
 
+def _examples(f: Path) -> bool:
+    """The opt-in example workloads (not flux/examples.yaml, Flux's Kustomization of them)."""
+    return f.name == "examples.yaml" and f.parent.name == "workloads"
+
+
 def _user_jobs(docs: list[Obj]) -> list[Obj]:
     """Add Jobs the way users write them: requests, no limits; one small, one big."""
     out = list(docs)
@@ -453,7 +458,7 @@ def test_dry_run_refuses_the_original_limitrange_with_the_servers_message(
         for d in docs:
             if d.get("kind") == "LimitRange":  # the defect: max.cpu without a default cpu limit
                 d["spec"]["limits"][0]["default"] = {"memory": "4Gi"}
-        return _user_jobs(docs) if f.name == "examples.yaml" else docs
+        return _user_jobs(docs) if _examples(f) else docs
 
     bad = _edit_tree(cluster.tree, tmp_path / "bad", original)
     cp = cluster.aiplat("kube", "apply", "--dry-run=server", str(bad), "-o", "json")
@@ -473,7 +478,7 @@ def test_dry_run_refuses_the_original_limitrange_with_the_servers_message(
     assert stored["spec"]["limits"][0]["default"] == {"cpu": "112", "memory": "4Gi"}
     # The rendered LimitRange admits the same user job (its default limit is the max).
     good = _edit_tree(cluster.tree, tmp_path / "good",
-                      lambda f, d: _user_jobs(d) if f.name == "examples.yaml" else d)
+                      lambda f, d: _user_jobs(d) if _examples(f) else d)
     ok = cluster.aiplat("kube", "apply", "--dry-run=server", str(good), "-o", "json")
     assert ok.returncode == 0, [o for o in json.loads(ok.stdout) if "refused" in o["action"]]
     # A dry run leaves nothing behind: no user job, no scratch namespace (being deleted).
@@ -517,7 +522,7 @@ def test_lint_rules_agree_with_the_servers_verdict(cluster: Cluster, applied: li
     """Each defect the cluster revealed, seeded into a copy of the tree: the live verdict
     (API server or Kueue) and `aiplat kube lint` name the same object."""
     def seed(f: Path, docs: list[Obj]) -> list[Obj]:
-        if f.name != "examples.yaml":
+        if not _examples(f):
             return docs
         base = next(d for d in docs if d["metadata"]["name"] == "assistant-finetune")
         no_restart = copy.deepcopy(base)
