@@ -77,13 +77,23 @@ def netpol_default_deny(ctx: Context) -> list[Finding]:
     return out
 
 
+# What the LeaderWorkerSet controller labels every pod of a set with (lws v0.9.0,
+# api/leaderworkerset/v1: SetNameLabelKey): Services select leaders by it.
+LWS_NAME_LABEL = "leaderworkerset.sigs.k8s.io/name"
+
+
 def _pod_labels(ctx: Context) -> list[tuple[str, dict[str, str]]]:
+    """Each pod's labels as the cluster will have them: the template's, and for a
+    LeaderWorkerSet's pods the set's name, which its controller adds."""
     out = []
     for o in ctx.objects:
         if o.get("kind") == "Pod":
             out.append((namespace(o), dict((o.get("metadata") or {}).get("labels") or {})))
+        added = ({LWS_NAME_LABEL: str((o.get("metadata") or {}).get("name", ""))}
+                 if o.get("kind") == "LeaderWorkerSet" else {})
         for t in pod_templates(o):
-            out.append((namespace(o), dict((t.get("metadata") or {}).get("labels") or {})))
+            out.append((namespace(o),
+                        {**dict((t.get("metadata") or {}).get("labels") or {}), **added}))
     return out
 
 
