@@ -213,13 +213,18 @@ def cli(verbose: int, catalogs: tuple[str, ...]) -> None:
 
 def _use_catalogs(paths: tuple[str, ...]) -> None:
     """The site's catalog files, checked as a spec is, on top of the packaged catalog for
-    this invocation (none given: the packaged one, even after an earlier in-process call)."""
-    from aiplat.catalog.load import use_overlays
-
+    this invocation (none given: the packaged one, even after an earlier in-process call;
+    a process that has not loaded the catalog yet has nothing to reset, and a command that
+    never reads it does not pay for its import)."""
     if not paths:
-        use_overlays([])
+        loaded = sys.modules.get("aiplat.catalog.load")
+        if loaded is not None:
+            loaded.use_overlays([])
         return
+    from aiplat.catalog.load import use_overlays
     from aiplat.spec.load import load_catalog_overlay
+
+    use_overlays([])  # a file refused below leaves the packaged catalog, not the last call's
 
     for entry in use_overlays([load_catalog_overlay(p) for p in paths]):
         _error(f"note: --catalog replaces the built-in {entry}")
