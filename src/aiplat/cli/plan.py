@@ -15,7 +15,7 @@ from aiplat.catalog import load_catalog
 from aiplat.cli._output import Existing, box_table
 from aiplat.cli._output import console as out_console
 from aiplat.errors import InputError
-from aiplat.findings import line, ordered
+from aiplat.findings import Finding, line, ordered
 from aiplat.fsutil import write_tree
 from aiplat.inputs import STDIN, decode, read_stdin
 from aiplat.kube.crds import load_crds
@@ -82,7 +82,8 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                        crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
                        acceptance=_last_acceptance(Path(out_dir)))
     write_tree(out_dir, out.files)
-    data = _summary_data(out.plan) | {"simulation": _sim_summary(out.sim)}
+    data = _summary_data(out.plan) | {"findings": [f.model_dump() for f in out.findings],
+                                      "simulation": _sim_summary(out.sim)}
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     elif fmt == "yaml":
@@ -90,7 +91,7 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
 
         click.echo(dump_value(data), nl=False)
     else:
-        _print_table(out.plan)
+        _print_table(out.plan, out.findings)
         _print_sim(out.sim)
     click.echo(_kube_line(out.kube), err=True)
     elapsed = time.perf_counter() - t0
@@ -167,11 +168,10 @@ def _summary_data(p: Plan) -> dict[str, object]:
                        "cores": p.fabric.compute.sized.cores,
                        "ufm_appliances": p.fabric.compute.ufm_appliances}},
         "deployment": p.deployment.recommendation,
-        "findings": [f.model_dump() for f in p.all_findings],
     }
 
 
-def _print_table(p: Plan) -> None:
+def _print_table(p: Plan, findings: list[Finding]) -> None:
     console = out_console()
     wt = box_table(f"Workloads — {p.platform}",
                    ("workload", "kind", "pool", "model", "GPUs", "run", "GPU-h/month"),
@@ -197,7 +197,7 @@ def _print_table(p: Plan) -> None:
     console.print(p.fabric.summary())
     # Findings are diagnostics, on stderr as kubectl's warnings are; -o json|yaml has them
     # as data.
-    for x in ordered(p.all_findings):
+    for x in ordered(findings):
         click.echo(line(x), err=True)
-    if not p.all_findings:
+    if not findings:
         click.echo("no findings", err=True)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from aiplat.catalog import Catalog
+from aiplat.findings import Finding
 from aiplat.kube.crds import CrdIndex
 from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_plan, plan_files
 from aiplat.ops.acceptance import Record
@@ -58,11 +59,14 @@ class PlanOutputs:
     """The queues the month ran on: the tree's kueue/ objects as read back."""
     files: dict[str, str]
     """Relative path -> text, ready for ``fsutil.write_tree``."""
+    findings: list[Finding]
+    """Every finding of the run, the plan's and the tree's lint: the one list the report,
+    the CLI's lines and its ``-o json|yaml`` show."""
 
     @property
     def ok(self) -> bool:
-        """No error finding in the plan, and the tree validates and lints clean."""
-        return self.kube.ok and not any(f.severity == "error" for f in self.plan.all_findings)
+        """No error finding, and the tree validates and lints clean."""
+        return self.kube.ok and not any(f.severity == "error" for f in self.findings)
 
 
 def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
@@ -75,6 +79,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
     plan = plan_resolved(resolved)
     kube = check_plan(resolved, plan, crds, versions)
     # A month of the spec's workloads through the queues the kube tree renders.
+    findings = plan.all_findings + kube.findings
     queues = rendered_queues(kube.rendered)
     sim = simulate_platform(platform, plan, seed=0, queues=queues)
     matrix = check_matrix(platform, today)
@@ -87,7 +92,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         *sim_sections(sim, subject=platform.metadata.name,
                       queues=f"{queues.mode}, as rendered in {SOURCE}"),
         handover_section(matrix, acceptance, HANDOVER_LINKS),
-    ], generated=today, spec_path=spec_path, spec_text=spec_text)
+    ], generated=today, spec_path=spec_path, spec_text=spec_text, findings=findings)
     files = {
         "plan.json": plan.model_dump_json(indent=2, by_alias=True) + "\n",
         "report.md": render_markdown(doc),
@@ -103,7 +108,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         # (the Kubernetes tree stays beside it, for comparison and for a later move).
         files |= {f"slurm/{k}": v for k, v in slurm_files(
             resolved, deployment=plan.deployment.recommendation).items()}
-    return PlanOutputs(plan, kube, sim, queues, files)
+    return PlanOutputs(plan, kube, sim, queues, files, findings)
 
 
 def _documents(docs: dict[str, Document]) -> dict[str, str]:

@@ -127,4 +127,8 @@ class Plan(PlanModel):
 
     @property
     def all_findings(self) -> list[Finding]:
-        return self.findings + [f for w in self.workloads for f in w.findings]
+        """Every finding of the plan, from every part: the report's findings list, the CLI's
+        lines and ``-o json`` all read this one list. The network advice's warnings and
+        errors count (its info lines are design guidance and stay in the network section)."""
+        return (self.findings + [f for w in self.workloads for f in w.findings]
+                + self.network.findings() + list(self.storage.findings))

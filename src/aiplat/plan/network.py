@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from aiplat.findings import Severity  # a recommendation weighs as a finding would
+from aiplat.findings import Finding, Severity  # a recommendation weighs as a finding would
 from aiplat.plan.findings import PlanModel
 from aiplat.spec.models import Platform, PoolSpec, SegmentPurpose, SegmentSpec, WorkloadKind
 
@@ -69,6 +69,13 @@ class NetworkAdvice(PlanModel):
     segments: list[SegmentSpec]
     recommendations: list[Recommendation]
     qos: list[QosClass]
+
+    def findings(self) -> list[Finding]:
+        """The recommendations that are warnings or errors, as findings (source 'network'):
+        the advice is the fix, the reason says what is wrong."""
+        return [Finding(severity=r.severity, source="network", message=r.reason, fix=r.advice,
+                        subject=f"{'pool' if r.topic == 'rate' else 'segment'} {r.subject}")
+                for r in self.recommendations if r.severity != "info"]
 
 
 def load_profile(platform: Platform, workloads: Sequence[WorkloadPlan]) -> LoadProfile:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiplat.plan.network import NetworkAdvice
 from aiplat.report.document import Section, Table
 from aiplat.report.grouping import group_repeats
+from aiplat.report.prose import prose
 
 
 def network_section(advice: NetworkAdvice) -> Section:
@@ -26,7 +27,7 @@ def network_section(advice: NetworkAdvice) -> Section:
     recs = group_repeats(Table(
         title="Recommendations",
         columns=["severity", "topic", "subject", "advice", "reason"],
-        rows=[[r.severity, r.topic, r.subject, r.advice, r.reason]
+        rows=[[r.severity, r.topic, r.subject, prose(r.advice), prose(r.reason)]
               for r in sorted(advice.recommendations,
                               key=lambda r: ("error", "warning", "info").index(r.severity))],
     ), ["subject"], count_after="severity")

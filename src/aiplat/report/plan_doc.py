@@ -11,18 +11,28 @@ Repeated findings (the same message for several subjects) are grouped into one r
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any
 
-from aiplat.findings import counts
+from aiplat.findings import Finding, counts
 from aiplat.findings import table as findings_table
 from aiplat.kube.pipeline import KubeCheck
 from aiplat.plan.format import bytes_h, count_h, kw_h
 from aiplat.plan.models import Plan
-from aiplat.report.document import Chart, Document, KeyFigure, Section, Series, Source, Table
+from aiplat.report.document import (
+    Chart,
+    Document,
+    KeyFigure,
+    Rich,
+    Section,
+    Series,
+    Source,
+    Table,
+)
 from aiplat.report.grouping import group_repeats
 from aiplat.report.kube_doc import kube_section
+from aiplat.report.prose import prose, words
 
 MEMORY_PARTS = ("weights", "adapters", "gradients", "optimizer", "activations", "kv cache",
                 "overhead")
@@ -31,16 +41,18 @@ MEMORY_PARTS = ("weights", "adapters", "gradients", "optimizer", "activations", 
 def plan_document(
     plan: Plan, kube: KubeCheck | None = None, extra: Iterable[Section] = (), *,
     generated: date | None = None, spec_path: str = "platform.yaml",
-    spec_text: str | None = None,
+    spec_text: str | None = None, findings: Sequence[Finding] | None = None,
 ) -> Document:
     """The plan's report; ``extra`` holds sections other capabilities computed from the spec.
 
     ``generated`` (the day of the run) and ``spec_text`` (the spec as read from
     ``spec_path``) put the date and the spec's digest on the page; without them it shows
-    neither, and the same plan renders to the same bytes on any day.
+    neither, and the same plan renders to the same bytes on any day. ``findings`` is the run's
+    one list (the plan's and the tree's, see ``PlanOutputs.findings``); by default the plan's.
     """
+    found = list(plan.all_findings if findings is None else findings)
     sections = [
-        _findings(plan),
+        _findings(found),
         _workloads(plan),
         _workload_details(plan),
         _pools(plan),
@@ -57,17 +69,16 @@ def plan_document(
         title=f"Platform plan: {plan.platform}",
         subtitle=f"{plan.description} — aiplat {plan.aiplat_version}, "
                  f"Kubernetes {plan.kubernetes_version}",
-        summary=_summary(plan),
+        summary=_summary(plan, found),
         sections=sections,
         generated=generated,
         source=Source.of(spec_path, spec_text) if spec_text is not None else None,
     )
 
 
-def _summary(plan: Plan) -> list[KeyFigure]:
+def _summary(plan: Plan, findings: Sequence[Finding]) -> list[KeyFigure]:
     f = plan.facility
     gpus = sum(p.gpus for p in plan.pools)
-    findings = plan.all_findings
     n = counts(findings)
     errors, warnings = n["error"], n["warning"]
     return [
@@ -83,13 +94,13 @@ def _summary(plan: Plan) -> list[KeyFigure]:
         KeyFigure(label="Racks", value=str(f.racks)),
         KeyFigure(label="Energy at full load", value=f"{f.energy_cost_per_month:,.0f} {f.currency}",
                   detail="per month"),
-        KeyFigure(label="Deployment model", value=plan.deployment.recommendation),
+        KeyFigure(label="Deployment model", value=words(plan.deployment.recommendation)),
         KeyFigure(label="Findings", value=f"{errors} errors, {warnings} warnings"),
     ]
 
 
-def _findings(plan: Plan) -> Section:
-    columns, rows = findings_table(plan.all_findings)
+def _findings(findings: Sequence[Finding]) -> Section:
+    columns, rows = findings_table(findings)
     return Section(
         id="findings", title="Findings",
         paragraphs=["Nothing to act on."] if not rows else
@@ -184,7 +195,7 @@ def _facility(plan: Plan) -> Section:
     ]
     return Section(id="facility", title="Power, cooling and racks",
                    tables=[Table(columns=["figure", "value"], rows=rows), _fabric_table(plan)],
-                   notes=_notes([f.results]) + plan.fabric.assumptions)
+                   notes=_notes([f.results]) + [prose(a) for a in plan.fabric.assumptions])
 
 
 def _fabric_table(plan: Plan) -> Table:
@@ -240,12 +251,12 @@ def _roles(plan: Plan) -> Section:
             Table(columns=["role", "nodes", "CPU cores", "memory GiB", "disk", "zones", "why"],
                   rows=[[r.role, str(r.nodes), _opt(r.cpu_cores), _opt(r.memory_gib),
                          bytes_h(r.disk_bytes) if r.disk_bytes else "—",
-                         ", ".join(r.zones), r.reason] for r in plan.roles.roles]),
+                         words(", ".join(r.zones)), prose(r.reason)] for r in plan.roles.roles]),
             Table(columns=["zone", "MTU", "RDMA", "roles", "guidance"],
-                  rows=[[z.zone, str(z.mtu_bytes), "yes" if z.rdma else "no",
-                         ", ".join(z.roles), z.guidance] for z in plan.roles.zones]),
+                  rows=[[words(z.zone), str(z.mtu_bytes), "yes" if z.rdma else "no",
+                         ", ".join(z.roles), prose(z.guidance)] for z in plan.roles.zones]),
         ],
-        notes=list(plan.roles.notes),
+        notes=[prose(n) for n in plan.roles.notes],
     )
 
 
@@ -256,12 +267,14 @@ def _deployment(plan: Plan) -> Section:
     for opt in d.options:
         scores = {s.criterion: s for s in opt.scores}
         total = "ruled out" if opt.disqualified else f"{opt.weighted_score:.2f}"
-        rows.append([opt.option, *(f"{scores[c].score:g}" for c in criteria), total])
-    reasons = [[c.criterion, f"{c.effective_weight:.3f}", c.reason] for c in d.criteria]
+        rows.append([words(opt.option), *(f"{scores[c].score:g}" for c in criteria), total])
+    reasons: list[list[Rich]] = [[words(c.criterion), f"{c.effective_weight:.3f}", prose(c.reason)]
+                                 for c in d.criteria]
     return Section(
-        id="deployment", title=f"Deployment model: {d.recommendation}",
-        paragraphs=list(d.reasons),
-        tables=[Table(title="Scores (0-5)", columns=["option", *criteria, "weighted"], rows=rows),
+        id="deployment", title=f"Deployment model: {words(d.recommendation)}",
+        paragraphs=[prose(r) for r in d.reasons],
+        tables=[Table(title="Scores (0-5)", columns=["option", *map(words, criteria), "weighted"],
+                      rows=rows),
                 Table(title="Weights", columns=["criterion", "weight", "why"], rows=reasons)],
     )
 
@@ -275,13 +288,13 @@ def _assumptions(plan: Plan) -> Section:
                    notes=_notes(sources))
 
 
-def _notes(results: Iterable[dict[str, Any]]) -> list[str]:
+def _notes(results: Iterable[dict[str, Any]]) -> list[Rich]:
     seen: dict[str, None] = {}
     for group in results:
         for r in group.values():
             for n in r.get("notes", []) if isinstance(r, dict) else []:
                 seen.setdefault(n, None)
-    return list(seen)
+    return [prose(n) for n in seen]
 
 
 def _opt(v: object) -> str:
