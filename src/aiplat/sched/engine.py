@@ -143,9 +143,11 @@ class Simulator:
     def run(self, progress: Callable[[float], None] | None = None) -> SimResult:
         step = self.estimate / self.samples if self.samples else math.inf
         next_sample = 0.0
+        cut = False  # work is left past the horizon: the run ends at the horizon
         while self.events:
             t = self.events[0][0]
             if t > self.horizon:
+                cut = True
                 break
             while next_sample < t:  # a sample shows the state after the events of its time
                 self._accumulate(next_sample)
@@ -162,7 +164,9 @@ class Simulator:
             self._pool_upkeep()
             if progress is not None:
                 progress(min(1.0, t / self.estimate))
-        end = min(self.horizon, max(self.now, 0.0))
+        # Cut at the horizon, the jobs still running ran until it (a 30-day job starting in
+        # the month's last weeks counts its hours); else the last event ends the run.
+        end = self.horizon if cut else min(self.horizon, max(self.now, 0.0))
         while next_sample <= end:
             self._accumulate(next_sample)
             self._sample(next_sample)
