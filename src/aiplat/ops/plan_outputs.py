@@ -31,6 +31,7 @@ from aiplat.plan.models import Plan
 from aiplat.plan.resolve import resolve
 from aiplat.report import Document, render_html, render_markdown
 from aiplat.report.artifacts_doc import storage_section
+from aiplat.report.markdown import figure_files
 from aiplat.report.network_doc import network_section
 from aiplat.report.plan_doc import plan_document
 from aiplat.report.sim_doc import sim_sections
@@ -96,6 +97,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
     files = {
         "plan.json": plan.model_dump_json(indent=2, by_alias=True) + "\n",
         "report.md": render_markdown(doc),
+        **figure_files(doc),  # the SVG files report.md shows as images
         "report.html": render_html(doc),
         "simulation.json": json.dumps(sim.to_dict() | {"timeline": None, "queues": {
             "source": SOURCE, "mode": queues.mode}}, indent=2) + "\n",

@@ -1,7 +1,8 @@
 """The document model every aiplat report is built from.
 
 A report (the plan today; acceptance reports and runbooks later) is first built as plain
-data — a :class:`Document` of sections holding paragraphs, tables, charts and notes — and only
+data — a :class:`Document` of sections holding paragraphs, tables, charts, figures (drawings
+as checked SVG) and notes — and only
 then rendered, to Markdown (:mod:`aiplat.report.markdown`) or to one self-contained HTML file
 (:mod:`aiplat.report.html`). Keeping the content format-neutral means the layer that knows
 the subject (sizing, acceptance) never writes markup, every renderer shows the same facts,
@@ -284,6 +285,40 @@ class Chart(_Model):
         )
 
 
+SVG_FORBIDDEN = re.compile(
+    r"<script|<foreignObject|<image|<use\b|\shref=|xlink:|url\(\s*['\"]?[^#'\"\s]|"
+    r"\son[a-z]+\s*=|<!DOCTYPE|<!ENTITY|<\?xml-stylesheet|@import", re.IGNORECASE)
+"""What a figure's SVG may not hold: scripts, event handlers, embedded documents and any
+reference outside itself (the report opens offline and references no URL)."""
+
+
+class Figure(_Model):
+    """A drawing made for its subject (racks, a fabric, a timeline), as SVG text.
+
+    The SVG comes from a drawing function of :mod:`aiplat.report.drawings` that escapes
+    every text it draws and namespaces its ids with the figure's id; it is shown as it is
+    in HTML and written as a file beside a Markdown report. ``table`` holds the drawing's
+    facts (the accessible fallback, and what Markdown shows under the image); ``caption``
+    says how to read it. The validator refuses SVG that could run code or load anything.
+    """
+
+    id: Slug
+    title: str = Field(min_length=1)
+    svg: str = Field(min_length=1)
+    caption: str = ""
+    table: Table | None = None
+
+    @model_validator(mode="after")
+    def _check_svg(self) -> Figure:
+        if not self.svg.startswith("<svg ") or not self.svg.rstrip().endswith("</svg>"):
+            raise ValueError(f"figure {self.id!r}: not one <svg> element")
+        bad = SVG_FORBIDDEN.search(self.svg)
+        if bad:
+            raise ValueError(f"figure {self.id!r}: the SVG holds {bad.group(0)!r}; a "
+                             "figure draws itself and references nothing outside it")
+        return self
+
+
 class Section(_Model):
     """A titled part of the report; its ``id`` is the anchor the table of contents links to."""
 
@@ -293,6 +328,7 @@ class Section(_Model):
     code: list[Code] = Field(default_factory=list, description="blocks, after the paragraphs")
     tables: list[Table] = Field(default_factory=list)
     charts: list[Chart] = Field(default_factory=list)
+    figures: list[Figure] = Field(default_factory=list, description="drawings, after charts")
     notes: list[Rich] = Field(default_factory=list)
 
 
@@ -312,13 +348,14 @@ class Document(_Model):
 
     @model_validator(mode="after")
     def _check_ids(self) -> Document:
-        # Section and chart ids share one HTML document, so they must be unique together.
+        # Section, chart and figure ids share one HTML document: unique together.
         seen: set[str] = set()
         for section in self.sections:
-            for ident in (section.id, *(c.id for c in section.charts)):
+            for ident in (section.id, *(c.id for c in section.charts),
+                          *(f.id for f in section.figures)):
                 if ident in seen:
                     raise ValueError(
-                        f"id {ident!r} is used twice (section and chart ids become HTML "
+                        f"id {ident!r} is used twice (section, chart and figure ids become HTML "
                         "anchors and must be unique in a document); rename one"
                     )
                 seen.add(ident)
@@ -327,6 +364,10 @@ class Document(_Model):
     def all_charts(self) -> list[Chart]:
         """Every chart of the document, in reading order."""
         return [chart for section in self.sections for chart in section.charts]
+
+    def all_figures(self) -> list[Figure]:
+        """Every figure (drawing) of the document, in reading order."""
+        return [figure for section in self.sections for figure in section.figures]
 
 
 def format_value(value: float) -> str:

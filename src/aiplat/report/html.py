@@ -11,7 +11,9 @@ The page comes from a Jinja2 template shipped as package data
 (``aiplat/report/templates/report.html.j2``), rendered with autoescaping on and undefined
 variables as errors. Document text is therefore always escaped; the markup passed through
 is the SVG from :func:`aiplat.report.charts.render_svg`, which escapes the text it draws
-itself, and the inline markup built here (links, code, status badges) from escaped text.
+itself, the figures' SVG (drawn by :mod:`aiplat.report.drawings`, checked by
+:class:`~aiplat.report.document.Figure`), and the inline markup built here (links, code,
+status badges) from escaped text.
 Each chart is followed by its data in a collapsed table, for screen readers and for copying
 numbers.
 
@@ -56,8 +58,11 @@ def render_html(doc: Document) -> str:
     doc = printable(doc)
     # render_svg escapes the chart text it writes, so its output is safe to mark as markup.
     svgs = {chart.id: Markup(render_svg(chart)) for chart in doc.all_charts()}
+    # A figure's SVG was drawn with its text escaped and checked by Figure's validator
+    # (no script, handler or outside reference): shown as it is.
+    figures = {f.id: Markup(f.svg) for f in doc.all_figures()}
     template = _environment().get_template(TEMPLATE)
-    return template.render(doc=doc, svgs=svgs, version=__version__)
+    return template.render(doc=doc, svgs=svgs, figures=figures, version=__version__)
 
 
 def rich(value: Rich) -> Markup:

@@ -2,7 +2,12 @@
 
 Markdown is the format that travels: a pull request, a ticket, a wiki page, a terminal.
 It has no images worth inlining, so each chart appears as the table of its data (the same
-numbers the bar labels show, via :meth:`Chart.as_table`).
+numbers the bar labels show, via :meth:`Chart.as_table`). A figure (a drawing: racks, the
+fabric) has no table that replaces it, so it is an image, ``![title](figures/<id>.svg)``,
+its SVG a file beside the report (:func:`figure_files`), followed by its facts as a table.
+Why a file and not inline: GitHub's and GitLab's sanitizers strip inline ``<svg>`` and do
+not show ``data:`` images, but show a relative ``.svg`` from the same repository or folder,
+and a file opens in any browser or viewer.
 
 Text in the document is plain text. The renderer escapes only what would change the
 structure or inject markup: ``|`` and ``\\`` in table cells (a raw pipe would split the
@@ -26,6 +31,7 @@ from aiplat import __version__
 from aiplat.report.document import (
     Code,
     Document,
+    Figure,
     KeyFigure,
     Link,
     Rich,
@@ -33,6 +39,20 @@ from aiplat.report.document import (
     Table,
     printable,
 )
+
+FIGURES = "figures"
+"""The folder beside a Markdown report that holds its figures' SVG files."""
+
+
+def figure_path(figure: Figure) -> str:
+    """Where a figure's SVG lies, relative to the report: ``figures/<id>.svg``."""
+    return f"{FIGURES}/{figure.id}.svg"
+
+
+def figure_files(doc: Document) -> dict[str, str]:
+    """The SVG file of every figure, by its path relative to the report: write them beside
+    the Markdown, which links them as images."""
+    return {figure_path(f): f.svg + "\n" for f in printable(doc).all_figures()}
 
 
 def render_markdown(doc: Document) -> str:
@@ -81,6 +101,14 @@ def _section(section: Section) -> list[str]:
         unit = f" ({_line(chart.unit)})" if chart.unit else ""
         blocks.append(f"**{_line(chart.title)}**{unit}")
         blocks.append(_table(chart.as_table()))
+    for figure in section.figures:
+        blocks.append(f"**{_line(figure.title)}**")
+        alt = _line(figure.title).replace("[", "\\[").replace("]", "\\]")
+        blocks.append(f"![{alt}]({figure_path(figure)})")
+        if figure.caption:
+            blocks.append(_text(figure.caption))
+        if figure.table is not None:
+            blocks.append(_table(figure.table))
     if section.notes:
         blocks.append("\n".join(f"> **Note:** {_inline(n, _flat).strip()}" for n in section.notes))
     return blocks

@@ -31,6 +31,7 @@ from aiplat.report.document import (
     Table,
 )
 from aiplat.report.grouping import group_repeats
+from aiplat.report.drawings import drawings_section
 from aiplat.report.kube_doc import kube_section
 from aiplat.report.prose import prose, words
 
@@ -57,6 +58,7 @@ def plan_document(
         _workload_details(plan),
         _pools(plan),
         _facility(plan),
+        drawings_section(plan),
         _reserve(plan),
         _roles(plan),
         _deployment(plan),

@@ -1,0 +1,310 @@
+"""Drawings of the plan: rack elevations, network zones and the compute fabric (pure:
+Plan -> :class:`~aiplat.report.document.Figure`, SVG text).
+
+Design:
+
+- Facts first: each drawing is built from a small list of what it shows (racks and their
+  slots, zones, fabric tiers), computed from the Plan by one function that tests read too,
+  so "the counts drawn equal the plan's" is checked on the data and on the SVG alike.
+- Rack elevations follow the rules the plan sized the racks by: a pool's node ``i`` sits in
+  rack ``i // nodes_per_rack`` (the Kubernetes tree's rack labels, ``kube.facts``), its
+  spares after its nodes (a rack-scale pool's spare trays wait on the shelf: not drawn),
+  nodes stacked from U1 up, the top ``DEFAULT_RESERVED_RACK_UNITS`` kept for the in-band and
+  out-of-band leaves and patching (drawn as reserved: the plan counts those leaves per
+  fabric, not per rack); non-compute nodes at 2U in management racks; compute, storage and
+  spine switches and UFM appliances filling the network racks. Power per rack is what the
+  plan sizes: nodes x node power (switches: their share of the fabric's power) against the
+  site's rack limit.
+- Two layouts in one picture, as the charts have (:mod:`aiplat.report.charts`): a 640-unit
+  wide drawing and a 320-unit one drawn at twice the scale, switched by the page's CSS for
+  ``svg.aiplat-chart`` on narrow screens, so text stays at 9 px or more at 390 px.
+- Safety: every text goes through :func:`html.escape`; every id is ``<figure id>_...``
+  (the narrow layout's ``<figure id>_narrow_...``); no URL, script or external reference.
+  A standalone ``.svg`` (the Markdown report's image) needs ``xmlns``, which is always set.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiplat.plan.models import Plan, PoolPlan
+from aiplat.plan.resolve import CPU_NODE_W
+from aiplat.report.charts import NARROW_WIDTH, WIDTH
+from aiplat.report.document import Figure, Section, Table
+from aiplat.sizing.power import DEFAULT_RACK_UNITS, DEFAULT_RESERVED_RACK_UNITS
+
+FONT_FAMILY = "'DejaVu Sans', sans-serif"
+INK, MUTED, LINE, BAD = "#333333", "#666666", "#999999", "#b3261e"
+# Okabe-Ito colours (as the charts use), named by what they fill; text says the same.
+KIND_FILL = {"node": "#0072B2", "spare": "#d9d9d9", "server": "#D55E00",
+             "switch": "#009E73", "manager": "#CC79A7"}
+POWER = "#56B4E9"
+PAD, GAP = 8.0, 8.0
+RACK_W = 96.0
+U_H = 5.0  # one rack unit, drawing units
+MGMT_NODE_U = 2  # the plan's management racks hold 2U non-compute nodes (plan.build)
+
+
+@dataclass(frozen=True)
+class Slot:
+    u: int  # lowest unit, from 1
+    height: int
+    label: str
+    kind: str  # node, spare, server, switch, manager
+
+
+@dataclass
+class Rack:
+    name: str
+    kind: str  # pool, management, network
+    units: int
+    slots: list[Slot] = field(default_factory=list)
+    power_w: float = 0.0
+    limit_w: float | None = None
+    note: str = ""
+
+    def count(self, kind: str) -> int:
+        return sum(1 for s in self.slots if s.kind == kind)
+
+
+# --- facts ------------------------------------------------------------------------------
+
+
+def rack_units(plan: Plan) -> tuple[int, float | None]:
+    """The site's rack units and rack power limit, as the pools' rack sizing read them."""
+    for p in plan.pools:
+        inputs = p.results.get("racks", {}).get("inputs", {})
+        if "rack_units" in inputs:
+            return int(inputs["rack_units"]), float(inputs["rack_power_limit_w"])
+    limit = next((p.results["racks"]["inputs"].get("rack_power_limit_w") for p in plan.pools
+                  if "racks" in p.results), None)
+    return DEFAULT_RACK_UNITS, None if limit is None else float(limit)
+
+
+def plan_racks(plan: Plan) -> list[Rack]:
+    """Every rack the facility counts, with what the plan puts in it."""
+    units, limit = rack_units(plan)
+    racks = [r for p in plan.pools for r in _pool_racks(p, units, limit)]
+    racks += _management_racks(plan, units, limit)
+    racks += _network_racks(plan, units, limit)
+    return racks
+
+
+def _rack_scale(p: PoolPlan) -> bool:
+    return bool(p.results.get("racks", {}).get("limited_by") == "rack-scale")
+
+
+def _pool_racks(p: PoolPlan, units: int, limit: float | None) -> list[Rack]:
+    scale = _rack_scale(p)
+    racked = p.nodes + (0 if scale else p.spare_nodes)
+    height = 1 if scale else int(p.results.get("racks", {}).get("inputs", {})
+                                 .get("node_height_u", 1))
+    per = max(1, p.nodes_per_rack)
+    out: list[Rack] = []
+    for r in range(p.racks):
+        rack = Rack(f"{p.name}-rack-{r}", "pool", units, limit_w=limit,
+                    note="spare trays on the shelf" if scale and p.spare_nodes else "")
+        for k, i in enumerate(range(r * per, min(racked, (r + 1) * per))):
+            spare = i >= p.nodes
+            rack.slots.append(Slot(1 + k * height, height, f"{p.name}-{i}"
+                                   + (" spare" if spare else ""), "spare" if spare else "node"))
+            rack.power_w += p.node_power_kw * 1000
+        out.append(rack)
+    return out
+
+
+def _fill(kind: str, items: list[tuple[int, str, str, float]], *, units: int,
+          limit: float | None, count: int, name: str) -> list[Rack]:
+    """``items`` (height, label, kind, watts) stacked bottom-up over ``count`` racks."""
+    usable = max(units - DEFAULT_RESERVED_RACK_UNITS, 1)
+    racks = [Rack(f"{name}-{r}", kind, units, limit_w=limit) for r in range(count)]
+    r, u = 0, 1
+    for height, label, slot_kind, watts in items:
+        if u + height - 1 > usable and r + 1 < count:
+            r, u = r + 1, 1
+        if not racks:
+            break
+        racks[r].slots.append(Slot(u, height, label, slot_kind))
+        racks[r].power_w += watts
+        u += height
+    return racks
+
+
+def _management_racks(plan: Plan, units: int, limit: float | None) -> list[Rack]:
+    n = plan.roles.non_compute_nodes
+    if not n:
+        return []
+    count = math.ceil(n * MGMT_NODE_U / max(units - DEFAULT_RESERVED_RACK_UNITS, 1))
+    watts = float(plan.facility.results.get("management_power_w", {})
+                  .get("watts_per_node", 0.0))
+    items = [(MGMT_NODE_U, f"{role.role}-{i}", "server", watts)
+             for role in plan.roles.roles if not role.role.startswith("compute")
+             for i in range(role.nodes)]
+    return _fill("management", items, units=units, limit=limit, count=count,
+                 name="mgmt-rack")
+
+
+def _network_racks(plan: Plan, units: int, limit: float | None) -> list[Rack]:
+    fab = plan.fabric
+    items: list[tuple[int, str, str, float]] = []
+    c = fab.compute
+    other = sum(e.rack_units_in_network_racks for e in (fab.storage, fab.in_band,
+                                                       fab.out_of_band))
+    if c is not None:
+        s = c.sized
+        ru = fab.rack_units - other - c.ufm_appliances * 2
+        per_u = max(1, ru // s.switches) if s.switches else 1
+        watts = (c.power_w - c.ufm_appliances * CPU_NODE_W) / max(s.switches, 1)
+        for tier, n in (("leaf", s.leaves), ("spine", s.spines), ("core", s.cores)):
+            items += [(per_u, f"compute {tier} {i}", "switch", watts) for i in range(n)]
+        items += [(2, f"UFM {i}", "manager", CPU_NODE_W) for i in range(c.ufm_appliances)]
+    for e in (fab.storage, fab.in_band, fab.out_of_band):
+        x = e.sized
+        # storage switches all stand in network racks; in-band and OOB only their spines
+        tiers = [("leaf", x.leaves), ("spine", x.spines)] if e.name == "storage" \
+            else [("spine", x.spines)]
+        racked = sum(n for _, n in tiers) if e.rack_units_in_network_racks else 0
+        if not racked:
+            continue
+        per_u = max(1, e.rack_units_in_network_racks // racked)
+        items += [(per_u, f"{e.name} {tier} {i}", "switch", e.power_w / max(x.switches, 1))
+                  for tier, n in tiers for i in range(n)]
+    return _fill("network", items, units=units, limit=limit, count=fab.racks,
+                 name="net-rack")
+
+
+def racks_table(racks: list[Rack]) -> Table:
+    rows = [[r.name, r.kind, str(r.count("node")), str(r.count("spare")),
+             str(r.count("server")), str(r.count("switch") + r.count("manager")),
+             f"{sum(s.height for s in r.slots)} / {r.units}",
+             f"{r.power_w / 1000:,.1f}", "—" if r.limit_w is None else f"{r.limit_w / 1000:g}"]
+            for r in racks]
+    return Table(columns=["rack", "kind", "nodes", "spares", "servers", "switches",
+                          "U used / U", "kW", "limit kW"], rows=rows,
+                 align=["left", "left", *["right"] * 7])
+
+
+# --- SVG --------------------------------------------------------------------------------
+
+
+def text(x: float, y: float, content: str, *, size: float = 9.0, anchor: str = "start",
+         fill: str = INK, weight: str = "") -> str:
+    bold = ' font-weight="bold"' if weight else ""
+    return (f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" text-anchor="{anchor}" '
+            f'fill="{fill}"{bold}>{html.escape(content)}</text>')
+
+
+def shorten(label: str, width: float, size: float) -> str:
+    """``label`` cut with "…" to about ``width`` units at ``size`` (0.6 em a character)."""
+    chars = max(1, int(width / (0.6 * size)))
+    return label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
+
+
+Body = Callable[[float, str], tuple[str, float]]
+"""Draws a layout ``width`` units wide with ids prefixed by the second argument; returns the
+body and its height."""
+
+
+def figure_svg(fid: str, title: str, body: Body) -> str:
+    """One ``<svg>`` with the wide layout and the narrow one (drawn at twice the scale)."""
+    wide, wide_h = body(WIDTH, f"{fid}_")
+    narrow, narrow_h = body(NARROW_WIDTH, f"{fid}_narrow_")
+    scale = WIDTH / NARROW_WIDTH
+    return (
+        f'<svg id="{fid}_svg" class="aiplat-chart aiplat-drawing" role="img" '
+        f'aria-labelledby="{fid}_title" xmlns="http://www.w3.org/2000/svg" '
+        f'width="{WIDTH:g}" height="{wide_h:.0f}" viewBox="0 0 {WIDTH:g} {wide_h:.0f}" '
+        f'preserveAspectRatio="xMinYMin meet" '
+        f'style="font-family: {FONT_FAMILY}; --narrow-ratio: {WIDTH:g} / '
+        f'{narrow_h * scale:.0f}">\n<title id="{fid}_title">{html.escape(title)}</title>\n'
+        f'<g class="wide">\n{wide}</g>\n'
+        f'<g class="narrow" display="none" transform="scale({scale:g})">\n{narrow}</g>\n'
+        "</svg>"
+    )
+
+
+def _rack_svg(rack: Rack, x: float, y: float, ident: str) -> tuple[str, float]:
+    head = 24.0
+    body_h = rack.units * U_H
+    parts = [f'<g class="rack rack-{rack.kind}" id="{ident}">',
+             f"<title>{html.escape(rack.name)}</title>",
+             text(x + RACK_W / 2, y + 10, shorten(rack.name, RACK_W, 9), anchor="middle",
+                  weight="bold"),
+             text(x + RACK_W / 2, y + 20, f"{rack.kind} · {rack.units}U", size=8,
+                  anchor="middle", fill=MUTED),
+             f'<rect x="{x:.1f}" y="{y + head:.1f}" width="{RACK_W:g}" height="{body_h:.1f}" '
+             f'fill="#f7f7f7" stroke="{INK}" stroke-width="1.5"/>']
+    top = y + head
+    reserved = DEFAULT_RESERVED_RACK_UNITS
+    parts.append(f'<rect class="reserved" x="{x + 3:.1f}" y="{top + 1:.1f}" '
+                 f'width="{RACK_W - 6:g}" height="{reserved * U_H - 2:.1f}" fill="#ececec" '
+                 f'stroke="{LINE}" stroke-dasharray="2 2"/>')
+    parts.append(text(x + RACK_W / 2, top + reserved * U_H / 2 + 3, "reserved: leaves",
+                      size=7.5, anchor="middle", fill=MUTED))
+    for k, s in enumerate(rack.slots):
+        sy = top + (rack.units - (s.u + s.height - 1)) * U_H
+        h = s.height * U_H
+        parts.append(f'<rect class="slot {s.kind}" id="{ident}_slot_{k}" x="{x + 3:.1f}" '
+                     f'y="{sy + 0.5:.1f}" width="{RACK_W - 6:g}" height="{h - 1:.1f}" '
+                     f'fill="{KIND_FILL[s.kind]}" stroke="#ffffff" stroke-width="0.5">'
+                     f'<title>{html.escape(s.label)} ({s.height}U at U{s.u})</title></rect>')
+        if h >= 9:
+            parts.append(text(x + 6, sy + h / 2 + 3, shorten(s.label, RACK_W - 12, 7.5),
+                              size=7.5, fill="#ffffff" if s.kind != "spare" else INK))
+    foot = top + body_h + 6
+    share = rack.power_w / rack.limit_w if rack.limit_w else 0.0
+    over = rack.limit_w is not None and rack.power_w > rack.limit_w
+    parts.append(f'<rect x="{x:.1f}" y="{foot:.1f}" width="{RACK_W:g}" height="6" '
+                 f'fill="#e6e6e6"/>')
+    parts.append(f'<rect class="power" x="{x:.1f}" y="{foot:.1f}" '
+                 f'width="{RACK_W * min(share, 1.0):.1f}" height="6" '
+                 f'fill="{BAD if over else POWER}"/>')
+    limit = "" if rack.limit_w is None else f" / {rack.limit_w / 1000:g}"
+    parts.append(text(x + RACK_W / 2, foot + 17, f"{rack.power_w / 1000:,.1f}{limit} kW",
+                      size=8.5, anchor="middle", fill=BAD if over else INK))
+    if rack.note:
+        parts.append(text(x + RACK_W / 2, foot + 27, shorten(rack.note, RACK_W, 7.5), size=7.5,
+                          anchor="middle", fill=MUTED))
+    parts.append("</g>")
+    return "\n".join(parts) + "\n", head + body_h + 36
+
+
+def _racks_body(racks: list[Rack]) -> Body:
+    def body(width: float, prefix: str) -> tuple[str, float]:
+        per_row = max(1, int((width - 2 * PAD + GAP) // (RACK_W + GAP)))
+        out, y = [], PAD
+        for start in range(0, len(racks), per_row):
+            row_h = 0.0
+            for j, rack in enumerate(racks[start:start + per_row]):
+                svg, h = _rack_svg(rack, PAD + j * (RACK_W + GAP), y,
+                                   f"{prefix}rack_{start + j}")
+                out.append(svg)
+                row_h = max(row_h, h)
+            y += row_h + GAP
+        if not racks:
+            out.append(text(PAD, y + 12, "no racks in this plan", size=10))
+            y += 20
+        return "".join(out), y + PAD
+    return body
+
+
+def rack_figure(plan: Plan) -> Figure:
+    racks = plan_racks(plan)
+    return Figure(
+        id="rack-elevations", title="Rack elevations",
+        svg=figure_svg("rack-elevations", f"Rack elevations of {plan.platform}",
+                       _racks_body(racks)),
+        caption="Each rack from U1 (bottom) up: pool nodes (blue), spares (grey), "
+                "non-compute servers (red-orange), switches (green), UFM (pink); the top "
+                f"{DEFAULT_RESERVED_RACK_UNITS}U stay for the in-band and out-of-band leaves "
+                "and patching. The bar under a rack is its power against the site's rack "
+                "limit (red above it). Two PDUs per rack feed it (zero-U, not drawn).",
+        table=racks_table(racks))
+
+
+def drawings_section(plan: Plan) -> Section:
+    """The plan report's drawings: the racks (and the network, where drawn)."""
+    return Section(id="drawings", title="Racks drawn", figures=[rack_figure(plan)])

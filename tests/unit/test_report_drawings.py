@@ -1,0 +1,155 @@
+"""The plan report's drawings (issue #45 item 6): what is drawn is what the plan counts.
+
+Each drawing is checked twice: on the facts it is drawn from (``plan_racks``) against the
+Plan's own figures, and on the SVG itself, parsed as XML, against those facts, so a drawing
+that silently drops a rack or a node fails here. What these tests cannot show is how the
+picture looks: tests/integration/test_report_browser.py renders the report in Chromium.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections import Counter
+
+import pytest
+from test_plan_rack_scale import site
+
+from aiplat.catalog import load_catalog
+from aiplat.plan.build import build_plan
+from aiplat.plan.models import Plan
+from aiplat.report import render_html, render_markdown
+from aiplat.report.document import Document, Figure, Section
+from aiplat.report.drawings import drawings_section, plan_racks, rack_figure
+from aiplat.report.markdown import figure_files
+from aiplat.spec import EXAMPLE, example_text, parse_platform
+
+NS = {"s": "http://www.w3.org/2000/svg"}
+
+
+def _plan(text: str = "", name: str = EXAMPLE) -> Plan:
+    catalog = load_catalog()
+    return build_plan(parse_platform(text or example_text(), name, catalog), catalog)
+
+
+def _wide_racks(svg: str) -> list[ET.Element]:
+    root = ET.fromstring(svg)
+    wide = root.find("s:g[@class='wide']", NS)
+    assert wide is not None
+    return [g for g in wide.iter("{http://www.w3.org/2000/svg}g")
+            if "rack" in (g.get("class") or "").split()]
+
+
+def _slots(rack: ET.Element) -> Counter[str]:
+    return Counter((r.get("class") or "").split()[1] for r in
+                   rack.iter("{http://www.w3.org/2000/svg}rect")
+                   if (r.get("class") or "").startswith("slot "))
+
+
+def test_the_example_racks_are_the_plans() -> None:
+    plan = _plan()
+    racks = plan_racks(plan)
+    assert len(racks) == plan.facility.racks == 7
+    for p in plan.pools:
+        mine = [r for r in racks if r.name.startswith(f"{p.name}-rack-")]
+        assert len(mine) == p.racks
+        assert sum(r.count("node") for r in mine) == p.nodes
+        assert sum(r.count("spare") for r in mine) == p.spare_nodes
+        assert all(r.count("node") + r.count("spare") <= p.nodes_per_rack for r in mine)
+        # power per rack: the nodes it holds at the plan's node power
+        for r in mine:
+            assert r.power_w == pytest.approx(
+                (r.count("node") + r.count("spare")) * p.node_power_kw * 1000)
+            assert r.limit_w == 30_000
+    mgmt = [r for r in racks if r.kind == "management"]
+    assert sum(r.count("server") for r in mgmt) == plan.roles.non_compute_nodes
+    net = [r for r in racks if r.kind == "network"]
+    assert len(net) == plan.fabric.racks
+    c = plan.fabric.compute
+    assert c is not None
+    racked_switches = (c.sized.switches + plan.fabric.storage.sized.switches
+                       + plan.fabric.in_band.sized.spines + plan.fabric.out_of_band.sized.spines)
+    assert sum(r.count("switch") for r in net) == racked_switches
+    # no rack is filled past its usable units
+    assert all(max((s.u + s.height - 1 for s in r.slots), default=0) <= r.units - 4
+               for r in racks)
+
+
+def test_the_svg_draws_every_rack_and_slot_of_the_facts() -> None:
+    plan = _plan()
+    racks = plan_racks(plan)
+    svg = rack_figure(plan).svg
+    drawn = _wide_racks(svg)
+    assert len(drawn) == len(racks)
+    for g, rack in zip(drawn, racks, strict=True):
+        assert _slots(g) == Counter(s.kind for s in rack.slots)
+        assert rack.name in "".join(g.itertext())
+    # the narrow layout draws the same racks, its ids namespaced apart
+    ids = [e.get("id") or "" for e in ET.fromstring(svg).iter() if e.get("id")]
+    assert len(ids) == len(set(ids))
+    assert all(i.startswith("rack-elevations_") for i in ids)
+    assert sum(1 for i in ids if i.startswith("rack-elevations_narrow_rack_")
+               and i.count("_") == 3) == len(racks)
+
+
+def test_a_gb200_site_draws_whole_nvlink_racks_and_leaves_spare_trays_on_the_shelf() -> None:
+    plan = _plan(site(144 * 2), "gb200.yaml")
+    pool = plan.pools[0]
+    racks = [r for r in plan_racks(plan) if r.kind == "pool"]
+    assert len(racks) == pool.racks == 16
+    assert [r.count("node") for r in racks] == [18] * 16
+    assert sum(r.count("spare") for r in racks) == 0 < pool.spare_nodes
+    # a rack draws the domain's share: 132 kW against the site's 140 kW limit
+    assert racks[0].power_w == pytest.approx(pool.node_power_kw * 18 * 1000)
+    assert racks[0].power_w <= (racks[0].limit_w or 0)
+    assert len(plan_racks(plan)) == plan.facility.racks
+
+
+def test_hostile_names_are_escaped_and_the_svg_stays_well_formed() -> None:
+    plan = _plan()
+    evil = '<script>alert("x")</script>&amp;\'rack'
+    pools = [plan.pools[0].model_copy(update={"name": evil}), *plan.pools[1:]]
+    hostile = plan.model_copy(update={"pools": pools, "platform": evil})
+    svg = rack_figure(hostile).svg
+    assert "<script" not in svg
+    root = ET.fromstring(svg)  # well-formed: every text escaped
+    assert f"{evil}-rack-0" in "".join(root.itertext())
+    html = render_html(Document(title="t", sections=[drawings_section(hostile)]))
+    assert "<script>alert" not in html
+
+
+@pytest.mark.parametrize("bad", [
+    '<svg x="1"><script>alert(1)</script></svg>',
+    '<svg x="1"><a href="https://example.com">x</a></svg>',
+    '<svg x="1"><rect onload="alert(1)"/></svg>',
+    '<svg x="1"><rect fill="url(https://example.com/x)"/></svg>',
+    '<svg x="1"><image xlink:href="x.png"/></svg>',
+    "<div>not svg</div>",
+])
+def test_a_figure_refuses_svg_that_could_run_or_load_something(bad: str) -> None:
+    with pytest.raises(ValueError, match="figure 'f'"):
+        Figure(id="f", title="t", svg=bad)
+
+
+def test_internal_references_are_allowed() -> None:
+    Figure(id="f", title="t", svg='<svg x="1"><rect fill="url(#f_hatch)"/></svg>')
+
+
+def test_markdown_links_each_figure_as_a_file_beside_it_and_html_inlines_it() -> None:
+    plan = _plan()
+    doc = Document(title="t", sections=[Section(id="s", title="S"), drawings_section(plan)])
+    md = render_markdown(doc)
+    assert "![Rack elevations](figures/rack-elevations.svg)" in md
+    files = figure_files(doc)
+    assert list(files) == ["figures/rack-elevations.svg"]
+    assert files["figures/rack-elevations.svg"].startswith("<svg ")
+    ET.fromstring(files["figures/rack-elevations.svg"])  # a standalone SVG file
+    assert "| rack | kind | nodes |" in md  # the facts as a table under the image
+    page = render_html(doc)
+    assert 'id="rack-elevations_svg"' in page and 'figure class="chart drawing"' in page
+
+
+def test_figure_and_chart_ids_share_one_namespace() -> None:
+    fig = rack_figure(_plan())
+    with pytest.raises(ValueError, match="used twice"):
+        Document(title="t", sections=[Section(id="rack-elevations", title="x",
+                                              figures=[fig])])
