@@ -23,6 +23,8 @@ from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck
 from aiplat.ops.acceptance import Record, load_record
 from aiplat.ops.plan_outputs import plan_outputs
 from aiplat.plan import Plan
+from aiplat.report import render_html
+from aiplat.report.pdf import find_engine, html_to_pdf
 from aiplat.sched.metrics import SimResult
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.text import shown
@@ -38,14 +40,17 @@ from aiplat.text import shown
               help="CRDs of your cluster (Kueue, JobSet, Gateway API...) to validate against")
 @click.option("--k8s-version", "k8s_versions", multiple=True, default=DEFAULT_VERSIONS,
               show_default=True, help="Kubernetes versions to validate the manifests for")
-def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
-         k8s_versions: tuple[str, ...]) -> None:
+@click.option("--pdf", is_flag=True,
+              help="also print the report to DIR/report.pdf (needs headless Chromium)")
+def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None, *,
+         k8s_versions: tuple[str, ...], pdf: bool) -> None:
     """Size the platform in SPEC (default: the built-in example) and write the plan.
 
     Writes DIR/plan.json (every figure with its formula inputs), DIR/report.md, a
     self-contained DIR/report.html, the rendered Kubernetes tree DIR/kube/ with its validation
     and lint result DIR/kube-check.json, a simulated month DIR/simulation.json, and the
-    handover: DIR/matrix/, DIR/runbook/, DIR/monitoring/. Exit 1 when the plan has error
+    handover: DIR/matrix/, DIR/runbook/, DIR/monitoring/ (--pdf: DIR/report.pdf too).
+    Exit 1 when the plan has error
     findings or the manifests fail validation or lint. SPEC - reads the spec from stdin.
 
     \b
@@ -67,6 +72,7 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
             raise InputError(f"{what} '{shown(path)}' holds a control or format character "
                              "(fix: rename it; the plan's documents quote it)")
     k8s_versions = tuple(check_version(v) for v in k8s_versions)
+    engine = find_engine() if pdf else None  # missing: exit 2 before anything is written
     catalog = load_catalog()
     if spec == STDIN:  # read once: its text gives the report its digest too
         text = decode(read_stdin("a platform spec"), STDIN, "a platform spec")
@@ -81,7 +87,9 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
                        spec_text=text,
                        crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
                        acceptance=_last_acceptance(Path(out_dir)))
-    write_tree(out_dir, out.files)
+    files = out.files if engine is None else {
+        **out.files, "report.pdf": html_to_pdf(render_html(out.report, expanded=True), engine)}
+    write_tree(out_dir, files)
     data = _summary_data(out.plan) | {"findings": [f.model_dump() for f in out.findings],
                                       "simulation": _sim_summary(out.sim)}
     if fmt == "json":
@@ -96,8 +104,9 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None,
     click.echo(_kube_line(out.kube), err=True)
     elapsed = time.perf_counter() - t0
     slurm = ", slurm/" if any(f.startswith("slurm/") for f in out.files) else ""
-    click.echo(f"wrote plan.json, report.md, report.html, kube/, matrix/, runbook/, monitoring/"
-               f"{slurm} ({len(out.files)} files) to {shown(out_dir)} in {elapsed:.2f} s",
+    click.echo(f"wrote plan.json, report.md, report.html{', report.pdf' if engine else ''}, "
+               f"kube/, matrix/, runbook/, monitoring/{slurm} ({len(files)} files)"
+               f" to {shown(out_dir)} in {elapsed:.2f} s",
                err=True)
     if not out.ok:
         sys.exit(1)
@@ -168,6 +177,8 @@ def _summary_data(p: Plan) -> dict[str, object]:
                        "cores": p.fabric.compute.sized.cores,
                        "ufm_appliances": p.fabric.compute.ufm_appliances}},
         "deployment": p.deployment.recommendation,
+        "cost": {"currency": p.bom.currency, "capex": round(p.bom.capex, 2),
+                 "unpriced": p.bom.unpriced, "opex_per_month": round(p.bom.opex_per_month, 2)},
     }
 
 

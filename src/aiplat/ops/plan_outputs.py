@@ -63,6 +63,8 @@ class PlanOutputs:
     findings: list[Finding]
     """Every finding of the run, the plan's and the tree's lint: the one list the report,
     the CLI's lines and its ``-o json|yaml`` show."""
+    report: Document
+    """The plan's report as a document (rendered again, expanded, for --pdf)."""
 
     @property
     def ok(self) -> bool:
@@ -110,7 +112,7 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         # (the Kubernetes tree stays beside it, for comparison and for a later move).
         files |= {f"slurm/{k}": v for k, v in slurm_files(
             resolved, deployment=plan.deployment.recommendation).items()}
-    return PlanOutputs(plan, kube, sim, queues, files, findings)
+    return PlanOutputs(plan, kube, sim, queues, files, findings, doc)
 
 
 def _documents(docs: dict[str, Document]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from aiplat import __version__
 from aiplat.catalog import Catalog
+from aiplat.plan.bom import PoolCount, bill_of_materials
 from aiplat.plan.fabric import FabricPlan, plan_fabric
 from aiplat.plan.inference import plan_inference
 from aiplat.plan.models import FacilityPlan, Finding, Plan, PoolPlan, WorkloadPlan
@@ -65,6 +66,12 @@ def plan_resolved(resolved: Resolved) -> Plan:
         network=plan_network(platform, workloads),
         fabric=fabric,
         storage=plan_storage(resolved),
+        bom=bill_of_materials(
+            platform, [PoolCount(name=p.name, gpu_model=p.gpu_model, nodes=p.nodes,
+                                 spare_nodes=p.spare_nodes, gpus_per_node=r.gpus_per_node)
+                       for p, r in zip(pools, resolved.pools, strict=True)],
+            non_compute_nodes=role_plan.non_compute_nodes, racks=facility.racks, fabric=fabric,
+            energy_per_month=facility.energy_cost_per_month),
         findings=findings,
     )
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import Field
 
+from aiplat.plan.bom import BillOfMaterials
 from aiplat.plan.fabric import FabricPlan
 from aiplat.plan.findings import Finding, PlanModel
 from aiplat.plan.network import NetworkAdvice
@@ -123,6 +124,7 @@ class Plan(PlanModel):
     fabric: FabricPlan = Field(description="the compute, storage, in-band and out-of-band "
                                "fabrics sized: switches, ports, cables, racks and power")
     storage: StorageGuidance
+    bom: BillOfMaterials = Field(description="what to buy and what it costs to buy and run")
     findings: list[Finding]
 
     @property

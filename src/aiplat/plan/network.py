@@ -72,8 +72,11 @@ class NetworkAdvice(PlanModel):
 
     def findings(self) -> list[Finding]:
         """The recommendations that are warnings or errors, as findings (source 'network'):
-        the advice is the fix, the reason says what is wrong."""
-        return [Finding(severity=r.severity, source="network", message=r.reason, fix=r.advice,
+        the advice is the fix, the reason says what is wrong. They count as warnings: a
+        plan's error means the spec cannot be built as written (exit 1), and a design fault
+        of the network (no management segment) still builds; the network section keeps the
+        advice's own weight."""
+        return [Finding(severity="warning", source="network", message=r.reason, fix=r.advice,
                         subject=f"{'pool' if r.topic == 'rate' else 'segment'} {r.subject}")
                 for r in self.recommendations if r.severity != "info"]
 

@@ -326,6 +326,9 @@ class Section(_Model):
     title: str = Field(min_length=1)
     paragraphs: list[Rich] = Field(default_factory=list)
     code: list[Code] = Field(default_factory=list, description="blocks, after the paragraphs")
+    collapsed: bool = Field(default=False, description="HTML shows the body folded under its "
+                            "title until opened (a long report stays short on a phone); "
+                            "Markdown and print show it whole")
     tables: list[Table] = Field(default_factory=list)
     charts: list[Chart] = Field(default_factory=list)
     figures: list[Figure] = Field(default_factory=list, description="drawings, after charts")

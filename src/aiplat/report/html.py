@@ -53,8 +53,11 @@ def _environment() -> jinja2.Environment:
     return env
 
 
-def render_html(doc: Document) -> str:
-    """Return the document as a complete HTML5 page (deterministic: same doc, same text)."""
+def render_html(doc: Document, *, expanded: bool = False) -> str:
+    """Return the document as a complete HTML5 page (deterministic: same doc, same text).
+
+    ``expanded`` opens the collapsed sections (:attr:`Section.collapsed`): for printing,
+    where a closed ``<details>`` would print as its title only."""
     doc = printable(doc)
     # render_svg escapes the chart text it writes, so its output is safe to mark as markup.
     svgs = {chart.id: Markup(render_svg(chart)) for chart in doc.all_charts()}
@@ -62,7 +65,8 @@ def render_html(doc: Document) -> str:
     # (no script, handler or outside reference): shown as it is.
     figures = {f.id: Markup(f.svg) for f in doc.all_figures()}
     template = _environment().get_template(TEMPLATE)
-    return template.render(doc=doc, svgs=svgs, figures=figures, version=__version__)
+    return template.render(doc=doc, svgs=svgs, figures=figures, version=__version__,
+                           expanded=expanded)
 
 
 def rich(value: Rich) -> Markup:

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Sequence
 from datetime import date
 from typing import Any
 
-from aiplat.findings import Finding, counts
+from aiplat.findings import Finding, counts, ordered
 from aiplat.findings import table as findings_table
 from aiplat.kube.pipeline import KubeCheck
+from aiplat.plan.bom import BillOfMaterials
 from aiplat.plan.format import bytes_h, count_h, kw_h
 from aiplat.plan.models import Plan
 from aiplat.report.document import (
@@ -30,11 +31,12 @@ from aiplat.report.document import (
     Source,
     Table,
 )
-from aiplat.report.grouping import group_repeats
 from aiplat.report.drawings import drawings_section
+from aiplat.report.grouping import group_repeats
 from aiplat.report.kube_doc import kube_section
 from aiplat.report.prose import prose, words
 
+OPEN_SECTIONS = frozenset({"findings", "bill-of-materials"})
 MEMORY_PARTS = ("weights", "adapters", "gradients", "optimizer", "activations", "kv cache",
                 "overhead")
 
@@ -54,6 +56,7 @@ def plan_document(
     found = list(plan.all_findings if findings is None else findings)
     sections = [
         _findings(found),
+        _bom(plan),
         _workloads(plan),
         _workload_details(plan),
         _pools(plan),
@@ -67,6 +70,10 @@ def plan_document(
         sections.append(kube_section(kube))
     sections.extend(extra)
     sections.append(_assumptions(plan))
+    # The summary, the findings and the bill are the page a manager reads; the engineers'
+    # sections fold under their titles (open on a tap; printed whole).
+    sections = [x if x.id in OPEN_SECTIONS else x.model_copy(update={"collapsed": True})
+                for x in sections]
     return Document(
         title=f"Platform plan: {plan.platform}",
         subtitle=f"{plan.description} — aiplat {plan.aiplat_version}, "
@@ -79,26 +86,95 @@ def plan_document(
 
 
 def _summary(plan: Plan, findings: Sequence[Finding]) -> list[KeyFigure]:
+    """One screen: what to buy, what it costs to buy and to run, what is at risk."""
     f = plan.facility
+    bom = plan.bom
     gpus = sum(p.gpus for p in plan.pools)
+    spares = sum(p.spare_nodes for p in plan.pools)
+    gpn = {p.name: p.gpus // p.nodes for p in plan.pools if p.nodes}
+    spare_gpus = sum(p.spare_nodes * gpn.get(p.name, 0) for p in plan.pools)
     n = counts(findings)
-    errors, warnings = n["error"], n["warning"]
+    at_risk = [x for x in ordered(findings) if x.severity != "info"]
+    fab = plan.fabric
+    cables = sum(g.cables for g in fab.compute.sized.cables) if fab.compute else 0
+    storage = next((ln for ln in bom.lines if ln.category == "storage"), None)
     return [
-        KeyFigure(label="GPUs", value=str(gpus),
-                  detail=", ".join(f"{p.gpus} × {p.gpu_model}" for p in plan.pools if p.gpus)),
-        KeyFigure(label="Nodes", value=str(sum(p.nodes for p in plan.pools)),
-                  detail=f"+ {sum(p.spare_nodes for p in plan.pools)} spare, "
-                         f"+ {plan.roles.non_compute_nodes} non-compute"),
-        KeyFigure(label="IT power", value=f"{f.it_power_kw:,.1f} kW",
-                  detail=f"budget {f.power_budget_kw:g} kW"),
-        KeyFigure(label="Facility power", value=f"{f.facility_power_kw:,.1f} kW",
-                  detail=f"cooling {f.cooling_btu_per_hour:,.0f} BTU/h"),
-        KeyFigure(label="Racks", value=str(f.racks)),
-        KeyFigure(label="Energy at full load", value=f"{f.energy_cost_per_month:,.0f} {f.currency}",
-                  detail="per month"),
+        KeyFigure(label="GPUs to buy", value=str(gpus + spare_gpus),
+                  detail=", ".join(f"{p.gpus} × {p.gpu_model}" for p in plan.pools if p.gpus)
+                  + (f", + {spare_gpus} in spare nodes" if spare_gpus else "")),
+        KeyFigure(label="Nodes", value=str(sum(p.nodes for p in plan.pools) + spares
+                                           + plan.roles.non_compute_nodes),
+                  detail=f"{sum(p.nodes for p in plan.pools)} GPU + {spares} spare + "
+                         f"{plan.roles.non_compute_nodes} non-compute"),
+        KeyFigure(label="Racks", value=str(f.racks),
+                  detail=f"{fab.racks} for the network; IT power {f.it_power_kw:,.1f} of "
+                         f"{f.power_budget_kw:g} kW"),
+        KeyFigure(label="Network", value=f"{fab.switches} switches",
+                  detail=f"{cables:,} compute cables, "
+                         f"{fab.compute.sized.transceivers if fab.compute else 0:,} "
+                         "transceivers" if fab.compute else "no compute fabric"),
+        KeyFigure(label="Shared storage",
+                  value=f"{storage.quantity:,.0f} TB" if storage else "none in the spec",
+                  detail=storage.detail if storage else "local NVMe only"),
+        KeyFigure(label="Purchase (capex)", value=_capex(bom),
+                  detail=_priced(bom)),
+        KeyFigure(label="Running cost per month", value=_money(bom.opex_per_month, bom.currency),
+                  detail="; ".join(f"{c.item} " + (_money(c.per_month, bom.currency)
+                                                   if c.per_month is not None else "not priced")
+                                   for c in bom.running)),
+        KeyFigure(label="At risk", value=f"{n['error']} errors, {n['warning']} warnings",
+                  detail="; ".join(dict.fromkeys(x.subject or x.source for x in at_risk))
+                  or "nothing to act on"),
         KeyFigure(label="Deployment model", value=words(plan.deployment.recommendation)),
-        KeyFigure(label="Findings", value=f"{errors} errors, {warnings} warnings"),
     ]
+
+
+def _money(value: float, currency: str) -> str:
+    return f"{value:,.0f} {currency}"
+
+
+def _capex(bom: BillOfMaterials) -> str:
+    if bom.lines and len(bom.unpriced) == len(bom.lines):
+        return "no price given"
+    return _money(bom.capex, bom.currency) + (" + unpriced parts" if bom.unpriced else "")
+
+
+def _priced(bom: BillOfMaterials) -> str:
+    """What the purchase total covers, and where its prices come from."""
+    where = f"prices: {bom.price_source}" if bom.price_source else "prices from the spec"
+    if not bom.unpriced:
+        return f"every part priced; {where}"
+    if len(bom.unpriced) == len(bom.lines):
+        return "set pools[].node.price and site.prices in the spec to cost the parts"
+    return f"no price given for {', '.join(bom.unpriced)}; {where}"
+
+
+def _bom(plan: Plan) -> Section:
+    bom = plan.bom
+    cur = bom.currency
+    rows: list[list[Rich]] = [
+        [ln.item, ln.amount,
+         _money(ln.unit_price, cur) if ln.unit_price is not None else "no price given",
+         _money(t, cur) if (t := ln.total) is not None else "no price given", ln.detail]
+        for ln in bom.lines]
+    rows.append(["purchase total", "", "", _capex(bom), _priced(bom)])
+    running: list[list[Rich]] = [
+        [c.item, _money(c.per_month, cur) if c.per_month is not None else "not priced",
+         c.basis] for c in bom.running]
+    running.append(["running total", _money(bom.opex_per_month, cur),
+                    "the priced items above"])
+    return Section(
+        id="bill-of-materials", title="Bill of materials",
+        paragraphs=["What the plan buys, spares included, and what it costs to buy and to run. "
+                    + (f"Prices: {bom.price_source}." if bom.price_source else
+                       "Prices come from the spec (pools[].node.price, site.prices); a part "
+                       "without one says so and is left out of the totals.")],
+        tables=[Table(title="To buy", columns=["part", "quantity", "unit price", "total",
+                                               "detail"],
+                      rows=rows, align=["left", "right", "right", "right", "left"]),
+                Table(title="To run, per month", columns=["cost", "per month", "basis"],
+                      rows=running, align=["left", "right", "left"])],
+    )
 
 
 def _findings(findings: Sequence[Finding]) -> Section:

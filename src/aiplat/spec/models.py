@@ -297,6 +297,43 @@ class Cooling(StrEnum):
     IMMERSION = "immersion"
 
 
+class SwitchPrices(SpecModel):
+    """One switch's price per fabric (as ``network.fabric`` names them): an InfiniBand
+    compute switch and a 1 GbE management switch differ a hundredfold."""
+
+    compute: float | None = Field(default=None, ge=0, le=1e8)
+    storage: float | None = Field(default=None, ge=0, le=1e8)
+    in_band: float | None = Field(default=None, ge=0, le=1e8)
+    out_of_band: float | None = Field(default=None, ge=0, le=1e8)
+
+
+class PriceSpec(SpecModel):
+    """What the platform's parts cost, in site.currency, for the report's bill of materials.
+
+    Every price is optional: a part without one is listed with "no price given", and the
+    totals say how many parts they leave out. A GPU node's price is on its pool
+    (``pools[].node.price``)."""
+
+    source: str = Field(default="", max_length=200, description="where the figures come "
+                        "from, printed beside every total: a quote's reference, or "
+                        "'illustrative, not a quote'")
+    cpu_node: float | None = Field(default=None, ge=0, le=1e8, description="one non-compute "
+                                   "node (control plane, login, storage gateway ...)")
+    rack: float | None = Field(default=None, ge=0, le=1e7, description="one rack with its "
+                               "PDUs")
+    switch: SwitchPrices = SwitchPrices()
+    cable: float | None = Field(default=None, ge=0, le=1e6, description="one compute-fabric "
+                                "cable")
+    transceiver: float | None = Field(default=None, ge=0, le=1e6)
+    ufm_appliance: float | None = Field(default=None, ge=0, le=1e7)
+    storage_per_tb: float | None = Field(
+        default=None, ge=0, le=1e6, alias="storagePerTB", description="shared storage "
+        "(file, object, block classes) per TB of capacity; local NVMe is in the node price")
+    support_per_year: float | None = Field(
+        default=None, ge=0, le=1, description="support and maintenance per year, as a share "
+        "of the purchase price (0.1: 10 %)")
+
+
 class SiteSpec(SpecModel):
     power_budget_kw: float = Field(gt=0, le=10_000_000, alias="powerBudgetKW",
                                    description="IT power available")
@@ -307,6 +344,8 @@ class SiteSpec(SpecModel):
     electricity_price_per_kwh: float = Field(default=0.20, ge=0, le=100,
                                              alias="electricityPricePerKWh")
     currency: Annotated[str, StringConstraints(pattern=r"^[A-Z]{3}$")] = "EUR"
+    prices: PriceSpec = Field(default_factory=PriceSpec, description="parts' prices for the "
+                              "bill of materials (unset: listed without a price)")
 
 
 class ReserveSpec(SpecModel):
@@ -470,6 +509,9 @@ class NodeSpec(SpecModel):
         default=None, gt=0, le=200, alias="powerKW", description="measured or rated system power"
     )
     checks: NodeChecksSpec = NodeChecksSpec()
+    price: float | None = Field(
+        default=None, ge=0, le=1e9, description="purchase price of one node as configured "
+        "(GPUs, NICs, NVMe), in site.currency; unset: the report says it has no price")
     char_devices: list[CharDeviceSpec] = Field(
         default=[], description="generic character devices exposed through CDI"
     )
