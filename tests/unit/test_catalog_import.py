@@ -16,10 +16,14 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from aiplat.catalog import load_catalog
 from aiplat.catalog.hf_config import count, overlay
+from aiplat.catalog.models import CatalogOverlay
 from aiplat.cli.main import main
+from aiplat.errors import InputError
 from aiplat.spec import example_text
 from aiplat.spec.load import load_catalog_overlay
 
@@ -263,3 +267,43 @@ def test_a_name_comes_from_the_config_or_must_be_given(
     assert rc == 0, err
     entry = yaml.safe_load(out)["models"][0]
     assert (entry["name"], entry["aliases"]) == ("qwen3-8b", ["qwen/qwen3-8b"])
+
+
+def test_a_name_is_one_word(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(GOOD | {"_name_or_path": "my org/x y"}))
+    for argv in ([str(config), "--name", ""], [str(config), "--name", "qwen 3"],
+                 [str(config)]):
+        rc, out, err = _run(capsys, *argv)
+        assert rc == 2 and out == "" and "a catalog name is one word" in err, err
+
+
+VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70),
+                   st.integers(0, 300), st.floats(allow_nan=True), st.text(max_size=6),
+                   st.lists(st.integers(-3, 100), max_size=4),
+                   st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+
+@settings(max_examples=300, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(sorted(PROVENANCE)), st.data())
+def test_any_mutated_config_is_an_entry_or_an_input_error(file: str, data: st.DataObject
+                                                          ) -> None:
+    """Whatever a config's fields hold (wrong types, huge, negative, lists, objects, gone),
+    the core answers with an entry the --catalog reader accepts or with an InputError naming
+    a field; never another exception."""
+    config = _config(file)
+    keys = data.draw(st.lists(st.sampled_from(sorted(config)), min_size=1, max_size=4,
+                              unique=True))
+    for key in keys:
+        if data.draw(st.booleans()):
+            del config[key]
+        else:
+            config[key] = data.draw(VALUES)
+    try:
+        got = count(config, name="fuzzed")
+    except InputError as e:
+        assert "field '" in str(e) or "not a model aiplat can describe" in str(e), e
+        return
+    CatalogOverlay.model_validate(overlay([got.entry]))
+    assert 0 < got.active_params <= got.params

@@ -231,7 +231,12 @@ def count(data: Mapping[str, Any], *, name: str, aliases: Sequence[str] = (),
                       dense_layers=moe.dense_layers,
                       expert_ffn_hidden=None if moe.expert_ffn == ffn else moe.expert_ffn,
                       shared_ffn_hidden=(moe.shared_ffn // moe.shared) if moe.shared else None)
-    return Counted(total, active, ModelArchitecture(**fields))
+    try:
+        entry = ModelArchitecture(**fields)
+    except ValueError as e:  # pydantic's checks of what the reads above let through
+        raise InputError(f"{file}: not a model aiplat can describe: {e} (fix: give the "
+                         "model's published config.json)") from None
+    return Counted(total, active, entry)
 
 
 def overlay(entries: Sequence[ModelArchitecture]) -> dict[str, Any]:
@@ -314,5 +319,9 @@ def _moe(c: _Config, fam: Family, layers: int, ffn: int) -> _MoeLayout:
     router = h * experts
     if fam.moe == "deepseek_v3" and c.text("topk_method") == "noaux_tc":
         router += experts  # the gate's e_score_correction_bias
+    if moe_layers == 0:
+        field = "mlp_only_layers" if fam.moe == "qwen3_moe" else "first_k_dense_replace"
+        raise c.fail(field, "leaves no layer a mixture of experts",
+                     "give the model's published value")
     return _MoeLayout(experts, per_token, expert_ffn, shared, shared * expert_ffn, router,
                       moe_layers, layers - moe_layers)

@@ -213,6 +213,9 @@ def import_cmd(config: str, name: str | None, aliases: tuple[str, ...], out: str
                              "(fix: give --name NAME, the name a spec's workload `model` "
                              "will use)")
         name = origin.rstrip("/").rsplit("/", 1)[-1].lower()
+    if not name or any(ch.isspace() or not ch.isprintable() for ch in name):
+        raise InputError(f"--name {name!r}: a catalog name is one word (fix: give --name "
+                         "NAME without spaces, e.g. qwen3-8b-site)")
     extra = [origin] if isinstance(origin, str) and "/" in origin else []
     sha = hashlib.sha256(raw).hexdigest()
     counted = count(data, name=name, aliases=[*aliases, *extra], file=shown_name,
