@@ -19,7 +19,15 @@ from aiplat.plan.build import build_plan
 from aiplat.plan.models import Plan
 from aiplat.report import render_html, render_markdown
 from aiplat.report.document import Document, Figure, Section
-from aiplat.report.drawings import drawings_section, plan_racks, rack_figure
+from aiplat.report.drawings import (
+    drawings_section,
+    fabric_figure,
+    fabric_tiers,
+    plan_racks,
+    plan_zones,
+    rack_figure,
+    zones_figure,
+)
 from aiplat.report.markdown import figure_files
 from aiplat.spec import EXAMPLE, example_text, parse_platform
 
@@ -106,7 +114,7 @@ def test_a_gb200_site_draws_whole_nvlink_racks_and_leaves_spare_trays_on_the_she
 
 def test_hostile_names_are_escaped_and_the_svg_stays_well_formed() -> None:
     plan = _plan()
-    evil = '<script>alert("x")</script>&amp;\'rack'
+    evil = '<script>alert("x")</script>&amp;\' onload=x href=y url(z)'
     pools = [plan.pools[0].model_copy(update={"name": evil}), *plan.pools[1:]]
     hostile = plan.model_copy(update={"pools": pools, "platform": evil})
     svg = rack_figure(hostile).svg
@@ -140,9 +148,12 @@ def test_markdown_links_each_figure_as_a_file_beside_it_and_html_inlines_it() ->
     md = render_markdown(doc)
     assert "![Rack elevations](figures/rack-elevations.svg)" in md
     files = figure_files(doc)
-    assert list(files) == ["figures/rack-elevations.svg"]
-    assert files["figures/rack-elevations.svg"].startswith("<svg ")
-    ET.fromstring(files["figures/rack-elevations.svg"])  # a standalone SVG file
+    assert list(files) == [f"figures/{f}.svg" for f in ("rack-elevations", "network-zones",
+                                                         "compute-fabric")]
+    for path, svg in files.items():
+        assert svg.startswith("<svg ")
+        ET.fromstring(svg)  # a standalone SVG file
+        assert f"]({path})" in md
     assert "| rack | kind | nodes |" in md  # the facts as a table under the image
     page = render_html(doc)
     assert 'id="rack-elevations_svg"' in page and 'figure class="chart drawing"' in page
@@ -153,3 +164,81 @@ def test_figure_and_chart_ids_share_one_namespace() -> None:
     with pytest.raises(ValueError, match="used twice"):
         Document(title="t", sections=[Section(id="rack-elevations", title="x",
                                               figures=[fig])])
+
+
+def _tier(svg: str, name: str) -> ET.Element:
+    wide = ET.fromstring(svg).find("s:g[@class='wide']", NS)
+    assert wide is not None
+    found = wide.find(f"s:g[@class='tier tier-{name}']", NS)
+    assert found is not None, name
+    return found
+
+
+def _switch_boxes(tier: ET.Element) -> int:
+    return sum(1 for r in tier.iter("{http://www.w3.org/2000/svg}rect")
+               if r.get("class") == "switch")
+
+
+@pytest.mark.parametrize("trays", [144 * 2, 144 * 4])
+def test_a_rail_optimised_multi_su_fabric_draws_the_plans_switches_and_cables(
+        trays: int) -> None:
+    plan = _plan(site(trays), "gb200.yaml")
+    c = plan.fabric.compute
+    assert c is not None and c.sized.scalable_units > 1
+    tiers, links = fabric_tiers(plan)
+    counts = {t.name: t.count for t in tiers}
+    assert counts == {k: v for k, v in {"core": c.sized.cores, "spine": c.sized.spines,
+                                        "leaf": c.sized.leaves, "nodes": c.sized.nodes}.items()
+                      if v}
+    assert [(lk.between, lk.cables) for lk in links] == [(g.between, g.cables)
+                                                         for g in c.sized.cables]
+    fig = fabric_figure(plan)
+    for t in tiers:
+        g = _tier(fig.svg, t.name)
+        assert g.get("data-count") == str(t.count)
+        boxes = _switch_boxes(g)
+        assert boxes in (0, t.count)  # every switch drawn, or one box with the count
+        if not boxes:
+            assert f"{t.count // t.groups:,}" in "".join(g.itertext()) or t.name == "nodes"
+    text = "".join(ET.fromstring(fig.svg).itertext())
+    for lk in links:
+        assert f"{lk.cables:,} cables" in text
+    assert "per SU (rail-optimised)" in text
+
+
+def test_the_example_fabric_is_one_switch_with_its_56_cables() -> None:
+    plan = _plan()
+    tiers, links = fabric_tiers(plan)
+    assert [(t.name, t.count) for t in tiers] == [("leaf", 1), ("nodes", 7)]
+    assert [(lk.between, lk.cables) for lk in links] == [("node-leaf", 56)]
+    assert _switch_boxes(_tier(fabric_figure(plan).svg, "leaf")) == 1
+
+
+def test_the_zones_are_the_role_plans_with_their_segments_and_switches() -> None:
+    plan = _plan()
+    zones = plan_zones(plan)
+    assert [z.name for z in zones] == [z.zone.replace("_", "-") for z in plan.roles.zones] \
+        + ["out-of-band"]
+    for z, spec in zip(zones, plan.roles.zones, strict=False):
+        assert z.members == list(spec.roles)
+    mgmt = zones[0]
+    assert "segment mgmt" in mgmt.facts and "10.10.0.0/24" in mgmt.facts
+    assert mgmt.switches.startswith(f"{plan.fabric.in_band.sized.leaves} leaf")
+    svg = zones_figure(plan).svg
+    wide = ET.fromstring(svg).find("s:g[@class='wide']", NS)
+    assert wide is not None
+    drawn = [g for g in wide if g.get("class") == "zone"]
+    assert len(drawn) == len(zones)
+    for g, z in zip(drawn, zones, strict=True):
+        chips = [r for r in g.iter("{http://www.w3.org/2000/svg}rect")
+                 if r.get("class") == "member"]
+        assert len(chips) == len(z.members)
+
+
+def test_a_site_without_segments_still_draws_its_zones() -> None:
+    plan = _plan(site(144), "gb200.yaml")
+    assert not plan.network.segments
+    zones = plan_zones(plan)
+    assert "high-performance" in [z.name for z in zones]
+    hp = next(z for z in zones if z.name == "high-performance")
+    assert "rails" in hp.switches and "segment" not in hp.facts

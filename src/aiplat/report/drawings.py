@@ -305,6 +305,254 @@ def rack_figure(plan: Plan) -> Figure:
         table=racks_table(racks))
 
 
+# --- network zones ------------------------------------------------------------------------
+
+ZONE_PURPOSE = {"management": "management", "service": "service", "storage": "storage",
+                "high_performance": "hpc"}
+"""The role plan's zone names against the spec's segment purposes."""
+ZONE_FILL = {"management": "#E69F00", "service": "#56B4E9", "storage": "#009E73",
+             "high_performance": "#0072B2", "out-of-band": "#999999"}
+
+
+@dataclass(frozen=True)
+class Zone:
+    name: str
+    facts: str  # MTU, RDMA, the segment's subnet and rate
+    members: list[str]
+    switches: str  # the fabric that carries it, as sized
+
+
+def _switches(leaves: int, spines: int, cores: int = 0, extra: str = "") -> str:
+    parts = [f"{leaves} leaf", f"{spines} spine"] + ([f"{cores} core"] if cores else [])
+    return " · ".join(parts) + extra
+
+
+def plan_zones(plan: Plan) -> list[Zone]:
+    """The network zones the roles attach to, each with its segment and its switches."""
+    fab = plan.fabric
+    segments = {s.purpose.value: s for s in plan.network.segments}
+    out = []
+    for z in plan.roles.zones:
+        seg = segments.get(ZONE_PURPOSE.get(z.zone, ""))
+        facts = [f"MTU {z.mtu_bytes}", "RDMA" if z.rdma else "no RDMA"]
+        if seg is not None:
+            facts.insert(0, f"segment {seg.name}")
+            facts += [str(seg.cidr)] if seg.cidr else []
+            facts += [f"{seg.rate_gbps:g} Gb/s"] if seg.rate_gbps else []
+            if seg.rdma != "none" and not z.rdma:
+                facts.append(f"segment asks {seg.rdma}")
+        if z.zone == "management":
+            e = fab.in_band.sized
+            switches = _switches(e.leaves, e.spines, extra=" (in-band)")
+        elif z.zone == "storage":
+            e = fab.storage.sized
+            switches = _switches(e.leaves, e.spines)
+        elif z.zone == "high_performance" and fab.compute is not None:
+            c = fab.compute.sized
+            ufm = f" + {fab.compute.ufm_appliances} UFM" if fab.compute.ufm_appliances else ""
+            switches = _switches(c.leaves, c.spines, c.cores,
+                                 f" ({fab.compute.technology}, {c.rails} rails){ufm}")
+        else:
+            switches = "not sized by the plan"
+        out.append(Zone(z.zone.replace("_", "-"), " · ".join(facts), list(z.roles), switches))
+    o = fab.out_of_band.sized
+    if o.switches:
+        out.append(Zone("out-of-band", f"{o.ports_needed} ports: BMCs, switch management, "
+                        "PDUs", ["every node's BMC"], _switches(o.leaves, o.spines)))
+    return out
+
+
+def zones_table(zones: list[Zone]) -> Table:
+    return Table(columns=["zone", "facts", "roles", "switches"],
+                 rows=[[z.name, z.facts, ", ".join(z.members), z.switches] for z in zones])
+
+
+def _chips(members: list[str], x0: float, y0: float, width: float, ident: str
+           ) -> tuple[list[str], float]:
+    """Members as rounded labels, wrapped into rows inside ``width``; returns the height."""
+    parts, x, y = [], x0, y0
+    for k, m in enumerate(members):
+        label = shorten(m, width - 12, 8.5)
+        w = min(len(label) * 0.6 * 8.5 + 12, width)
+        if x + w > x0 + width and x > x0:
+            x, y = x0, y + 18
+        parts.append(f'<rect class="member" id="{ident}_member_{k}" x="{x:.1f}" y="{y:.1f}" '
+                     f'width="{w:.1f}" height="14" rx="7" fill="#ffffff" stroke="{LINE}"/>')
+        parts.append(text(x + 6, y + 10.5, label, size=8.5))
+        x += w + 4
+    return parts, y + 18 - y0
+
+
+def _zones_body(zones: list[Zone]) -> Body:
+    def body(width: float, prefix: str) -> tuple[str, float]:
+        out, y = [], PAD
+        inner = width - 2 * PAD
+        for i, z in enumerate(zones):
+            ident = f"{prefix}zone_{i}"
+            fill = ZONE_FILL.get(z.name.replace("-", "_"), ZONE_FILL["out-of-band"])
+            chips, chips_h = _chips(z.members, PAD + 8, y + 50, inner - 16, ident)
+            h = 50 + chips_h + 6
+            out.append(f'<g class="zone" id="{ident}"><title>{html.escape(z.name)}</title>')
+            out.append(f'<rect x="{PAD:g}" y="{y:.1f}" width="{inner:g}" height="{h:.1f}" '
+                       f'rx="6" fill="{fill}" fill-opacity="0.15" stroke="{fill}" '
+                       'stroke-width="1.5"/>')
+            out.append(f'<rect x="{PAD:g}" y="{y:.1f}" width="6" height="{h:.1f}" '
+                       f'fill="{fill}"/>')
+            out.append(text(PAD + 12, y + 15, shorten(z.name, inner - 20, 11), size=11,
+                            weight="bold"))
+            out.append(text(PAD + 12, y + 29, shorten(z.facts, inner - 20, 8.5), size=8.5,
+                            fill=MUTED))
+            out.append(text(PAD + 12, y + 43, shorten(f"switches: {z.switches}", inner - 20,
+                                                      8.5), size=8.5))
+            out += chips
+            out.append("</g>")
+            y += h + GAP
+        return "\n".join(out) + "\n", y + PAD - GAP
+    return body
+
+
+def zones_figure(plan: Plan) -> Figure:
+    zones = plan_zones(plan)
+    return Figure(
+        id="network-zones", title="Network zones",
+        svg=figure_svg("network-zones", f"Network zones of {plan.platform}", _zones_body(zones)),
+        caption="Each zone with its MTU, RDMA, segment (where the spec names one), the "
+                "switches that carry it and the roles attached to it.",
+        table=zones_table(zones))
+
+
+# --- compute fabric -----------------------------------------------------------------------
+
+MAX_BOXES = 160
+"""Switches of a tier drawn one by one up to this many (and while a box stays ``MIN_BOX``
+units wide); past it, one box per scalable unit (or per tier) with the count."""
+MIN_BOX = 3.0
+MAX_GROUPS = 24
+TIER_FILL = {"core": "#CC79A7", "spine": "#E69F00", "leaf": "#009E73", "nodes": "#0072B2"}
+
+
+@dataclass(frozen=True)
+class Tier:
+    name: str  # core, spine, leaf, nodes
+    count: int
+    groups: int  # scalable units the tier is drawn in (leaves and nodes), else 1
+    label: str
+
+
+@dataclass(frozen=True)
+class Links:
+    between: str
+    cables: int
+
+
+def fabric_tiers(plan: Plan) -> tuple[list[Tier], list[Links]]:
+    """The compute fabric top down (cores, spines, leaves, nodes) and the cables between
+    tiers, as ``sizing.fabric`` counted them; empty without a compute fabric."""
+    c = plan.fabric.compute
+    if c is None:
+        return [], []
+    s = c.sized
+    su = max(1, s.scalable_units)
+    tiers = []
+    if s.cores:
+        tiers.append(Tier("core", s.cores, 1, f"{s.cores} core switches"))
+    if s.spines:
+        tiers.append(Tier("spine", s.spines, 1, f"{s.spines} spine switches"))
+    leaf_groups = su if s.leaves % su == 0 and s.tiers > 1 else 1
+    tiers.append(Tier("leaf", s.leaves, leaf_groups,
+                      f"{s.leaves} leaf switch{'es' if s.leaves != 1 else ''}"
+                      + (f", {s.leaves // su} per SU (rail-optimised)" if leaf_groups > 1
+                         else "")))
+    ufm = f" + {c.ufm_appliances} UFM" if c.ufm_appliances else ""
+    tiers.append(Tier("nodes", s.nodes, leaf_groups,
+                      f"{s.nodes} nodes × {s.rails} rails{ufm} in {su} SU"
+                      + ("s" if su != 1 else "")))
+    return tiers, [Links(g.between, g.cables) for g in s.cables]
+
+
+def fabric_table(tiers: list[Tier], links: list[Links]) -> Table:
+    rows = [[t.name, f"{t.count:,}", t.label] for t in tiers]
+    rows += [[f"cables {lk.between}", f"{lk.cables:,}", ""] for lk in links]
+    return Table(columns=["tier", "count", "detail"], rows=rows,
+                 align=["left", "right", "left"])
+
+
+def _tier_boxes(t: Tier, y: float, width: float, ident: str) -> list[str]:
+    """A tier's switches as boxes (or one box past MAX_BOXES), grouped by SU."""
+    inner = width - 2 * PAD
+    parts = [f'<g class="tier tier-{t.name}" id="{ident}" data-count="{t.count}">',
+             f"<title>{html.escape(t.label)}</title>"]
+    fill = TIER_FILL[t.name]
+    groups = t.groups if t.count % t.groups == 0 and t.groups <= MAX_GROUPS else 1
+    gap = GAP if groups <= MAX_GROUPS // 2 else 3.0
+    gw = (inner - gap * (groups - 1)) / groups
+    n = t.count // groups
+    bw = min((gw - 2 * (n - 1)) / n if n else gw, 120.0)  # one switch is no wall
+    for g in range(groups):
+        gx = PAD + g * (gw + gap)
+        if t.name != "nodes" and t.count <= MAX_BOXES and bw >= MIN_BOX:
+            for k in range(n):
+                parts.append(f'<rect class="switch" id="{ident}_sw_{g * n + k}" '
+                             f'x="{gx + k * (bw + 2):.1f}" y="{y:.1f}" width="{bw:.1f}" '
+                             f'height="16" rx="2" fill="{fill}"/>')
+        else:
+            parts.append(f'<rect class="group" x="{gx:.1f}" y="{y:.1f}" width="{gw:.1f}" '
+                         f'height="16" rx="3" fill="{fill}"/>')
+            if gw >= 40:
+                parts.append(text(gx + gw / 2, y + 11.5, f"{n:,}", size=8.5, anchor="middle",
+                                  fill="#ffffff"))
+    parts.append(text(PAD, y + 28, shorten(t.label, inner, 9), size=9))
+    parts.append("</g>")
+    return parts
+
+
+def _fabric_body(tiers: list[Tier], links: list[Links], title: str) -> Body:
+    def body(width: float, prefix: str) -> tuple[str, float]:
+        out = [text(PAD, PAD + 11, shorten(title, width - 2 * PAD, 11), size=11,
+                    weight="bold")]
+        y = PAD + 24
+        if not tiers:
+            out.append(text(PAD, y + 12, "no compute fabric in this plan", size=10))
+            return "\n".join(out) + "\n", y + 24
+        # cables between tier i and i+1, top down: spine-core above leaf-spine above node-leaf
+        by_pair = {lk.between: lk.cables for lk in links}
+        names = {"core": "core", "spine": "spine", "leaf": "leaf", "nodes": "node"}
+        for i, t in enumerate(tiers):
+            out += _tier_boxes(t, y, width, f"{prefix}tier_{t.name}")
+            y += 34
+            if i + 1 < len(tiers):
+                lower = names[tiers[i + 1].name]
+                cables = by_pair.get(f"{lower}-{names[t.name]}")
+                label = f"{cables:,} cables {lower}–{names[t.name]}" if cables else ""
+                for k in range(5):  # a fan of lines: links, not individual cables
+                    x = PAD + (width - 2 * PAD) * (k + 0.5) / 5
+                    out.append(f'<line x1="{x:.1f}" y1="{y - 2:.1f}" x2="{x:.1f}" '
+                               f'y2="{y + 16:.1f}" stroke="{LINE}" stroke-width="1.5"/>')
+                out.append(f'<rect x="{width / 2 - 70:.1f}" y="{y + 1:.1f}" width="140" '
+                           'height="13" fill="#ffffff"/>')
+                out.append(text(width / 2, y + 11, label, size=8.5, anchor="middle"))
+                y += 20
+        return "\n".join(out) + "\n", y + PAD
+    return body
+
+
+def fabric_figure(plan: Plan) -> Figure:
+    tiers, links = fabric_tiers(plan)
+    c = plan.fabric.compute
+    title = ("Compute fabric" if c is None else
+             f"Compute fabric: {c.technology}, {c.sized.tiers} tier"
+             f"{'s' if c.sized.tiers != 1 else ''}, {c.link_gbps:g} Gb/s links")
+    return Figure(
+        id="compute-fabric", title="Compute fabric",
+        svg=figure_svg("compute-fabric", title, _fabric_body(tiers, links, title)),
+        caption="Switches per tier top down (one box per switch where they fit, else one "
+                "box with the count), leaves and nodes grouped by scalable unit; the labels "
+                "between tiers are the cables the plan counts.",
+        table=fabric_table(tiers, links))
+
+
 def drawings_section(plan: Plan) -> Section:
-    """The plan report's drawings: the racks (and the network, where drawn)."""
-    return Section(id="drawings", title="Racks drawn", figures=[rack_figure(plan)])
+    """The plan report's drawings: the racks, the network zones and the compute fabric."""
+    figures = [rack_figure(plan), zones_figure(plan), fabric_figure(plan)]
+    return Section(id="drawings", title="Racks, network zones and fabric drawn",
+                   figures=figures)
