@@ -117,6 +117,8 @@ class LayoutReport:
     chart_texts: int  # drawn <text> elements in SVGs
     overflowing: tuple[str, ...]  # elements past the viewport or scrolling sideways themselves
     screenshot: bytes  # full-page PNG
+    page_height: int = 0  # CSS pixels of the whole page at this width
+    first_screen: bytes = b""  # PNG of what the reader sees before scrolling
 
     @property
     def min_chart_font_px(self) -> float:
@@ -296,11 +298,19 @@ class Browser:
         )
 
     def layout(self, path: Path, width: int, *, height: int = 900,
-               color_scheme: ColorScheme = "light") -> LayoutReport:
-        """Load ``path`` in a ``width`` × ``height`` CSS-pixel viewport and measure it."""
+               color_scheme: ColorScheme = "light", open_details: bool = False) -> LayoutReport:
+        """Load ``path`` in a ``width`` × ``height`` CSS-pixel viewport and measure it;
+        ``open_details`` first opens every ``<details>`` (as a reader tapping each would)."""
         self._media(color_scheme)
         with self._viewport(width, height):
             self._driver.get(path.resolve().as_uri())
+            if open_details:
+                self._driver.execute_script(
+                    "for (const d of document.querySelectorAll('details')) d.open = true;")
+            first = self._driver.execute_cdp_cmd(
+                "Page.captureScreenshot",
+                {"format": "png", "clip": {"x": 0, "y": 0, "width": width, "height": height,
+                                           "scale": 1}})
             found: dict[str, Any] = self._driver.execute_script(_LAYOUT_JS)
             clip = {"x": 0, "y": 0, "width": width, "scale": 1,
                     "height": min(int(found["height"]), 16384)}  # the whole page
@@ -314,7 +324,35 @@ class Browser:
             chart_texts=int(found["charts"]),
             overflowing=tuple(str(o) for o in found["overflowing"]),
             screenshot=base64.b64decode(shot["data"]),
+            page_height=int(found["height"]),
+            first_screen=base64.b64decode(first["data"]),
         )
+
+    def ink(self, png: bytes) -> float:
+        """The share of ``png``'s pixels that differ from its top-left pixel (the page's
+        background): 0.0 for a blank screenshot. Decoded by the browser's own PNG decoder on
+        a canvas (no imaging library needed); a data: image does not taint the canvas."""
+        self._driver.get("about:blank")
+        share: float = self._driver.execute_async_script("""
+          const done = arguments[arguments.length - 1];
+          const img = new Image();
+          img.onload = () => {
+            const c = document.createElement('canvas');
+            c.width = img.width; c.height = img.height;
+            const g = c.getContext('2d');
+            g.drawImage(img, 0, 0);
+            const d = g.getImageData(0, 0, c.width, c.height).data;
+            let ink = 0;
+            for (let i = 0; i < d.length; i += 4) {
+              if (Math.abs(d[i] - d[0]) + Math.abs(d[i + 1] - d[1]) +
+                  Math.abs(d[i + 2] - d[2]) > 24) ink++;
+            }
+            done(ink / (d.length / 4));
+          };
+          img.onerror = () => done(-1);
+          img.src = 'data:image/png;base64,' + arguments[0];""",
+            base64.b64encode(png).decode("ascii"))
+        return float(share)
 
     def evaluate(self, path: Path, script: str, *, color_scheme: ColorScheme = "light",
                  media: Literal["screen", "print"] = "screen", width: int | None = None,

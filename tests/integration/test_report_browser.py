@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -263,11 +264,93 @@ def test_sample_report_is_readable_on_a_phone_and_a_desktop(
     assert_readable(browser.layout(report_file, width), "sample-report")
 
 
-@pytest.mark.parametrize("width", WIDTHS)
+PLAN_SCREENS = ((390, 844), (1366, 768))
+"""A phone (iPhone 12-15 class, CSS pixels) and the most common laptop screen."""
+MAX_PHONE_PAGE_PX = 12_000
+"""The plan report was past 30,000 px tall on a phone with every section open."""
+
+
+@pytest.mark.parametrize(("width", "height"), PLAN_SCREENS)
 def test_plan_report_is_readable_on_a_phone_and_a_desktop(
-    browser: Browser, plan_tree: Path, width: int
+    browser: Browser, plan_tree: Path, width: int, height: int
 ) -> None:
-    assert_readable(browser.layout(plan_tree / "report.html", width), "plan-report")
+    """As it opens (engineers' sections folded) and with every section opened: no element
+    wider than the screen (tables fit or stack; nothing scrolls sideways) and, opened, chart
+    text at 10 px or more."""
+    page = plan_tree / "report.html"
+    folded = browser.layout(page, width, height=height)
+    assert_readable(folded, "plan-report", charts=False)
+    opened = browser.layout(page, width, height=height, open_details=True)
+    # On a phone the rack drawings (report/drawings.py) draw their labels at about 8 px
+    # (3e5507a); the charts keep 10 px. Until the drawings get a narrow layout, only the
+    # desktop holds the opened page to the 10 px rule.
+    assert_readable(opened, "plan-report-opened", charts=width >= 500)
+    assert folded.page_height < opened.page_height
+    print(f"plan report at {width} px: {folded.page_height:,} px folded, "
+          f"{opened.page_height:,} px opened")
+    if width < 500:
+        assert folded.page_height <= MAX_PHONE_PAGE_PX, folded.page_height
+
+
+SUMMARY_JS = """
+  const cards = [...document.querySelectorAll('dl.summary .figure-card')].map(card => {
+    const box = card.getBoundingClientRect();
+    return {label: card.querySelector('dt').textContent, top: box.top, bottom: box.bottom,
+            right: box.right, visible: card.checkVisibility()};
+  });
+  const findings = document.getElementById('findings').getBoundingClientRect().top;
+  return {cards: cards, screen: innerHeight, findings: findings};"""
+MANAGER_CARDS = ("GPUs to buy", "Purchase (capex)", "Running cost per month", "At risk")
+
+
+@pytest.mark.parametrize(("width", "height"), PLAN_SCREENS)
+def test_plan_summary_is_the_first_screen_and_the_page_is_not_blank(
+    browser: Browser, plan_tree: Path, width: int, height: int
+) -> None:
+    """What to buy, what it costs and what is at risk are on the first screen, before any
+    scrolling; the first screen's screenshot has ink (a page whose CSS hid everything, or
+    painted text in the background colour, would pass every DOM check but this one)."""
+    page = plan_tree / "report.html"
+    seen = browser.evaluate(page, SUMMARY_JS, width=width, height=height)
+    cards = {c["label"]: c for c in seen["cards"]}
+    for label in MANAGER_CARDS:
+        card = cards[label]
+        assert card["visible"] and card["bottom"] <= seen["screen"], (label, card, seen["screen"])
+        assert card["right"] <= width, (label, card)
+    shot = browser.layout(page, width, height=height).first_screen
+    assert png_size(shot) == (width, height)
+    (shots_dir() / f"plan-first-screen-{width}.png").write_bytes(shot)
+    ink = browser.ink(shot)
+    assert ink > 0.03, ink  # text, cards and borders: a few per cent of the pixels at least
+
+
+def test_ink_sees_a_blank_page_as_blank(browser: Browser, tmp_path: Path) -> None:
+    """Negative control for the screenshot check: an empty page has no ink; one word has."""
+    blank = tmp_path / "blank.html"
+    blank.write_text('<!DOCTYPE html><title>blank</title><link rel="icon" href="data:,">',
+                     encoding="utf-8")
+    assert browser.ink(browser.layout(blank, 390, height=844).first_screen) == 0.0
+    word = tmp_path / "word.html"
+    word.write_text('<!DOCTYPE html><title>w</title><link rel="icon" href="data:,">'
+                    '<p style="font-size:40px">aiplat</p>', encoding="utf-8")
+    assert 0 < browser.ink(browser.layout(word, 390, height=844).first_screen) < 0.03
+
+
+def test_plan_report_prints_every_section_to_pdf(plan_tree: Path, browser: Browser) -> None:
+    """report.pdf as `aiplat plan --pdf` makes it (report/pdf.py: headless Chromium's
+    --print-to-pdf of the page with every section open): a PDF, and longer than the
+    page printed folded (the folded sections would print as their titles only)."""
+    from aiplat.catalog import load_catalog as catalog_of
+    from aiplat.report.pdf import html_to_pdf
+
+    catalog = catalog_of()
+    platform = parse_platform(example_text(), EXAMPLE, catalog)
+    doc = plan_outputs(platform, catalog, today=date(2026, 12, 1)).report
+    opened = html_to_pdf(render_html(doc, expanded=True))
+    folded = html_to_pdf(render_html(doc))
+    assert opened.startswith(b"%PDF-") and folded.startswith(b"%PDF-")
+    pages = [len(re.findall(rb"/Type\s*/Page\b", pdf)) for pdf in (opened, folded)]
+    assert pages[0] > pages[1] + 5, pages
 
 
 @pytest.mark.parametrize("width", (390, 1280, 1400))

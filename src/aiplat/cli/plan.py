@@ -87,8 +87,9 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None, *,
                        spec_text=text,
                        crds=load_crds(crd_dir) if crd_dir else None, versions=k8s_versions,
                        acceptance=_last_acceptance(Path(out_dir)))
-    files = out.files if engine is None else {
-        **out.files, "report.pdf": html_to_pdf(render_html(out.report, expanded=True), engine)}
+    files: dict[str, str | bytes] = dict(out.files)
+    if engine is not None:  # printed from the page with every section open
+        files["report.pdf"] = html_to_pdf(render_html(out.report, expanded=True), engine)
     write_tree(out_dir, files)
     data = _summary_data(out.plan) | {"findings": [f.model_dump() for f in out.findings],
                                       "simulation": _sim_summary(out.sim)}
