@@ -147,3 +147,14 @@ def test_pdf_without_an_engine_is_exit_2_naming_the_fix_and_writes_nothing(
     err = capsys.readouterr().err
     assert "--pdf" in err and "fix:" in err and ("apt-get install chromium" in err or engine in err)
     assert not out.exists()
+
+
+def test_the_cli_prints_the_cost_in_one_line() -> None:
+    bom = example().plan.bom
+    assert bom.summary() == (
+        f"cost: purchase {bom.capex:,.0f} EUR (illustrative round figures, not a quote); "
+        f"running {bom.opex_per_month:,.0f} EUR/month (energy at full load "
+        f"{bom.running[0].per_month:,.0f}, support and maintenance "
+        f"{bom.running[1].per_month:,.0f})")
+    unpriced = _plan_of(_without_prices(example_text())).plan.bom.summary()
+    assert unpriced.startswith("cost: purchase no price given (set pools[].node.price")

@@ -207,6 +207,7 @@ def _print_table(p: Plan, findings: list[Finding]) -> None:
         f"{f.racks} racks · deployment: {p.deployment.recommendation}"
     )
     console.print(p.fabric.summary())
+    console.print(p.bom.summary())
     # Findings are diagnostics, on stderr as kubectl's warnings are; -o json|yaml has them
     # as data.
     for x in ordered(findings):

@@ -77,6 +77,19 @@ class BillOfMaterials(PlanModel):
         """The sum of the known running costs per month."""
         return sum(c.per_month for c in self.running if c.per_month is not None)
 
+    def summary(self) -> str:
+        """One line for the CLI: what the purchase and a month of running cost."""
+        if self.lines and len(self.unpriced) == len(self.lines):
+            capex = "no price given (set pools[].node.price and site.prices)"
+        else:
+            left = f" + {len(self.unpriced)} unpriced parts" if self.unpriced else ""
+            capex = f"{self.capex:,.0f} {self.currency}{left}"
+        source = f" ({self.price_source})" if self.price_source else ""
+        known = ", ".join(f"{c.item} {c.per_month:,.0f}" for c in self.running
+                          if c.per_month is not None)
+        return (f"cost: purchase {capex}{source}; running {self.opex_per_month:,.0f} "
+                f"{self.currency}/month ({known})")
+
 
 class PoolCount(PlanModel):
     """What the bill needs of one sized pool (a PoolPlan's figures)."""
