@@ -3,10 +3,11 @@
 :func:`sim_sections` turns a :class:`~aiplat.sched.SimResult` into format-neutral
 :class:`Section`s (tables, bar charts, and GPUs over time as a line) that the plan report
 (or any other document) appends; it formats numbers but computes nothing new, so the
-report shows exactly what ``aiplat sim run -o json`` prints. :func:`fgd_section` does the
-same for an ``aiplat sim fgd`` table. Every FGD figure names the variant that produced it
-(``published``: the published simulator's rules; ``aiplat``: aiplat's own, which the
-queueing engine uses).
+report shows exactly what ``aiplat sim run -o json`` prints; the capacity section also
+draws each pool's tenants over time (:mod:`aiplat.report.timelines`, from the job records).
+:func:`fgd_section` does the same for an ``aiplat sim fgd`` table. Every FGD figure names
+the variant that produced it (``published``: the published simulator's rules; ``aiplat``:
+aiplat's own, which the queueing engine uses).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import bisect
 from typing import Any
 
 from aiplat.report.document import Chart, Section, Series, Table
+from aiplat.report.timelines import timelines_figure
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.policies import ENGINE_VARIANT
 
@@ -75,6 +77,7 @@ def sim_sections(result: SimResult, *, prefix: str = "sim", subject: str = "the 
             f"deltas, random ties): {result.mean_fragmented_gpus:.1f}.",
         ],
         charts=_gpus_over_time(result, prefix),
+        figures=[timelines_figure(result, fid=f"{prefix}-timelines")] if result.records else [],
     )
     return [queue_section, capacity]
 

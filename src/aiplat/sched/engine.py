@@ -205,6 +205,7 @@ class Simulator:
             run = self.runs[name]
             if run.state == "running" and run.epoch == arg:
                 run.finished_at = self.now
+                run.spans[-1] = (run.spans[-1][0], self.now)
                 self._release(run)
                 run.state = "finished"
         elif kind == NODE_UP:
@@ -340,6 +341,7 @@ class Simulator:
     def start(self, run: _Run) -> None:
         run.state = "running"
         run.started_at = self.now
+        run.spans.append((self.now, None))
         if run.first_start is None:
             run.first_start = self.now
         self._push(self.now + run.job.duration, FINISH, run.job.name, run.epoch)
@@ -397,6 +399,7 @@ class Simulator:
         """Stop a running or admitted job and put it back in its queue."""
         if run.state == "running" and run.started_at is not None:
             run.wasted_gpu_s += (self.now - run.started_at) * run.job.gpus
+            run.spans[-1] = (run.spans[-1][0], self.now)
         if run.state in ("running", "admitted"):
             self._release(run)
         run.state = "pending"
@@ -404,6 +407,7 @@ class Simulator:
         run.evictions += 1
         run.started_at = None
         if reason == "preempted":
+            run.preempted_times.append(self.now)
             run.preempted += 1
             self.preemptions += 1
             self.adm.arrive(run)

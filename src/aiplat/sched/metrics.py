@@ -46,6 +46,11 @@ class JobRecord:
     flavor: str
     evictions: int
     state: str
+    gpus: float = 0.0
+    spans: tuple[tuple[float, float], ...] = ()
+    """When it ran, seconds: (start, end); a run still going at the end ends there."""
+    preempted_at: tuple[float, ...] = ()
+    """When it was preempted (evicted for another workload), seconds."""
 
 
 @dataclass(frozen=True)
@@ -186,5 +191,7 @@ def summarize(sim: Totals, end: float) -> SimResult:
         events=sim.events,
         timeline=list(sim.timeline),
         records=[JobRecord(r.job.name, r.job.queue, r.job.submit, r.first_start, r.finished_at,
-                           r.flavor, r.evictions, r.state) for r in runs],
+                           r.flavor, r.evictions, r.state, r.job.gpus,
+                           tuple((a, end if b is None else b) for a, b in r.spans),
+                           tuple(r.preempted_times)) for r in runs],
     )

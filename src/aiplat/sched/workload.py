@@ -78,4 +78,7 @@ class Run:
     wasted_gpu_s: float = 0.0
     preempted_at: float | None = None  # when this job last evicted victims
     finished_at: float | None = None
+    spans: list[tuple[float, float | None]] = field(default_factory=list)
+    """Each time it ran: (start, end); end None while it runs (the report's timelines)."""
+    preempted_times: list[float] = field(default_factory=list)
     state: str = "pending"  # pending | admitted | running | finished | deactivated | never-fits
