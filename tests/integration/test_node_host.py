@@ -32,7 +32,7 @@ def test_inventory_of_this_host_validates_and_matches_sysfs() -> None:
         vendor = Path(f"/sys/bus/pci/devices/{d['address']}/vendor").read_text().strip()
         assert d["vendor"] == vendor
     if any(d["vendor"] == "0x1af4" for d in data["pci"]):  # a virtio VM, as in CI
-        assert any(d["vendor_name"] == "virtio" for d in data["pci"])
+        assert any(d["vendorName"] == "virtio" for d in data["pci"])
     assert data["host"]["kernel"] == os.uname().release
     assert data["host"]["cpu"]["threads"] == os.cpu_count()
     # Other tests create and delete lab interfaces concurrently: compare the stable ones.
@@ -40,7 +40,7 @@ def test_inventory_of_this_host_validates_and_matches_sysfs() -> None:
     assert "lo" in names and names["lo"]["virtual"]
     for name in os.listdir("/sys/class/net"):
         if os.path.exists(f"/sys/class/net/{name}/device") and name in names:
-            assert names[name]["pci_address"] is not None
+            assert names[name]["pciAddress"] is not None
 
 
 def test_placement_and_checks_run_on_this_host() -> None:

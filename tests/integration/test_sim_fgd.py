@@ -82,7 +82,7 @@ def test_cli_json_maps_trace_to_policy_to_mean(folder: Path) -> None:
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert set(data["mean"]["multigpu50"]) == {"bestfit", "fgd"}
-    assert data["per_seed"]["multigpu50"]["fgd"]["42"] == data["mean"]["multigpu50"]["fgd"]
+    assert data["perSeed"]["multigpu50"]["fgd"]["42"] == data["mean"]["multigpu50"]["fgd"]
     assert data["gpus"] == 6212
 
 
@@ -94,4 +94,4 @@ def test_replay_the_trace_through_qos_queues(folder: Path) -> None:
     assert {t["name"] for t in data["tenants"]} >= {"LS", "BE"}
     assert data["jobs"] == 8152
     # no horizon: the replay runs until every pod has run (or can never fit)
-    assert data["finished"] + data["never_fit"] == data["jobs"]
+    assert data["finished"] + data["neverFit"] == data["jobs"]

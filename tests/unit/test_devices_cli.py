@@ -118,7 +118,7 @@ def test_sharing_config_compare_strategies(capsys: pytest.CaptureFixture[str]) -
     assert run(["sharing", "config", "mps", "--target", "dra", "--replicas", "4"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["sharing"]["strategy"] == "MPS"
     assert run(["sharing", "config", "mps", "--replicas", "1"]) == 2
-    assert run(["sharing", "compare", "--spec", EXAMPLE]) == 0
+    assert run(["sharing", "compare", EXAMPLE]) == 0
     assert "recommended for pool" in capsys.readouterr().out
     assert run(["sharing", "strategies", "-o", "json"]) == 0
     assert len(json.loads(capsys.readouterr().out)) == 5

@@ -52,12 +52,12 @@ def placement_cli(*args: str) -> dict[str, Any]:
 
 def from_placement(rec: dict[str, Any]) -> dict[str, Any]:
     """What the kubelet config must say, read off ``node placement``'s recommendation."""
-    return {"topologyManagerPolicy": rec["topology_manager_policy"],
-            "topologyManagerScope": rec["topology_manager_scope"],
-            "topologyManagerPolicyOptions": rec["topology_manager_options"] or None,
-            "cpuManagerPolicy": rec["cpu_manager_policy"],
-            "cpuManagerPolicyOptions": rec["cpu_manager_policy_options"] or None,
-            "reservedSystemCPUs": rec["reserved_system_cpus"]}
+    return {"topologyManagerPolicy": rec["topologyManagerPolicy"],
+            "topologyManagerScope": rec["topologyManagerScope"],
+            "topologyManagerPolicyOptions": rec["topologyManagerOptions"] or None,
+            "cpuManagerPolicy": rec["cpuManagerPolicy"],
+            "cpuManagerPolicyOptions": rec["cpuManagerPolicyOptions"] or None,
+            "reservedSystemCPUs": rec["reservedSystemCpus"]}
 
 
 def from_kubelet(config: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +76,7 @@ def write_spec(tmp_path: Path, text: str) -> str:
 def test_example_h100_pool_kubelet_is_what_node_placement_recommends(tmp_path: Path) -> None:
     text = spec_text()
     rendered = from_kubelet(kubelet_configs(text)["h100"])
-    placed = from_placement(placement_cli("--spec", write_spec(tmp_path, text), "--pool", "h100"))
+    placed = from_placement(placement_cli(write_spec(tmp_path, text), "--pool", "h100"))
     assert rendered == placed
     # the issue's figures: the HGX's analysis, no longer best-effort with 0-1,56
     assert rendered["topologyManagerPolicy"] == "restricted"
@@ -89,7 +89,7 @@ def test_example_l40s_pool_kubelet_is_what_node_placement_recommends(tmp_path: P
     text = spec_text()
     rendered = from_kubelet(kubelet_configs(text)["l40s"])
     assert rendered == from_placement(
-        placement_cli("--spec", write_spec(tmp_path, text), "--pool", "l40s"))
+        placement_cli(write_spec(tmp_path, text), "--pool", "l40s"))
     # four GPUs over two sockets: a 4-GPU pod spans both, which single-numa-node refuses
     assert rendered["topologyManagerPolicy"] == "restricted"
     assert rendered["reservedSystemCPUs"] == "0,32,64,96"
@@ -99,7 +99,7 @@ def test_one_socket_pool(tmp_path: Path) -> None:
     text = spec_text(lambda d: d["pools"].append(ONE_SOCKET))
     rendered = from_kubelet(kubelet_configs(text)["edge"])
     assert rendered == from_placement(
-        placement_cli("--spec", write_spec(tmp_path, text), "--pool", "edge"))
+        placement_cli(write_spec(tmp_path, text), "--pool", "edge"))
     assert rendered["topologyManagerPolicy"] == "none"
     assert rendered["reservedSystemCPUs"] == "0,24"  # core 0 and its SMT sibling
 

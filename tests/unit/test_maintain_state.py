@@ -142,8 +142,8 @@ def test_lease_keeps_a_second_live_run_out_and_frees_a_dead_or_expired_one() -> 
 def test_rollback_command_names_the_previous_versions_entry_quoted() -> None:
     s = _run(spec="my spec;$(reboot).yaml")
     n0 = s.node("h100-0")
-    assert n0.command.startswith("aiplat node prepare --spec 'my spec;$(reboot).yaml' ")
-    assert shlex.split(n0.command)[4] == "my spec;$(reboot).yaml"
+    assert n0.command.startswith("aiplat node prepare 'my spec;$(reboot).yaml' ")
+    assert shlex.split(n0.command)[3] == "my spec;$(reboot).yaml"
     assert n0.rollback_command.endswith("--entry r580-k8s134")  # previous 580.95.05's entry
     assert s.node("h100-1").rollback_command == ""  # previous version unknown: by hand
 

@@ -47,7 +47,7 @@ def test_inventory_formats(tmp_path: Path) -> None:
     assert code == 0
     data = json.loads(r.stdout)
     jsonschema.validate(data, SCHEMA)
-    assert data["schema_version"] == "aiplat.io/node-inventory/v1"
+    assert data["schemaVersion"] == "aiplat.io/node-inventory/v1"
     code, r = _run(["inventory", *args, "-o", "yaml"])
     assert code == 0 and yaml.safe_load(r.stdout)["host"]["hostname"] == "hgx-h100-01"
     code, r = _run(["inventory", *args])
@@ -71,7 +71,7 @@ def test_placement_command(tmp_path: Path) -> None:
 
 def test_check_exit_codes_and_matrix(tmp_path: Path) -> None:
     clean = _hgx(tmp_path / "clean")
-    code, r = _run(["check", *clean, "--spec", SPEC, "--pool", "h100", "--matrix"])
+    code, r = _run(["check", *clean, SPEC, "--pool", "h100", "--matrix"])
     assert code == 0, r.stdout
     assert "matches approved entry 'r580-k8s134'" in r.stdout and "overall: pass" in r.stdout
     code, r = _run(["check", *_hgx(tmp_path / "bad", degraded=True), "--spec", SPEC,
@@ -81,11 +81,11 @@ def test_check_exit_codes_and_matrix(tmp_path: Path) -> None:
     assert data["status"] == "fail"
     assert [x["subject"] for x in data["results"] if x["status"] == "fail"] == [
         "gpu 0000:5e:00.0", "mlx5_5/1"]
-    assert data["node_condition"]["type"] == "AiplatNodeHealthy"
-    assert data["node_condition"]["status"] == "False"
-    assert data["node_taints"] == [{"key": "node.aiplat.io/unhealthy", "value": "checks-failed",
+    assert data["nodeCondition"]["type"] == "AiplatNodeHealthy"
+    assert data["nodeCondition"]["status"] == "False"
+    assert data["nodeTaints"] == [{"key": "node.aiplat.io/unhealthy", "value": "checks-failed",
                                     "effect": "NoSchedule"}]
-    code, r = _run(["check", *clean, "--spec", SPEC, "--pool", "h100", "--matrix",
+    code, r = _run(["check", *clean, SPEC, "--pool", "h100", "--matrix",
                     "--observed", "kueue=0.18.0", "-o", "json"])
     assert code == 1 and json.loads(r.stdout)["matrix"]["closest"] == "r580-k8s134"
 
@@ -100,8 +100,8 @@ def test_check_image_config(tmp_path: Path) -> None:
 
 def test_bad_input_exits_2_with_the_fix(tmp_path: Path) -> None:
     code, r = _run(["check", "--matrix"])
-    assert code == 2 and "--matrix needs --spec" in str(r.exception)
-    code, r = _run(["check", "--spec", SPEC, "--pool", "nope"])
+    assert code == 2 and "--matrix needs SPEC" in str(r.exception)
+    code, r = _run(["check", SPEC, "--pool", "nope"])
     assert code == 2 and "use one of h100, l40s, mi300x" in str(r.exception)
     code, r = _run(["inventory", "--from", "smi=x"])
     assert code == 2 and "KIND=FILE" in str(r.exception)
@@ -115,7 +115,7 @@ def test_bad_input_exits_2_with_the_fix(tmp_path: Path) -> None:
 
 def test_prepare_writes_the_script_atomically(tmp_path: Path) -> None:
     out = tmp_path / "prepare-h100.sh"
-    code, r = _run(["prepare", "--spec", SPEC, "--pool", "h100", "--dry-run", "-w", str(out)])
+    code, r = _run(["prepare", SPEC, "--pool", "h100", "--dry-run", "-w", str(out)])
     assert code == 0 and r.stdout == out.read_text()
     assert oct(out.stat().st_mode & 0o777) == "0o755"
     assert [p.name for p in tmp_path.iterdir()] == ["prepare-h100.sh"]

@@ -91,7 +91,7 @@ def test_node_patch_order_respects_kueue_and_checks_before_uncordon() -> None:
         "aiplat node check", "aiplat node baseline compare", "aiplat cdi verify",
         "kubectl uncordon")]
     assert order == sorted(order)
-    assert "--spec site.yaml --pool $POOL --matrix" in proc.steps[position(
+    assert "site.yaml --pool $POOL --matrix" in proc.steps[position(
         proc, "aiplat node check")].command
     assert "--ignore-daemonsets" in proc.steps[position(proc, "kubectl drain")].command
     # Rollback returns to the previous approved entry and proves it.
@@ -200,4 +200,4 @@ def test_cli_runbook_on_a_spec_file_uses_its_path(tmp_path: Path) -> None:
     r = CliRunner().invoke(runbook, [str(spec), "-d", str(tmp_path / "rb"), "--strict"])
     assert r.exit_code == 0, r.output
     md = (tmp_path / "rb" / "runbook.md").read_text()
-    assert f"aiplat node check --spec {spec} --pool $POOL --matrix" in md
+    assert f"aiplat node check {spec} --pool $POOL --matrix" in md

@@ -85,5 +85,5 @@ def test_host_owned_upgrade_is_a_maintain_run_with_node_prepare_per_node() -> No
     assert "580.95.05" in " ".join(s.expect for s in proc.steps)
     back = [s.command for s in proc.rollback]
     assert back[0] == "aiplat maintain rollback $NODE"
-    assert "aiplat node prepare --spec site.yaml.previous" in back[1]
+    assert "aiplat node prepare site.yaml.previous" in back[1]
     assert any("By hand" in n and "canary first" in n for n in proc.notes)

@@ -26,8 +26,8 @@ def test_run_example_json_has_waits_and_fairness() -> None:
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert {t["name"] for t in data["tenants"]} == {"research", "serving", "batch"}
-    assert 0 < data["jain_index"] <= 1
-    assert data["provisioned_gpu_hours"] >= data["allocated_gpu_hours"] > 0
+    assert 0 < data["jainIndex"] <= 1
+    assert data["provisionedGpuHours"] >= data["allocatedGpuHours"] > 0
 
 
 def test_compare_strategies_side_by_side() -> None:
@@ -38,7 +38,7 @@ def test_compare_strategies_side_by_side() -> None:
     assert [row["strategy"] for row in rows] == ["fixed", "warm"]
     fixed, warm = rows
     # the fixed pools keep every node up all month: more provisioned GPU-hours
-    assert fixed["provisioned_gpu_hours"] > warm["provisioned_gpu_hours"]
+    assert fixed["provisionedGpuHours"] > warm["provisionedGpuHours"]
 
 
 def test_fgd_without_data_names_the_fix() -> None:
@@ -257,5 +257,5 @@ def test_classic_changes_who_may_preempt(tmp_path: Path) -> None:
         out[mode] = json.loads(r.stdout)
     fair, classic = ({t["name"]: t for t in out[m]["tenants"]} for m in ("fair", "classic"))
     assert out["fair"]["preemptions"] > 0 and out["classic"]["preemptions"] == 0
-    assert fair["batch"]["wait_p95_h"] < 1 < classic["batch"]["wait_p95_h"]
-    assert fair["serving"]["gpu_hours"] < classic["serving"]["gpu_hours"]
+    assert fair["batch"]["waitP95H"] < 1 < classic["batch"]["waitP95H"]
+    assert fair["serving"]["gpuHours"] < classic["serving"]["gpuHours"]

@@ -88,10 +88,10 @@ def test_sim_compare_prints_the_serving_day_and_the_chain_itemised() -> None:
         (w, s) for w in ("assistant", "docs-search") for s in ("fixed", "autoscale", "warm")]
     by = {(x["workload"], x["strategy"]): x for x in rows}
     ds = by["docs-search", "autoscale"]
-    assert ds["floor"] == 11 and ds["gpu_hours"] < by["docs-search", "fixed"]["gpu_hours"]
-    assert ds["ttft_misses"] > by["docs-search", "warm"]["ttft_misses"] > 0
-    assert by["docs-search", "fixed"]["ttft_misses"] == 0
-    chain = ds["startup_chain_s"]
+    assert ds["floor"] == 11 and ds["gpuHours"] < by["docs-search", "fixed"]["gpuHours"]
+    assert ds["ttftMisses"] > by["docs-search", "warm"]["ttftMisses"] > 0
+    assert by["docs-search", "fixed"]["ttftMisses"] == 0
+    chain = ds["startupChainS"]
     assert chain["node boot"] == 420  # the l40s pool's autoscaling.startupSeconds
     assert chain["total"] == round(sum(v for k, v in chain.items() if k != "total"), 1)
 
@@ -107,8 +107,8 @@ def test_a_flat_day_from_the_spec_needs_no_scaling(tmp_path: Any) -> None:
     assert r.exit_code == 0, r.output
     by = {(x["workload"], x["strategy"]): x for x in json.loads(r.stdout)}
     auto, fixed = by["docs-search", "autoscale"], by["docs-search", "fixed"]
-    assert auto["ttft_misses"] == fixed["ttft_misses"] == 0
-    assert auto["gpu_hours"] == fixed["gpu_hours"] == 11 * 24
+    assert auto["ttftMisses"] == fixed["ttftMisses"] == 0
+    assert auto["gpuHours"] == fixed["gpuHours"] == 11 * 24
 
 
 def test_hourly_load_needs_24_hours(tmp_path: Any) -> None:

@@ -1,15 +1,27 @@
 """Data on stdout in the formats a kubectl user expects: ``-o table|json|yaml``.
 
-One helper for the commands that list things (``aiplat catalog``, ``aiplat version``): the
-same data goes to JSON and YAML as is, and to a table as the rows the command picks.
+Every command prints its JSON or YAML through ``print_data`` (``emit`` adds a table), so the
+field names are spelled one way, the spec's: camelCase (``gpuHoursPerMonth``, as the spec's
+pydantic aliases spell its fields). The conversion is one function at this edge, ``camel``,
+rather than ``by_alias`` dumps of pydantic models: what the commands print is dicts,
+dataclasses and models of many layers, and the core keeps its Python names. A key is renamed
+only when it is a Python field name (lower-case words joined by ``_``, each word starting
+with a letter), so data that happens to be a key stays as it is: names in the spec are
+DNS labels (no ``_``), device names such as ``mlx5_0`` have a word starting with a digit,
+Kubernetes objects (a mapping with ``apiVersion`` and ``kind``) are printed as the API
+spells them, and a command names the fields whose mappings are keyed by data (measurement
+names, label keys) with ``data_maps`` and those that hold an outside document (a registry's
+config blob) with ``verbatim``.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import click
 
@@ -63,6 +75,35 @@ class Existing(click.Path):
         return super().convert(value, param, ctx)
 
 
+def spec_argument(*, required: bool = False) -> Callable[[F], F]:
+    """``SPEC``, the platform spec, given positionally as most commands take it (``aiplat
+    plan SPEC``, ``aiplat kube render SPEC``); the function gets it as ``spec``. ``--spec
+    FILE``, the form some commands took before, is still read (hidden from --help) with a
+    deprecation note on stderr, so scripts keep working while they move."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            old = kwargs.pop("spec_option", None)
+            if old is not None:
+                if kwargs.get("spec") is not None:
+                    raise click.UsageError("SPEC given twice, as an argument and as --spec "
+                                           "(fix: give it once, as the argument)")
+                click.echo("warning: --spec FILE is deprecated and will go: give the spec "
+                           "as the argument, SPEC", err=True)
+                kwargs["spec"] = old
+            if required and kwargs.get("spec") is None:
+                raise click.UsageError("Missing argument 'SPEC'.")
+            return fn(*args, **kwargs)
+
+        opt = click.option("--spec", "spec_option", hidden=True,
+                           type=click.Path(dir_okay=False), help="deprecated: SPEC")
+        arg = click.argument("spec", required=False, type=click.Path(dir_okay=False))
+        return cast(F, arg(opt(wrapper)))
+
+    return decorate
+
+
 def console() -> Console:
     """rich's console for the CLI's box tables: the terminal's width on a terminal, 160
     columns piped (rich wraps to 80 off a terminal); no markup, since cells quote outside
@@ -101,12 +142,79 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
                      for r in cells)
 
 
-def emit(fmt: str, data: Any, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+_FIELD = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)+$")
+
+
+def camel_key(key: str) -> str:
+    """``gpu_hours_per_month`` -> ``gpuHoursPerMonth``; anything that is not a Python field
+    name (``mlx5_0``, ``NCCL_IB_HCA``, ``example.com/pool``) as it is."""
+    if not _FIELD.match(key):
+        return key
+    first, *rest = key.split("_")
+    return first + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+def camel(data: Any, data_maps: Collection[str] = (), verbatim: Collection[str] = ()) -> Any:
+    """``data`` with its field names in camelCase, for JSON and YAML. Kubernetes objects and
+    the value of a field named in ``verbatim`` go through untouched; the mapping under a
+    field named in ``data_maps`` keeps its keys, which are data, and has its values
+    converted. Both name fields by their camelCase name."""
+    if isinstance(data, dict):
+        if "apiVersion" in data and "kind" in data:
+            return data
+        out: dict[Any, Any] = {}
+        for k, v in data.items():
+            name = camel_key(k) if isinstance(k, str) else k
+            if name in verbatim:
+                out[name] = v
+            elif name in data_maps and isinstance(v, dict):
+                out[name] = {dk: camel(dv, data_maps, verbatim) for dk, dv in v.items()}
+            else:
+                out[name] = camel(v, data_maps, verbatim)
+        return out
+    if isinstance(data, list | tuple):
+        return [camel(v, data_maps, verbatim) for v in data]
+    return data
+
+
+def camel_schema(schema: Any) -> Any:
+    """A JSON Schema of Python-named fields (pydantic's) for the data ``print_data`` prints:
+    each object's ``properties`` and ``required`` names in camelCase, the rest as it is."""
+    if isinstance(schema, list):
+        return [camel_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: camel_schema(v) for k, v in schema.items()}
+    if isinstance(schema.get("properties"), dict):
+        out["properties"] = {camel_key(k): camel_schema(v)
+                             for k, v in schema["properties"].items()}
+    if isinstance(schema.get("required"), list):
+        out["required"] = [camel_key(k) for k in schema["required"]]
+    return out
+
+
+def print_data(fmt: str, data: Any, *, data_maps: Collection[str] = (),
+               verbatim: Collection[str] = ()) -> None:
+    """``data`` on stdout as JSON or YAML (``fmt``), field names as the spec spells them
+    (``camel``). Values JSON does not know (a date, a path) are printed as their text."""
+    data = camel(data, data_maps, verbatim)
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    elif fmt == "yaml":
+        click.echo(json.dumps(data, indent=2, default=str))
+    else:
+        import yaml
+
         from aiplat.kube.yamlout import dump_value
 
-        click.echo(dump_value(data), nl=False)
+        try:
+            text = dump_value(data)
+        except UnicodeEncodeError:  # a lone surrogate from outside (a registry's config):
+            # libyaml's emitter cannot write it; PyYAML's own escapes it, ASCII only.
+            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=False)
+        click.echo(text, nl=False)
+
+
+def emit(fmt: str, data: Any, headers: Sequence[str], rows: Sequence[Sequence[object]]) -> None:
+    if fmt in ("json", "yaml"):
+        print_data(fmt, data)
     else:
         click.echo(table(headers, rows))

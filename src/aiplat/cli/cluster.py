@@ -4,7 +4,6 @@ DaemonSet runs (:mod:`aiplat.cluster.agent_image`)."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from typing import Any
 
 import click
 
-from aiplat.cli._output import Existing
+from aiplat.cli._output import Existing, print_data
 from aiplat.cli._progress import QUIET, progress_bar
 from aiplat.errors import InputError
 
@@ -58,7 +57,7 @@ def build(cache: Path | None, force: bool, output: str) -> None:
         report = do_build(cache, progress=bar.log, force=force,
                           packages=compiled if bar.shown else None)
     if output == "json":
-        click.echo(json.dumps(report, indent=2))
+        print_data("json", report)
         return
     for module, version in report["versions"].items():  # type: ignore[attr-defined]
         click.echo(f"{module:<28} {version}")
@@ -131,7 +130,7 @@ def status(name: str, settle: float, output: str) -> None:
         _err(f"lab cluster {name} is not up (fix: 'aiplat lab cluster up')")
         sys.exit(1)
     if output == "json":
-        click.echo(json.dumps(st, indent=2, default=str))
+        print_data("json", st)
     else:
         click.echo(f"server      {st['server']}")
         click.echo(f"kubeconfig  {st['kubeconfig']}")
@@ -243,7 +242,7 @@ def image(out: Path | None, tag: str | None, wheel: Path | None, source: Path | 
                          cache=cache, recipe=Recipe(mirror=mirror or DEFAULT_MIRROR),
                          force=force, progress=_err)
     if output == "json":
-        click.echo(json.dumps(report.as_data(), indent=2))
+        print_data("json", report.as_data())
         return
     m = report.manifest
     click.echo(f"image    {report.tag} ({report.image_id[:12]}), key {report.key}")

@@ -7,7 +7,6 @@ verification, 2 bad input (raised as ``InputError`` and printed once by ``cli.ma
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import stat
 import sys
@@ -19,7 +18,7 @@ from typing import Any, TypeVar
 import click
 import yaml
 
-from aiplat.cli._output import OutDir
+from aiplat.cli._output import OutDir, print_data, spec_argument
 from aiplat.cli.main import Finite
 from aiplat.devices import accounting as acct
 from aiplat.devices import cdi, host, mig, runtime, sharing
@@ -36,10 +35,8 @@ _OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json", "ya
 
 
 def _emit(data: Any, fmt: str, table: Callable[[], str]) -> None:
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    elif fmt == "yaml":
-        click.echo(yaml.safe_dump(data, sort_keys=False), nl=False)
+    if fmt in ("json", "yaml"):
+        print_data(fmt, data)
     else:  # a table quotes specs, demands and records: each line terminal-safe
         click.echo(shown_lines(table().removesuffix("\n")))
 
@@ -371,9 +368,9 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
     for n in m.notes:
         click.echo(f"note: {shown(n)}", err=True)
     if output == "json":
-        click.echo(json.dumps({"runtime": name, "version": ver, "file": path,
-                               "changes": [{"key": c.key, "old": c.old, "new": c.new}
-                                           for c in m.changes], "notes": m.notes}, indent=2))
+        print_data("json", {"runtime": name, "version": ver, "file": path,
+                            "changes": [{"key": c.key, "old": c.old, "new": c.new}
+                                        for c in m.changes], "notes": m.notes})
     elif output == "toml":
         click.echo(m.after, nl=False)
     else:
@@ -422,7 +419,7 @@ def _gpu_and_pool(spec_file: str | None, pool_name: str | None, gpu_name: str | 
             raise InputError(f"{spec_file}: no GPU pool; fix: pass --pool with node.gpu")
         gpu_name = gpu_name or pool.gpu.name
     if not gpu_name:
-        raise InputError("no GPU model; fix: pass --gpu MODEL or --spec FILE [--pool NAME]")
+        raise InputError("no GPU model; fix: pass --gpu MODEL or SPEC [--pool NAME]")
     gpu = catalog.gpu(gpu_name)
     if gpu is None:
         raise InputError(f"unknown GPU model '{gpu_name}'; fix: use one of "
@@ -476,8 +473,7 @@ def _demand(items: Sequence[str]) -> dict[str, dict[str, int]]:
 
 @sharing_group.command("plan")
 @click.option("--gpu", "gpu_name", help="catalog GPU model, e.g. H100-SXM-80GB")
-@click.option("--spec", "spec_file", type=click.Path(dir_okay=False),
-              help="platform spec: the pool's GPU model and GPU count")
+@spec_argument()
 @click.option("--pool", "pool_name")
 @click.option("--demand", "demand", multiple=True, required=True,
               metavar="[TENANT:]PROFILE=N",
@@ -487,7 +483,7 @@ def _demand(items: Sequence[str]) -> dict[str, dict[str, int]]:
 @click.option("--gpus-per-node", type=click.IntRange(1, 64), default=None,
               help="for the MIG manager config")
 @_OUTPUT
-def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str | None,
+def sharing_plan(*, gpu_name: str | None, spec: str | None, pool_name: str | None,
                  demand: tuple[str, ...], available: int | None, gpus_per_node: int | None,
                  output: str) -> None:
     """MIG layouts per GPU for the demand on as few GPUs as possible, with the MIG manager
@@ -497,9 +493,9 @@ def sharing_plan(*, gpu_name: str | None, spec_file: str | None, pool_name: str 
     Examples:
       aiplat sharing plan --gpu H100-SXM-80GB --demand 1g.10gb=10 --demand 3g.40gb=2
       aiplat spec example > platform.yaml
-      aiplat sharing plan --spec platform.yaml --pool h100 --demand team-a:1g.10gb=14 -o json
+      aiplat sharing plan platform.yaml --pool h100 --demand team-a:1g.10gb=14 -o json
     """
-    gpu, _platform, pool = _gpu_and_pool(spec_file, pool_name, gpu_name)
+    gpu, _platform, pool = _gpu_and_pool(spec, pool_name, gpu_name)
     if available is None and pool is not None:
         available = pool.gpus
     per_node = gpus_per_node or (pool.gpus_per_node if pool is not None else 8)
@@ -569,22 +565,22 @@ def sharing_config(*, strategy: str, target: str, replicas: int, rename_by_defau
 
 
 @sharing_group.command("compare")
-@click.option("--spec", "spec_file", type=click.Path(dir_okay=False), required=True)
+@spec_argument(required=True)
 @click.option("--pool", "pool_name")
 @click.option("--replicas", type=click.IntRange(1, 1024),
               help="replicas per GPU for MPS/time-slicing")
 @_OUTPUT
-def sharing_compare(spec_file: str, pool_name: str | None, replicas: int | None,
+def sharing_compare(spec: str, pool_name: str | None, replicas: int | None,
                     output: str) -> None:
     """Compare strategies for the pool's workloads and tenants; end with a recommendation.
 
     \b
     Examples:
       aiplat spec example > platform.yaml
-      aiplat sharing compare --spec platform.yaml --pool h100
-      aiplat sharing compare --spec platform.yaml --pool h100 --replicas 4 -o json
+      aiplat sharing compare platform.yaml --pool h100
+      aiplat sharing compare platform.yaml --pool h100 --replicas 4 -o json
     """
-    _gpu, resolved, pool = _gpu_and_pool(spec_file, pool_name, None)
+    _gpu, resolved, pool = _gpu_and_pool(spec, pool_name, None)
     c = sharing.compare(resolved, pool, replicas=replicas)
 
     def table() -> str:
@@ -664,7 +660,7 @@ def accounting_report(*, source: str, fmt: str, since: str | None, until: str | 
     if output == "csv":
         click.echo(acct.to_csv(usage), nl=False)
     elif output == "json":
-        click.echo(json.dumps([u.__dict__ for u in usage], indent=2))
+        print_data("json", [u.__dict__ for u in usage])
     else:
         click.echo(_table(["TENANT", "ALLOCATIONS", "GPU-HOURS", "SLICE-HOURS",
                            "WEIGHTED GPU-HOURS"],

@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from aiplat.cli._output import Existing, OutDir
+from aiplat.cli._output import Existing, OutDir, print_data
 from aiplat.errors import InputError
 from aiplat.spec.models import Platform
 from aiplat.text import shown
@@ -37,7 +37,7 @@ def _platform(spec: str | None) -> Platform:
 
 
 def _json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    print_data("json", data)
 
 
 def _today(value: Any) -> date:
@@ -297,7 +297,7 @@ def _emit_record(rec: Any, output: str, out_dir: str | None) -> None:
     from aiplat.ops.acceptance_report import acceptance_document
 
     if output == "json":
-        _json(rec.dump())
+        print_data("json", rec.dump(), data_maps=("measurements",))
     else:
         for c in rec.criteria:
             click.echo(f"{c.id:42} {c.status:5} {c.observed}")

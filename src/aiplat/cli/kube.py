@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from aiplat.catalog import load_catalog
+from aiplat.cli._output import print_data
 from aiplat.errors import InputError
 from aiplat.findings import Finding, counts, line
 from aiplat.fsutil import write_owned_tree
@@ -33,7 +34,6 @@ from aiplat.kube.inventory import Inventory
 from aiplat.kube.render import EXAMPLES, PARTS, part_of
 from aiplat.kube.render_releases import MODES
 from aiplat.kube.tree import Build, read_manifests
-from aiplat.kube.yamlout import dump_value
 from aiplat.spec import EXAMPLE, example_text, load_platform, parse_platform
 from aiplat.spec.models import Platform
 from aiplat.text import shown
@@ -67,10 +67,8 @@ def _kustomize() -> Build | None:
 
 
 def _emit(fmt: str, data: Any, table: list[str]) -> None:
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    elif fmt == "yaml":
-        click.echo(dump_value(data), nl=False)
+    if fmt in ("json", "yaml"):
+        print_data(fmt, data)
     else:
         for text in table:  # lines quote the tree's or snapshot's names: terminal-safe
             click.echo(shown(text))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import sys
@@ -12,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from aiplat.cli._output import box_table
+from aiplat.cli._output import box_table, print_data
 from aiplat.cli._output import console as out_console
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.cluster import cluster
@@ -42,7 +41,7 @@ def _err(msg: str) -> None:
 
 
 def _json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, default=str))
+    print_data("json", data)
 
 
 def parse_duration(text: str) -> float:

@@ -8,7 +8,6 @@ layer that starts processes."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aiplat.cli._output import table
+from aiplat.cli._output import print_data, table
 from aiplat.errors import InputError
 from aiplat.text import shown
 
@@ -105,7 +104,7 @@ def plan_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None
     names = [n.strip() for n in nodes.split(",") if n.strip()] if nodes else None
     _platform, decided = _decide(spec, pool, change_text, names, max_unavailable)
     if fmt == "json":
-        click.echo(json.dumps(decided.to_dict(), indent=2))
+        print_data(fmt, decided.to_dict())
         return
     _show_plan(decided)
 
@@ -230,7 +229,7 @@ def _finish(state: RunState, fmt: str) -> None:
 
     data = summary(state)
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
+        print_data(fmt, data)
     else:
         _show_summary(data)
     if state.status == "waiting" and state.wait:
@@ -458,7 +457,7 @@ def status_cmd(*, kubeconfig: str | None, fmt: str) -> None:
         data["lease"] = state.lease.model_dump()
     data["events"] = state.events[-20:]
     if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
+        print_data(fmt, data)
         return
     _show_summary(data)
     if state.lease is not None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from aiplat import inputs
 from aiplat.artifacts import limits
@@ -28,7 +26,7 @@ from aiplat.artifacts.errors import ArtifactInputError, storage_error
 from aiplat.artifacts.modelpack import Manifest, ModelInfo
 from aiplat.artifacts.reference import parse_reference, parse_registry
 from aiplat.artifacts.units import human_bytes, parse_size
-from aiplat.cli._output import Existing
+from aiplat.cli._output import Existing, print_data
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.text import shown
 
@@ -69,10 +67,9 @@ def _plain(obj: Any) -> Any:
 
 
 def _emit(data: Any, output: str, table: list[str]) -> None:
-    if output == "json":
-        click.echo(json.dumps(_plain(data), indent=2))
-    elif output == "yaml":
-        click.echo(yaml.safe_dump(_plain(data), sort_keys=False), nl=False)
+    if output in ("json", "yaml"):
+        # a registry's config blob is its document; bench figures are named by what they time
+        print_data(output, _plain(data), data_maps=("figures",), verbatim=("config",))
     else:
         for line in table:  # rows quote a registry's or the cache's names: terminal-safe
             click.echo(shown(line))

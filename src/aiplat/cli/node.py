@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-from aiplat.cli._output import Existing
+from aiplat.cli._output import Existing, camel_schema, print_data, spec_argument
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.main import Finite
 from aiplat.node.collect import collect_inventory, parse_from_options
@@ -33,7 +33,7 @@ ROOT = click.option("--root", default="/", show_default=True,
 FROM = click.option("--from", "recorded", multiple=True, metavar="KIND=FILE",
                     help="recorded output: topo (nvidia-smi topo -m), smi-xml (nvidia-smi -q -x),"
                          " nvlink (nvidia-smi nvlink -s), lstopo (lstopo --of xml)")
-SPEC = click.option("--spec", type=click.Path(dir_okay=False), help="platform spec")
+SPEC = spec_argument()
 POOL = click.option("--pool", help="the spec pool this node belongs to")
 
 
@@ -64,20 +64,21 @@ def inventory(root: str, recorded: tuple[str, ...], fmt: str, schema: bool) -> N
       aiplat node inventory --root hgx -o json > inventory.json
     """
     if schema:
-        click.echo(dump(inventory_json_schema(), "json" if fmt == "table" else fmt), nl=False)
+        click.echo(dump(camel_schema(inventory_json_schema()), "json" if fmt == "table" else fmt),
+                   nl=False)
         return
     inv = collect_inventory(root, parse_from_options(list(recorded)))
     if fmt == "table":
         inventory_table(inv, evaluate_placement(inv))
     else:
-        click.echo(dump(inv.model_dump(mode="json"), fmt), nl=False)
+        print_data(fmt, inv.model_dump(mode="json"))
 
 
 @node.command()
 @ROOT
 @FROM
 @SPEC
-@click.option("--pool", help="with --spec and without --root: the model of this pool's node "
+@click.option("--pool", help="with SPEC and without --root: the model of this pool's node "
                              "type (what its rendered kubelet-config.yaml carries)")
 @OUTPUT
 @click.pass_context
@@ -92,12 +93,12 @@ def placement(  # noqa: PLR0917 (one parameter per option)
       aiplat samples get node-hgx-h100 -d hgx
       aiplat node placement --root hgx -o yaml
       aiplat spec example > platform.yaml
-      aiplat node placement --spec platform.yaml --pool h100
+      aiplat node placement platform.yaml --pool h100
     """
     if pool is not None or spec is not None:
         explicit = ctx.get_parameter_source("root") is not click.core.ParameterSource.DEFAULT
         if pool is None or spec is None or explicit or recorded:
-            raise click.UsageError("--spec and --pool go together, without --root or --from "
+            raise click.UsageError("SPEC and --pool go together, without --root or --from "
                                    "(a recorded node is analysed as it is)")
         p = pool_placement(load_platform(spec), pool)
     else:
@@ -110,7 +111,7 @@ def placement(  # noqa: PLR0917 (one parameter per option)
             for reason in p.recommendation.reasons:
                 click.echo(f"why: {shown(reason)}")
     else:
-        click.echo(dump(p.model_dump(mode="json"), fmt), nl=False)
+        print_data(fmt, p.model_dump(mode="json"))
     if any(f.severity == "error" for f in p.findings):
         sys.exit(1)
 
@@ -145,7 +146,7 @@ def check(  # noqa: PLR0917 (one parameter per option)
       aiplat samples get node-hgx-h100-degraded -d hgx
       aiplat node check --root hgx
       aiplat spec example > platform.yaml
-      aiplat node check --root hgx --spec platform.yaml --pool h100 --matrix -o json
+      aiplat node check platform.yaml --root hgx --pool h100 --matrix -o json
     """
     from aiplat.node.matrix import parse_observed
     from aiplat.node.service import check_node
@@ -165,7 +166,7 @@ def check(  # noqa: PLR0917 (one parameter per option)
         extra += [f"warning: {w}" for w in outcome.warnings]
         check_table(outcome.report, outcome.matrix, extra)
     else:
-        click.echo(dump(outcome.as_data(), fmt), nl=False)
+        print_data(fmt, outcome.as_data())
     sys.exit(outcome.exit_code)
 
 
@@ -286,7 +287,7 @@ def baseline_compare(  # noqa: PLR0917
             click.echo(f"rollback: {step}")
         click.echo(f"overall: {result.status}")
     else:
-        click.echo(dump(result.model_dump(mode="json"), fmt), nl=False)
+        print_data(fmt, result.model_dump(mode="json"))
     sys.exit(1 if result.status == "fail" else 0)
 
 
@@ -323,12 +324,12 @@ def burnin(duration: str, temp_limit: float, workers: int | None, fmt: str) -> N
             click.echo(f"fail: {p}")
         click.echo(f"overall: {report.status}")
     else:
-        click.echo(dump(report.model_dump(mode="json"), fmt), nl=False)
+        print_data(fmt, report.model_dump(mode="json"))
     sys.exit(1 if report.status == "fail" else 0)
 
 
 @node.command()
-@click.option("--spec", required=True, type=click.Path(dir_okay=False), help="platform spec")
+@spec_argument(required=True)
 @click.option("--pool", required=True, help="the pool to prepare a node for")
 @click.option("--entry", help="approved matrix entry (default: the first)")
 @click.option("--dry-run", is_flag=True, default=True,
@@ -341,8 +342,8 @@ def prepare(spec: str, pool: str, entry: str | None, dry_run: bool, out: str | N
     \b
     Examples:
       aiplat spec example > platform.yaml
-      aiplat node prepare --spec platform.yaml --pool h100
-      aiplat node prepare --spec platform.yaml --pool h100 -w prepare-h100.sh
+      aiplat node prepare platform.yaml --pool h100
+      aiplat node prepare platform.yaml --pool h100 -w prepare-h100.sh
     """
     from aiplat.fsutil import atomic_write
     from aiplat.node.prepare import plan_steps, render_script
@@ -383,7 +384,7 @@ def agent(*, root: str, recorded: tuple[str, ...], spec: str | None, pool: str |
       aiplat samples get node-hgx-h100 -d hgx
       aiplat spec example > platform.yaml
       aiplat node agent --root hgx --once --dry-run --node-name gpu-1
-      aiplat node agent --root hgx --spec platform.yaml --pool h100 --once --dry-run
+      aiplat node agent platform.yaml --root hgx --pool h100 --once --dry-run
     """
     import json
 

@@ -3,7 +3,6 @@ and the reports."""
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from datetime import date
@@ -12,7 +11,7 @@ from pathlib import Path
 import click
 
 from aiplat.catalog import load_catalog
-from aiplat.cli._output import Existing, box_table
+from aiplat.cli._output import Existing, box_table, print_data
 from aiplat.cli._output import console as out_console
 from aiplat.errors import InputError
 from aiplat.findings import Finding, line, ordered
@@ -93,12 +92,8 @@ def plan(spec: str | None, out_dir: str, fmt: str, crd_dir: str | None, *,
     write_tree(out_dir, files)
     data = _summary_data(out.plan) | {"findings": [f.model_dump() for f in out.findings],
                                       "simulation": _sim_summary(out.sim)}
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    elif fmt == "yaml":
-        from aiplat.kube.yamlout import dump_value
-
-        click.echo(dump_value(data), nl=False)
+    if fmt in ("json", "yaml"):
+        print_data(fmt, data)
     else:
         _print_table(out.plan, out.findings)
         _print_sim(out.sim)

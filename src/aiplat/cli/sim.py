@@ -7,7 +7,6 @@ JSON.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -16,7 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from aiplat.cli._output import box_table
+from aiplat.cli._output import box_table, print_data
 from aiplat.cli._output import console as out_console
 from aiplat.cli._progress import QUIET, Bar, info, progress_bar
 from aiplat.cli.main import SEED, Finite
@@ -174,7 +173,7 @@ def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant:
                 from None
     elapsed = time.perf_counter() - t0
     if fmt == "json":
-        click.echo(json.dumps(table, indent=2))
+        print_data(fmt, table)
     else:
         _print_fgd(table)
     info(f"{len(traces) * len(policies) * len(seed_list)} experiments in {elapsed:.1f} s")
@@ -281,7 +280,7 @@ def run(  # noqa: PLR0917 (one parameter per click option)
                  f"pools {strategy} · {queues.mode} · queues "
                  + (f"from {kueue_path}" if kueue_path else "as kube render writes them"))
     if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        print_data(fmt, result.to_dict())
     else:
         _print_result(title, result)
     info(f"{result.events:,} events in {time.perf_counter() - t0:.2f} s")
@@ -336,7 +335,7 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
     days = serving_days(platform, plan, warm_nodes=warm_nodes)
     if serving_only:
         if fmt == "json":
-            click.echo(json.dumps([d.to_dict() for d in days], indent=2))
+            print_data(fmt, [d.to_dict() for d in days])
         else:
             _print_serving(days, warm_nodes)
         return
@@ -354,9 +353,8 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
             rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
             bar.update(i + 1)
     if fmt == "json":
-        click.echo(json.dumps([{**k, **r.to_dict()} | {"timeline": None,
-                                                       "variant": ENGINE_VARIANT}
-                               for k, r in rows], indent=2))
+        print_data(fmt, [{**k, **r.to_dict()} | {"timeline": None, "variant": ENGINE_VARIANT}
+                         for k, r in rows])
         return
     cols = ("policy", "pools", "queueing", "worst p95 wait h", "Jain", "utilisation",
             "provisioned GPU-h", "preemptions", "lost GPU-h", "waiting")
@@ -550,11 +548,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
               "before it and preempted again, over and over (Kueue v0.19 on a lab cluster: "
               "1,402 times in 300 s; it leaves such a loop only by a race); the replay ends it "
               f"at the second round, with {preemptor} admitted")
-    if fmt == "json":
-        click.echo(json.dumps(rows, indent=2))
-    elif fmt == "yaml":
-        import yaml
-
-        click.echo(yaml.safe_dump(rows, sort_keys=False), nl=False)
+    if fmt in ("json", "yaml"):
+        print_data(fmt, rows)
     else:
         _print_replay(rows, r.cycle)

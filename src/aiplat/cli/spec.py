@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from aiplat.cli._output import print_data
 from aiplat.errors import SpecError
 from aiplat.spec import Platform, example_text, load_platform
 from aiplat.text import shown
@@ -38,15 +39,15 @@ def validate(file: str, fmt: str) -> None:
     except SpecError as e:
         if fmt != "json":
             raise
-        click.echo(json.dumps({"file": file, "valid": False, "errors": [
+        print_data(fmt, {"file": file, "valid": False, "errors": [
             {"file": i.file, "line": i.line, "column": i.column, "path": i.path,
-             "message": i.message, "fix": i.hint} for i in e.issues]}, indent=2))
+             "message": i.message, "fix": i.hint} for i in e.issues]})
         sys.exit(2)
     gpus = sum(pool.gpus for pool in p.pools)
     if fmt == "json":
-        click.echo(json.dumps({"file": file, "valid": True, "pools": len(p.pools),
-                               "gpus": gpus, "tenants": len(p.tenants),
-                               "workloads": len(p.workloads), "errors": []}, indent=2))
+        print_data(fmt, {"file": file, "valid": True, "pools": len(p.pools), "gpus": gpus,
+                         "tenants": len(p.tenants), "workloads": len(p.workloads),
+                         "errors": []})
         return
     click.echo(
         f"{shown(file)}: valid ({len(p.pools)} pools, {gpus} GPUs, {len(p.tenants)} tenants, "

@@ -288,8 +288,8 @@ def check_sharing(files: Files) -> list[str]:
         if (_get(a, "weight"), _get(b, "weight")) != (1.0, 2.0):
             problems.append(f"ex4/{name}.json: weights are not 1 and 2")
         if name == "sim-fair" and FAIR_SHARING_HONOURED:
-            share_a = float(_get(a, "obtained_share") or 0)
-            share_b = float(_get(b, "obtained_share") or 0)
+            share_a = float(_get(a, "obtainedShare") or 0)
+            share_b = float(_get(b, "obtainedShare") or 0)
             if not share_b > FAIR_RATIO * share_a:
                 problems.append(f"ex4/{name}.json: team-b (weight 2) got {share_b:.0%}, "
                                 f"team-a (weight 1) {share_a:.0%}: weights not honoured")
@@ -527,11 +527,11 @@ EXERCISES: tuple[Exercise, ...] = (
                      "&& aiplat node inventory --root \"$COURSE/ex2/hgx\" -o json > "
                      "\"$COURSE/ex2/hgx-inventory.json\""),
             Step("Check the HGX node against the h100 pool of the spec",
-                 cmd=f"aiplat node check --root \"$COURSE/ex2/hgx\" --spec "
+                 cmd=f"aiplat node check --root \"$COURSE/ex2/hgx\" "
                      f"\"$COURSE/ex1/platform.yaml\" "
                      f"--pool {POOL} -o json > \"$COURSE/ex2/check.json\""),
             Step("Write the preparation script for review (aiplat never runs it)",
-                 cmd=f"aiplat node prepare --spec \"$COURSE/ex1/platform.yaml\" --pool {POOL} "
+                 cmd=f"aiplat node prepare \"$COURSE/ex1/platform.yaml\" --pool {POOL} "
                      "--dry-run -w \"$COURSE/ex2/prepare.sh\" > /dev/null"),
             Step("Make two accelerator device nodes (a major number no driver owns)",
                  cmd="mkdir -p \"$COURSE/ex2/dev\" && rm -f \"$COURSE/ex2/dev/acc0\" "
@@ -625,7 +625,7 @@ EXERCISES: tuple[Exercise, ...] = (
              "sharing.",
         steps=(
             Step("Plan MIG instances for two teams on the h100 pool",
-                 cmd=f"mkdir -p \"$COURSE/ex4\" && aiplat sharing plan --spec "
+                 cmd=f"mkdir -p \"$COURSE/ex4\" && aiplat sharing plan "
                      f"\"$COURSE/ex1/platform.yaml\" --pool {POOL} --demand team-a:1g.10gb=10 "
                      "--demand team-b:3g.40gb=2 -o json > \"$COURSE/ex4/sharing.json\""),
             Step("The cohort and ClusterQueues with fair-sharing weights",

@@ -3,7 +3,7 @@ CPUs and memory.
 
 The Topology and CPU Manager settings and the reserved CPUs are ``plan/kubelet.py``'s one
 decision (``advise``) on the model of the pool's node type (``pool_layout``): what
-``aiplat node placement --spec FILE --pool NAME`` shows, and what it shows for a recorded
+``aiplat node placement SPEC --pool NAME`` shows, and what it shows for a recorded
 node of that type where the model holds (``--root``). The memory reservation is the plan's
 (``plan.resolve.reserved_memory_gib``, the memory taken off every node's allocatable).
 """

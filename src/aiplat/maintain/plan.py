@@ -155,14 +155,14 @@ def _steps(platform: Platform, pool: str, change: Change,
         steps.append(NodeStep(
             "apply", f"node prepare with the approved entry {entry or 'ENTRY'}, then reboot"
             + ("" if entry else f" ({change.kind} {change.version} within its range)"),
-            sh("aiplat node prepare --spec SPEC --pool {pool} --entry {entry}", pool=pool,
+            sh("aiplat node prepare SPEC --pool {pool} --entry {entry}", pool=pool,
                entry=entry or "ENTRY")))
     steps += [NodeStep("gate", "the node agent's verdict (node check against the pool's "
                        "expectations), then --gate-with where given (e.g. a baseline "
                        "compare on the node), then --validate-queue's Job through Kueue on "
                        "the node's GPUs where given; a failure stops the rollout and rolls "
                        "the node back",
-                       sh("aiplat node check --spec SPEC --pool {pool} --matrix", pool=pool)),
+                       sh("aiplat node check SPEC --pool {pool} --matrix", pool=pool)),
               NodeStep("uncordon", "the node takes work again", 'kubectl uncordon "$NODE"')]
     return steps
 

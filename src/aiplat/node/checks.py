@@ -135,7 +135,7 @@ def _gpu_count(ctx: CheckContext) -> list[CheckResult]:
     if out:
         return out
     if exp.gpu_count is None:
-        return _ok("gpu-count", f"{pci} on PCI", "no expectation (give --spec and --pool)")
+        return _ok("gpu-count", f"{pci} on PCI", "no expectation (give SPEC and --pool)")
     return _ok("gpu-count", f"{pci}", str(exp.gpu_count))
 
 

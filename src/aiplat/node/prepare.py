@@ -414,7 +414,7 @@ def plan_steps(platform: Platform, pool_name: str, entry_name: str | None = None
             "generate --driver-root=/run/nvidia/driver once its container runs' >&2",
         ]))
     steps.append(Step("verify", [
-        sh("aiplat node check --spec SPEC --pool {pool} --matrix", pool=pool.name),
+        sh("aiplat node check SPEC --pool {pool} --matrix", pool=pool.name),
     ], notes=["replace SPEC with the platform spec path; the node stays cordoned until it "
               "passes"]))
     return steps

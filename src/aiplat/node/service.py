@@ -94,11 +94,11 @@ def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = 
     not / (the node agent's pod: the host's /sys and /proc under /host, the GPUs and the
     driver's tools given to the container by the NVIDIA runtime)."""
     if (platform is None) != (pool is None) and platform is not None:
-        raise InputError("--spec needs --pool (fix: name the pool this node belongs to)")
+        raise InputError("SPEC needs --pool (fix: name the pool this node belongs to)")
     if pool is not None and platform is None:
-        raise InputError("--pool needs --spec (fix: pass the platform spec file)")
+        raise InputError("--pool needs SPEC (fix: pass the platform spec file)")
     if matrix and platform is None:
-        raise InputError("--matrix needs --spec (the approved combinations are in "
+        raise InputError("--matrix needs SPEC (the approved combinations are in "
                          "versions.approved)")
     tree = Tree.of(root)
     inv = inventory or collect_inventory(tree, recorded, live_gpu)

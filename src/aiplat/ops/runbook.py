@@ -188,21 +188,21 @@ def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Proc
              sh("aiplat matrix check {spec}", spec=spec),
              f"exit 0; target entry {entry}" if entry else "exit 0"),
         Step("Before the change, on the node: record its baseline",
-             sh("aiplat node baseline record --spec {spec} --pool $POOL "
+             sh("aiplat node baseline record {spec} --pool $POOL "
                 "-w baseline/$NODE-before.json", spec=spec),
              "file written; medians of 5 runs"),
         *_kueue_drain_steps(),
         Step("Update the node per the approved matrix: review the generated steps, run them, "
              "reboot",
-             sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
+             sh("aiplat node prepare {spec} --pool $POOL", spec=spec) + entry_opt
              + " -w prepare-$NODE.sh; less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && "
              "sudo systemctl reboot",
              "node back Ready (kubectl get node $NODE)"),
         Step("Run the node checks, versions included",
-             sh("aiplat node check --spec {spec} --pool $POOL --matrix", spec=spec),
+             sh("aiplat node check {spec} --pool $POOL --matrix", spec=spec),
              "exit 0: every check passes and the versions match the approved entry"),
         Step("Compare with the baseline recorded before",
-             sh("aiplat node baseline compare baseline/$NODE-before.json --spec {spec} "
+             sh("aiplat node baseline compare baseline/$NODE-before.json {spec} "
                 "--pool $POOL", spec=spec),
              f"exit 0: no regression beyond the pool tolerance ({tol_text})"),
         Step("Check device binding: containers see exactly their devices",
@@ -221,12 +221,12 @@ def node_patch(platform: Platform, spec: str, spares: Mapping[str, int]) -> Proc
         Step("Keep the node cordoned; stop the rollout (no further batches)",
              "kubectl cordon $NODE"),
         Step("Reinstall the previous approved entry: prepare from the spec before the change",
-             sh("aiplat node prepare --spec {prev} --pool $POOL -w rollback-$NODE.sh; "
+             sh("aiplat node prepare {prev} --pool $POOL -w rollback-$NODE.sh; "
                 "sudo bash rollback-$NODE.sh && sudo systemctl reboot", prev=prev)),
         Step("Prove the node is back to its recorded state",
-             sh("aiplat node check --spec {prev} --pool $POOL --matrix && "
+             sh("aiplat node check {prev} --pool $POOL --matrix && "
                 "aiplat node baseline compare baseline/$NODE-before.json "
-                "--spec {prev} --pool $POOL", prev=prev),
+                "{prev} --pool $POOL", prev=prev),
              "both exit 0"),
         Step("Return it to service and record what failed against the matrix",
              sh("kubectl uncordon $NODE; aiplat matrix diff {prev} {spec}", prev=prev,
@@ -302,7 +302,7 @@ def _driver_upgrade_operator(spec: str, prev: str, target: str, check: Step) -> 
              f"kubectl get node $NODE -L {UPGRADE_STATE_LABEL} -w",
              f"{states}; upgrade-failed stops here: see the rollback"),
         Step("Check the canary: driver version, GPUs, device binding",
-             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+             sh("aiplat node check {spec} --pool $POOL --matrix && aiplat cdi verify",
                 spec=spec),
              f"exit 0; driver {target}"),
         Step("Release the other nodes: the controller takes them maxParallelUpgrades at a "
@@ -367,7 +367,7 @@ def _driver_upgrade_host(platform: Platform, spec: str, prev: str, target: str,
         Step("On the node it names: install the new driver with the approved entry (review "
              "the generated script; DKMS builds the modules, signed where Secure Boot is "
              "required), reboot, then tell the run",
-             sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
+             sh("aiplat node prepare {spec} --pool $POOL", spec=spec) + entry_opt
              + " -w prepare-$NODE.sh; less prepare-$NODE.sh; sudo bash prepare-$NODE.sh && "
              "sudo systemctl reboot",
              "node back Ready (kubectl get node $NODE)"),
@@ -387,10 +387,10 @@ def _driver_upgrade_host(platform: Platform, spec: str, prev: str, target: str,
              "aiplat maintain rollback $NODE"),
         Step("On the node: reinstall the previous driver from the spec before the change (the "
              "pin allows the downgrade), reboot",
-             sh("aiplat node prepare --spec {prev} --pool $POOL -w rollback-$NODE.sh; "
+             sh("aiplat node prepare {prev} --pool $POOL -w rollback-$NODE.sh; "
                 "sudo bash rollback-$NODE.sh && sudo systemctl reboot", prev=prev)),
         Step("Check it and return it to service",
-             sh("aiplat node check --spec {prev} --pool $POOL --matrix && kubectl uncordon "
+             sh("aiplat node check {prev} --pool $POOL --matrix && kubectl uncordon "
                 "$NODE", prev=prev), "exit 0; previous driver"),
     )
     notes = (
@@ -428,7 +428,7 @@ def operator_upgrade(platform: Platform, spec: str) -> Procedure:
              "-o jsonpath='{.items[0].status.state}'",
              "all pods Running or Completed; state ready"),
         Step("Check one node per pool",
-             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat cdi verify",
+             sh("aiplat node check {spec} --pool $POOL --matrix && aiplat cdi verify",
                 spec=spec),
              "exit 0; ScrapeTargetDown silent for dcgm-exporter"),
     )
@@ -543,7 +543,7 @@ def replace_node(platform: Platform, spec: str) -> Procedure:
     entry_opt = sh(" --entry {entry}", entry=approved[-1].name) if approved else ""
     steps = (
         Step("Confirm the failure on the node (which GPU, which check)",
-             sh("aiplat node check --spec {spec} --pool $POOL; aiplat node inventory -o json > "
+             sh("aiplat node check {spec} --pool $POOL; aiplat node inventory -o json > "
                 "inventory-$NODE.json", spec=spec),
              "the failing device and its serial number for the ticket"),
         *_kueue_drain_steps(),
@@ -552,12 +552,12 @@ def replace_node(platform: Platform, spec: str) -> Procedure:
              f"support contract {r.support_contract}; replacement lead time "
              f"{r.replacement_lead_time_days:g} days"),
         Step("Prepare the replacement per the approved matrix",
-             sh("aiplat node prepare --spec {spec} --pool $POOL", spec=spec) + entry_opt
+             sh("aiplat node prepare {spec} --pool $POOL", spec=spec) + entry_opt
              + " -w prepare-$NODE.sh; sudo bash prepare-$NODE.sh && sudo systemctl reboot",
              "reviewed script run, node rebooted"),
         Step("Qualify it: checks, burn-in, baseline",
-             sh("aiplat node check --spec {spec} --pool $POOL --matrix && aiplat node burnin "
-                "--duration 2h && aiplat node baseline record --spec {spec} --pool $POOL "
+             sh("aiplat node check {spec} --pool $POOL --matrix && aiplat node burnin "
+                "--duration 2h && aiplat node baseline record {spec} --pool $POOL "
                 "-w baseline/$NODE.json", spec=spec),
              "all pass"),
         Step("Join, label and taint it as its pool",
