@@ -7,6 +7,7 @@ The GPU Operator's controller (``gpuoperator.py``) and the Prometheus Operator
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -66,8 +67,11 @@ class GoOracle:
         version = self.pinned()
         cache = cache or self.default_cache()
         t0 = time.monotonic()
+        # The whole go.mod in the recipe: its other pins (the libraries it is compiled
+        # against) can move while the program's stays, and that must rebuild it.
+        gomod = hashlib.sha256((self.tools / "go.mod").read_bytes()).hexdigest()[:16]
         built = go_build(self.tools, [self.program], cache, self.ldflags(version), force=force,
-                         stamp_extra={"versions": {self.module: version}})
+                         stamp_extra={"versions": {self.module: version}, "go.mod": gomod})
         if built or not self._copied(cache):
             self.copy(self.source(), cache)
         return {"cache": str(cache), "version": version, "built": built,
