@@ -71,10 +71,6 @@ def _try_next(mode: Mode, fung: Fungibility) -> bool:
 _PUBLIC = (NOFIT, PREEMPT, PREEMPT, PREEMPT, FIT)  # by granular mode
 
 
-def _public(granular: int) -> int:
-    return _PUBLIC[granular]
-
-
 @dataclass(slots=True)
 class PodSetAssignment:
     name: str
@@ -280,8 +276,13 @@ class Assigner:
         if counts is not None:
             a.counts = {ps.name: n for ps, n in zip(wl.podsets, counts, strict=True)}
         usage = a.usage
+        walks = self._walks
         for i, ps in enumerate(wl.podsets):
-            requests, steps = self._walk(ps, None if counts is None else counts[i])
+            kept = walks.get(id(ps)) if counts is None else None
+            if kept is not None and kept[0] is ps:  # (the common case: _walk's kept steps)
+                requests, steps = kept[1], kept[2]
+            else:
+                requests, steps = self._walk(ps, None if counts is None else counts[i])
             psa = PodSetAssignment(ps.name)
             a.podsets.append(psa)
             flavors = psa.flavors
@@ -337,7 +338,7 @@ class Assigner:
                     rep = m
                 if rep[0] == _NOFIT:
                     break
-                got[r] = (fname, _public(granular), borrow)
+                got[r] = (fname, _PUBLIC[granular], borrow)
             if not _try_next(rep, fung):
                 best, best_mode = got, rep
                 break

@@ -165,6 +165,13 @@ class Queues(Protocol):
         """The heads and their scan progress: the same after a cycle that changed nothing
         means every later cycle repeats it."""
 
+    def inadmissible_alone(self, p: Pending) -> bool:
+        """True when the queue manager can prove that ``p``, the only head of a cycle, would
+        be found inadmissible (NoFit or PreemptionNoCandidates) and go back inadmissible,
+        and that nothing its caller reads depends on the nomination's details (its flavor
+        scan, the cycle count, the tree's generation): the cycle then requeues it without
+        nominating it. Kueue's own queues never claim that."""
+
 
 class World(Protocol):
     """Extension points: what the cycle leaves to whoever runs it. The replay is its own
@@ -360,6 +367,9 @@ class KueueQueues:
     def signature(self, heads: list[Pending]) -> tuple[object, ...]:
         return tuple((p.wl.key, tuple(sorted((p.last or {}).items())), p.inadmissible)
                      for p in heads)
+
+    def inadmissible_alone(self, p: Pending) -> bool:
+        return False
 
 
 class Replay:
@@ -632,6 +642,14 @@ class Replay:
         if not heads:
             return False
         self.cycle += 1
+        if len(heads) == 1 and self.steps is self and self.queues.inadmissible_alone(heads[0]):
+            # A lone head its queue manager proves inadmissible: what a nomination would end
+            # in (no hold on quota: no head comes after it), without the nomination.
+            p = heads[0]
+            e = Entry(p, self._assigners[p.wl.cluster_queue].spec, _NONE, [], "inadmissible")
+            self.queues.requeue(e)
+            self.world.requeued(e)
+            return False
         entries = [self.nominate(p) for p in heads]
         taken: dict[str, Admitted] = {}
         undo: list[tuple[Node, dict[FR, int]]] = []
@@ -815,6 +833,9 @@ class Replay:
     def evict(self, victim: Admitted, again: bool) -> None:
         self.release(victim)
         self.add(Pending(victim.wl, inadmissible=again), hold=again)
+
+
+_NONE = Assignment([], {})  # the assignment of a head not nominated (inadmissible_alone)
 
 
 def _classic(e: Entry) -> tuple[int, int, float, str]:

@@ -185,7 +185,9 @@ class Tree:
         if parent is None:
             avail = node.subtree.get(fr, 0) - use
         else:
-            avail = self.available(parent, fr)
+            theirs = self._available.get(parent)  # (asked here first: no call when kept)
+            kept = theirs.get(fr) if theirs is not None else None
+            avail = kept if kept is not None else self.available(parent, fr)
             q = node.quotas.get(fr)
             local = node.local(fr)
             if q is not None and q.borrowing_limit is not None:

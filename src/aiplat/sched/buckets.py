@@ -99,6 +99,13 @@ class Buckets:
         self._refused: dict[str, set[int]] = {q: set() for q in snap.cluster_queues}
         self._tree_of = {q: [c.name for c in node.root().cluster_queues()]
                          if not node.root().is_cq else [q] for q, node in tree.cqs.items()}
+        # Every resource group of every queue has one flavor: a flavor scan always starts
+        # at it, so neither the cycle count nor the tree's generation (which decide whether a
+        # scan goes on or starts over: lastAssignmentOutdated) can change a decision.
+        self._single = all(len(g.flavors) == 1 for q in snap.cluster_queues.values()
+                           for g in q.groups)
+        self._strict = {q.name: q.queueing_strategy == "StrictFIFO"
+                        for q in snap.cluster_queues.values()}
 
     # ------------------------------------------------------------------ shapes
 
@@ -264,6 +271,30 @@ class Buckets:
     def signature(self, heads: list[Pending]) -> tuple[object, ...]:
         return tuple((p.wl.key, p.version, tuple(sorted((p.last or {}).items())))
                      for p in heads)
+
+    def inadmissible_alone(self, p: Pending) -> bool:
+        """In a queue that cannot preempt, a workload is admitted on unused quota alone: a
+        head whose need no flavor's unused quota covers is NoFit or PreemptionNoCandidates
+        (no candidates, ever), and goes back inadmissible (BestEffortFIFO, its scan over: one
+        flavor per group). Alone in its cycle it holds no quota for a later head, and with
+        one flavor per group its scan state, the cycle count and the tree's generation
+        decide nothing (see ``_single``). Not claimed for a preemptor waiting first,
+        partial admission (reduced counts may fit) or topology-aware placement."""
+        cq = p.wl.cluster_queue
+        if not self._single or not self._never[cq] or self._strict[cq] or p.sticky \
+                or p.wl.partial:
+            return False
+        sid = self.shape_of[p.wl.key]
+        if self._tas[sid]:
+            return False
+        node = self.tree.cqs[cq]
+        groups = self._groups[cq]
+        available = self.tree.available
+        for r, v in self.buckets[cq][sid].need.items():
+            # the flavor assigner's test: the request within max(0, unused quota)
+            if v > 0 and not any(max(available(node, fr), 0) >= v for fr in groups.get(r, ())):
+                return True
+        return False
 
     # ------------------------------------------------------------------ setting aside
 
