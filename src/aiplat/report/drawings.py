@@ -16,8 +16,9 @@ Design:
   plan sizes: nodes x node power (switches: their share of the fabric's power) against the
   site's rack limit.
 - Two layouts in one picture, as the charts have (:mod:`aiplat.report.charts`): a 640-unit
-  wide drawing and a 320-unit one drawn at twice the scale, switched by the page's CSS for
-  ``svg.aiplat-chart`` on narrow screens, so text stays at 9 px or more at 390 px.
+  wide drawing and a 256-unit one drawn at 2.5 times the scale (:data:`NARROW`), switched by
+  the page's CSS for ``svg.aiplat-chart`` on narrow screens, so text stays at 10 px or more
+  at 390 px.
 - Safety: every text goes through :func:`html.escape`; every id is ``<figure id>_...``
   (the narrow layout's ``<figure id>_narrow_...``); no URL, script or external reference.
   A standalone ``.svg`` (the Markdown report's image) needs ``xmlns``, which is always set.
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 
 from aiplat.plan.models import Plan, PoolPlan
 from aiplat.plan.resolve import CPU_NODE_W
-from aiplat.report.charts import NARROW_WIDTH, WIDTH
+from aiplat.report.charts import WIDTH
 from aiplat.report.document import Figure, Section, Table
 from aiplat.sizing.power import DEFAULT_RACK_UNITS, DEFAULT_RESERVED_RACK_UNITS
 
@@ -203,16 +204,21 @@ def shorten(label: str, width: float, size: float) -> str:
     return label if len(label) <= chars else label[: max(chars - 1, 1)] + "…"
 
 
+NARROW = 256.0
+"""The narrow layout's width: drawn at 2.5 times the scale, its smallest text (7.5 units)
+renders at 10 px or more in a phone's ~350 px column (the charts' narrow width, 320, would
+leave it at 8 px)."""
+
 Body = Callable[[float, str], tuple[str, float]]
 """Draws a layout ``width`` units wide with ids prefixed by the second argument; returns the
 body and its height."""
 
 
 def figure_svg(fid: str, title: str, body: Body) -> str:
-    """One ``<svg>`` with the wide layout and the narrow one (drawn at twice the scale)."""
+    """One ``<svg>`` with the wide layout and the narrow one, drawn at 2.5 times the scale."""
     wide, wide_h = body(WIDTH, f"{fid}_")
-    narrow, narrow_h = body(NARROW_WIDTH, f"{fid}_narrow_")
-    scale = WIDTH / NARROW_WIDTH
+    narrow, narrow_h = body(NARROW, f"{fid}_narrow_")
+    scale = WIDTH / NARROW
     return (
         f'<svg id="{fid}_svg" class="aiplat-chart aiplat-drawing" role="img" '
         f'aria-labelledby="{fid}_title" xmlns="http://www.w3.org/2000/svg" '
