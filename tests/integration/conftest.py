@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pytest
 import registry as registry_mod
 import wheelinstall
 from browser import Browser, missing
+
+if TYPE_CHECKING:
+    from examplelab import ExampleLab
 
 
 def in_ci() -> bool:
@@ -44,6 +48,17 @@ def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[registry_mod.
     need(registry_mod.missing())
     with registry_mod.Registry(tmp_path_factory.mktemp("registry")) as reg:
         yield reg
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ExampleLab]:
+    """The built-in example's lab cluster, one for the whole session (``examplelab``; about
+    a minute to start): for tests that add objects of their own to it and remove them after,
+    leaving what the example put there as it was."""
+    from examplelab import example_lab  # imports test_cluster_live, which imports this file
+
+    with example_lab(tmp_path_factory.mktemp("lab"), "session") as session:
+        yield session
 
 
 @pytest.fixture(scope="session")

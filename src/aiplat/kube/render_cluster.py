@@ -1,8 +1,9 @@
 """``cluster/``: what the cluster needs before any tenant arrives.
 
-- ``nodes/``: per pool a strategic-merge Node patch (labels, taints), a KubeletConfiguration
-  drop-in (Topology/CPU/Memory Manager, reserved CPUs) and one reviewed script that labels
-  and taints the pool's nodes. These are node-side files, not kustomize resources.
+- ``nodes/``: per pool a strategic-merge Node patch (labels, taints) and a KubeletConfiguration
+  drop-in (Topology/CPU/Memory Manager, reserved CPUs); node-side files, not kustomize
+  resources. Pools with ``nodeNames`` are labelled and tainted by NodeFeatureRules, the others
+  by one reviewed script (``kube/render_nodes.py`` says why).
 - DeviceClasses (``resource.k8s.io/v1``) per GPU model and MIG profile, selecting on the NVIDIA
   DRA driver's attributes (productName, type, profile), its memory capacity
   (``quantity()``/``compareTo``) and the approved driver version (``semver()``).
@@ -37,9 +38,14 @@ from aiplat.kube.objects import (
 )
 from aiplat.kube.render_dcgm import dcgm_exporter
 from aiplat.kube.render_kubelet import kubelet_policy
+from aiplat.kube.render_nodes import (
+    inventory_rules,
+    nfd_master_values,
+    node_files,
+    node_patch,
+)
 from aiplat.kube.render_rdma import rdma_device_plugin
 from aiplat.kube.yamlout import dump_docs
-from aiplat.shell import sh
 from aiplat.spec.models import Platform, SharingStrategy
 
 SYSTEM_NS = "aiplat-system"
@@ -54,56 +60,6 @@ PRIORITY_CLASSES = (
     ("aiplat-training", 10000, "training and fine-tuning"),
     ("aiplat-batch", 1000, "batch inference and evaluation: first to be preempted"),
 )
-
-
-def _node_patch(pool: PoolFacts) -> Obj:
-    return {
-        "metadata": {"labels": pool.node_labels},
-        "spec": {"taints": [{"key": t.key, **({"value": t.value} if t.value else {}),
-                             "effect": t.effect.value} for t in pool.taints]},
-    }
-
-
-def _label_script(pools: list[PoolFacts]) -> str:
-    lines = [
-        "#!/usr/bin/env bash",
-        "# Label and taint the nodes of each pool. Review, then run with the pool name and its",
-        "# node names in physical order (rack by rack): ./label-and-taint.sh h100 node-a node-b",
-        "# Rack and block labels follow the spec's nodesPerRack and racksPerBlock.",
-        "# Add --dry-run=server to each kubectl call to preview.",
-        "set -euo pipefail",
-        'pool="${1:?usage: $0 POOL NODE...}"; shift',
-        'case "$pool" in',
-    ]
-    for p in pools:
-        t = p.spec.topology
-        labels = [f"{k}={v}" for k, v in p.node_labels.items()]
-        taints = [f"{x.key}{'=' + x.value if x.value else ''}:{x.effect.value}" for x in p.taints]
-        lines += [
-            sh("  {pool})", pool=p.name),
-            f"    per_rack={p.nodes_per_rack}; racks_per_block={t.racks_per_block}",
-            sh("    labels=({labels})", labels=labels),
-            sh("    taints=({taints})", taints=taints),
-            sh("    rack_label={rack}; block_label={block}", rack=t.rack_label,
-               block=t.block_label),
-            "    ;;",
-        ]
-    lines += [
-        '  *) echo "unknown pool $pool" >&2; exit 2 ;;',
-        "esac",
-        "i=0",
-        'for node in "$@"; do',
-        "  rack=$(( i / per_rack )); block=$(( rack / racks_per_block ))",
-        '  kubectl label node "$node" --overwrite "${labels[@]}" \\',
-        '    "$rack_label=$pool-rack-$rack" "$block_label=$pool-block-$block"',
-        '  if [ ${#taints[@]} -gt 0 ]; then',
-        '    kubectl taint node "$node" --overwrite "${taints[@]}"',
-        "  fi",
-        "  i=$(( i + 1 ))",
-        "done",
-        "",
-    ]
-    return "\n".join(lines)
 
 
 def _gpu_selector(pool: PoolFacts, kind: str) -> str:
@@ -261,6 +217,9 @@ def gpu_operator(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str, 
         "nfd": {"enabled": True},
         "gfd": {"enabled": True},
     }
+    master = nfd_master_values(pools)
+    if master:  # the pools' NodeFeatureRules set taints and zone labels (render_nodes)
+        values["node-feature-discovery"] = {"master": master}
     cms: list[Obj] = list(dcgm_cms)
     sharing_cfg = _sharing_configs(pools)
     if sharing_cfg:
@@ -410,7 +369,8 @@ def node_feature_rules(pools: list[PoolFacts]) -> list[Obj]:
     worker sees, the same hardware labels the node agent sets (same keys, same values), so a
     node carries them from the moment it joins, before the agent's first run. What only the
     agent can judge (GPU-NIC paths, NUMA alignment, degraded links, health) stays its own;
-    pool, rack and zone are inventory facts, set by cluster/nodes/label-and-taint.sh."""
+    pool, rack and zone are inventory facts (``render_nodes``: rules from ``nodeNames`` or
+    the script)."""
     vendors = sorted({p.gpu.vendor for p in pools if p.gpu is not None
                       and p.gpu.vendor in PCI_VENDORS})
     if not vendors:
@@ -446,7 +406,7 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
     dcs = device_classes(pools)
     if dcs:
         manifests["cluster/deviceclasses.yaml"] = dcs
-    nfr = node_feature_rules(pools)
+    nfr = node_feature_rules(pools) + inventory_rules(pools)
     if nfr:
         manifests["cluster/nodefeaturerules.yaml"] = nfr
     rdma = rdma_device_plugin(pools)
@@ -466,10 +426,10 @@ def render_cluster(platform: Platform, pools: list[PoolFacts]) -> tuple[dict[str
             "# helm install nvidia-dra-driver-gpu nvidia/nvidia-dra-driver-gpu "
             "-n nvidia-dra-driver-gpu --create-namespace -f values.yaml\n"
             + dump_docs([dra_values]))} if dra_values else {}),
-        "cluster/nodes/label-and-taint.sh": _label_script(pools),
+        **node_files(pools),
     }
     for p in pools:
-        files[f"cluster/nodes/{p.name}/node-patch.yaml"] = dump_docs([_node_patch(p)])
+        files[f"cluster/nodes/{p.name}/node-patch.yaml"] = dump_docs([node_patch(p)])
         files[f"cluster/nodes/{p.name}/kubelet-config.yaml"] = dump_docs([kubelet_policy(p)])
         if p.rdma:
             files[f"cluster/nodes/{p.name}/runtime-memlock.conf"] = RUNTIME_MEMLOCK

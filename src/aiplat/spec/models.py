@@ -82,6 +82,9 @@ Version = Annotated[str, StringConstraints(pattern=VERSION_SPEC, max_length=128)
 RuntimeVersion = Annotated[str, StringConstraints(pattern=RUNTIME_SPEC, max_length=128)]
 ModuleName = Annotated[str, StringConstraints(pattern=MODULE_NAME)]
 SystemName = Annotated[str, StringConstraints(pattern=SYSTEM_NAME)]
+NODE_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A Kubernetes node name: a DNS-1123 subdomain (the API server's rule for Node names)."""
+NodeName = Annotated[str, StringConstraints(pattern=NODE_NAME, max_length=253)]
 PATTERN_HINTS: dict[str, tuple[str, str]] = {
     LABEL_VALUE: (
         "a label value", "at most 63 letters, digits, '-', '_' and '.', starting and ending "
@@ -93,6 +96,8 @@ PATTERN_HINTS: dict[str, tuple[str, str]] = {
     VERSION_SPEC: ("a version or a range of versions", "e.g. 580.95.05, v25.10.0 or "
                    "'>=6.1,<6.13': letters, digits, . + ~ - : and the operators "
                    ">= <= == != > < only"),
+    NODE_NAME: ("a Kubernetes node name", "lowercase letters, digits, '-' and '.', "
+                "starting and ending with a letter or digit, at most 253 (e.g. gpu-r01-n03)"),
     RUNTIME_SPEC: ("a container runtime and its version", "containerd or cri-o, a space, "
                    "then a version or range, e.g. 'containerd 2.1' or 'cri-o 1.36'"),
 }
@@ -612,6 +617,31 @@ class PoolSpec(SpecModel):
     topology: TopologySpec = TopologySpec()
     taints: list[Taint] = []
     labels: dict[LabelKey, LabelValue] = {}
+    node_names: list[NodeName] | None = Field(
+        default=None, max_length=100000, description="the pool's node names in physical "
+        "order, rack by rack (the floor plan): with it the tree labels and taints the nodes "
+        "with NodeFeatureRules (pool, rack, block), without it with a reviewed script")
+
+    @model_validator(mode="after")
+    def _inventory(self) -> Self:
+        if self.node_names is None:
+            return self
+        seen: dict[str, int] = {}
+        for i, name in enumerate(self.node_names):
+            if name in seen:
+                raise SpecValueError(
+                    f"node '{name}' is listed twice (entries {seen[name]} and {i})",
+                    "list every node of the pool once, in physical order", ("nodeNames", i))
+            seen[name] = i
+        size = self.count if self.count is not None else (
+            self.autoscaling.max if self.autoscaling is not None else None)
+        if size is not None and len(self.node_names) != size:
+            what = "count" if self.count is not None else "autoscaling.max"
+            raise SpecValueError(
+                f"nodeNames lists {len(self.node_names)} nodes but the pool's {what} is {size}",
+                f"list all {size} nodes, rack by rack (rack and block labels follow their "
+                f"order), or set {what} to {len(self.node_names)}", ("nodeNames",))
+        return self
 
     @model_validator(mode="after")
     def _sized(self) -> Self:
@@ -1608,6 +1638,19 @@ class Platform(SpecModel):
                 )
             seen[name] = i
         return items
+
+    @model_validator(mode="after")
+    def _one_pool_per_node(self) -> Self:
+        owner: dict[str, str] = {}
+        for i, p in enumerate(self.pools):
+            for j, name in enumerate(p.node_names or []):
+                if name in owner:
+                    raise SpecValueError(
+                        f"node '{name}' is in the nodeNames of pools '{owner[name]}' and "
+                        f"'{p.name}'", "a node belongs to one pool: remove it from one list",
+                        ("pools", i, "nodeNames", j))
+                owner[name] = p.name
+        return self
 
     @model_validator(mode="after")
     def _one_driver_owner(self) -> Self:

@@ -1,0 +1,119 @@
+"""Node labels and taints from ``pools[].nodeNames`` (``kube/render_nodes.py``): the spec's
+checks of the inventory, the NodeFeatureRules per rack, the NFD values they need, and the
+script kept for the pools without an inventory. nfd-master itself applies the rules in
+``tests/integration/test_nfd_inventory_live.py``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from aiplat.catalog import load_catalog
+from aiplat.errors import InputError
+from aiplat.kube.facts import pool_facts
+from aiplat.kube.render_cluster import render_cluster
+from aiplat.plan.resolve import resolve
+from aiplat.spec import example_text, parse_platform
+
+H100 = [f"gpu-r{r}-n{n}" for r in (3, 1, 2) for n in (2, 1)]  # physical order, not sorted
+
+
+def _doc(edit: Any = None) -> dict[str, Any]:
+    doc: dict[str, Any] = yaml.safe_load(example_text())
+    doc["pools"][0]["nodeNames"] = list(H100)
+    if edit is not None:
+        edit(doc)
+    return doc
+
+
+def _render(doc: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    catalog = load_catalog()
+    platform = parse_platform(yaml.safe_dump(doc, sort_keys=False), "spec.yaml", catalog)
+    return render_cluster(platform, pool_facts(resolve(platform, catalog)))
+
+
+def _error(doc: dict[str, Any]) -> str:
+    with pytest.raises(InputError) as e:
+        _render(doc)
+    return str(e.value) + " " + str(getattr(e.value, "hint", ""))
+
+
+def test_rules_follow_the_physical_order_rack_by_rack() -> None:
+    manifests, files = _render(_doc())
+    [rule] = [o for o in manifests["cluster/nodefeaturerules.yaml"]
+              if o["metadata"]["name"] == "aiplat-pool-h100"]
+    got = {}
+    for r in rule["spec"]["rules"]:
+        [m] = r["matchFeatures"]
+        assert m["feature"] == "system.name"
+        assert m["matchExpressions"]["nodename"]["op"] == "In"
+        got[r["labels"]["topology.aiplat.io/rack"]] = (
+            m["matchExpressions"]["nodename"]["value"], r["labels"]["topology.aiplat.io/block"])
+        assert r["labels"]["aiplat.io/pool"] == "h100"
+        assert r["taints"] == [{"key": "nvidia.com/gpu", "effect": "NoSchedule"}]
+    # The example's h100 pool: nodesPerRack 2, racksPerBlock 3.
+    assert got == {"h100-rack-0": (["gpu-r3-n2", "gpu-r3-n1"], "h100-block-0"),
+                   "h100-rack-1": (["gpu-r1-n2", "gpu-r1-n1"], "h100-block-0"),
+                   "h100-rack-2": (["gpu-r2-n2", "gpu-r2-n1"], "h100-block-0")}
+    values = yaml.safe_load(files["cluster/gpu-operator/values.yaml"])
+    assert values["node-feature-discovery"]["master"] == {
+        "enableTaints": True, "extraLabelNs": ["topology.kubernetes.io"]}
+    # The script is kept for l40s only, and the README says which pool uses which.
+    script = files["cluster/nodes/label-and-taint.sh"]
+    assert "  l40s)" in script and "  h100)" not in script
+    readme = files["cluster/nodes/README.md"]
+    assert "`h100`" in readme.split("label-and-taint.sh")[0]
+    assert "- `l40s`: no `nodeNames`" in readme and "enable-taints" in readme
+
+
+def test_without_an_inventory_the_tree_keeps_the_script_and_nfds_defaults() -> None:
+    manifests, files = _render(_doc(lambda d: d["pools"][0].pop("nodeNames")))
+    assert not [o for o in manifests["cluster/nodefeaturerules.yaml"]
+                if o["metadata"]["name"].startswith("aiplat-pool-")]
+    assert "node-feature-discovery" not in yaml.safe_load(
+        files["cluster/gpu-operator/values.yaml"])
+    script = files["cluster/nodes/label-and-taint.sh"]
+    assert "  h100)" in script and "  l40s)" in script
+    assert "- `h100`: no `nodeNames`" in files["cluster/nodes/README.md"]
+
+
+def test_every_pool_inventoried_needs_no_script() -> None:
+    def both(d: dict[str, Any]) -> None:
+        d["pools"][1]["nodeNames"] = [f"l40s-{i}" for i in range(6)]  # autoscaling max 6
+    manifests, files = _render(_doc(both))
+    assert "cluster/nodes/label-and-taint.sh" not in files
+    names = {o["metadata"]["name"] for o in manifests["cluster/nodefeaturerules.yaml"]}
+    assert {"aiplat-pool-h100", "aiplat-pool-l40s"} <= names
+
+
+def test_a_key_nfd_refuses_keeps_the_pool_on_the_script() -> None:
+    def unprefixed(d: dict[str, Any]) -> None:
+        d["pools"][0]["taints"].append({"key": "dedicated", "effect": "NoSchedule"})
+    manifests, files = _render(_doc(unprefixed))
+    assert not [o for o in manifests["cluster/nodefeaturerules.yaml"]
+                if o["metadata"]["name"].startswith("aiplat-pool-")]
+    assert "  h100)" in files["cluster/nodes/label-and-taint.sh"]
+    assert "taint 'dedicated' has no prefix" in files["cluster/nodes/README.md"]
+    assert "node-feature-discovery" not in yaml.safe_load(
+        files["cluster/gpu-operator/values.yaml"])
+
+
+@pytest.mark.parametrize(("names", "words"), [
+    (H100[:5], "nodeNames lists 5 nodes but the pool's count is 6"),
+    ([*H100[:5], H100[0]], "node 'gpu-r3-n2' is listed twice"),
+    ([*H100[:5], "Bad_Name"], "is not a Kubernetes node name"),
+    ([*H100[:5], "x" * 254], "at most 253 characters"),
+])
+def test_a_bad_inventory_is_refused_with_the_fix(names: list[str], words: str) -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["pools"][0]["nodeNames"] = names
+    assert words in _error(_doc(edit))
+
+
+def test_a_node_in_two_pools_is_refused() -> None:
+    def edit(d: dict[str, Any]) -> None:
+        d["pools"][1]["nodeNames"] = [H100[0], *[f"l40s-{i}" for i in range(5)]]
+    msg = _error(_doc(edit))
+    assert "node 'gpu-r3-n2' is in the nodeNames of pools 'h100' and 'l40s'" in msg
