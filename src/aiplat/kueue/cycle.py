@@ -394,6 +394,10 @@ class Replay:
         self.queues: Queues = queues if queues is not None else KueueQueues(snap.cluster_queues)
         self.world: World = world if world is not None else self
         self.steps: Steps = steps if steps is not None else self
+        # the steps are the replay's own, which add nothing: the cycle leaves out their calls
+        self._plain = self.steps is self and all(
+            getattr(type(self), hook) is getattr(Replay, hook)
+            for hook in ("nominated", "preemption_fits", "processing", "processed"))
         self.cycle = 0
         self.placing: dict[str, int] = {}
         self.outcomes: dict[str, Outcome] = {}
@@ -642,7 +646,7 @@ class Replay:
         if not heads:
             return False
         self.cycle += 1
-        if len(heads) == 1 and self.steps is self and self.queues.inadmissible_alone(heads[0]):
+        if len(heads) == 1 and self._plain and self.queues.inadmissible_alone(heads[0]):
             # A lone head its queue manager proves inadmissible: what a nomination would end
             # in (no hold on quota: no head comes after it), without the nomination.
             p = heads[0]
@@ -650,13 +654,15 @@ class Replay:
             self.queues.requeue(e)
             self.world.requeued(e)
             return False
-        entries = [self.nominate(p) for p in heads]
+        plain = self._plain
+        entries = [self._nominate(p) if plain else self.nominate(p) for p in heads]
         taken: dict[str, Admitted] = {}
         undo: list[tuple[Node, dict[FR, int]]] = []
         victims: list[tuple[preempt.Target, Entry]] = []
         last = len(entries) - 1
+        process = self._decide if plain else self._process
         for k, e in enumerate(self._ordered(entries)):
-            self._process(e, taken, undo if k < last else None, victims)
+            process(e, taken, undo if k < last else None, victims)
         for node, usage in undo:
             self.tree.remove_usage(node, usage)
         admitted = False

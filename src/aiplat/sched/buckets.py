@@ -269,7 +269,7 @@ class Buckets:
             self.live.add(p.wl.cluster_queue)
 
     def signature(self, heads: list[Pending]) -> tuple[object, ...]:
-        return tuple((p.wl.key, p.version, tuple(sorted((p.last or {}).items())))
+        return tuple((p.wl.key, p.version, tuple(sorted(p.last.items())) if p.last else ())
                      for p in heads)
 
     def inadmissible_alone(self, p: Pending) -> bool:
