@@ -14,6 +14,7 @@ from aiplat.catalog import load_catalog
 from aiplat.errors import InputError
 from aiplat.kube.facts import pool_facts
 from aiplat.kube.render_cluster import render_cluster
+from aiplat.ops.runbook import replace_node
 from aiplat.plan.resolve import resolve
 from aiplat.spec import example_text, parse_platform
 
@@ -117,3 +118,17 @@ def test_a_node_in_two_pools_is_refused() -> None:
         d["pools"][1]["nodeNames"] = [H100[0], *[f"l40s-{i}" for i in range(5)]]
     msg = _error(_doc(edit))
     assert "node 'gpu-r3-n2' is in the nodeNames of pools 'h100' and 'l40s'" in msg
+
+
+def test_the_runbooks_replacement_follows_the_inventory() -> None:
+    """Replacing a node of an inventoried pool edits nodeNames and applies the rules; the
+    script would not know the pool."""
+    def both(d: dict[str, Any]) -> None:
+        d["pools"][1]["nodeNames"] = [f"l40s-{i}" for i in range(6)]
+    catalog = load_catalog()
+    for doc, script in ((_doc(both), False), (_doc(), True)):
+        platform = parse_platform(yaml.safe_dump(doc, sort_keys=False), "site.yaml", catalog)
+        steps = replace_node(platform, "site.yaml").steps
+        text = " ".join(f"{s.action} {s.command} {s.expect}" for s in steps)
+        assert ("label-and-taint.sh $POOL $NODE" in text) is script, text
+        assert "nodefeaturerules.yaml" in text and "nodeNames" in text

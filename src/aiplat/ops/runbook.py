@@ -537,6 +537,23 @@ def add_tenant(platform: Platform, spec: str) -> Procedure:
                      steps, rollback)
 
 
+def _label_step(platform: Platform, spec: str) -> Step:
+    """Pools with ``nodeNames`` are labelled by their NodeFeatureRule (kube/render_nodes.py):
+    the replacement takes its place in the list; the others by the tree's script."""
+    if all(p.node_names for p in platform.pools):
+        return Step("Join it; put its name at the failed node's place in pools[].nodeNames",
+                    sh("aiplat kube render {spec} -d out/kube && kubectl apply -f "
+                       "out/kube/cluster/nodefeaturerules.yaml", spec=spec),
+                    "NFD labels aiplat.io/pool=$POOL, its rack and block, and the pool's "
+                    "taints (NodeFeatureRule aiplat-pool-$POOL)")
+    return Step("Join, label and taint it as its pool",
+                "bash out/kube/cluster/nodes/label-and-taint.sh $POOL $NODE",
+                "labels aiplat.io/pool=$POOL and the pool's taints"
+                + ("; pools with nodeNames: add it there, render and apply "
+                   "cluster/nodefeaturerules.yaml" if any(p.node_names for p in platform.pools)
+                   else ""))
+
+
 def replace_node(platform: Platform, spec: str) -> Procedure:
     r = platform.reserve
     approved = platform.versions.approved
@@ -560,9 +577,7 @@ def replace_node(platform: Platform, spec: str) -> Procedure:
                 "--duration 2h && aiplat node baseline record {spec} --pool $POOL "
                 "-w baseline/$NODE.json", spec=spec),
              "all pass"),
-        Step("Join, label and taint it as its pool",
-             "bash out/kube/cluster/nodes/label-and-taint.sh $POOL $NODE",
-             "labels aiplat.io/pool=$POOL and the pool's taints"),
+        _label_step(platform, spec),
         Step("Check device binding and return it to service",
              "aiplat cdi verify && kubectl uncordon $NODE",
              "GpuMissing silent for $NODE"),
