@@ -27,12 +27,14 @@ fi
 # The live-cluster tests' components (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, Kueue, JobSet, kwok), built with `go build` from the versions pinned in
 # src/aiplat/cluster/tools/go.mod into ~/.cache/aiplat/cluster; a no-op once built. Then the
-# GPU Operator's controller (test_gpu_operator_live.py), whose module pins the lab's library
-# versions: after the lab it compiles ~40 packages of its own (under a minute).
+# GPU Operator's controller (test_gpu_operator_live.py) and the Prometheus Operator
+# (test_prometheus_operator_live.py), whose modules pin the lab's library versions: after the
+# lab they compile ~40 and ~310 packages of their own (about one and two minutes).
 [ -x /usr/local/go/bin/go ] && PATH="$PATH:/usr/local/go/bin"
 if command -v go >/dev/null; then
   .venv/bin/aiplat lab cluster build
   .venv/bin/python tests/integration/gpuoperator.py
+  .venv/bin/python tests/integration/promop.py
   .venv/bin/python -m aiplat.artifacts.oracles
   .venv/bin/python -m aiplat.devices.oracles
 else

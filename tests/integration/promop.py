@@ -1,7 +1,8 @@
 """The Prometheus Operator as an oracle for the live monitoring test: its ``cmd/operator``
 built from the pinned Go module (``promop/go.mod`` beside this file) as a
 :class:`gooracle.GoOracle`, with its CRDs (``example/prometheus-operator-crd``) copied out of the
-same module into ``crds/``.
+same module into ``crds/``. scripts/test.sh builds it after the lab: its module pins the lab's
+library versions (``promop/go.mod``), so it shares the lab's Go build cache.
 
 ``python tests/integration/promop.py`` builds it and prints what it did (and how long it took).
 """

@@ -1,9 +1,10 @@
-"""The GPU Operator's module (``gpu-operator/go.mod``) selects the lab's version of every module
-both build from, so its build reuses the lab's Go build cache and costs CI under a minute
-instead of about ten (a package compiles again when any module below it moved). Asked of Go
-itself: the modules the packages of each build come from (``go list -deps``, versions after
-MVS and the replace directives), compared where both builds compile a module.
-A bump of the lab's pins that leaves the operator's behind fails here, naming each module.
+"""The GPU Operator's module (``gpu-operator/go.mod``) and the Prometheus Operator's
+(``promop/go.mod``) select the lab's version of every module they build from too, so their
+builds reuse the lab's Go build cache and cost CI a minute or two instead of about ten each (a
+package compiles again when any module below it moved). Asked of Go itself: the modules the
+packages of each build come from (``go list -deps``, versions after MVS and the replace
+directives), compared where both builds compile a module.
+A bump of the lab's pins that leaves an operator's behind fails here, naming each module.
 """
 
 from __future__ import annotations
@@ -15,16 +16,26 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import gpuoperator
+import promop
 import pytest
 from conftest import need
-from gpuoperator import PROGRAM
 
 from aiplat.cluster.assets import TOOLS as LAB
 from aiplat.errors import InputError
 from aiplat.gobuild import go
 
 pytestmark = pytest.mark.integration
-OPERATOR = Path(__file__).parent / "gpu-operator"
+# (module folder, the program's package, modules it must share with the lab)
+OPERATORS = {
+    "gpu-operator": (gpuoperator.TOOLS, gpuoperator.PROGRAM.package,
+                     {"k8s.io/client-go", "k8s.io/apimachinery",
+                      "sigs.k8s.io/controller-runtime"}),
+    "prometheus-operator": (promop.TOOLS, promop.PROGRAM.package,
+                            {"k8s.io/client-go", "k8s.io/apimachinery",
+                             "sigs.k8s.io/controller-runtime", "github.com/fxamacker/cbor/v2",
+                             "github.com/go-openapi/swag/loading"}),
+}
 
 
 def _json_stream(text: str) -> Iterator[dict[str, Any]]:
@@ -58,21 +69,23 @@ def _compiled(go_bin: str, module_dir: Path, packages: str) -> dict[str, str]:
             if m.get("Module") and not m["Module"].get("Main")}
 
 
-def test_operator_module_selects_the_labs_versions() -> None:
+@pytest.mark.parametrize("name", sorted(OPERATORS))
+def test_operator_module_selects_the_labs_versions(name: str) -> None:
     try:
         go_bin = go()
     except InputError as e:
         need(str(e))
         return
-    operator = _compiled(go_bin, OPERATOR, PROGRAM.package)
+    module_dir, package, must_share = OPERATORS[name]
+    operator = _compiled(go_bin, module_dir, package)
     lab = _compiled(go_bin, LAB, "tool")  # every program of the lab's tools module
     shared = sorted(set(lab) & set(operator))
-    # The modules the operator's controller compiles against: without them shared the
-    # comparison would be empty and prove nothing.
-    assert {"k8s.io/client-go", "k8s.io/apimachinery", "sigs.k8s.io/controller-runtime"} <= set(
-        shared), shared
+    # The modules the operator compiles against that sit below most of the lab's packages:
+    # without them shared the comparison would be empty and prove nothing.
+    assert must_share <= set(shared), shared
     moved = [f"{m}: lab {lab[m]}, operator {operator[m]}" for m in shared
              if lab[m] != operator[m]]
-    assert not moved, ("tests/integration/gpu-operator/go.mod leaves the lab's versions "
-                       "(fix: 'go get MODULE@LAB_VERSION' there, or copy the lab's replace "
-                       "block):\n" + "\n".join(moved))
+    assert not moved, (f"{module_dir.relative_to(Path(__file__).parent)}/go.mod leaves the "
+                       "lab's versions (fix: 'go get MODULE@LAB_VERSION' there, a replace "
+                       "directive where the operator's graph requires more, or copy the lab's "
+                       "replace block):\n" + "\n".join(moved))
