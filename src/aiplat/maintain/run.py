@@ -80,6 +80,9 @@ KEY = "run.json"
 RUN_ANNOTATION = "maintain.aiplat.io/run"
 REASON_ANNOTATION = "maintain.aiplat.io/reason"
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+# k8s-operator-libs (pkg/upgrade/consts.go): a node carrying it when the controller finishes
+# goes to upgrade-done still cordoned; without it the controller uncordons the node itself.
+INITIAL_UNSCHEDULABLE = "nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable"
 MERGE = "application/merge-patch+json"
 _CM: Obj = {"apiVersion": "v1", "kind": "ConfigMap",
        "metadata": {"name": CONFIGMAP, "namespace": NAMESPACE}}
@@ -418,10 +421,17 @@ def _apply(s: Session, names: list[str]) -> None:
 def _apply_operator(s: Session, names: list[str]) -> None:
     """Release the nodes to the GPU Operator's upgrade controller and follow its state
     label: done once it has left ``upgrade-done`` and come back (a node the controller
-    has not taken yet still shows the last upgrade's ``upgrade-done``)."""
+    has not taken yet still shows the last upgrade's ``upgrade-done``).
+
+    The controller records a node as cordoned before its upgrade only when it finds it so
+    as it marks it ``upgrade-required`` (``ProcessDoneOrUnknownNodes``); a node marked
+    when the ClusterPolicy changed, before this run cordoned it, would be uncordoned by
+    the controller before aiplat's gate. The annotation, set with the release, keeps it
+    cordoned until ``_uncordon`` (the controller removes it at upgrade-done)."""
     api = s.edge.api
     for n in names:
-        merge_patch(api, _node_ref(n), {"metadata": {"labels": {SKIP_LABEL: None}}})
+        merge_patch(api, _node_ref(n), {"metadata": {
+            "labels": {SKIP_LABEL: None}, "annotations": {INITIAL_UNSCHEDULABLE: "true"}}})
         s.note(f"{n}: released to the upgrade controller ({SKIP_LABEL} removed)")
     seen: set[str] = set()
 
