@@ -86,12 +86,16 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def trees(tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> dict[str, Path]:
-    """``aiplat kube render`` of the example and of the MIG/operator-owned-driver variant."""
+    """``aiplat kube render`` of the example and of the MIG/operator-owned-driver variant
+    (with the h100 pool's nodeNames)."""
     tmp = tmp_path_factory.mktemp("trees")
     data = yaml.safe_load(example_text())
     data["kubernetes"]["components"] = {"driver": "operator", "toolkit": "operator"}
     data["pools"][0]["sharing"] = {"strategy": "mig",
                                    "migLayout": ["3g.40gb", "2g.20gb", "2g.20gb"]}
+    # The floor plan: the pool's NodeFeatureRule needs the NFD subchart's enableTaints and
+    # extraLabelNs (render_nodes), which the chart must turn into nfd-master's flags.
+    data["pools"][0]["nodeNames"] = [f"h100-r{i // 2}-n{i % 2}" for i in range(6)]
     (tmp / "mig.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     out = {}
     for name, spec in (("example", []), ("mig", [str(tmp / "mig.yaml")])):
@@ -180,8 +184,15 @@ def test_every_gpu_operator_value_means_something_to_the_chart(
         charts: Charts, trees: dict[str, Path], env: dict[str, str], variant: str) -> None:
     chart = charts.chart(GPU_OPERATOR)
     values = _values(trees[variant], "gpu-operator")
-    assert helmcharts.unknown_keys(values, helmcharts.load_values(chart),
+    # The NFD subchart's values are its own chart's to judge (another .Values scope).
+    nfd = {k: v for k, v in values.items() if k == "node-feature-discovery"}
+    own = {k: v for k, v in values.items() if k not in nfd}
+    assert helmcharts.unknown_keys(own, helmcharts.load_values(chart),
                                    helmcharts.templates_text(chart)) == []
+    sub = chart / "charts/node-feature-discovery"
+    assert helmcharts.unknown_keys(nfd.get("node-feature-discovery", {}),
+                                   helmcharts.load_values(sub),
+                                   helmcharts.templates_text(sub)) == []
     values_file = trees[variant] / "cluster/gpu-operator/values.yaml"
     with_ours, rc = _lint(charts, chart, env, values_file)
     alone, _ = _lint(charts, chart, env)
@@ -211,6 +222,16 @@ def test_gpu_operator_chart_renders_what_aiplat_asked(
     objs = _operator(charts, tree, env)
     spec = _one(objs, "ClusterPolicy")["spec"]
     operator = variant == "mig"
+    # The NFD subchart's master runs with the flags the pool NodeFeatureRules need.
+    master = values.get("node-feature-discovery", {}).get("master", {})
+    assert bool(master) is operator  # only the variant lists nodeNames
+    args = [a for o in objs if o["kind"] == "Deployment"
+            and o["metadata"]["name"].endswith("node-feature-discovery-master")
+            for c in o["spec"]["template"]["spec"]["containers"] for a in c.get("args", [])]
+    assert args, "no nfd-master Deployment"
+    assert ("-enable-taints" in args) is bool(master.get("enableTaints")), args
+    assert ("-extra-label-ns=topology.kubernetes.io" in args) is bool(
+        master.get("extraLabelNs")), args
     assert spec["driver"]["enabled"] is operator and spec["toolkit"]["enabled"] is operator
     assert spec["cdi"]["enabled"] is True
     assert spec["devicePlugin"]["enabled"] is True  # the h100 pool keeps the device plugin

@@ -16,7 +16,10 @@ second controller would be one more thing to run and secure. What it needs: tain
 take effect only with nfd-master's ``-enable-taints`` (off by default), and labels in a
 ``*.kubernetes.io`` namespace other than NFD's own (``topology.kubernetes.io/zone``) only with
 ``-extra-label-ns`` (pkg/apis/nfd/validate Label). :func:`nfd_master_values` turns both on in
-the GPU Operator's values for its ``node-feature-discovery`` subchart. NFD refuses unprefixed
+the GPU Operator's values for its ``node-feature-discovery`` subchart (``master.enableTaints``
+and ``master.extraLabelNs``, which the chart turns into those flags; the flag replaces the
+operator's ``master.config.extraLabelNs: [nvidia.com]``, a namespace NFD allows anyway since
+it is not ``*.kubernetes.io``). NFD refuses unprefixed
 keys and taint keys in ``*.kubernetes.io``: a pool with one of those keeps the script.
 
 Without ``nodeNames`` (or with a key NFD refuses) the pool keeps the reviewed script
