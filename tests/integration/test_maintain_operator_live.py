@@ -65,7 +65,12 @@ from test_gpu_operator_live import (
 )
 
 from aiplat.maintain.plan import SKIP_LABEL
-from aiplat.maintain.run import REASON_ANNOTATION, UPGRADE_STATE, merge_patch
+from aiplat.maintain.run import (
+    INITIAL_UNSCHEDULABLE,
+    REASON_ANNOTATION,
+    UPGRADE_STATE,
+    merge_patch,
+)
 from aiplat.spec import example_text
 
 pytestmark = pytest.mark.integration
@@ -175,6 +180,18 @@ def _agent(lab: Lab, stop: threading.Event, seen: dict[str, list[str]]) -> None:
         time.sleep(0.5 if waiting else 0.2)
 
 
+def _env(lab: Lab) -> dict[str, str]:
+    runs = lab.log.parent / "runs"  # the fixture's AIPLAT_CLUSTER_DIR
+    return {**os.environ, "NO_COLOR": "1", "AIPLAT_CLUSTER_DIR": str(runs),
+            "KUBECONFIG": str(runs / "gpuop" / "kubeconfig")}
+
+
+def _maintain(lab: Lab, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "aiplat.cli.main", "maintain", *args],
+                          env=_env(lab), capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
 @pytest.fixture(scope="module")
 def rollout(operator_lab: Lab) -> Iterator[Rollout]:
     lab = operator_lab
@@ -200,11 +217,9 @@ def rollout(operator_lab: Lab) -> Iterator[Rollout]:
         _state(_node(lab, n)) == "upgrade-required" for n in GPU_NODES), 60)
     assert _driver_pods(lab) == before  # OnDelete: nothing restarted yet
 
-    runs = lab.log.parent / "runs"
     spec = lab.log.parent / "spec.yaml"
     spec.write_text(yaml.safe_dump(_doc()))
-    env = {**os.environ, "NO_COLOR": "1",
-           "AIPLAT_CLUSTER_DIR": str(runs), "KUBECONFIG": str(runs / "gpuop" / "kubeconfig")}
+    env = _env(lab)
     seen: dict[str, list[str]] = {n: [] for n in RELEASED}
     stop = threading.Event()
     agent = threading.Thread(target=_agent, args=(lab, stop, seen), daemon=True)
@@ -256,6 +271,7 @@ def test_the_canary_is_uncordoned_by_maintain_after_its_gate(operator_lab: Lab,
     assert not node["spec"].get("unschedulable")
     assert SKIP_LABEL not in node["metadata"]["labels"]  # released: the next change too
     assert node["metadata"]["annotations"]["maintain.aiplat.io/driver-version"] == NEW
+    assert INITIAL_UNSCHEDULABLE not in node["metadata"]["annotations"]  # the controller's
 
 
 def test_a_node_failing_its_gate_is_held_again_and_left_cordoned(operator_lab: Lab,
@@ -268,3 +284,29 @@ def test_a_node_failing_its_gate_is_held_again_and_left_cordoned(operator_lab: L
     assert node["spec"].get("unschedulable") is True
     assert "health gate failed" in node["metadata"]["annotations"][REASON_ANNOTATION]
     assert "uncordon-required" not in rollout.seen[BAD]
+
+
+def test_a_node_the_controller_marks_failed_is_rolled_back(operator_lab: Lab,
+                                                           rollout: Rollout) -> None:
+    """``upgrade-failed`` from the controller: set here by hand, since the controller sets
+    it only for a driver pod whose container restarted more than 10 times
+    (``isDriverPodFailing``), which no kwok pod does. While the node's driver pod is behind
+    the DaemonSet the controller leaves the state as it is (``ProcessUpgradeFailedNodes``
+    moves on only a node whose pod is in sync), so the run finds it there on release:
+    the node is held again (skip label), left cordoned, the reason names the state."""
+    lab, node = operator_lab, "h100-2"
+    done = _maintain(lab, "resume", "--skip", BAD, "-o", "json")  # close the first run
+    assert done.returncode == 0 and json.loads(done.stdout)["status"] == "done", done.stderr
+    _patch_node(lab, node, {"metadata": {"labels": {UPGRADE_STATE: "upgrade-failed"}}})
+    spec = lab.log.parent / "spec.yaml"
+    cp = _maintain(lab, "run", str(spec), "--pool", "h100", "--nodes", node, "--change",
+                   f"driver={NEW}", "--ignore-windows", "--deadline", "60", "-o", "json")
+    assert cp.returncode == 1, cp.stderr[-3000:]
+    assert "Traceback" not in cp.stderr
+    assert {n["name"]: n["phase"] for n in json.loads(cp.stdout)["nodes"]} == {
+        node: "rolled-back"}
+    n = _node(lab, node)
+    assert n["metadata"]["labels"][SKIP_LABEL] == "true"
+    assert n["spec"].get("unschedulable") is True
+    assert f"{UPGRADE_STATE}=upgrade-failed" in n["metadata"]["annotations"][REASON_ANNOTATION]
+    assert _driver_pods(lab)[node] == rollout.before[node]  # the controller did not restart it
