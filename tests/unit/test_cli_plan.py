@@ -19,10 +19,16 @@ def test_plan_writes_json_markdown_and_html(
     out = tmp_path / "out"
     assert main(["plan", "-d", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "kube", "kube-check.json", "matrix", "monitoring", "plan.json", "report.html",
-        "report.md", "runbook", "simulation.json"]
+        "figures", "kube", "kube-check.json", "matrix", "monitoring", "plan.json",
+        "report.html", "report.md", "runbook", "simulation.json"]
     for linked in ("matrix/matrix.html", "runbook/runbook.html", "monitoring/aiplat-rules.yaml"):
         assert (out / linked).is_file()
+    # the report's drawings: SVG files beside report.md, which shows each as an image
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    assert figures == ["compute-fabric.svg", "network-zones.svg", "rack-elevations.svg",
+                       "sim-timelines.svg"]
+    report = (out / "report.md").read_text()
+    assert all(f"](figures/{name})" in report for name in figures)
     assert (out / "kube" / "kustomization.yaml").exists()
     plan = Plan.model_validate_json((out / "plan.json").read_text())
     assert plan.platform == "example"
@@ -37,8 +43,9 @@ def test_plan_writes_json_markdown_and_html(
                     "## Simulated queues", "## Handover"):
         assert heading in md
     html = (out / "report.html").read_text()
-    # demand, memory, power by pool; simulated waits, shares and capacity
-    assert html.count("<svg") == 6
+    # charts: demand, memory, power by pool; simulated waits, shares and capacity;
+    # drawings: racks, network zones, compute fabric, tenants over the month
+    assert html.count("<svg") == 6 + 4
 
 
 def test_plan_json_format_on_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
