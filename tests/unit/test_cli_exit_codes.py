@@ -45,7 +45,11 @@ PATHLIKE = {"spec", "file", "target", "targets", "paths", "source", "folder", "s
 NEEDS = {"accept report": ["-d", "{tmp}/out"], "maintain plan": ["--pool", "gpu",
                                                                   "--change", "driver=1"],
          "maintain run": ["--pool", "gpu", "--change", "driver=1", "--dry-run"],
-         "matrix diff": ["--set", "driver=1"]}
+         "matrix diff": ["--set", "driver=1"],
+         "node agent": ["--pool", "h100", "--once", "--dry-run"],
+         "node baseline record": ["--pool", "h100", "-w", "{tmp}/b.json"],
+         "node placement": ["--pool", "h100"], "node prepare": ["--pool", "h100"],
+         "sharing plan": ["--demand", "1g.10gb=1"]}
 
 
 def _path_commands() -> list[str]:

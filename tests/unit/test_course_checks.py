@@ -45,9 +45,9 @@ def _pull(warm: bool, seconds: float, downloaded: int) -> str:
 
 def _sim(share_a: float, share_b: float, waiting: int = 300) -> str:
     return j({"tenants": [
-        {"name": "team-a", "weight": 1.0, "waiting": waiting, "obtained_share": share_a},
-        {"name": "team-b", "weight": 2.0, "waiting": waiting, "obtained_share": share_b},
-        {"name": "idle", "weight": 1.0, "waiting": 0, "obtained_share": 0.0}]})
+        {"name": "team-a", "weight": 1.0, "waiting": waiting, "obtainedShare": share_a},
+        {"name": "team-b", "weight": 2.0, "waiting": waiting, "obtainedShare": share_b},
+        {"name": "idle", "weight": 1.0, "waiting": 0, "obtainedShare": 0.0}]})
 
 
 def _record(status: str, criteria: dict[str, str], matched: str | None = "lab-k8s134") -> str:
