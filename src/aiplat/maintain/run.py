@@ -439,7 +439,7 @@ def _apply_operator(s: Session, names: list[str]) -> None:
         st = (get_node(api, n)["metadata"].get("labels") or {}).get(UPGRADE_STATE, "")
         if st == "upgrade-failed":
             fail(s, n, f"{UPGRADE_STATE}=upgrade-failed (fix: the driver pod's logs on "
-                 "the node, `kubectl -n gpu-operator logs`)")
+                 "the node, `kubectl -n gpu-operator logs`)", changed=True)
             return True
         if st == "upgrade-done" and n in seen:
             s.move(n, "applied", seconds=elapsed)
@@ -451,7 +451,7 @@ def _apply_operator(s: Session, names: list[str]) -> None:
     deadline = s.state.options.deadline_s
     _follow(s, names, deadline, settled, lambda n: (
         f"the upgrade controller did not finish within --deadline {deadline:g} s (fix: is "
-        f"driver.version {s.state.version} set in the ClusterPolicy?)"))
+        f"driver.version {s.state.version} set in the ClusterPolicy?)"), changed=True)
 
 
 def _gate(s: Session, names: list[str]) -> None:
@@ -561,10 +561,11 @@ def _validation_state(api: Api, j: Obj) -> tuple[Obj | None, Obj | None, list[Ob
 
 
 def _follow(s: Session, names: list[str], timeout: float,
-            settled: Callable[[str, float], bool], late: Callable[[str], str]) -> None:
+            settled: Callable[[str, float], bool], late: Callable[[str], str], *,
+            changed: bool | None = None) -> None:
     """Ask ``settled(node, seconds so far)`` about each node, every poll, until each has
     settled (it moved or failed the node itself); past ``timeout`` fail the rest with
-    ``late(node)``'s reason."""
+    ``late(node)``'s reason (``changed`` as :func:`fail` takes it)."""
     clock = s.edge.clock
     start = clock()
     left = list(names)
@@ -572,7 +573,7 @@ def _follow(s: Session, names: list[str], timeout: float,
         left = [n for n in left if not settled(n, clock() - start)]
         if left and clock() - start > timeout:
             for n in left:
-                fail(s, n, late(n))
+                fail(s, n, late(n), changed)
             return
         if left:
             s.tick()
@@ -623,9 +624,12 @@ def _mark(s: Session, name: str, reason: str, version: str | None) -> None:
         REASON_ANNOTATION: reason[:1000], version_annotation(s.state.kind): version}}})
 
 
-def fail(s: Session, name: str, reason: str) -> None:
-    """A step failed: roll the node back if it changed, leave it cordoned, say why."""
-    changed = s.state.node(name).phase in ("applied", "gated")
+def fail(s: Session, name: str, reason: str, changed: bool | None = None) -> None:
+    """A step failed: roll the node back if it changed, leave it cordoned, say why.
+    ``changed`` where the phase does not tell (a node released to the upgrade controller
+    is still ``drained`` until the controller is done with it)."""
+    if changed is None:
+        changed = s.state.node(name).phase in ("applied", "gated")
     s.move(name, "failed", reason=reason)
     if changed:
         done, version = roll_back_node(s, name)
