@@ -2,7 +2,10 @@
 built from the pinned Go module (``promop/go.mod`` beside this file) as a
 :class:`gooracle.GoOracle`, with its CRDs (``example/prometheus-operator-crd``) copied out of the
 same module into ``crds/``. scripts/test.sh builds it after the lab: its module pins the lab's
-library versions (``promop/go.mod``), so it shares the lab's Go build cache.
+library versions (``promop/go.mod``), so it shares the lab's Go build cache. Measured on a
+hard-linked copy of the warm cache less the outputs of the operator's own 311 packages: 313
+compile actions, 78 s user CPU (4 min 43 s wall at load 12-20 on 2 cores); with everything
+cached, 14-24 s (link and copy).
 
 ``python tests/integration/promop.py`` builds it and prints what it did (and how long it took).
 """
