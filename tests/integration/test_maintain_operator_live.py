@@ -17,18 +17,24 @@ it through cordon-required, wait-for-jobs-required, pod-deletion-required,
 pod-restart-required (it deletes the old driver pod, the DaemonSet controller makes the new
 one), validation-required (the validator pod on the node ready) to upgrade-done; maintain
 follows and gates it (a thread plays the node agent: h100-0 healthy, h100-1 not). Shown:
-only the released nodes leave ``upgrade-required`` and get a new driver pod; the controller
-leaves a node maintain cordoned cordoned (it would uncordon it before aiplat's gate
-otherwise: ``ProcessDoneOrUnknownNodes`` records a node as initially unschedulable only
-when it was cordoned before the driver changed); the node failing its gate is rolled back
-(skip label set again) and left cordoned.
+only the released nodes leave ``upgrade-required`` and get a new driver pod; a node
+maintain cordoned stays cordoned through the controller's states until maintain's own
+uncordon (the controller would uncordon it before aiplat's gate otherwise:
+``ProcessDoneOrUnknownNodes`` records a node as initially unschedulable only when it was
+cordoned as the driver changed; maintain sets that annotation on release); the node
+failing its gate is rolled back (skip label set again) and left cordoned; a node the
+controller marks ``upgrade-failed`` is held again and left cordoned.
 
 The controller watches nodes' labels, the ClusterPolicy and the driver DaemonSet, not pods:
 after it deletes a driver pod, its next pass comes with the planned requeue (2 min,
 ``plannedRequeueInterval``) or any node label change. On a real cluster the new driver pod
 needs minutes to build and load anyway; here a thread relabels another node while a
-released node waits in pod-restart-required, so the test takes about 2 min (most of it
-the lab and the operator's first reconcile, shared with nothing else: the fixture's lab).
+released node waits in pod-restart-required. About 2 min on 2 cores (110-122 s measured:
+the lab's start 35-80 s, the operator's first reconciles, the run itself 8-12 s). Why a
+lab of its own: the GPU Operator's lab (``test_gpu_operator_live``'s module fixture, reused
+here, so never two at once) installs the operator's CRDs, runs the controller and relabels
+every GPU node; the session's example lab has none of that, and this test leaves nodes
+cordoned, held and upgrade-failed that no other test should find.
 
 What fake nodes cannot show: the driver pod's real work (compile, unload and load the
 modules; ``isDriverPodFailing`` wants a container restarted more than 10 times, which kwok
@@ -140,6 +146,7 @@ class Rollout:
     before: dict[str, tuple[str, str]]
     after: dict[str, tuple[str, str]]
     seen: dict[str, list[str]] = field(default_factory=dict)  # node -> states in order
+    nodes: dict[str, Obj] = field(default_factory=dict)  # every GPU node after the run
 
 
 def _nudge(lab: Lab) -> None:
@@ -237,7 +244,8 @@ def rollout(operator_lab: Lab) -> Iterator[Rollout]:
         agent.join(timeout=10)
     print(f"\nmaintain run through the upgrade controller: {time.monotonic() - t0:.1f} s",
           file=sys.stderr)
-    yield Rollout(cp, before, _driver_pods(lab), seen)
+    # The nodes as the run left them: a later test (in any order) changes h100-2.
+    yield Rollout(cp, before, _driver_pods(lab), seen, {n: _node(lab, n) for n in GPU_NODES})
 
 
 def test_released_nodes_go_through_the_controller_and_the_run_follows(operator_lab: Lab,
@@ -256,9 +264,9 @@ def test_released_nodes_go_through_the_controller_and_the_run_follows(operator_l
         assert rollout.after[n][1] != rollout.before[n][1]
 
 
-def test_nodes_not_released_are_untouched(operator_lab: Lab, rollout: Rollout) -> None:
+def test_nodes_not_released_are_untouched(rollout: Rollout) -> None:
     for n in set(GPU_NODES) - set(RELEASED):
-        node = _node(operator_lab, n)
+        node = rollout.nodes[n]
         assert _state(node) == "upgrade-required", n
         assert node["metadata"]["labels"][SKIP_LABEL] == "true"
         assert not node["spec"].get("unschedulable"), n
