@@ -18,8 +18,9 @@ Each batch goes step by step, all its nodes together (``state.resume_point``):
 - apply, through the component's owner: host-owned, ``--apply-with CMD`` runs ``CMD NODE``
   (the node quoted; the version and the node's node-prepare command in the environment)
   and exit 0 means applied; without it the run waits for ``resume --applied NODE``.
-  Operator-owned, the ``nvidia.com/gpu-driver-upgrade.skip`` label is removed and
-  ``nvidia.com/gpu-driver-upgrade-state`` followed to ``upgrade-done``;
+  Operator-owned, the ``nvidia.com/gpu-driver-upgrade.skip`` label is removed (the node
+  marked as cordoned before the upgrade, so the controller leaves it cordoned for the
+  gate) and ``nvidia.com/gpu-driver-upgrade-state`` followed to ``upgrade-done``;
 - gate: a pluggable check (``Gate``); the default reads the node agent's condition
   ``AiplatNodeHealthy`` and wants a verdict newer than the apply; then, where given,
   ``--gate-with CMD`` runs ``CMD NODE`` (the admin's own check, e.g. ``aiplat node baseline
