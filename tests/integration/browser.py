@@ -236,8 +236,10 @@ class Browser:
         finally:
             shutil.rmtree(self._profile, ignore_errors=True)
 
-    def inspect(self, path: Path, *, color_scheme: ColorScheme = "light") -> PageReport:
-        """Load ``path`` (a local file) and report its console, SVGs and title."""
+    def inspect(self, path: Path, *, color_scheme: ColorScheme = "light",
+                open_details: bool = False) -> PageReport:
+        """Load ``path`` (a local file) and report its console, SVGs and title;
+        ``open_details`` first opens every ``<details>`` (folded sections, chart data)."""
         # Drop entries left over from the previous page.
         self._driver.get_log("browser")  # type: ignore[no-untyped-call]
         self._driver.execute_cdp_cmd(
@@ -246,6 +248,9 @@ class Browser:
         )
         url = path.resolve().as_uri()
         self._driver.get(url)  # returns once the load event fired
+        if open_details:
+            self._driver.execute_script(
+                "for (const d of document.querySelectorAll('details')) d.open = true;")
         found: dict[str, Any] = self._driver.execute_script(_INSPECT_JS)
         console = tuple(
             ConsoleEntry(
