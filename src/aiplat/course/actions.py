@@ -27,8 +27,8 @@ SPEC = "ex7/lab.yaml"
 ACCEPT_RUNS = 5
 ACCEPT_SCALE = 0.1
 MAX_CV = 0.5
-CV_FOR = {"node.cpu.matmul": 1.5, "node.memory.copy": 1.0, "node.disk.write": 1.0,
-          "node.disk.read": 1.0}
+CV_FOR = {"node.cpu.matmul": 1.5, "node.cpu.sha256": 1.0, "node.memory.copy": 1.0,
+          "node.disk.write": 1.0, "node.disk.read": 1.0}
 """The short node probes on a shared 2-core VM vary by 20-40% (matmul's first run, with BLAS
 warming up, up to 10x the others), so their CV thresholds are relaxed; the probes the
 exercise is about (model pull, network) keep MAX_CV."""
