@@ -23,6 +23,17 @@ from aiplat.errors import InputError
 from aiplat.gobuild import Component, go, go_build
 
 
+def go_on_path() -> None:
+    """Debian's Go tarball lands in /usr/local/go/bin, which a root shell's PATH may lack."""
+    if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
+        os.environ["PATH"] += ":/usr/local/go/bin"
+
+
+def user_cache() -> Path:
+    """``$XDG_CACHE_HOME`` (default ``~/.cache``): where the built programs are kept."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
 @dataclass(frozen=True)
 class GoOracle:
     tools: Path
@@ -47,8 +58,7 @@ class GoOracle:
         return m.group(1)
 
     def default_cache(self) -> Path:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        return Path(base) / "aiplat" / self.program.name / self.pinned()
+        return user_cache() / "aiplat" / self.program.name / self.pinned()
 
     def _copied(self, cache: Path) -> bool:
         return all((cache / d).is_dir() for d in self.needs)
@@ -88,8 +98,7 @@ class GoOracle:
 
     def main(self) -> None:
         """``python <script> [--force]``: build and print what was done."""
-        if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
-            os.environ["PATH"] += ":/usr/local/go/bin"
+        go_on_path()
         try:
             print(json.dumps(self.build(force="--force" in sys.argv[1:]), indent=2))
         except InputError as e:

@@ -63,6 +63,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import need
+from gooracle import go_on_path
 from gpuoperator import RELEASE, build, cluster_policy, command, locate
 from test_cluster_live import _aiplat, _eventually, _need_components, _zombie
 
@@ -107,8 +108,7 @@ MIG_POOL = {"name": "h100mig", "node": {"nodeType": "hgx-h100-8",
 def _need_operator() -> Path:
     """The built operator (built here when missing or stale, where Go is) and unshare; a
     missing prerequisite skips locally and fails in CI; a failing build fails."""
-    if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
-        os.environ["PATH"] += ":/usr/local/go/bin"
+    go_on_path()
     try:
         if shutil.which("go") is not None:
             build()

@@ -43,6 +43,7 @@ import pytest
 import yaml
 from conftest import need
 from examplelab import ExampleLab
+from gooracle import go_on_path, user_cache
 
 from aiplat.catalog import load_catalog
 from aiplat.cluster.nodes import KWOK_ANNOTATION
@@ -68,12 +69,10 @@ INVENTORY = {"h100": ["inv-c", "inv-a", "inv-f", "inv-b", "inv-e", "inv-d"],
 
 @pytest.fixture(scope="module")
 def nfd_master() -> Path:
-    if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
-        os.environ["PATH"] += ":/usr/local/go/bin"
+    go_on_path()
     if shutil.which("go") is None:
         need("go is not installed")
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    cache = base / "aiplat" / "nfd" / "nfd-master-v0.19.0"
+    cache = user_cache() / "aiplat" / "nfd" / "nfd-master-v0.19.0"
     go_build(TOOLS, [MASTER], cache, "-s -w",
              stamp_extra={"go.sum": hashlib.sha256((TOOLS / "go.sum").read_bytes()).hexdigest()})
     return cache / "bin" / MASTER.name

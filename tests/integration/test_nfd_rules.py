@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from conftest import need
+from gooracle import go_on_path, user_cache
 
 from aiplat.catalog import load_catalog
 from aiplat.gobuild import Component, go_build
@@ -38,12 +38,10 @@ NFD_KEYS = {"node.aiplat.io/gpu-vendor", "node.aiplat.io/gpu-count", "node.aipla
 
 @pytest.fixture(scope="module")
 def nfd_labels() -> Path:
-    if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
-        os.environ["PATH"] += ":/usr/local/go/bin"
+    go_on_path()
     if shutil.which("go") is None:
         need("go is not installed")
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    cache = base / "aiplat" / "nfd" / "nfd-v0.19.0"
+    cache = user_cache() / "aiplat" / "nfd" / "nfd-v0.19.0"
     source = hashlib.sha256((TOOLS / "nfd-labels" / "main.go").read_bytes()).hexdigest()
     go_build(TOOLS, [PROGRAM], cache, "-s -w", stamp_extra={"source": source})
     return cache / "bin" / PROGRAM.name

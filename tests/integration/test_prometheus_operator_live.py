@@ -96,6 +96,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import need
+from gooracle import go_on_path
 from promop import locate as locate_operator
 from test_cluster_live import _aiplat, _eventually, _need_components
 
@@ -357,8 +358,7 @@ def _services(dcgm_service: Obj) -> list[Obj]:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if shutil.which("go") is None and Path("/usr/local/go/bin/go").exists():
-        os.environ["PATH"] += ":/usr/local/go/bin"
+    go_on_path()
     tools = [t for t in ("prometheus", "promtool") if shutil.which(t) is None]
     need(f"{', '.join(tools)} not installed (fix: apt-get install prometheus)" if tools
           else None)
