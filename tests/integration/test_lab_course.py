@@ -4,14 +4,16 @@ goes down and nothing is left: no lab object, no fault, no probe image.
 
 Root; fails (not skips) in CI. The lab is not the default one: another prefix and other
 subnets (the steps name the lab only through $LAB, $LAB_NODE and $LAB_STORE), and the course
-folder's path holds a space; its state file lives in a temporary folder and its Prometheus
-on a free port, so an existing lab is never touched (the test refuses to start if one named
-like the course's is up).
+folder's path holds a space; its state file lives in a folder of the test's own and its
+Prometheus on a free port, so an existing lab is never touched: a lab with the course's prefix
+whose state is not in that folder makes the test fail, naming what is up. A run killed midway
+(its lab left up) is taken down by the next run, from the state it left in that folder.
 """
 
 from __future__ import annotations
 
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -31,6 +33,8 @@ from aiplat.netdiag.testing import free_port, lab_unavailable, running_lab
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).parents[2]
 LAB_PREFIX = "crs"
+# The course's own state folder, the same in every run, so a killed run's lab can be found.
+LAB_DIR = Path(tempfile.gettempdir()) / "aiplat-test-course-labs"
 SEGMENTS = [s.model_copy(update={"cidr": IPv4Network(f"10.246.{i}.0/24")})
             for i, s in enumerate(DEFAULT_SEGMENTS)]
 
@@ -42,13 +46,14 @@ def _images() -> set[str]:
 
 
 @pytest.fixture
-def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def lab(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     reason = lab_unavailable()
     need(reason)
-    if labio.leftovers(LAB_PREFIX):
-        pytest.fail(f"a lab '{LAB_PREFIX}' is up on this host: take it down first "
-                    "(aiplat lab down)", pytrace=False)
-    monkeypatch.setenv("AIPLAT_LAB_DIR", str(tmp_path / "labs"))
+    monkeypatch.setenv("AIPLAT_LAB_DIR", str(LAB_DIR))
+    if load_state(LAB_PREFIX) is None and (found := labio.leftovers(LAB_PREFIX)):
+        pytest.fail(f"a lab '{LAB_PREFIX}' that is not this test's is up on this host: take it "
+                    f"down first (aiplat lab down --prefix {LAB_PREFIX}); found: "
+                    + ", ".join(found[:6]), pytrace=False)
     images = _images()
     with running_lab(plan_lab(SEGMENTS, nodes=3, prefix=LAB_PREFIX, prom_port=free_port())):
         yield

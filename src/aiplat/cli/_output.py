@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 FORMATS = ("table", "json", "yaml")
+DATA_FORMATS = ("json", "yaml")  # the -o choices that print data, not a table
 F = TypeVar("F", bound=Callable[..., Any])
 
 

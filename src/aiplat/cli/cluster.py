@@ -11,13 +11,13 @@ from typing import Any
 
 import click
 
-from aiplat.cli._output import Existing, print_data
+from aiplat.cli._output import DATA_FORMATS, FORMATS, Existing, print_data
 from aiplat.cli._progress import QUIET, progress_bar
 from aiplat.errors import InputError
 
 NAME = click.option("--name", default="aiplat", show_default=True,
                     help="cluster name (its folder, kubeconfig context prefix)")
-OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+OUTPUT = click.option("-o", "--output", type=click.Choice(FORMATS), default="table",
                       show_default=True, help="format on stdout")
 
 
@@ -56,8 +56,8 @@ def build(cache: Path | None, force: bool, output: str) -> None:
 
         report = do_build(cache, progress=bar.log, force=force,
                           packages=compiled if bar.shown else None)
-    if output == "json":
-        print_data("json", report)
+    if output in DATA_FORMATS:
+        print_data(output, report)
         return
     for module, version in report["versions"].items():  # type: ignore[attr-defined]
         click.echo(f"{module:<28} {version}")
@@ -129,8 +129,8 @@ def status(name: str, settle: float, output: str) -> None:
     if st is None:
         _err(f"lab cluster {name} is not up (fix: 'aiplat lab cluster up')")
         sys.exit(1)
-    if output == "json":
-        print_data("json", st)
+    if output in DATA_FORMATS:
+        print_data(output, st)
     else:
         click.echo(f"server      {st['server']}")
         click.echo(f"kubeconfig  {st['kubeconfig']}")
@@ -241,8 +241,8 @@ def image(out: Path | None, tag: str | None, wheel: Path | None, source: Path | 
     report = build_image(source=source, wheel=wheel, tag=tag or AGENT_IMAGE, out=out,
                          cache=cache, recipe=Recipe(mirror=mirror or DEFAULT_MIRROR),
                          force=force, progress=_err)
-    if output == "json":
-        print_data("json", report.as_data())
+    if output in DATA_FORMATS:
+        print_data(output, report.as_data())
         return
     m = report.manifest
     click.echo(f"image    {report.tag} ({report.image_id[:12]}), key {report.key}")

@@ -12,10 +12,11 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import click
 
-from aiplat.cli._output import Existing
+from aiplat.cli._output import DATA_FORMATS, FORMATS, Existing, print_data
 from aiplat.course.exercises import LAB_PREFIX
 from aiplat.errors import InputError
 
@@ -33,8 +34,10 @@ from aiplat.errors import InputError
 @click.option("--lab", "lab", default=lambda: os.environ.get("LAB", LAB_PREFIX),
               show_default=f"$LAB or {LAB_PREFIX}",
               help="the lab (its --prefix) exercises 5-7 run on")
+@click.option("-o", "--output", "fmt", type=click.Choice(FORMATS), default="table",
+              show_default=True, help="Output format (the exercises' verdicts).")
 def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str, root: str,
-             lab: str) -> None:
+             lab: str, fmt: str) -> None:
     """Run exercise N of the lab course (or all seven) and check its result; with --check,
     only check what is on disk, as an instructor would.
 
@@ -42,6 +45,7 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
     Examples (an aiplat source checkout; exercises 5-7: root, a lab):
       aiplat lab exercise 1
       aiplat lab exercise 1 --check
+      aiplat lab exercise all --check -o json
     """
     from aiplat.course.exercises import EXERCISES
     from aiplat.course.runner import CourseError, check, run_exercise
@@ -55,7 +59,7 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
     if step and len(chosen) != 1:
         raise InputError("--step needs one exercise number, e.g. 'exercise 7 --step accept'")
     course = Path(course_dir).absolute()
-    failed = 0
+    results = []
     for ex in chosen:
         t0 = time.perf_counter()
         if check_only:
@@ -67,19 +71,31 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
                                         lambda m: click.echo(m, err=True), only=step, lab=lab)
             except CourseError as e:
                 problems = [str(e)]
-        if step and not problems:
-            click.echo(f"exercise {ex.number} step {step}: done")
-            continue
-        verdict = "done" if not problems else "NOT done"
-        click.echo(f"exercise {ex.number} ({ex.slug}): {verdict}"
-                   + ("" if check_only else f" in {time.perf_counter() - t0:.1f} s"))
-        for p in problems:
-            click.echo(f"  - {p}")
-        failed += bool(problems)
-    if len(chosen) > 1:
-        click.echo(f"{len(chosen) - failed} of {len(chosen)} exercises done in {course_dir}")
-    if failed:
+        results.append({"number": ex.number, "slug": ex.slug, "step": step,
+                        "done": not problems, "problems": problems,
+                        "seconds": None if check_only else round(time.perf_counter() - t0, 1)})
+    if fmt in DATA_FORMATS:
+        print_data(fmt, {"course": str(course_dir), "exercises": results,
+                         "done": sum(r["done"] for r in results), "of": len(results)})
+    else:
+        _show(results, course_dir)
+    if not all(r["done"] for r in results):
         sys.exit(1)
+
+
+def _show(results: list[dict[str, Any]], course_dir: str) -> None:
+    for r in results:
+        if r["step"] and r["done"]:
+            click.echo(f"exercise {r['number']} step {r['step']}: done")
+            continue
+        verdict = "done" if r["done"] else "NOT done"
+        click.echo(f"exercise {r['number']} ({r['slug']}): {verdict}"
+                   + ("" if r["seconds"] is None else f" in {r['seconds']:.1f} s"))
+        for p in r["problems"]:
+            click.echo(f"  - {p}")
+    if len(results) > 1:
+        done = sum(r["done"] for r in results)
+        click.echo(f"{done} of {len(results)} exercises done in {course_dir}")
 
 
 def register(lab_group: click.Group) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from aiplat.cli._output import box_table, print_data
+from aiplat.cli._output import DATA_FORMATS, FORMATS, box_table, print_data
 from aiplat.cli._output import console as out_console
 from aiplat.cli._progress import QUIET, info, progress_bar
 from aiplat.cli.cluster import cluster
@@ -24,7 +24,7 @@ from aiplat.netdiag.model import DEFAULT_PREFIX, PROM_PORT
 from aiplat.netdiag.state import load_state
 from aiplat.text import shown
 
-OUTPUT = click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table",
+OUTPUT = click.option("-o", "--output", type=click.Choice(FORMATS), default="table",
                       show_default=True, help="format on stdout")
 PREFIX = click.option("--prefix", default=DEFAULT_PREFIX, show_default=True, envvar="LAB",
                       show_envvar=True,
@@ -40,8 +40,8 @@ def _err(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _json(data: Any) -> None:
-    print_data("json", data)
+def _data(fmt: str, data: Any) -> None:
+    print_data(fmt, data)
 
 
 def parse_duration(text: str) -> float:
@@ -104,8 +104,8 @@ def up(  # noqa: PLR0917 (one parameter per click option)
     with progress_bar("lab up") as bar:
         result = labio.up(plan, progress=lambda m: bar.log(f"lab up: {m}"), steps=bar.at)
     st = labio.status(prefix) or {}
-    if output == "json":
-        _json(st | {"seconds": round(result.seconds, 2),
+    if output in DATA_FORMATS:
+        _data(output, st | {"seconds": round(result.seconds, 2),
                     "phases": {k: round(v, 2) for k, v in result.phases.items()}})
         return
     _print_status(st)
@@ -115,7 +115,7 @@ def up(  # noqa: PLR0917 (one parameter per click option)
 
 @lab.command()
 @PREFIX
-@click.option("-o", "--output", type=click.Choice(["table", "json", "env"]), default="table",
+@click.option("-o", "--output", type=click.Choice([*FORMATS, "env"]), default="table",
               show_default=True, help="stdout format (env: LAB, LAB_NODE and LAB_STORE as shell "
                                       "assignments, for eval)")
 def status(prefix: str, output: str) -> None:
@@ -128,8 +128,8 @@ def status(prefix: str, output: str) -> None:
     """
     st = labio.status(prefix)
     if st is None:
-        if output == "json":
-            _json({"prefix": prefix, "phase": "down"})
+        if output in DATA_FORMATS:
+            _data(output, {"prefix": prefix, "phase": "down"})
         else:
             click.echo(f"lab {prefix}: down (no state file)", err=output == "env")
         sys.exit(1)
@@ -137,8 +137,8 @@ def status(prefix: str, output: str) -> None:
         state = load_state(prefix)
         for k, v in (state.plan.shell_env() if state else {}).items():
             click.echo(f"export {k}={shlex.quote(v)}")
-    elif output == "json":
-        _json(st)
+    elif output in DATA_FORMATS:
+        _data(output, st)
     else:
         _print_status(st)
 
@@ -177,8 +177,8 @@ def down(prefix: str, output: str) -> None:
       aiplat lab down -o json
     """
     r = labio.down(prefix)
-    if output == "json":
-        _json({"prefix": prefix, "removed": r.removed, "seconds": round(r.seconds, 2)})
+    if output in DATA_FORMATS:
+        _data(output, {"prefix": prefix, "removed": r.removed, "seconds": round(r.seconds, 2)})
         return
     if not r.removed:
         click.echo(f"lab {prefix}: nothing to remove")
@@ -219,8 +219,8 @@ def fault_add(  # noqa: PLR0917 (one parameter per click option)
             click.echo(shlex.join(argv))
         return
     active = labio.add_fault(prefix, fp)
-    if output == "json":
-        _json(active.model_dump())
+    if output in DATA_FORMATS:
+        _data(output, active.model_dump())
     else:
         click.echo(f"fault {active.id}: {active.detail}")
 
@@ -241,8 +241,8 @@ def fault_clear(ids: tuple[str, ...], all_: bool, prefix: str, output: str) -> N
     if not ids and not all_:
         raise InputError("name the faults to clear or pass --all (see 'aiplat lab fault list')")
     cleared = labio.clear_faults(prefix, None if all_ else list(ids))
-    if output == "json":
-        _json({"cleared": cleared})
+    if output in DATA_FORMATS:
+        _data(output, {"cleared": cleared})
     else:
         click.echo("cleared " + (", ".join(cleared) or "nothing"))
 
@@ -260,8 +260,8 @@ def fault_list(prefix: str, output: str) -> None:
     """
     state = load_state(prefix)
     faults = state.faults if state else []
-    if output == "json":
-        _json([f.model_dump() for f in faults])
+    if output in DATA_FORMATS:
+        _data(output, [f.model_dump() for f in faults])
         return
     if not faults:
         click.echo("no active faults")
@@ -293,8 +293,8 @@ def net_check(segments: tuple[str, ...], no_throughput: bool, prefix: str, outpu
 
     findings, raw = run_check(prefix, list(segments) or None, not no_throughput,
                               progress=lambda m: _err(f"net check: {m}"))
-    if output == "json":
-        _json({"findings": [f.model_dump() for f in findings], "measurements": raw})
+    if output in DATA_FORMATS:
+        _data(output, {"findings": [f.model_dump() for f in findings], "measurements": raw})
     else:
         c = _console()
         t = box_table(f"net check — {len(findings)} finding(s) in {raw['seconds']} s",
@@ -360,8 +360,8 @@ def diagnose(ctx: click.Context, since: str, prom_url: str | None, prefix: str,
     else:
         raise InputError(f"no lab {prefix!r} is up and no --prometheus URL was given "
                          "(fix: 'aiplat lab up', or pass --prometheus http://host:9090)")
-    if output == "json":
-        _json({"causes": [c.model_dump() for c in d.causes],
+    if output in DATA_FORMATS:
+        _data(output, {"causes": [c.model_dump() for c in d.causes],
                "pulls": [w.model_dump() | {"fall": round(w.fall, 1)} for w in d.pulls],
                "window": d.window, "prometheus": d.prometheus, "notes": d.notes})
     else:
@@ -427,8 +427,8 @@ def diagnose_rdma_cmd(folder: str, before: str | None, rails: int | None,
     earlier = read_folder(before)[0] if before is not None else None
     d = diagnose_rdma(nodes, earlier, runs, rails=rails, link_gbps=link_gbps)
     d.notes[:0] = notes
-    if output == "json":
-        _json(d.model_dump())
+    if output in DATA_FORMATS:
+        _data(output, d.model_dump())
     else:
         c = _console()
         t = box_table(f"diagnose rdma — {len(d.causes)} candidate cause(s), "

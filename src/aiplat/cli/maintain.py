@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from aiplat.cli._output import print_data, table
+from aiplat.cli._output import DATA_FORMATS, FORMATS, print_data, table
 from aiplat.errors import InputError
 from aiplat.text import shown
 
@@ -43,7 +43,7 @@ _MAX_UNAVAILABLE = click.option(
     help="nodes out at once (default: the pool's planned spare nodes, at least 1)")
 _KUBECONFIG = click.option("--kubeconfig", type=click.Path(dir_okay=False),
                            help="the cluster (default: $KUBECONFIG, else ~/.kube/config)")
-_OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]),
+_OUTPUT = click.option("-o", "--output", "fmt", type=click.Choice(FORMATS),
                        default="table", show_default=True, help="Output format.")
 _APPLY_WITH = click.option(
     "--apply-with", help="host-owned changes: a command run as `CMD NODE` for each node "
@@ -103,7 +103,7 @@ def plan_cmd(*, spec: str | None, pool: str, change_text: str, nodes: str | None
     """
     names = [n.strip() for n in nodes.split(",") if n.strip()] if nodes else None
     _platform, decided = _decide(spec, pool, change_text, names, max_unavailable)
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, decided.to_dict())
         return
     _show_plan(decided)
@@ -228,7 +228,7 @@ def _finish(state: RunState, fmt: str) -> None:
     from aiplat.maintain.state import blocking, summary
 
     data = summary(state)
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, data)
     else:
         _show_summary(data)
@@ -456,7 +456,7 @@ def status_cmd(*, kubeconfig: str | None, fmt: str) -> None:
     if state.lease is not None:
         data["lease"] = state.lease.model_dump()
     data["events"] = state.events[-20:]
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, data)
         return
     _show_summary(data)

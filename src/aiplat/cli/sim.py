@@ -15,7 +15,7 @@ from typing import Any
 import click
 from rich.console import Console
 
-from aiplat.cli._output import box_table, print_data
+from aiplat.cli._output import DATA_FORMATS, FORMATS, box_table, print_data
 from aiplat.cli._output import console as out_console
 from aiplat.cli._progress import QUIET, Bar, info, progress_bar
 from aiplat.cli.main import SEED, Finite
@@ -126,7 +126,7 @@ def sim() -> None:
 @click.option("--nodes", "node_set", type=click.Choice(["gpu", "all"]), default="gpu",
               show_default=True, help="the GPU nodes only, or CPU-only nodes too")
 @click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("-o", "--output", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True)
 @QUIET
 def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant: str,  # noqa: PLR0917
@@ -172,7 +172,7 @@ def fgd(traces: tuple[str, ...], policies: tuple[str, ...], seeds: int, variant:
             raise InputError(f"{folder}: {e} (fix: check the trace's node and pod lists)") \
                 from None
     elapsed = time.perf_counter() - t0
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, table)
     else:
         _print_fgd(table)
@@ -233,7 +233,7 @@ def _print_result(title: str, r: SimResult) -> None:
               help="rendered Kueue objects (file or folder) instead of queues from SPEC")
 @click.option("--trace", metavar="NAME", help="replay an Alibaba trace variant instead of SPEC")
 @click.option("--data", metavar="DIR", help="folder holding traces/alibaba-gpu-v2023")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("-o", "--output", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True)
 @QUIET
 def run(  # noqa: PLR0917 (one parameter per click option)
@@ -279,7 +279,7 @@ def run(  # noqa: PLR0917 (one parameter per click option)
         title = (f"{platform.metadata.name} · {months:g} month(s) · policy {policy} · "
                  f"pools {strategy} · {queues.mode} · queues "
                  + (f"from {kueue_path}" if kueue_path else "as kube render writes them"))
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, result.to_dict())
     else:
         _print_result(title, result)
@@ -307,7 +307,7 @@ def _offset(bar: Bar, done: int) -> Callable[[float], None]:
 @click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--serving", "serving_only", is_flag=True,
               help="only the serving pools' day (fixed, autoscale, warm), not the month")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("-o", "--output", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True)
 @QUIET
 def compare(  # noqa: PLR0917 (one parameter per click option)
@@ -334,7 +334,7 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
     platform, plan = _platform(spec)
     days = serving_days(platform, plan, warm_nodes=warm_nodes)
     if serving_only:
-        if fmt == "json":
+        if fmt in DATA_FORMATS:
             print_data(fmt, [d.to_dict() for d in days])
         else:
             _print_serving(days, warm_nodes)
@@ -352,7 +352,7 @@ def compare(  # noqa: PLR0917 (one parameter per click option)
                                   progress=_offset(bar, i))
             rows.append(({"policy": p, "strategy": s, "queueing": q}, r))
             bar.update(i + 1)
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, [{**k, **r.to_dict()} | {"timeline": None, "variant": ENGINE_VARIANT}
                          for k, r in rows])
         return
@@ -501,7 +501,7 @@ def _warn_unreplayed(lines: list[str], tas_decided: bool, tas_missing: str | Non
 @click.option("--until-quiet", "until_quiet", is_flag=True, default=True,
               help="cycle until nothing changes (default)")
 @click.option("--cycles", type=click.IntRange(1, 1_000_000), help="run exactly N cycles")
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json", "yaml"]),
+@click.option("-o", "--output", "fmt", type=click.Choice(FORMATS),
               default="table", show_default=True)
 def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None,
            until_quiet: bool, cycles: int | None, fmt: str) -> None:
@@ -548,7 +548,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
               "before it and preempted again, over and over (Kueue v0.19 on a lab cluster: "
               "1,402 times in 300 s; it leaves such a loop only by a race); the replay ends it "
               f"at the second round, with {preemptor} admitted")
-    if fmt in ("json", "yaml"):
+    if fmt in DATA_FORMATS:
         print_data(fmt, rows)
     else:
         _print_replay(rows, r.cycle)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from aiplat.cli._output import print_data
+from aiplat.cli._output import DATA_FORMATS, FORMATS, print_data
 from aiplat.errors import SpecError
 from aiplat.spec import Platform, example_text, load_platform
 from aiplat.text import shown
@@ -20,10 +20,10 @@ def spec() -> None:
 
 @spec.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("-o", "--output", "fmt", type=click.Choice(FORMATS), default="table",
               show_default=True,
-              help="json: {file, valid, errors: [{file, line, column, path, message, fix}]} on "
-                   "stdout, also when invalid (exit 2), for CI")
+              help="json|yaml: {file, valid, errors: [{file, line, column, path, message, "
+                   "fix}]} on stdout, also when invalid (exit 2), for CI")
 def validate(file: str, fmt: str) -> None:
     """Check FILE (- reads stdin): syntax, types, ranges, references and catalog names (exit 2
     on error).
@@ -37,14 +37,14 @@ def validate(file: str, fmt: str) -> None:
     try:
         p = load_platform(file)
     except SpecError as e:
-        if fmt != "json":
+        if fmt not in DATA_FORMATS:
             raise
         print_data(fmt, {"file": file, "valid": False, "errors": [
             {"file": i.file, "line": i.line, "column": i.column, "path": i.path,
              "message": i.message, "fix": i.hint} for i in e.issues]})
         sys.exit(2)
     gpus = sum(pool.gpus for pool in p.pools)
-    if fmt == "json":
+    if fmt in DATA_FORMATS:
         print_data(fmt, {"file": file, "valid": True, "pools": len(p.pools), "gpus": gpus,
                          "tenants": len(p.tenants), "workloads": len(p.workloads),
                          "errors": []})
