@@ -400,8 +400,9 @@ def gc(cache_dir: str, max_size: str | None, output: str) -> None:
               help="write a new ECDSA P-256 private key here (0600) and its public key to"
                    " FILE.pub (what `cosign verify --key` reads)")
 @_PLAIN
+@_OUTPUT
 def sign(ref: str | None, key: str | None, generate_key: str | None,
-         plain_http: bool | None) -> None:
+         plain_http: bool | None, output: str) -> None:
     """Sign REF's manifest digest in cosign's format, or generate a key pair.
 
     The signature is cosign's simple-signing payload in a manifest that refers to REF's
@@ -430,10 +431,12 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
     Examples (a registry at 127.0.0.1:5000):
       aiplat model sign --generate-key release.key
       aiplat model sign 127.0.0.1:5000/models/mini:1 --key release.key
+      aiplat model sign 127.0.0.1:5000/models/mini:1 --key release.key -o json
     """
     from aiplat.artifacts.signing import generate_key as new_key
     from aiplat.artifacts.signing import key_id, private_pem, public_pem
 
+    data: dict[str, dict[str, str]] = {}
     if generate_key:
         from aiplat.fsutil import atomic_write
 
@@ -451,8 +454,13 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
             raise storage_error(e, "cannot write the key pair", generate_key,
                                 fix="free space there or choose another path; nothing was"
                                     " written") from None
-        click.echo(f"{key_id(new.public_key())} {generate_key} {generate_key}.pub")
+        data["key"] = {"keyId": key_id(new.public_key()), "privateKey": generate_key,
+                       "publicKey": f"{generate_key}.pub"}
+        if output == "table":
+            click.echo(f"{key_id(new.public_key())} {generate_key} {generate_key}.pub")
         if not ref:
+            if output != "table":
+                print_data(output, data)
             return
         key = generate_key
     if not ref or not key:
@@ -464,6 +472,11 @@ def sign(ref: str | None, key: str | None, generate_key: str | None,
     with _client(r.registry, plain_http) as client:
         signed = sign_reference(client, r, private)
     # The digest hashed from the manifest's bytes: what the signature covers.
+    if output != "table":
+        data["signed"] = {"reference": str(r), "digest": signed.digest,
+                          "keyId": key_id(private.public_key()), "signature": signed.signature}
+        print_data(output, data)
+        return
     click.echo(f"signed {r.name}@{signed.digest} ({r}) with {key_id(private.public_key())}:"
                f" signature {signed.signature}")
 
