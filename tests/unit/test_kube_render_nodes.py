@@ -130,5 +130,43 @@ def test_the_runbooks_replacement_follows_the_inventory() -> None:
         platform = parse_platform(yaml.safe_dump(doc, sort_keys=False), "site.yaml", catalog)
         steps = replace_node(platform, "site.yaml").steps
         text = " ".join(f"{s.action} {s.command} {s.expect}" for s in steps)
-        assert ("label-and-taint.sh $POOL $NODE" in text) is script, text
+        assert ("label-and-taint.sh --at $POS $POOL $NODE" in text) is script, text
         assert "nodefeaturerules.yaml" in text and "nodeNames" in text
+
+
+def _run_script(script: str, tmp_path: Any, *args: str) -> tuple[int, list[str], str]:
+    """Run the tree's script with a kubectl that records its arguments (bash is the script's
+    interpreter; the recording shows which labels each node would get)."""
+    import os
+    import subprocess
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "kubectl.log"
+    kubectl = bin_dir / "kubectl"
+    kubectl.write_text(f'#!/usr/bin/env bash\necho "$*" >> {log}\n')
+    kubectl.chmod(0o755)
+    (tmp_path / "label.sh").write_text(script)
+    env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    r = subprocess.run(["bash", str(tmp_path / "label.sh"), *args], env=env,
+                       capture_output=True, text=True, check=False)
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return r.returncode, lines, r.stderr
+
+
+def test_a_replacement_node_gets_the_rack_of_the_node_it_replaces(tmp_path: Any) -> None:
+    """The runbook labels one replaced node; without --at it would be rack 0 whatever its
+    place. The example's l40s pool: nodesPerRack from the plan, so place 9 is rack 9 // n."""
+    _, files = _render(_doc())
+    script = files["cluster/nodes/label-and-taint.sh"]
+    per_rack = int(script.split("  l40s)")[1].split("per_rack=")[1].split(";")[0])
+    code, calls, _ = _run_script(script, tmp_path, "l40s", "a", "b")
+    assert code == 0 and "l40s-rack-0" in calls[0]
+    code, calls, err = _run_script(script, tmp_path, "--at", "9", "l40s", "new-node")
+    assert code == 0, err
+    label = next(c for c in calls if c.startswith("label node new-node"))
+    assert f"l40s-rack-{9 // per_rack} " in label + " ", label
+    for bad in (["--at", "x", "l40s", "n"], ["--at", "-1", "l40s", "n"], ["--at"]):
+        code, calls, err = _run_script(script, tmp_path, *bad)
+        assert code != 0 and calls == [], (bad, err)

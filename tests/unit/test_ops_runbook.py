@@ -116,7 +116,7 @@ def test_every_required_procedure_is_there_with_commands() -> None:
                 "aiplat monitoring render site.yaml"):
         assert cmd in tenant
     replace = " ".join(s.command for s in procs["replace-node"].steps)
-    assert "label-and-taint.sh $POOL $NODE" in replace and "aiplat node burnin" in replace
+    assert "label-and-taint.sh --at $POS $POOL $NODE" in replace and "aiplat node burnin" in replace
     fabric = " ".join(s.command for s in procs["fabric-link"].steps)
     assert "aiplat diagnose rdma rdma --before rdma-before" in fabric
     assert "kubectl drain $NODE" in fabric and "ib_write_bw -d $DEV" in fabric

@@ -123,10 +123,18 @@ def label_script(pools: list[PoolFacts]) -> str:
         "#!/usr/bin/env bash",
         "# Label and taint the nodes of each pool. Review, then run with the pool name and its",
         "# node names in physical order (rack by rack): ./label-and-taint.sh h100 node-a node-b",
-        "# Rack and block labels follow the spec's nodesPerRack and racksPerBlock.",
+        "# Rack and block labels follow the spec's nodesPerRack and racksPerBlock. A node that",
+        "# replaces one: --at POSITION, its place in the pool's order (0-based, rack by rack),",
+        "# so it gets the rack and block of the node it replaces: ./label-and-taint.sh --at 9 h100 n",
         "# Add --dry-run=server to each kubectl call to preview.",
         "set -euo pipefail",
-        'pool="${1:?usage: $0 POOL NODE...}"; shift',
+        'usage="usage: $0 [--at POSITION] POOL NODE..."',
+        'i=0',
+        'if [ "${1:-}" = "--at" ]; then i="${2:?$usage}"; shift 2; fi',
+        'case "$i" in',
+        '  ""|*[!0-9]*) echo "--at takes a position: 0, 1, 2 ... ($usage)" >&2; exit 2 ;;',
+        "esac",
+        'i=$((10#$i)); pool="${1:?$usage}"; shift',
         'case "$pool" in',
     ]
     for p in pools:
@@ -145,7 +153,6 @@ def label_script(pools: list[PoolFacts]) -> str:
     lines += [
         '  *) echo "unknown pool $pool" >&2; exit 2 ;;',
         "esac",
-        "i=0",
         'for node in "$@"; do',
         "  rack=$(( i / per_rack )); block=$(( rack / racks_per_block ))",
         '  kubectl label node "$node" --overwrite "${labels[@]}" \\',

@@ -546,9 +546,12 @@ def _label_step(platform: Platform, spec: str) -> Step:
                        "out/kube/cluster/nodefeaturerules.yaml", spec=spec),
                     "NFD labels aiplat.io/pool=$POOL, its rack and block, and the pool's "
                     "taints (NodeFeatureRule aiplat-pool-$POOL)")
-    return Step("Join, label and taint it as its pool",
-                "bash out/kube/cluster/nodes/label-and-taint.sh $POOL $NODE",
-                "labels aiplat.io/pool=$POOL and the pool's taints"
+    return Step("Join, label and taint it as its pool, in the failed node's place ($POS: its "
+                "place in the pool's order, 0-based, rack by rack: rack R, slot S is "
+                "R x nodesPerRack + S)",
+                "bash out/kube/cluster/nodes/label-and-taint.sh --at $POS $POOL $NODE",
+                "labels aiplat.io/pool=$POOL, the failed node's rack and block, and the pool's "
+                "taints"
                 + ("; pools with nodeNames: add it there, render and apply "
                    "cluster/nodefeaturerules.yaml" if any(p.node_names for p in platform.pools)
                    else ""))
