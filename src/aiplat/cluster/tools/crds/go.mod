@@ -9,7 +9,7 @@ go 1.26.0
 // them is imported, so this require stays as written (never `go mod tidy` this file).
 require (
 	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7
-	github.com/prometheus-operator/prometheus-operator v0.88.0
+	github.com/prometheus-operator/prometheus-operator v0.92.0
 	sigs.k8s.io/node-feature-discovery v0.19.0
 )
 
