@@ -182,9 +182,9 @@ def missing() -> str | None:
     if not absent:
         return None
     return (
-        f"headless Chromium is not available ({', '.join(absent)} missing or not executable)."
-        " To fix: apt-get install chromium chromium-driver, or point AIPLAT_CHROMIUM and"
-        " AIPLAT_CHROMEDRIVER at the binaries"
+        f"headless Chromium is not available ({', '.join(absent)} missing or not executable)"
+        " (fix: apt-get install chromium chromium-driver, or point AIPLAT_CHROMIUM and"
+        " AIPLAT_CHROMEDRIVER at the binaries)"
     )
 
 

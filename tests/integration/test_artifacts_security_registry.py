@@ -201,7 +201,7 @@ def test_disk_full_during_download_is_one_clean_error(
     ref = _push(registry, tmp_path, "full/download", {"w.safetensors": os.urandom(3 << 20)})
     fs = tiny_fs("1m")
     code, _, err = run("pull", ref, "--cache", str(fs / "cache"))
-    one_line_error(code, err, "No space left on device", "To fix", "gc")
+    one_line_error(code, err, "No space left on device", "(fix: ", "gc")
 
 
 def test_disk_full_during_unpack_is_one_clean_error_and_leaves_no_snapshot(
@@ -210,7 +210,7 @@ def test_disk_full_during_unpack_is_one_clean_error_and_leaves_no_snapshot(
                                                     "tokenizer.json": os.urandom(1200 << 10)})
     fs = tiny_fs("2m")
     code, _, err = run("pull", ref, "--cache", str(fs / "cache"))
-    one_line_error(code, err, "No space left on device", "model directory", "To fix")
+    one_line_error(code, err, "No space left on device", "model directory", "(fix: ")
     assert list((fs / "cache/snapshots").iterdir()) == []
 
 
@@ -234,5 +234,5 @@ def test_generate_key_on_a_full_disk_is_one_clean_error_and_writes_nothing(
     fs = tiny_fs("256k")
     fill(fs)
     code, _, err = run("sign", "--generate-key", str(fs / "release.key"))
-    one_line_error(code, err, "No space left on device", "To fix")
+    one_line_error(code, err, "No space left on device", "(fix: ")
     assert sorted(p.name for p in fs.iterdir()) == ["filler"]

@@ -45,7 +45,7 @@ pytestmark = pytest.mark.integration
 def promtool() -> str:
     path = shutil.which("promtool")
     if path is None:
-        reason = "promtool is not installed (To fix: apt-get install prometheus)"
+        reason = "promtool is not installed (fix: apt-get install prometheus)"
         if os.environ.get("CI", "").strip().lower() in {"true", "1", "yes"}:
             pytest.fail(f"{reason} (CI=true: integration tests must run, not skip)",
                         pytrace=False)

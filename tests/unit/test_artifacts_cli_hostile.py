@@ -98,7 +98,7 @@ def test_credentials_from_a_world_readable_auth_file_are_warned_about(
     out, err = capsys.readouterr()
     assert out == "v1\n"
     assert f"warning: {auth} holds registry credentials and is readable by every user" in err
-    assert f"To fix: chmod 600 {auth}" in err and "s3cret" not in err
+    assert f"(fix: chmod 600 {auth})" in err and "s3cret" not in err
     auth.chmod(0o600)
     assert main(["model", "tags", f"{HOST}/m"]) == 0
     assert "warning" not in capsys.readouterr().err
@@ -243,7 +243,7 @@ def test_inspect_of_a_model_with_megabytes_of_signature_manifests_is_one_error(
     assert main(["model", "inspect", f"{HOST}/m:v1"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
-    assert "more than 4 MiB (MAX_SIGNATURES_BYTES" in err and "To fix" in err, err
+    assert "more than 4 MiB (MAX_SIGNATURES_BYTES" in err and "(fix: " in err, err
 
 
 def _with_layer_path(fake: FakeRegistry, tag: str, path: str) -> None:

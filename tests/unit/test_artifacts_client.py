@@ -55,7 +55,7 @@ def test_gives_a_clear_final_error_after_the_attempts() -> None:
         client(fake, sleeps).ping()
     msg = str(e.value)
     assert "after 4 attempt(s)" in msg and "HTTP 500" in msg and "injected failure" in msg
-    assert "To fix" in msg and sleeps == [0.5, 1.0, 2.0]
+    assert "(fix: " in msg and sleeps == [0.5, 1.0, 2.0]
 
 
 def test_does_not_retry_client_errors() -> None:

@@ -86,7 +86,7 @@ def test_the_pin_is_an_input_error_not_a_crash_in_the_library() -> None:
     try:
         _build(_set("serving.tensorParallel", 16))
     except InputError as e:
-        assert "To fix: at most 8" in str(e)
+        assert "(fix: at most 8)" in str(e)
     else:
         raise AssertionError("TP 16 on an 8-GPU node was accepted")
 

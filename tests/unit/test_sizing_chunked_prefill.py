@@ -91,7 +91,7 @@ def test_a_chunk_too_small_for_the_ttft_is_infeasible_with_the_reason() -> None:
                                                      decode_tokens_per_second=20),
                          max_batch_per_replica=8, chunk_tokens=64)
     assert not r.feasible and r.replicas == 0
-    assert "500 iterations" in r.reasons[0] and "To fix" in r.reasons[0]
+    assert "500 iterations" in r.reasons[0] and "(fix: " in r.reasons[0]
 
 
 def _assistant(serving: dict[str, Any]) -> WorkloadPlan:

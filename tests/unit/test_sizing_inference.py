@@ -269,7 +269,7 @@ def test_layout_reports_when_nothing_fits() -> None:
         budget=MemoryBudget(gpu_memory_bytes=2 * GIB),
     )
     assert not r.fits
-    assert any("To fix" in n for n in r.notes)
+    assert any("(fix: " in n for n in r.notes)
 
 
 @given(concurrency=st.integers(1, 512), extra=st.integers(1, 512))

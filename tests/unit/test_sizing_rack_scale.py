@@ -31,7 +31,7 @@ def test_racks_are_whole_domains(row: tuple[int, int, int, float, int, int, floa
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"nodes": 100}, r"100 nodes are not whole rack-scale domains of 18 trays; To fix: use a "
+    ({"nodes": 100}, r"100 nodes are not whole rack-scale domains of 18 trays \(fix: use a "
                      r"multiple of 18 \(108 nodes\)"),
     ({"rack_power_limit_w": 60_000}, r"draws 132\.0 kW, more than the site's 60 kW rack limit"),
 ])

@@ -118,7 +118,7 @@ def test_longer_lead_time_never_needs_fewer_spares() -> None:
 
 
 def test_invalid_target_is_an_actionable_error() -> None:
-    with pytest.raises(InputError, match="To fix"):
+    with pytest.raises(InputError, match=r"\(fix: "):
         spare_nodes(nodes=10, failures_per_node_year=1, lead_time_days=7, target_availability=1.0)
 
 

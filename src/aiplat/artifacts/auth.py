@@ -97,7 +97,7 @@ def exposed(path: Path) -> str:
         return ""
     who = "every user" if mode & 0o004 else "its group"
     return (f"{path} holds registry credentials and is readable by {who} (mode"
-            f" {mode:04o}). To fix: chmod 600 {path}")
+            f" {mode:04o}) (fix: chmod 600 {path})")
 
 
 def _from_entry(entry: object, where: str) -> Credentials | None:
@@ -259,8 +259,8 @@ class RegistryAuth(httpx.Auth):
                 raise RegistryError(
                     f"{self.registry} asks for your password, but {why}; aiplat sends"
                     " credentials only over TLS (or to a loopback address: 127.0.0.1, ::1,"
-                    " localhost). To fix: use HTTPS (drop --plain-http), or name a registry"
-                    " on this machine by its address", 401)
+                    " localhost) (fix: use HTTPS (drop --plain-http), or name a registry"
+                    " on this machine by its address)", 401)
             with self._lock:
                 self._basic = True
             request.headers["Authorization"] = self.credentials.basic_header()
@@ -300,9 +300,9 @@ class RegistryAuth(httpx.Auth):
         token_response.read()  # bounded (MAX_TOKEN_BYTES) by the client's answer hook
         if token_response.status_code != 200:
             hint = (f"aiplat did not send your credentials there ({why}): they go only to the"
-                    " registry's own scheme, host and port, over TLS unless it is loopback."
-                    " To fix: use a registry whose token service is on that origin, or pull"
-                    " anonymously"
+                    " registry's own scheme, host and port, over TLS unless it is loopback"
+                    " (fix: use a registry whose token service is on that origin, or pull"
+                    " anonymously)"
                     if why else "check the credentials in your auth file (podman login /"
                     " docker login)")
             raise RegistryError(

@@ -259,7 +259,7 @@ def own_dir(path: Path, mode: int = FOLDER_MODE) -> bool:
     if not stat.S_ISDIR(st.st_mode):
         raise ArtifactInputError(
             f"{path} is a symlink or not a directory; the model cache follows no links in its"
-            " own folders. To fix: remove it (aiplat makes it again) or pass another --cache")
+            " own folders (fix: remove it (aiplat makes it again) or pass another --cache)")
     if stat.S_IMODE(st.st_mode) & ~mode:
         os.chmod(path, stat.S_IMODE(st.st_mode) & mode)
     return bool(st.st_mode & _OTHERS_WRITE)
@@ -269,7 +269,8 @@ class Cache:
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
-            raise ArtifactInputError(f"cache {self.root} is not a directory; pass --cache DIR")
+            raise ArtifactInputError(f"cache {self.root} is not a directory"
+                                     " (fix: pass --cache DIR)")
         self.untrusted_folders: list[str] = []
         try:
             self.root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
@@ -325,8 +326,8 @@ class Cache:
 
     def planted(self, path: Path) -> StorageError:
         return StorageError(
-            f"{path} is a symlink or not a file aiplat made; the model cache follows no links."
-            f" To fix: remove it (rm {path}) and check who else can write to {self.root}")
+            f"{path} is a symlink or not a file aiplat made; the model cache follows no links"
+            f" (fix: remove it (rm {path}) and check who else can write to {self.root})")
 
     @contextlib.contextmanager
     def blob_lock(self, digest: str) -> Iterator[None]:

@@ -462,9 +462,9 @@ class RegistryClient:
 
         def fail(problem: str) -> RegistryError:
             return RegistryError(
-                f"{where}: the {bound.what} (registry {self.registry}) {problem}. To fix:"
+                f"{where}: the {bound.what} (registry {self.registry}) {problem} (fix:"
                 f" check that {self.base} is the registry you meant and that nothing between"
-                " (a proxy) rewrites its answers")
+                " (a proxy) rewrites its answers)")
 
         ok = 200 <= response.status_code < 300
         encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -480,8 +480,8 @@ class RegistryClient:
 
     def _fail(self, what: str, attempts: int, cause: str, status: int | None) -> RegistryError:
         return RegistryError(
-            f"{what} on {self.base} failed after {attempts} attempt(s): {cause}. To fix: check"
-            f" the registry answers (curl {self.base}/v2/), the reference and your credentials",
+            f"{what} on {self.base} failed after {attempts} attempt(s): {cause} (fix: check"
+            f" the registry answers (curl {self.base}/v2/), the reference and your credentials)",
             status,
         )
 
@@ -497,9 +497,9 @@ class RegistryClient:
             _WAITING.reset(token)
 
     def _held(self, what: str, e: _HeldTooLongError) -> RegistryError:
-        return RegistryError(f"{what} on {self.base}: {e}. To fix: check that {self.base} is"
+        return RegistryError(f"{what} on {self.base}: {e} (fix: check that {self.base} is"
                              " the registry you meant and that nothing between (a proxy)"
-                             " holds its answers")
+                             " holds its answers)")
 
     def request(self, method: str, path: str, *, ok: tuple[int, ...] = (200,),
                 bound: Bound = limits.METADATA, wait: tuple[float, str] | None = None,
@@ -655,7 +655,7 @@ class RegistryClient:
         r = self.request("GET", f"/v2/{repo}/blobs/{check_digest(digest)}", bound=bound)
         if not matches(r.content, digest):
             raise DigestMismatchError(f"{self.registry}/{repo}: blob {digest} does not match its "
-                                 "digest; the registry's copy is corrupt. To fix: push it again")
+                                 "digest; the registry's copy is corrupt (fix: push it again)")
         return r.content
 
     @contextmanager
@@ -744,8 +744,8 @@ class RegistryClient:
                                   " (MAX_PAGES)")
 
     def _listing_error(self, what: str, problem: str) -> RegistryError:
-        return RegistryError(f"{self.registry}: the {what} stops here: {problem}. To fix:"
-                             f" check that {self.base} is the registry you meant")
+        return RegistryError(f"{self.registry}: the {what} stops here: {problem} (fix:"
+                             f" check that {self.base} is the registry you meant)")
 
     def referrers(self, repo: str, digest: str, artifact_type: str | tuple[str, ...],
                   ) -> list[dict[str, object]] | None:

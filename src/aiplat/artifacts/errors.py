@@ -59,7 +59,7 @@ class StorageError(ArtifactError):
 
 
 def storage_error(e: OSError, what: str, path: object = None, fix: str = "") -> StorageError:
-    """``what path: reason. To fix: …`` for an ``OSError`` of the cache or an output file.
+    """``what path: reason (fix: …)`` for an ``OSError`` of the cache or an output file.
 
     ``fix`` overrides the advice; by default a full disk points at ``aiplat model gc`` (the
     cache is what fills a node's disk) and a permission error at the user or ``--cache``.
@@ -75,5 +75,5 @@ def storage_error(e: OSError, what: str, path: object = None, fix: str = "") -> 
             fix = "run as a user who may write there, or point --cache at a writable directory"
         else:
             fix = "check the file system (dmesg, df -h) and run the command again"
-    return StorageError(f"{what} {where}: {reason}. To fix: {fix}" if where is not None
-                        else f"{what}: {reason}. To fix: {fix}")
+    return StorageError(f"{what} {where}: {reason} (fix: {fix})" if where is not None
+                        else f"{what}: {reason} (fix: {fix})")

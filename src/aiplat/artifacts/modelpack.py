@@ -269,8 +269,8 @@ def layout(manifest: Manifest, where: str) -> list[tuple[Descriptor, str]]:
         if not d.digest.startswith("sha256:"):
             raise ManifestError(f"{where} {slot}: blob {d.digest[:19]}... is not a sha256"
                                 " digest; aiplat's cache stores sha256 blobs only, refusing"
-                                " the model. To fix: push it with sha256 digests (the OCI"
-                                " default)")
+                                " the model (fix: push it with sha256 digests (the OCI"
+                                " default))")
     out: list[tuple[Descriptor, str]] = []
     owner: dict[str, int] = {}
     for i, layer in enumerate(manifest.layers):

@@ -103,7 +103,7 @@ def _tar(root: Path, names: list[str]) -> bytes:
 def package_dir(path: str | Path, info: ModelInfo) -> Package:
     root = Path(path)
     if not root.is_dir():
-        raise ArtifactInputError(f"{root}: not a directory; pass the model directory to push")
+        raise ArtifactInputError(f"{root}: not a directory (fix: pass the model directory to push)")
     names = _files(root)
     weights = [n for n in names if is_weight_file(n)]
     small = [n for n in names if not is_weight_file(n)]

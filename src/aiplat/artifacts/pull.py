@@ -372,8 +372,8 @@ def _record_ref(cache: Cache, ref: Reference, digest: str, notes: list[str]) -> 
     except (OSError, StorageError) as e:
         why = e.strerror if isinstance(e, OSError) else str(e)
         notes.append(f"could not record {ref} -> {digest} in {cache.root / 'refs'} ({why});"
-                     " the model is complete, only `aiplat model ls` will not name this tag."
-                     f" To fix: free space on the file system of {cache.root}")
+                     " the model is complete, only `aiplat model ls` will not name this tag"
+                     f" (fix: free space on the file system of {cache.root})")
 
 
 def pull(client: RegistryClient, cache: Cache, ref: Reference, *, policy: Policy | None = None,

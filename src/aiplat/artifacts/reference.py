@@ -100,20 +100,20 @@ def parse_registry(text: str) -> str:
     IPv4-mapped IPv6 address (``[::ffff:127.0.0.1]``) are refused with the spelling to use, so
     no other spelling of a signed registry's address falls through to another rule; so is the
     unspecified address (``0.0.0.0``, ``[::]``), which is this machine by another name."""
-    fix = ("write HOST[:PORT], e.g. 127.0.0.1:5000 or registry.example.com (a DNS name,"
-           " an IP address or [IPv6], and a port from 1 to 65535)")
+    fix = ("(fix: write HOST[:PORT], e.g. 127.0.0.1:5000 or registry.example.com (a DNS"
+           " name, an IP address or [IPv6], and a port from 1 to 65535))")
     m = _HOST_RE.fullmatch(text)
     if m is None or len(m.group("name") or "") > 253:
-        raise ArtifactInputError(f"{text!r} is not a registry host; {fix}")
+        raise ArtifactInputError(f"{text!r} is not a registry host {fix}")
     if m.group("v6") is not None:
         try:
             ipaddress.IPv6Address(m.group("v6"))
         except ValueError:
-            raise ArtifactInputError(f"{text!r}: {m.group('v6')!r} is not an IPv6 address;"
+            raise ArtifactInputError(f"{text!r}: {m.group('v6')!r} is not an IPv6 address"
                                      f" {fix}") from None
     port = m.group("port")
     if port is not None and not 0 < int(port) < 65536:
-        raise ArtifactInputError(f"{text!r}: port {port} is out of range; {fix}")
+        raise ArtifactInputError(f"{text!r}: port {port} is out of range {fix}")
     host = m.group("name") or f"[{m.group('v6')}]"
     try:
         address = _address(host)
@@ -249,14 +249,15 @@ class Reference:
 
 
 def parse_reference(text: str) -> Reference:
-    fix = "write it as HOST[:PORT]/REPO[:TAG][@sha256:HEX], e.g. 127.0.0.1:5000/models/llama:v1"
+    fix = ("(fix: write it as HOST[:PORT]/REPO[:TAG][@sha256:HEX], e.g."
+           " 127.0.0.1:5000/models/llama:v1)")
     raw = text.strip()
     digest = None
     if "@" in raw:
         raw, digest = raw.split("@", 1)
         check_digest(digest)
     if "/" not in raw:
-        raise ArtifactInputError(f"reference {text!r} has no registry host; {fix}")
+        raise ArtifactInputError(f"reference {text!r} has no registry host {fix}")
     host, rest = raw.split("/", 1)
     try:
         parse_registry(host)
@@ -268,12 +269,12 @@ def parse_reference(text: str) -> Reference:
         if not _TAG_RE.fullmatch(tag):
             raise ArtifactInputError(
                 f"reference {text!r}: tag {tag!r} is invalid (letters, digits, '._-', at most"
-                f" 128, not starting with '.' or '-'); {fix}"
+                f" 128, not starting with '.' or '-') {fix}"
             )
     if not _REPO_RE.fullmatch(rest):
         raise ArtifactInputError(
             f"reference {text!r}: repository {rest!r} is invalid (lower-case path components"
-            f" separated by '/'); {fix}"
+            f" separated by '/') {fix}"
         )
     if tag is None and digest is None:
         tag = "latest"

@@ -51,8 +51,8 @@ def _too_many(client: RegistryClient, repo: str, digest: str, n: int, what: str,
     return SignatureError(
         f"{client.registry}/{repo}@{digest}: the registry lists {n} {what}, more than"
         f" {limits.MAX_SIGNATURES} (MAX_SIGNATURES, cosign's limit); aiplat checks none of"
-        " them. To fix: delete the stale signature manifests of this model in the registry"
-        " and sign it again")
+        " them (fix: delete the stale signature manifests of this model in the registry"
+        " and sign it again)")
 
 
 class _Budget:
@@ -68,9 +68,9 @@ class _Budget:
             raise SignatureError(
                 f"{self.client.registry}/{self.repo}@{self.digest}: its {what} hold more than"
                 f" {limits.MAX_SIGNATURES_BYTES // limits.MiB} MiB (MAX_SIGNATURES_BYTES;"
-                " cosign's signatures of a model are a few KiB); aiplat checks none of them."
-                " To fix: delete the stale signature manifests of this model in the registry"
-                " and sign it again")
+                " cosign's signatures of a model are a few KiB); aiplat checks none of them"
+                " (fix: delete the stale signature manifests of this model in the registry"
+                " and sign it again)")
 
     def manifest(self, ident: str, where: str) -> tuple[str, Manifest] | None:
         """The signature manifest ``ident`` (a digest or the .sig tag) and its digest,
@@ -249,15 +249,15 @@ def enforce_policy(client: RegistryClient, ref: Reference, digest: str, policy: 
     sigs = find_signatures(client, ref.repository, digest)
     if not sigs:
         raise SignatureError(
-            f"{ref.name}@{digest} is not signed, and {decision.rule} requires a signature."
-            f" To fix: sign it (aiplat model sign {ref.name}@{digest} --key KEY, or cosign"
-            " sign --key KEY) with a key the rule trusts")
+            f"{ref.name}@{digest} is not signed, and {decision.rule} requires a signature"
+            f" (fix: sign it (aiplat model sign {ref.name}@{digest} --key KEY, or cosign"
+            " sign --key KEY) with a key the rule trusts)")
     checks = [check_signature(s, ref.repository, digest, decision.keys) for s in sigs]
     good = sorted({c.key_id for c in checks if c.valid})
     if not good:
         why = "; ".join(f"{c.key_id}: {c.reason}" for c in checks)
         raise SignatureError(
             f"{ref.name}@{digest}: no valid signature from a trusted key ({why});"
-            f" {decision.rule} requires one. To fix: sign with a trusted key, or add the"
-            " signer's public key to the rule if you trust it")
+            f" {decision.rule} requires one (fix: sign with a trusted key, or add the"
+            " signer's public key to the rule if you trust it)")
     return f"signed by {', '.join(good)} ({decision.rule})"

@@ -79,8 +79,8 @@ def load_private_key(pem: bytes, where: str, password: bytes | None = None) -> P
     """An unencrypted PEM private key, or cosign's encrypted one (``password``)."""
     if any(f"BEGIN {t}".encode() in pem for t in cosign.ENCRYPTED_PEM_TYPES):
         if password is None:
-            raise ArtifactInputError(f"{where}: a cosign encrypted key; set COSIGN_PASSWORD to"
-                                     " its password")
+            raise ArtifactInputError(f"{where}: a cosign encrypted key (fix: set COSIGN_PASSWORD"
+                                     " to its password)")
         return cosign.decrypt_cosign_key(pem, password, where)
     try:
         key = serialization.load_pem_private_key(pem, password=None)
@@ -235,8 +235,8 @@ class Policy:
                 keys = {key_id(self.public_keys[k]): self.public_keys[k] for k in rule.keys}
                 return Decision(rule.require == "signed", keys, f"{self.source}: rules[{i}]")
         raise SignatureError(
-            f"{self.source}: no rule matches {name}; the policy refuses it. To fix: add a rule"
-            f" with repositories: ['{name}'] (require: signed and its keys, or require: none)")
+            f"{self.source}: no rule matches {name}; the policy refuses it (fix: add a rule"
+            f" with repositories: ['{name}'] (require: signed and its keys, or require: none))")
 
 
 EVERY_REPOSITORY = "*"

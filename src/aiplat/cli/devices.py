@@ -88,8 +88,8 @@ def _spec_chars(spec_file: str | None, pool_name: str | None) -> list[host.CharD
     platform = load_platform(spec_file)
     pools = [p for p in platform.pools if pool_name in (None, p.name)]
     if not pools:
-        raise InputError(f"{spec_file}: no pool '{pool_name}'; fix: use one of "
-                         + ", ".join(p.name for p in platform.pools))
+        raise InputError(f"{spec_file}: no pool '{pool_name}' (fix: use one of "
+                         + ", ".join(p.name for p in platform.pools) + ")")
     out, seen = [], set()
     for pool in pools:
         for d in pool.node.char_devices:
@@ -113,16 +113,16 @@ def _generate(root: str, inventory: str | None, chars: Sequence[str], *,
     specs = host.generate(root, gpus=gpus, chars=all_chars, env=env,
                           mounts=[host.parse_mount_option(m) for m in mounts])
     if not specs:
-        raise InputError("no devices found (no GPU, RDMA device or --char); fix: pass "
-                         "--inventory FILE or --char KIND=NAME:/dev/PATH")
+        raise InputError("no devices found (no GPU, RDMA device or --char) (fix: pass "
+                         "--inventory FILE or --char KIND=NAME:/dev/PATH)")
     return specs
 
 
 def _target(text: str) -> tuple[str, str]:
     rt, sep, ver = text.partition(":")
     if not sep or rt not in runtime.RUNTIMES:
-        raise InputError(f"--target-runtime '{text}' is not RUNTIME:VERSION; fix: e.g. "
-                         f"podman:4.2.0 (runtimes: {', '.join(runtime.RUNTIMES)})")
+        raise InputError(f"--target-runtime '{text}' is not RUNTIME:VERSION (fix: e.g. "
+                         f"podman:4.2.0 (runtimes: {', '.join(runtime.RUNTIMES)}))")
     try:
         runtime.parse_version(ver)
     except runtime.RuntimeConfigError as e:
@@ -140,8 +140,8 @@ def _warn_version(doc: dict[str, Any], rt: str, ver: str) -> None:
         why = cdi.required_version(doc)[1]
         click.echo(f"warning: {doc['kind']}: cdiVersion {have} ({why}) is newer than {rt} "
                    f"{ver} loads: it links CDI library v{'.'.join(map(str, lib))} (cdiVersion "
-                   f"<= {newest}); the runtime will refuse every device of this spec. To fix: "
-                   f"upgrade {rt}", err=True)
+                   f"<= {newest}); the runtime will refuse every device of this spec (fix: "
+                   f"upgrade {rt})", err=True)
 
 
 @click.group("cdi")
@@ -198,7 +198,7 @@ def cdi_generate(*, root: str, inventory: str | None, chars: tuple[str, ...],
     if write_dir is None:
         if len(specs) > 1 and output == "json":
             raise InputError(f"{len(specs)} specs ({', '.join(d['kind'] for d in specs.values())})"
-                             "; fix: pick one with --kind, use -o yaml, or --write DIR")
+                             " (fix: pick one with --kind, use -o yaml, or --write DIR)")
         click.echo("---\n".join(cdi.dumps(d, output) for d in specs.values()), nl=False)
         return
     for fname, doc in specs.items():
@@ -352,14 +352,14 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
 
     path = current or runtime.DEFAULT_PATHS[name]
     if current and not os.path.lexists(current):
-        raise InputError(f"{current}: no such file; fix: omit --current to start from an "
-                         "empty config")
+        raise InputError(f"{current}: no such file (fix: omit --current to start from an "
+                         "empty config)")
     text = inputs.read_text(path, f"a {name} configuration file") \
         if os.path.lexists(path) else ""
     ver = version or host.runtime_version(runtime.VERSION_COMMANDS[name])
     if ver is None:
-        raise InputError(f"cannot detect the {name} version on this host; fix: pass "
-                         "--version X.Y.Z")
+        raise InputError(f"cannot detect the {name} version on this host (fix: pass "
+                         "--version X.Y.Z)")
     try:
         m = runtime.merge(name, text, ver, cdi=not no_cdi, nri=not no_nri and name != "podman",
                           spec_dirs=spec_dirs or None)
@@ -387,7 +387,7 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
             atomic_write(real, m.after, mode)
         except OSError as e:
             raise AiplatError(f"cannot write {real}: {e.strerror}; nothing was changed. To"
-                              " fix: run as root, or free space on its file system") from None
+                              " (fix: run as root, or free space on its file system)") from None
         via = f" (the target of the symlink {path})" if os.path.islink(path) else ""
         click.echo(f"wrote {shown(f'{real}{via}')} ({len(m.changes)} changes); restart {name} "
                    "to apply", err=True)
@@ -410,20 +410,20 @@ def _gpu_and_pool(spec_file: str | None, pool_name: str | None, gpu_name: str | 
         resolved = resolve(load_platform(spec_file), catalog)
         if pool_name:
             if resolved.spec.pool(pool_name) is None:
-                raise InputError(f"{spec_file}: no pool '{pool_name}'; fix: use one of "
-                                 + ", ".join(p.name for p in resolved.pools))
+                raise InputError(f"{spec_file}: no pool '{pool_name}' (fix: use one of "
+                                 + ", ".join(p.name for p in resolved.pools) + ")")
             pool = resolved.pool(pool_name)
         else:
             pool = resolved.default_pool
         if pool is None or pool.gpu is None:
-            raise InputError(f"{spec_file}: no GPU pool; fix: pass --pool with node.gpu")
+            raise InputError(f"{spec_file}: no GPU pool (fix: pass --pool with node.gpu)")
         gpu_name = gpu_name or pool.gpu.name
     if not gpu_name:
-        raise InputError("no GPU model; fix: pass --gpu MODEL or SPEC [--pool NAME]")
+        raise InputError("no GPU model (fix: pass --gpu MODEL or SPEC [--pool NAME])")
     gpu = catalog.gpu(gpu_name)
     if gpu is None:
-        raise InputError(f"unknown GPU model '{gpu_name}'; fix: use one of "
-                         + ", ".join(g.name for g in catalog.gpus))
+        raise InputError(f"unknown GPU model '{gpu_name}' (fix: use one of "
+                         + ", ".join(g.name for g in catalog.gpus) + ")")
     return gpu, resolved, pool
 
 

@@ -118,8 +118,8 @@ def _last_acceptance(out: Path) -> Record | None:
     try:
         return load_record(inputs.read_text(path, "an acceptance record"), str(path))
     except (InputError, ValueError) as e:
-        raise InputError(f"{path}: not an acceptance record ({e}); run `aiplat accept run "
-                         f"-w {path.parent}` again or remove it") from e
+        raise InputError(f"{path}: not an acceptance record ({e}) (fix: run `aiplat accept "
+                         f"run -w {path.parent}` again or remove it)") from e
 
 
 def _sim_summary(sim: SimResult) -> dict[str, object]:

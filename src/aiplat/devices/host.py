@@ -174,7 +174,7 @@ def tree_node(path: str, root: str, host_path: str | None = None) -> NodeFact | 
             n = None
     if n is not None and n.type != "c":
         raise DeviceError(f"{shown(hp)} is a block device, not an accelerator's character "
-                          "device; fix: name the device's own node")
+                          "device (fix: name the device's own node)")
     return n
 
 
@@ -183,8 +183,8 @@ def need_node(path: str, root: str, host_path: str | None = None) -> NodeFact:
     if n is None:
         hp = _under(root, host_path or path)
         what = "is not a device node" if os.path.lexists(hp) else "does not exist"
-        raise DeviceError(f"{shown(hp)} {what}; fix: check the path, load the driver, or "
-                          "drop it")
+        raise DeviceError(f"{shown(hp)} {what} (fix: check the path, load the driver, or "
+                          "drop it)")
     return n
 
 
@@ -424,7 +424,7 @@ def generate(root: str = "/", *, gpus: list[GpuIdentity] | None = None,
         try:
             doc = cdi.build_spec(kind, devices, common)
         except ValueError as e:
-            raise DeviceError(f"{e}; fix: check --char names and paths") from e
+            raise DeviceError(f"{e} (fix: check --char names and paths)") from e
         specs[cdi.spec_filename(kind)] = doc
 
     gpus = gpus if gpus is not None else []
@@ -495,9 +495,9 @@ def _refuse_outside_tree(root: str, name: str, doc: Mapping[str, Any]) -> None:
     for where, path, _, _ in _host_paths(doc):
         if ".." in path.split("/") or not path.startswith(root.rstrip("/") + "/"):
             raise DeviceError(f"{name}: {where}: {shown(path)} holds '..' or leaves the root "
-                              f"{shown(root)} (the runtime would reach the host's file); fix: "
+                              f"{shown(root)} (the runtime would reach the host's file) (fix: "
                               "correct the tree's entry (a linker cache naming it?), or remove "
-                              "it")
+                              "it)")
         try:
             inputs.inside(root, path)
         except InputError as e:
@@ -531,9 +531,9 @@ def _refuse_escapes(root: str, name: str, doc: Mapping[str, Any]) -> None:
     if found:
         raise DeviceError(f"refusing to write {name}: it would hand the host to its "
                           "containers:\n" + "\n".join(f"  {findings.line(f)}" for f in found)
-                          + "\nfix: "
+                          + "\n(fix: "
                           "remove what each line names from the root (or the options), then "
-                          "generate again")
+                          "generate again)")
 
 
 def imex_channels(root: str) -> list[tuple[int, NodeFact]]:
@@ -647,8 +647,8 @@ def _nvidia_common(root: str, ldcache: Mapping[str, str], env: tuple[str, ...]) 
                                                "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset")
              if (n := tree_node(p, root)) is not None]
     if not nodes:
-        raise DeviceError(f"{_under(root, '/dev/nvidiactl')} does not exist; fix: load the "
-                          "NVIDIA driver (modprobe nvidia; nvidia-modprobe -c 0 -u)")
+        raise DeviceError(f"{_under(root, '/dev/nvidiactl')} does not exist (fix: load the "
+                          "NVIDIA driver (modprobe nvidia; nvidia-modprobe -c 0 -u))")
     version = nvf.driver_version(root, ldcache)
     if version:
         paths = nvf.driver_libraries(root, ldcache, version) + nvf.firmware(root, version)
@@ -679,9 +679,9 @@ def _registered(n: NodeFact, majors: Mapping[str, int]) -> NodeFact:
     if major is None and majors and (family := nvf.family_driver(n.path)):
         raise DeviceError(f"{shown(n.host_path)}: no {family} in the root's /proc/devices, "
                           f"so its major {n.major} is not the driver's (another driver may hold "
-                          "it); "
-                          f"fix: load {family} (nvidia-modprobe -u -c 0), or remove the stale "
-                          "node")
+                          "it) "
+                          f"(fix: load {family} (nvidia-modprobe -u -c 0), or remove the stale "
+                          "node)")
     return n if major is None or major == n.major else dataclasses.replace(n, major=major)
 
 
@@ -700,8 +700,8 @@ def _nvidia_devices(gpus: list[GpuIdentity], root: str,
                 if key not in mig_minors:
                     raise DeviceError(f"no capability minor for gpu{key[0]}/gi{key[1]}"
                                       + (f"/ci{key[2]}" if key[2] is not None else "")
-                                      + " in /proc/driver/nvidia-caps/mig-minors; fix: "
-                                      "check the MIG layout (nvidia-smi mig -lgi)")
+                                      + " in /proc/driver/nvidia-caps/mig-minors (fix: "
+                                      "check the MIG layout (nvidia-smi mig -lgi))")
                 caps.append(_registered(
                     need_node(f"/dev/nvidia-caps/nvidia-cap{mig_minors[key]}", root), majors))
             edits = Edits(gpu.nodes[:1] + tuple(caps))
@@ -740,8 +740,8 @@ def read_spec(file: str) -> Any:
         raise DeviceError(str(e)) from None
     d = cdiyaml.decode_spec(text)
     if d.doc is None or d.errors:
-        raise DeviceError(f"{file}: not a CDI spec: {'; '.join(d.errors) or 'no Spec data'}; "
-                          "fix: run 'aiplat cdi validate' on it")
+        raise DeviceError(f"{file}: not a CDI spec: {'; '.join(d.errors) or 'no Spec data'} "
+                          "(fix: run 'aiplat cdi validate' on it)")
     return d.doc
 
 

@@ -158,13 +158,13 @@ def lower_bound(gpu: GpuModel, demand: Mapping[str, int]) -> int:
 
 def check_demand(gpu: GpuModel, demand: Mapping[str, int]) -> None:
     if not gpu.mig_profiles:
-        raise MigPlanError(f"{gpu.name} does not support MIG; fix: use time-slicing or MPS, or "
-                           "a MIG-capable GPU (A100, H100, H200)")
+        raise MigPlanError(f"{gpu.name} does not support MIG (fix: use time-slicing or MPS, or "
+                           "a MIG-capable GPU (A100, H100, H200))")
     names = [p.name for p in gpu.mig_profiles]
     for n, c in demand.items():
         if n not in names:
-            raise MigPlanError(f"{gpu.name} has no MIG profile '{n}'; fix: use one of "
-                               + ", ".join(names))
+            raise MigPlanError(f"{gpu.name} has no MIG profile '{n}' (fix: use one of "
+                               + ", ".join(names) + ")")
         if c < 0:
             raise MigPlanError(f"negative demand for {n}")
 
@@ -218,8 +218,8 @@ def plan(gpu: GpuModel, demand: Mapping[str, int], available: int | None = None)
     if available is not None and result.gpus > available:
         raise MigPlanError(
             f"the demand needs {result.gpus} {gpu.name} GPUs (lower bound {result.lower_bound})"
-            f" but {available} are available; fix: add {result.gpus - available} GPUs, or "
-            "reduce the demand")
+            f" but {available} are available (fix: add {result.gpus - available} GPUs, or "
+            "reduce the demand)")
     return result
 
 

@@ -118,8 +118,8 @@ class Merge:
 def parse_version(text: str) -> tuple[int, int, int]:
     m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
     if not m:
-        raise RuntimeConfigError(f"cannot read a version from '{text}'; fix: pass --version "
-                                 "X.Y.Z")
+        raise RuntimeConfigError(f"cannot read a version from '{text}' (fix: pass --version "
+                                 "X.Y.Z)")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
@@ -169,8 +169,8 @@ def merge_containerd(text: str, version: str, *, cdi: bool = True, nri: bool = T
                      spec_dirs: tuple[str, ...] | None = None) -> Merge:
     v = parse_version(version)
     if v < CONTAINERD_CDI:
-        raise RuntimeConfigError(f"containerd {version} has no CDI support; fix: upgrade to "
-                                 "containerd >= 1.7 (CDI and NRI) — 2.x has both on by default")
+        raise RuntimeConfigError(f"containerd {version} has no CDI support (fix: upgrade to "
+                                 "containerd >= 1.7 (CDI and NRI) — 2.x has both on by default)")
     doc = _load(text, "containerd config")
     m = Merge("containerd", version, text, "")
     file_version = _containerd_file_version(doc, text, v, m)
@@ -189,7 +189,7 @@ def merge_containerd(text: str, version: str, *, cdi: bool = True, nri: bool = T
             m.notes.append(f"containerd {version}: CDI is on by default with "
                            f"{', '.join(_get(doc, cri, 'cdi_spec_dirs') or DEFAULT_SPEC_DIRS)}")
     elif v >= CONTAINERD_CDI_ALWAYS:
-        raise RuntimeConfigError(f"containerd {version} always has CDI on; fix: drop --no-cdi")
+        raise RuntimeConfigError(f"containerd {version} always has CDI on (fix: drop --no-cdi)")
     if nri:
         nri_path = ("plugins", "io.containerd.nri.v1.nri")
         before = len(m.changes)
@@ -210,18 +210,18 @@ def _containerd_file_version(doc: tomlkit.TOMLDocument, text: str, v: V, m: Merg
             m.changes.append(Change("version", None, file_version))
         else:
             raise RuntimeConfigError("the containerd config has no 'version' key (version 1 "
-                                     "format); fix: `containerd config migrate` first")
+                                     "format) (fix: `containerd config migrate` first)")
     if isinstance(file_version, bool) or not isinstance(file_version, int):
-        raise RuntimeConfigError(f"the config's 'version' is {file_version!r}, not a number; "
-                                 "fix: write version = 2 (containerd 1.7) or version = 3 "
-                                 "(containerd 2.x)")
+        raise RuntimeConfigError(f"the config's 'version' is {file_version!r}, not a number "
+                                 "(fix: write version = 2 (containerd 1.7) or version = 3 "
+                                 "(containerd 2.x))")
     file_version = int(file_version)
     if file_version == 3 and v < (2, 0, 0):
         raise RuntimeConfigError(f"config version 3 needs containerd 2.x, the host has "
-                                 f"{m.version}; fix: use a version = 2 file")
+                                 f"{m.version} (fix: use a version = 2 file)")
     if file_version not in (2, 3):
-        raise RuntimeConfigError(f"config version {file_version} is not supported; fix: "
-                                 "`containerd config migrate`")
+        raise RuntimeConfigError(f"config version {file_version} is not supported (fix: "
+                                 "`containerd config migrate`)")
     return file_version
 
 
@@ -240,11 +240,11 @@ def merge_crio(text: str, version: str, *, cdi: bool = True, nri: bool = True,
                spec_dirs: tuple[str, ...] | None = None) -> Merge:
     v = parse_version(version)
     if cdi and v < CRIO_CDI:
-        raise RuntimeConfigError(f"CRI-O {version} has no CDI support; fix: upgrade to "
-                                 "CRI-O >= 1.24")
+        raise RuntimeConfigError(f"CRI-O {version} has no CDI support (fix: upgrade to "
+                                 "CRI-O >= 1.24)")
     if nri and v < CRIO_NRI:
-        raise RuntimeConfigError(f"CRI-O {version} has no NRI support; fix: upgrade to "
-                                 "CRI-O >= 1.26, or pass --no-nri")
+        raise RuntimeConfigError(f"CRI-O {version} has no NRI support (fix: upgrade to "
+                                 "CRI-O >= 1.26, or pass --no-nri)")
     doc = _load(text, "CRI-O config")
     m = Merge("crio", version, text, "")
     if cdi:
@@ -269,7 +269,7 @@ def merge_podman(text: str, version: str, *, cdi: bool = True, nri: bool = False
     v = parse_version(version)
     if cdi and v < PODMAN_CDI:
         raise RuntimeConfigError(f"Podman {version} has no CDI support (--device "
-                                 "vendor/class=name); fix: upgrade to Podman >= 4.1")
+                                 "vendor/class=name) (fix: upgrade to Podman >= 4.1)")
     doc = _load(text, "containers.conf")
     m = Merge("podman", version, text, "")
     if nri:
@@ -279,8 +279,8 @@ def merge_podman(text: str, version: str, *, cdi: bool = True, nri: bool = False
         if custom and v < PODMAN_SPEC_DIRS:
             raise RuntimeConfigError(
                 f"Podman {version} reads CDI specs only from {', '.join(DEFAULT_SPEC_DIRS)} "
-                "(or --cdi-spec-dir on each command); fix: put the specs there, or upgrade to "
-                "Podman >= 5.5 for [engine] cdi_spec_dirs")
+                "(or --cdi-spec-dir on each command) (fix: put the specs there, or upgrade to "
+                "Podman >= 5.5 for [engine] cdi_spec_dirs)")
         if spec_dirs is not None:
             _set(doc, m, ("engine",), "cdi_spec_dirs", list(spec_dirs),
                  only_if_present=not custom)
@@ -300,7 +300,7 @@ def merge(runtime: str, text: str, version: str, *, cdi: bool = True, nri: bool 
         return merge_crio(text, version, cdi=cdi, nri=nri, spec_dirs=spec_dirs)
     if runtime == "podman":
         return merge_podman(text, version, cdi=cdi, nri=nri, spec_dirs=spec_dirs)
-    raise RuntimeConfigError(f"unknown runtime '{runtime}'; use one of {', '.join(RUNTIMES)}")
+    raise RuntimeConfigError(f"unknown runtime '{runtime}' (fix: use one of {', '.join(RUNTIMES)})")
 
 
 DEFAULT_PATHS = {"containerd": "/etc/containerd/config.toml", "crio": "/etc/crio/crio.conf",

@@ -72,8 +72,8 @@ def device_plugin_config(strategy: str, replicas: int = 0, *, rename_by_default:
             raise SharingError("migStrategy must be single or mixed")
         return {"version": "v1", "flags": {"migStrategy": mig_strategy}}
     if strategy not in ("time-slicing", "mps"):
-        raise SharingError(f"unknown strategy '{strategy}'; use exclusive, mig, time-slicing, "
-                         "mps")
+        raise SharingError(f"unknown strategy '{strategy}' (fix: use exclusive, mig, time-slicing "
+                           "or mps)")
     if not 2 <= replicas <= (48 if strategy == "mps" else 1024):
         raise SharingError(f"{strategy} needs replicas between 2 and "
                          f"{48 if strategy == 'mps' else 1024}")

@@ -430,8 +430,8 @@ def _podman(opts: PodmanOptions, *args: str, timeout: float = 120,
         return subprocess.run([opts.podman, *args], capture_output=True, timeout=timeout,
                               check=False, input=stdin)
     except FileNotFoundError as e:
-        raise DeviceError(f"{opts.podman} not found; fix: apt-get install podman runc "
-                          "(CDI needs Podman >= 4.1)") from e
+        raise DeviceError(f"{opts.podman} not found (fix: apt-get install podman runc "
+                          "(CDI needs Podman >= 4.1))") from e
 
 
 def podman_missing(opts: PodmanOptions = PodmanOptions()) -> str | None:
@@ -475,7 +475,7 @@ def ensure_image(opts: PodmanOptions) -> None:
     if _podman(opts, "image", "exists", opts.image).returncode == 0:
         return
     if not os.path.isfile(opts.busybox):
-        raise DeviceError(f"{opts.busybox} is missing; fix: apt-get install busybox-static")
+        raise DeviceError(f"{opts.busybox} is missing (fix: apt-get install busybox-static)")
     with tempfile.TemporaryDirectory() as tmp:
         tar = Path(tmp, "rootfs.tar")
         tar.write_bytes(rootfs_tar(opts.busybox))
@@ -533,8 +533,8 @@ def staged(file: str, doc: Mapping[str, Any], opts: PodmanOptions) -> Iterator[s
     clash = [f for f in cdi.validate_set([*others, (str(target), doc)])
              if f.file == str(target) and f.severity == "error" and not f.escape]
     if clash:
-        raise DeviceError(f"{clash[0].message}; fix: verify that file in place "
-                          "(aiplat cdi verify FILE), or remove the other definition")
+        raise DeviceError(f"{clash[0].message} (fix: verify that file in place "
+                          "(aiplat cdi verify FILE), or remove the other definition)")
     target.write_text(cdi.dumps(doc))
     try:
         yield str(target)
@@ -573,8 +573,8 @@ def verify_spec(file: str, opts: PodmanOptions = PodmanOptions(),
     if escapes:
         raise DeviceError("refusing to start containers from a spec that escapes to the "
                           "host:\n" + "\n".join(str(p) for p in escapes)
-                          + "\nfix: remove what each line names (`aiplat cdi validate` lists "
-                          "them), then verify again")
+                          + "\n(fix: remove what each line names (`aiplat cdi validate` lists "
+                          "them), then verify again)")
     reason = podman_missing(opts)
     if reason:
         raise DeviceError(f"cannot verify: {reason}")
@@ -585,8 +585,8 @@ def verify_spec(file: str, opts: PodmanOptions = PodmanOptions(),
         wanted = [d.removeprefix(f"{kind}=") for d in devices]
         unknown = [d for d, w in zip(devices, wanted, strict=True) if w not in names]
         if unknown:
-            raise DeviceError(f"{file}: no device {', '.join(unknown)} in {kind}; "
-                              f"fix: use one of {', '.join(names)} (or {kind}={names[0]})")
+            raise DeviceError(f"{file}: no device {', '.join(unknown)} in {kind} "
+                              f"(fix: use one of {', '.join(names)} (or {kind}={names[0]}))")
         names = wanted
     host = host_facts(doc, RealHost())
     ensure_image(opts)

@@ -915,8 +915,8 @@ def _finish(snap: Snapshot, parts: _Parts, source: str) -> None:
                      f"{NOT_REPLAYED_TAS}", TAS, cluster_queue=q.name)
         if q.checks and snap.admission_checks is None:  # missing, or not captured
             snap.gap(f"{source}: ClusterQueue {q.name}: admission checks "
-                     f"{', '.join(n for n, _ in q.checks)} (no AdmissionCheck in the "
-                     "snapshot; fix: include 'kubectl get admissionchecks -o yaml')",
+                     f"{', '.join(n for n, _ in q.checks)}: no AdmissionCheck in the "
+                     "snapshot (fix: include 'kubectl get admissionchecks -o yaml')",
                      "admissionChecks", cluster_queue=q.name)
     snap.local_queues = parts.lq
     workloads = parts.workloads
@@ -970,8 +970,8 @@ def _namespace(wl: Workload, snap: Snapshot, where: str) -> None:
         return
     ns = wl.key.split("/", 1)[0]
     if sel is not None and (snap.namespaces is None or ns not in snap.namespaces):
-        snap.gap(f"{where}: namespaceSelector of ClusterQueue {wl.cluster_queue} (Namespace "
-                 f"{ns} is not in the snapshot; fix: include 'kubectl get namespaces -o "
+        snap.gap(f"{where}: namespaceSelector of ClusterQueue {wl.cluster_queue}: Namespace "
+                 f"{ns} is not in the snapshot (fix: include 'kubectl get namespaces -o "
                  "yaml')", "namespaceSelector", workload=wl.key)
         return
     if not selects(sel, (snap.namespaces or {}).get(ns, {})):

@@ -248,8 +248,8 @@ def pool_placement(platform: Platform, pool: str) -> Placement:
     spec = next((p for p in platform.pools if p.name == pool), None)
     if spec is None:
         names = ", ".join(shown(p.name) for p in platform.pools) or "none"
-        raise InputError(f"the spec has no pool {shown(repr(pool))} (its pools: {names}; "
-                         "fix: --pool NAME)")
+        raise InputError(f"the spec has no pool {shown(repr(pool))}; its pools: {names} "
+                         "(fix: --pool NAME)")
     layout = pool_layout(resolve_pool(spec, platform, load_catalog()))
     numa = layout.numa
     rec = recommendation(advise(layout))

@@ -373,11 +373,11 @@ def _check_tp(sv: _Serve, field: str, tp: int, hint: str = "") -> str:
     if tp > gpn:
         domain = "its NVLink domain" if sv.hw.rack_scale else "a node"
         raise InputError(f"{where} exceeds the {gpn} GPUs of {domain} (tensor parallelism "
-                         f"stays inside one{hint}). To fix: at most {gpn}")
+                         f"stays inside one{hint}) (fix: at most {gpn})")
     if not inference.tp_compatible(tp, shape.heads, shape.kv_heads):
         raise InputError(f"{where} does not split {sv.arch.name}'s {shape.heads} attention "
-                         f"heads / {shape.kv_heads} KV heads. To fix: a divisor of "
-                         f"{shape.heads}")
+                         f"heads / {shape.kv_heads} KV heads (fix: a divisor of "
+                         f"{shape.heads})")
     return where
 
 
@@ -392,8 +392,8 @@ def _pinned(sv: _Serve) -> tuple[int, int] | None:
     pp = sv.w.serving.pipeline_parallel or 1
     if pp > shape.layers:
         raise InputError(f"workload {sv.w.name}: serving.pipelineParallel ({pp}) is more "
-                         f"stages than {sv.arch.name}'s {shape.layers} layers. To fix: at most "
-                         f"{shape.layers}")
+                         f"stages than {sv.arch.name}'s {shape.layers} layers (fix: at most "
+                         f"{shape.layers})")
     return tp, pp
 
 
@@ -410,8 +410,8 @@ def _prefill_replica(sv: _Serve, decode: inference.Replica) -> inference.Replica
     room = s.gpu_memory_utilization * sv.hw.gpu_memory_bytes - s.overhead_gib_per_gpu * 2**30
     if weights > room:
         raise InputError(f"{where}: the weights take {bytes_h(weights)} per GPU, above the "
-                         f"{bytes_h(room)} a GPU may hold. To fix: a larger "
-                         "prefillTensorParallel, or lower-precision weights")
+                         f"{bytes_h(room)} a GPU may hold (fix: a larger "
+                         "prefillTensorParallel, or lower-precision weights)")
     return dataclasses.replace(decode, tensor_parallel=tp, pipeline_parallel=1)
 
 

@@ -438,8 +438,8 @@ def _throughput(w: WorkloadSpec, peak: float, lora: bool) -> tuple[float, float,
         if w.achieved_tflops_per_gpu > peak:
             raise InputError(
                 f"workload {w.name}: achievedTflopsPerGpu ({w.achieved_tflops_per_gpu:g}) is "
-                f"above the GPU's dense peak ({peak:g} TFLOP/s at {w.precision.value}). To fix: "
-                "give the measured dense TFLOP/s (no sparsity), or the precision it ran at")
+                f"above the GPU's dense peak ({peak:g} TFLOP/s at {w.precision.value}) (fix: "
+                "give the measured dense TFLOP/s (no sparsity), or the precision it ran at)")
         return k_hw, w.achieved_tflops_per_gpu, f"measured, {k_hw:g}·N per token"
     if w.hfu is not None:
         return k_hw, w.hfu * peak, f"HFU {w.hfu:.0%}, {k_hw:g}·N per token"
@@ -478,20 +478,20 @@ def check_layout(w: WorkloadSpec, arch: Arch) -> None:
     where = f"workload {w.name}: parallelism"
     if par.pipeline > arch.layers:
         raise InputError(f"{where}.pipeline ({par.pipeline}) exceeds {arch.name}'s "
-                         f"{arch.layers} layers (a stage holds at least one). To fix: "
-                         f"pipeline ≤ {arch.layers}")
+                         f"{arch.layers} layers (a stage holds at least one) (fix: "
+                         f"pipeline ≤ {arch.layers})")
     if arch.heads % par.tensor:
         raise InputError(f"{where}.tensor ({par.tensor}) does not divide {arch.name}'s "
-                         f"{arch.heads} attention heads. To fix: use a divisor of {arch.heads}")
+                         f"{arch.heads} attention heads (fix: use a divisor of {arch.heads})")
     if par.sequence_length % par.context:
         raise InputError(f"{where}.context ({par.context}) does not divide sequenceLength "
-                         f"({par.sequence_length}). To fix: a divisor of the sequence length")
+                         f"({par.sequence_length}) (fix: a divisor of the sequence length)")
     if par.expert > 1 and arch.moe is None:
-        raise InputError(f"{where}.expert ({par.expert}) is set but {arch.name} is dense. "
-                         "To fix: remove parallelism.expert, or give model.experts")
+        raise InputError(f"{where}.expert ({par.expert}) is set but {arch.name} is dense "
+                         "(fix: remove parallelism.expert, or give model.experts)")
     if arch.moe is not None and arch.moe.experts % par.expert:
         raise InputError(f"{where}.expert ({par.expert}) does not divide the "
-                         f"{arch.moe.experts} experts. To fix: a divisor of {arch.moe.experts}")
+                         f"{arch.moe.experts} experts (fix: a divisor of {arch.moe.experts})")
 
 
 def check_data_parallel(w: WorkloadSpec, arch: Arch, dp: int) -> None:
@@ -499,16 +499,16 @@ def check_data_parallel(w: WorkloadSpec, arch: Arch, dp: int) -> None:
     where = f"workload {w.name}: parallelism"
     if dp % par.expert:
         raise InputError(f"{where}.expert ({par.expert}) does not divide the data-parallel "
-                         f"degree {dp} (experts are sharded over data-parallel ranks). To fix: "
-                         f"parallelism.data a multiple of {par.expert}")
+                         f"degree {dp} (experts are sharded over data-parallel ranks) (fix: "
+                         f"parallelism.data a multiple of {par.expert})")
     unit = par.micro_batch * dp
     gb = par.global_batch
     if gb is not None and gb % unit:
         up = max(1, math.ceil(gb / unit)) * unit
         raise InputError(
             f"{where}.globalBatch ({gb}) is not a multiple of microBatch ({par.micro_batch}) × "
-            f"data parallel ({dp}) = {unit}: every rank must run whole micro-batches. To fix: "
-            f"globalBatch {up}, or a smaller microBatch or data parallelism")
+            f"data parallel ({dp}) = {unit}: every rank must run whole micro-batches (fix: "
+            f"globalBatch {up}, or a smaller microBatch or data parallelism)")
 
 
 def _precisions(w: WorkloadSpec) -> layout.Precisions:
@@ -551,7 +551,7 @@ def _check_host_memory(w: WorkloadSpec, hw: ResolvedPool, host_per_gpu: float) -
         raise InputError(
             f"workload {w.name}: parallelism.offload puts {bytes_h(need)} of optimizer state "
             f"in each node's host memory; a {hw.name} node has {bytes_h(have)} (80 % "
-            "usable). To fix: raise zeroStage or data parallelism, or offload: none")
+            "usable) (fix: raise zeroStage or data parallelism, or offload: none)")
 
 
 def _full_memory(w: WorkloadSpec, arch: Arch, hw: ResolvedPool, *, dp: int, micro_steps: int,

@@ -142,8 +142,8 @@ def chunked_replicas(
     reasons = [] if best is not None else [
         f"with {chunk_tokens}-token chunks a lone prompt takes {first.n} iterations "
         f"({first.n * first.tc:.3g} s) and batch 1 decodes at {1 / first.t0:.3g} tokens/s; "
-        f"the targets are {target.ttft_seconds:.3g} s and {target.rate:.3g} tokens/s. To fix: "
-        "a larger chunk (max-num-batched-tokens), more tensor parallelism, or faster GPUs"]
+        f"the targets are {target.ttft_seconds:.3g} s and {target.rate:.3g} tokens/s (fix: "
+        "a larger chunk (max-num-batched-tokens), more tensor parallelism, or faster GPUs)"]
     p, b, steps = best if best is not None else (_Point(0, 0.0, 0.0, 0.0), 0, first)
     return ChunkedSizing(
         feasible=best is not None, reasons=reasons, chunk_tokens=chunk_tokens,

@@ -89,12 +89,12 @@ def disaggregated_replicas(
     if slack <= t_p:
         reasons.append(
             f"prefill ({t_p:.3g} s) plus moving its KV cache ({transfer:.3g} s) is not under "
-            f"the TTFT target {target.ttft_seconds:.3g} s. To fix: a faster link between "
-            "prefill and decode GPUs, more tensor parallelism, or colocated serving")
+            f"the TTFT target {target.ttft_seconds:.3g} s (fix: a faster link between "
+            "prefill and decode GPUs, more tensor parallelism, or colocated serving)")
     r_d, batch, rate = _decode_side(replica, traffic, target, max_batch_per_replica)
     if r_d == 0:
         reasons.append(f"even at batch 1 decode is slower than {target.rate:.3g} tokens/s "
-                       "per user. To fix: more tensor parallelism or lower-precision weights")
+                       "per user (fix: more tensor parallelism or lower-precision weights)")
     r_p, rho, ttft = 0, 0.0, t_p + transfer
     if not reasons:
         a = slack / t_p - 1

@@ -151,7 +151,7 @@ def compute_fabric(
         raise InputError(f"scalable unit must hold >= 1 node, got {su}")
     if up < 1:
         raise InputError(f"oversubscription {oversubscription} leaves a {radix}-port leaf no "
-                         "uplink; To fix: lower it")
+                         "uplink (fix: lower it)")
     sus = math.ceil(nodes / su)
     leaves_su_rail = math.ceil(su / down)
     leaves_su = leaves_su_rail * rails
@@ -163,8 +163,8 @@ def compute_fabric(
     free_leaf_ports = leaves * down - nodes * rails
     if manager_ports > free_leaf_ports:
         raise InputError(f"the fabric manager's {manager_ports} ports find {free_leaf_ports} "
-                         "free leaf ports; To fix: leave a node's slot of an SU empty, as "
-                         "NVIDIA does for UFM")
+                         "free leaf ports (fix: leave a node's slot of an SU empty, as "
+                         "NVIDIA does for UFM)")
     node_cables = nodes * rails + manager_ports
     leaf_spine = leaves * up
     if plane_leaves <= radix:
@@ -186,7 +186,7 @@ def compute_fabric(
         cores = math.ceil(spine_core / radix)
         if sus > radix:
             raise InputError(f"{sus} SUs exceed what three tiers of {radix}-port switches "
-                             "join; To fix: larger switches or a fourth tier")
+                             "join (fix: larger switches or a fourth tier)")
         formula = ("three tiers: each SU a pod; pod spines = smallest divisor of the leaf's "
                    "uplinks >= ceil(pod leaves x uplinks / (radix / 2)); cores = spine "
                    "uplinks / radix")

@@ -75,8 +75,8 @@ def goodput(
     if loss_per_failure >= mtbf:
         raise InputError(
             f"an interruption every {mtbf / 3600:.3g} h on {nodes} nodes loses "
-            f"{loss_per_failure / 3600:.3g} h each: the run never finishes. To fix: checkpoint "
-            "more often, restart faster, or use fewer, more reliable nodes")
+            f"{loss_per_failure / 3600:.3g} h each: the run never finishes (fix: checkpoint "
+            "more often, restart faster, or use fewer, more reliable nodes)")
     wall = compute_seconds * (1 + checkpoint_seconds / tau) / (1 - loss_per_failure / mtbf)
     failures = wall / mtbf
     return Goodput(

@@ -202,16 +202,16 @@ def _resolve_head_dim(hidden: int, heads: int, kv_heads: int, head_dim: int | No
     require_positive(hidden=hidden, heads=heads, kv_heads=kv_heads)
     if kv_heads > heads or heads % kv_heads:
         raise InputError(
-            f"kv_heads {kv_heads} must divide heads {heads} (grouped-query attention). "
-            "To fix: take num_key_value_heads from the model's config.json"
+            f"kv_heads {kv_heads} must divide heads {heads} (grouped-query attention) "
+            "(fix: take num_key_value_heads from the model's config.json)"
         )
     if head_dim is not None:
         require_positive(head_dim=head_dim)
         return head_dim
     if hidden % heads:
         raise InputError(
-            f"hidden {hidden} is not divisible by heads {heads}. "
-            "To fix: pass head_dim from the model's config.json"
+            f"hidden {hidden} is not divisible by heads {heads} "
+            "(fix: pass head_dim from the model's config.json)"
         )
     return hidden // heads
 
@@ -548,8 +548,8 @@ def _choose_layout(fit: _Fit, candidates: list[int], notes: list[str]) -> tuple[
                 f"≤ {math.ceil(layers / pp)} layers")
             return tp, pp, True
     notes.append(
-        "does not fit even with one layer per pipeline stage. To fix: lower the "
-        "context or concurrency, quantise weights or KV cache, or use larger GPUs")
+        "does not fit even with one layer per pipeline stage (fix: lower the "
+        "context or concurrency, quantise weights or KV cache, or use larger GPUs)")
     return tp, layers, False
 
 
@@ -810,8 +810,8 @@ def _model(replica: Replica, *, pipeline: bool = True) -> _Model:
     if not _tp_compatible(tp, model.heads, model.kv_heads):
         raise InputError(
             f"tensor_parallel {tp} cannot split {model.heads} heads / "
-            f"{model.kv_heads} KV heads. To fix: use a TP that divides the heads "
-            "(see gpus_per_replica)"
+            f"{model.kv_heads} KV heads (fix: use a TP that divides the heads "
+            "(see gpus_per_replica))"
         )
     if pp > model.layers:
         raise InputError(f"pipeline_parallel {pp} exceeds layers {model.layers}")
@@ -1158,8 +1158,8 @@ def _infeasible(m: _Model, traffic: Traffic, target: LatencyTarget,
     if prefill_s >= target.ttft_seconds:
         reasons.append(
             f"prefill of {traffic.prompt_tokens} tokens alone takes {prefill_s:.3g} s on "
-            f"{m.tp} GPU(s), not under the TTFT target {target.ttft_seconds:.3g} s. To fix: "
-            "a larger tensor-parallel degree, a faster GPU or FP8, or shorter prompts"
+            f"{m.tp} GPU(s), not under the TTFT target {target.ttft_seconds:.3g} s (fix: "
+            "a larger tensor-parallel degree, a faster GPU or FP8, or shorter prompts)"
         )
     step = _decode_step(m, 1, traffic.prompt_tokens + traffic.output_tokens / 2)
     best_rate = 1 / step.step_seconds
@@ -1168,8 +1168,8 @@ def _infeasible(m: _Model, traffic: Traffic, target: LatencyTarget,
             f"even at batch 1 a decode step reads "
             f"{(step.weights_read_per_gpu + step.kv_read_per_gpu) / 1e9:.3g} GB per GPU: "
             f"at most {best_rate:.3g} tokens/s per user, not above the target "
-            f"{target.rate:.3g}. To fix: more tensor parallelism, lower-precision weights, "
-            "or a GPU with more memory bandwidth"
+            f"{target.rate:.3g} (fix: more tensor parallelism, lower-precision weights, "
+            "or a GPU with more memory bandwidth)"
         )
     return reasons
 
@@ -1239,7 +1239,7 @@ def batch_inference_duration(
     if replicas == 0:
         raise InputError(
             f"{gpus} GPU(s) cannot hold one replica of {per_replica} GPUs (TP {m.tp} × PP "
-            f"{m.pp}). To fix: give at least {per_replica} GPUs"
+            f"{m.pp}) (fix: give at least {per_replica} GPUs)"
         )
     flops_per_prompt, _, _ = _prefill(m, prompt_tokens)
     replica_gpus = replicas * per_replica

@@ -36,8 +36,8 @@ def lognormal_lengths(*, p50: float, p95: float) -> LengthDistribution:
     1649
     """
     if not p50 > 0 or not p95 >= p50:
-        raise InputError(f"length percentiles need 0 < p50 <= p95, got p50 {p50!r}, p95 {p95!r}."
-                         " To fix: give the median and the 95th percentile from request logs")
+        raise InputError(f"length percentiles need 0 < p50 <= p95, got p50 {p50!r}, p95 {p95!r}"
+                         " (fix: give the median and the 95th percentile from request logs)")
     sigma = math.log(p95 / p50) / Z95
     return LengthDistribution(
         p50=p50, p95=p95, p99=p50 * math.exp(Z99 * sigma), mean=p50 * math.exp(sigma**2 / 2),

@@ -93,7 +93,7 @@ def optimizer_state_bytes(optimizer: str) -> float:
         return OPTIMIZER_STATE_BYTES[optimizer]
     except KeyError:
         names = ", ".join(sorted(OPTIMIZER_STATE_BYTES))
-        raise InputError(f"unknown optimizer {optimizer!r}; use one of: {names}") from None
+        raise InputError(f"unknown optimizer {optimizer!r} (fix: use one of: {names})") from None
 
 
 def needs_master_weights(precision: str, master_weights: bool | None) -> bool:

@@ -67,8 +67,8 @@ CoolingKind = Literal["air", "liquid"]
 def _pue(pue: float) -> None:
     if not pue >= 1.0 or math.isinf(pue):
         raise InputError(
-            f"pue must be >= 1.0 (total facility power / IT power), got {pue!r}; "
-            "To fix: pass the site's measured PUE, e.g. 1.2-1.6"
+            f"pue must be >= 1.0 (total facility power / IT power), got {pue!r} "
+            "(fix: pass the site's measured PUE, e.g. 1.2-1.6)"
         )
 
 
@@ -125,9 +125,9 @@ def node_power(
         )
     if gpu_w is None or gpu_w == 0:
         raise InputError(
-            "node_power needs system_power_w, or gpus_per_node > 0 with gpu_tdp_w; "
-            "To fix: pass the vendor's maximum system power (e.g. DGX H100: 10200 W), "
-            "which is the only option for CPU-only nodes"
+            "node_power needs system_power_w, or gpus_per_node > 0 with gpu_tdp_w "
+            "(fix: pass the vendor's maximum system power (e.g. DGX H100: 10200 W), "
+            "which is the only option for CPU-only nodes)"
         )
     require_positive(overhead_factor=overhead_factor)
     notes = [
@@ -221,14 +221,14 @@ def rack_layout(
     if by_power == 0:
         raise InputError(
             f"one node draws {node_power_w:.0f} W, more than the rack limit "
-            f"{rack_power_limit_w:.0f} W; To fix: use racks with higher-rated PDUs/feeds "
-            "or cap node power (nvidia-smi -pl) and pass the capped figure"
+            f"{rack_power_limit_w:.0f} W (fix: use racks with higher-rated PDUs/feeds "
+            "or cap node power (nvidia-smi -pl) and pass the capped figure)"
         )
     if by_space == 0:
         raise InputError(
             f"a {node_height_u}U node does not fit {usable}U usable "
-            f"({rack_units}U minus {reserved_units}U reserved); To fix: lower reserved_units "
-            "or use taller racks"
+            f"({rack_units}U minus {reserved_units}U reserved) (fix: lower reserved_units "
+            "or use taller racks)"
         )
     per_rack = min(by_power, by_space)
     limited_by: Literal["power", "space"] = "power" if by_power < by_space else "space"
@@ -431,8 +431,8 @@ def site_power_fit(*, it_power_w: float, site_budget_w: float, pue: float | None
     notes = []
     if headroom < 0:
         notes.append(
-            f"over budget by {-headroom / W_PER_KW:.1f} kW; To fix: fewer or power-capped "
-            "nodes, a lower PUE, or a larger feed"
+            f"over budget by {-headroom / W_PER_KW:.1f} kW (fix: fewer or power-capped "
+            "nodes, a lower PUE, or a larger feed)"
         )
     elif headroom < 0.1 * site_budget_w:
         notes.append("less than 10% headroom: growth and power-cap misconfiguration will hit it")
@@ -469,17 +469,17 @@ def rack_scale_layout(
         raise InputError("a rack-scale domain needs at least one node and one rack")
     if nodes % nodes_per_domain:
         raise InputError(
-            f"{nodes} nodes are not whole rack-scale domains of {nodes_per_domain} trays; "
-            f"To fix: use a multiple of {nodes_per_domain} "
-            f"({math.ceil(nodes / nodes_per_domain) * nodes_per_domain} nodes)")
+            f"{nodes} nodes are not whole rack-scale domains of {nodes_per_domain} trays "
+            f"(fix: use a multiple of {nodes_per_domain} "
+            f"({math.ceil(nodes / nodes_per_domain) * nodes_per_domain} nodes))")
     per_rack = math.ceil(nodes_per_domain / racks_per_domain)
     rack_w = domain_power_w / racks_per_domain
     if rack_w > rack_power_limit_w:
         raise InputError(
             f"one rack of this rack-scale system draws {rack_w / W_PER_KW:.1f} kW, more than "
             f"the site's {rack_power_limit_w / W_PER_KW:g} kW rack limit, and its trays cannot "
-            "be spread over more racks; To fix: raise site.rackPowerLimitKW to the system's "
-            "rack power (the site must feed and cool it), or choose a system of smaller racks")
+            "be spread over more racks (fix: raise site.rackPowerLimitKW to the system's "
+            "rack power (the site must feed and cool it), or choose a system of smaller racks)")
     domains = nodes // nodes_per_domain
     air_exceeded = cooling == "air" and rack_w > air_cooling_limit_w
     notes = [f"{domains} NVLink domain(s) of {nodes_per_domain} trays in {racks_per_domain} "

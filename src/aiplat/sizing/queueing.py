@@ -44,8 +44,8 @@ def md1_wait_quantile(arrival_rate: float, service_seconds: float, q: float) -> 
         raise InputError(f"q is a quantile in (0, 1), got {q!r}")
     rho = arrival_rate * service_seconds
     if rho >= 1:
-        raise InputError(f"utilisation {rho:.3g} >= 1: the queue grows without bound. "
-                         "To fix: more replicas")
+        raise InputError(f"utilisation {rho:.3g} >= 1: the queue grows without bound "
+                         "(fix: more replicas)")
     if rho <= 1 - q:
         return 0.0  # P(wait > 0) = ρ: the quantile falls on an idle server
     theta = _theta(arrival_rate, service_seconds)

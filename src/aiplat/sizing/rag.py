@@ -390,7 +390,7 @@ def vector_index_memory(vectors: int, dim: int, layout: IndexLayout = HNSW_FP32)
         inputs.update({"pq_subquantizers": m, "pq_bits": pq_bits, "ivf_lists": lists})
         notes.append("raw vectors not kept; add raw_vector_bytes if re-ranking needs them")
     else:
-        raise InputError(f"unknown index {index!r}. To fix: use flat, hnsw or ivf_pq")
+        raise InputError(f"unknown index {index!r} (fix: use flat, hnsw or ivf_pq)")
     return VectorIndex(
         raw_vector_bytes=raw,
         index_bytes=total,
@@ -455,7 +455,7 @@ def retrieval_cpu_cores(
         per_core = scan_bytes_per_second_per_core / scanned
         notes.append("assumed: centroids plus the probed lists' 8-bit PQ codes streamed")
     else:
-        raise InputError(f"unknown index {index!r}. To fix: use flat, hnsw or ivf_pq")
+        raise InputError(f"unknown index {index!r} (fix: use flat, hnsw or ivf_pq)")
     return RetrievalCores(
         qps_per_core=per_core,
         cores=max(1, math.ceil(qps / (per_core * target_utilization) - 1e-9)),

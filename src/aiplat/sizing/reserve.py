@@ -141,16 +141,16 @@ def spare_nodes(
         raise InputError(f"gpus_per_node must be >= 0, got {gpus_per_node}")
     if not failures_per_node_year >= 0 or math.isinf(failures_per_node_year):
         raise InputError(
-            f"failures_per_node_year must be >= 0, got {failures_per_node_year!r}; "
-            f"To fix: use your RMA history (Llama 3's run shows about "
-            f"{LLAMA3_INTERRUPTIONS_PER_NODE_YEAR:.2f} interruptions per 8-GPU node-year)"
+            f"failures_per_node_year must be >= 0, got {failures_per_node_year!r} "
+            f"(fix: use your RMA history (Llama 3's run shows about "
+            f"{LLAMA3_INTERRUPTIONS_PER_NODE_YEAR:.2f} interruptions per 8-GPU node-year))"
         )
     if not lead_time_days >= 0 or math.isinf(lead_time_days):
         raise InputError(f"lead_time_days must be >= 0, got {lead_time_days!r}")
     if not 0.0 < target_availability < 1.0:
         raise InputError(
-            f"target_availability must be in (0, 1), got {target_availability!r}; "
-            "To fix: pass e.g. 0.99 (1% chance of running short during a replacement)"
+            f"target_availability must be in (0, 1), got {target_availability!r} "
+            "(fix: pass e.g. 0.99 (1% chance of running short during a replacement))"
         )
     per_year = nodes * failures_per_node_year
     lam = per_year * lead_time_days / DAYS_PER_YEAR

@@ -34,8 +34,8 @@ class MoeShape:
         if self.experts < 2 or not 1 <= self.experts_per_token < self.experts:
             raise InputError(
                 f"a mixture of experts needs 1 <= expertsPerToken ({self.experts_per_token}) "
-                f"< experts ({self.experts}). To fix: take n_routed_experts and "
-                "num_experts_per_tok from the model's config.json"
+                f"< experts ({self.experts}) (fix: take n_routed_experts and "
+                "num_experts_per_tok from the model's config.json)"
             )
         if self.shared_experts < 0:
             raise InputError("sharedExperts must be >= 0")
@@ -78,11 +78,11 @@ class ModelShape:
         if self.kv_heads > self.heads or self.heads % self.kv_heads:
             raise InputError(
                 f"kv_heads {self.kv_heads} must divide heads {self.heads} (grouped-query "
-                "attention). To fix: take num_key_value_heads from the model's config.json")
+                "attention) (fix: take num_key_value_heads from the model's config.json)")
         if self.head_dim is None and self.hidden % self.heads:
             raise InputError(
-                f"hidden {self.hidden} is not divisible by heads {self.heads}. "
-                "To fix: give head_dim from the model's config.json")
+                f"hidden {self.hidden} is not divisible by heads {self.heads} "
+                "(fix: give head_dim from the model's config.json)")
         if self.moe is not None and self.active_params is None:
             raise InputError("a mixture of experts needs active_params (what one token uses)")
         if self.active_params is not None and not 0 < self.active_params <= self.params:

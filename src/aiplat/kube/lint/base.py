@@ -113,8 +113,8 @@ class Rule:
         for f in findings:
             if f.source != self.name or f.severity not in self.severities:
                 raise ValueError(f"lint rule {self.name} ({self.where}) made a {f.severity} "
-                                 f"finding for rule {f.source}; fix: declare it in @rule(...) "
-                                 "or correct the Finding")
+                                 f"finding for rule {f.source} (fix: declare it in @rule(...) "
+                                 "or correct the Finding)")
         return findings
 
 
