@@ -201,3 +201,24 @@ def test_fair_sharing_weights_are_checked_once_the_simulator_honours_them(
     assert problems(4) == []
     found = problems(4, {"ex4/sim-fair.json": _sim(0.5, 0.5)})
     assert any("weights not honoured" in p for p in found), found
+
+
+def test_exercise_1_reads_plan_json_in_either_spelling(tmp_path: Any) -> None:
+    """`aiplat lab exercise 1 --check` on a real plan.json: one written before aiplat's JSON
+    files were camelCase (``spare_nodes``, ``it_power_kw``; the fixture, from `aiplat plan`
+    on the example) and one `aiplat plan` writes now (``spareNodes``, ``itPowerKw``); a plan
+    without the power figure fails in either."""
+    from pathlib import Path
+
+    from aiplat.cli.main import main
+
+    old = (Path(__file__).parents[1] / "fixtures" / "snake_case_files" / "plan.json").read_text()
+    assert '"it_power_kw"' in old
+    assert main(["plan", "-d", str(tmp_path / "plan")]) == 0
+    new = (tmp_path / "plan" / "plan.json").read_text()
+    assert '"itPowerKw"' in new and '"it_power_kw"' not in new
+    for text, key in ((old, "it_power_kw"), (new, "itPowerKw")):
+        assert problems(1, {"ex1/plan/plan.json": text}) == []
+        data = json.loads(text)
+        del data["facility"][key]
+        assert problems(1, {"ex1/plan/plan.json": j(data)}) == ["plan.json: no power figure"]

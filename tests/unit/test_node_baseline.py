@@ -71,7 +71,7 @@ def test_record_measures_every_host_probe(tmp_path: Path) -> None:
                               "disk.read", "network.loopback"}
     assert all(m.median > 0 and len(m.samples) == 2 for m in b.metrics.values())
     assert set(b.skipped) == {"gpu.h2d", "gpu.bf16_matmul"}  # no torch/GPU here: said so
-    assert b.fingerprint["cpus_available"] == len(os.sched_getaffinity(0))
+    assert b.fingerprint["cpusAvailable"] == len(os.sched_getaffinity(0))
     assert list(tmp_path.iterdir()) == []  # the disk probe cleans up
 
 
@@ -105,7 +105,7 @@ def test_record_then_compare_passes_and_a_cpu_starved_run_is_flagged(tmp_path: P
     rec = _cli(["baseline", "record", "--runs", "5", "--scale", "1", *metric_args,
                 "-w", str(out)], cpu)
     assert rec.returncode == 0, rec.stderr
-    assert json.loads(out.read_text())["schema_version"] == "aiplat.io/node-baseline/v1"
+    assert json.loads(out.read_text())["schemaVersion"] == "aiplat.io/node-baseline/v1"
     # The unchanged node must pass. This VM shares its cores with other tenants (steal time
     # we cannot control), so a burst may spoil one attempt; three failing in a row is a bug.
     for _attempt in range(3):
@@ -122,3 +122,28 @@ def test_record_then_compare_passes_and_a_cpu_starved_run_is_flagged(tmp_path: P
     assert result["status"] == "fail"
     assert {m["name"] for m in result["metrics"] if m["status"] == "fail"} == set(CPU_METRICS)
     assert result["rollback"][0].startswith("last good state:")
+
+
+OLD = Path(__file__).parents[1] / "fixtures" / "snake_case_files" / "baseline.json"
+
+
+def test_a_baseline_written_before_camel_case_is_read_as_a_new_one(tmp_path: Path) -> None:
+    """Baselines on users' disks from before issue #45 spell fields in snake_case
+    (``recorded_at``, ``cpu_model``; fixture written by that version of `node baseline
+    record`); they are read, compared and rewritten in camelCase, one spelling in memory."""
+    assert '"cpus_available"' in OLD.read_text()  # the fixture is the old spelling
+    old = load_baseline(OLD)
+    assert old.recorded_at == json.loads(OLD.read_text())["recorded_at"]
+    assert old.fingerprint["cpusAvailable"] == 2 and "cpus_available" not in old.fingerprint
+    assert set(old.metrics) == {"cpu.sha256", "cpu.matmul"}  # data keys kept
+    new = tmp_path / "new.json"
+    new.write_text(old.dump_json())
+    data = json.loads(new.read_text())
+    assert {"schemaVersion", "recordedAt", "matrixEntry"} <= set(data)
+    assert "cpuModel" in data["fingerprint"] and "cpu.sha256" in data["metrics"]
+    assert "_" not in "".join([*data, *data["fingerprint"]])
+    assert load_baseline(new) == old
+    # An old baseline against a node measured now: only what changed, not every renamed key.
+    now = _b({"cpu.sha256": 1.0}, hostname="vm", cpuModel=str(old.fingerprint["cpuModel"]))
+    changed = compare(old, now, 0.1).changed
+    assert "cpuModel" not in changed and "cpu_model" not in changed

@@ -127,7 +127,7 @@ def test_failed_check_names_the_last_good_baseline(tmp_path: Path) -> None:
                         "hostname": "hgx-h100-01", "kernel": "6.8.0-40-generic",
                         "nvidia_driver": "580.82.07", "gpus": 8})
     good = tmp_path / "accepted.json"
-    good.write_text(base.model_dump_json())
+    good.write_text(base.dump_json())
     code, r = _run(["check", *_hgx(tmp_path / "bad", degraded=True), "--baseline", str(good)])
     assert code == 1
     assert f"rollback: last good state: {good}, recorded 2026-10-01T08:00:00Z" in r.stdout

@@ -303,3 +303,35 @@ def test_handover_section_links_matrix_and_last_acceptance() -> None:
                      "acceptance": "acceptance/acceptance.html",
                      "runbook": "runbook/runbook.html",
                      "monitoring rules": "monitoring/aiplat-rules.yaml"}
+
+
+OLD_RECORD = Path(__file__).parents[1] / "fixtures" / "snake_case_files" / "acceptance.json"
+
+
+def test_a_record_written_before_camel_case_is_read_compared_and_reported(
+        tmp_path: Path) -> None:
+    """acceptance.json files on users' disks from before issue #45 spell fields in snake_case
+    (``started_at``, ``spec_file``, the fingerprint's ``cpu_model``; the fixture was written
+    by that version's ``Record.dump``): `accept compare` of an old record with a new one
+    shows what changed, not every renamed key, and `accept report` reads the old one. The
+    fixture's criteria are constructed (a real run needs root on a GPU node)."""
+    text = OLD_RECORD.read_text()
+    assert '"started_at"' in text and '"cpu_model"' in text  # the old spelling
+    old = load_record(text, str(OLD_RECORD))
+    assert old.started_at == "2026-12-06T02:05:00Z" and old.spec_file == "platform.yaml"
+    assert "cpuModel" in old.fingerprint and "containerToolkit" in old.matrix["entry"]
+    assert set(old.measurements) == {"model.pull", "disk.read"}  # data keys as they were
+    new = tmp_path / "new.json"
+    new.write_text(json.dumps(old.dump(), indent=2) + "\n")
+    data = json.loads(new.read_text())
+    assert {"schemaVersion", "startedAt", "specFile"} <= set(data)
+    assert load_record(new.read_text()) == old
+    d = compare_records(old, load_record(new.read_text()))
+    assert d.fingerprint == {} and not d.regressed
+    r = CliRunner()
+    res = r.invoke(accept_group, ["compare", str(OLD_RECORD), str(new)])
+    assert res.exit_code == 0, res.output
+    assert "environment" not in res.output  # no key reported changed by its spelling
+    res = r.invoke(accept_group, ["report", str(OLD_RECORD), "-w", str(tmp_path / "r")])
+    assert res.exit_code == 0, res.output
+    assert "r580-k8s134" in (tmp_path / "r" / "acceptance.md").read_text()

@@ -96,7 +96,7 @@ def test_plan_json_and_the_summary_carry_the_fabric(
     data = json.loads(capsys.readouterr().out)
     assert data["fabric"]["compute"]["technology"] == "infiniband-ndr"
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
-    assert plan["fabric"]["compute"]["sized"]["ports_used"] == 56
+    assert plan["fabric"]["compute"]["sized"]["portsUsed"] == 56
     md = (tmp_path / "out" / "report.md").read_text()
     assert "**Network fabrics**" in md and "| compute (infiniband-ndr, 8 rails, 1 tier) |" in md
     assert main(["plan", "-d", str(tmp_path / "out")]) == 0

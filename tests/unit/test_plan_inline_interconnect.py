@@ -28,7 +28,7 @@ def test_an_inline_gpu_with_interconnect_plans(
     data = json.loads(capsys.readouterr().out)
     assert {p["name"] for p in data["pools"]} == {"h100", "l40s"}
     plan = json.loads((tmp_path / "out" / "plan.json").read_text())
-    assert plan["pools"][0]["gpu_model"] == model
+    assert plan["pools"][0]["gpuModel"] == model
 
 
 def test_the_inline_interconnect_is_the_gpus() -> None:

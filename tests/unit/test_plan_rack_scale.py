@@ -189,7 +189,7 @@ def test_plan_json_names_the_domains(tmp_path: Path) -> None:
     assert main(["plan", str(path), "-d", str(tmp_path / "out")]) == 0
     pool = json.loads((tmp_path / "out" / "plan.json").read_text())["pools"][0]
     racks = pool["results"]["racks"]
-    assert (racks["limited_by"], racks["racks"], racks["rack_load_w"]) == \
+    assert (racks["limitedBy"], racks["racks"], racks["rackLoadW"]) == \
         ("rack-scale", 16, 132_000)
     assert racks["notes"][0].startswith("16 NVLink domain(s) of 18 trays in 1 rack(s) each")
 

@@ -161,11 +161,11 @@ def test_full_recompute_keeps_no_attention_scores(tmp_path: Path) -> None:
     set is 34·s·b·h bytes (Korthikanti Table 2 without 5as/h), not 34 + 5·a·s/h (here 5x)."""
     spec = _spec(tmp_path, {**PRETRAIN, "parallelism": {"data": 8, "recompute": "full",
                                                         "sequenceLength": 8192}})
-    acts = _plan(tmp_path, spec)["workloads"][0]["results"]["memory_activations"]
-    assert acts["inputs"]["flash_attention"] is True
+    acts = _plan(tmp_path, spec)["workloads"][0]["results"]["memoryActivations"]
+    assert acts["inputs"]["flashAttention"] is True
     sbh = 8192 * 1 * 4096
-    assert acts["recompute_working_bytes"] == pytest.approx(34 * sbh)
-    assert acts["per_layer_bytes"] == pytest.approx(2 * sbh)
+    assert acts["recomputeWorkingBytes"] == pytest.approx(34 * sbh)
+    assert acts["perLayerBytes"] == pytest.approx(2 * sbh)
 
 
 def test_lora_adapters_are_not_filed_as_optimizer_and_the_checkpoint_is_the_adapter(
@@ -174,11 +174,11 @@ def test_lora_adapters_are_not_filed_as_optimizer_and_the_checkpoint_is_the_adap
     spec = _spec(tmp_path, {"kind": "lora", "model": "llama-3-8b", "data": {"tokens": 1e8},
                             "lora": {"rank": 16}, "parallelism": {"data": 1}})
     w = _plan(tmp_path, spec)["workloads"][0]
-    mem = w["memory_per_gpu_bytes"]
+    mem = w["memoryPerGpuBytes"]
     assert mem["adapters"] < 0.01 * mem["weights"]
     # Adam moments of the adapter parameters only (a full model's would be 4x its weights).
     assert mem["optimizer"] <= 8 * mem["adapters"]
-    assert w["results"]["checkpoint"]["total_bytes"] < 0.05 * mem["weights"]
+    assert w["results"]["checkpoint"]["totalBytes"] < 0.05 * mem["weights"]
 
 
 def test_gpu_only_node_power_is_flagged(tmp_path: Path) -> None:

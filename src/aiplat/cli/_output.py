@@ -2,23 +2,20 @@
 
 Every command prints its JSON or YAML through ``print_data`` (``emit`` adds a table), so the
 field names are spelled one way, the spec's: camelCase (``gpuHoursPerMonth``, as the spec's
-pydantic aliases spell its fields). The conversion is one function at this edge, ``camel``,
-rather than ``by_alias`` dumps of pydantic models: what the commands print is dicts,
-dataclasses and models of many layers, and the core keeps its Python names. A key is renamed
-only when it is a Python field name (lower-case words joined by ``_``, each word starting
-with a letter), so data that happens to be a key stays as it is: names in the spec are
-DNS labels (no ``_``), device names such as ``mlx5_0`` have a word starting with a digit,
-Kubernetes objects (a mapping with ``apiVersion`` and ``kind``) are printed as the API
-spells them, and a command names the fields whose mappings are keyed by data (measurement
-names, label keys) with ``data_maps`` and those that hold an outside document (a registry's
-config blob) with ``verbatim``.
+pydantic aliases spell its fields). The conversion is one function, ``camel`` (in
+``aiplat.fieldnames``; the files commands write use it too), rather than ``by_alias`` dumps
+of pydantic models: what the commands print is dicts, dataclasses and models of many
+layers, and the core keeps its Python names. A key is renamed only when it is a Python field
+name, so data that happens to be a key stays as it is (a device name such as ``mlx5_0``, a
+Kubernetes object as the API spells it), and a command names the fields whose mappings are
+keyed by data (measurement names, label keys) with ``data_maps`` and those that hold an
+outside document (a registry's config blob) with ``verbatim``.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import re
 import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -26,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import click
 
 from aiplat.errors import InputError
+from aiplat.fieldnames import camel, camel_key
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -141,41 +139,6 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
                      for r in cells)
-
-
-_FIELD = re.compile(r"^[a-z][a-z0-9]*(?:_[a-z][a-z0-9]*)+$")
-
-
-def camel_key(key: str) -> str:
-    """``gpu_hours_per_month`` -> ``gpuHoursPerMonth``; anything that is not a Python field
-    name (``mlx5_0``, ``NCCL_IB_HCA``, ``example.com/pool``) as it is."""
-    if not _FIELD.match(key):
-        return key
-    first, *rest = key.split("_")
-    return first + "".join(w[:1].upper() + w[1:] for w in rest)
-
-
-def camel(data: Any, data_maps: Collection[str] = (), verbatim: Collection[str] = ()) -> Any:
-    """``data`` with its field names in camelCase, for JSON and YAML. Kubernetes objects and
-    the value of a field named in ``verbatim`` go through untouched; the mapping under a
-    field named in ``data_maps`` keeps its keys, which are data, and has its values
-    converted. Both name fields by their camelCase name."""
-    if isinstance(data, dict):
-        if "apiVersion" in data and "kind" in data:
-            return data
-        out: dict[Any, Any] = {}
-        for k, v in data.items():
-            name = camel_key(k) if isinstance(k, str) else k
-            if name in verbatim:
-                out[name] = v
-            elif name in data_maps and isinstance(v, dict):
-                out[name] = {dk: camel(dv, data_maps, verbatim) for dk, dv in v.items()}
-            else:
-                out[name] = camel(v, data_maps, verbatim)
-        return out
-    if isinstance(data, list | tuple):
-        return [camel(v, data_maps, verbatim) for v in data]
-    return data
 
 
 def camel_schema(schema: Any) -> Any:

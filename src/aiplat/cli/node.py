@@ -220,7 +220,7 @@ def baseline_record(  # noqa: PLR0917
     with progress_bar("baseline") as bar:
         b = record(runs=runs, scale=scale, directory=directory, only=list(metrics),
                    inventory=collect_inventory("/"), matrix_entry=entry, progress=bar.at)
-    atomic_write(out, b.model_dump_json(indent=2) + "\n")
+    atomic_write(out, b.dump_json())
     for name, m in b.metrics.items():
         click.echo(f"{name:18} {m.median:12,.1f} {m.unit:8} ±{m.mad:,.1f} (MAD)  {m.method}")
     for name, why in b.skipped.items():

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from aiplat import inputs
 from aiplat.errors import InputError
+from aiplat.fieldnames import camel_key
 
 LAB_PREFIX = "alab"
 """The lab the course uses unless told another (``--lab``, ``$LAB``): ``aiplat lab up``'s."""
@@ -94,13 +95,20 @@ def _need(files: Files, rel: str, problems: list[str]) -> Any:
 
 
 def _get(data: Any, *path: str | int) -> Any:
+    """The value at ``path``, its field names given as Python names; a file written before
+    aiplat's JSON was camelCase has them so, a newer one as ``camel_key`` spells them."""
     for p in path:
         if isinstance(p, int):
             if not isinstance(data, list) or len(data) <= p:
                 return None
-        elif not isinstance(data, Mapping) or p not in data:
+            data = data[p]
+            continue
+        if not isinstance(data, Mapping):
             return None
-        data = data[p]
+        key = p if p in data else camel_key(p)
+        if key not in data:
+            return None
+        data = data[key]
     return data
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from aiplat.catalog.models import Catalog
+from aiplat.fieldnames import camel
 from aiplat.fsutil import OWNED, owned_marker
 from aiplat.kube.agree import disagreements
 from aiplat.kube.crds import CrdIndex
@@ -81,5 +82,5 @@ def plan_files(check: KubeCheck, prefix: str = "kube/") -> dict[str, str]:
     """The rendered tree under ``prefix`` plus ``kube-check.json``, ready for ``write_tree``."""
     files = {f"{prefix}{path}": text for path, text in check.rendered.files().items()}
     files[f"{prefix}{OWNED}"] = owned_marker("aiplat plan")  # kube render -d may rewrite it
-    files["kube-check.json"] = json.dumps(check_summary(check), indent=2) + "\n"
+    files["kube-check.json"] = json.dumps(camel(check_summary(check)), indent=2) + "\n"
     return files

@@ -35,10 +35,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from aiplat import __version__
 from aiplat.errors import InputError
+from aiplat.fieldnames import camel, camel_key
 from aiplat.node.inventory import Inventory
 
 BASELINE_VERSION: Literal["aiplat.io/node-baseline/v1"] = "aiplat.io/node-baseline/v1"
@@ -46,7 +47,10 @@ MAX_THRESHOLD = 0.5
 
 
 class BaselineModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Written with the spec's spelling (camelCase aliases, ``fieldnames.camel_key``); built in
+    # code by the Python names.
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=camel_key,
+                              validate_by_name=True, validate_by_alias=True)
 
 
 class Metric(BaselineModel):
@@ -66,6 +70,18 @@ class Baseline(BaselineModel):
     scale: float
     metrics: dict[str, Metric]
     skipped: dict[str, str] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """A baseline written before aiplat's JSON was camelCase (``schema_version``,
+        ``cpu_model``) read as a new one: field and fingerprint names in camelCase, the
+        metric names (data) as they are."""
+        return camel(data, data_maps=("metrics", "skipped")) if isinstance(data, dict) else data
+
+    def dump_json(self) -> str:
+        """The file ``node baseline record -w`` writes."""
+        return self.model_dump_json(indent=2, by_alias=True) + "\n"
 
 
 class MetricComparison(BaselineModel):
@@ -281,11 +297,11 @@ def fingerprint(inv: Inventory | None) -> dict[str, str | int | None]:
     return {
         "hostname": (inv.host.hostname if inv else None) or socket.gethostname(),
         "kernel": (inv.host.kernel if inv else None) or pyplatform.release(),
-        "cpu_model": cpu.model if cpu else pyplatform.processor() or None,
-        "cpus_online": os.cpu_count(),
-        "cpus_available": len(os.sched_getaffinity(0)),
-        "memory_kib": inv.host.memory_kib if inv else None,
-        "nvidia_driver": drv.version if drv else None,
+        "cpuModel": cpu.model if cpu else pyplatform.processor() or None,
+        "cpusOnline": os.cpu_count(),
+        "cpusAvailable": len(os.sched_getaffinity(0)),
+        "memoryKib": inv.host.memory_kib if inv else None,
+        "nvidiaDriver": drv.version if drv else None,
         "gpus": len(inv.gpus) if inv else None,
         "python": pyplatform.python_version(),
         "numpy": _numpy_version(),
@@ -424,21 +440,21 @@ def rollback_steps(base: Baseline, changed: dict[str, tuple[Any, Any]],
     """What to do when a node got slower than its last good baseline."""
     fp = base.fingerprint
     steps = [f"last good state: {baseline_name}, recorded {base.recorded_at} on kernel "
-             f"{fp.get('kernel')}, driver {fp.get('nvidia_driver') or 'none'}"
+             f"{fp.get('kernel')}, driver {fp.get('nvidiaDriver') or 'none'}"
              + (f", matrix entry '{base.matrix_entry}'" if base.matrix_entry else "")]
     if not changed:
         steps.append("nothing in the fingerprint changed: suspect hardware or load; drain the "
                      "node, run `aiplat node burnin` and `aiplat node check`, compare again "
                      "when idle")
-    if "cpus_available" in changed:
-        a, b = changed["cpus_available"]
+    if "cpusAvailable" in changed:
+        a, b = changed["cpusAvailable"]
         steps.append(f"CPUs available to the process changed {a} -> {b}: check cgroup/cpuset "
                      "limits and CPU isolation before blaming the node")
     if "kernel" in changed:
         steps.append(f"kernel changed {changed['kernel'][0]} -> {changed['kernel'][1]}: boot the "
                      "previous kernel (`grub-reboot` its menu entry), then compare again")
-    if "nvidia_driver" in changed:
-        old = changed["nvidia_driver"][0]
+    if "nvidiaDriver" in changed:
+        old = changed["nvidiaDriver"][0]
         steps.append(f"driver changed: reinstall {old} from the approved matrix entry "
                      "(`aiplat node prepare --entry NAME` prints the pinned steps), reboot")
     steps.append("after rolling back: `aiplat node check --matrix` and `aiplat node baseline "

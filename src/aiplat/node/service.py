@@ -120,7 +120,7 @@ def check_node(*, root: str | Path = "/", recorded: Mapping[str, Path] | None = 
         base = load_baseline(baseline)
         if outcome.exit_code:
             changed = fingerprint_changes(base, fingerprint(inv))
-            changed.pop("cpus_available", None)  # a property of this process, not the node
+            changed.pop("cpusAvailable", None)  # a property of this process, not the node
             steps = rollback_steps(base, changed, str(baseline))
             outcome = replace(outcome, rollback=steps)
     return outcome

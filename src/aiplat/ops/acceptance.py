@@ -35,8 +35,9 @@ from itertools import permutations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aiplat.fieldnames import camel, camel_key
 from aiplat.kube.lint.objects import selector_matches
 from aiplat.kube.quantity import QuantityError, parse_quantity
 
@@ -46,7 +47,10 @@ Status = Literal["pass", "fail", "warn", "skip"]
 
 
 class AccModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Written with the spec's spelling (camelCase aliases, ``fieldnames.camel_key``); built in
+    # code by the Python names.
+    model_config = ConfigDict(extra="forbid", frozen=True, alias_generator=camel_key,
+                              validate_by_name=True, validate_by_alias=True)
 
 
 class Criterion(AccModel):
@@ -89,6 +93,14 @@ class Record(AccModel):
     measurements: dict[str, Measurement] = {}
     notes: list[str] = []
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_spelling(cls, data: Any) -> Any:
+        """One spelling in memory, whoever made the record: names in the matrix entry and the
+        fingerprint in camelCase, as a record written before aiplat's JSON was camelCase
+        (``started_at``, ``cpu_model``) is read; the measurement names (data) as they are."""
+        return camel(data, data_maps=("measurements",)) if isinstance(data, dict) else data
+
     @property
     def status(self) -> Literal["pass", "fail", "incomplete"]:
         """fail: a criterion failed; incomplete: one was skipped (never accepted silently)."""
@@ -102,7 +114,7 @@ class Record(AccModel):
         return out
 
     def dump(self) -> dict[str, Any]:
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", by_alias=True)
         data["status"] = self.status
         data["counts"] = self.counts()
         for name, m in self.measurements.items():

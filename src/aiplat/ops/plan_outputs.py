@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from aiplat.catalog import Catalog
+from aiplat.fieldnames import camel
 from aiplat.findings import Finding
 from aiplat.kube.crds import CrdIndex
 from aiplat.kube.pipeline import DEFAULT_VERSIONS, KubeCheck, check_plan, plan_files
@@ -97,12 +98,14 @@ def plan_outputs(platform: Platform, catalog: Catalog, *, today: date,
         handover_section(matrix, acceptance, HANDOVER_LINKS),
     ], generated=today, spec_path=spec_path, spec_text=spec_text, findings=findings)
     files = {
-        "plan.json": plan.model_dump_json(indent=2, by_alias=True) + "\n",
+        # aiplat's own documents spell fields as the spec does (camelCase, ``fieldnames``).
+        "plan.json": json.dumps(camel(plan.model_dump(mode="json", by_alias=True)),
+                                indent=2) + "\n",
         "report.md": render_markdown(doc),
         **figure_files(doc),  # the SVG files report.md shows as images
         "report.html": render_html(doc),
-        "simulation.json": json.dumps(sim.to_dict() | {"timeline": None, "queues": {
-            "source": SOURCE, "mode": queues.mode}}, indent=2) + "\n",
+        "simulation.json": json.dumps(camel(sim.to_dict() | {"timeline": None, "queues": {
+            "source": SOURCE, "mode": queues.mode}}), indent=2) + "\n",
         **plan_files(kube),
         **_documents({"matrix/matrix": matrix_document(matrix), "runbook/runbook": runbook}),
         **{f"monitoring/{k}": v for k, v in render_monitoring(platform).items()},
