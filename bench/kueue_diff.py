@@ -131,7 +131,8 @@ def _seed(api: Api, seed: int, args: argparse.Namespace, dump: Path | None
             res = kueue_live.run(api, sc)
         except kueue_live.NotSettledError as e:  # no outcome to compare: was it a loop?
             n_wl = len(sc.phase_a) + len(sc.phase_b)
-            loop = kueue_live.loops(sc, e) if e.snapshot else None
+            # (no eviction finished: no loop to look for, e.g. a queue Kueue left out)
+            loop = kueue_live.loops(sc, e) if e.snapshot and e.evictions else None
             runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None,
                          "settled": False, "loop": loop})
             if loop is not None:
