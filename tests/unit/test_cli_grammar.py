@@ -79,6 +79,7 @@ RUN: dict[str, list[str]] = {
     "accounting report": ["accounting", "report", "{tmp}/usage.csv", "--since",
                           "2026-01-01T00:00:00Z"],
     "lab exercise": ["lab", "exercise", "all", "--check", "--course", "{tmp}/course"],
+    "model sign": ["model", "sign", "--generate-key", "{tmp}/release.key"],
 }
 NOT_RUN = {
     "accept compare": "reads two acceptance records, which accept run makes as root on a node",

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import click
 import yaml
 
-from aiplat.cli._output import OutDir, print_data, spec_argument
+from aiplat.cli._output import DATA_FORMATS, FORMATS, OutDir, print_data, spec_argument
 from aiplat.cli.main import Finite
 from aiplat.devices import accounting as acct
 from aiplat.devices import cdi, host, mig, runtime, sharing
@@ -333,7 +333,7 @@ def runtime_group() -> None:
 @click.option("--no-nri", is_flag=True)
 @click.option("--spec-dir", "spec_dirs", multiple=True, help="CDI spec dirs (default /etc/cdi "
               "and /var/run/cdi)")
-@click.option("-o", "--output", type=click.Choice(["diff", "toml", "json"]), default="diff",
+@click.option("-o", "--output", type=click.Choice(["diff", "toml", *DATA_FORMATS]), default="diff",
               show_default=True)
 @click.option("--write", is_flag=True, help="write the merged file over --current (atomic; a "
               "symlink is followed: its target is updated, the link kept)")
@@ -367,8 +367,8 @@ def runtime_config(*, name: str, current: str | None, version: str | None, no_cd
         raise InputError(f"{path} ({name} {ver}): {e}") from e
     for n in m.notes:
         click.echo(f"note: {shown(n)}", err=True)
-    if output == "json":
-        print_data("json", {"runtime": name, "version": ver, "file": path,
+    if output in DATA_FORMATS:
+        print_data(output, {"runtime": name, "version": ver, "file": path,
                             "changes": [{"key": c.key, "old": c.old, "new": c.new}
                                         for c in m.changes], "notes": m.notes})
     elif output == "toml":
@@ -613,7 +613,7 @@ def accounting_group() -> None:
 @click.option("--replicas", type=click.IntRange(1, 1024), default=1,
               help="replicas per GPU for 'shared' slices")
 @click.option("--tenant-label", help="pod label naming the tenant (default: namespace)")
-@click.option("-o", "--output", type=click.Choice(["table", "csv", "json"]), default="table",
+@click.option("-o", "--output", type=click.Choice([*FORMATS, "csv"]), default="table",
               show_default=True)
 def accounting_report(*, source: str, fmt: str, since: str | None, until: str | None,
                       replicas: int, tenant_label: str | None, output: str) -> None:
@@ -659,8 +659,8 @@ def accounting_report(*, source: str, fmt: str, since: str | None, until: str | 
         raise InputError(str(e) if str(e).startswith(source) else f"{source}: {e}") from e
     if output == "csv":
         click.echo(acct.to_csv(usage), nl=False)
-    elif output == "json":
-        print_data("json", [u.__dict__ for u in usage])
+    elif output in DATA_FORMATS:
+        print_data(output, [u.__dict__ for u in usage])
     else:
         click.echo(_table(["TENANT", "ALLOCATIONS", "GPU-HOURS", "SLICE-HOURS",
                            "WEIGHTED GPU-HOURS"],

@@ -15,12 +15,12 @@ from typing import Any
 
 import click
 
-from aiplat.cli._output import Existing, OutDir, print_data
+from aiplat.cli._output import DATA_FORMATS, FORMATS, Existing, OutDir, print_data
 from aiplat.errors import InputError
 from aiplat.spec.models import Platform
 from aiplat.text import shown
 
-OUTPUT = click.option("-o", "--output", "output", type=click.Choice(["table", "json"]),
+OUTPUT = click.option("-o", "--output", "output", type=click.Choice(FORMATS),
                       default="table", show_default=True, help="stdout format")
 SPEC = click.argument("spec", required=False, type=click.Path(dir_okay=False))
 TODAY = click.option("--today", type=click.DateTime(["%Y-%m-%d"]), default=None,
@@ -36,8 +36,8 @@ def _platform(spec: str | None) -> Platform:
         example_text(), EXAMPLE, catalog)
 
 
-def _json(data: Any) -> None:
-    print_data("json", data)
+def _data(fmt: str, data: Any) -> None:
+    print_data(fmt, data)
 
 
 def _today(value: Any) -> date:
@@ -81,8 +81,8 @@ def matrix_show(spec: str | None, output: str, today: Any, out_dir: str | None) 
     from aiplat.ops.matrix import LABELS, MATRIX_KEYS, check_matrix, matrix_document
 
     check = check_matrix(_platform(spec), _today(today))
-    if output == "json":
-        _json({"platform": check.platform, "aiplat": check.aiplat,
+    if output in DATA_FORMATS:
+        _data(output, {"platform": check.platform, "aiplat": check.aiplat,
                "entries": [{"name": e.name, **e.values, "status": e.status}
                            for e in check.entries]})
     else:
@@ -115,8 +115,8 @@ def matrix_check(spec: str | None, output: str, today: Any, strict: bool) -> Non
     from aiplat.ops.matrix import check_matrix
 
     check = check_matrix(_platform(spec), _today(today))
-    if output == "json":
-        _json({"status": check.status, **check.model_dump(mode="json")})
+    if output in DATA_FORMATS:
+        _data(output, {"status": check.status, **check.model_dump(mode="json")})
     else:
         for f in check.facts:
             click.echo(line(f))
@@ -190,8 +190,8 @@ def _entry_of(platform: Platform, name: str | None, path: str | None) -> Any:
 def _print_diff(d: Any, output: str) -> None:
     from aiplat.findings import line
 
-    if output == "json":
-        _json({"status": d.status, **d.model_dump(mode="json")})
+    if output in DATA_FORMATS:
+        _data(output, {"status": d.status, **d.model_dump(mode="json")})
     else:
         for c in d.changes:
             click.echo(f"{c.key:18} {c.before or '–'} -> {c.after or '–'}")
@@ -296,8 +296,8 @@ def accept_run(*, spec: str, pool: str, suites: str, runs: int, scale: float, ma
 def _emit_record(rec: Any, output: str, out_dir: str | None) -> None:
     from aiplat.ops.acceptance_report import acceptance_document
 
-    if output == "json":
-        print_data("json", rec.dump(), data_maps=("measurements",))
+    if output in DATA_FORMATS:
+        print_data(output, rec.dump(), data_maps=("measurements",))
     else:
         for c in rec.criteria:
             click.echo(f"{c.id:42} {c.status:5} {c.observed}")
@@ -353,8 +353,8 @@ def accept_compare(a: str, b: str, output: str) -> None:
     from aiplat.ops.acceptance_report import diff_lines
 
     d = compare_records(_load(a), _load(b))
-    if output == "json":
-        _json({"regressed": d.regressed, **d.model_dump(mode="json")})
+    if output in DATA_FORMATS:
+        _data(output, {"regressed": d.regressed, **d.model_dump(mode="json")})
     else:
         for line in diff_lines(d):  # a record's text: terminal-safe
             click.echo(shown(line))

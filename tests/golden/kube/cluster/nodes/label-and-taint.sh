@@ -3,7 +3,7 @@
 # node names in physical order (rack by rack): ./label-and-taint.sh h100 node-a node-b
 # Rack and block labels follow the spec's nodesPerRack and racksPerBlock. A node that
 # replaces one: --at POSITION, its place in the pool's order (0-based, rack by rack),
-# so it gets the rack and block of the node it replaces: ./label-and-taint.sh --at 9 h100 n
+# gets the rack and block of the node it replaces: ./label-and-taint.sh --at 9 h100 n
 # Add --dry-run=server to each kubectl call to preview.
 set -euo pipefail
 usage="usage: $0 [--at POSITION] POOL NODE..."
