@@ -38,7 +38,11 @@ pytestmark = pytest.mark.integration
 # Seeds that agreed on every run here (bench/kueue_diff.py has the rest and the figure).
 CLASSIC_SEEDS = (2, 4, 6, 7, 9, 10, 34)
 FAIR_SEEDS = (2, 4, 5, 11)
-PARTIAL_SEEDS = (1, 2, 3, 4, 6)  # seed 5 varies with timing on a loaded runner (it agreed alone)
+# Partial seed 5: on one of its two phase-a outcomes two victims are evicted in one cycle;
+# kueue_live finishes their evictions one at a time (Kueue schedules between), the replay
+# both at once: 3 workloads differ. Seed 12: a waiting workload's resumed flavor scan
+# lands on the flavor of the cycle its victim is released in; Kueue varies (3:2 in 5 runs).
+PARTIAL_SEEDS = (1, 2, 3, 4, 6)
 SELECTOR_SEEDS = (1, 2, 4, 6)  # among them null, {}, matching and not matching selectors
 TAS_SEEDS = (1, 2, 3, 22)  # TAS-driven preemption, placements taken within a cycle, NoFit
 
