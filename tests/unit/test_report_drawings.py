@@ -110,6 +110,38 @@ def test_a_gb200_site_draws_whole_nvlink_racks_and_leaves_spare_trays_on_the_she
     assert racks[0].power_w == pytest.approx(pool.node_power_kw * 18 * 1000)
     assert racks[0].power_w <= (racks[0].limit_w or 0)
     assert len(plan_racks(plan)) == plan.facility.racks
+    # each rack: 9 NVLink switch trays between its 9 lower and 9 upper compute trays
+    assert pool.rack_scale and pool.switch_trays_per_rack == 9
+    for r in racks:
+        kinds = [s.kind for s in sorted(r.slots, key=lambda s: s.u)]
+        assert kinds == ["node"] * 9 + ["nvswitch"] * 9 + ["node"] * 9, kinds
+        assert max(s.u + s.height - 1 for s in r.slots) <= r.units - 4
+    drawn = _wide_racks(rack_figure(plan).svg)
+    assert [_slots(g)["nvswitch"] for g in drawn[:16]] == [9] * 16
+
+
+def test_racks_hold_the_plans_racked_nodes_by_one_rule_and_two_pdus_each() -> None:
+    """The drawing places nodes as the plan racks them (``PoolPlan.racked_nodes``, the
+    rule ``rack_of`` that the rack labels use) and draws the fabric plan's PDUs per rack."""
+    from aiplat.kube.facts import pool_facts
+    from aiplat.plan.resolve import resolve
+
+    catalog = load_catalog()
+    platform = parse_platform(example_text(), EXAMPLE, catalog)
+    plan = build_plan(platform, catalog)
+    facts = {f.name: f for f in pool_facts(resolve(platform, catalog))}
+    racks = plan_racks(plan)
+    for p in plan.pools:
+        assert p.racked_nodes == p.nodes + p.spare_nodes and not p.rack_scale
+        for r in (r for r in racks if r.name.startswith(f"{p.name}-rack-")):
+            for s in r.slots:
+                index = int(s.label.split()[0].rsplit("-", 1)[1])
+                rack_label = facts[p.name].spec.topology.rack_label
+                assert facts[p.name].rack_labels(index)[rack_label] == r.name, s.label
+    for g in _wide_racks(rack_figure(plan).svg):
+        pdus = [r for r in g.iter("{http://www.w3.org/2000/svg}rect")
+                if r.get("class") == "pdu"]
+        assert len(pdus) == 2
 
 
 def test_hostile_names_are_escaped_and_the_svg_stays_well_formed() -> None:

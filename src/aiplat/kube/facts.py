@@ -25,6 +25,7 @@ from typing import Any
 from aiplat.catalog.models import GpuModel
 from aiplat.devices.mig import layouts as mig_layouts
 from aiplat.plan.resolve import Resolved, ResolvedPool
+from aiplat.sizing.power import rack_of
 from aiplat.spec.models import Platform, PoolSpec, SharingStrategy, Taint
 
 POOL_LABEL = "aiplat.io/pool"
@@ -164,7 +165,7 @@ class PoolFacts:
 
     def rack_labels(self, index: int) -> dict[str, str]:
         """Rack and block of the pool's ``index``-th node, as the label script sets them."""
-        rack = index // self.nodes_per_rack
+        rack = rack_of(index, self.nodes_per_rack)
         t = self.spec.topology
         return {t.rack_label: f"{self.name}-rack-{rack}",
                 t.block_label: f"{self.name}-block-{rack // t.racks_per_block}"}

@@ -117,7 +117,9 @@ def _plan_pool(
         peak_demand_gpus=peak, average_demand_gpus=average, quota_gpus=quota,
         spare_nodes=pool.spares.spare_nodes, node_power_kw=pool.node_power_w / 1000,
         pool_power_kw=pool_w.pool_power_w / 1000, nodes_per_rack=pool.nodes_per_rack,
-        racks=pool.rack_count,
+        racks=pool.rack_count, racked_nodes=pool.racked_nodes,
+        rack_scale=pool.rack_scale is not None,
+        switch_trays_per_rack=pool.switch_trays_per_rack,
         results={k: r.model_dump(mode="json") for k, r in results.items()},
     )
 

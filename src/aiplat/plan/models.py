@@ -93,6 +93,11 @@ class PoolPlan(PlanModel):
     pool_power_kw: float
     nodes_per_rack: int
     racks: int
+    racked_nodes: int = Field(description="nodes racked and cabled: the pool's and its spares, "
+                              "except a rack-scale pool's spare trays (on the shelf)")
+    rack_scale: bool = Field(description="bought as whole NVLink-domain racks (GB200 NVL72)")
+    switch_trays_per_rack: int = Field(description="NVLink switch trays in each rack of a "
+                                       "rack-scale pool (0 otherwise)")
     results: dict[str, dict[str, Any]]
 
 

@@ -219,6 +219,12 @@ class ResolvedPool:
         return self.nodes + (0 if self.rack_scale else self.spares.spare_nodes)
 
     @property
+    def switch_trays_per_rack(self) -> int:
+        """NVLink switch trays in each rack of a rack-scale pool (0 otherwise)."""
+        rs = self.rack_scale
+        return math.ceil(rs.switch_trays / rs.racks) if rs else 0
+
+    @property
     def rack_count(self) -> int:
         if self.rack_scale is not None:
             return self.racks.racks

@@ -7,8 +7,10 @@ Design:
   slots, zones, fabric tiers), computed from the Plan by one function that tests read too,
   so "the counts drawn equal the plan's" is checked on the data and on the SVG alike.
 - Rack elevations follow the rules the plan sized the racks by: a pool's node ``i`` sits in
-  rack ``i // nodes_per_rack`` (the Kubernetes tree's rack labels, ``kube.facts``), its
-  spares after its nodes (a rack-scale pool's spare trays wait on the shelf: not drawn),
+  rack ``sizing.power.rack_of(i, nodes_per_rack)`` (as the Kubernetes tree's rack labels),
+  the plan's racked nodes: its spares after its nodes (a rack-scale pool's spare trays wait
+  on the shelf: not drawn; its NVLink switch trays in the middle of each rack), the
+  fabric plan's PDUs per rack as zero-U strips on the rack's sides,
   nodes stacked from U1 up, the top ``DEFAULT_RESERVED_RACK_UNITS`` kept for the in-band and
   out-of-band leaves and patching (drawn as reserved: the plan counts those leaves per
   fabric, not per rack); non-compute nodes at 2U in management racks; compute, storage and
@@ -31,17 +33,18 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from aiplat.plan.fabric import PDUS_PER_RACK
 from aiplat.plan.models import Plan, PoolPlan
 from aiplat.plan.resolve import CPU_NODE_W
 from aiplat.report.charts import WIDTH
 from aiplat.report.document import Figure, Section, Table
-from aiplat.sizing.power import DEFAULT_RACK_UNITS, DEFAULT_RESERVED_RACK_UNITS
+from aiplat.sizing.power import DEFAULT_RACK_UNITS, DEFAULT_RESERVED_RACK_UNITS, rack_of
 
 FONT_FAMILY = "'DejaVu Sans', sans-serif"
 INK, MUTED, LINE, BAD = "#333333", "#666666", "#999999", "#b3261e"
 # Okabe-Ito colours (as the charts use), named by what they fill; text says the same.
 KIND_FILL = {"node": "#0072B2", "spare": "#d9d9d9", "server": "#D55E00",
-             "switch": "#009E73", "manager": "#CC79A7"}
+             "switch": "#009E73", "nvswitch": "#F0E442", "manager": "#CC79A7"}
 POWER = "#56B4E9"
 PAD, GAP = 8.0, 8.0
 RACK_W = 96.0
@@ -54,7 +57,7 @@ class Slot:
     u: int  # lowest unit, from 1
     height: int
     label: str
-    kind: str  # node, spare, server, switch, manager
+    kind: str  # node, spare, server, switch, nvswitch (an NVLink switch tray), manager
 
 
 @dataclass
@@ -66,6 +69,7 @@ class Rack:
     power_w: float = 0.0
     limit_w: float | None = None
     note: str = ""
+    pdus: int = PDUS_PER_RACK  # zero-U, on the sides: the fabric plan counts their ports
 
     def count(self, kind: str) -> int:
         return sum(1 for s in self.slots if s.kind == kind)
@@ -94,25 +98,35 @@ def plan_racks(plan: Plan) -> list[Rack]:
     return racks
 
 
-def _rack_scale(p: PoolPlan) -> bool:
-    return bool(p.results.get("racks", {}).get("limited_by") == "rack-scale")
-
-
 def _pool_racks(p: PoolPlan, units: int, limit: float | None) -> list[Rack]:
-    scale = _rack_scale(p)
-    racked = p.nodes + (0 if scale else p.spare_nodes)
-    height = 1 if scale else int(p.results.get("racks", {}).get("inputs", {})
-                                 .get("node_height_u", 1))
+    """The pool's racks with the nodes ``rack_of`` puts in each (the plan's racked nodes:
+    its spares after its nodes; a rack-scale pool's spare trays wait on the shelf). A
+    rack-scale rack has its NVLink switch trays in the middle, between its lower and upper
+    compute trays, as NVIDIA builds the NVL72."""
+    height = 1 if p.rack_scale else int(p.results.get("racks", {}).get("inputs", {})
+                                        .get("node_height_u", 1))
     per = max(1, p.nodes_per_rack)
+    by_rack: dict[int, list[int]] = {}
+    for i in range(p.racked_nodes):
+        by_rack.setdefault(rack_of(i, per), []).append(i)
     out: list[Rack] = []
     for r in range(p.racks):
         rack = Rack(f"{p.name}-rack-{r}", "pool", units, limit_w=limit,
-                    note="spare trays on the shelf" if scale and p.spare_nodes else "")
-        for k, i in enumerate(range(r * per, min(racked, (r + 1) * per))):
+                    note="spare trays on the shelf" if p.rack_scale and p.spare_nodes else "")
+        nodes = by_rack.get(r, [])
+        lower = math.ceil(len(nodes) / 2) if p.switch_trays_per_rack else len(nodes)
+        u = 1
+        for k, i in enumerate(nodes):
+            if k == lower:
+                for t in range(p.switch_trays_per_rack):
+                    rack.slots.append(Slot(u, 1, f"NVLink switch tray {t}", "nvswitch"))
+                    u += 1
             spare = i >= p.nodes
-            rack.slots.append(Slot(1 + k * height, height, f"{p.name}-{i}"
-                                   + (" spare" if spare else ""), "spare" if spare else "node"))
-            rack.power_w += p.node_power_kw * 1000
+            rack.slots.append(Slot(u, height, f"{p.name}-{i}" + (" spare" if spare else ""),
+                                   "spare" if spare else "node"))
+            u += height
+        # the domain's power (switch trays included) is its trays' share: nodes x node power
+        rack.power_w = len(nodes) * p.node_power_kw * 1000
         out.append(rack)
     return out
 
@@ -179,7 +193,8 @@ def _network_racks(plan: Plan, units: int, limit: float | None) -> list[Rack]:
 
 def racks_table(racks: list[Rack]) -> Table:
     rows = [[r.name, r.kind, str(r.count("node")), str(r.count("spare")),
-             str(r.count("server")), str(r.count("switch") + r.count("manager")),
+             str(r.count("server")),
+             str(r.count("switch") + r.count("nvswitch") + r.count("manager")),
              f"{sum(s.height for s in r.slots)} / {r.units}",
              f"{r.power_w / 1000:,.1f}", "—" if r.limit_w is None else f"{r.limit_w / 1000:g}"]
             for r in racks]
@@ -243,6 +258,11 @@ def _rack_svg(rack: Rack, x: float, y: float, ident: str) -> tuple[str, float]:
                   anchor="middle", fill=MUTED),
              f'<rect x="{x:.1f}" y="{y + head:.1f}" width="{RACK_W:g}" height="{body_h:.1f}" '
              f'fill="#f7f7f7" stroke="{INK}" stroke-width="1.5"/>']
+    for k in range(rack.pdus):  # zero-U strips in the rack's side margins, alternating
+        px = x + 0.75 if k % 2 == 0 else x + RACK_W - 2.25
+        parts.append(f'<rect class="pdu" id="{ident}_pdu_{k}" x="{px:.2f}" '
+                     f'y="{y + head + 2:.1f}" width="1.5" height="{body_h - 4:.1f}" '
+                     f'fill="{MUTED}"><title>PDU {k} (zero-U)</title></rect>')
     top = y + head
     reserved = DEFAULT_RESERVED_RACK_UNITS
     parts.append(f'<rect class="reserved" x="{x + 3:.1f}" y="{top + 1:.1f}" '
@@ -259,7 +279,8 @@ def _rack_svg(rack: Rack, x: float, y: float, ident: str) -> tuple[str, float]:
                      f'<title>{html.escape(s.label)} ({s.height}U at U{s.u})</title></rect>')
         if h >= 9:
             parts.append(text(x + 6, sy + h / 2 + 3, shorten(s.label, RACK_W - 12, 7.5),
-                              size=7.5, fill="#ffffff" if s.kind != "spare" else INK))
+                              size=7.5, fill=INK if s.kind in ("spare", "nvswitch")
+                              else "#ffffff"))
     foot = top + body_h + 6
     share = rack.power_w / rack.limit_w if rack.limit_w else 0.0
     over = rack.limit_w is not None and rack.power_w > rack.limit_w
@@ -304,10 +325,13 @@ def rack_figure(plan: Plan) -> Figure:
         svg=figure_svg("rack-elevations", f"Rack elevations of {plan.platform}",
                        _racks_body(racks)),
         caption="Each rack from U1 (bottom) up: pool nodes (blue), spares (grey), "
-                "non-compute servers (red-orange), switches (green), UFM (pink); the top "
+                "NVLink switch trays (yellow, rack-scale systems), non-compute servers "
+                "(red-orange), switches (green), UFM (pink); the top "
                 f"{DEFAULT_RESERVED_RACK_UNITS}U stay for the in-band and out-of-band leaves "
-                "and patching. The bar under a rack is its power against the site's rack "
-                "limit (red above it). Two PDUs per rack feed it (zero-U, not drawn).",
+                f"and patching; the {PDUS_PER_RACK} zero-U PDUs on the sides (grey strips). "
+                "The bar under a rack is its power against the site's rack limit (red above "
+                "it). Power shelves and a rack-scale system's management switches are not "
+                "drawn (the catalog does not count them).",
         table=racks_table(racks))
 
 

@@ -39,6 +39,7 @@ from aiplat.sched.kueue import GPU, KueueConfig
 from aiplat.sched.metrics import SimResult
 from aiplat.sched.synthetic import Profile, Shape, generate
 from aiplat.sched.workload import Job
+from aiplat.sizing.power import rack_of
 from aiplat.spec.models import Platform, PoolSpec, WorkloadKind
 
 SHAPES: dict[str, Shape] = {
@@ -60,7 +61,7 @@ def platform_nodes(platform: Platform, plan: Plan) -> list[Node]:
         per_rack = max(1, pp.nodes_per_rack)
         per_block = spec.topology.racks_per_block
         for i in range(pp.nodes):
-            rack = i // per_rack
+            rack = rack_of(i, per_rack)
             nodes.append(Node(
                 name=f"{pp.name}-{i}", cpu_milli=cpu_allocatable(spec.node.cpu_cores) * 1000,
                 memory_mib=memory_allocatable_gib(spec.node.memory_gib) * 1024,

@@ -448,6 +448,13 @@ def site_power_fit(*, it_power_w: float, site_budget_w: float, pue: float | None
     )
 
 
+def rack_of(node_index: int, nodes_per_rack: int) -> int:
+    """The rack of a pool's ``node_index``-th node (0-based, in physical order): nodes fill
+    the pool's racks in order, ``nodes_per_rack`` to a rack (its spares after its nodes).
+    The rack labels, the label script and the rack drawings all place nodes by it."""
+    return node_index // max(1, nodes_per_rack)
+
+
 def rack_scale_layout(
     *,
     nodes: int,
