@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 import pytest
 
@@ -20,7 +21,7 @@ from aiplat.catalog import (
     NodeType,
     load_catalog,
 )
-from aiplat.sizing.shape import DecoderLayout, MlaShape, MoeShape, count_params
+from aiplat.sizing.shape import MlaShape, MoeShape
 
 MEMORY_SLOTS = 8  # MIG memory slices per GPU
 COMPUTE_SLOTS = 7  # MIG compute slices ("g") per GPU
@@ -309,6 +310,50 @@ PUBLISHED_PARAMS = {
 @pytest.mark.parametrize(("name", "published"), sorted(PUBLISHED_PARAMS.items()))
 def test_published_parameter_counts(catalog: Catalog, name: str, published: float) -> None:
     assert model(catalog, name).params == pytest.approx(published, rel=0.005)
+
+
+@dataclass(frozen=True)
+class DecoderLayout:
+    """What a SwiGLU decoder's config.json says, enough to count its weights: a check of
+    the catalog's counts written apart from the product's counter (catalog/hf_config.py),
+    from the published SwiGLU decoder shape (norms and biases left out)."""
+
+    layers: int
+    hidden: int
+    ffn_hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    moe: MoeShape | None = None
+    expert_ffn_hidden: int | None = None
+    shared_ffn_hidden: int | None = None
+    dense_layers: int = 0
+    mla: MlaShape | None = None
+
+
+def count_params(d: DecoderLayout) -> tuple[float, float]:
+    """(total, active) weights of a SwiGLU decoder: attention, gate/up/down FFNs (dense layers,
+    routed and shared experts, the router), untied embedding and LM head. Norms and biases
+    are left out (under 0.1 %)."""
+    h = d.hidden
+    if d.mla is not None:
+        attention = d.mla.attention_params(h, d.heads)
+    else:
+        attention = 2 * h * d.heads * d.head_dim + 2 * h * d.kv_heads * d.head_dim
+    dense_ffn = 3 * h * d.ffn_hidden
+    base = d.layers * attention + 2 * d.vocab * h
+    if d.moe is None:
+        total = base + d.layers * dense_ffn
+        return float(total), float(total)
+    moe_layers = d.layers - d.dense_layers
+    expert = 3 * h * (d.expert_ffn_hidden or d.ffn_hidden)
+    shared = d.moe.shared_experts * 3 * h * (d.shared_ffn_hidden or d.expert_ffn_hidden
+                                              or d.ffn_hidden)
+    common = base + d.dense_layers * dense_ffn + moe_layers * (shared + h * d.moe.experts)
+    total = common + moe_layers * d.moe.experts * expert
+    active = common + moe_layers * d.moe.experts_per_token * expert
+    return float(total), float(active)
 
 
 def _layout(m: ModelArchitecture) -> DecoderLayout:

@@ -22,10 +22,12 @@ overlay are the command's (``aiplat.cli.catalog``); nothing here does I/O.
 - Every figure read is checked (an integer, positive, under a bound no published model comes
   near); a problem names the config's field and the fix, as an ``InputError`` (exit 2).
 
-Why not ``sizing.shape.count_params``: the catalog is the bottom layer and cannot import
-sizing; and that estimate leaves out norms and biases and always unties the embeddings: on
-the published configs it is under by less than 0.1 % for untied models, and over by 15 % for
-Qwen2.5-1.5B and 63 % for Gemma-3-270M, whose tied embeddings it counts twice.
+The one parameter counter in aiplat: sizing reads the catalog's ``params`` and
+``activeParams``; an imported entry's come from here, a built-in entry's were counted from
+its config.json shape when it was added. tests/unit/test_catalog.py checks the built-in ones
+against the publishers' totals and an estimate written apart (norms and biases left out,
+every embedding untied: within 0.2 % on the untied decoders; it would be over by 15 % on
+Qwen2.5-1.5B and 63 % on Gemma-3-270M, whose tied embeddings it counts twice).
 """
 
 from __future__ import annotations
