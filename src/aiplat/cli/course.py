@@ -59,7 +59,7 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
     if step and len(chosen) != 1:
         raise InputError("--step needs one exercise number, e.g. 'exercise 7 --step accept'")
     course = Path(course_dir).absolute()
-    results = []
+    results: list[dict[str, Any]] = []
     for ex in chosen:
         t0 = time.perf_counter()
         if check_only:
@@ -74,28 +74,27 @@ def exercise(*, which: str, check_only: bool, step: str | None, course_dir: str,
         results.append({"number": ex.number, "slug": ex.slug, "step": step,
                         "done": not problems, "problems": problems,
                         "seconds": None if check_only else round(time.perf_counter() - t0, 1)})
+        if fmt not in DATA_FORMATS:  # each verdict as its exercise ends, after its steps
+            _show(results[-1])
+    done = sum(1 for r in results if r["done"])
     if fmt in DATA_FORMATS:
         print_data(fmt, {"course": str(course_dir), "exercises": results,
-                         "done": sum(r["done"] for r in results), "of": len(results)})
-    else:
-        _show(results, course_dir)
-    if not all(r["done"] for r in results):
+                         "done": done, "of": len(results)})
+    elif len(results) > 1:
+        click.echo(f"{done} of {len(results)} exercises done in {course_dir}")
+    if done < len(results):
         sys.exit(1)
 
 
-def _show(results: list[dict[str, Any]], course_dir: str) -> None:
-    for r in results:
-        if r["step"] and r["done"]:
-            click.echo(f"exercise {r['number']} step {r['step']}: done")
-            continue
-        verdict = "done" if r["done"] else "NOT done"
-        click.echo(f"exercise {r['number']} ({r['slug']}): {verdict}"
-                   + ("" if r["seconds"] is None else f" in {r['seconds']:.1f} s"))
-        for p in r["problems"]:
-            click.echo(f"  - {p}")
-    if len(results) > 1:
-        done = sum(r["done"] for r in results)
-        click.echo(f"{done} of {len(results)} exercises done in {course_dir}")
+def _show(r: dict[str, Any]) -> None:
+    if r["step"] and r["done"]:
+        click.echo(f"exercise {r['number']} step {r['step']}: done")
+        return
+    verdict = "done" if r["done"] else "NOT done"
+    click.echo(f"exercise {r['number']} ({r['slug']}): {verdict}"
+               + ("" if r["seconds"] is None else f" in {r['seconds']:.1f} s"))
+    for p in r["problems"]:
+        click.echo(f"  - {p}")
 
 
 def register(lab_group: click.Group) -> None:
