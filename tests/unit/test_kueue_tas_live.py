@@ -6,7 +6,11 @@ workloads the replay admits, Kueue's topology domains; none is left "unknown (fe
 The cases are those that showed what the replay lacked: a pending TAS workload whose pods
 fit only once lower-priority ones go (Kueue's preemption asks TAS for each victim set), an
 evicted workload's domains given back, and a placement found at nomination that an earlier
-head of the cycle took (Kueue assigns the workload again).
+head of the cycle took (Kueue assigns the workload again). The ``fair-*`` cases ran on Kueue
+with fair sharing (``--tas --fair``): quota preemptors whose victims would not free the
+domains their pods need, and pods that fit the topology only without other workloads'
+domains: Kueue's fair-sharing victim search asks TAS as the classic one does, finds no
+candidates and leaves them pending (the replay left them "unknown" before).
 """
 
 from __future__ import annotations

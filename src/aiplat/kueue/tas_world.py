@@ -78,13 +78,14 @@ class TasReplay(Replay):
     def nominated(self, e: Entry) -> Entry:
         """``assignFlavors``: quota that fits but a topology that does not (now; it would
         empty) makes the TAS pod sets' resources Preempt, and the victims are searched by
-        quota and topology together (classic preemption; fair sharing's is left unknown).
+        quota and topology together (classic and fair sharing alike: Kueue's fair-sharing
+        search asks the same ``workloadFits``).
         The placement is kept as ``updateAssignmentForTAS`` computes it: on the cycle's
         snapshot, without the victims when there are some."""
         p = e.p
         key = p.wl.key
         self._nominated.pop(key, None)
-        if e.a.mode == NOFIT or self.snap.fair_sharing:
+        if e.a.mode == NOFIT:
             return e
         asks = self._asks(p.wl, e.a)
         if asks is None or _failure(tas.find_for_workload(asks.by_flavor,
@@ -114,9 +115,9 @@ class TasReplay(Replay):
     def preemption_fits(self, spec: ClusterQueue, wl: Workload, a: Assignment
                         ) -> Callable[[], bool] | None:
         """``GetTargets`` with ``workloadFits``' topology check: a victim set is enough
-        when the quota fits and TAS places the pods without the victims' domains (classic
-        preemption; fair sharing's search is quota alone)."""
-        if self.snap.fair_sharing or self._asks(wl, a) is None:
+        when the quota fits and TAS places the pods without the victims' domains (fair
+        sharing's strategies too: ``workloadFitsForFairSharing`` calls ``workloadFits``)."""
+        if self._asks(wl, a) is None:
             return None
         return lambda: self._fits_without_released(wl, a)
 
@@ -205,9 +206,7 @@ class TasReplay(Replay):
         now = _failure(got)
         if victims:
             # the victims were searched with TAS's check (preemption_fits): the pods are placed
-            # once they are gone; fair sharing's search is not (unknown where it matters)
-            if now and self.snap.fair_sharing:
-                self.unknown[wl.key] = PREEMPTION
+            # once they are gone
             return ""
         if now:  # an earlier head of this cycle took the domains: Kueue recomputes the
             self.unknown[wl.key] = PREEMPTION  # assignment, which may preempt
