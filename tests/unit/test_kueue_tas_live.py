@@ -10,7 +10,9 @@ head of the cycle took (Kueue assigns the workload again). The ``fair-*`` cases 
 with fair sharing (``--tas --fair``): quota preemptors whose victims would not free the
 domains their pods need, and pods that fit the topology only without other workloads'
 domains: Kueue's fair-sharing victim search asks TAS as the classic one does, finds no
-candidates and leaves them pending (the replay left them "unknown" before).
+candidates and leaves them pending (the replay left them "unknown" before); and a flavor
+scan that resumes across cycles, which fair sharing's shares must not outdate
+(``fair-seed5``, see ``test_kueue_generation.py``).
 """
 
 from __future__ import annotations

@@ -549,12 +549,12 @@ class Replay:
               undo: list[tuple[Node, dict[FR, int]]] | None) -> None:
         """``usage`` stays taken in ``node`` for the heads processed after this one; the
         cycle gives it back at its end (``undo``). With no head after it (``undo`` None)
-        nothing would read it: only the tree's generation moves, as taking and giving back
-        would move it (a later nomination sees the tree changed since its own)."""
+        nothing would read it. A hold is on the cycle's snapshot: it leaves the generation
+        that outdates a flavor scan as it was (:meth:`Tree.on_snapshot`)."""
         if undo is None:
-            self.tree.generation += 2
             return
-        self.tree.add_usage(node, usage)
+        with self.tree.on_snapshot():
+            self.tree.add_usage(node, usage)
         undo.append((node, usage))
 
     def _process(self, e: Entry, taken: dict[str, Admitted], undo: list[
@@ -663,8 +663,9 @@ class Replay:
         process = self._decide if plain else self._process
         for k, e in enumerate(self._ordered(entries)):
             process(e, taken, undo if k < last else None, victims)
-        for node, usage in undo:
-            self.tree.remove_usage(node, usage)
+        with self.tree.on_snapshot():  # the holds end with the cycle's snapshot
+            for node, usage in undo:
+                self.tree.remove_usage(node, usage)
         admitted = False
         requeue, requeued = self.queues.requeue, self.world.requeued
         for e in entries:

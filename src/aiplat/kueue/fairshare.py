@@ -62,21 +62,22 @@ def tournament(tree: Tree, root: Node, heads: dict[str, T],
     """The winning head of ``root``'s tree: ``heads`` by ClusterQueue name, ``usage`` of an
     entry's assignment, ``tie`` its (−priority, timestamp) order."""
     values: dict[tuple[str, int], tuple[bool, Key]] = {}
-    for cq in root.cluster_queues():
-        if cq.name not in heads:
-            continue
-        extra = usage(heads[cq.name])
-        tree.add_usage(cq, extra)
-        node: Node = cq
-        for anc in cq.ancestors():
-            # at each cohort, the child on the head's path is compared: its share, and
-            # (FairSharingPrioritizeNonBorrowing) whether it borrows what the head requests
-            share, _ = drs(tree, node)
-            borrows = any(v > 0 and node.usage.get(fr, 0) > node.subtree.get(fr, 0)
-                          for fr, v in extra.items())
-            values[(anc.name, id(heads[cq.name]))] = (borrows, share)
-            node = anc
-        tree.remove_usage(cq, extra)
+    with tree.on_snapshot():  # the shares are computed on the cycle's snapshot
+        for cq in root.cluster_queues():
+            if cq.name not in heads:
+                continue
+            extra = usage(heads[cq.name])
+            tree.add_usage(cq, extra)
+            node: Node = cq
+            for anc in cq.ancestors():
+                # at each cohort, the child on the head's path is compared: its share, and
+                # (FairSharingPrioritizeNonBorrowing) whether it borrows what the head asks
+                share, _ = drs(tree, node)
+                borrows = any(v > 0 and node.usage.get(fr, 0) > node.subtree.get(fr, 0)
+                              for fr, v in extra.items())
+                values[(anc.name, id(heads[cq.name]))] = (borrows, share)
+                node = anc
+            tree.remove_usage(cq, extra)
 
     def play(cohort: Node) -> T | None:
         cands: list[T] = []

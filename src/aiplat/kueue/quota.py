@@ -18,6 +18,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from aiplat.kueue.snapshot import FR, Quota, ResourceGroup, Snapshot, Workload
@@ -218,6 +219,19 @@ class Tree:
         return all(max(0, self.available(cq, fr)) >= v for fr, v in usage.items())
 
     # ------------------------------------------------------------------ changes
+
+    @contextmanager
+    def on_snapshot(self) -> Iterator[None]:
+        """Usage taken and given back on the cycle's snapshot only leaves the generation as
+        it was: Kueue copies a ClusterQueue's AllocatableResourceGeneration from its cache
+        into each cycle's snapshot (``snapshot.go``) and moves it in the cache alone, when a
+        workload leaves or is updated in the queue (``clusterQueue.deleteWorkload``) or its
+        quotas change; a snapshot's ``AddUsage`` (a hold, fair sharing's shares) does not."""
+        gen = self.generation
+        try:
+            yield
+        finally:
+            self.generation = gen
 
     def add_usage(self, node: Node, usage: dict[FR, int]) -> None:
         self.generation += 1
