@@ -56,7 +56,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=1, help="runs per scenario on Kueue")
     ap.add_argument("--dump", type=Path,
                     help="write each run's snapshot (kubectl's objects) and Kueue's final "
-                         "workloads here")
+                         "workloads here; a run Kueue never settled, its snapshot alone "
+                         "(seedN-runK-unsettled.json, for `aiplat sim replay`)")
     ap.add_argument("--from", dest="source", type=Path,
                     help="no cluster: replay the runs a --dump wrote and compare them with "
                          "Kueue's recorded outcome")
@@ -135,6 +136,11 @@ def _seed(api: Api, seed: int, args: argparse.Namespace, dump: Path | None
             loop = kueue_live.loops(sc, e) if e.snapshot and e.evictions else None
             runs.append({"workloads": n_wl, "differences": [str(e)], "kueue": None,
                          "settled": False, "loop": loop})
+            if dump and e.snapshot:  # for a look at the loop without a cluster
+                dump.mkdir(parents=True, exist_ok=True)
+                (dump / f"seed{seed}-run{len(runs)}-unsettled.json").write_text(json.dumps(
+                    {"apiVersion": "v1", "kind": "List", "items": kueue_live.replay_objects(
+                        sc, e.snapshot)}, indent=1))
             if loop is not None:
                 print(f"  seed {seed}: Kueue's preemption loops (victim, preemptor) "
                       f"{loop['kueue']}, the replay's {loop['sim']}: "

@@ -390,7 +390,9 @@ def _run(api: Api, sc: Scenario) -> Result:
     return _compare(api, sc, snapshot)
 
 
-def _objects(sc: Scenario, snapshot: list[Obj]) -> list[Obj]:
+def replay_objects(sc: Scenario, snapshot: list[Obj]) -> list[Obj]:
+    """The snapshot as the replay reads it: with a fair-sharing Configuration where Kueue
+    ran with one."""
     return snapshot + ([{"apiVersion": "config.kueue.x-k8s.io/v1beta2",
                          "kind": "Configuration", "fairSharing": {}}]
                        if sc.fair_sharing else [])
@@ -400,7 +402,7 @@ def loops(sc: Scenario, e: NotSettledError) -> dict[str, Any]:
     """A run Kueue never settled: the preemption loops Kueue was in (a victim evicted at
     least ``LOOP_EVICTIONS`` times by one preemptor) against those the replay of the same
     snapshot reports (``Replay.loops``)."""
-    objs = _objects(sc, e.snapshot)
+    objs = replay_objects(sc, e.snapshot)
     cluster = _cluster(sc, objs)
     r = Replay(parse(objs, f"seed {sc.seed}")) if cluster is None else TasReplay(
         parse(objs, f"seed {sc.seed}"), cluster)
@@ -448,7 +450,7 @@ def placed(outcomes: list[Outcome]) -> set[str]:
 
 def _compare(api: Api, sc: Scenario, snapshot: list[Obj]) -> Result:
     final = {w["metadata"]["name"]: w for w in workloads(api, sc.prefix)}
-    r, outcomes = replay(_objects(sc, snapshot), f"seed {sc.seed}", bool(sc.nodes))
+    r, outcomes = replay(replay_objects(sc, snapshot), f"seed {sc.seed}", bool(sc.nodes))
     res = Result(sc.seed, {n: outcome(w) for n, w in final.items()},
                  {o.workload.split("/", 1)[1]: decided(o) for o in outcomes},
                  snapshot=snapshot, final=final,
