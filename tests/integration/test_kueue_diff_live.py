@@ -42,7 +42,10 @@ FAIR_SEEDS = (2, 4, 5, 11)
 # kueue_live finishes their evictions one at a time (Kueue schedules between), the replay
 # both at once: 3 workloads differ. Seed 12: a waiting workload's resumed flavor scan
 # lands on the flavor of the cycle its victim is released in; Kueue varies (3:2 in 5 runs).
-PARTIAL_SEEDS = (1, 2, 3, 4, 6)
+# Seed 1: Kueue v0.19.2 now and then never schedules one of its queues (its cache logs 'cohort
+# has a cycle' when the queue is added; tests/fixtures/recorded/kueue-partial-unscheduled.json),
+# twice in a row once here: no outcome to compare, a Kueue race (bench/kueue_diff.py counts it).
+PARTIAL_SEEDS = (2, 3, 4, 6, 7)
 SELECTOR_SEEDS = (1, 2, 4, 6)  # among them null, {}, matching and not matching selectors
 TAS_SEEDS = (1, 2, 3, 22)  # TAS-driven preemption, placements taken within a cycle, NoFit
 # TAS on the fair-sharing lab: quota preemptors whose victims would not free the domains
