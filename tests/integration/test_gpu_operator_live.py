@@ -180,12 +180,15 @@ class Lab:
         template renders a key with nothing under it as null (``validator.plugin`` with the
         chart's own defaults), which create and update prune and an apply patch refuses
         ("spec.validator.plugin in body must be of type object")."""
-        current = self.api.get(policy)
-        if current is None:
-            self.api.create(policy)
-            return
-        current["spec"] = policy["spec"]
-        r = self.api._request("PUT", self.api.path(policy), json=current)
+        for _ in range(10):  # client-go's RetryOnConflict: the operator writes its status
+            current = self.api.get(policy)  # between our read and our write (CI saw a 409)
+            if current is None:
+                self.api.create(policy)
+                return
+            current["spec"] = policy["spec"]
+            r = self.api._request("PUT", self.api.path(policy), json=current)
+            if r.status_code != 409:
+                break
         assert r.status_code == 200, r.text
 
     def tail(self, lines: int = 40) -> str:
