@@ -36,10 +36,6 @@ def _platform(spec: str | None) -> Platform:
         example_text(), EXAMPLE, catalog)
 
 
-def _data(fmt: str, data: Any) -> None:
-    print_data(fmt, data)
-
-
 def _today(value: Any) -> date:
     return value.date() if value is not None else date.today()
 
@@ -82,7 +78,7 @@ def matrix_show(spec: str | None, output: str, today: Any, out_dir: str | None) 
 
     check = check_matrix(_platform(spec), _today(today))
     if output in DATA_FORMATS:
-        _data(output, {"platform": check.platform, "aiplat": check.aiplat,
+        print_data(output, {"platform": check.platform, "aiplat": check.aiplat,
                "entries": [{"name": e.name, **e.values, "status": e.status}
                            for e in check.entries]})
     else:
@@ -116,7 +112,7 @@ def matrix_check(spec: str | None, output: str, today: Any, strict: bool) -> Non
 
     check = check_matrix(_platform(spec), _today(today))
     if output in DATA_FORMATS:
-        _data(output, {"status": check.status, **check.model_dump(mode="json")})
+        print_data(output, {"status": check.status, **check.model_dump(mode="json")})
     else:
         for f in check.facts:
             click.echo(line(f))
@@ -191,7 +187,7 @@ def _print_diff(d: Any, output: str) -> None:
     from aiplat.findings import line
 
     if output in DATA_FORMATS:
-        _data(output, {"status": d.status, **d.model_dump(mode="json")})
+        print_data(output, {"status": d.status, **d.model_dump(mode="json")})
     else:
         for c in d.changes:
             click.echo(f"{c.key:18} {c.before or '–'} -> {c.after or '–'}")
@@ -354,7 +350,7 @@ def accept_compare(a: str, b: str, output: str) -> None:
 
     d = compare_records(_load(a), _load(b))
     if output in DATA_FORMATS:
-        _data(output, {"regressed": d.regressed, **d.model_dump(mode="json")})
+        print_data(output, {"regressed": d.regressed, **d.model_dump(mode="json")})
     else:
         for line in diff_lines(d):  # a record's text: terminal-safe
             click.echo(shown(line))

@@ -40,10 +40,6 @@ def _err(msg: str) -> None:
     click.echo(msg, err=True)
 
 
-def _data(fmt: str, data: Any) -> None:
-    print_data(fmt, data)
-
-
 def parse_duration(text: str) -> float:
     """``90s``, ``10m``, ``2h`` or plain seconds -> seconds.
 
@@ -105,7 +101,7 @@ def up(  # noqa: PLR0917 (one parameter per click option)
         result = labio.up(plan, progress=lambda m: bar.log(f"lab up: {m}"), steps=bar.at)
     st = labio.status(prefix) or {}
     if output in DATA_FORMATS:
-        _data(output, st | {"seconds": round(result.seconds, 2),
+        print_data(output, st | {"seconds": round(result.seconds, 2),
                     "phases": {k: round(v, 2) for k, v in result.phases.items()}})
         return
     _print_status(st)
@@ -129,7 +125,7 @@ def status(prefix: str, output: str) -> None:
     st = labio.status(prefix)
     if st is None:
         if output in DATA_FORMATS:
-            _data(output, {"prefix": prefix, "phase": "down"})
+            print_data(output, {"prefix": prefix, "phase": "down"})
         else:
             click.echo(f"lab {prefix}: down (no state file)", err=output == "env")
         sys.exit(1)
@@ -138,7 +134,7 @@ def status(prefix: str, output: str) -> None:
         for k, v in (state.plan.shell_env() if state else {}).items():
             click.echo(f"export {k}={shlex.quote(v)}")
     elif output in DATA_FORMATS:
-        _data(output, st)
+        print_data(output, st)
     else:
         _print_status(st)
 
@@ -178,7 +174,7 @@ def down(prefix: str, output: str) -> None:
     """
     r = labio.down(prefix)
     if output in DATA_FORMATS:
-        _data(output, {"prefix": prefix, "removed": r.removed, "seconds": round(r.seconds, 2)})
+        print_data(output, {"prefix": prefix, "removed": r.removed, "seconds": round(r.seconds, 2)})
         return
     if not r.removed:
         click.echo(f"lab {prefix}: nothing to remove")
@@ -220,7 +216,7 @@ def fault_add(  # noqa: PLR0917 (one parameter per click option)
         return
     active = labio.add_fault(prefix, fp)
     if output in DATA_FORMATS:
-        _data(output, active.model_dump())
+        print_data(output, active.model_dump())
     else:
         click.echo(f"fault {active.id}: {active.detail}")
 
@@ -242,7 +238,7 @@ def fault_clear(ids: tuple[str, ...], all_: bool, prefix: str, output: str) -> N
         raise InputError("name the faults to clear or pass --all (see 'aiplat lab fault list')")
     cleared = labio.clear_faults(prefix, None if all_ else list(ids))
     if output in DATA_FORMATS:
-        _data(output, {"cleared": cleared})
+        print_data(output, {"cleared": cleared})
     else:
         click.echo("cleared " + (", ".join(cleared) or "nothing"))
 
@@ -261,7 +257,7 @@ def fault_list(prefix: str, output: str) -> None:
     state = load_state(prefix)
     faults = state.faults if state else []
     if output in DATA_FORMATS:
-        _data(output, [f.model_dump() for f in faults])
+        print_data(output, [f.model_dump() for f in faults])
         return
     if not faults:
         click.echo("no active faults")
@@ -294,7 +290,7 @@ def net_check(segments: tuple[str, ...], no_throughput: bool, prefix: str, outpu
     findings, raw = run_check(prefix, list(segments) or None, not no_throughput,
                               progress=lambda m: _err(f"net check: {m}"))
     if output in DATA_FORMATS:
-        _data(output, {"findings": [f.model_dump() for f in findings], "measurements": raw})
+        print_data(output, {"findings": [f.model_dump() for f in findings], "measurements": raw})
     else:
         c = _console()
         t = box_table(f"net check — {len(findings)} finding(s) in {raw['seconds']} s",
@@ -361,7 +357,7 @@ def diagnose(ctx: click.Context, since: str, prom_url: str | None, prefix: str,
         raise InputError(f"no lab {prefix!r} is up and no --prometheus URL was given "
                          "(fix: 'aiplat lab up', or pass --prometheus http://host:9090)")
     if output in DATA_FORMATS:
-        _data(output, {"causes": [c.model_dump() for c in d.causes],
+        print_data(output, {"causes": [c.model_dump() for c in d.causes],
                "pulls": [w.model_dump() | {"fall": round(w.fall, 1)} for w in d.pulls],
                "window": d.window, "prometheus": d.prometheus, "notes": d.notes})
     else:
@@ -428,7 +424,7 @@ def diagnose_rdma_cmd(folder: str, before: str | None, rails: int | None,
     d = diagnose_rdma(nodes, earlier, runs, rails=rails, link_gbps=link_gbps)
     d.notes[:0] = notes
     if output in DATA_FORMATS:
-        _data(output, d.model_dump())
+        print_data(output, d.model_dump())
     else:
         c = _console()
         t = box_table(f"diagnose rdma — {len(d.causes)} candidate cause(s), "
