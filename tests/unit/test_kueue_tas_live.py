@@ -12,7 +12,12 @@ domains their pods need, and pods that fit the topology only without other workl
 domains: Kueue's fair-sharing victim search asks TAS as the classic one does, finds no
 candidates and leaves them pending (the replay left them "unknown" before); and a flavor
 scan that resumes across cycles, which fair sharing's shares must not outdate
-(``fair-seed5``, see ``test_kueue_generation.py``).
+(``fair-seed5``, see ``test_kueue_generation.py``). ``fair-seed21``: a head whose nominated
+pod set borrowed a flavor an earlier head of the cycle then took, in quota and in domains;
+Kueue checks the quota first and skips it ("no longer fits"), with no new assignment, and
+admits it a cycle later beside another queue's head, both on the same node (its in-cycle
+check takes each pod set's domains on their own); assigned again at once, it left that
+node to the other head, and a third workload no room (Kueue's log at ``--zap-log-level=4``).
 """
 
 from __future__ import annotations

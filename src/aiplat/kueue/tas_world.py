@@ -135,13 +135,24 @@ class TasReplay(Replay):
         """``updateAssignmentIfNeeded``: a placement found at nomination that no longer
         fits (an earlier head of the cycle took its domains: ``FitsCheckNoTAS``) makes
         Kueue assign the workload again, from its first flavor, on what the cycle has taken
-        (``TASRecomputeAssignmentWithinSchedulingCycle``)."""
+        (``TASRecomputeAssignmentWithinSchedulingCycle``). Only when its quota still fits:
+        ``ClusterQueueSnapshot.Fits`` checks the quota first, and ``FitsCheckNoQuota`` skips
+        the head as it was nominated ("no longer fits"), with no new assignment (TAS
+        under fair sharing, seed 21: a pod set nominated on a borrowed flavor an earlier
+        head's quota and domains took; recomputed, it was admitted a cycle early)."""
         nominated = self._nominated.get(e.p.wl.key)
-        if nominated is not None and not _still_fits(
+        if nominated is not None and self._quota_fits(e, taken) and not _still_fits(
                 self._without(set(taken) | nominated[1]), nominated[0], self._requests(e.p.wl)):
             e.p.last = None
             again = self.nominate(e.p)
             e.a, e.targets = again.a, again.targets
+
+    def _quota_fits(self, e: Entry, taken: Mapping[str, Admitted]) -> bool:
+        """The quota half of ``fits``: the nominated usage with the cycle's victims and
+        ``e``'s own released, as the cycle checks it next."""
+        merged = list(taken.values()) + [t.victim for t in e.targets
+                                         if t.victim.wl.key not in taken]
+        return self._fits(self.tree.cqs[e.cq.name], e.a.usage, merged)
 
     def processed(self, e: Entry, last: bool) -> None:
         """``reserveCapacityForUnreclaimablePreempt``: a preemptor without candidates keeps
