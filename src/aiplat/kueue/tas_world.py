@@ -81,24 +81,33 @@ class TasReplay(Replay):
         quota and topology together (classic and fair sharing alike: Kueue's fair-sharing
         search asks the same ``workloadFits``).
         The placement is kept as ``updateAssignmentForTAS`` computes it: on the cycle's
-        snapshot, without the victims when there are some."""
+        snapshot, without the victims when there are some.
+        Pods that would not fit even an empty topology make the assignment NoFit here, at
+        nomination, as Kueue's flavor assigner does (``updateMode(NoFit)``): the head is
+        then inadmissible whatever the heads before it took, never skipped as "no longer
+        fits" (requeued at once), and searches no victims (TAS under fair sharing, seed 18:
+        skipped, w08 stayed its queue's head a cycle longer than in Kueue)."""
         p = e.p
         key = p.wl.key
         self._nominated.pop(key, None)
         if e.a.mode == NOFIT:
             return e
         asks = self._asks(p.wl, e.a)
-        if asks is None or _failure(tas.find_for_workload(asks.by_flavor,
-                                                          simulate_empty=True)):
-            return e  # NoFit: unplaceable says so when the head is processed
+        if asks is None:
+            return e
+        empty = _failure(tas.find_for_workload(asks.by_flavor, simulate_empty=True))
         if e.a.mode == FIT:
             got = tas.find_for_workload(asks.by_flavor)
             now = _failure(got)
             if not now:
                 self._nominated[key] = (got, frozenset())
                 return e
+            if empty:
+                return Entry(p, e.cq, _nofit_mode(e.a, now, empty), [])
             a = _preempt_mode(e.a, asks, now)
             e = Entry(p, e.cq, a, self.preemption_targets(e.cq, p.wl, a))
+        elif empty:  # Preempt by quota: TAS's check on an empty topology alone
+            return Entry(p, e.cq, _nofit_mode(e.a, "", empty), [])
         if e.targets:
             gone = frozenset(t.victim.wl.key for t in e.targets)
             got = tas.find_for_workload(requests_for(
@@ -276,6 +285,30 @@ def _preempt_mode(a: Assignment, asks: WorkloadRequests, reason: str) -> Assignm
             reasons=[*ps.reasons, reason.split(": ", 1)[1]] if ps.name == failed
             else list(ps.reasons)))
     return dataclasses.replace(a, podsets=podsets, _mode=None)
+
+
+def _nofit_mode(a: Assignment, now: str, empty: str) -> Assignment:
+    """``assignFlavors``' TAS step when the pods fit not even an empty topology: the pod set
+    that failed now gets that reason (when the quota fit), the one that failed on the empty
+    topology NoFit, and so does the assignment (``updateMode(NoFit)``)."""
+    failed_now, reason = _podset_of(now) if now else ("", "")
+    failed_empty = _podset_of(empty)[0]
+    podsets = []
+    for ps in a.podsets:
+        out = ps
+        if ps.name == failed_now:
+            out = dataclasses.replace(out, reasons=[*ps.reasons, reason])
+        if ps.name == failed_empty:
+            out = dataclasses.replace(out, flavors={r: (f, NOFIT, b)
+                                                    for r, (f, _, b) in ps.flavors.items()})
+        podsets.append(out)
+    return dataclasses.replace(a, podsets=podsets, _mode=NOFIT)
+
+
+def _podset_of(failure: str) -> tuple[str, str]:
+    """The pod set a :func:`_failure` names, and TAS's reason."""
+    head, reason = failure.split(": ", 1)
+    return head.removeprefix("couldn't assign flavors to pod set "), reason
 
 
 def _failure(got: dict[str, tuple[str, tas.PodSetResult]]) -> str:
