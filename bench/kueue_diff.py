@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -34,8 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integrat
 
 import kueue_live  # type: ignore[import-not-found]  # tests/integration, on sys.path above
 
-from aiplat.cluster.assets import locate
-from aiplat.cluster.run import down, kubeconfig_path, up
 from aiplat.kube.apply import Api
 from aiplat.kueue.scenarios import generate
 
@@ -70,39 +67,28 @@ def main() -> int:
     if args.source:
         return _offline(args.source)
     name = "kueuebenchfs" if args.fair else "kueuebench"
-    tmp = Path(tempfile.mkdtemp(prefix="kueuebench-"))
-    os.environ["AIPLAT_CLUSTER_DIR"] = str(tmp / "runs")
-    cfg: dict[str, Any] = {"apiVersion": "config.kueue.x-k8s.io/v1beta2",
-                              "kind": "Configuration", "manageJobsWithoutQueueName": False}
-    if args.fair:
-        cfg["fairSharing"] = {"preemptionStrategies": ["LessThanOrEqualToFinalShare",
-                                                       "LessThanInitialShare"]}
+    lab = kueue_live.Lab(Path(tempfile.mkdtemp(prefix="kueuebench-")) / "runs", name,
+                         args.fair)
     t0 = time.monotonic()
-    up(name, [], cfg, locate())
-    api = Api.from_kubeconfig(str(kubeconfig_path(name)))
+    lab.start()
     rows: list[dict[str, Any]] = []
     try:
         for seed in range(args.first, args.first + args.seeds):
-            row = _seed(api, seed, args, args.dump)
+            row = _seed(lab.live, seed, args, args.dump)
             if any(r.get("settled") is False and not (r.get("loop") or {}).get("kueue")
                    for r in row["runs"]):
-                # Kueue v0.19.2 can hang for good: a workload update on a ClusterQueue
-                # under the gate's cohort cycle walks the cycle forever (reportActive-
-                # Workloads -> PathSelfToRoot) holding its cache lock. A fresh lab, and
-                # the scenario once more; the first run stays counted as unsettled. (A
-                # preemption loop is no hang: Kueue is busy repeating it.)
+                # Kueue v0.19.2 can hang for good under the classic gate's cohort cycle
+                # (kueue_live.Lab): a fresh lab, and the scenario once more; the first run
+                # stays counted as unsettled. (A preemption loop is no hang: Kueue is busy
+                # repeating it.)
                 print(f"seed {seed}: Kueue did not settle: the lab restarts, the scenario "
                       "runs again", flush=True)
-                api.close()
-                down(name)
-                up(name, [], cfg, locate())
-                api = Api.from_kubeconfig(str(kubeconfig_path(name)))
-                again = _seed(api, seed, args, args.dump)
+                lab.restart()
+                again = _seed(lab.live, seed, args, args.dump)
                 row["runs"] += again["runs"]
             rows.append(row)
     finally:
-        api.close()
-        down(name)
+        lab.stop()
     mode = ("fair sharing" if args.fair else "classic") + (
         ", partial admission" if args.partial else "") + (
         ", namespaceSelectors" if args.selectors else "") + (
