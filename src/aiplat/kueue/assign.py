@@ -272,6 +272,12 @@ class Assigner:
         """``wl``'s assignment, its flavor scans going on from ``last``; ``counts``: the
         pods per pod set (partial admission), else each pod set's full count."""
         self.wl, self.last = wl, last or {}
+        if counts is None and len(wl.podsets) == 1:
+            kept = self._walks.get(id(wl.podsets[0]))
+            if kept is not None and kept[0] is wl.podsets[0] and len(kept[2]) == 1:
+                fast = self._one(kept[2][0], kept[1])
+                if fast is not None:
+                    return fast
         a = Assignment([], {})
         if counts is not None:
             a.counts = {ps.name: n for ps, n in zip(wl.podsets, counts, strict=True)}
@@ -304,6 +310,36 @@ class Assigner:
                 a.borrowing = max(a.borrowing, b)
                 fr = (f, res)
                 usage[fr] = usage.get(fr, 0) + requests.get(res, 0)
+        return a
+
+    def _one(self, step: Step, requests: dict[str, int]) -> Assignment | None:
+        """:meth:`assign` of one pod set asking one resource of a group of one flavor it may
+        use, its scan not under way: :meth:`_find`'s walk of one flavor, without the walk
+        (the common case of a simulation; None: not that case)."""
+        if isinstance(step, str):
+            return None
+        res, plan = step
+        checks, reqs = plan[3], plan[2]
+        if len(checks) != 1 or len(reqs) != 1 or checks[0][1] is not None \
+                or self.last.get((0, res), -1) != -1:
+            return None
+        fname = checks[0][0]
+        ((r, val),) = reqs.items()
+        granular, borrow, why = self._fits((fname, r), 0, val)
+        psa = PodSetAssignment(self.wl.podsets[0].name)
+        a = Assignment([psa], {})
+        if granular == _NOFIT:
+            psa.reasons.append(why)
+            psa.failed = True
+            a._mode = NOFIT
+            return a
+        if granular != _FIT:
+            psa.reasons.append(why)
+        a._mode = _PUBLIC[granular]  # (what the mode property would find)
+        psa.flavors[r] = (fname, _PUBLIC[granular], borrow)
+        a.tried[(0, r)] = -1
+        a.borrowing = max(0, borrow)
+        a.usage[(fname, r)] = requests.get(r, 0)
         return a
 
     def _find(self, i: int, res: str, plan: Plan, usage: dict[FR, int],

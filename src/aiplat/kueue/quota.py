@@ -190,11 +190,15 @@ class Tree:
             kept = theirs.get(fr) if theirs is not None else None
             avail = kept if kept is not None else self.available(parent, fr)
             q = node.quotas.get(fr)
-            local = node.local(fr)
+            local = node._local.get(fr)
+            if local is None:
+                local = node.local(fr)
             if q is not None and q.borrowing_limit is not None:
-                avail = min(_borrow_cap(node.subtree.get(fr, 0), local, use, q.borrowing_limit),
-                            avail)
-            avail += max(0, local - use)
+                # _borrow_cap, inlined (the hottest query)
+                cap = node.subtree.get(fr, 0) - local - max(0, use - local) + q.borrowing_limit
+                avail = min(avail, cap)
+            if local > use:
+                avail += local - use
         mine[fr] = avail
         return avail
 
@@ -216,7 +220,11 @@ class Tree:
         return avail
 
     def fits(self, cq: Node, usage: dict[FR, int]) -> bool:
-        return all(max(0, self.available(cq, fr)) >= v for fr, v in usage.items())
+        available = self.available
+        for fr, v in usage.items():  # noqa: SIM110 (a loop, not all() over a generator: hot)
+            if v > 0 and available(cq, fr) < v:
+                return False
+        return True
 
     # ------------------------------------------------------------------ changes
 

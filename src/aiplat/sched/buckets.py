@@ -201,11 +201,16 @@ class Buckets:
 
     def deliver(self, notified: set[str]) -> bool:
         moved = False
-        for n in sorted(notified):
-            buckets, asides = self.buckets[n], self._asides[n]
+        never, refused, all_asides = self._never, self._refused, self._asides
+        for n in notified:  # (in any order: each queue's own state alone changes)
+            asides = all_asides[n]
             if not asides and not self.firsts[n]:  # nothing waits in it
                 continue
-            back = self._coming_back(n) if self._never[n] else list(asides)
+            if never[n]:  # (every need refused: the common case after an admission)
+                back = [] if asides.keys() <= refused[n] else self._coming_back(n)
+            else:
+                back = list(asides)
+            buckets = self.buckets[n]
             for nid in back:
                 for sid in asides.pop(nid):
                     b = buckets[sid]
@@ -226,9 +231,10 @@ class Buckets:
         aside, those (by need) that some flavor has room for; the others would be found
         inadmissible again (no need to ask), and are remembered as refused."""
         refused = self._refused[cq]
-        back = []
+        asides = self._asides[cq]
+        back: list[int] = []
         room: dict[str, int] | None = None
-        for nid in self._asides[cq]:
+        for nid in asides:
             if nid in refused:
                 continue
             if room is None:

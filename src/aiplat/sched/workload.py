@@ -11,6 +11,7 @@ once all pods run; an evicted job restarts from the beginning (its progress is t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from aiplat.sched.cluster import MILLI, Placement, Request
@@ -53,7 +54,7 @@ class Job:
         if self.duration < 0 or self.submit < 0:
             raise ValueError(f"job {self.name}: negative submit time or duration")
 
-    @property
+    @cached_property  # (asked per admission, release and summary row: kept)
     def gpus(self) -> float:
         """GPUs the whole job holds (fractional GPUs count their share)."""
         return sum(p.count * p.request.gpu_total_milli for p in self.podsets) / MILLI
