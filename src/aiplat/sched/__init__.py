@@ -8,6 +8,7 @@ Layout (pure core first, edges last):
     fgd_protocol the published FGD simulator's protocol: pod sequence, node order, typical
                  workload, the 130% headline
     fgd_policies the six policies as the published simulator scores them
+    fgd_cache    FGD's integer score kept per node state (the published run's FGD choice)
     fgd          the FGD experiment (run_fgd, fgd_table) and FgdOptions for aiplat's choices
     kueue        the simulator's queues (KueueConfig): aiplat.kueue's Snapshot, built from
                  objects (kueue_objects) or in code (queues: GPUs, cores, GiB, converted once)

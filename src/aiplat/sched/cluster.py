@@ -202,10 +202,11 @@ class ClusterState:
         if not gpus:
             self.version[n] += 1
             return
-        row = self.gfree[n]
-        self.full_count[n] = int((row == MILLI).sum())
-        self.max_free[n] = int(row.max()) if self.gpu_count[n] else -1
-        free = int(row[row > 0].sum())
+        # one node's row (<= 8 slots) as Python ints: cheaper than three array reductions
+        row = self.gfree[n].tolist()
+        self.full_count[n] = row.count(MILLI)
+        self.max_free[n] = max(row) if self.gpu_count[n] else -1
+        free = sum(v for v in row if v > 0)
         self._free_milli += free - int(self.total_free[n])
         self.total_free[n] = free
         self.version[n] += 1

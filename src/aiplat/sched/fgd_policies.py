@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 
 from aiplat.sched.cluster import MILLI, ClusterState, IntArray, Placement, Request
+from aiplat.sched.fgd_cache import FgdIndex, shape_scores
 from aiplat.sched.frag import FragMeter, TypicalWorkload
 
 MAX_SCORE = 100
@@ -209,8 +210,11 @@ class FGD(PublishedPolicy):
     """Fragmentation gradient descent (``plugin/fgd_score.go``). ``score="integer"`` is the
     simulator's coarse score (rule 4): a fractional pod's GPU is the first index with the
     best integer score. ``score="exact"`` is aiplat's own: the smallest float increase, its
-    GPU the one with the smallest increase. Scores are cached per request shape and
-    recomputed only for nodes whose state changed (``ClusterState.version``)."""
+    GPU the one with the smallest increase. The integer score with ties to the node order
+    (the published run) decides through :class:`aiplat.sched.fgd_cache.FgdIndex`, scores
+    kept per node state; the other variants score every feasible node per pod, cached per
+    request shape and recomputed only for nodes whose state changed
+    (``ClusterState.version``)."""
 
     name = "fgd"
 
@@ -223,13 +227,24 @@ class FGD(PublishedPolicy):
         self._state_id = -1
         self._cache: dict[tuple[int, int, int, frozenset[str]], tuple[np.ndarray, ...]] = {}
         self._gpu_of = np.zeros(0, dtype=np.int64)  # best GPU per node for the last shape
+        self._index: FgdIndex | None = None
 
     def _bind(self, state: ClusterState) -> FragMeter:
         if self._meter is None or self._state_id != id(state):
             self._meter = FragMeter(self.workload, state)
             self._state_id = id(state)
             self._cache.clear()
+            self._index = None
+            if self.score_rule == "integer" and self.ties.rule == "node-order":
+                self._index = FgdIndex(state, self._meter, self.ties.rank, fgd_score)
         return self._meter
+
+    def place(self, state: ClusterState, req: Request) -> Placement | None:
+        self._bind(state)
+        if self._index is None:  # exact deltas or random ties: every node scored per pod
+            return super().place(state, req)
+        got = self._index.choose(req)
+        return None if got is None else Placement(*got)
 
     def scores(self, state: ClusterState, req: Request, idx: IntArray) -> np.ndarray:
         meter = self._bind(state)
@@ -258,44 +273,29 @@ class FGD(PublishedPolicy):
         cpu = state.cpu_free[r]
         models = state.model_id[r]
         n = len(r)
+        if self.score_rule == "integer":
+            score, per_gpu = shape_scores(meter, req, rows, cpu, models, score=fgd_score)
+            # a fractional pod's GPU: the first index with the best integer score
+            best = per_gpu.argmax(axis=1) if per_gpu is not None else np.zeros(n, np.int64)
+            return score.astype(np.float64), best
+        # the exact score compares float deltas across nodes, and a sum's last bit depends
+        # on how many rows the meter took (numpy sums a single row in another order): it
+        # keeps its two meter calls, so its ties fall as they did
+        before = meter.of(rows, cpu, models)
         if req.shared:
             g = state.gmax
             # [R, candidate GPU, slot]: the pod's milli taken from one GPU per candidate
             after = rows[:, None, :] - req.gpu_milli * np.eye(g, dtype=np.int64)
-            before, frag = self._measure(meter, (rows, cpu, models), (
-                after.reshape(-1, g), np.repeat(cpu - req.cpu_milli, g), np.repeat(models, g)))
-            frag = frag.reshape(n, g)
-            fits = rows >= req.gpu_milli
-            if self.score_rule == "integer":
-                per_gpu = np.where(fits, fgd_score(before[:, None], frag), -1)
-                best = per_gpu.argmax(axis=1)  # first index with the best integer score
-                return per_gpu.max(axis=1).astype(np.float64), best
-            frag = np.where(fits, frag, np.inf)
+            frag = meter.of(after.reshape(-1, g), np.repeat(cpu - req.cpu_milli, g),
+                            np.repeat(models, g)).reshape(n, g)
+            frag = np.where(rows >= req.gpu_milli, frag, np.inf)
             best = frag.argmin(axis=1)
             return before - frag[np.arange(n), best], best
         after = rows.copy()
         if req.num_gpu:  # the first entirely free GPUs (which ones does not change the measure)
             full = after == MILLI
             after[full & (np.cumsum(full, axis=1) <= req.num_gpu)] = 0
-        before, frag = self._measure(meter, (rows, cpu, models),
-                                     (after, cpu - req.cpu_milli, models))
-        zeros = np.zeros(n, dtype=np.int64)
-        if self.score_rule == "integer":
-            return fgd_score(before, frag).astype(np.float64), zeros
-        return before - frag, zeros
-
-    def _measure(self, meter: FragMeter, now: tuple[IntArray, IntArray, IntArray],
-                 after: tuple[IntArray, IntArray, IntArray]) -> tuple[np.ndarray, np.ndarray]:
-        """The fragmentation of the nodes as they are and of their states after (GPU rows,
-        CPU left, model of each): one call of the meter under the integer score. The exact
-        score compares float deltas across nodes, and a sum's last bit depends on how many
-        rows the meter took (numpy sums a single row in another order): it keeps its two
-        calls, so its ties fall as they did."""
-        if self.score_rule == "exact":
-            return meter.of(*now), meter.of(*after)
-        frag = meter.of(*(np.concatenate(pair) for pair in zip(now, after, strict=True)))
-        n = len(now[0])
-        return frag[:n], frag[n:]
+        return before - meter.of(after, cpu - req.cpu_milli, models), np.zeros(n, np.int64)
 
 
 POLICIES: dict[str, type[PublishedPolicy]] = {

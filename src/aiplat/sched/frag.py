@@ -23,6 +23,7 @@ measure (as in the paper's simulator). Pure: no I/O.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -114,6 +115,13 @@ class FragMeter:
         # [groups, models, CPU buckets]: P(shape in group, cpu <= threshold), 0 where the
         # group's model is not the node's (p * 1.0 or p * 0.0: the products of() took)
         self._p_ok = workload.p_table[:, None, :] * self.model_ok[:, :, None]
+        self._cpu_values: list[int] = workload.cpu_values.tolist()
+        self._terms: list[list[list[float]]] | None = None
+        self._usable: dict[tuple[int, ...], tuple[int, list[int]]] = {}
+        self._shared_list: list[int] = self._shared_milli.tolist()
+        self._whole_list: list[int] = self._whole_num.tolist()
+        self._group_list: list[int] = self._group_col.tolist()
+        self._one: dict[tuple[tuple[int, ...], int, int], float] = {}
 
     def of(self, gfree: IntArray, cpu_left: IntArray, model_id: IntArray) -> FloatArray:
         """Fragmentation (GPU milli) of each state: rows of ``gfree`` with their CPU/model."""
@@ -134,6 +142,51 @@ class FragMeter:
         gained: FloatArray = (pok * usable.T).sum(axis=0)
         out: FloatArray = total - gained
         return out
+
+    def bucket(self, cpu_left: int) -> int:
+        """Where free CPU ``cpu_left`` falls among the typical shapes' CPU requests (the
+        only way CPU enters the measure)."""
+        return bisect.bisect_right(self._cpu_values, cpu_left)
+
+    def one(self, row: tuple[int, ...], bucket: int, model_id: int) -> float:
+        """:meth:`of` for one state (free CPU as its :meth:`bucket`), in Python floats:
+        equal to the bit to its result when :meth:`of` takes two rows or more (numpy then
+        adds the groups' terms one after the other, as here; a lone row it sums pairwise,
+        which may differ in the last bit). For callers that ask about one state at a time,
+        where an array call costs more than the arithmetic; each state's result is kept
+        (a few thousand in a run)."""
+        key = (row, bucket, model_id)
+        got = self._one.get(key)
+        if got is None:
+            got = self._one[key] = self._frag_one(row, bucket, model_id)
+        return got
+
+    def _frag_one(self, row: tuple[int, ...], bucket: int, model_id: int) -> float:
+        got = self._usable.get(row)
+        if got is None:
+            got = self._usable[row] = self._usable_of(row)
+        total, usable = got
+        if not usable:
+            return float(total)
+        if self._terms is None:  # [model][CPU bucket][group]: _p_ok, as Python floats
+            self._terms = self._p_ok.transpose(1, 2, 0).tolist()
+        terms = self._terms[model_id][bucket]
+        gained = terms[0] * usable[0]
+        for p, u in zip(terms[1:], usable[1:], strict=True):
+            gained += p * u
+        return total - gained
+
+    def _usable_of(self, row: tuple[int, ...]) -> tuple[int, list[int]]:
+        """The free milli on a node whose GPUs have ``row`` free, and each group's usable
+        part of it (:meth:`of`)."""
+        asc = sorted(row)
+        above = [0] * (len(asc) + 1)  # above[i]: the free milli of asc[i:]
+        for i in range(len(asc) - 1, -1, -1):
+            above[i] = above[i + 1] + max(asc[i], 0)
+        cols = [above[bisect.bisect_left(asc, milli)] for milli in self._shared_list]
+        full = asc.count(MILLI)
+        cols += [full * MILLI if full >= num else 0 for num in self._whole_list]
+        return above[0], [cols[c] for c in self._group_list]
 
     def nodes(self, state: ClusterState, idx: IntArray | None = None) -> FloatArray:
         """Fragmentation of the nodes ``idx`` (all nodes when None) as they are now."""
