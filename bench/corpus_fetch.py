@@ -87,8 +87,10 @@ def gather(src: Source, mirror: Path, out: Path) -> list[dict[str, object]]:
     for line in listing:
         meta, path = line.split("\t", 1)
         mode, kind, _, size = meta.split()
+        # a mirror may lack its largest objects: ls-tree then prints "BAD" for the size
         if (kind != "blob" or mode == "120000" or not path.endswith((".yaml", ".yml"))
-                or int(size) > MAX_BYTES or path.rsplit("/", 1)[-1] == "kustomization.yaml"
+                or not size.isdigit() or int(size) > MAX_BYTES
+                or path.rsplit("/", 1)[-1] == "kustomization.yaml"
                 or not any(fnmatch.fnmatch(path, g) for g in src.globs)):
             continue
         data = _git(git_dir, "show", f"{commit}:{path}")

@@ -211,6 +211,25 @@ def no_inventory(_o: list[Obj], _inv: Inventory) -> None:
     """The tree linted without an inventory (``_inventory`` passes None for this seed)."""
 
 
+def volcano_job(o: list[Obj], _inv: Inventory) -> None:
+    """Another group's Job (Volcano's): no rule reads it as batch/v1's, one note says so."""
+    o.append({"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job",
+              "metadata": {"name": "gang", "namespace": "research"},
+              "spec": {"minAvailable": 2, "tasks": []}})
+
+
+def selector_for_an_operators_pods(o: list[Obj], _inv: Inventory) -> None:
+    """A NetworkPolicy for pods a custom resource aiplat has no schema for makes (KubeRay's
+    agent-sandbox sample): not judged, one note says so."""
+    o.append({"apiVersion": "extensions.agents.x-k8s.io/v1beta1", "kind": "SandboxTemplate",
+              "metadata": {"name": "runtime", "namespace": "research"},
+              "spec": {"podTemplate": {"metadata": {"labels": {"app": "runtime-pool"}}}}})
+    o.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+              "metadata": {"name": "runtime-egress", "namespace": "research"},
+              "spec": {"podSelector": {"matchLabels": {"app": "runtime-pool"}},
+                       "policyTypes": ["Egress"], "egress": [{}]}})
+
+
 def _inventory(seed: Seed, inv: Inventory) -> Inventory | None:
     return None if seed is no_inventory else inv
 
@@ -236,6 +255,8 @@ EXTRA: list[tuple[Seed, str]] = [
     (clusterqueue_resources_out_of_order, "kueue-queue-webhook"),
     (job_min_parallelism_not_a_number, "kueue-job-webhook"),
     (no_inventory, "inventory"),
+    (volcano_job, "unread-kind"),
+    (selector_for_an_operators_pods, "selector-matches"),
 ]
 
 

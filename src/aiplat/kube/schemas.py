@@ -119,8 +119,12 @@ def builtin_schema(version: str, api_version: str, kind: str) -> Any:
     kind at that API version (or the names could not name one)."""
     if not (_KIND.fullmatch(kind) and _API_VERSION.fullmatch(api_version)):
         return None
+    group, _, ver = api_version.rpartition("/")
+    label = schema_label(group)
+    if label is None:  # a custom group, even one beginning like Kubernetes' (batch.volcano.sh)
+        return None
     sv = schema_version(version)
-    api = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    api = f"{label}-{ver}" if label else ver
     try:
         return kv_utils.schema_contents(
             f"kubernetes-json-schema/v{sv}-local-strict/{kind.lower()}-{api}.json", version)
@@ -163,15 +167,34 @@ def definition_validator(version: str, name: str) -> Any:
 
 
 _LEGACY_GROUPS = {"", "apps", "batch", "autoscaling", "policy", "extensions"}
+# The groups the schema files do not name as LABEL.k8s.io (their label is the first one).
+_FULL_GROUPS = {"rbac": "rbac.authorization.k8s.io",
+                "flowcontrol": "flowcontrol.apiserver.k8s.io",
+                "apiserverinternal": "internal.apiserver.k8s.io"}
+
+
+def full_group(label: str) -> str:
+    """Kubernetes' API group that the schema files name ``label`` (``batch``, ``rbac``)."""
+    return label if label in _LEGACY_GROUPS else _FULL_GROUPS.get(label, f"{label}.k8s.io")
+
+
+def schema_label(group: str) -> str | None:
+    """The label the schema files name Kubernetes' API group ``group`` by, or None when
+    ``group`` is not one of Kubernetes' own: a custom group that only begins like one
+    (Volcano's ``batch.volcano.sh``, kube-batch's ``scheduling.incubator.k8s.io``) has its
+    own kinds, whatever their names (Volcano's Job is not batch/v1's)."""
+    label = next((k for k, v in _FULL_GROUPS.items() if v == group),
+                 group.split(".", maxsplit=1)[0])
+    return label if full_group(label) == group else None
 
 
 def builtin_served(version: str, group: str, kind: str) -> list[str] | None:
     """The versions of ``group`` at which Kubernetes ``version`` serves ``kind`` (GA
     first; empty when the group is Kubernetes' own but has no such kind any more), or None
     when ``group`` is not one of Kubernetes' own API groups."""
-    if group not in _LEGACY_GROUPS and not group.endswith(".k8s.io"):
+    short = schema_label(group)
+    if short is None:
         return None
-    short = group.split(".", maxsplit=1)[0]  # the schema files name a group by its first label
     every = builtin_api_versions(version)
     if short not in {a.rpartition("/")[0] for vs in every.values() for a in vs}:
         return None

@@ -7,7 +7,7 @@ path) and skips its own rules on that object; ``kube lint`` refuses the tree (an
 Only the schema's types and required fields are checked, not enums, patterns or unknown
 fields (``kube validate``'s strict check), so it is cheap and accepts what an API server
 stores. The schema: the built-in kind's for the Kubernetes version; a custom resource's
-CRD; for an API version neither knows, the same kind at another (the checks go by kind);
+CRD; for an API version neither knows, the same group's kind at another version;
 and ObjectMeta for every object's metadata (a CRD's schema leaves it open).
 
 Nulls are dropped first (``defaults.without_nulls``): the API server reads a null field as
@@ -32,6 +32,8 @@ from aiplat.kube.schemas import (
     builtin_api_versions,
     builtin_schema,
     definitions,
+    full_group,
+    schema_label,
     schema_version,
 )
 
@@ -149,16 +151,20 @@ def _walker(api: str, kind: str, version: str, crds: CrdIndex) -> tuple[_Walker 
     found = _builtin(version, api, kind)
     if found is not None:
         return found, True
+    # Another version of the same group's kind, never another group's: Volcano's
+    # batch.volcano.sh Job is not batch/v1's Job (no schema here: not checked).
+    group = api.rpartition("/")[0]
     s = crds.schema(api, kind)
     if s is None:
-        group = api.rpartition("/")[0]
-        same_kind = sorted((k for k in crds.schemas if k[2] == kind), key=lambda k: (
-            k[0] != group, k))
+        same_kind = sorted(k for k in crds.schemas if k[0] == group and k[2] == kind)
         s = crds.schemas[same_kind[0]] if same_kind else None
     if s is not None:
         return _Walker(s), False
+    label = schema_label(group)
     for other in builtin_api_versions(version).get(kind.lower(), ()):
-        found = _builtin(version, other, kind)
+        at, _, ver = other.rpartition("/")
+        found = _builtin(version, f"{group}/{ver}" if group else ver, kind) \
+            if at == label else None
         if found is not None:
             return found, True
     return None, False
@@ -215,6 +221,27 @@ def problems(o: Obj, version: str = LINT_VERSION, crds: CrdIndex | None = None
         defs = _defs(version)
         _Walker(defs, defs).check(o["metadata"], defs["$defs"][OBJECT_META], "metadata", found)
     return list(dict.fromkeys(found))
+
+
+def schema_known(o: Obj) -> bool:
+    """Whether aiplat has a schema for ``o``'s kind (built in, or a CRD it packages); another
+    kind is a custom resource whose effects (the pods its operator makes) aiplat cannot see."""
+    walker, _ = _walker(str(o.get("apiVersion", "")), str(o.get("kind", "")), LINT_VERSION,
+                        packaged_crds())
+    return walker is not None
+
+
+def foreign_kind(o: Obj, version: str = LINT_VERSION) -> tuple[str, ...]:
+    """The API groups whose ``kind`` aiplat reads, when ``o`` has that kind's name in another
+    group (Volcano's ``batch.volcano.sh`` Job is not batch/v1's; rules that go by kind must
+    not read it as one); () for an object of one of those groups or of a kind aiplat knows
+    in no group."""
+    api, kind = str(o.get("apiVersion", "")), str(o.get("kind", ""))
+    homes = {full_group(a.rpartition("/")[0])
+             for a in builtin_api_versions(version).get(kind.lower(), ())}
+    homes |= {g for g, k in packaged_crds().sources if k == kind}
+    group = api.rpartition("/")[0]
+    return () if not homes or group in homes else tuple(sorted(homes))
 
 
 def readable(items: list[tuple[str, Obj]], version: str = LINT_VERSION) -> list[Obj]:

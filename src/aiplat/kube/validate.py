@@ -52,6 +52,7 @@ from aiplat.kube.schemas import (
     field_path,
     off_by_default,
     preferred,
+    schema_label,
     schema_version,
 )
 from aiplat.kube.shape import problems
@@ -310,6 +311,9 @@ def _pod_specs(o: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     JobSet's replicated Jobs' templates."""
     kind = o.get("kind")
     spec = o.get("spec") or {}
+    group = str(o.get("apiVersion", "")).rpartition("/")[0]
+    if schema_label(group) is None and kind != "JobSet":
+        return []  # a custom group's Job (Volcano's) is not Kubernetes' Job
     if kind == "Pod":
         return [("spec", spec)]
     if kind in ("Job", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet"):
@@ -335,14 +339,15 @@ def _rule_issues(file: str, o: dict[str, Any]) -> list[Issue]:
     spec = o.get("spec") or {}
     issues = _name_issues(file, r, o)
     issues += _quantity_issues(file, r, o)
-    if kind == "DeviceClass":
+    dra = str(o.get("apiVersion", "")).startswith("resource.k8s.io/")
+    if kind == "DeviceClass" and dra:
         for i, sel in enumerate(spec.get("selectors") or []):
             expr = (sel.get("cel") or {}).get("expression", "")
             for problem in cel.check(expr):
                 issues.append(Issue("error", file, r, f"spec.selectors[{i}].cel", problem))
-    elif kind == "ResourceClaim":
+    elif kind == "ResourceClaim" and dra:
         issues += _claim_spec_issues(file, r, spec, "spec", o["apiVersion"])
-    elif kind == "ResourceClaimTemplate":
+    elif kind == "ResourceClaimTemplate" and dra:
         issues += _claim_spec_issues(file, r, spec.get("spec") or {}, "spec.spec",
                                      o["apiVersion"])
     for base, pod in _pod_specs(o):

@@ -42,7 +42,7 @@ from aiplat.kube.inventory import Inventory
 from aiplat.kube.lint import rules as _rules_package
 from aiplat.kube.lint.base import SEVERITIES, Context, Obj, Rule, registered
 from aiplat.kube.lint.objects import helm_values
-from aiplat.kube.shape import readable
+from aiplat.kube.shape import foreign_kind, readable
 
 __all__ = ["Context", "Finding", "Rule", "lint", "rules"]
 _ORDER = {s: i for i, s in enumerate(SEVERITIES)}
@@ -71,10 +71,15 @@ def lint(objects: list[Obj], inventory: Inventory | None, *,
     names = list(files or [""] * len(objects))
     pairs = list(zip(names, objects, strict=True))
     values = [(f, o) for f, o in pairs if helm_values(o)]
-    kept = [(i, f, o) for i, (f, o) in enumerate(pairs) if not helm_values(o)]
+    # Another group's kind named like one the rules read (Volcano's Job): no rule reads it.
+    unread = [(f, o, foreign_kind(o)) for f, o in pairs
+              if not helm_values(o) and isinstance(o, dict) and foreign_kind(o)]
+    kept = [(i, f, o) for i, (f, o) in enumerate(pairs)
+            if not helm_values(o) and not (isinstance(o, dict) and foreign_kind(o))]
     stored = readable([(f, o) for _i, f, o in kept])  # the same order
     unset = {id(s) for (i, _f, _o), s in zip(kept, stored, strict=True) if i in unset_namespace}
     ctx = Context(stored, inventory, [f for _i, f, _o in kept],
-                  kueue_version=kueue_version, helm_values=values, unset_namespace=unset)
+                  kueue_version=kueue_version, helm_values=values, unset_namespace=unset,
+                  unread=unread)
     findings = [f for r in rules() for f in r.run(ctx)]
     return sorted(findings, key=lambda f: (_ORDER.get(f.severity, 2), f.source, f.subject))

@@ -55,15 +55,18 @@ class Context:
     default) and Kueue's Helm values the tree holds (file, values: documents of no kind);
     ``unset_namespace``: ids of the objects that named no namespace (the reader placed them
     where kubectl's context likely would; a rule that must assume the worst asks
-    ``namespace_unset``).
+    ``namespace_unset``); ``unread``: (file, object, the groups aiplat reads its kind in) of
+    the objects left out of ``objects``, another group's kind named like one rules read.
     ``cache`` keeps what rules derive from the tree once per lint (each key owned by one
     module)."""
 
     def __init__(self, objects: list[Obj], inventory: Inventory | None,
                  files: list[str] | None = None, *, kueue_version: str | None = None,
                  helm_values: list[tuple[str, Obj]] | None = None,
-                 unset_namespace: set[int] | None = None) -> None:
+                 unset_namespace: set[int] | None = None,
+                 unread: list[tuple[str, Obj, tuple[str, ...]]] | None = None) -> None:
         self.objects = objects
+        self.unread = unread or []
         self.unset_namespace = unset_namespace or set()
         # No inventory: no pools, no devices; the rules that compare with them judge nothing.
         self.inventory_known = inventory is not None

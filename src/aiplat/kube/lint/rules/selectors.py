@@ -23,7 +23,10 @@ and selectors that match nothing. Each class, with its page at night and the rul
                        inference extension InferencePool spec.selector, policy/v1
                        PodDisruptionBudget. Templated allow-policies
                        for pods a tenant may not run yet (allow-gateway where no serving pod
-                       is) are not flagged: their labels exist in the tree.
+                       is) are not flagged: their labels exist in the tree. A tree with
+                       custom resources aiplat has no schema for (a RayCluster, KubeRay's
+                       SandboxTemplate) may have pods their operators make: a selector that
+                       matches no pod aiplat sees is then not judged, and one note says so.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from typing import Any
 from aiplat.findings import Finding, Severity
 from aiplat.kube.lint.base import Context, Obj, finding, namespace, rule
 from aiplat.kube.lint.objects import aiplat_tenants, pod_templates, selector_matches, tenants
+from aiplat.kube.shape import schema_known
 from aiplat.kube.validate import ref
 
 
@@ -113,9 +117,12 @@ def _selector(o: Obj) -> Obj | None:
 
 
 @rule("selector-matches", "Services, InferencePools, PDBs and NetworkPolicies select "
-      "pods of the tree", severities=("error", "warning"))
+      "pods of the tree", severities=("error", "warning", "info"))
 def selector_matches_pods(ctx: Context) -> list[Finding]:
     pods = _pod_labels(ctx)
+    opaque = sorted({f"{o.get('apiVersion')} {o.get('kind')}" for o in ctx.objects
+                     if not schema_known(o)})
+    unjudged = []
     out = []
     for kind in ("Service", "InferencePool", "PodDisruptionBudget", "NetworkPolicy"):
         for o in ctx.kind(kind):
@@ -130,6 +137,9 @@ def selector_matches_pods(ctx: Context) -> list[Finding]:
             if kind == "NetworkPolicy" and any(selector_matches(sel, labels)
                                                for _, labels in pods):
                 continue  # a policy ready for pods this tenant does not run yet
+            if opaque:  # an operator may make the pods it selects: unknown
+                unjudged.append(ref(o))
+                continue
             why = {"Service": "it gets no endpoints: connections to it are refused",
                    "InferencePool": "the gateway has no endpoint to route to (503)",
                    "PodDisruptionBudget": "it protects nothing: a drain evicts every replica "
@@ -142,6 +152,13 @@ def selector_matches_pods(ctx: Context) -> list[Finding]:
                                f"its selector {sel} matches no pod in namespace {ns}: {why}",
                                "make the selector match the workload's pod template labels "
                                "(app.kubernetes.io/name)"))
+    if unjudged:
+        out.append(finding("info", "selector-matches", ", ".join(unjudged[:3]) + (
+            f" and {len(unjudged) - 3} more" if len(unjudged) > 3 else ""),
+            "selectors not judged (unknown): they match no pod aiplat sees, and the tree has "
+            f"custom resources whose operators may make pods ({', '.join(opaque[:4])}"
+            f"{' ...' if len(opaque) > 4 else ''})", "compare with the running pods: "
+            "`kubectl get pods -l KEY=VALUE`"))
     return out
 
 
