@@ -155,12 +155,12 @@ class ClusterState:
         fractional request, the first entirely free GPUs for a whole one."""
         if not req.num_gpu:
             return ()
-        row = self.gfree[node]
+        row = self.gfree[node].tolist()  # <= 8 slots: Python beats array calls here
         if req.shared:
-            cand = np.where(row >= req.gpu_milli, row, MILLI + 1)
-            return (int(np.argmin(cand)),)
-        full = (row == MILLI).nonzero()[0]
-        return tuple(int(g) for g in full[: req.num_gpu])
+            # the first index of the smallest free milli that fits (np.argmin's tie rule)
+            fits = [v if v >= req.gpu_milli else MILLI + 1 for v in row]
+            return (fits.index(min(fits)),)
+        return tuple([g for g, v in enumerate(row) if v == MILLI][: req.num_gpu])
 
     # ------------------------------------------------------------------ changes
 

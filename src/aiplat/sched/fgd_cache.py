@@ -8,12 +8,13 @@ GPU holds what). Thousands of nodes share a few thousand states over a run, so:
 - :class:`NodeStates` names each node's state with a small integer, renamed when asked
   about a node whose ``ClusterState.version`` moved (one per placement);
 - :class:`ShapeScores` keeps, per pod shape, each state's score and the free milli values
-  of its best GPUs, computed by :func:`shape_scores` (the meter, vectorised) on first use;
-- :class:`ShapeScores` also keeps, per pod shape, a key per node (score, then the seed's
-  node order; -1 where the shape does not fit), which :class:`FgdIndex` re-keys only for the
-  nodes that changed since that shape last came, so one placement costs a handful of array
-  operations. Memory is left out of the key (it decides feasibility only, and pods of one
-  shape ask for different amounts): the best node short of memory falls back to a mask.
+  of its best GPUs, computed on first use (a few states at a time in Python through
+  ``FragMeter.one``, many at once by :func:`shape_scores`), and a key per node (score, then
+  the seed's node order; -1 where the shape does not fit);
+- :class:`FgdIndex` re-keys a shape only for the nodes that changed since that shape last
+  came, so one placement costs a handful of array operations. Memory is left out of the
+  key (it decides feasibility only, and pods of one shape ask for different amounts): the
+  best node short of memory falls back to a mask.
 
 Every decision is the one the plain per-node scoring takes (``fgd_policies.FGD`` with
 ``score="exact"`` or random ties still scores that way): the meter is called on at least two
@@ -93,7 +94,7 @@ class ShapeScores:
     """One pod shape's integer FGD score per node state, and its best GPUs' free milli."""
 
     def __init__(self, req: Request, meter: FragMeter, states: NodeStates,
-                 score: ScoreFn) -> None:
+                 score: ScoreFn, sigmoid: dict[float, int] | None = None) -> None:
         # memory decides feasibility only, apart (FgdIndex.choose): every pod of the shape
         self.req = replace(req, memory_mib=0)
         n = len(states.state)
@@ -105,7 +106,7 @@ class ShapeScores:
         self.score_fn = score
         self.score: IntArray = np.full(64, UNKNOWN, dtype=np.int64)
         self.best: dict[int, frozenset[int]] = {}
-        self._sig: dict[float, int] = {}
+        self._sig = {} if sigmoid is None else sigmoid  # score_fn per decrease, shareable
         self._by_bucket: dict[tuple[int, tuple[int, ...], int, int],
                               tuple[int, frozenset[int] | None]] = {}
         self._afters: dict[tuple[int, ...], list[tuple[int, tuple[int, ...]]]] = {}
@@ -260,6 +261,7 @@ class FgdIndex:
         self.n = n
         self.tie: IntArray = (n - 1 - rank).astype(np.int64)
         self._shapes: dict[Kind, ShapeScores] = {}
+        self._sigmoid: dict[float, int] = {}  # one score function: its values shared
 
     def choose(self, req: Request) -> tuple[int, tuple[int, ...]] | None:
         """The node and GPUs FGD gives ``req`` now, or None when it fits nowhere."""
@@ -267,7 +269,7 @@ class FgdIndex:
         shape = self._shapes.get(req.kind)
         if shape is None:
             shape = self._shapes[req.kind] = ShapeScores(req, self.meter, self.states,
-                                                         self.score_fn)
+                                                         self.score_fn, self._sigmoid)
         stale = (shape.seen != st.version).nonzero()[0]
         if len(stale) > SMALL:
             self._rekey_all(shape, stale)
