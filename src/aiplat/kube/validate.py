@@ -545,7 +545,11 @@ def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
     # Fields of the wrong type the schema check cannot see (an unknown API version, a
     # custom resource's metadata), and no rule on an object that has any: rules read it.
     misshapen = problems(o, version, crds)
-    seen = {i.path for i in found}
+    # A missing field the schema check said at its parent ("'x' is a required property")
+    # is not said again at the field.
+    seen = {i.path for i in found} | {
+        f"{i.path}.{m.group(1)}".lstrip(".") for i in found
+        if (m := _REQUIRED.fullmatch(i.message))}
     found += [Issue("error", file, ref(o), p, m) for p, m in misshapen if p not in seen]
     if misshapen:
         return found
@@ -556,6 +560,7 @@ def _object_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -
     return found + _rule_issues(file, o)
 
 
+_REQUIRED = re.compile(r"'([^']+)' is a required property")
 _TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string",
                "integer": "an integer", "number": "a number", "boolean": "true or false"}
 
