@@ -230,6 +230,14 @@ def selector_for_an_operators_pods(o: list[Obj], _inv: Inventory) -> None:
                        "policyTypes": ["Egress"], "egress": [{}]}})
 
 
+def rayjob_queued_to_kueue(o: list[Obj], _inv: Inventory) -> None:
+    """A custom resource aiplat has no schema for, queued to Kueue: said not checked."""
+    o.append({"apiVersion": "ray.io/v1", "kind": "RayJob",
+              "metadata": {"name": "sweep", "namespace": "research",
+                           "labels": {"kueue.x-k8s.io/queue-name": "research"}},
+              "spec": {"entrypoint": "python train.py"}})
+
+
 def _inventory(seed: Seed, inv: Inventory) -> Inventory | None:
     return None if seed is no_inventory else inv
 
@@ -256,6 +264,7 @@ EXTRA: list[tuple[Seed, str]] = [
     (job_min_parallelism_not_a_number, "kueue-job-webhook"),
     (no_inventory, "inventory"),
     (volcano_job, "unread-kind"),
+    (rayjob_queued_to_kueue, "unread-kind"),
     (selector_for_an_operators_pods, "selector-matches"),
 ]
 

@@ -181,3 +181,16 @@ def test_a_missing_required_field_is_said_once(tmp_path: Path) -> None:
     assert code == 1
     assert [(i["path"], i["message"]) for i in issues] == [
         ("spec", "'template' is a required property")]
+
+
+def test_a_custom_resource_queued_to_kueue_is_said_not_checked(verdicts: dict[str, Any]
+                                                               ) -> None:
+    """Kubeflow Trainer's Kueue example: a TrainJob with ``kueue.x-k8s.io/queue-name``. Kueue
+    admits it (the trainjob integration is on in Kueue's shipped configuration); lint's
+    workload rules do not read TrainJobs, and lint passed it in silence."""
+    _code, findings, _ = verdicts["trainer/v2.3.0/examples/yaml/03-kueue-integration.yaml"][
+        "lint"]
+    notes = [x for x in findings if x["source"] == "unread-kind"]
+    assert [(x["severity"], x["subject"]) for x in notes] == [
+        ("info", "TrainJob/default/kueue-example")]
+    assert "queued to Kueue (LocalQueue 'training-queue') not checked" in notes[0]["message"]
