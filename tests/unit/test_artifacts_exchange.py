@@ -34,6 +34,9 @@ JSON = {"Content-Type": "application/json"}
 GIVE_UP = 8.0
 """How long a hostile server here keeps going: past it, the code before the fix got
 another error (or an answer) instead of hanging the suite."""
+ENDED_BY_THE_BUDGET = GIVE_UP
+"""An exchange the 1 s budget ended ended before the server gave up: the bound says which
+of the two ended it, with room for a busy host (4 s bounds failed at load 6)."""
 
 
 @pytest.fixture(autouse=True)
@@ -71,7 +74,7 @@ def test_an_endless_run_of_interim_answers_is_given_up_on(interim: bytes) -> Non
         took = time.monotonic() - t0
     msg = str(info.value)
     assert "MAX_EXCHANGE_SECONDS" in msg and "interim" in msg and "(fix: " in msg, msg
-    assert took < 4, took
+    assert took < ENDED_BY_THE_BUDGET, took
 
 
 def test_a_blobs_answer_is_bounded_until_its_headers() -> None:
@@ -80,7 +83,7 @@ def test_a_blobs_answer_is_bounded_until_its_headers() -> None:
         with pytest.raises(RegistryError, match="MAX_EXCHANGE_SECONDS"), \
                 loopback(srv).stream_blob("m", sha256_digest(b"x")):
             pass
-        assert time.monotonic() - t0 < 4
+        assert time.monotonic() - t0 < ENDED_BY_THE_BUDGET
 
 
 def _trickling_redirects(hop_seconds: float) -> Respond:
@@ -105,7 +108,7 @@ def test_a_redirect_chain_that_trickles_is_bounded_as_one_exchange() -> None:
         took = time.monotonic() - t0
         hops = len(srv.requests)
     assert "MAX_EXCHANGE_SECONDS" in str(info.value), info.value
-    assert took < 3 and hops <= 4, (took, hops)
+    assert took < ENDED_BY_THE_BUDGET and hops <= 4, (took, hops)
 
 
 def _redirects(n: int) -> httpx.MockTransport:
@@ -169,7 +172,7 @@ def test_a_listing_page_waits_no_longer_than_the_listing_has_left(
         t0 = time.monotonic()
         with pytest.raises(RegistryError, match="MAX_LISTING_SECONDS"):
             c.tags("m")
-        assert time.monotonic() - t0 < 4
+        assert time.monotonic() - t0 < ENDED_BY_THE_BUDGET
 
 
 def test_a_tls_handshake_that_stalls_uses_up_the_same_budget() -> None:
@@ -182,7 +185,7 @@ def test_a_tls_handshake_that_stalls_uses_up_the_same_budget() -> None:
         t0 = time.monotonic()
         with pytest.raises(RegistryError, match="MAX_EXCHANGE_SECONDS"):
             loopback(srv, plain_http=False).ping()
-        assert time.monotonic() - t0 < 4
+        assert time.monotonic() - t0 < ENDED_BY_THE_BUDGET
 
 
 def test_an_interim_flood_through_a_proxy_from_the_environment_is_bounded_too(
@@ -197,7 +200,7 @@ def test_an_interim_flood_through_a_proxy_from_the_environment_is_bounded_too(
         t0 = time.monotonic()
         with pytest.raises(RegistryError, match="MAX_EXCHANGE_SECONDS"):
             c.ping()
-        assert time.monotonic() - t0 < 4
+        assert time.monotonic() - t0 < ENDED_BY_THE_BUDGET
         assert proxy.requests[0][1] == "http://reg.test:5000/v2/"  # it went by the proxy
 
 
@@ -260,4 +263,4 @@ def test_model_tags_against_an_interim_flood_is_one_line(
     err = capsys.readouterr().err
     assert code == 1, err
     assert "Traceback" not in err and err.count("\n") == 1 and err.startswith("error: "), err
-    assert "MAX_EXCHANGE_SECONDS" in err and took < 4, (err, took)
+    assert "MAX_EXCHANGE_SECONDS" in err and took < ENDED_BY_THE_BUDGET, (err, took)
