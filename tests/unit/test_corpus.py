@@ -19,8 +19,6 @@ Rewrite the list after a fix (classes of entries still there are kept; new ones 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 import sys
@@ -29,27 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from aiplat.cli.main import main as aiplat_main
+from cli_inprocess import run
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 KNOWN = CORPUS / "known_disagreements.json"
 Obj = dict[str, Any]
-
-
-def _run(*args: str) -> tuple[int | None, str, str]:
-    """``aiplat ARGS`` in this process: (exit code, stdout, stderr); exit code None when it
-    ended in an exception no handler caught (what a user sees as a traceback)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code: int | None = aiplat_main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        except Exception as e:  # the crash this test exists to catch
-            code = None
-            err.write(f"{type(e).__module__}.{type(e).__qualname__}: {e}")
-    return code, out.getvalue(), err.getvalue()
 
 
 def _first_lines(text: str, n: int = 3) -> list[str]:
@@ -58,7 +40,7 @@ def _first_lines(text: str, n: int = 3) -> list[str]:
 
 def _validate(folder: Path, version: str) -> Obj | None:
     """The disagreement of ``kube validate`` with the server on one file, or None."""
-    code, out, err = _run("kube", "validate", str(folder), "--k8s-version", version,
+    code, out, err = run("kube", "validate", str(folder), "--k8s-version", version,
                           "-o", "json")
     if code is None:
         return {"kind": "crash", "detail": _first_lines(err)}
@@ -71,7 +53,7 @@ def _validate(folder: Path, version: str) -> Obj | None:
 
 
 def _lint(folder: Path) -> Obj | None:
-    code, out, err = _run("kube", "lint", str(folder), "-o", "json")
+    code, out, err = run("kube", "lint", str(folder), "-o", "json")
     if code is None:
         return {"kind": "crash", "detail": _first_lines(err)}
     if code == 2:

@@ -13,15 +13,12 @@ test asks for it. What this cannot show: the operators' own webhooks (Volcano's 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from aiplat.cli.main import main as aiplat_main
+from cli_inprocess import run
 
 SWEEP = Path(__file__).resolve().parents[1] / "data" / "upstream_sweep"
 VOLCANO = SWEEP / "volcano" / "v1.15.1" / "example"
@@ -40,29 +37,14 @@ REFUSED = {
 }
 
 
-def _run(*args: str) -> tuple[int | None, str, str]:
-    """``aiplat ARGS`` in this process: (exit code, stdout, stderr); None for an exception
-    no handler caught (a traceback to the user)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code: int | None = aiplat_main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        except Exception as e:  # the crash this test exists to catch
-            code = None
-            err.write(f"{type(e).__qualname__}: {e}")
-    return code, out.getvalue(), err.getvalue()
-
-
 def _validate(path: Path) -> tuple[int | None, list[dict[str, Any]], str]:
-    code, out, err = _run("kube", "validate", str(path), "-o", "json")
+    code, out, err = run("kube", "validate", str(path), "-o", "json")
     issues = [i for r in json.loads(out) for i in r["issues"]] if code in (0, 1) else []
     return code, issues, err
 
 
 def _lint(path: Path) -> tuple[int | None, list[dict[str, Any]], str]:
-    code, out, err = _run("kube", "lint", str(path), "-o", "json")
+    code, out, err = run("kube", "lint", str(path), "-o", "json")
     return code, json.loads(out) if code in (0, 1) else [], err
 
 
