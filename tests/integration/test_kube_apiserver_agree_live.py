@@ -5,12 +5,15 @@ its own (``aiplat lab cluster up``):
 - nulls in a custom resource: a CRD written here (``tests/data/crd_nulls``), one object per
   place a null can sit (object field with and without a default, ``nullable: true``, a list
   item with and without the items' default, a string, an int-or-string, a map value, a
-  free-form field, an undeclared field, the whole spec, status, metadata), each sent as
-  ``aiplat kube apply`` and ``kubectl apply --server-side`` send it (server-side apply,
-  ``dryRun=All``): the server still answers what ``verdicts.yaml`` records (which
-  tests/unit/test_kube_validate_nulls.py holds validate to without a cluster), and
-  ``aiplat kube validate``'s verdict on each is the server's, an error at the field the
-  server names; a JobSet with a null spec, which the JobSet webhook fills, passes both.
+  free-form field, an undeclared field, the whole spec, status, metadata), each sent two
+  ways: as ``aiplat kube apply`` and ``kubectl apply --server-side`` send it (server-side
+  apply, ``dryRun=All``), and as ``kubectl apply`` and ``kubectl create`` send a new object
+  (a POST with ``dryRun=All`` and ``fieldValidation=Strict``, kubectl's default): the server
+  still answers what ``verdicts.yaml`` records (which tests/unit/test_kube_validate_nulls.py
+  holds validate to without a cluster), and ``aiplat kube validate``'s verdict on each is
+  the server's: an error where both refuse, a warning where server-side apply alone does,
+  at the field the server names; a JobSet with a null spec, which the JobSet webhook fills,
+  passes both.
 - the pod probe of ``kube apply --dry-run server``: a Deployment with the ServiceAccount it
   runs as in the same batch (as ``helm template`` renders them, without a namespace, and in
   a namespace the batch creates), or one the namespace has live, is not refused; a real
@@ -120,7 +123,8 @@ def test_dry_run_pods_find_the_service_accounts_of_their_batch(
 NULLS = Path(__file__).resolve().parents[1] / "data" / "crd_nulls"
 # "... is invalid: spec.args[1]: Invalid value ..." or "[spec.choice: ..., spec.choice: ...]";
 # server-side apply's own "...: .spec.nosuch: field not declared in schema".
-_FIELD = re.compile(r"is invalid: \[?(?P<f>[^:\s]+): |: \.(?P<g>[^:\s]+): field not declared")
+_FIELD = re.compile(r"is invalid: \[?(?P<f>[^:\s]+): |: \.(?P<g>[^:\s]+): field not declared"
+                    r'|unknown field \\?"(?P<u>[^"\\]+)\\?"')
 
 
 def null_cases() -> tuple[Obj, dict[str, Obj]]:
@@ -141,8 +145,10 @@ def null_cases() -> tuple[Obj, dict[str, Obj]]:
 
 
 def server_verdicts(api: Api) -> dict[str, Obj]:
-    """Each case sent as ``aiplat kube apply --dry-run server`` sends it: accepted, or
-    refused with the field the server names."""
+    """Each case sent as ``aiplat kube apply --dry-run server`` sends it (server-side
+    apply): accepted, or refused with the field the server names; and under ``create`` as
+    ``kubectl apply --dry-run=server`` sends a new object (a POST, strict field
+    validation)."""
     crd, cases = null_cases()
     api.apply(crd)
     api.wait_established([crd["metadata"]["name"]])
@@ -151,17 +157,25 @@ def server_verdicts(api: Api) -> dict[str, Obj]:
         try:
             api.apply(o, dry_run=True)
         except ApiError as e:
-            m = _FIELD.search(str(e))
-            out[name] = {"verdict": "refused", "field": m and (m["f"] or m["g"]),
-                         "message": str(e)}
+            out[name] = _refused(str(e))
         else:
             out[name] = {"verdict": "accepted"}
+        r = api._request("POST", api.path(o, named=False), json=o,
+                         params={"dryRun": "All", "fieldValidation": "Strict"})
+        out[name]["create"] = {"verdict": "accepted"} if r.status_code < 400 \
+            else _refused(r.text)
     return out
 
 
+def _refused(message: str) -> Obj:
+    m = _FIELD.search(message)
+    return {"verdict": "refused", "field": m and (m["f"] or m["g"] or m["u"]),
+            "message": message}
+
+
 def _validate_verdicts(tmp: Path, kubeconfig: str) -> dict[str, Obj]:
-    """``aiplat kube validate`` on the CRD and every case, one file each: accepted, or
-    refused with the fields its errors name."""
+    """``aiplat kube validate`` on the CRD and every case, one file each: the fields its
+    errors and its warnings name."""
     crd, cases = null_cases()
     folder = tmp / "nulls"
     folder.mkdir()
@@ -171,14 +185,22 @@ def _validate_verdicts(tmp: Path, kubeconfig: str) -> dict[str, Obj]:
     cp = _aiplat(_env(kubeconfig), "kube", "validate", str(folder), "--k8s-version", "1.36",
                  "-o", "json")
     found = json.loads(cp.stdout)
-    out: dict[str, Obj] = {name: {"verdict": "accepted"} for name in cases}
+    out: dict[str, Obj] = {name: {"error": [], "warning": []} for name in cases}
     (result,) = found
     for issue in result["issues"]:
         name = Path(issue["file"]).name.removesuffix(".yaml")
-        if issue["severity"] == "error" and name in cases:
-            v = out[name]
-            v["verdict"] = "refused"
-            v.setdefault("fields", []).append(issue["path"])
+        if name in cases and issue["severity"] in ("error", "warning"):
+            out[name][issue["severity"]].append(issue["path"])
+    return out
+
+
+def _recorded(server: Obj) -> Obj:
+    """A verdict as ``verdicts.yaml`` records it (no message)."""
+    out = {"verdict": server["verdict"]}
+    if "field" in server:
+        out["field"] = server["field"]
+    if "create" in server:
+        out["create"] = _recorded(server["create"])
     return out
 
 
@@ -187,12 +209,17 @@ def test_validate_judges_nulls_as_the_api_server_does(lab: tuple[Api, str],
     api, kubeconfig = lab
     server = server_verdicts(api)
     recorded = yaml.safe_load((NULLS / "verdicts.yaml").read_text())
-    assert {k: {"verdict": v["verdict"], **({"field": v["field"]} if "field" in v else {})}
-            for k, v in server.items()} == recorded, "the server changed: verdicts.yaml"
+    assert {k: _recorded(v) for k, v in server.items()} == recorded, \
+        "the server changed: verdicts.yaml"
     ours = _validate_verdicts(tmp_path, kubeconfig)
-    differ = {name: {"server": server[name], "validate": ours[name]} for name in server
-              if ours[name]["verdict"] != server[name]["verdict"]
-              or server[name].get("field") not in ours[name].get("fields", [None])}
+    differ = {}
+    for name, v in server.items():
+        said = ours[name]["error"] + ours[name]["warning"]
+        agrees = (v["verdict"] == "accepted") == (not said) \
+            and (v["verdict"] == "accepted" or v["field"] in said) \
+            and (v["create"]["verdict"] == "accepted") == (not ours[name]["error"])
+        if not agrees:
+            differ[name] = {"server": v, "validate": ours[name]}
     assert not differ, differ
     # A mutating webhook decodes the object into Go types: the JobSet webhook fills a null
     # spec (as the corpus's JobSet sample has it) instead of leaving it to be refused.

@@ -55,6 +55,38 @@ def as_applied(o: Obj, schema: Any) -> Obj:
     return server_defaults(out, schema)
 
 
+def as_created(o: Obj, schema: Any) -> Obj:
+    """A custom resource as a create (POST: ``kubectl create``, ``kubectl apply`` of a new
+    object) hands it to validation: ``as_applied`` after apiextensions-apiserver's
+    ``PruneNonNullableNullsWithoutDefaults``, which deletes every map value (a property or
+    an ``additionalProperties`` value) that is null where its schema is neither nullable
+    nor defaulted. A null list item, and a null the schema does not declare (structural
+    pruning's, an unknown field), it leaves."""
+    return as_applied(_prune_nulls(copy.deepcopy(o), schema, 0), schema)
+
+
+def _prune_nulls(value: Any, schema: Any, depth: int) -> Any:
+    if depth > _DEPTH or not isinstance(schema, dict):
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, dict) else {}
+        extra = schema.get("additionalProperties")
+        for k in list(value):
+            sub = props.get(k, extra)
+            if not isinstance(sub, dict):
+                continue
+            if value[k] is None and sub.get("nullable") is not True \
+                    and sub.get("default") is None:
+                del value[k]
+            else:
+                _prune_nulls(value[k], sub, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _prune_nulls(item, schema.get("items"), depth + 1)
+    return value
+
+
 def without_nulls(node: Any) -> Any:
     """A copy without null map values or list items (what the API server stores)."""
     if isinstance(node, dict):

@@ -40,7 +40,7 @@ from aiplat.kube.crds import (
     packaged_crds,
     unusable_index,
 )
-from aiplat.kube.defaults import as_applied, stored
+from aiplat.kube.defaults import as_applied, as_created, stored
 from aiplat.kube.objects import ref
 from aiplat.kube.quantity import QuantityError, parse_quantity
 from aiplat.kube.schemas import (
@@ -566,40 +566,49 @@ _TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string",
 
 
 def _null_issues(file: str, o: dict[str, Any], version: str, crds: CrdIndex) -> list[Issue]:
-    """The nulls of a custom resource that the API server refuses: server-side apply
-    validates them as they are (``defaults.as_applied``), so a null where the CRD's schema
-    gives a type (object, array, string, int-or-string, ...) and not ``nullable: true`` is
-    refused, unless the field has a default (which takes its place); a null field the schema
-    does not declare is refused as unknown. ``kubectl create`` drops the nulls of mapping
-    fields first, but not of list items. The schema check proper reads the object without
-    nulls (``defaults.stored``), so each null is said here, once."""
+    """The nulls of a custom resource that the API server refuses, by how it is sent.
+    Server-side apply (``aiplat kube apply``, ``kubectl apply --server-side``) validates
+    them as they are (``defaults.as_applied``): a null where the CRD's schema gives a type
+    (object, array, string, int-or-string, ...) and not ``nullable: true`` is refused,
+    unless the field has a default (which takes its place). A create (``kubectl apply`` or
+    ``kubectl create`` of a new object) first deletes such a null when it is a map value
+    (``defaults.as_created``), so only its null list items are refused. Refused either way
+    is an error; refused by server-side apply alone, a warning (the file applies with
+    ``kubectl apply``). A null field the schema does not declare is an unknown field, which
+    both refuse (kubectl validates strictly by default). The schema check proper reads the
+    object without nulls (``defaults.stored``), so each null is said here, once."""
     if builtin_validator(version, str(o.get("apiVersion", "")), str(o.get("kind", ""))):
         return []
     schema = crds.schema(str(o.get("apiVersion", "")), str(o.get("kind", "")))
     if schema is None or not _has_null(o):
         return []
     validator = Validator(schema)
+    created = {field_path(e.absolute_path) for e in validator.iter_errors(as_created(o, schema))
+               if _refused_null(e)}
     issues: dict[str, Issue] = {}
     for e in validator.iter_errors(as_applied(o, schema)):
         path = field_path(e.absolute_path)
         if path in issues:
             continue
-        if e.instance is None and e.validator in ("type", "x-kubernetes-int-or-string",
-                                                   "anyOf") \
-                and e.schema.get("nullable") is not True:
-            issues[path] = Issue("error", file, ref(o), path, _null_message(
-                e.schema, listed=bool(e.absolute_path) and isinstance(e.absolute_path[-1],
-                                                                      int)))
+        if _refused_null(e):
+            issues[path] = Issue("error" if path in created else "warning", file, ref(o),
+                                 path, _null_message(e.schema, created=path in created))
         elif e.validator == "additionalProperties" and isinstance(e.instance, dict):
             declared = e.schema.get("properties") or {}
             for k, v in e.instance.items():
                 at = f"{path}.{k}" if path else str(k)
                 if v is None and k not in declared and at not in issues:
                     issues[at] = Issue("error", file, ref(o), at, (
-                        "null in a field the schema does not declare: server-side apply "
-                        "refuses it ('field not declared in schema'), a create drops it "
-                        "(fix: remove the key)"))
+                        "null in a field the schema does not declare: the API server "
+                        "refuses it as an unknown field (server-side apply: 'field not "
+                        "declared in schema') (fix: remove the key)"))
     return list(issues.values())
+
+
+def _refused_null(e: Any) -> bool:
+    """A schema error that is a null where the field wants a value."""
+    return e.instance is None and e.validator in (
+        "type", "x-kubernetes-int-or-string", "anyOf") and e.schema.get("nullable") is not True
 
 
 def _has_null(node: Any) -> bool:
@@ -610,15 +619,14 @@ def _has_null(node: Any) -> bool:
     return False
 
 
-def _null_message(schema: dict[str, Any], *, listed: bool) -> str:
+def _null_message(schema: dict[str, Any], *, created: bool) -> str:
     t = schema.get("type")
     wanted = "an integer or a string" if schema.get("x-kubernetes-int-or-string") \
         else _TYPE_NAMES.get(t, f"type {t}") if isinstance(t, str) else "a value"
     how = ("the API server refuses it however it is sent (a list keeps its null items)"
-           if listed else
+           if created else
            "server-side apply (aiplat kube apply, kubectl apply --server-side) refuses it; "
-           "only a create (kubectl create, a client-side kubectl apply of a new object) "
-           "drops a null mapping field first")
+           "kubectl apply and kubectl create of a new object delete the null first")
     return (f"null where the schema wants {wanted} and the field is not nullable: {how} "
             "(fix: remove the key or give a value)")
 
