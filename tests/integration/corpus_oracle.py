@@ -1,9 +1,9 @@
 """The real API server's verdict on every file of the corpus (``tests/data/corpus``).
 
 Each object is sent as ``kubectl create --dry-run=server`` sends it (POST with
-``dryRun=All``, so ``generateName`` works as it does for ``kubectl create``); an object that
-already exists is sent as ``kubectl apply --dry-run=server`` sends it (server-side apply
-with ``dryRun=All``). So that the verdict is about the object and not about the lab's state:
+``dryRun=All``, so ``generateName`` works as it does for ``kubectl create``, and
+``fieldValidation=Strict``, kubectl's default); an object that already exists is sent as
+``kubectl apply --dry-run=server`` sends it (server-side apply with ``dryRun=All``). So that the verdict is about the object and not about the lab's state:
 - the namespaces a file's objects live in exist first (created for real, with their
   ``default`` ServiceAccount), and the file's own Namespace, ServiceAccount and PriorityClass
   objects are applied for real before its other objects are judged (a dry run creates
@@ -97,7 +97,9 @@ class Oracle:
         return self.api.path(o, named=named)
 
     def _send(self, method: str, o: Obj, *, dry_run: bool) -> tuple[int, str]:
-        params = {"dryRun": "All"} if dry_run else {}
+        # kubectl validates fields strictly by default (--validate=strict): an unknown or
+        # duplicate field is refused, not dropped with a warning (the server's default)
+        params = {"fieldValidation": "Strict", **({"dryRun": "All"} if dry_run else {})}
         if method == "POST":
             r = self.api.http.request("POST", self._path(o, False), params=params, json=o)
         else:
