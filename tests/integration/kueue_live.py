@@ -33,6 +33,7 @@ import copy
 import os
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,41 +123,63 @@ def workloads(api: Api, prefix: str) -> list[Obj]:
 def _finish_evictions(api: Api, wls: list[Obj],
                       counts: dict[tuple[str, str], int] | None = None) -> int:
     """Play the job controller: clear the quota of Evicted workloads (jobframework step 6).
-    ``counts``: (victim, preemptor) -> evictions finished, the preemptor read from Kueue's
-    message ("Preempted to accommodate a workload (UID: ...")."""
-    done = 0
+    Every eviction seen is finished at once (concurrent requests), as the replay finishes a
+    cycle's evictions together: one by one, in the listing's name order, let Kueue run a
+    cycle between two of them (seed 5 of the partial-admission runs: its preemptor fit on
+    the flavor the first victim freed before the second was gone). Concurrent requests
+    still reach Kueue as separate events, a few milliseconds apart, and Kueue retries a
+    preemptor every cycle while its preemption is ongoing: it can still admit a workload
+    between them (a race, counted as a difference). ``counts``: (victim, preemptor) ->
+    evictions finished, the preemptor read from Kueue's message ("Preempted to accommodate
+    a workload (UID: ...")."""
     names = {w["metadata"].get("uid"): w["metadata"]["name"] for w in wls}
     now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-    for wl in wls:
-        c = _conds(wl)
-        if c.get("Evicted", {}).get("status") != "True" or \
-                c.get("QuotaReserved", {}).get("status") != "True":
+    todo = [(wl, _requeued(wl, now)) for wl in wls if _evicted(wl)]
+    if not todo:
+        return 0
+    with ThreadPoolExecutor(len(todo)) as pool:
+        answers = list(pool.map(lambda t: api._request(
+            "PUT", api.path(t[1]) + "/status", json=t[1]), todo))
+    done = 0
+    for (wl, _new), r in zip(todo, answers, strict=True):
+        if r.status_code >= 400:
             continue
-        new = copy.deepcopy(wl)
-        st = new.setdefault("status", {})
-        st.pop("admission", None)
-        keep = [x for x in st.get("conditions", []) if x["type"] not in (
-            "QuotaReserved", "Admitted", "Requeued")]
-        msg = c["Evicted"].get("message", "")
-        keep += [
-            {"type": "QuotaReserved", "status": "False", "reason": "Pending",
-             "message": msg, "lastTransitionTime": now},
-            {"type": "Admitted", "status": "False", "reason": "NoReservation",
-             "message": "The workload has no reservation", "lastTransitionTime": now},
-            {"type": "Requeued", "status": "True", "reason": c["Evicted"].get("reason",
-                                                                              "Preempted"),
-             "message": msg, "lastTransitionTime": now}]
-        st["conditions"] = keep
-        path = api.path(new) + "/status"
-        r = api._request("PUT", path, json=new)
-        if r.status_code < 400:
-            done += 1
-            if counts is not None:
-                uid = re.search(r"\(UID: ([^,)]+)", msg)
-                pair = (wl["metadata"]["name"], names.get(uid.group(1), uid.group(1))
-                        if uid else "?")
-                counts[pair] = counts.get(pair, 0) + 1
+        done += 1
+        if counts is not None:
+            msg = _conds(wl)["Evicted"].get("message", "")
+            uid = re.search(r"\(UID: ([^,)]+)", msg)
+            pair = (wl["metadata"]["name"], names.get(uid.group(1), uid.group(1))
+                    if uid else "?")
+            counts[pair] = counts.get(pair, 0) + 1
     return done
+
+
+def _evicted(wl: Obj) -> bool:
+    """Evicted by Kueue and still holding its quota: the job controller's turn."""
+    c = _conds(wl)
+    return c.get("Evicted", {}).get("status") == "True" \
+        and c.get("QuotaReserved", {}).get("status") == "True"
+
+
+def _requeued(wl: Obj, now: str) -> Obj:
+    """``wl`` with its reservation cleared and requeued, as jobframework leaves it."""
+    c = _conds(wl)
+    new = copy.deepcopy(wl)
+    st = new.setdefault("status", {})
+    st.pop("admission", None)
+    keep = [x for x in st.get("conditions", []) if x["type"] not in (
+        "QuotaReserved", "Admitted", "Requeued")]
+    msg = c["Evicted"].get("message", "")
+    keep += [
+        {"type": "QuotaReserved", "status": "False", "reason": "Pending",
+         "message": msg, "lastTransitionTime": now},
+        {"type": "Admitted", "status": "False", "reason": "NoReservation",
+         "message": "The workload has no reservation", "lastTransitionTime": now},
+        {"type": "Requeued", "status": "True", "reason": c["Evicted"].get("reason",
+                                                                          "Preempted"),
+         "message": msg, "lastTransitionTime": now}]
+    st["conditions"] = keep
+    return new
 
 
 def _state(wls: list[Obj]) -> tuple[Any, ...]:
@@ -198,6 +221,14 @@ def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = No
     counts: dict[tuple[str, str], int] = {}
     while time.monotonic() < deadline:
         wls = workloads(api, prefix)
+        if any(_evicted(w) for w in wls):
+            # Kueue issues one cycle's evictions in parallel: a listing can hold some of
+            # them only, and the rest would be finished a poll later, one batch each
+            # (partial seed 5: 0.05 s was too short, 1 of 3 runs agreed). The wait has its
+            # price: meanwhile Kueue admits against the victims' quota, where the replay
+            # finishes a cycle's evictions before the next cycle (partial seed 22).
+            time.sleep(0.3)
+            wls = workloads(api, prefix)
         if _finish_evictions(api, wls, counts):
             last, since = None, time.monotonic()
             time.sleep(0.2)
@@ -256,7 +287,9 @@ def _wait_seen(api: Api, sc: Scenario, timeout: float = 30.0) -> None:
         if seen and time.monotonic() - since >= 2.0:
             return
         time.sleep(0.2)
-    raise AssertionError(f"{sc.prefix}: Kueue marked none of the new workloads")
+    # no outcome to compare (a Kueue that hangs on the cohort cycle, kueue#12529): the
+    # callers run the scenario again on a fresh lab
+    raise NotSettledError(f"{sc.prefix}: Kueue marked none of the new workloads", {})
 
 
 def outcome(wl: Obj) -> Decided:

@@ -37,10 +37,13 @@ pytestmark = pytest.mark.integration
 # Seeds that agreed on every run here (bench/kueue_diff.py has the rest and the figure).
 CLASSIC_SEEDS = (2, 4, 6, 7, 9, 10, 34)
 FAIR_SEEDS = (2, 4, 5, 11)
-# Partial seed 5: on one of its two phase-a outcomes two victims are evicted in one cycle;
-# kueue_live finishes their evictions one at a time (Kueue schedules between), the replay
-# both at once: 3 workloads differ. Seed 12: a waiting workload's resumed flavor scan
-# lands on the flavor of the cycle its victim is released in; Kueue varies (3:2 in 5 runs).
+# Partial seed 5: two victims evicted in one cycle; kueue_live finished their evictions one
+# at a time (Kueue scheduled between) and now finishes them together, as the replay does:
+# it agreed on 4 of 4 runs since (bench/kueue_diff.py --partial --repeat 2). Seed 12: a
+# waiting workload's resumed flavor scan lands on the flavor of the cycle its victim is
+# released in; Kueue varies (3:2 in 5 runs). Seed 22: Kueue admits a partial workload
+# against a victim's quota while kueue_live waits (0.3 s) to gather a cycle's evictions,
+# where the replay finishes them before the next cycle.
 # Seed 1: Kueue v0.19.2 now and then never schedules one of its queues (its cache logs 'cohort
 # has a cycle' when the queue is added; tests/fixtures/recorded/kueue-partial-unscheduled.json),
 # twice in a row once here: no outcome to compare, a Kueue race (bench/kueue_diff.py counts it).
