@@ -3,7 +3,8 @@
 Each object is sent as ``kubectl create --dry-run=server`` sends it (POST with
 ``dryRun=All``, so ``generateName`` works as it does for ``kubectl create``, and
 ``fieldValidation=Strict``, kubectl's default); an object that already exists is sent as
-``kubectl apply --dry-run=server`` sends it (server-side apply with ``dryRun=All``). So that the verdict is about the object and not about the lab's state:
+``kubectl apply --dry-run=server`` sends it (server-side apply with ``dryRun=All``). So
+that the verdict is about the object and not about the lab's state:
 - the namespaces a file's objects live in exist first (created for real, with their
   ``default`` ServiceAccount), and the file's own Namespace, ServiceAccount and PriorityClass
   objects are applied for real before its other objects are judged (a dry run creates
