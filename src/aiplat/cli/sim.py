@@ -458,11 +458,7 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
                   ("workload", "ClusterQueue", "decision", "flavors", "reason"),
                   whole=("workload", "ClusterQueue"))  # copied into kubectl commands
     for r in rows:
-        counts = r.get("counts") or {}
-        flavors = "; ".join(f"{ps}: " + ", ".join(f"{res}={f}" for res, f in fl.items())
-                            + (f" ({counts[ps]} pods, partial admission)" if ps in counts
-                               else "")
-                            for ps, fl in (r.get("flavors") or {}).items())
+        flavors = _flavors_shown(r)
         why = ""
         quota = r.get("onQuotaAlone", r["decision"])
         if quota != "admitted":
@@ -473,9 +469,20 @@ def _print_replay(rows: list[dict[str, Any]], cycles: int) -> None:
         if "onQuotaAlone" in r:  # unknown: the quota rules' answer is context only
             deps = f", depends on {', '.join(r['dependsOn'])}" if r.get("dependsOn") else ""
             why = f"on quota alone: {quota}{deps}" + (f"; {why}" if why else "")
+        for alt in r.get("timingAlternatives") or []:
+            other = _flavors_shown(alt)
+            why += ("; " if why else "") + f"or {alt['decision']}" + (
+                f" ({other})" if other else "") + f" {alt['when']}"
         t.add_row(*(shown(c) for c in (r["workload"], r["clusterQueue"], r["decision"],
                                         flavors, why)))
     _out().print(t)
+
+
+def _flavors_shown(r: dict[str, Any]) -> str:
+    counts = r.get("counts") or {}
+    return "; ".join(f"{ps}: " + ", ".join(f"{res}={f}" for res, f in fl.items())
+                     + (f" ({counts[ps]} pods, partial admission)" if ps in counts else "")
+                     for ps, fl in (r.get("flavors") or {}).items())
 
 
 def _warn_unreplayed(lines: list[str], tas_decided: bool, tas_missing: str | None) -> None:
@@ -521,6 +528,7 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
     """
     from aiplat import inputs
     from aiplat.kueue.snapshot import parse
+    from aiplat.kueue.timing import MAX_FORKS
     from aiplat.kueue.unknown import decide
     from aiplat.ops import kueue_input
 
@@ -548,6 +556,9 @@ def replay(*, snapshot: Path | None, kubeconfig: str | None, context: str | None
               "before it and preempted again, over and over (Kueue v0.19 on a lab cluster: "
               "1,402 times in 300 s; it leaves such a loop only by a race); the replay ends it "
               f"at the second round, with {preemptor} admitted")
+    if r.timing is not None and r.timing.not_made:
+        _warn(f"{r.timing.not_made} more timing alternative(s) not computed: the replay "
+              f"follows at most {MAX_FORKS} evictions' other cycles")
     if fmt in DATA_FORMATS:
         print_data(fmt, rows)
     else:

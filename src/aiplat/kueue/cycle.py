@@ -48,6 +48,7 @@ from aiplat.kueue.assign import FIT, NOFIT, PREEMPT, Assigner, Assignment, Plan,
 from aiplat.kueue.fairshare import tournament
 from aiplat.kueue.quota import Admitted, Node, Tree
 from aiplat.kueue.snapshot import FR, ClusterQueue, Snapshot, Workload
+from aiplat.kueue.timing import Alternative, Forks
 
 BATCH_CYCLES = 50  # cycles that run within Kueue's 1 s requeue batch (a cycle takes ms)
 Flavors = dict[str, dict[str, str]]  # pod set -> resource -> flavor
@@ -84,6 +85,8 @@ class Outcome:
     cycle: int | None = None  # the cycle it was admitted in (None: already admitted)
     unknown: str = ""  # what the replay does not model that decides it (kueue.unknown)
     depends_on: list[str] = field(default_factory=list)  # the unknown ones it depends on
+    # decided otherwise when an eviction completes in another cycle (kueue.timing)
+    alternatives: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def shown(self) -> str:
@@ -109,6 +112,8 @@ class Outcome:
             out["message"] = self.message
         if self.cycle is not None:
             out["cycle"] = self.cycle
+        if self.alternatives:
+            out["timingAlternatives"] = self.alternatives
         return out
 
 
@@ -393,6 +398,9 @@ class Replay:
         self.tree = tree if tree is not None else Tree(snap)
         self.queues: Queues = queues if queues is not None else KueueQueues(snap.cluster_queues)
         self.world: World = world if world is not None else self
+        # a snapshot's replay forks where an eviction's cycle decides (kueue.timing)
+        self.timing: Forks | None = Forks() if world is None else None
+        self.alternatives: list[Alternative] = []
         self.steps: Steps = steps if steps is not None else self
         # the steps are the replay's own, which add nothing: the cycle leaves out their calls
         self._plain = self.steps is self and all(
@@ -736,6 +744,12 @@ class Replay:
         state seen since the last change (a blocked StrictFIFO head, or one whose flavor
         scan goes round), with no batched requeue left to deliver."""
         self.until_quiet(cycles, limit)
+        rows = self._rows()
+        if self.timing is not None and self.timing.copies:
+            self.alternatives = self.timing.finish(rows)
+        return rows
+
+    def _rows(self) -> list[Outcome]:
         for name, queue in self.queues.pending.items():
             for p in queue.values():
                 out = self.outcomes[p.wl.key]
@@ -752,7 +766,7 @@ class Replay:
         scheduling cycles run, not passes that only deliver a batched requeue (a snapshot's
         workloads Kueue already tried wait for that delivery before their first cycle)."""
         n, start = 0, self.cycle
-        seen: set[tuple[object, ...]] = set()
+        seen: dict[tuple[object, ...], int] = {}  # signature -> when, since the last change
         age = 0  # cycles since the pending batched requeue was raised
         heads: list[Pending] | None = None  # taken after the last cycle, still current
         while n < limit and (cycles is None or self.cycle - start < cycles):
@@ -767,6 +781,9 @@ class Replay:
                 heads = self.queues.heads(self.inactive)
             sig = self.queues.signature(heads) if heads else ()
             quiet = not heads or sig in seen
+            if self.evicting and quiet and self.timing is not None and cycles is None \
+                    and sig in seen and len(seen) - seen[sig] > 1:
+                self.timing.fork(self, len(seen) - seen[sig])  # a period: see kueue.timing
             if self.evicting and quiet and self.world.evictions_quiet(list(self.evicting)):
                 seen.clear()
                 heads = None
@@ -779,7 +796,7 @@ class Replay:
                 continue
             if quiet and (cycles is None or idle):  # idle: nothing can change any more
                 break
-            seen.add(sig)
+            seen[sig] = len(seen)
 
     # ------------------------------------------------------------------ the replay's steps
 
