@@ -96,6 +96,8 @@ def main() -> int:
     print(f"\nKueue v0.19.2 {mode}, {args.seeds} scenarios x {args.repeat} runs, "
           f"{time.monotonic() - t0:.0f} s")
     _summary("all scenarios", rows)
+    print("the stand-in job controller's gathering of a cycle's evictions: "
+          + ", ".join(f"{k} {v}" for k, v in kueue_live.GATHERED.items()))
     if args.repeat > 1:
         stable = [r for r in rows if not r["kueue_varies"]]
         print(f"Kueue varied between runs on {len(rows) - len(stable)} scenarios: "
@@ -142,13 +144,13 @@ def _seed(api: Api, seed: int, args: argparse.Namespace, dump: Path | None
             (dump / f"seed{seed}-run{len(runs) + 1}-kueue.json").write_text(json.dumps(
                 res.final, indent=1))
         runs.append({"workloads": len(res.kueue), "differences": res.differences(),
-                     "unknown": len(res.unknown),
+                     "unknown": len(res.unknown), "world": res.world,
                      "kueue": sorted((k, repr(v), repr(res.topology_kueue.get(k)))
                                      for k, v in res.kueue.items())})
     outcomes = {repr(r["kueue"]) for r in runs}
     row = {"seed": seed, "runs": runs, "kueue_varies": len(outcomes) > 1}
-    verdicts = ["agrees" if not r["differences"] else f"{len(r['differences'])} differ"
-                for r in runs]
+    verdicts = [("agrees" if not r["differences"] else f"{len(r['differences'])} differ")
+                + (" (a timing alternative)" if r.get("world") else "") for r in runs]
     print(f"seed {seed}: {', '.join(verdicts)}"
           f"{' (Kueue varied)' if row['kueue_varies'] else ''}", flush=True)
     for r in runs:
@@ -173,15 +175,23 @@ def _offline(source: Path) -> int:
             unknown={o.workload.split("/", 1)[1]: o.unknown for o in outcomes if o.unknown},
             topology_kueue={n: kueue_live.topology(w) for n, w in final.items()
                             if kueue_live.outcome(w)[0] and kueue_live.topology(w)},
-            topology_sim=kueue_live.sim_topology(r), placed=kueue_live.placed(outcomes))
+            topology_sim=kueue_live.sim_topology(r), placed=kueue_live.placed(outcomes),
+            alternatives=kueue_live.alternatives(r))
         diffs = [f"{snap.stem} {d.split(' ', 2)[2]}" for d in res.differences()]
-        print(f"{snap.stem}: {'agrees' if not diffs else f'{len(diffs)} differ'}")
+        print(f"{snap.stem}: {'agrees' if not diffs else f'{len(diffs)} differ'}"
+              + _world(res))
         for d in diffs:
             print(f"  {d}")
         rows.append({"runs": [{"workloads": len(res.kueue), "differences": diffs,
-                               "unknown": len(res.unknown)}]})
+                               "unknown": len(res.unknown), "world": res.world}]})
     _summary(f"replayed from {source}", rows)
     return 0
+
+
+def _world(res: kueue_live.Result) -> str:
+    if not res.world:
+        return ""
+    return f" (the replay's timing alternative: {res.alternatives[res.world - 1][3]})"
 
 
 def _summary(title: str, rows: list[dict[str, Any]]) -> None:
@@ -195,9 +205,11 @@ def _summary(title: str, rows: list[dict[str, Any]]) -> None:
     wl = sum(r["workloads"] for r in runs)
     wl_ok = wl - sum(len(r["differences"]) for r in runs)
     unknown = sum(r.get("unknown", 0) for r in runs)
+    timed = sum(bool(r.get("world")) for r in runs)
     print(f"{title}: runs agreeing {n_ok}/{len(runs)} ({100 * n_ok / max(1, len(runs)):.1f}%), "
           f"workloads agreeing {wl_ok}/{wl} ({100 * wl_ok / max(1, wl):.1f}%), "
-          f"unknown (feature) in the replay {unknown} (counted as disagreeing)"
+          f"unknown (feature) in the replay {unknown} (counted as disagreeing); held "
+          f"against a timing alternative of the replay: {timed} run(s)"
           + (f"; Kueue never settled on {len(unsettled)} more run(s), seeds {unsettled}, "
              f"in the preemption loop the replay reports on {len(looped)} of them"
              if unsettled else ""))

@@ -24,14 +24,20 @@ snapshot carries (their flavors, generation and whether they are TAS-only).
 
 Standalone Workloads have no job controller to finish an eviction, so this module plays it
 (as ``jobframework`` does for a stopped job): an Evicted workload that still holds quota gets
-its reservation cleared and is requeued.
+its reservation cleared and is requeued; a cycle's evictions are gathered and finished
+together, as the replay finishes them (:func:`_gathered`, :func:`_together`). Where the
+outcome depends on the cycle an eviction completes in, the replay names the other outcome
+(``aiplat.kueue.timing``) and a run is held against either as a whole
+(:meth:`Result.differences`).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import re
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -70,22 +76,39 @@ class Result:
     topology_kueue: dict[str, Domains] = field(default_factory=dict)
     topology_sim: dict[str, Domains] = field(default_factory=dict)
     placed: set[str] = field(default_factory=set)  # admitted by the replay (not before)
+    # the replay's timing alternatives (kueue.timing): each a whole outcome, with its
+    # topology assignments and placed workloads, and when it happens
+    alternatives: list[tuple[dict[str, Decided], dict[str, Domains], set[str], str]] = \
+        field(default_factory=list)
 
     def differences(self) -> list[str]:
         """A workload differs when its admission, flavors or counts do, when both admitted
         it on the same flavors but in other topology domains, and when the replay left it
-        unknown (counted as a disagreement, whatever Kueue did)."""
+        unknown (counted as a disagreement, whatever Kueue did). Held against the replay's
+        outcome or, where it names them, against the outcome of one of its timing
+        alternatives as a whole (the one with the fewest differences: :attr:`world`)."""
+        return self._against(self.world)
+
+    @property
+    def world(self) -> int:
+        """0: the replay's own outcome; i: its i-th timing alternative, which Kueue's run
+        matches more closely."""
+        worlds = range(1 + len(self.alternatives))
+        return min(worlds, key=lambda i: len(self._against(i)))
+
+    def _against(self, world: int) -> list[str]:
+        sim, topo, placed = (self.sim, self.topology_sim, self.placed) if world == 0 \
+            else self.alternatives[world - 1][:3]
         out = []
         for k in sorted(self.kueue):
             if k in self.unknown:
                 out.append(f"seed {self.seed} {k}: kueue {self.kueue[k]} sim unknown "
                            f"({self.unknown[k]})")
-            elif self.kueue[k] != self.sim.get(k):
-                out.append(f"seed {self.seed} {k}: kueue {self.kueue[k]} sim {self.sim.get(k)}")
-            elif k in self.placed and (self.topology_kueue.get(k) or {}) != (
-                    self.topology_sim.get(k) or {}):
+            elif self.kueue[k] != sim.get(k):
+                out.append(f"seed {self.seed} {k}: kueue {self.kueue[k]} sim {sim.get(k)}")
+            elif k in placed and (self.topology_kueue.get(k) or {}) != (topo.get(k) or {}):
                 out.append(f"seed {self.seed} {k}: topology kueue {self.topology_kueue.get(k)} "
-                           f"sim {self.topology_sim.get(k)}")
+                           f"sim {topo.get(k)}")
         return out
 
 
@@ -123,13 +146,13 @@ def workloads(api: Api, prefix: str) -> list[Obj]:
 def _finish_evictions(api: Api, wls: list[Obj],
                       counts: dict[tuple[str, str], int] | None = None) -> int:
     """Play the job controller: clear the quota of Evicted workloads (jobframework step 6).
-    Every eviction seen is finished at once (concurrent requests), as the replay finishes a
+    Every eviction seen is finished at once (:func:`_together`), as the replay finishes a
     cycle's evictions together: one by one, in the listing's name order, let Kueue run a
     cycle between two of them (seed 5 of the partial-admission runs: its preemptor fit on
-    the flavor the first victim freed before the second was gone). Concurrent requests
-    still reach Kueue as separate events, a few milliseconds apart, and Kueue retries a
-    preemptor every cycle while its preemption is ongoing: it can still admit a workload
-    between them (a race, counted as a difference). ``counts``: (victim, preemptor) ->
+    the flavor the first victim freed before the second was gone). Sent together they
+    still reach Kueue as separate events, under 2 ms apart, and Kueue retries a preemptor
+    every ~10 ms while its preemption is ongoing: a cycle can still fall between them (a
+    race, counted as a difference). ``counts``: (victim, preemptor) ->
     evictions finished, the preemptor read from Kueue's message ("Preempted to accommodate
     a workload (UID: ...")."""
     names = {w["metadata"].get("uid"): w["metadata"]["name"] for w in wls}
@@ -137,9 +160,7 @@ def _finish_evictions(api: Api, wls: list[Obj],
     todo = [(wl, _requeued(wl, now)) for wl in wls if _evicted(wl)]
     if not todo:
         return 0
-    with ThreadPoolExecutor(len(todo)) as pool:
-        answers = list(pool.map(lambda t: api._request(
-            "PUT", api.path(t[1]) + "/status", json=t[1]), todo))
+    answers = _together(api, [(api.path(new) + "/status", new) for _wl, new in todo])
     done = 0
     for (wl, _new), r in zip(todo, answers, strict=True):
         if r.status_code >= 400:
@@ -152,6 +173,28 @@ def _finish_evictions(api: Api, wls: list[Obj],
                     if uid else "?")
             counts[pair] = counts.get(pair, 0) + 1
     return done
+
+
+def _together(api: Api, puts: list[tuple[str, Obj]]) -> list[Any]:
+    """PUT each (path, object) at the same moment: every thread first takes a connection of
+    its own (a GET while the others make theirs), then all send at once. Kueue runs a cycle
+    every ~10 ms while a preemptor waits: sent one after another (~8 ms apart here, each
+    through Kueue's webhook) a cycle can fall between two of a cycle's victims (partial
+    seed 5), which the replay releases together."""
+    if len(puts) == 1:
+        return [api._request("PUT", puts[0][0], json=puts[0][1])]
+    warm, go = threading.Barrier(len(puts)), threading.Barrier(len(puts))
+    bodies = [json.dumps(o).encode() for _p, o in puts]
+
+    def put(i: int) -> Any:
+        warm.wait()
+        api._request("GET", "/readyz")
+        go.wait()
+        return api._request("PUT", puts[i][0], content=bodies[i],
+                            headers={"Content-Type": "application/json"})
+
+    with ThreadPoolExecutor(len(puts)) as pool:
+        return list(pool.map(put, range(len(puts))))
 
 
 def _evicted(wl: Obj) -> bool:
@@ -182,9 +225,47 @@ def _requeued(wl: Obj, now: str) -> Obj:
     return new
 
 
-def _state(wls: list[Obj]) -> tuple[Any, ...]:
-    return tuple(sorted((w["metadata"]["name"], w["metadata"].get("resourceVersion"))
-                        for w in wls))
+GATHER_TIMEOUT = 0.3  # s; the most a cycle's evictions are waited for
+GATHERED = {"listed": 0, "timed out": 0}  # how each gathering ended (bench/kueue_diff.py)
+
+
+def _rv(o: Obj) -> int:
+    return int(o["metadata"].get("resourceVersion") or 0)
+
+
+def _cycle_listed(wls: list[Obj]) -> bool:
+    """Every eviction of the cycles that made the listed ones is in this listing. Kueue
+    issues a cycle's preemptions (``processEntry``, step 5 of ``schedule``) before it
+    writes any head's status (``requeueAndUpdate``, step 6), and the preemptor's message
+    then changes ("... Pending the preemption of N workload(s)"): a preemptor written after
+    its victims shows that its cycle's evictions are all done, its own and any other
+    preemptor's. (A preemptor whose message did not change writes nothing: the caller's
+    timeout.)"""
+    by_uid = {w["metadata"].get("uid"): w for w in wls}
+    for v in wls:
+        if not _evicted(v):
+            continue
+        uid = re.search(r"\(UID: ([^,)]+)", _conds(v)["Evicted"].get("message", ""))
+        p = by_uid.get(uid.group(1)) if uid else None
+        if uid and (p is None or _rv(p) < _rv(v)):
+            return False
+    return True
+
+
+def _gathered(api: Api, prefix: str, wls: list[Obj]) -> list[Obj]:
+    """``wls`` once the evictions of their cycle are all listed (:func:`_cycle_listed`), or
+    :data:`GATHER_TIMEOUT` later. Kueue issues a cycle's evictions in parallel, and a
+    listing can hold some of them only: finished a poll apart, Kueue schedules between two
+    victims of one cycle (partial seed 5), where the replay finishes them together. A fixed
+    wait instead has its price: meanwhile Kueue runs cycles against the victims' quota that
+    the replay does not run (partial seed 22: a requeue Kueue batches for 1 s came before
+    the victim's quota was released and admitted a partial workload with fewer pods)."""
+    deadline = time.monotonic() + GATHER_TIMEOUT
+    while not _cycle_listed(wls) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        wls = workloads(api, prefix)
+    GATHERED["listed" if _cycle_listed(wls) else "timed out"] += 1
+    return wls
 
 
 SETTLE_TIMEOUT = 120.0  # s; bench/kueue_diff.py --settle waits longer for a churn to end
@@ -208,12 +289,13 @@ def _decisions(wls: list[Obj]) -> tuple[Any, ...]:
                         for w in wls))
 
 
-def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = None, *,
-           decisions: bool = False) -> None:
-    """Wait until no workload of the scenario changes for ``quiet`` seconds; with
-    ``decisions``, until no admission, flavor, count or topology assignment does (Kueue
-    v0.19.2 retries a pending TAS workload that fits its quota but not the topology every
-    cycle, rewriting its condition's message each time: it never goes quiet)."""
+def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = None) -> None:
+    """Wait until no admission, flavor, count or topology assignment of the scenario's
+    workloads changes for ``quiet`` seconds, its evictions finished meanwhile. Not until
+    the workloads stop changing: Kueue v0.19.2 retries some heads every cycle and rewrites
+    their condition's message each time, never going quiet (a pending TAS workload that
+    fits its quota but not the topology; a StrictFIFO head whose flavor scan goes round,
+    its message alternating between two flavors' reasons: partial seed 3's phase a)."""
     timeout = SETTLE_TIMEOUT if timeout is None else timeout
     deadline = time.monotonic() + timeout
     last: tuple[Any, ...] | None = None
@@ -222,23 +304,18 @@ def settle(api: Api, prefix: str, quiet: float = 3.0, timeout: float | None = No
     while time.monotonic() < deadline:
         wls = workloads(api, prefix)
         if any(_evicted(w) for w in wls):
-            # Kueue issues one cycle's evictions in parallel: a listing can hold some of
-            # them only, and the rest would be finished a poll later, one batch each
-            # (partial seed 5: 0.05 s was too short, 1 of 3 runs agreed). The wait has its
-            # price: meanwhile Kueue admits against the victims' quota, where the replay
-            # finishes a cycle's evictions before the next cycle (partial seed 22).
-            time.sleep(0.3)
-            wls = workloads(api, prefix)
+            wls = _gathered(api, prefix, wls)
         if _finish_evictions(api, wls, counts):
             last, since = None, time.monotonic()
-            time.sleep(0.2)
             continue
-        st = _decisions(wls) if decisions else _state(wls)
+        st = _decisions(wls)
         if st != last:
             last, since = st, time.monotonic()
         elif time.monotonic() - since >= quiet:
             return
-        time.sleep(0.3)
+        # often: Kueue runs a cycle every ~10 ms while a preemptor waits, and each one
+        # before the victims are gone is one the replay does not run (partial seed 22)
+        time.sleep(0.05)
     raise NotSettledError(f"{prefix}: Kueue did not settle within {timeout:.0f} s", counts)
 
 
@@ -373,7 +450,7 @@ def _run_flavor_gate(api: Api, sc: Scenario) -> Result:
 
 def _settle_after(api: Api, sc: Scenario, snapshot: list[Obj]) -> None:
     try:
-        settle(api, sc.prefix, decisions=bool(sc.nodes))
+        settle(api, sc.prefix)
     except NotSettledError as e:
         e.snapshot = snapshot
         raise
@@ -421,7 +498,7 @@ def _run(api: Api, sc: Scenario) -> Result:
     _apply(api, sc.setup)
     _apply(api, sc.phase_a)
     _apply(api, [sc.cohort(sc.gate, None)])
-    settle(api, sc.prefix, decisions=bool(sc.nodes))
+    settle(api, sc.prefix)
     _apply(api, [sc.cohort(sc.gate, sc.root)])
     time.sleep(0.5)  # the cohort controller closes the gate
     _apply(api, sc.phase_b)
@@ -488,6 +565,18 @@ def sim_topology(r: Replay) -> dict[str, Domains]:
             for k, got in r.assignments.items()}
 
 
+def alternatives(r: Replay) -> list[tuple[dict[str, Decided], dict[str, Domains], set[str],
+                                          str]]:
+    """The replay's timing alternatives in :class:`Result`'s terms."""
+    out = []
+    for alt in r.alternatives:
+        rows = list(alt.outcomes.values())
+        out.append(({o.workload.split("/", 1)[1]: decided(o) for o in rows},
+                    sim_topology(alt.replay) if alt.replay is not None else {},
+                    placed(rows), alt.when))
+    return out
+
+
 def placed(outcomes: list[Outcome]) -> set[str]:
     """The workloads the replay admitted in one of its cycles: their topology assignments
     are compared (one admitted in the snapshot keeps the assignment it has)."""
@@ -505,7 +594,8 @@ def _compare(api: Api, sc: Scenario, snapshot: list[Obj]) -> Result:
                           if o.unknown},
                  topology_kueue={n: topology(w) for n, w in final.items()
                                  if outcome(w)[0] and topology(w)},
-                 topology_sim=sim_topology(r), placed=placed(outcomes))
+                 topology_sim=sim_topology(r), placed=placed(outcomes),
+                 alternatives=alternatives(r))
     for n, w in final.items():
         p = _conds(w).get("Preempted", {})
         if p.get("status") == "True":

@@ -91,9 +91,10 @@ def _agreeing(lab: Lab, sc: Scenario) -> kueue_live.Result:
     a scenario that differs runs once more, on a fresh lab (:class:`Lab`), and the replay
     must agree with that run's snapshot; a disagreement both times fails, with both runs'
     differences. A run Kueue did not settle within the harness's wait has no outcome to
-    compare (the clean-clone CI of 3d475b5 saw partial-admission seed 3 churn past 120 s
-    once; it settled in 2/2 runs of bench/kueue_diff.py --partial --repeat 2 here): it too
-    runs once more, and must settle and agree then."""
+    compare (a hang, kueue#12529: :class:`Lab`): it too runs once more, and must settle and
+    agree then. (Partial-admission seed 3's phase a could leave a StrictFIFO head whose
+    message Kueue rewrites every cycle; the settle now waits on decisions, not on every
+    write.)"""
     api = lab.live
     try:
         res = kueue_live.run(api, sc)

@@ -57,3 +57,48 @@ def test_a_best_effort_queue_kueue_left_out_is_no_outcome() -> None:
                     c["reason"] = "Pending"
                     c["message"] = "couldn't assign flavors to pod set ps0: ..."
     assert kueue_live.never_scheduled(sc, tried) == []
+
+
+def _wl(name: str, uid: str, rv: int, evicted_by: str | None = None) -> dict[str, Any]:
+    conds = [{"type": "QuotaReserved", "status": "True"}]
+    if evicted_by is not None:
+        conds.append({"type": "Evicted", "status": "True", "reason": "Preempted",
+                      "message": f"Preempted to accommodate a workload (UID: {evicted_by}, "
+                                 "JobUID: UNKNOWN) due to prioritization in the ClusterQueue"
+                      if evicted_by else "The ClusterQueue is stopped"})
+    return {"metadata": {"name": name, "uid": uid, "resourceVersion": str(rv)},
+            "status": {"conditions": conds}}
+
+
+def test_a_cycles_evictions_are_all_listed_once_a_preemptor_was_written_after_them() -> None:
+    """Kueue writes a cycle's evictions before any head's status: the preemptor's newer
+    resource version shows the listing holds all of them (victims a poll apart let Kueue
+    schedule between them, partial seed 5)."""
+    victim = _wl("v", "uid-v", 10, evicted_by="uid-p")
+    assert not kueue_live._cycle_listed([victim, _wl("p", "uid-p", 9)])
+    assert kueue_live._cycle_listed([victim, _wl("p", "uid-p", 11)])
+    assert not kueue_live._cycle_listed([victim])  # its preemptor not listed yet
+    # an eviction no preemptor made (its queue stopped) waits for nobody
+    assert kueue_live._cycle_listed([_wl("s", "uid-s", 12, evicted_by="")])
+
+
+def test_a_run_is_held_against_one_of_the_replays_outcomes_as_a_whole() -> None:
+    """The snapshot Kueue v0.19.2 decided two ways (tests/data/kueue_timing): each run
+    agrees with the replay's outcome or with its timing alternative, whole; a run that
+    mixed the two would differ."""
+    data = Path(__file__).resolve().parents[1] / "data" / "kueue_timing"
+    objs = json.loads((data / "seed12-snapshot.json").read_text())["items"]
+    runs = json.loads((data / "seed12-kueue.json").read_text())["runs"]
+    r, rows = kueue_live.replay(objs, "seed 12", tas=False)
+    sim = {o.workload.split("/", 1)[1]: kueue_live.decided(o) for o in rows}
+
+    def result(kueue: dict[str, Any]) -> kueue_live.Result:
+        return kueue_live.Result(
+            12, {n: (o["admitted"], o["flavors"], o["counts"]) for n, o in kueue.items()},
+            sim, placed=kueue_live.placed(rows), alternatives=kueue_live.alternatives(r))
+
+    results = [result(k) for k in runs]
+    assert [res.differences() for res in results] == [[], [], [], []]
+    assert [res.world for res in results] == [0, 0, 1, 0]
+    mixed = {**runs[0], "s12-w04": runs[2]["s12-w04"]}
+    assert len(result(mixed).differences()) == 1
