@@ -30,7 +30,9 @@ few milliseconds. So a victim keeps its quota (and its preemptor keeps re-evalua
 reserving) until the cycles are quiet; then every pending eviction completes at once. The
 real Kueue on the lab cluster does the same (its scheduler log, ``--zap-log-level=6``, on a
 ``bench/kueue_diff.py`` scenario: a preemptor waited about 15 cycles while another head
-preempted too).
+preempted too). Where that quiet state recurs with a period, completing in another state of
+it decides otherwise: those outcomes are the replay's timing alternatives
+(:mod:`aiplat.kueue.timing`).
 
 The engine here only applies these decisions; the decisions are pure functions of the
 tree. Pure: no I/O.
