@@ -261,10 +261,10 @@ def _gathered(api: Api, prefix: str, wls: list[Obj]) -> list[Obj]:
     the replay does not run (partial seed 22: a requeue Kueue batches for 1 s came before
     the victim's quota was released and admitted a partial workload with fewer pods)."""
     deadline = time.monotonic() + GATHER_TIMEOUT
-    while not _cycle_listed(wls) and time.monotonic() < deadline:
+    while not (listed := _cycle_listed(wls)) and time.monotonic() < deadline:
         time.sleep(0.02)
         wls = workloads(api, prefix)
-    GATHERED["listed" if _cycle_listed(wls) else "timed out"] += 1
+    GATHERED["listed" if listed else "timed out"] += 1
     return wls
 
 
@@ -572,7 +572,7 @@ def alternatives(r: Replay) -> list[tuple[dict[str, Decided], dict[str, Domains]
     for alt in r.alternatives:
         rows = list(alt.outcomes.values())
         out.append(({o.workload.split("/", 1)[1]: decided(o) for o in rows},
-                    sim_topology(alt.replay) if alt.replay is not None else {},
+                    sim_topology(alt.replay),
                     placed(rows), alt.when))
     return out
 

@@ -26,7 +26,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -42,8 +42,11 @@ class Alternative:
 
     victims: list[str]
     later: int
-    outcomes: dict[str, Outcome] = field(default_factory=dict)
-    replay: Replay | None = None  # the copy, run to its end
+    replay: Replay  # the copy: its evictions completed there, run to its end by Forks.finish
+
+    @property
+    def outcomes(self) -> dict[str, Outcome]:
+        return self.replay.outcomes
 
     @property
     def when(self) -> str:
@@ -52,6 +55,7 @@ class Alternative:
 
 
 def decision(o: Outcome) -> tuple[object, ...]:
+    """What an outcome decides: admitted, preempted or pending, the flavors, the counts."""
     return (o.decision, o.flavors, o.counts)
 
 
@@ -59,7 +63,7 @@ class Forks:
     """The copies one replay made at its quiet points with evictions due."""
 
     def __init__(self) -> None:
-        self.copies: list[tuple[Alternative, Replay]] = []
+        self.copies: list[Alternative] = []
         self.not_made = 0
 
     def fork(self, r: Replay, period: int) -> None:
@@ -78,19 +82,18 @@ class Forks:
                 alt.step(alt.queues.heads(alt.inactive))
             victims = sorted(alt.evicting)
             alt.world.evictions_quiet(list(alt.evicting))
-            self.copies.append((Alternative(victims, later), alt))
+            self.copies.append(Alternative(victims, later, alt))
 
     def finish(self, rows: list[Outcome]) -> list[Alternative]:
         """Run every copy to the end; the alternatives whose outcome differs from
         ``rows`` (the replay's), which carry them per workload."""
         mine = {o.workload: o for o in rows}
         out = []
-        for alt, r in self.copies:
-            theirs = r.run()
+        for alt in self.copies:
+            theirs = alt.replay.run()
             changed = [o for o in theirs if decision(o) != decision(mine[o.workload])]
             if not changed:
                 continue
-            alt.outcomes, alt.replay = {o.workload: o for o in theirs}, r
             out.append(alt)
             for o in changed:
                 seen = [a for a in mine[o.workload].alternatives

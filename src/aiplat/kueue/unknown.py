@@ -20,6 +20,7 @@ from aiplat.kueue.cycle import Outcome, Replay
 from aiplat.kueue.snapshot import TAS, ClusterQueue, Gap, Snapshot, Workload
 from aiplat.kueue.tas_input import TasCluster
 from aiplat.kueue.tas_world import TasReplay
+from aiplat.kueue.timing import decision
 
 
 def _cohorts_above(snap: Snapshot, cq: ClusterQueue) -> set[str]:
@@ -63,10 +64,6 @@ def _never_fits(wl: Workload) -> Workload:
         dataclasses.replace(ps, requests={**ps.requests, NEVER: 1}) for ps in wl.podsets))
 
 
-def _key(o: Outcome) -> tuple[object, ...]:
-    return (o.decision, o.flavors, o.counts)
-
-
 def _replay(snap: Snapshot, cluster: TasCluster | None) -> Replay:
     return Replay(snap) if cluster is None else TasReplay(snap, cluster)
 
@@ -90,7 +87,7 @@ def decide(snap: Snapshot, cycles: int | None = None, cluster: TasCluster | None
     for o in rows:
         if o.workload in unknown:
             o.unknown = unknown[o.workload]
-        elif _key(o) != _key(other[o.workload]):
+        elif decision(o) != decision(other[o.workload]):
             near = [k for k in unknown if tree[k] == tree[o.workload]]
             deps = sorted(near or unknown)  # the unknown ones sharing its quota, else all
             o.unknown = unknown[deps[0]]
